@@ -1,0 +1,39 @@
+// vgpu/backend.hpp — one compute API (CUDA, Vulkan, OpenGL, CPU) as the registry sees it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vgpu/device_info.hpp"
+#include "vgpu/types.hpp"
+
+namespace vgpu {
+
+class DeviceImpl;
+
+/// Whether a backend can run here, and why not.
+struct BackendStatus {
+  BackendKind kind = BackendKind::cpu;
+  bool compiled_in = false;  ///< built with this backend (VGPU_WITH_*)
+  bool available = false;    ///< its runtime and at least one device were found
+  std::string reason;        ///< why it is unavailable (empty when available)
+};
+
+/// One compute API. Backends load their vendor runtime at run time, so a missing driver is a
+/// reported reason, never a link error. Thread-safety: implementations make every member safe
+/// to call from several threads.
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+  /// Returns which API this backend drives.
+  virtual BackendKind kind() const noexcept = 0;
+  /// Returns whether it can run here, with the reason when it cannot.
+  virtual BackendStatus status() = 0;
+  /// Lists the devices this backend can open (empty when unavailable).
+  virtual std::vector<DeviceInfo> enumerate() = 0;
+  /// Opens device index; throws unavailable or invalid_argument.
+  virtual std::unique_ptr<DeviceImpl> open(std::uint32_t index) = 0;
+};
+
+}  // namespace vgpu

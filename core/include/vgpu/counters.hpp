@@ -1,0 +1,41 @@
+// vgpu/counters.hpp — observable steady-state counters.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace vgpu {
+
+/// A point-in-time copy of a device's or the runtime's counters. A plain value.
+struct CounterSnapshot {
+  std::uint64_t compiles = 0;     ///< kernels actually compiled by a backend
+  std::uint64_t l1_hits = 0;      ///< compile() answered from the in-RAM kernel cache
+  std::uint64_t l1_misses = 0;    ///< compile() that had to build the kernel
+  std::uint64_t l1_evictions = 0; ///< kernels dropped from the in-RAM cache by its bound
+  std::uint64_t binds = 0;        ///< binding sets created (descriptor sets, argument packs)
+  std::uint64_t allocations = 0;  ///< device buffers allocated
+  std::uint64_t dispatches = 0;   ///< kernel dispatches executed
+  std::uint64_t submits = 0;      ///< batches submitted (one or more dispatches each)
+  std::uint64_t bytes_up = 0;     ///< host → device bytes
+  std::uint64_t bytes_down = 0;   ///< device → host bytes
+
+  /// Returns this minus an earlier snapshot, field by field.
+  CounterSnapshot operator-(const CounterSnapshot& earlier) const noexcept;
+  /// Returns the sum of two snapshots, field by field.
+  CounterSnapshot operator+(const CounterSnapshot& other) const noexcept;
+  /// Formats as "compiles=1 l1_hits=2 ...".
+  std::string to_string() const;
+};
+
+/// Live counters, updated with relaxed atomics. Thread-safety: every member is safe to
+/// update and read from any thread.
+struct Counters {
+  std::atomic<std::uint64_t> compiles{0}, l1_hits{0}, l1_misses{0}, l1_evictions{0}, binds{0},
+      allocations{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0};
+
+  /// Returns a consistent-enough copy of all fields (each read is atomic).
+  CounterSnapshot snapshot() const noexcept;
+};
+
+}  // namespace vgpu

@@ -1,0 +1,159 @@
+// vgpu/device.hpp — one opened device: buffers, kernels, bindings, dispatch and batches.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "vgpu/counters.hpp"
+#include "vgpu/device_info.hpp"
+#include "vgpu/kernel_source.hpp"
+#include "vgpu/params.hpp"
+
+namespace vgpu {
+
+namespace detail {
+class DeviceCore;
+struct BufferState;
+struct KernelState;
+struct BindingSetState;
+struct BatchState;
+}  // namespace detail
+
+/// A device memory allocation. A shared handle: copies refer to the same memory, which is
+/// freed when the last handle goes. Thread-safety: the handle may be copied between threads;
+/// concurrent writes to the same bytes are the caller's race, as with any memory.
+class Buffer {
+ public:
+  Buffer() = default;
+  /// Returns the size in bytes (0 for an empty handle).
+  std::uint64_t size() const noexcept;
+  /// Returns true when the handle refers to memory.
+  explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+
+ private:
+  friend class detail::DeviceCore;
+  explicit Buffer(std::shared_ptr<detail::BufferState> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::BufferState> state_;
+};
+
+/// A compiled kernel, ready to dispatch on the device that compiled it. A shared handle.
+/// Thread-safety: immutable; dispatch it from any thread.
+class Kernel {
+ public:
+  Kernel() = default;
+  /// Returns the source's name.
+  const std::string& name() const;
+  /// Returns the cache key (hex) this kernel was compiled under.
+  std::string key_hex() const;
+  /// Returns true when the handle refers to a kernel.
+  explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+
+ private:
+  friend class detail::DeviceCore;
+  friend class Batch;
+  explicit Kernel(std::shared_ptr<detail::KernelState> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::KernelState> state_;
+};
+
+/// One buffer at one binding slot.
+struct Binding {
+  std::uint32_t slot = 0;
+  Buffer buffer;
+};
+
+/// Buffers bound to a kernel's slots, created once and reused by every dispatch (a Vulkan
+/// descriptor set, a CUDA argument pack). Thread-safety: immutable; share freely.
+class BindingSet {
+ public:
+  BindingSet() = default;
+  /// Returns true when the handle refers to a binding set.
+  explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+
+ private:
+  friend class detail::DeviceCore;
+  friend class Batch;
+  explicit BindingSet(std::shared_ptr<detail::BindingSetState> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::BindingSetState> state_;
+};
+
+/// A recorded list of dispatches submitted with one submit and one wait. Each dispatch sees
+/// the writes of the ones before it. A batch can be submitted again after new data is
+/// written to its buffers, without being recorded again (Vulkan command buffer, CUDA graph).
+/// Thread-safety: not safe to record into from two threads at once; submit from any thread.
+class Batch {
+ public:
+  Batch() = default;
+  /// Appends one dispatch; validated like Device::dispatch; throws invalid_argument.
+  void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
+                Groups groups);
+  /// Returns the number of recorded dispatches.
+  std::size_t size() const noexcept;
+  /// Removes every recorded dispatch.
+  void clear();
+
+ private:
+  friend class detail::DeviceCore;
+  explicit Batch(std::shared_ptr<detail::BatchState> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::BatchState> state_;
+};
+
+/// An opened device. A shared handle to the device's runtime state; the device closes when
+/// the last handle (and every buffer/kernel from it) goes.
+/// Operations on one device take effect in call order: a read waits for the dispatches
+/// submitted before it, a write never races a dispatch submitted before it.
+/// Thread-safety: every member function is safe to call from several threads at once.
+class Device {
+ public:
+  Device() = default;
+
+  /// Returns the device's description, fingerprint included.
+  const DeviceInfo& info() const;
+  /// Returns a copy of this device's counters.
+  CounterSnapshot counters() const;
+
+  /// Allocates bytes of device memory; throws invalid_argument for 0, out_of_memory when full.
+  Buffer create_buffer(std::uint64_t bytes);
+  /// Copies bytes from host data into buffer at offset.
+  void write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset = 0);
+  /// Copies bytes from buffer at offset into host out, after earlier work finishes.
+  void read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset = 0);
+  /// Copies bytes between two buffers of this device.
+  void copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset = 0,
+            std::uint64_t dst_offset = 0);
+
+  /// Compiles source for this device through the in-RAM cache (L1); throws compile_error
+  /// with the compiler's log, not_supported when the source lacks this backend's dialect.
+  Kernel compile(const KernelSource& source, const CompileOptions& options = {});
+  /// Binds buffers to the kernel's declared slots; every declared slot must be bound.
+  BindingSet bind(const Kernel& kernel, std::span<const Binding> bindings);
+  /// Binds buffers to the kernel's declared slots (initializer-list form).
+  BindingSet bind(const Kernel& kernel, std::initializer_list<Binding> bindings) {
+    return bind(kernel, std::span<const Binding>(bindings.begin(), bindings.size()));
+  }
+
+  /// Runs one dispatch after validating params size, group counts and buffer sizes.
+  void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
+                Groups groups);
+  /// Returns an empty batch to record dispatches into.
+  Batch create_batch();
+  /// Submits every dispatch of batch in order (one submit, one wait at the next sync point).
+  void submit(const Batch& batch);
+  /// Waits until every submitted dispatch has finished.
+  void synchronize();
+
+  /// Returns true when the handle refers to an open device.
+  explicit operator bool() const noexcept { return static_cast<bool>(core_); }
+  /// Returns true when both handles refer to the same opened device.
+  friend bool operator==(const Device& a, const Device& b) noexcept { return a.core_ == b.core_; }
+
+ private:
+  friend class detail::DeviceCore;
+  friend class Runtime;
+  explicit Device(std::shared_ptr<detail::DeviceCore> core) : core_(std::move(core)) {}
+  std::shared_ptr<detail::DeviceCore> core_;
+};
+
+}  // namespace vgpu

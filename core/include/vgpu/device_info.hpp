@@ -1,0 +1,51 @@
+// vgpu/device_info.hpp — what a backend reports about one device.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vgpu/types.hpp"
+
+namespace vgpu {
+
+/// Compute limits that validation and selection rely on.
+struct DeviceLimits {
+  std::array<std::uint32_t, 3> max_workgroup_size{1024, 1024, 64};
+  std::uint32_t max_workgroup_invocations = 1024;
+  std::array<std::uint32_t, 3> max_workgroup_count{65535, 65535, 65535};
+  std::uint64_t max_shared_memory_bytes = 0;
+  std::uint64_t max_buffer_bytes = 0;
+  std::uint32_t max_bindings = 16;
+};
+
+/// A stable identity of a device + driver + vgpu cache format; cache keys include it.
+/// Two runs on the same machine, driver and vgpu version produce the same fingerprint.
+struct DeviceFingerprint {
+  std::string text;        ///< human-readable "key=value;..." form that was hashed
+  std::uint64_t hash = 0;  ///< xxHash64 of text
+  /// Returns the hash as 16 lower-case hex digits.
+  std::string hex() const;
+};
+
+/// Everything vgpu knows about one device. A plain value; safe to copy between threads.
+struct DeviceInfo {
+  BackendKind backend = BackendKind::cpu;
+  std::uint32_t index = 0;  ///< index within its backend, as in VGPU_DEVICE=vulkan:1
+  std::string name;
+  std::string vendor;
+  DeviceType type = DeviceType::other;
+  std::string driver_version;
+  std::string api_version;
+  std::uint64_t memory_bytes = 0;
+  std::uint32_t compute_units = 0;
+  DeviceLimits limits;
+  std::vector<std::string> features;
+  DeviceFingerprint fingerprint;
+
+  /// Returns "backend:index", the form VGPU_DEVICE accepts.
+  std::string id() const;
+};
+
+}  // namespace vgpu

@@ -1,0 +1,57 @@
+// vgpu/kernel_database.hpp — persistent kernels looked up by kernel id and shape.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "vgpu/device.hpp"
+#include "vgpu/kernel_plan.hpp"
+#include "vgpu/persistent_kernel.hpp"
+
+namespace vgpu {
+
+/// Builds a plan for one kernel family at one shape.
+using PlanFactory = std::function<KernelPlan(const DeviceInfo&, const Shape&)>;
+
+/// Returns cached PersistentKernels by (kernel id, shape); builds one only when the kernel
+/// source, the shape or the binding topology changes. The built-in ops are registered.
+/// Thread-safety: every member function is safe to call from several threads at once.
+class KernelDatabase {
+ public:
+  /// Creates a database of kernels on device, with the built-in ops registered.
+  explicit KernelDatabase(Device device);
+
+  /// Registers (or replaces, evicting its kernels) a kernel family under id.
+  void add(const std::string& id, PlanFactory factory);
+  /// Returns the persistent kernel for id at shape, building it on a miss; throws
+  /// invalid_argument for an unknown id or a shape the factory rejects.
+  std::shared_ptr<PersistentKernel> get(const std::string& id, const Shape& shape);
+
+  /// Returns how many get() calls found a kernel already built.
+  std::uint64_t hits() const;
+  /// Returns how many get() calls had to build (compile, allocate, bind) a kernel.
+  std::uint64_t misses() const;
+  /// Returns the number of kernels held now.
+  std::size_t size() const;
+  /// Returns "KernelDB: <hits> hits, <misses> compiles".
+  std::string report() const;
+  /// Drops every kernel built for id.
+  void evict(const std::string& id);
+  /// Drops every kernel.
+  void evict();
+  /// Returns the device kernels are built on.
+  const Device& device() const noexcept { return device_; }
+
+ private:
+  Device device_;
+  mutable std::mutex mutex_;
+  std::map<std::string, PlanFactory> factories_;
+  std::map<std::string, std::shared_ptr<PersistentKernel>> kernels_;  // key: id|shape|plan hash
+  std::uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace vgpu

@@ -1,0 +1,86 @@
+// vgpu/persistent_kernel.hpp — compile once, bind once, dispatch many.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "vgpu/device.hpp"
+#include "vgpu/kernel_plan.hpp"
+
+namespace vgpu {
+
+/// A host tensor passed to a PersistentKernel call: element type, shape and data pointer.
+/// A const pointer makes it input-only; outputs need a mutable pointer.
+class TensorArg {
+ public:
+  /// Read-only float32 tensor.
+  TensorArg(const float* data, Shape shape) : TensorArg(DType::f32, std::move(shape), data, nullptr) {}
+  /// Writable float32 tensor.
+  TensorArg(float* data, Shape shape) : TensorArg(DType::f32, std::move(shape), data, data) {}
+  /// Read-only int32 tensor.
+  TensorArg(const std::int32_t* data, Shape shape) : TensorArg(DType::i32, std::move(shape), data, nullptr) {}
+  /// Writable int32 tensor.
+  TensorArg(std::int32_t* data, Shape shape) : TensorArg(DType::i32, std::move(shape), data, data) {}
+  /// Read-only uint32 tensor.
+  TensorArg(const std::uint32_t* data, Shape shape) : TensorArg(DType::u32, std::move(shape), data, nullptr) {}
+  /// Writable uint32 tensor.
+  TensorArg(std::uint32_t* data, Shape shape) : TensorArg(DType::u32, std::move(shape), data, data) {}
+
+  DType dtype;
+  Shape shape;
+  const void* in;  ///< data to upload (null only when the caller passed null)
+  void* out;       ///< where results go (null for read-only tensors)
+
+ private:
+  TensorArg(DType d, Shape s, const void* i, void* o) : dtype(d), shape(std::move(s)), in(i), out(o) {}
+};
+
+/// A kernel compiled, allocated and bound in its constructor; a call only uploads the
+/// inputs, submits the recorded batch and reads the outputs back, so changing only data
+/// compiles, allocates and binds nothing. Thread-safety: calls are serialised by an
+/// internal mutex (they share one set of device buffers); safe to call from any thread.
+class PersistentKernel {
+ public:
+  /// Compiles plan.source, allocates every tensor and binds and records every step;
+  /// throws invalid_argument for a malformed plan and whatever the device reports.
+  PersistentKernel(Device device, KernelPlan plan);
+
+  /// Runs the kernel on the given tensors (the plan's non-scratch tensors, in order);
+  /// throws invalid_argument on a wrong count, dtype, shape, null or read-only output.
+  void operator()(std::span<const TensorArg> args);
+  /// Initializer-list form of operator().
+  void operator()(std::initializer_list<TensorArg> args) {
+    (*this)(std::span<const TensorArg>(args.begin(), args.size()));
+  }
+
+  /// Returns the number of calls made so far.
+  std::uint64_t calls() const;
+  /// Returns the number of kernel dispatches made so far (calls × steps).
+  std::uint64_t dispatches() const;
+  /// Returns the total wall time spent inside calls, in seconds.
+  double total_seconds() const;
+  /// Returns the plan this kernel was built from.
+  const KernelPlan& plan() const noexcept { return plan_; }
+  /// Returns the device the kernel lives on.
+  const Device& device() const noexcept { return device_; }
+
+ private:
+  void validate(std::span<const TensorArg> args) const;
+
+  Device device_;
+  KernelPlan plan_;
+  Kernel kernel_;
+  std::vector<Buffer> buffers_;         // one per plan tensor
+  std::vector<std::uint32_t> visible_;  // tensor indices the caller passes, in order
+  Batch batch_;
+  mutable std::mutex mutex_;
+  std::uint64_t calls_ = 0;
+  std::chrono::nanoseconds total_{0};
+};
+
+}  // namespace vgpu

@@ -1,0 +1,57 @@
+// vgpu/runtime.hpp — the registry of backends and the devices they found.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vgpu/backend.hpp"
+#include "vgpu/counters.hpp"
+#include "vgpu/device.hpp"
+
+namespace vgpu {
+
+/// Settings normally read from the environment (VGPU_BACKEND, VGPU_DEVICE).
+struct RuntimeOptions {
+  std::vector<BackendKind> allowed;  ///< empty: every compiled-in backend (VGPU_BACKEND)
+  std::string forced_device;         ///< "vulkan:1" style id, or empty (VGPU_DEVICE)
+  /// Reads VGPU_BACKEND (comma list) and VGPU_DEVICE; throws invalid_argument on bad values.
+  static RuntimeOptions from_env();
+};
+
+/// The ordered registry of backends (CUDA, Vulkan, OpenGL, CPU last) and the devices they
+/// found. Devices are opened once and shared. Thread-safety: every member function is safe
+/// to call from several threads at once.
+class Runtime {
+ public:
+  /// Builds a runtime over the compiled-in backends, filtered by options.
+  explicit Runtime(RuntimeOptions options = RuntimeOptions::from_env());
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Returns the process-wide runtime, created on first use from the environment.
+  static Runtime& global();
+
+  /// Returns every compiled-in backend with its availability and reason, in registry order.
+  std::vector<BackendStatus> backends();
+  /// Returns every device of every allowed, available backend, in registry order.
+  std::vector<DeviceInfo> devices();
+  /// Opens (or returns the already open) device with this "backend:index" id.
+  Device open(const std::string& id);
+  /// Opens (or returns the already open) device described by info.
+  Device open(const DeviceInfo& info);
+  /// Returns the device to use when the caller has no preference: VGPU_DEVICE if set,
+  /// else the first device in registry order (CPU last).
+  Device default_device();
+  /// Returns the sum of the counters of every device opened through this runtime.
+  CounterSnapshot counters();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace vgpu

@@ -1,0 +1,54 @@
+// vgpu/types.hpp — small value types shared by the whole public API.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vgpu {
+
+/// The compute APIs vgpu can drive. Order here is not priority; the registry decides that.
+enum class BackendKind { cuda, vulkan, opengl, cpu, test };
+
+/// What sort of hardware a device is; selection ranks by this, never by display name.
+enum class DeviceType { discrete_gpu, integrated_gpu, virtual_gpu, software, cpu, other };
+
+/// Element types that kernels and persistent kernels accept.
+enum class DType { f32, i32, u32 };
+
+/// How a kernel uses a binding slot.
+enum class Access { read, write, read_write };
+
+/// Returns "cuda", "vulkan", "opengl", "cpu" or "test".
+std::string_view to_string(BackendKind kind) noexcept;
+/// Returns "discrete_gpu", "integrated_gpu", "virtual_gpu", "software", "cpu" or "other".
+std::string_view to_string(DeviceType type) noexcept;
+/// Returns "f32", "i32" or "u32".
+std::string_view to_string(DType dtype) noexcept;
+/// Returns "read", "write" or "read_write".
+std::string_view to_string(Access access) noexcept;
+/// Parses a backend name as printed by to_string; throws invalid_argument on anything else.
+BackendKind parse_backend_kind(std::string_view name);
+/// Returns the size in bytes of one element of dtype.
+std::size_t dtype_size(DType dtype) noexcept;
+
+/// Number of workgroups along x, y, z of one dispatch.
+struct Groups {
+  std::uint32_t x = 1, y = 1, z = 1;
+  /// Returns x*y*z as a 64-bit count.
+  std::uint64_t total() const noexcept { return std::uint64_t{x} * y * z; }
+  friend bool operator==(const Groups&, const Groups&) = default;
+};
+
+/// Dimensions of a tensor, outermost first (row-major).
+using Shape = std::vector<std::uint64_t>;
+
+/// Returns the product of a shape's dimensions (1 for an empty shape).
+std::uint64_t element_count(const Shape& shape) noexcept;
+/// Formats a shape as "[2x3x4]".
+std::string to_string(const Shape& shape);
+
+}  // namespace vgpu

@@ -1,0 +1,40 @@
+// core/kernels/kernel_abi.hpp — the binding ABI of the built-in ops, shared by core's plans
+// (core/src/ops.cpp) and every backend's implementation of them. Params structs hold only
+// 4-byte scalars padded to 16 bytes so C, std430 and push-constant layouts agree.
+#pragma once
+
+#include <cstdint>
+
+namespace vgpu::kernels {
+
+/// matmul: slot 0 = A[m×k], slot 1 = B[k×n], slot 2 = C[m×n] (row-major float32).
+struct MatmulParams {
+  std::uint32_t m, n, k, pad;
+};
+
+/// axpy: slot 0 = a[1], slot 1 = x[n], slot 2 = y[n]; y = a*x + y.
+/// add / mul: slot 0 = a[n], slot 1 = b[n], slot 2 = out[n].
+/// Work item i is handled by linear group (x + y*num_x) at element
+/// group*elements_per_group + local index.
+struct ElementwiseParams {
+  std::uint32_t n, pad0, pad1, pad2;
+};
+
+/// reduce_sum, one pass: slot 0 = in[n], slot 1 = out[ceil(n / block)]; each linear group
+/// sums `block` consecutive inputs into out[group]. Passes repeat until one value remains.
+struct ReduceParams {
+  std::uint32_t n, pad0, pad1, pad2;
+};
+
+/// softmax_rows: slot 0 = x[rows×cols], slot 1 = out[rows×cols]; one group per row.
+struct SoftmaxParams {
+  std::uint32_t rows, cols, pad0, pad1;
+};
+
+// CPU built-ins: a "workgroup" is a tile or a chunk, processed by one task.
+inline constexpr std::uint32_t kCpuMatmulTileM = 96;   ///< rows of C per group (multiple of 6 and 12)
+inline constexpr std::uint32_t kCpuMatmulTileN = 128;  ///< columns of C per group (multiple of 8, 16, 32)
+inline constexpr std::uint32_t kCpuElementsPerGroup = 16384;  ///< axpy/add/mul chunk
+inline constexpr std::uint32_t kCpuReduceBlock = 16384;       ///< inputs summed per group per pass
+
+}  // namespace vgpu::kernels

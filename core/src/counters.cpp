@@ -1,0 +1,42 @@
+// core/src/counters.cpp — snapshots and arithmetic of the steady-state counters.
+#include "vgpu/counters.hpp"
+
+namespace vgpu {
+
+#define VGPU_COUNTER_FIELDS(X) \
+  X(compiles) X(l1_hits) X(l1_misses) X(l1_evictions) X(binds) X(allocations) X(dispatches) X(submits) \
+  X(bytes_up) X(bytes_down)
+
+CounterSnapshot CounterSnapshot::operator-(const CounterSnapshot& e) const noexcept {
+  CounterSnapshot r;
+#define X(f) r.f = f - e.f;
+  VGPU_COUNTER_FIELDS(X)
+#undef X
+  return r;
+}
+
+CounterSnapshot CounterSnapshot::operator+(const CounterSnapshot& o) const noexcept {
+  CounterSnapshot r;
+#define X(f) r.f = f + o.f;
+  VGPU_COUNTER_FIELDS(X)
+#undef X
+  return r;
+}
+
+std::string CounterSnapshot::to_string() const {
+  std::string s;
+#define X(f) s += (s.empty() ? "" : " ") + std::string(#f) + "=" + std::to_string(f);
+  VGPU_COUNTER_FIELDS(X)
+#undef X
+  return s;
+}
+
+CounterSnapshot Counters::snapshot() const noexcept {
+  CounterSnapshot r;
+#define X(f) r.f = f.load(std::memory_order_relaxed);
+  VGPU_COUNTER_FIELDS(X)
+#undef X
+  return r;
+}
+
+}  // namespace vgpu

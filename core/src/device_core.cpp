@@ -1,0 +1,362 @@
+// core/src/device_core.cpp — validation, counters and the L1 cache in front of every backend.
+#include "device_core.hpp"
+
+#include <cstdlib>
+#include <new>
+#include <set>
+#include <string>
+
+#include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
+
+namespace vgpu::detail {
+namespace {
+
+using std::to_string;
+
+std::size_t l1_capacity_from_env() {
+  if (const char* v = std::getenv("VGPU_L1_CAPACITY")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (end != v && *end == '\0' && n > 0) return static_cast<std::size_t>(n);
+    log(LogLevel::warn, std::string("ignoring VGPU_L1_CAPACITY='") + v + "' (expected a positive integer)");
+  }
+  return 512;
+}
+
+std::string device_label(const DeviceInfo& info) {
+  return std::string(vgpu::to_string(info.backend)) + " device '" + info.name + "'";
+}
+
+bool has_dialect(const KernelSource& source, Dialect dialect) {
+  switch (dialect) {
+    case Dialect::glsl: return !source.glsl.empty();
+    case Dialect::cuda: return !source.cuda.empty() && !source.cuda_entry.empty();
+    case Dialect::cpu: return static_cast<bool>(source.cpu);
+  }
+  return false;
+}
+
+const char* dialect_name(Dialect d) {
+  switch (d) {
+    case Dialect::glsl: return "glsl";
+    case Dialect::cuda: return "cuda (source and entry point)";
+    case Dialect::cpu: return "cpu";
+  }
+  return "?";
+}
+
+// Backends may throw std::bad_alloc for host-side allocations; report it like any other OOM.
+template <class F>
+auto guarded(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCategory::out_of_memory, std::string("host memory ran out while ") + what + ".",
+         "free memory or use smaller buffers.");
+  }
+}
+
+void check_range(const BufferState& b, std::uint64_t offset, std::uint64_t bytes, const char* op) {
+  if (offset > b.size || bytes > b.size - offset) {
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + " of " + to_string(bytes) + " bytes at offset " + to_string(offset) +
+             " runs past the end of a " + to_string(b.size) + "-byte buffer.",
+         "keep offset + bytes within Buffer::size(), or create a larger buffer.");
+  }
+}
+
+}  // namespace
+
+void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const BindingSetState& bindings,
+                       const ParamsBlock& params, const Groups& groups) {
+  const KernelSource& src = kernel.source;
+  if (bindings.kernel.get() != &kernel) {
+    // A binding set made for another kernel works only when its slot layout is identical.
+    const auto& other = bindings.kernel->source.bindings;
+    bool same = other.size() == src.bindings.size();
+    for (std::size_t i = 0; same && i < other.size(); ++i)
+      same = other[i].slot == src.bindings[i].slot && other[i].access == src.bindings[i].access;
+    if (!same)
+      fail(ErrorCategory::invalid_argument,
+           "binding set was made for kernel '" + bindings.kernel->source.name +
+               "', whose binding slots differ from kernel '" + src.name + "'.",
+           "create the binding set with Device::bind() for the kernel you dispatch.");
+  }
+  if (params.size() != src.params_size) {
+    fail(ErrorCategory::invalid_argument,
+         "kernel '" + src.name + "' expects a " + to_string(src.params_size) + "-byte params block but got " +
+             to_string(params.size()) + " bytes.",
+         "pass ParamsBlock::of(your_params_struct) with the struct the kernel declares (KernelSource::params_size).");
+  }
+  const std::uint32_t g[3] = {groups.x, groups.y, groups.z};
+  for (int d = 0; d < 3; ++d) {
+    if (g[d] == 0)
+      fail(ErrorCategory::invalid_argument,
+           "dispatch of kernel '" + src.name + "' has zero workgroups along " + "xyz"[d] + ".",
+           "use at least 1 group per dimension; skip the dispatch when there is no work.");
+    if (g[d] > info.limits.max_workgroup_count[d])
+      fail(ErrorCategory::invalid_argument,
+           "dispatch of kernel '" + src.name + "' asks for " + to_string(g[d]) + " workgroups along " + "xyz"[d] +
+               " but " + device_label(info) + " allows " + to_string(info.limits.max_workgroup_count[d]) + ".",
+           "spread the groups over x, y and z, or give each group more work.");
+  }
+  for (const BindingDecl& decl : src.bindings) {
+    if (!decl.required_bytes) continue;
+    const std::uint64_t need = decl.required_bytes(params, groups);
+    const auto& buf = bindings.by_slot.at(decl.slot);
+    if (buf->size < need) {
+      fail(ErrorCategory::invalid_argument,
+           "kernel '" + src.name + "' slot " + to_string(decl.slot) + " ('" + decl.name + "') holds " +
+               to_string(buf->size) + " bytes but this dispatch needs " + to_string(need) + " bytes.",
+           "bind a buffer of at least " + to_string(need) + " bytes, or shrink the problem described by the params.");
+    }
+  }
+}
+
+DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl) : impl_(std::move(impl)), l1_(l1_capacity_from_env()) {}
+
+BufferState& DeviceCore::own(const Buffer& buffer, const char* what) const {
+  if (!buffer.state_)
+    fail(ErrorCategory::invalid_argument, std::string(what) + " is an empty Buffer handle.",
+         "pass a buffer returned by Device::create_buffer().");
+  if (buffer.state_->device != impl_)
+    fail(ErrorCategory::invalid_argument, std::string(what) + " belongs to another device than " + device_label(info()) + ".",
+         "create the buffer on the device you use it with, or copy its data through the host.");
+  return *buffer.state_;
+}
+
+KernelState& DeviceCore::own(const Kernel& kernel) const {
+  if (!kernel.state_)
+    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
+  if (kernel.state_->device != impl_)
+    fail(ErrorCategory::invalid_argument, "kernel '" + kernel.state_->source.name + "' was compiled for another device.",
+         "compile the kernel on the device you dispatch it on.");
+  return *kernel.state_;
+}
+
+BindingSetState& DeviceCore::own(const BindingSet& bindings) const {
+  if (!bindings.state_)
+    fail(ErrorCategory::invalid_argument, "empty BindingSet handle.", "pass a binding set returned by Device::bind().");
+  if (bindings.state_->device != impl_)
+    fail(ErrorCategory::invalid_argument, "binding set belongs to another device.",
+         "bind buffers on the device you dispatch on.");
+  return *bindings.state_;
+}
+
+BatchState& DeviceCore::own(const Batch& batch) const {
+  if (!batch.state_)
+    fail(ErrorCategory::invalid_argument, "empty Batch handle.", "pass a batch returned by Device::create_batch().");
+  if (batch.state_->device != impl_)
+    fail(ErrorCategory::invalid_argument, "batch was created on another device.",
+         "submit a batch to the device that created it.");
+  return *batch.state_;
+}
+
+Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
+  if (bytes == 0)
+    fail(ErrorCategory::invalid_argument, "cannot create a zero-byte buffer.",
+         "pass the size in bytes (> 0) of the data the buffer will hold.");
+  const std::uint64_t max = info().limits.max_buffer_bytes;
+  if (max != 0 && bytes > max)
+    fail(ErrorCategory::out_of_memory,
+         "buffer of " + to_string(bytes) + " bytes exceeds the " + to_string(max) + "-byte limit of " +
+             device_label(info()) + ".",
+         "split the data into smaller buffers or use a device with more memory (vgpu-probe lists limits).");
+  auto state = std::make_shared<BufferState>();
+  state->device = impl_;
+  state->impl = guarded("allocating a buffer", [&] { return impl_->create_buffer(bytes); });
+  state->size = bytes;
+  counters_.allocations.fetch_add(1, std::memory_order_relaxed);
+  return Buffer(std::move(state));
+}
+
+void DeviceCore::write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset) {
+  BufferState& b = own(buffer, "write target");
+  check_range(b, offset, bytes, "write");
+  if (bytes == 0) return;
+  if (data == nullptr)
+    fail(ErrorCategory::invalid_argument, "write of " + to_string(bytes) + " bytes from a null pointer.",
+         "pass a pointer to at least that many readable bytes.");
+  guarded("writing a buffer", [&] { impl_->write(*b.impl, offset, data, bytes); });
+  counters_.bytes_up.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void DeviceCore::read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset) {
+  BufferState& b = own(buffer, "read source");
+  check_range(b, offset, bytes, "read");
+  if (bytes == 0) return;
+  if (out == nullptr)
+    fail(ErrorCategory::invalid_argument, "read of " + to_string(bytes) + " bytes into a null pointer.",
+         "pass a pointer to at least that many writable bytes.");
+  guarded("reading a buffer", [&] { impl_->read(*b.impl, offset, out, bytes); });
+  counters_.bytes_down.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void DeviceCore::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
+                      std::uint64_t dst_offset) {
+  BufferState& s = own(src, "copy source");
+  BufferState& d = own(dst, "copy destination");
+  check_range(s, src_offset, bytes, "copy read");
+  check_range(d, dst_offset, bytes, "copy write");
+  if (bytes == 0) return;
+  if (&s == &d && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes)
+    fail(ErrorCategory::invalid_argument, "copy source and destination ranges overlap in one buffer.",
+         "copy through a second buffer, or use ranges that do not overlap.");
+  guarded("copying a buffer", [&] { impl_->copy(*s.impl, src_offset, *d.impl, dst_offset, bytes); });
+}
+
+void DeviceCore::check_compilable(const KernelSource& source, const CompileOptions& options) const {
+  const DeviceInfo& di = info();
+  if (source.name.empty())
+    fail(ErrorCategory::invalid_argument, "kernel source has no name.",
+         "set KernelSource::name; it appears in errors, logs and reports.");
+  if (!has_dialect(source, impl_->dialect()))
+    fail(ErrorCategory::not_supported,
+         "kernel '" + source.name + "' has no " + dialect_name(impl_->dialect()) + " source, so it cannot run on " +
+             device_label(di) + ".",
+         std::string("add that dialect to the KernelSource, or run it on a backend it has (VGPU_BACKEND=...)."));
+  if (source.params_size > kMaxParamsBytes)
+    fail(ErrorCategory::invalid_argument,
+         "kernel '" + source.name + "' declares a " + to_string(source.params_size) + "-byte params block; at most " +
+             to_string(kMaxParamsBytes) + " bytes are allowed.",
+         "move large or variable-size arguments into a buffer binding.");
+  std::uint64_t invocations = 1;
+  for (int d = 0; d < 3; ++d) {
+    const auto w = options.workgroup_size[d];
+    if (w == 0 || w > di.limits.max_workgroup_size[d])
+      fail(ErrorCategory::invalid_argument,
+           "workgroup size " + to_string(w) + " along " + "xyz"[d] + " for kernel '" + source.name +
+               "' is outside 1.." + to_string(di.limits.max_workgroup_size[d]) + " on " + device_label(di) + ".",
+           "choose a workgroup size within the device limits (vgpu-probe prints them).");
+    invocations *= w;
+  }
+  if (invocations > di.limits.max_workgroup_invocations)
+    fail(ErrorCategory::invalid_argument,
+         "workgroup of " + to_string(invocations) + " invocations for kernel '" + source.name + "' exceeds " +
+             to_string(di.limits.max_workgroup_invocations) + " on " + device_label(di) + ".",
+         "use a smaller workgroup size.");
+  std::set<std::uint32_t> slots;
+  for (const BindingDecl& b : source.bindings) {
+    if (b.slot >= di.limits.max_bindings)
+      fail(ErrorCategory::invalid_argument,
+           "kernel '" + source.name + "' declares slot " + to_string(b.slot) + " but " + device_label(di) +
+               " supports slots 0.." + to_string(di.limits.max_bindings - 1) + ".",
+           "number binding slots from 0 without gaps.");
+    if (!slots.insert(b.slot).second)
+      fail(ErrorCategory::invalid_argument, "kernel '" + source.name + "' declares slot " + to_string(b.slot) + " twice.",
+           "give each BindingDecl its own slot.");
+  }
+}
+
+std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source, const CompileOptions& options,
+                                                      const cache::KernelKey& key) {
+  auto state = std::make_shared<KernelState>();
+  state->device = impl_;
+  state->source = source;
+  state->options = options;
+  state->key = key;
+  state->impl = guarded("compiling a kernel", [&] { return impl_->compile(source, options); });
+  counters_.compiles.fetch_add(1, std::memory_order_relaxed);
+  return state;
+}
+
+Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& options) {
+  check_compilable(source, options);
+  const cache::KernelKey key = cache::make_kernel_key(source, impl_->dialect(), options, info().fingerprint);
+  // A CPU callable has nothing to compile, and its captured state cannot be hashed: two
+  // lambdas of one type may behave differently, so it bypasses L1 rather than risk a stale hit.
+  if (impl_->dialect() == Dialect::cpu && source.cpu.builtin.empty()) {
+    counters_.l1_misses.fetch_add(1, std::memory_order_relaxed);
+    return Kernel(build_kernel(source, options, key));
+  }
+  const auto before = l1_.stats().evictions;
+  auto [state, how] = l1_.get_or_build(key, [&] { return build_kernel(source, options, key); });
+  if (how == cache::Lookup::built)
+    counters_.l1_misses.fetch_add(1, std::memory_order_relaxed);
+  else
+    counters_.l1_hits.fetch_add(1, std::memory_order_relaxed);
+  if (const auto after = l1_.stats().evictions; after > before)
+    counters_.l1_evictions.fetch_add(after - before, std::memory_order_relaxed);
+  return Kernel(std::move(state));
+}
+
+BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindings) {
+  KernelState& k = own(kernel);
+  std::uint32_t max_slot = 0;
+  for (const BindingDecl& d : k.source.bindings) max_slot = std::max(max_slot, d.slot + 1);
+  auto state = std::make_shared<BindingSetState>();
+  state->device = impl_;
+  state->kernel = kernel.state_;
+  state->by_slot.resize(max_slot);
+  for (const Binding& b : bindings) {
+    const bool declared = std::any_of(k.source.bindings.begin(), k.source.bindings.end(),
+                                      [&](const BindingDecl& d) { return d.slot == b.slot; });
+    if (!declared)
+      fail(ErrorCategory::invalid_argument,
+           "kernel '" + k.source.name + "' has no binding slot " + to_string(b.slot) + ".",
+           "bind only the slots listed in KernelSource::bindings.");
+    if (state->by_slot[b.slot])
+      fail(ErrorCategory::invalid_argument, "slot " + to_string(b.slot) + " is bound twice.",
+           "bind each slot once.");
+    const std::string what = "buffer for slot " + to_string(b.slot);
+    own(b.buffer, what.c_str());
+    state->by_slot[b.slot] = b.buffer.state_;
+  }
+  std::vector<BufferImpl*> raw(max_slot, nullptr);
+  for (const BindingDecl& d : k.source.bindings) {
+    if (!state->by_slot[d.slot])
+      fail(ErrorCategory::invalid_argument,
+           "kernel '" + k.source.name + "' needs a buffer at slot " + to_string(d.slot) + " ('" + d.name +
+               "') but none was bound.",
+           "add Binding{" + to_string(d.slot) + ", buffer} to the bind() call.");
+    raw[d.slot] = state->by_slot[d.slot]->impl.get();
+  }
+  state->impl = guarded("binding buffers", [&] { return impl_->bind(*k.impl, raw); });
+  counters_.binds.fetch_add(1, std::memory_order_relaxed);
+  return BindingSet(std::move(state));
+}
+
+void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
+                          Groups groups) {
+  KernelState& k = own(kernel);
+  BindingSetState& b = own(bindings);
+  validate_dispatch(info(), k, b, params, groups);
+  const DispatchCommand cmd{k.impl.get(), b.impl.get(), params, groups};
+  guarded("dispatching", [&] {
+    auto recorded = impl_->record(std::span<const DispatchCommand>(&cmd, 1));
+    impl_->submit(*recorded);
+  });
+  counters_.submits.fetch_add(1, std::memory_order_relaxed);
+  counters_.dispatches.fetch_add(1, std::memory_order_relaxed);
+}
+
+Batch DeviceCore::create_batch() {
+  auto state = std::make_shared<BatchState>();
+  state->device = impl_;
+  return Batch(std::move(state));
+}
+
+void DeviceCore::submit(const Batch& batch) {
+  BatchState& s = own(batch);
+  std::lock_guard lock(s.mutex);
+  if (s.commands.empty()) return;
+  guarded("submitting a batch", [&] {
+    if (!s.recorded) {
+      std::vector<DispatchCommand> cmds;
+      cmds.reserve(s.commands.size());
+      for (const BatchCommand& c : s.commands)
+        cmds.push_back(DispatchCommand{c.kernel->impl.get(), c.bindings->impl.get(), c.params, c.groups});
+      s.recorded = impl_->record(cmds);
+    }
+    impl_->submit(*s.recorded);
+  });
+  counters_.submits.fetch_add(1, std::memory_order_relaxed);
+  counters_.dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
+}
+
+void DeviceCore::synchronize() {
+  guarded("synchronizing", [&] { impl_->synchronize(); });
+}
+
+}  // namespace vgpu::detail

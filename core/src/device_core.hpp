@@ -1,0 +1,105 @@
+// core/src/device_core.hpp — the runtime state behind a Device handle: validation, counters,
+// the L1 kernel cache, and the handle states that keep backend objects alive.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "vgpu/backend/device_impl.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/cache/memory_cache.hpp"
+#include "vgpu/counters.hpp"
+#include "vgpu/device.hpp"
+
+namespace vgpu::detail {
+
+// Each state holds the DeviceImpl first so it is destroyed last: backend objects (pipelines,
+// allocations) must go before the device that made them, whatever order handles die in.
+
+struct BufferState {
+  std::shared_ptr<DeviceImpl> device;
+  std::unique_ptr<BufferImpl> impl;
+  std::uint64_t size = 0;
+};
+
+struct KernelState {
+  std::shared_ptr<DeviceImpl> device;
+  KernelSource source;  // kept for validating binds and dispatches against its declarations
+  CompileOptions options;
+  cache::KernelKey key;
+  std::unique_ptr<KernelImpl> impl;
+};
+
+struct BindingSetState {
+  std::shared_ptr<DeviceImpl> device;
+  std::shared_ptr<KernelState> kernel;
+  std::vector<std::shared_ptr<BufferState>> by_slot;  // index = slot; null where unbound
+  std::unique_ptr<BindingSetImpl> impl;
+};
+
+struct BatchCommand {
+  std::shared_ptr<KernelState> kernel;
+  std::shared_ptr<BindingSetState> bindings;
+  ParamsBlock params;
+  Groups groups;
+};
+
+struct BatchState {
+  std::shared_ptr<DeviceImpl> device;
+  std::mutex mutex;  // guards commands/recorded between recording threads and submitters
+  std::vector<BatchCommand> commands;
+  std::unique_ptr<RecordedBatchImpl> recorded;  // null until first submit or after a change
+};
+
+/// Validates one dispatch against the kernel's declarations and the device's limits.
+void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const BindingSetState& bindings,
+                       const ParamsBlock& params, const Groups& groups);
+
+/// Owns one opened device: forwards validated calls to the backend, keeps counters and the
+/// L1 cache. Thread-safety: every member function is safe to call from several threads.
+class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
+ public:
+  /// Wraps an opened backend device.
+  explicit DeviceCore(std::unique_ptr<DeviceImpl> impl);
+
+  /// Returns a public handle to this device.
+  Device handle() { return Device(shared_from_this()); }
+  /// Returns the backend device's description.
+  const DeviceInfo& info() const { return impl_->info(); }
+  /// Returns the live counters.
+  Counters& counters() { return counters_; }
+
+  Buffer create_buffer(std::uint64_t bytes);
+  void write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset);
+  void read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset);
+  void copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
+            std::uint64_t dst_offset);
+  Kernel compile(const KernelSource& source, const CompileOptions& options);
+  BindingSet bind(const Kernel& kernel, std::span<const Binding> bindings);
+  void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups);
+  Batch create_batch();
+  void submit(const Batch& batch);
+  void synchronize();
+
+  /// Returns the state behind a handle after checking it belongs to this device.
+  BufferState& own(const Buffer& buffer, const char* what) const;
+  KernelState& own(const Kernel& kernel) const;
+  BindingSetState& own(const BindingSet& bindings) const;
+  BatchState& own(const Batch& batch) const;
+
+  /// Returns the L1 cache's counters (size, capacity, evictions).
+  cache::MemoryCacheStats l1_stats() const { return l1_.stats(); }
+
+ private:
+  std::shared_ptr<KernelState> build_kernel(const KernelSource& source, const CompileOptions& options,
+                                            const cache::KernelKey& key);
+  void check_compilable(const KernelSource& source, const CompileOptions& options) const;
+
+  std::shared_ptr<DeviceImpl> impl_;
+  Counters counters_;
+  cache::MemoryCache<cache::KernelKey, std::shared_ptr<KernelState>, cache::KernelKeyHash> l1_;
+};
+
+}  // namespace vgpu::detail

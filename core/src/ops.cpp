@@ -1,0 +1,237 @@
+// core/src/ops.cpp — plans of the built-in ops: kernel source per dialect, binding ABI
+// (core/kernels/kernel_abi.hpp), tensors, and group counts for the chosen device.
+#include "vgpu/ops.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/kernels/kernel_abi.hpp"
+#include "vgpu/error.hpp"
+
+namespace vgpu::ops {
+namespace {
+
+using kernels::ElementwiseParams;
+using kernels::MatmulParams;
+using kernels::ReduceParams;
+using kernels::SoftmaxParams;
+
+constexpr std::uint64_t kFloat = 4;
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+void require_positive(const char* op, const char* what, std::uint64_t v) {
+  if (v == 0)
+    fail(ErrorCategory::invalid_argument, std::string(op) + ": " + what + " is 0; empty problems have no result.",
+         "skip the call when there is no data, or pass sizes ≥ 1.");
+}
+
+std::uint32_t to_u32(const char* op, const char* what, std::uint64_t v) {
+  require_positive(op, what, v);
+  if (v > std::numeric_limits<std::uint32_t>::max())
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + ": " + what + " = " + std::to_string(v) + " exceeds the 32-bit index range of the kernels.",
+         "split the problem into parts of at most 4294967295 elements.");
+  return static_cast<std::uint32_t>(v);
+}
+
+// A 1-D count of groups spread over x then y, within the device's limits. Kernels compute the
+// linear group x + y*num_x and ignore groups past the end.
+Groups linear_groups(const char* op, std::uint64_t count, const DeviceInfo& dev) {
+  const std::uint64_t max_x = dev.limits.max_workgroup_count[0];
+  const std::uint64_t max_y = dev.limits.max_workgroup_count[1];
+  const std::uint64_t x = std::min(count, max_x);
+  const std::uint64_t y = ceil_div(count, x);
+  if (y > max_y)
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + " needs " + std::to_string(count) + " workgroups, more than " + dev.id() + " can launch.",
+         "split the problem into smaller calls.");
+  return Groups{static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1};
+}
+
+// Sizes derive from the params only: kernels that differ just in these functions share one
+// L1 entry, so a size captured from one plan would wrongly check another's dispatch.
+BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name, bool scalar) {
+  return BindingDecl{slot, access, std::move(name), [scalar](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+                       return scalar ? kFloat : std::uint64_t{pb.as<ElementwiseParams>().n} * kFloat;
+                     }};
+}
+
+// The CPU implements every built-in natively; other dialects join as their backends land.
+KernelSource builtin_source(const std::string& op, std::uint32_t params_size) {
+  KernelSource s;
+  s.name = "vgpu." + op;
+  s.cpu.builtin = op;
+  s.cpu.version = "1";
+  s.params_size = params_size;
+  return s;
+}
+
+void require_dialect(const char* op, const DeviceInfo& dev) {
+  if (dev.backend != BackendKind::cpu && dev.backend != BackendKind::test)
+    fail(ErrorCategory::not_supported,
+         std::string("built-in op '") + op + "' has no implementation for the " + std::string(to_string(dev.backend)) +
+             " backend in this build.",
+         "run it on the CPU device (VGPU_BACKEND=cpu).");
+}
+
+std::uint64_t elements_per_group() { return kernels::kCpuElementsPerGroup; }
+
+KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64, bool is_axpy) {
+  require_dialect(op, dev);
+  const std::uint32_t n = to_u32(op, "n", n64);
+  KernelPlan p;
+  p.source = builtin_source(op, sizeof(ElementwiseParams));
+  p.options.workgroup_size = {1, 1, 1};
+  p.options.defines["ELEMENTS_PER_GROUP"] = std::to_string(elements_per_group());
+  if (is_axpy) {
+    p.source.bindings = {elementwise_decl(0, Access::read, "a", true), elementwise_decl(1, Access::read, "x", false),
+                         elementwise_decl(2, Access::read_write, "y", false)};
+    p.tensors = {{"a", DType::f32, {1}, Access::read, false},
+                 {"x", DType::f32, {n}, Access::read, false},
+                 {"y", DType::f32, {n}, Access::read_write, false}};
+  } else {
+    p.source.bindings = {elementwise_decl(0, Access::read, "a", false), elementwise_decl(1, Access::read, "b", false),
+                         elementwise_decl(2, Access::write, "out", false)};
+    p.tensors = {{"a", DType::f32, {n}, Access::read, false},
+                 {"b", DType::f32, {n}, Access::read, false},
+                 {"out", DType::f32, {n}, Access::write, false}};
+  }
+  PlanStep step;
+  step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
+  step.params = ParamsBlock::of(ElementwiseParams{n, 0, 0, 0});
+  step.groups = linear_groups(op, ceil_div(n, elements_per_group()), dev);
+  p.steps.push_back(step);
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> names() { return {"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows"}; }
+
+KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
+  require_dialect("matmul", dev);
+  require_positive("matmul", "M", m);
+  require_positive("matmul", "K", k);
+  require_positive("matmul", "N", n);
+  KernelPlan p;
+  p.source = builtin_source("matmul", sizeof(MatmulParams));
+  // Sizes come from the params at dispatch time, so any shape validates against the buffers.
+  auto need = [](int which) {
+    return [which](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+      const auto q = pb.as<MatmulParams>();
+      const std::uint64_t rows = which == 1 ? q.k : q.m, cols = which == 0 ? q.k : q.n;
+      return rows * cols * kFloat;
+    };
+  };
+  p.source.bindings = {BindingDecl{0, Access::read, "A", need(0)}, BindingDecl{1, Access::read, "B", need(1)},
+                       BindingDecl{2, Access::write, "C", need(2)}};
+  p.options.workgroup_size = {1, 1, 1};
+  p.options.defines["TILE_M"] = std::to_string(kernels::kCpuMatmulTileM);
+  p.options.defines["TILE_N"] = std::to_string(kernels::kCpuMatmulTileN);
+  p.tensors = {{"A", DType::f32, {m, k}, Access::read, false},
+               {"B", DType::f32, {k, n}, Access::read, false},
+               {"C", DType::f32, {m, n}, Access::write, false}};
+  PlanStep step;
+  step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
+  step.params = ParamsBlock::of(MatmulParams{m, n, k, 0});
+  const std::uint64_t gx = ceil_div(n, kernels::kCpuMatmulTileN), gy = ceil_div(m, kernels::kCpuMatmulTileM);
+  if (gx > dev.limits.max_workgroup_count[0] || gy > dev.limits.max_workgroup_count[1])
+    fail(ErrorCategory::invalid_argument, "matmul of " + std::to_string(m) + "x" + std::to_string(n) +
+                                              " needs more workgroups than " + dev.id() + " can launch.",
+         "split the product into row or column blocks.");
+  step.groups = Groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1};
+  p.steps.push_back(step);
+  return p;
+}
+
+KernelPlan axpy(const DeviceInfo& dev, std::uint64_t n) { return elementwise("axpy", dev, n, true); }
+KernelPlan add(const DeviceInfo& dev, std::uint64_t n) { return elementwise("add", dev, n, false); }
+KernelPlan mul(const DeviceInfo& dev, std::uint64_t n) { return elementwise("mul", dev, n, false); }
+
+KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
+  require_dialect("reduce_sum", dev);
+  const std::uint32_t n = to_u32("reduce_sum", "n", n64);
+  const std::uint64_t block = kernels::kCpuReduceBlock;
+  KernelPlan p;
+  p.source = builtin_source("reduce_sum", sizeof(ReduceParams));
+  auto in_bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t { return pb.as<ReduceParams>().n * kFloat; };
+  auto out_bytes = [block](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+    return ceil_div(pb.as<ReduceParams>().n, block) * kFloat;
+  };
+  p.source.bindings = {BindingDecl{0, Access::read, "in", in_bytes}, BindingDecl{1, Access::write, "out", out_bytes}};
+  p.options.workgroup_size = {1, 1, 1};
+  p.options.defines["BLOCK"] = std::to_string(block);
+  p.tensors = {{"x", DType::f32, {n}, Access::read, false}, {"sum", DType::f32, {1}, Access::write, false}};
+  // Each pass sums blocks into partials; passes repeat until one value is left.
+  std::uint32_t src = 0;
+  std::uint64_t count = n;
+  for (int pass = 0;; ++pass) {
+    const std::uint64_t partials = ceil_div(count, block);
+    std::uint32_t dst = 1;
+    if (partials > 1) {
+      dst = static_cast<std::uint32_t>(p.tensors.size());
+      p.tensors.push_back({"partials" + std::to_string(pass), DType::f32, {partials}, Access::read_write, true});
+    }
+    PlanStep step;
+    step.slot_tensor = {{0, src}, {1, dst}};
+    step.params = ParamsBlock::of(ReduceParams{static_cast<std::uint32_t>(count), 0, 0, 0});
+    step.groups = linear_groups("reduce_sum", partials, dev);
+    p.steps.push_back(step);
+    if (dst == 1) break;
+    src = dst;
+    count = partials;
+  }
+  return p;
+}
+
+KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t cols) {
+  require_dialect("softmax_rows", dev);
+  require_positive("softmax_rows", "rows", rows);
+  require_positive("softmax_rows", "cols", cols);
+  KernelPlan p;
+  p.source = builtin_source("softmax_rows", sizeof(SoftmaxParams));
+  auto bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+    const auto q = pb.as<SoftmaxParams>();
+    return std::uint64_t{q.rows} * q.cols * kFloat;
+  };
+  p.source.bindings = {BindingDecl{0, Access::read, "x", bytes}, BindingDecl{1, Access::write, "out", bytes}};
+  p.options.workgroup_size = {1, 1, 1};
+  p.tensors = {{"x", DType::f32, {rows, cols}, Access::read, false},
+               {"out", DType::f32, {rows, cols}, Access::write, false}};
+  PlanStep step;
+  step.slot_tensor = {{0, 0}, {1, 1}};
+  step.params = ParamsBlock::of(SoftmaxParams{rows, cols, 0, 0});
+  step.groups = linear_groups("softmax_rows", rows, dev);
+  p.steps.push_back(step);
+  return p;
+}
+
+KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape) {
+  auto want = [&](std::size_t dims, const char* form) {
+    if (shape.size() != dims)
+      fail(ErrorCategory::invalid_argument, "op '" + op + "' takes shape " + form + " but got " + to_string(shape) + ".",
+           std::string("pass the shape as ") + form + ".");
+  };
+  auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
+  if (op == "matmul") {
+    want(3, "{M, K, N}");
+    return matmul(dev, u32(0, "M"), u32(1, "K"), u32(2, "N"));
+  }
+  if (op == "softmax_rows") {
+    want(2, "{rows, cols}");
+    return softmax_rows(dev, u32(0, "rows"), u32(1, "cols"));
+  }
+  if (op == "axpy" || op == "add" || op == "mul" || op == "reduce_sum") {
+    want(1, "{n}");
+    if (op == "axpy") return axpy(dev, shape[0]);
+    if (op == "add") return add(dev, shape[0]);
+    if (op == "mul") return mul(dev, shape[0]);
+    return reduce_sum(dev, shape[0]);
+  }
+  std::string known;
+  for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+  fail(ErrorCategory::invalid_argument, "unknown op '" + op + "'.", "use one of: " + known + ".");
+}
+
+}  // namespace vgpu::ops

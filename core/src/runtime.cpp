@@ -1,0 +1,163 @@
+// core/src/runtime.cpp — backend statuses, device enumeration and the open-device table.
+#include "vgpu/runtime.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "device_core.hpp"
+#include "registry.hpp"
+#include "vgpu/backend/device_impl.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
+
+namespace vgpu {
+
+RuntimeOptions RuntimeOptions::from_env() {
+  RuntimeOptions o;
+  if (const char* v = std::getenv("VGPU_BACKEND"); v && *v) {
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (item.empty()) continue;
+      try {
+        o.allowed.push_back(parse_backend_kind(item));
+      } catch (const Error&) {
+        fail(ErrorCategory::invalid_argument, "VGPU_BACKEND='" + std::string(v) + "' names unknown backend '" + item + "'.",
+             "set VGPU_BACKEND to a comma list of cuda, vulkan, opengl, cpu, or unset it.");
+      }
+    }
+  }
+  if (const char* v = std::getenv("VGPU_DEVICE"); v && *v) o.forced_device = v;
+  return o;
+}
+
+struct Runtime::State {
+  RuntimeOptions options;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<ComputeBackend>> backends;
+  bool probed = false;
+  std::vector<BackendStatus> statuses;  // every known kind, registry order
+  std::vector<DeviceInfo> devices;
+  std::map<std::string, std::shared_ptr<detail::DeviceCore>> open;  // by "backend:index"
+
+  bool allowed(BackendKind k) const {
+    return options.allowed.empty() ||
+           std::find(options.allowed.begin(), options.allowed.end(), k) != options.allowed.end();
+  }
+
+  // Backends are probed once: creating a Vulkan instance or a GL context is not free.
+  void probe_locked() {
+    if (probed) return;
+    probed = true;
+    for (BackendKind kind : detail::known_backends()) {
+      auto it = std::find_if(backends.begin(), backends.end(), [&](auto& b) { return b->kind() == kind; });
+      BackendStatus st;
+      st.kind = kind;
+      if (it == backends.end()) {
+        st.reason = std::string("not compiled in (") + detail::build_option(kind) + "=OFF at build time)";
+      } else if (!allowed(kind)) {
+        st.compiled_in = true;
+        st.reason = "excluded by VGPU_BACKEND";
+      } else {
+        try {
+          st = (*it)->status();
+          st.compiled_in = true;
+          if (st.available) {
+            auto found = (*it)->enumerate();
+            if (found.empty()) {
+              st.available = false;
+              st.reason = "no usable device found";
+            }
+            devices.insert(devices.end(), found.begin(), found.end());
+          }
+        } catch (const Error& e) {
+          st.available = false;
+          st.reason = e.what();
+        }
+      }
+      statuses.push_back(st);
+    }
+  }
+
+  ComputeBackend* backend_locked(BackendKind kind) {
+    for (auto& b : backends)
+      if (b->kind() == kind) return b.get();
+    return nullptr;
+  }
+};
+
+Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  state_->backends = detail::make_compiled_backends();
+}
+
+Runtime::~Runtime() = default;
+
+Runtime& Runtime::global() {
+  static Runtime runtime;
+  return runtime;
+}
+
+std::vector<BackendStatus> Runtime::backends() {
+  std::lock_guard lock(state_->mutex);
+  state_->probe_locked();
+  return state_->statuses;
+}
+
+std::vector<DeviceInfo> Runtime::devices() {
+  std::lock_guard lock(state_->mutex);
+  state_->probe_locked();
+  return state_->devices;
+}
+
+Device Runtime::open(const std::string& id) {
+  std::lock_guard lock(state_->mutex);
+  state_->probe_locked();
+  if (auto it = state_->open.find(id); it != state_->open.end()) return it->second->handle();
+  const auto colon = id.find(':');
+  const std::string kind_name = id.substr(0, colon);
+  BackendKind kind{};
+  try {
+    kind = parse_backend_kind(kind_name);
+  } catch (const Error&) {
+    fail(ErrorCategory::invalid_argument, "device id '" + id + "' does not start with a backend name.",
+         "use backend:index, e.g. vulkan:0 or cpu:0 (vgpu-probe lists the ids).");
+  }
+  auto match = std::find_if(state_->devices.begin(), state_->devices.end(),
+                            [&](const DeviceInfo& d) { return d.id() == id || (colon == std::string::npos && d.backend == kind); });
+  if (match == state_->devices.end()) {
+    std::string known;
+    for (const auto& d : state_->devices) known += (known.empty() ? "" : ", ") + d.id();
+    std::string why;
+    for (const auto& st : state_->statuses)
+      if (st.kind == kind && !st.available) why = " (" + std::string(to_string(kind)) + ": " + st.reason + ")";
+    fail(ErrorCategory::unavailable, "no device '" + id + "' on this machine" + why + ".",
+         "pick one of the available devices: " + (known.empty() ? std::string("none") : known) + ".");
+  }
+  ComputeBackend* backend = state_->backend_locked(match->backend);
+  auto core = std::make_shared<detail::DeviceCore>(backend->open(match->index));
+  state_->open[match->id()] = core;
+  return core->handle();
+}
+
+Device Runtime::open(const DeviceInfo& info) { return open(info.id()); }
+
+Device Runtime::default_device() {
+  if (!state_->options.forced_device.empty()) return open(state_->options.forced_device);
+  auto all = devices();
+  if (all.empty())
+    fail(ErrorCategory::unavailable, "no compute device is available (VGPU_BACKEND may exclude the CPU backend).",
+         "unset VGPU_BACKEND or include cpu in it; run vgpu-probe to see why each backend is unavailable.");
+  return open(all.front());
+}
+
+CounterSnapshot Runtime::counters() {
+  std::lock_guard lock(state_->mutex);
+  CounterSnapshot sum;
+  for (auto& [id, core] : state_->open) sum = sum + core->counters().snapshot();
+  return sum;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,28 @@
+// fallback/cpu/kernels/kernel_set.hpp — instantiates every built-in kernel template for one
+// xsimd architecture. Included only by the per-ISA translation units (kernels_*.cpp).
+#pragma once
+
+#include <string_view>
+
+#include "fallback/cpu/kernels/builtin_table.hpp"
+#include "fallback/cpu/kernels/elementwise.hpp"
+#include "fallback/cpu/kernels/matmul.hpp"
+#include "fallback/cpu/kernels/reduce.hpp"
+#include "fallback/cpu/kernels/softmax.hpp"
+
+namespace vgpu::cpu::builtin {
+
+/// Returns the table of Arch's kernels, named isa; a constant expression, so the tables need
+/// no dynamic initialisation.
+template <class Arch>
+constexpr KernelTable make_table(std::string_view isa) {
+  return KernelTable{isa,
+                     {{{"matmul", &Matmul<Arch>::run},
+                       {"axpy", &Elementwise<Arch>::axpy},
+                       {"add", &Elementwise<Arch>::add},
+                       {"mul", &Elementwise<Arch>::mul},
+                       {"reduce_sum", &Reduce<Arch>::run},
+                       {"softmax_rows", &Softmax<Arch>::run}}}};
+}
+
+}  // namespace vgpu::cpu::builtin

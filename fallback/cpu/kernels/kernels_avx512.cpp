@@ -1,0 +1,17 @@
+// fallback/cpu/kernels/kernels_avx512.cpp — built-in kernels for AVX-512 (F/BW/VL/DQ) + FMA
+// (Skylake-SP and later). CMake compiles this file alone with the AVX-512 flags; it runs
+// only after cpu_isa.cpp has checked that the CPU and OS support them.
+#include "fallback/cpu/kernels/kernel_set.hpp"
+
+#if !XSIMD_WITH_AVX512BW
+#error "kernels_avx512.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma"
+#endif
+
+namespace vgpu::cpu {
+
+const KernelTable& avx512_kernels() noexcept {
+  static constexpr KernelTable table = builtin::make_table<xsimd::avx512bw>("avx512");
+  return table;
+}
+
+}  // namespace vgpu::cpu

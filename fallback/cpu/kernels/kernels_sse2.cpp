@@ -1,0 +1,16 @@
+// fallback/cpu/kernels/kernels_sse2.cpp — built-in kernels for baseline x86-64 (SSE2).
+// Compiled with the default flags; every x86-64 CPU runs it.
+#include "fallback/cpu/kernels/kernel_set.hpp"
+
+#if !XSIMD_WITH_SSE2
+#error "kernels_sse2.cpp needs SSE2 (x86-64 baseline)"
+#endif
+
+namespace vgpu::cpu {
+
+const KernelTable& sse2_kernels() noexcept {
+  static constexpr KernelTable table = builtin::make_table<xsimd::sse2>("sse2");
+  return table;
+}
+
+}  // namespace vgpu::cpu
