@@ -1,47 +1,79 @@
-// core/src/kernel_database.cpp — persistent kernels by (id, shape, plan content).
+// core/src/kernel_database.cpp — persistent kernels by (id, shape, plan content hash).
 #include "vgpu/kernel_database.hpp"
 
-#include <cstdio>
+#include <xxhash.h>
 
-#include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
 
 namespace vgpu {
 namespace {
 
-void put(std::string& s, std::string_view field) {
-  s += std::to_string(field.size());
-  s += ':';
-  s += field;
-}
+// Streams every field that decides what a persistent kernel is into one xxHash3 state:
+// source text per dialect, specialisation, tensors (dtype, shape, access) and the binding
+// topology, params and groups of every step. Length prefixes keep fields from running together.
+class PlanHasher {
+ public:
+  PlanHasher() { XXH3_64bits_reset(state_); }
+  ~PlanHasher() { XXH3_freeState(state_); }
+  PlanHasher(const PlanHasher&) = delete;
+  PlanHasher& operator=(const PlanHasher&) = delete;
 
-// Everything that decides what a persistent kernel is: source text per dialect,
-// specialisation, tensors (dtype, shape, access) and the binding topology of every step.
-std::string plan_fingerprint(const KernelPlan& p) {
-  std::string s;
-  put(s, p.source.name);
-  put(s, p.source.glsl);
-  put(s, p.source.cuda);
-  put(s, p.source.cuda_entry);
-  put(s, p.source.cpu.builtin);
-  put(s, p.source.cpu.version);
-  put(s, p.source.cpu.fn ? p.source.cpu.fn.target_type().name() : "");
-  for (const auto& b : p.source.bindings) put(s, std::to_string(b.slot) + "/" + std::string(to_string(b.access)));
-  put(s, std::to_string(p.source.params_size));
-  for (const auto& [k, v] : p.options.defines) put(s, k + "=" + v);
-  for (auto w : p.options.workgroup_size) put(s, std::to_string(w));
-  for (const auto& t : p.tensors)
-    put(s, t.name + "/" + std::string(to_string(t.dtype)) + "/" + to_string(t.shape) + "/" +
-               std::string(to_string(t.access)) + (t.scratch ? "/scratch" : ""));
-  for (const auto& st : p.steps) {
-    for (const auto& [slot, tensor] : st.slot_tensor) put(s, std::to_string(slot) + ">" + std::to_string(tensor));
-    put(s, std::string_view(static_cast<const char*>(st.params.data()), st.params.size()));
-    put(s, std::to_string(st.groups.x) + "," + std::to_string(st.groups.y) + "," + std::to_string(st.groups.z));
+  void bytes(const void* data, std::size_t n) {
+    const std::uint64_t len = n;
+    XXH3_64bits_update(state_, &len, sizeof len);
+    XXH3_64bits_update(state_, data, n);
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(cache::hash64(s)));
-  return hex;
+  void text(std::string_view s) { bytes(s.data(), s.size()); }
+  void num(std::uint64_t v) { XXH3_64bits_update(state_, &v, sizeof v); }
+  std::uint64_t digest() const { return XXH3_64bits_digest(state_); }
+
+ private:
+  XXH3_state_t* state_ = XXH3_createState();
+};
+
+std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPlan& p) {
+  PlanHasher h;
+  h.text(id);
+  h.num(shape.size());
+  for (auto d : shape) h.num(d);
+  h.text(p.source.name);
+  h.text(p.source.glsl);
+  h.text(p.source.cuda);
+  h.text(p.source.cuda_entry);
+  h.text(p.source.cpu.builtin);
+  h.text(p.source.cpu.version);
+  h.text(p.source.cpu.fn ? p.source.cpu.fn.target_type().name() : "");
+  h.num(p.source.bindings.size());
+  for (const auto& b : p.source.bindings) {
+    h.num(b.slot);
+    h.num(static_cast<std::uint64_t>(b.access));
+  }
+  h.num(p.source.params_size);
+  h.num(p.options.defines.size());
+  for (const auto& [k, v] : p.options.defines) {
+    h.text(k);
+    h.text(v);
+  }
+  for (auto w : p.options.workgroup_size) h.num(w);
+  h.num(p.tensors.size());
+  for (const auto& t : p.tensors) {
+    h.text(t.name);
+    h.num(static_cast<std::uint64_t>(t.dtype));
+    h.num(t.shape.size());
+    for (auto d : t.shape) h.num(d);
+    h.num(static_cast<std::uint64_t>(t.access) * 2 + (t.scratch ? 1 : 0));
+  }
+  h.num(p.steps.size());
+  for (const auto& st : p.steps) {
+    h.num(st.slot_tensor.size());
+    for (const auto& [slot, tensor] : st.slot_tensor) h.num((std::uint64_t{slot} << 32) | tensor);
+    h.bytes(st.params.data(), st.params.size());
+    h.num(st.groups.x);
+    h.num(st.groups.y);
+    h.num(st.groups.z);
+  }
+  return h.digest();
 }
 
 }  // namespace
@@ -60,8 +92,7 @@ void KernelDatabase::add(const std::string& id, PlanFactory factory) {
          "pass an id such as \"my_kernel\" and a function (DeviceInfo, Shape) -> KernelPlan.");
   std::lock_guard lock(mutex_);
   factories_[id] = std::move(factory);
-  const std::string prefix = id + "|";
-  std::erase_if(kernels_, [&](const auto& kv) { return kv.first.rfind(prefix, 0) == 0; });
+  std::erase_if(kernels_, [&](const auto& kv) { return kv.second.id == id; });
 }
 
 std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, const Shape& shape) {
@@ -74,14 +105,14 @@ std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, con
          "register it with add(), or use one of: " + known + ".");
   }
   KernelPlan plan = f->second(device_.info(), shape);
-  const std::string key = id + "|" + to_string(shape) + "|" + plan_fingerprint(plan);
+  const std::uint64_t key = plan_key(id, shape, plan);
   if (auto it = kernels_.find(key); it != kernels_.end()) {
     ++hits_;
-    return it->second;
+    return it->second.kernel;
   }
   // Building under the lock keeps "one build per key" simple; builds are rare by design.
   auto kernel = std::make_shared<PersistentKernel>(device_, std::move(plan));
-  kernels_.emplace(key, kernel);
+  kernels_.emplace(key, Entry{id, kernel});
   ++misses_;
   return kernel;
 }
@@ -108,8 +139,7 @@ std::string KernelDatabase::report() const {
 
 void KernelDatabase::evict(const std::string& id) {
   std::lock_guard lock(mutex_);
-  const std::string prefix = id + "|";
-  std::erase_if(kernels_, [&](const auto& kv) { return kv.first.rfind(prefix, 0) == 0; });
+  std::erase_if(kernels_, [&](const auto& kv) { return kv.second.id == id; });
 }
 
 void KernelDatabase::evict() {

@@ -115,7 +115,6 @@ std::vector<DeviceInfo> Runtime::devices() {
 Device Runtime::open(const std::string& id) {
   std::lock_guard lock(state_->mutex);
   state_->probe_locked();
-  if (auto it = state_->open.find(id); it != state_->open.end()) return it->second->handle();
   const auto colon = id.find(':');
   const std::string kind_name = id.substr(0, colon);
   BackendKind kind{};
@@ -136,6 +135,8 @@ Device Runtime::open(const std::string& id) {
     fail(ErrorCategory::unavailable, "no device '" + id + "' on this machine" + why + ".",
          "pick one of the available devices: " + (known.empty() ? std::string("none") : known) + ".");
   }
+  // Devices are stored under their canonical id, so "cpu" and "cpu:0" share one device.
+  if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
   ComputeBackend* backend = state_->backend_locked(match->backend);
   auto core = std::make_shared<detail::DeviceCore>(backend->open(match->index));
   state_->open[match->id()] = core;

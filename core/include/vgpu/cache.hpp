@@ -46,7 +46,7 @@ class Cache {
   std::uint64_t compiles() const { return db_.misses(); }
   /// Returns how many calls reused a persistent kernel.
   std::uint64_t hits() const { return db_.hits(); }
-  /// Returns how many matmuls ran.
+  /// Returns how many matmuls ran (each is one dispatch: the matmul plan has one step).
   std::uint64_t dispatches() const { return db_.hits() + db_.misses(); }
   /// Returns "VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches".
   std::string report() const;

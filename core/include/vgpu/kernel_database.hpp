@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
@@ -18,7 +19,10 @@ namespace vgpu {
 using PlanFactory = std::function<KernelPlan(const DeviceInfo&, const Shape&)>;
 
 /// Returns cached PersistentKernels by (kernel id, shape); builds one only when the kernel
-/// source, the shape or the binding topology changes. The built-in ops are registered.
+/// source, the shape or the binding topology changes (each get() asks the factory for the
+/// plan and compares its content hash). The built-in ops are registered.
+/// A CPU callable in a plan is identified by its type and CpuKernel::version (captured state
+/// cannot be compared): bump version when a factory's callable starts behaving differently.
 /// Thread-safety: every member function is safe to call from several threads at once.
 class KernelDatabase {
  public:
@@ -50,7 +54,11 @@ class KernelDatabase {
   Device device_;
   mutable std::mutex mutex_;
   std::map<std::string, PlanFactory> factories_;
-  std::map<std::string, std::shared_ptr<PersistentKernel>> kernels_;  // key: id|shape|plan hash
+  struct Entry {
+    std::string id;
+    std::shared_ptr<PersistentKernel> kernel;
+  };
+  std::unordered_map<std::uint64_t, Entry> kernels_;  // key: hash of id, shape and plan content
   std::uint64_t hits_ = 0, misses_ = 0;
 };
 

@@ -32,6 +32,7 @@ struct Elementwise {
   /// y = a*x + y; slots 0 = a[1], 1 = x[n], 2 = y[n].
   static void axpy(const CpuWorkgroup& wg) {
     const auto [begin, end] = range(wg);
+    if (begin == end) return;
     const float a = wg.buffer<const float>(0)[0];
     const float* x = wg.buffer<const float>(1);
     float* y = wg.buffer<float>(2);
@@ -42,7 +43,16 @@ struct Elementwise {
       S::fmadd(av, V::load_unaligned(x + i + W), V::load_unaligned(y + i + W)).store_unaligned(y + i + W);
     }
     for (; i + W <= end; i += W) S::fmadd(av, V::load_unaligned(x + i), V::load_unaligned(y + i)).store_unaligned(y + i);
-    for (; i < end; ++i) y[i] = a * x[i] + y[i];
+    if (i < end) {  // the tail goes through the same (fused or not) vector op, padded
+      alignas(64) float xt[W] = {}, yt[W] = {};
+      const std::uint64_t rest = end - i;
+      for (std::uint64_t j = 0; j < rest; ++j) {
+        xt[j] = x[i + j];
+        yt[j] = y[i + j];
+      }
+      S::fmadd(av, V::load_aligned(xt), V::load_aligned(yt)).store_aligned(yt);
+      for (std::uint64_t j = 0; j < rest; ++j) y[i + j] = yt[j];
+    }
   }
 
   /// out = a + b; slots 0 = a, 1 = b, 2 = out.

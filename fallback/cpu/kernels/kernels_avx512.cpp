@@ -1,6 +1,14 @@
 // fallback/cpu/kernels/kernels_avx512.cpp — built-in kernels for AVX-512 (F/BW/VL/DQ) + FMA
 // (Skylake-SP and later). CMake compiles this file alone with the AVX-512 flags; it runs
 // only after cpu_isa.cpp has checked that the CPU and OS support them.
+// GCC 12 reports -W(maybe-)uninitialized inside its own avx512fintrin.h (the deliberately
+// undefined pass-through operand of _mm512_undefined_ps, inlined from xsimd); it is a false
+// positive in the compiler's header, so it is silenced for this file only.
+#pragma GCC diagnostic push
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include "fallback/cpu/kernels/kernel_set.hpp"
 
 #if !XSIMD_WITH_AVX512BW
@@ -15,3 +23,5 @@ const KernelTable& avx512_kernels() noexcept {
 }
 
 }  // namespace vgpu::cpu
+
+#pragma GCC diagnostic pop

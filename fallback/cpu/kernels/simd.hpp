@@ -90,6 +90,7 @@ struct Scratch {
   struct Holder {
     float* data = nullptr;
     std::size_t capacity = 0;
+    /// Frees the buffer (on growth and at thread exit).
     void release() noexcept {
       if (data) ::operator delete(data, std::align_val_t{64});
       data = nullptr;

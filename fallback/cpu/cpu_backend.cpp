@@ -1,0 +1,127 @@
+// fallback/cpu/cpu_backend.cpp — the CPU fallback backend: enumeration and make_cpu_backend().
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/version.h>
+
+#include "fallback/cpu/cpu_device.hpp"
+#include "fallback/cpu/cpu_isa.hpp"
+#include "vgpu/backend/fingerprint.hpp"
+#include "vgpu/backend/registry.hpp"
+#include "vgpu/error.hpp"
+
+namespace vgpu {
+namespace {
+
+/// The CPU model and vendor as /proc/cpuinfo names them.
+struct CpuIdentity {
+  std::string model = "CPU";
+  std::string vendor = "unknown";
+};
+
+/// Returns s without leading and trailing blanks.
+std::string trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+/// Reads "model name" and "vendor_id" of the first processor; keeps the fallbacks when the
+/// file or a field is missing (non-x86 kernels, containers without /proc).
+CpuIdentity read_identity() {
+  CpuIdentity id;
+  std::ifstream in("/proc/cpuinfo");
+  bool have_model = false, have_vendor = false;
+  for (std::string line; (!have_model || !have_vendor) && std::getline(in, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(std::string_view(line).substr(0, colon));
+    const std::string value = trim(std::string_view(line).substr(colon + 1));
+    if (value.empty()) continue;
+    if (key == "model name" && !have_model) {
+      id.model = value;
+      have_model = true;
+    } else if (key == "vendor_id" && !have_vendor) {
+      id.vendor = value;
+      have_vendor = true;
+    }
+  }
+  return id;
+}
+
+/// Returns the physical memory in bytes (0 when the OS will not say).
+std::uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) : 0;
+}
+
+/// Describes the one CPU device; throws when VGPU_CPU_ISA is invalid (see cpu_isa.hpp).
+DeviceInfo describe() {
+  const CpuIdentity id = read_identity();
+  const std::string isa(cpu::selected_isa());
+  DeviceInfo info;
+  info.backend = BackendKind::cpu;
+  info.index = 0;
+  info.name = id.model;
+  info.vendor = id.vendor;
+  info.type = DeviceType::cpu;
+  info.driver_version = "vgpu-cpu " + isa + " (oneTBB " + std::to_string(TBB_VERSION_MAJOR) + "." +
+                        std::to_string(TBB_VERSION_MINOR) + ")";
+  info.api_version = "C++20";
+  info.memory_bytes = physical_memory();
+  info.compute_units = static_cast<std::uint32_t>(tbb::info::default_concurrency());
+  info.limits.max_workgroup_size = {1024, 1024, 64};
+  info.limits.max_workgroup_invocations = 1024;
+  info.limits.max_workgroup_count = {2147483647u, 65535u, 65535u};
+  info.limits.max_shared_memory_bytes = 0;
+  info.limits.max_buffer_bytes = info.memory_bytes / 2;
+  info.limits.max_bindings = 32;
+  info.features = cpu::cpu_features();
+  // The ISA is part of the identity: built-ins compiled for another ISA round differently.
+  info.fingerprint = make_fingerprint({{"backend", "cpu"}, {"vendor", id.vendor}, {"model", id.model}, {"isa", isa}});
+  return info;
+}
+
+/// The CPU fallback: always compiled in, always available, exactly one device.
+/// Thread-safety: stateless; every member is safe to call from several threads.
+class CpuBackend final : public ComputeBackend {
+ public:
+  /// Returns BackendKind::cpu.
+  BackendKind kind() const noexcept override { return BackendKind::cpu; }
+
+  /// Returns compiled in and available: the CPU is always there.
+  BackendStatus status() override {
+    BackendStatus s;
+    s.kind = BackendKind::cpu;
+    s.compiled_in = true;
+    s.available = true;
+    return s;
+  }
+
+  /// Returns the one CPU device; throws when VGPU_CPU_ISA is invalid.
+  std::vector<DeviceInfo> enumerate() override { return {describe()}; }
+
+  /// Opens cpu:0 (the only index); throws invalid_argument for any other.
+  std::unique_ptr<DeviceImpl> open(std::uint32_t index) override {
+    if (index != 0)
+      fail(ErrorCategory::invalid_argument, "the CPU backend has one device (cpu:0); cpu:" + std::to_string(index) + " does not exist.",
+           "use VGPU_DEVICE=cpu:0 (the CPU backend spreads work over every core itself).");
+    return std::make_unique<cpu::CpuDevice>(describe(), cpu::selected_kernels());
+  }
+};
+
+}  // namespace
+
+/// Creates the CPU fallback backend (declared in vgpu/backend/registry.hpp).
+std::unique_ptr<ComputeBackend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace vgpu

@@ -1,0 +1,65 @@
+// fallback/cpu/cpu_device.cpp — CpuDevice's kernels, bindings and batches.
+// Buffers live in cpu_memory.cpp and dispatch in cpu_dispatch.cpp.
+#include "fallback/cpu/cpu_device.hpp"
+
+#include <string>
+#include <utility>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::cpu {
+
+CpuKernelImpl::CpuKernelImpl(std::string name, BuiltinFn builtin, std::array<std::uint32_t, 3> workgroup_size)
+    : name_(std::move(name)), builtin_(builtin), workgroup_size_(workgroup_size) {}
+
+CpuKernelImpl::CpuKernelImpl(std::string name, CpuKernelFn fn, std::array<std::uint32_t, 3> workgroup_size)
+    : name_(std::move(name)), fn_(std::move(fn)), workgroup_size_(workgroup_size) {}
+
+CpuBindingSet::CpuBindingSet(std::span<BufferImpl* const> by_slot) {
+  views_.reserve(by_slot.size());
+  for (BufferImpl* b : by_slot) {
+    if (b == nullptr) {
+      views_.push_back({});
+      continue;
+    }
+    const auto& buf = static_cast<const CpuBuffer&>(*b);
+    views_.push_back({buf.data(), buf.size()});
+  }
+}
+
+CpuDevice::CpuDevice(DeviceInfo info, const KernelTable& kernels) : info_(std::move(info)), kernels_(kernels) {}
+
+std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const CompileOptions& options) {
+  const CpuKernel& cpu = source.cpu;
+  if (!cpu.builtin.empty()) {
+    const BuiltinFn fn = kernels_.find(cpu.builtin);
+    if (fn == nullptr) {
+      std::string names;
+      for (const BuiltinEntry& e : kernels_.entries) names += (names.empty() ? "" : ", ") + std::string(e.name);
+      fail(ErrorCategory::not_supported,
+           "kernel '" + source.name + "' asks for CPU built-in '" + cpu.builtin + "', which the CPU backend does not have.",
+           "use one of " + names + ", or give KernelSource::cpu.fn a callable instead.");
+    }
+    return std::make_unique<CpuKernelImpl>(source.name, fn, options.workgroup_size);
+  }
+  if (!cpu.fn)
+    fail(ErrorCategory::not_supported, "kernel '" + source.name + "' has no CPU dialect (neither cpu.fn nor cpu.builtin).",
+         "set KernelSource::cpu.fn to a callable taking const CpuWorkgroup&, or run it on a GPU backend.");
+  return std::make_unique<CpuKernelImpl>(source.name, cpu.fn, options.workgroup_size);
+}
+
+std::unique_ptr<BindingSetImpl> CpuDevice::bind(KernelImpl& /*kernel*/, std::span<BufferImpl* const> by_slot) {
+  return std::make_unique<CpuBindingSet>(by_slot);
+}
+
+std::unique_ptr<RecordedBatchImpl> CpuDevice::record(std::span<const DispatchCommand> commands) {
+  return std::make_unique<CpuBatch>(commands);
+}
+
+void CpuDevice::submit(RecordedBatchImpl& batch) {
+  // In order: each dispatch sees the writes of the ones before it, since each finishes
+  // (TBB joins every task) before the next starts.
+  for (const DispatchCommand& cmd : static_cast<const CpuBatch&>(batch).commands()) run_dispatch(cmd);
+}
+
+}  // namespace vgpu::cpu

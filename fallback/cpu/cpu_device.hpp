@@ -1,0 +1,138 @@
+// fallback/cpu/cpu_device.hpp — the CPU fallback device: host memory as "device" memory and
+// oneTBB running one task per workgroup. Backend-internal; core sees only DeviceImpl.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fallback/cpu/kernels/builtin_table.hpp"
+#include "vgpu/backend/device_impl.hpp"
+
+namespace vgpu::cpu {
+
+/// A 64-byte-aligned, zero-initialised host allocation (the alignment suits every SIMD
+/// load). Thread-safety: the object is immutable after construction; the bytes it owns are
+/// ordered by core's call ordering, like any device memory.
+class CpuBuffer final : public BufferImpl {
+ public:
+  /// Allocates bytes; throws out_of_memory when the host cannot provide them.
+  explicit CpuBuffer(std::uint64_t bytes);
+  ~CpuBuffer() override;
+  CpuBuffer(const CpuBuffer&) = delete;
+  CpuBuffer& operator=(const CpuBuffer&) = delete;
+
+  /// Returns the first byte.
+  std::byte* data() const noexcept { return data_; }
+  /// Returns the size in bytes.
+  std::uint64_t size() const noexcept { return bytes_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  std::uint64_t bytes_ = 0;
+};
+
+/// A compiled CPU kernel: a built-in function pointer or a user callable, plus the workgroup
+/// size it was compiled for. Thread-safety: immutable after construction; call from any
+/// thread (a user callable must itself tolerate concurrent calls, as workgroups run in parallel).
+class CpuKernelImpl final : public KernelImpl {
+ public:
+  /// Wraps a built-in kernel.
+  CpuKernelImpl(std::string name, BuiltinFn builtin, std::array<std::uint32_t, 3> workgroup_size);
+  /// Wraps a user callable.
+  CpuKernelImpl(std::string name, CpuKernelFn fn, std::array<std::uint32_t, 3> workgroup_size);
+
+  /// Runs the kernel body for one workgroup.
+  void operator()(const CpuWorkgroup& wg) const {
+    if (builtin_)
+      builtin_(wg);
+    else
+      fn_(wg);
+  }
+  /// Returns the kernel's name, for error messages.
+  const std::string& name() const noexcept { return name_; }
+  /// Returns true for a built-in kernel (its failures are vgpu bugs, not user errors).
+  bool is_builtin() const noexcept { return builtin_ != nullptr; }
+  /// Returns the workgroup size from the CompileOptions.
+  const std::array<std::uint32_t, 3>& workgroup_size() const noexcept { return workgroup_size_; }
+
+ private:
+  std::string name_;
+  BuiltinFn builtin_ = nullptr;  // preferred over fn_: no std::function indirection
+  CpuKernelFn fn_;
+  std::array<std::uint32_t, 3> workgroup_size_;
+};
+
+/// Buffers bound to slots, as the views a CpuWorkgroup carries (null where unbound).
+/// Thread-safety: immutable after construction.
+class CpuBindingSet final : public BindingSetImpl {
+ public:
+  /// Captures the data pointer and size of every bound buffer.
+  explicit CpuBindingSet(std::span<BufferImpl* const> by_slot);
+  /// Returns the views, indexed by slot.
+  std::span<const CpuBufferView> views() const noexcept { return views_; }
+
+ private:
+  std::vector<CpuBufferView> views_;
+};
+
+/// A recorded batch: the validated commands, copied, run in order by submit().
+/// Thread-safety: immutable after construction; several threads may submit it at once.
+class CpuBatch final : public RecordedBatchImpl {
+ public:
+  /// Copies the commands (their kernel/binding pointers stay owned by core).
+  explicit CpuBatch(std::span<const DispatchCommand> commands) : commands_(commands.begin(), commands.end()) {}
+  /// Returns the commands in submission order.
+  std::span<const DispatchCommand> commands() const noexcept { return commands_; }
+
+ private:
+  std::vector<DispatchCommand> commands_;
+};
+
+/// The CPU device. Everything is synchronous: submit() returns when the work is done, so
+/// read/write need no waiting and synchronize() has nothing to do.
+/// Thread-safety: the device holds only immutable data (its DeviceInfo and kernel table), so
+/// every member is safe to call concurrently; concurrent submits share the TBB thread pool.
+class CpuDevice final : public DeviceImpl {
+ public:
+  /// Creates the device described by info, running built-ins from kernels.
+  CpuDevice(DeviceInfo info, const KernelTable& kernels);
+
+  /// Returns the description made at open() (CPU model, ISA, limits).
+  const DeviceInfo& info() const override { return info_; }
+  /// Returns Dialect::cpu: kernels are C++ callables or built-in names.
+  Dialect dialect() const noexcept override { return Dialect::cpu; }
+  /// Allocates a zeroed, 64-byte-aligned host buffer; throws out_of_memory.
+  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
+  /// Copies host bytes in (memcpy; no submitted work can still be running).
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
+  /// Copies bytes out (memcpy; every submitted dispatch has already finished).
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
+  /// Copies between buffers (memmove, so overlapping ranges of one buffer are fine).
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+            std::uint64_t bytes) override;
+  /// Resolves a built-in name in this device's ISA table, or wraps cpu.fn; throws not_supported.
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  /// Captures the bound buffers as CpuBufferViews indexed by slot.
+  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
+  /// Copies the commands; the batch can be submitted any number of times.
+  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
+  /// Runs every command in order and returns when all have finished.
+  void submit(RecordedBatchImpl& batch) override;
+  /// Returns at once: submit() is synchronous, so nothing is ever in flight.
+  void synchronize() override {}
+
+ private:
+  DeviceInfo info_;
+  const KernelTable& kernels_;
+};
+
+/// Runs one dispatch: every workgroup of cmd.groups, in parallel on the TBB pool; rethrows a
+/// kernel's exception as vgpu::Error. Used by CpuDevice::submit.
+void run_dispatch(const DispatchCommand& cmd);
+
+}  // namespace vgpu::cpu

@@ -1,0 +1,141 @@
+// fallback/cpu/cpu_isa.cpp — run-time choice among the per-ISA kernel tables.
+// Compiled with baseline flags: it must run on every CPU, including ones it then rejects.
+#include "fallback/cpu/cpu_isa.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include <xsimd/config/xsimd_cpuid.hpp>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::cpu {
+namespace {
+
+/// One ISA the build contains and whether this machine can run it.
+struct IsaOption {
+  std::string_view name;
+  const KernelTable& (*table)() noexcept;
+  bool supported;
+};
+
+#if VGPU_CPU_X86_KERNELS
+
+/// True when the CPU has the feature and the OS saves its registers. xsimd 8.1's detector
+/// reads CPUID only (no XGETBV check of OS support), so libgcc's __builtin_cpu_supports, which
+/// does check XCR0, confirms every bit it reports.
+#define VGPU_CPU_HAS(feature) (__builtin_cpu_supports(feature) != 0)
+
+std::vector<IsaOption> probe() {
+  __builtin_cpu_init();
+  const auto arch = xsimd::available_architectures();
+  // SSE2 is part of x86-64 itself (and xsimd 8.1 reads its CPUID bit from the wrong register).
+  const bool avx2 = arch.avx2 && arch.fma3_avx2 && VGPU_CPU_HAS("avx2") && VGPU_CPU_HAS("fma");
+  const bool avx512 = arch.avx512f && arch.avx512bw && arch.avx512dq && VGPU_CPU_HAS("avx512f") &&
+                      VGPU_CPU_HAS("avx512bw") && VGPU_CPU_HAS("avx512dq") && VGPU_CPU_HAS("avx512vl") &&
+                      VGPU_CPU_HAS("fma");
+  return {{"sse2", &sse2_kernels, true}, {"avx2", &avx2_kernels, avx2}, {"avx512", &avx512_kernels, avx512}};
+}
+
+#else
+
+std::vector<IsaOption> probe() { return {{native_kernels().isa, &native_kernels, true}}; }
+
+#endif
+
+/// Returns the build's ISAs, worst first, probed once.
+const std::vector<IsaOption>& options() {
+  static const std::vector<IsaOption> all = probe();
+  return all;
+}
+
+/// Returns "a, b, c" of the ISAs that pass filter.
+template <class Filter>
+std::string join_names(Filter filter) {
+  std::string out;
+  for (const IsaOption& o : options()) {
+    if (!filter(o)) continue;
+    if (!out.empty()) out += ", ";
+    out += o.name;
+  }
+  return out;
+}
+
+/// Returns the option called name; throws invalid_argument when the build has no such ISA
+/// and not_supported when this machine cannot run it. `origin` says where the name came from.
+const IsaOption& find_option(std::string_view name, std::string_view origin) {
+  const std::string all = join_names([](const IsaOption&) { return true; });
+  const std::string usable = join_names([](const IsaOption& o) { return o.supported; });
+  for (const IsaOption& o : options()) {
+    if (o.name != name) continue;
+    if (!o.supported)
+      fail(ErrorCategory::not_supported,
+           std::string(origin) + std::string(name) + " selects an instruction set this CPU (or its OS) does not support.",
+           "use one this machine supports (" + usable + "), or unset VGPU_CPU_ISA to pick the best automatically.");
+    return o;
+  }
+  fail(ErrorCategory::invalid_argument,
+       std::string(origin) + "'" + std::string(name) + "' is not an instruction set of vgpu's CPU backend.",
+       "use one of " + all + " (this machine supports " + usable + "), or unset VGPU_CPU_ISA.");
+}
+
+/// Resolves VGPU_CPU_ISA (or, when unset, the best supported ISA) to an option.
+const IsaOption& resolve() {
+  const char* env = std::getenv("VGPU_CPU_ISA");
+  if (env == nullptr || *env == '\0') {
+    const IsaOption* best = &options().front();  // the baseline is always supported
+    for (const IsaOption& o : options())
+      if (o.supported) best = &o;
+    return *best;
+  }
+  return find_option(env, "VGPU_CPU_ISA=");
+}
+
+}  // namespace
+
+std::string_view selected_isa() { return selected_kernels().isa; }
+
+const KernelTable& selected_kernels() {
+  // Initialised on the first successful call; a throwing resolve() leaves it unset, so a
+  // fixed environment is picked up by the next call.
+  static const KernelTable& table = resolve().table();
+  return table;
+}
+
+std::vector<std::string> supported_isas() {
+  std::vector<std::string> out;
+  for (const IsaOption& o : options())
+    if (o.supported) out.emplace_back(o.name);
+  return out;
+}
+
+const KernelTable& kernels_for(std::string_view isa) { return find_option(isa, "ISA ").table(); }
+
+std::vector<std::string> cpu_features() {
+  std::vector<std::string> out;
+#if VGPU_CPU_X86_KERNELS
+  __builtin_cpu_init();
+  // __builtin_cpu_supports needs literal names; the reported name follows xsimd's spelling.
+#define VGPU_CPU_FEATURE(flag, name) \
+  if (VGPU_CPU_HAS(flag)) out.emplace_back(name);
+  VGPU_CPU_FEATURE("sse2", "sse2")
+  VGPU_CPU_FEATURE("sse3", "sse3")
+  VGPU_CPU_FEATURE("ssse3", "ssse3")
+  VGPU_CPU_FEATURE("sse4.1", "sse4_1")
+  VGPU_CPU_FEATURE("sse4.2", "sse4_2")
+  VGPU_CPU_FEATURE("avx", "avx")
+  VGPU_CPU_FEATURE("avx2", "avx2")
+  VGPU_CPU_FEATURE("fma", "fma")
+  VGPU_CPU_FEATURE("avx512f", "avx512f")
+  VGPU_CPU_FEATURE("avx512cd", "avx512cd")
+  VGPU_CPU_FEATURE("avx512dq", "avx512dq")
+  VGPU_CPU_FEATURE("avx512bw", "avx512bw")
+  VGPU_CPU_FEATURE("avx512vl", "avx512vl")
+#undef VGPU_CPU_FEATURE
+#else
+  out.emplace_back(native_kernels().isa);
+#endif
+  return out;
+}
+
+}  // namespace vgpu::cpu

@@ -1,0 +1,60 @@
+// fallback/cpu/cpu_memory.cpp — CPU "device" memory: aligned host allocations and memcpy.
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+
+#include "fallback/cpu/cpu_device.hpp"
+#include "vgpu/error.hpp"
+
+namespace vgpu::cpu {
+namespace {
+
+/// 64 bytes: a cache line, and the widest (AVX-512) vector, so aligned loads are always legal
+/// at a buffer's start and no two buffers share a cache line.
+constexpr std::size_t kAlignment = 64;
+
+/// Throws the out_of_memory error for a failed allocation of bytes.
+[[noreturn]] void fail_alloc(std::uint64_t bytes) {
+  fail(ErrorCategory::out_of_memory,
+       "the CPU device could not allocate " + std::to_string(bytes) + " bytes of host memory.",
+       "free buffers you no longer need, use smaller tensors, or raise the process memory limit (ulimit -v).");
+}
+
+}  // namespace
+
+CpuBuffer::CpuBuffer(std::uint64_t bytes) : bytes_(bytes) {
+  if (bytes > std::numeric_limits<std::size_t>::max()) fail_alloc(bytes);
+  void* p = ::operator new(static_cast<std::size_t>(bytes), std::align_val_t{kAlignment}, std::nothrow);
+  if (p == nullptr) fail_alloc(bytes);
+  // Zeroed like a fresh GPU allocation under vgpu's contract, so no stale data leaks through.
+  std::memset(p, 0, static_cast<std::size_t>(bytes));
+  data_ = static_cast<std::byte*>(p);
+}
+
+CpuBuffer::~CpuBuffer() { ::operator delete(data_, std::align_val_t{kAlignment}); }
+
+std::unique_ptr<BufferImpl> CpuDevice::create_buffer(std::uint64_t bytes) {
+  try {
+    return std::make_unique<CpuBuffer>(bytes);
+  } catch (const std::bad_alloc&) {  // the small CpuBuffer object itself
+    fail_alloc(bytes);
+  }
+}
+
+void CpuDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+  std::memcpy(static_cast<CpuBuffer&>(buffer).data() + offset, data, bytes);
+}
+
+void CpuDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+  std::memcpy(out, static_cast<CpuBuffer&>(buffer).data() + offset, bytes);
+}
+
+void CpuDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+                     std::uint64_t bytes) {
+  // memmove: src and dst may be one buffer with overlapping ranges.
+  std::memmove(static_cast<CpuBuffer&>(dst).data() + dst_offset, static_cast<CpuBuffer&>(src).data() + src_offset,
+               bytes);
+}
+
+}  // namespace vgpu::cpu

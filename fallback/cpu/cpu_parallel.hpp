@@ -1,0 +1,20 @@
+// fallback/cpu/cpu_parallel.hpp — the one way built-in kernels start nested parallel work.
+// Defined in a baseline-compiled TU so the per-ISA kernel TUs never instantiate oneTBB
+// templates themselves: an inline TBB helper compiled with -mavx512f could otherwise be the
+// copy the linker keeps for every caller (see kernels/simd.hpp).
+// Thread-safety: both functions are safe to call from any thread, including TBB workers.
+#pragma once
+
+#include <cstddef>
+
+namespace vgpu::cpu {
+
+/// Returns how many threads a parallel loop started from the calling thread can use.
+std::size_t parallelism() noexcept;
+
+/// Calls body(ctx, i) for every i in [0, n), in parallel on the TBB pool, and returns when
+/// all calls have finished; rethrows the first exception a call throws. Nesting inside a
+/// dispatch's own parallel loop is fine (TBB schedules both on one pool).
+void parallel_for(std::size_t n, void (*body)(void* ctx, std::size_t i), void* ctx);
+
+}  // namespace vgpu::cpu

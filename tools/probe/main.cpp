@@ -1,0 +1,101 @@
+// tools/probe/main.cpp — vgpu-probe: lists backends and devices and self-tests each device.
+// The default action runs when no subcommand is given; later subcommands (bench, select,
+// cache stats|clear|verify) attach to the same CLI::App in add_subcommands() and reuse
+// report.hpp for output and self_test.hpp for checks.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "report.hpp"
+#include "self_test.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
+#include "vgpu/runtime.hpp"
+
+namespace {
+
+/// Process exit codes, documented in the --help footer.
+enum ExitCode : int {
+  kOk = 0,
+  kSelfTestFailed = 1,
+  kUsageError = 2,
+  kVgpuError = 3,
+  kUnexpectedError = 4,
+};
+
+constexpr const char* kFooter =
+    "Exit codes:\n"
+    "  0  ok (every self-test passed, or self-tests were skipped)\n"
+    "  1  a device's self-test failed\n"
+    "  2  usage error (bad command-line arguments)\n"
+    "  3  a vgpu error escaped; its message ends in a \"Fix:\" hint\n"
+    "  4  any other unexpected error (a bug: please report it)\n"
+    "\n"
+    "Environment: VGPU_BACKEND=cuda,vulkan,opengl,cpu limits the backends probed;\n"
+    "VGPU_LOG=error|warn|info|debug sets the stderr log level.";
+
+/// Options shared by the default action and, later, by subcommands.
+struct Options {
+  bool json = false;
+  bool self_test = true;
+};
+
+/// Registers subcommands on app; none exist yet (bench, select and cache go here).
+void add_subcommands(CLI::App& app, Options& /*options*/) { app.require_subcommand(0, 1); }
+
+/// The default action: inventory, then self-tests, as a table or as one JSON object.
+int run_probe(const Options& options) {
+  vgpu::Runtime& runtime = vgpu::Runtime::global();
+  vgpu::probe::ProbeReport report;
+  report.backends = runtime.backends();
+  for (auto& info : runtime.devices()) report.devices.push_back({info, std::nullopt});
+
+  if (!options.json) vgpu::probe::print_inventory(std::cout, report);
+  if (options.self_test) {
+    if (!options.json) vgpu::probe::print_self_test_heading(std::cout);
+    for (auto& device : report.devices) {
+      vgpu::log(vgpu::LogLevel::info, "vgpu-probe: self-testing " + device.info.id());
+      device.self_test = vgpu::probe::run_self_test(runtime, device.info);
+      if (!options.json) vgpu::probe::print_self_test_line(std::cout, device.info, *device.self_test);
+      std::cout.flush();  // a slow device's line should appear as soon as it is known
+    }
+    if (!options.json && report.devices.empty()) std::cout << "  no device to test\n";
+  }
+  if (options.json) std::cout << vgpu::probe::to_json(report).dump(2) << "\n";
+  std::cout << std::flush;
+  return vgpu::probe::all_passed(report) ? kOk : kSelfTestFailed;
+}
+
+}  // namespace
+
+/// Parses the command line and runs the chosen action, mapping failures to exit codes.
+int main(int argc, char** argv) {
+  CLI::App app{"vgpu-probe: list vgpu's backends and devices and self-test each device.", "vgpu-probe"};
+  app.footer(kFooter);
+  app.set_version_flag("--version", "vgpu-probe " + vgpu::probe::version_string());
+  Options options;
+  app.add_flag("--json", options.json, "Print one JSON object on stdout (logs go to stderr)");
+  bool skip_self_test = false;
+  app.add_flag("--no-self-test", skip_self_test, "Skip the per-device matmul self-test");
+  add_subcommands(app, options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive here too, with exit code 0.
+    return app.exit(e) == 0 ? kOk : kUsageError;
+  }
+  options.self_test = !skip_self_test;
+
+  try {
+    return run_probe(options);
+  } catch (const vgpu::Error& e) {
+    std::cout << std::flush;
+    std::cerr << "vgpu-probe: error (" << vgpu::to_string(e.category()) << "): " << e.what() << "\n";
+    return kVgpuError;
+  } catch (const std::exception& e) {
+    std::cout << std::flush;
+    std::cerr << "vgpu-probe: unexpected error: " << e.what() << "\n";
+    return kUnexpectedError;
+  }
+}

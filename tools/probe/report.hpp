@@ -1,0 +1,53 @@
+// tools/probe/report.hpp — what vgpu-probe found, rendered as a human table or as JSON.
+// Rendering is kept apart from collection so every subcommand prints the same way.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "self_test.hpp"
+#include "vgpu/backend.hpp"
+#include "vgpu/device_info.hpp"
+
+namespace vgpu::probe {
+
+/// One device as probed: its description and, unless skipped, its self-test outcome.
+struct DeviceReport {
+  DeviceInfo info;
+  std::optional<SelfTestResult> self_test;  ///< empty when --no-self-test
+};
+
+/// Everything one probe run found. A plain value.
+struct ProbeReport {
+  std::vector<BackendStatus> backends;
+  std::vector<DeviceReport> devices;
+};
+
+/// Returns "major.minor.patch" of the linked vgpu headers.
+std::string version_string();
+/// Formats a byte count as "1.5 GiB"-style text ("unknown" for 0).
+std::string format_bytes(std::uint64_t bytes);
+/// Returns true when no device's self-test failed (skipped tests count as passed).
+bool all_passed(const ProbeReport& report);
+
+/// Prints the version line, the backend table and one block per device.
+void print_inventory(std::ostream& os, const ProbeReport& report);
+/// Prints the heading of the self-test section, stating the pass criterion.
+void print_self_test_heading(std::ostream& os);
+/// Prints one device's self-test line: id, PASS/FAIL, max error against its bound, time.
+void print_self_test_line(std::ostream& os, const DeviceInfo& info, const SelfTestResult& result);
+
+/// Returns one backend's status as {"name","compiled_in","available","reason"}.
+nlohmann::ordered_json to_json(const BackendStatus& status);
+/// Returns a self-test outcome as {"passed","max_abs_error","tolerance","seconds",...}.
+nlohmann::ordered_json to_json(const SelfTestResult& result);
+/// Returns one device as JSON; "self_test" is null when it was skipped.
+nlohmann::ordered_json to_json(const DeviceReport& device);
+/// Returns the whole report: {"version","cache_format_version","backends":[…],"devices":[…]}; keys keep
+/// this insertion order (ordered_json) so the output reads top-down.
+nlohmann::ordered_json to_json(const ProbeReport& report);
+
+}  // namespace vgpu::probe
