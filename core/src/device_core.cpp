@@ -114,7 +114,12 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
   }
 }
 
-DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl) : impl_(std::move(impl)), l1_(l1_capacity_from_env()) {}
+DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl) : impl_(std::move(impl)), l1_(l1_capacity_from_env()) {
+  impl_->attach_counters(&counters_);
+}
+
+// Handles may keep the backend device alive after this core; it must not count into freed memory.
+DeviceCore::~DeviceCore() { impl_->attach_counters(nullptr); }
 
 BufferState& DeviceCore::own(const Buffer& buffer, const char* what) const {
   if (!buffer.state_)

@@ -63,6 +63,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
  public:
   /// Wraps an opened backend device.
   explicit DeviceCore(std::unique_ptr<DeviceImpl> impl);
+  ~DeviceCore();
 
   /// Returns a public handle to this device.
   Device handle() { return Device(shared_from_this()); }

@@ -19,6 +19,12 @@ struct CounterSnapshot {
   std::uint64_t submits = 0;      ///< batches submitted (one or more dispatches each)
   std::uint64_t bytes_up = 0;     ///< host → device bytes
   std::uint64_t bytes_down = 0;   ///< device → host bytes
+  std::uint64_t source_compiles = 0;  ///< run-time front-end compiles (GLSL → SPIR-V, NVRTC, GL shader)
+  std::uint64_t l2_hits = 0;      ///< compiled artifacts loaded from the on-disk cache
+  std::uint64_t l2_misses = 0;    ///< on-disk lookups that found no usable entry
+  std::uint64_t l2_writes = 0;    ///< artifacts written to the on-disk cache
+  std::uint64_t l2_rejected = 0;  ///< on-disk entries dropped (bad header/checksum, driver refused)
+  std::uint64_t l3_hits = 0;      ///< kernels built from precompiled, embedded SPIR-V/fatbin
 
   /// Returns this minus an earlier snapshot, field by field.
   CounterSnapshot operator-(const CounterSnapshot& earlier) const noexcept;
@@ -32,7 +38,8 @@ struct CounterSnapshot {
 /// update and read from any thread.
 struct Counters {
   std::atomic<std::uint64_t> compiles{0}, l1_hits{0}, l1_misses{0}, l1_evictions{0}, binds{0},
-      allocations{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0};
+      allocations{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0}, source_compiles{0}, l2_hits{0},
+      l2_misses{0}, l2_writes{0}, l2_rejected{0}, l3_hits{0};
 
   /// Returns a consistent-enough copy of all fields (each read is atomic).
   CounterSnapshot snapshot() const noexcept;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 
+#include "vgpu/counters.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/kernel_source.hpp"
 #include "vgpu/params.hpp"
@@ -80,6 +81,18 @@ class DeviceImpl {
   virtual void submit(RecordedBatchImpl& batch) = 0;
   /// Waits for every submitted batch.
   virtual void synchronize() = 0;
+
+  /// Called once by core before any other call: the device's live counters, which the
+  /// backend bumps for what only it sees (source compiles, L2/L3 hits).
+  void attach_counters(Counters* counters) noexcept { counters_ = counters; }
+
+ protected:
+  /// Returns the device's live counters (a private sink once core has detached them).
+  Counters& counters() noexcept { return counters_ ? *counters_ : detached_; }
+
+ private:
+  Counters* counters_ = nullptr;
+  Counters detached_;  // backend objects can outlive the DeviceCore that owned the counters
 };
 
 }  // namespace vgpu
