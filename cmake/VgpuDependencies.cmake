@@ -35,8 +35,68 @@ endfunction()
 # The backends themselves arrive in later milestones; until their sources exist they stay OFF
 # so a build never claims a backend it does not contain.
 set(VGPU_OPENGL_DEPS_FOUND FALSE)
-set(VGPU_VULKAN_DEPS_FOUND FALSE)
 set(VGPU_CUDA_DEPS_FOUND FALSE)
+
+# Vulkan needs: the Vulkan headers (the loader itself is opened at run time), glslc for the
+# built-in kernels' SPIR-V (L3), shaderc + glslang + SPIRV-Tools as static archives for user
+# GLSL at run time (Debian's libshaderc.so.1 crashes when linked directly), and its sources.
+set(vgpu_vulkan_missing "")
+if(VGPU_WITH_VULKAN)  # ON or AUTO
+  find_package(Vulkan QUIET)
+  if(NOT TARGET Vulkan::Headers)
+    find_path(VGPU_VULKAN_INCLUDE_DIR vulkan/vulkan.h)
+    if(VGPU_VULKAN_INCLUDE_DIR)
+      add_library(Vulkan::Headers INTERFACE IMPORTED)
+      set_target_properties(Vulkan::Headers PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${VGPU_VULKAN_INCLUDE_DIR}")
+    else()
+      list(APPEND vgpu_vulkan_missing "the Vulkan headers (package libvulkan-dev)")
+    endif()
+  endif()
+
+  find_program(VGPU_GLSLC glslc HINTS "${Vulkan_GLSLC_EXECUTABLE}")
+  if(NOT VGPU_GLSLC)
+    list(APPEND vgpu_vulkan_missing "glslc (package glslc)")
+  endif()
+
+  # Link order matters for static archives: shaderc first, SPIRV-Tools last. Newer glslang
+  # releases fold some of the middle ones into libglslang.a, so those are optional.
+  find_path(VGPU_SHADERC_INCLUDE_DIR shaderc/shaderc.h)
+  set(VGPU_SHADERC_LIBRARIES "")
+  set(vgpu_shaderc_ok TRUE)
+  if(NOT VGPU_SHADERC_INCLUDE_DIR)
+    set(vgpu_shaderc_ok FALSE)
+  endif()
+  foreach(lib shaderc_combined glslang SPIRV? MachineIndependent? OSDependent? GenericCodeGen? OGLCompiler?
+              SPIRV-Tools-opt SPIRV-Tools)
+    string(REGEX REPLACE "[?]$" "" name "${lib}")
+    string(MAKE_C_IDENTIFIER "VGPU_LIB_${name}" var)
+    find_library(${var} NAMES lib${name}.a)
+    mark_as_advanced(${var})
+    if(${var})
+      list(APPEND VGPU_SHADERC_LIBRARIES "${${var}}")
+    elseif(NOT lib MATCHES "[?]$")
+      set(vgpu_shaderc_ok FALSE)
+    endif()
+  endforeach()
+  if(NOT vgpu_shaderc_ok)
+    list(APPEND vgpu_vulkan_missing "the static shaderc/glslang/SPIRV-Tools libraries (packages libshaderc-dev, glslang-dev, spirv-tools)")
+  endif()
+
+  if(NOT EXISTS "${PROJECT_SOURCE_DIR}/backends/vulkan/CMakeLists.txt")
+    list(APPEND vgpu_vulkan_missing "the Vulkan backend sources")
+  endif()
+endif()
+if(NOT VGPU_WITH_VULKAN)
+  set(VGPU_VULKAN_DEPS_FOUND FALSE)
+  set(vgpu_vulkan_what "the Vulkan backend")
+elseif(vgpu_vulkan_missing)
+  set(VGPU_VULKAN_DEPS_FOUND FALSE)
+  list(JOIN vgpu_vulkan_missing ", " vgpu_vulkan_what)
+else()
+  set(VGPU_VULKAN_DEPS_FOUND TRUE)
+  set(vgpu_vulkan_what "Vulkan headers, glslc, static shaderc and the Vulkan backend sources")
+endif()
+
 vgpu_resolve_backend(VGPU_WITH_OPENGL VGPU_OPENGL_DEPS_FOUND "the OpenGL backend sources")
-vgpu_resolve_backend(VGPU_WITH_VULKAN VGPU_VULKAN_DEPS_FOUND "the Vulkan backend sources")
+vgpu_resolve_backend(VGPU_WITH_VULKAN VGPU_VULKAN_DEPS_FOUND "${vgpu_vulkan_what}")
 vgpu_resolve_backend(VGPU_WITH_CUDA VGPU_CUDA_DEPS_FOUND "the CUDA backend sources")

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/kernels/glsl_source.hpp"
 #include "core/kernels/kernel_abi.hpp"
 #include "vgpu/error.hpp"
 
@@ -57,33 +58,53 @@ BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name
                      }};
 }
 
-// The CPU implements every built-in natively; other dialects join as their backends land.
-KernelSource builtin_source(const std::string& op, std::uint32_t params_size) {
+// Which implementation of the built-ins a device runs.
+enum class Impl { cpu, glsl };
+
+Impl impl_for(const char* op, const DeviceInfo& dev) {
+  switch (dev.backend) {
+    case BackendKind::cpu:
+    case BackendKind::test: return Impl::cpu;
+    case BackendKind::vulkan:
+    case BackendKind::opengl: return Impl::glsl;
+    default:
+      fail(ErrorCategory::not_supported,
+           std::string("built-in op '") + op + "' has no implementation for the " + std::string(to_string(dev.backend)) +
+               " backend in this build.",
+           "run it on another device (VGPU_BACKEND=vulkan,opengl,cpu).");
+  }
+}
+
+// Every built-in carries each dialect it has, so one source runs on any backend; the
+// specialisation (options) and group counts are what differ per implementation.
+KernelSource builtin_source(const std::string& op, const char* glsl_file, std::uint32_t params_size) {
   KernelSource s;
   s.name = "vgpu." + op;
   s.cpu.builtin = op;
   s.cpu.version = "1";
+  s.glsl = std::string(kernels::builtin_glsl(glsl_file));
   s.params_size = params_size;
   return s;
 }
 
-void require_dialect(const char* op, const DeviceInfo& dev) {
-  if (dev.backend != BackendKind::cpu && dev.backend != BackendKind::test)
-    fail(ErrorCategory::not_supported,
-         std::string("built-in op '") + op + "' has no implementation for the " + std::string(to_string(dev.backend)) +
-             " backend in this build.",
-         "run it on the CPU device (VGPU_BACKEND=cpu).");
-}
-
-std::uint64_t elements_per_group() { return kernels::kCpuElementsPerGroup; }
+constexpr std::uint32_t kGlslWorkgroup = 256;  // invocations per group of the 1-D GLSL kernels
+constexpr std::uint32_t kGlslMatmulTile = 64;  // C tile per group of matmul.comp (16×16 invocations)
+constexpr std::uint64_t kGlslReduceBlock = 256 * 8;  // inputs per group of reduce_sum.comp
 
 KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64, bool is_axpy) {
-  require_dialect(op, dev);
+  const Impl impl = impl_for(op, dev);
   const std::uint32_t n = to_u32(op, "n", n64);
   KernelPlan p;
-  p.source = builtin_source(op, sizeof(ElementwiseParams));
-  p.options.workgroup_size = {1, 1, 1};
-  p.options.defines["ELEMENTS_PER_GROUP"] = std::to_string(elements_per_group());
+  p.source = builtin_source(op, is_axpy ? "axpy" : "elementwise", sizeof(ElementwiseParams));
+  std::uint64_t per_group = kernels::kCpuElementsPerGroup;
+  if (impl == Impl::cpu) {
+    p.options.workgroup_size = {1, 1, 1};
+    p.options.defines["ELEMENTS_PER_GROUP"] = std::to_string(per_group);
+  } else {
+    per_group = kGlslWorkgroup;
+    p.options.workgroup_size = {kGlslWorkgroup, 1, 1};
+    if (!is_axpy) p.options.defines["VGPU_OP"] = std::string(op) == "add" ? "0" : "1";
+  }
   if (is_axpy) {
     p.source.bindings = {elementwise_decl(0, Access::read, "a", true), elementwise_decl(1, Access::read, "x", false),
                          elementwise_decl(2, Access::read_write, "y", false)};
@@ -100,7 +121,7 @@ KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64,
   PlanStep step;
   step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
   step.params = ParamsBlock::of(ElementwiseParams{n, 0, 0, 0});
-  step.groups = linear_groups(op, ceil_div(n, elements_per_group()), dev);
+  step.groups = linear_groups(op, ceil_div(n, per_group), dev);
   p.steps.push_back(step);
   return p;
 }
@@ -110,12 +131,12 @@ KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64,
 std::vector<std::string> names() { return {"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows"}; }
 
 KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  require_dialect("matmul", dev);
+  const Impl impl = impl_for("matmul", dev);
   require_positive("matmul", "M", m);
   require_positive("matmul", "K", k);
   require_positive("matmul", "N", n);
   KernelPlan p;
-  p.source = builtin_source("matmul", sizeof(MatmulParams));
+  p.source = builtin_source("matmul", "matmul", sizeof(MatmulParams));
   // Sizes come from the params at dispatch time, so any shape validates against the buffers.
   auto need = [](int which) {
     return [which](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
@@ -126,16 +147,23 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
   };
   p.source.bindings = {BindingDecl{0, Access::read, "A", need(0)}, BindingDecl{1, Access::read, "B", need(1)},
                        BindingDecl{2, Access::write, "C", need(2)}};
-  p.options.workgroup_size = {1, 1, 1};
-  p.options.defines["TILE_M"] = std::to_string(kernels::kCpuMatmulTileM);
-  p.options.defines["TILE_N"] = std::to_string(kernels::kCpuMatmulTileN);
+  std::uint64_t tile_m = kGlslMatmulTile, tile_n = kGlslMatmulTile;
+  if (impl == Impl::cpu) {
+    tile_m = kernels::kCpuMatmulTileM;
+    tile_n = kernels::kCpuMatmulTileN;
+    p.options.workgroup_size = {1, 1, 1};
+    p.options.defines["TILE_M"] = std::to_string(tile_m);
+    p.options.defines["TILE_N"] = std::to_string(tile_n);
+  } else {
+    p.options.workgroup_size = {16, 16, 1};
+  }
   p.tensors = {{"A", DType::f32, {m, k}, Access::read, false},
                {"B", DType::f32, {k, n}, Access::read, false},
                {"C", DType::f32, {m, n}, Access::write, false}};
   PlanStep step;
   step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
   step.params = ParamsBlock::of(MatmulParams{m, n, k, 0});
-  const std::uint64_t gx = ceil_div(n, kernels::kCpuMatmulTileN), gy = ceil_div(m, kernels::kCpuMatmulTileM);
+  const std::uint64_t gx = ceil_div(n, tile_n), gy = ceil_div(m, tile_m);
   if (gx > dev.limits.max_workgroup_count[0] || gy > dev.limits.max_workgroup_count[1])
     fail(ErrorCategory::invalid_argument, "matmul of " + std::to_string(m) + "x" + std::to_string(n) +
                                               " needs more workgroups than " + dev.id() + " can launch.",
@@ -150,18 +178,18 @@ KernelPlan add(const DeviceInfo& dev, std::uint64_t n) { return elementwise("add
 KernelPlan mul(const DeviceInfo& dev, std::uint64_t n) { return elementwise("mul", dev, n, false); }
 
 KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
-  require_dialect("reduce_sum", dev);
+  const Impl impl = impl_for("reduce_sum", dev);
   const std::uint32_t n = to_u32("reduce_sum", "n", n64);
-  const std::uint64_t block = kernels::kCpuReduceBlock;
+  const std::uint64_t block = impl == Impl::cpu ? kernels::kCpuReduceBlock : kGlslReduceBlock;
   KernelPlan p;
-  p.source = builtin_source("reduce_sum", sizeof(ReduceParams));
+  p.source = builtin_source("reduce_sum", "reduce_sum", sizeof(ReduceParams));
   auto in_bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t { return pb.as<ReduceParams>().n * kFloat; };
   auto out_bytes = [block](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     return ceil_div(pb.as<ReduceParams>().n, block) * kFloat;
   };
   p.source.bindings = {BindingDecl{0, Access::read, "in", in_bytes}, BindingDecl{1, Access::write, "out", out_bytes}};
-  p.options.workgroup_size = {1, 1, 1};
-  p.options.defines["BLOCK"] = std::to_string(block);
+  p.options.workgroup_size = {impl == Impl::cpu ? 1u : kGlslWorkgroup, 1, 1};
+  if (impl == Impl::cpu) p.options.defines["BLOCK"] = std::to_string(block);
   p.tensors = {{"x", DType::f32, {n}, Access::read, false}, {"sum", DType::f32, {1}, Access::write, false}};
   // Each pass sums blocks into partials; passes repeat until one value is left.
   std::uint32_t src = 0;
@@ -186,17 +214,17 @@ KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
 }
 
 KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t cols) {
-  require_dialect("softmax_rows", dev);
+  const Impl impl = impl_for("softmax_rows", dev);
   require_positive("softmax_rows", "rows", rows);
   require_positive("softmax_rows", "cols", cols);
   KernelPlan p;
-  p.source = builtin_source("softmax_rows", sizeof(SoftmaxParams));
+  p.source = builtin_source("softmax_rows", "softmax_rows", sizeof(SoftmaxParams));
   auto bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     const auto q = pb.as<SoftmaxParams>();
     return std::uint64_t{q.rows} * q.cols * kFloat;
   };
   p.source.bindings = {BindingDecl{0, Access::read, "x", bytes}, BindingDecl{1, Access::write, "out", bytes}};
-  p.options.workgroup_size = {1, 1, 1};
+  p.options.workgroup_size = {impl == Impl::cpu ? 1u : kGlslWorkgroup, 1, 1};
   p.tensors = {{"x", DType::f32, {rows, cols}, Access::read, false},
                {"out", DType::f32, {rows, cols}, Access::write, false}};
   PlanStep step;

@@ -4,8 +4,10 @@
 // report.hpp for output and self_test.hpp for checks.
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <functional>
 #include <iostream>
 
+#include "cache_command.hpp"
 #include "report.hpp"
 #include "self_test.hpp"
 #include "vgpu/error.hpp"
@@ -26,22 +28,27 @@ enum ExitCode : int {
 constexpr const char* kFooter =
     "Exit codes:\n"
     "  0  ok (every self-test passed, or self-tests were skipped)\n"
-    "  1  a device's self-test failed\n"
+    "  1  a device's self-test failed (cache verify: bad entries remain)\n"
     "  2  usage error (bad command-line arguments)\n"
     "  3  a vgpu error escaped; its message ends in a \"Fix:\" hint\n"
     "  4  any other unexpected error (a bug: please report it)\n"
     "\n"
     "Environment: VGPU_BACKEND=cuda,vulkan,opengl,cpu limits the backends probed;\n"
-    "VGPU_LOG=error|warn|info|debug sets the stderr log level.";
+    "VGPU_LOG=error|warn|info|debug sets the stderr log level; VGPU_CACHE_DIR,\n"
+    "VGPU_CACHE_DISABLE and VGPU_CACHE_MAX_BYTES configure the on-disk kernel cache.";
 
 /// Options shared by the default action and, later, by subcommands.
 struct Options {
   bool json = false;
   bool self_test = true;
+  std::function<int()> action;  ///< set when a subcommand was chosen; runs it instead
 };
 
-/// Registers subcommands on app; none exist yet (bench, select and cache go here).
-void add_subcommands(CLI::App& app, Options& /*options*/) { app.require_subcommand(0, 1); }
+/// Registers subcommands on app (bench and select go here too).
+void add_subcommands(CLI::App& app, Options& options) {
+  vgpu::probe::add_cache_command(app, options.action);
+  app.require_subcommand(0, 1);
+}
 
 /// The default action: inventory, then self-tests, as a table or as one JSON object.
 int run_probe(const Options& options) {
@@ -88,7 +95,7 @@ int main(int argc, char** argv) {
   options.self_test = !skip_self_test;
 
   try {
-    return run_probe(options);
+    return options.action ? options.action() : run_probe(options);
   } catch (const vgpu::Error& e) {
     std::cout << std::flush;
     std::cerr << "vgpu-probe: error (" << vgpu::to_string(e.category()) << "): " << e.what() << "\n";

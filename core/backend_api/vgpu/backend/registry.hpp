@@ -9,6 +9,12 @@
 
 namespace vgpu {
 
+/// Creates the CUDA backend (VGPU_WITH_CUDA).
+std::unique_ptr<ComputeBackend> make_cuda_backend();
+/// Creates the Vulkan backend (VGPU_WITH_VULKAN).
+std::unique_ptr<ComputeBackend> make_vulkan_backend();
+/// Creates the OpenGL backend (VGPU_WITH_OPENGL).
+std::unique_ptr<ComputeBackend> make_opengl_backend();
 /// Creates the CPU fallback backend (always built).
 std::unique_ptr<ComputeBackend> make_cpu_backend();
 

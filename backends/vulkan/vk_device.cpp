@@ -1,0 +1,160 @@
+// backends/vulkan/vk_device.cpp — device creation and the submission machinery: command
+// buffers, fences and serials shared by uploads, readbacks and batches.
+#include "vk_device.hpp"
+
+#include <algorithm>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::vulkan {
+
+VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDevice& physical)
+    : instance_(std::move(instance)), physical_(physical) {
+  const InstanceFns& f = instance_->fns();
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = physical_.queue_family;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  check_vk(f.vkCreateDevice(physical_.handle, &dci, nullptr, &device_), "vkCreateDevice");
+  load_device(f, device_, fn_);
+  fn_.vkGetDeviceQueue(device_, physical_.queue_family, 0, &queue_);
+
+  // Software and integrated devices share host memory: writing buffers in place beats a
+  // staging copy there. Discrete GPUs get device-local memory behind a staging ring.
+  host_visible_buffers_ = physical_.info.type != DeviceType::discrete_gpu;
+
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = physical_.queue_family;
+  check_vk(fn_.vkCreateCommandPool(device_, &pci, nullptr, &pool_), "vkCreateCommandPool");
+  load_pipeline_cache();
+}
+
+VulkanDevice::~VulkanDevice() {
+  {
+    std::lock_guard lock(mutex_);
+    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
+    wait_all_locked();
+  }
+  save_pipeline_cache();
+  destroy_buffer(staging_);
+  destroy_buffer(readback_);
+  for (auto& [key, l] : layouts_) {
+    fn_.vkDestroyPipelineLayout(device_, l.pipeline_layout, nullptr);
+    fn_.vkDestroyDescriptorSetLayout(device_, l.set_layout, nullptr);
+  }
+  for (VkDescriptorPool p : descriptor_pools_) fn_.vkDestroyDescriptorPool(device_, p, nullptr);
+  for (VkFence fence : free_fences_) fn_.vkDestroyFence(device_, fence, nullptr);
+  if (pipeline_cache_) fn_.vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+  fn_.vkDestroyCommandPool(device_, pool_, nullptr);
+  fn_.vkDestroyDevice(device_, nullptr);
+}
+
+void VulkanDevice::barrier(VkCommandBuffer cmd, bool to_host) const {
+  // One global barrier orders every earlier shader/transfer write before later accesses;
+  // buffers are few and large, so finer-grained barriers would buy nothing measurable.
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
+  VkPipelineStageFlags dst = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  if (to_host) {
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    dst = VK_PIPELINE_STAGE_HOST_BIT;
+  }
+  fn_.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, dst, 0, 1, &mb,
+                           0, nullptr, 0, nullptr);
+}
+
+VkCommandBuffer VulkanDevice::transient_cmd_locked() {
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  if (!free_cmds_.empty()) {
+    cmd = free_cmds_.back();
+    free_cmds_.pop_back();
+  } else {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check_vk(fn_.vkAllocateCommandBuffers(device_, &ai, &cmd), "vkAllocateCommandBuffers");
+  }
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check_vk(fn_.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+  barrier(cmd, false);
+  return cmd;
+}
+
+VkCommandBuffer VulkanDevice::pending_upload_locked() {
+  if (pending_upload_ == VK_NULL_HANDLE) pending_upload_ = transient_cmd_locked();
+  return pending_upload_;
+}
+
+std::uint64_t VulkanDevice::submit_locked(VkCommandBuffer extra, bool extra_is_transient) {
+  VkCommandBuffer cmds[2];
+  std::uint32_t n = 0;
+  InFlight flight{next_serial_++, VK_NULL_HANDLE, {}};
+  if (pending_upload_ != VK_NULL_HANDLE) {
+    check_vk(fn_.vkEndCommandBuffer(pending_upload_), "vkEndCommandBuffer");
+    cmds[n++] = pending_upload_;
+    flight.recycle.push_back(pending_upload_);
+    pending_upload_ = VK_NULL_HANDLE;
+  }
+  if (extra != VK_NULL_HANDLE) {
+    cmds[n++] = extra;
+    if (extra_is_transient) flight.recycle.push_back(extra);
+  }
+  if (!free_fences_.empty()) {
+    flight.fence = free_fences_.back();
+    free_fences_.pop_back();
+  } else {
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check_vk(fn_.vkCreateFence(device_, &fci, nullptr, &flight.fence), "vkCreateFence");
+  }
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = n;
+  si.pCommandBuffers = cmds;
+  const VkResult r = fn_.vkQueueSubmit(queue_, 1, &si, flight.fence);
+  if (r != VK_SUCCESS) {
+    free_fences_.push_back(flight.fence);
+    for (VkCommandBuffer c : flight.recycle) {
+      fn_.vkResetCommandBuffer(c, 0);
+      free_cmds_.push_back(c);
+    }
+    fail_vk(r, "vkQueueSubmit");
+  }
+  in_flight_.push_back(std::move(flight));
+  return in_flight_.back().serial;
+}
+
+void VulkanDevice::wait_serial_locked(std::uint64_t serial) {
+  while (!in_flight_.empty() && in_flight_.front().serial <= serial) {
+    InFlight& f = in_flight_.front();
+    const VkResult r = fn_.vkWaitForFences(device_, 1, &f.fence, VK_TRUE, UINT64_MAX);
+    if (r != VK_SUCCESS) fail_vk(r, "vkWaitForFences");
+    fn_.vkResetFences(device_, 1, &f.fence);
+    free_fences_.push_back(f.fence);
+    for (VkCommandBuffer c : f.recycle) {
+      fn_.vkResetCommandBuffer(c, 0);
+      free_cmds_.push_back(c);
+    }
+    completed_serial_ = f.serial;
+    in_flight_.erase(in_flight_.begin());
+  }
+  // The staging ring can restart once nothing queued or pending still reads from it.
+  if (in_flight_.empty() && pending_upload_ == VK_NULL_HANDLE) staging_head_ = 0;
+}
+
+void VulkanDevice::wait_all_locked() { wait_serial_locked(next_serial_); }
+
+void VulkanDevice::synchronize() {
+  std::lock_guard lock(mutex_);
+  if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
+  wait_all_locked();
+}
+
+}  // namespace vgpu::vulkan

@@ -1,0 +1,158 @@
+// backends/vulkan/vk_device.hpp — one Vulkan device as a vgpu DeviceImpl.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "vgpu/backend/device_impl.hpp"
+#include "vk_instance.hpp"
+
+namespace vgpu::vulkan {
+
+class VulkanDevice;
+
+/// A VkBuffer with its memory; mapped when host-visible.
+struct Allocation {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;
+  std::uint64_t size = 0;
+};
+
+/// A user buffer. Thread-safety: owned by core's BufferState; destroyed once.
+class VkBufferImpl final : public BufferImpl {
+ public:
+  VkBufferImpl(VulkanDevice& device, Allocation a) : device_(device), alloc(a) {}
+  ~VkBufferImpl() override;
+  VulkanDevice& device_;
+  Allocation alloc;
+};
+
+/// A compute pipeline with its layouts. Thread-safety: immutable after compile.
+class VkKernelImpl final : public KernelImpl {
+ public:
+  explicit VkKernelImpl(VulkanDevice& device) : device_(device) {}
+  ~VkKernelImpl() override;
+  VulkanDevice& device_;
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;          // owned by the device's layout cache
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;  // owned by the device's layout cache
+  std::vector<std::uint32_t> slots;                   // declared binding slots, ascending
+  std::uint32_t push_bytes = 0;                       // params size rounded up to 4
+};
+
+/// A descriptor set. Thread-safety: immutable after bind.
+class VkBindingSetImpl final : public BindingSetImpl {
+ public:
+  explicit VkBindingSetImpl(VulkanDevice& device) : device_(device) {}
+  ~VkBindingSetImpl() override;
+  VulkanDevice& device_;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+};
+
+/// A recorded, resubmittable command buffer. Thread-safety: guarded by the device mutex.
+class VkBatchImpl final : public RecordedBatchImpl {
+ public:
+  explicit VkBatchImpl(VulkanDevice& device) : device_(device) {}
+  ~VkBatchImpl() override;
+  VulkanDevice& device_;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  std::uint64_t last_serial = 0;  // submission that last used cmd
+};
+
+/// One opened Vulkan device: a queue, memory, pipelines, descriptor sets and submissions.
+/// Memory: device-local buffers with a reused staging ring on discrete GPUs; host-visible
+/// buffers written in place on integrated and software devices (lavapipe), where that is
+/// cheaper. Uploads are recorded and ride along with the next submit, so a steady call is one
+/// submit for upload + dispatch and one for the readback, with one fence wait.
+/// Thread-safety: every DeviceImpl member may be called concurrently; queue, command pool,
+/// descriptor pools, staging and fences are guarded by one mutex; pipeline creation runs
+/// outside it (the driver synchronises the pipeline cache internally).
+class VulkanDevice final : public DeviceImpl {
+ public:
+  /// Creates the VkDevice, queue, pools and the pipeline cache (loaded from L2).
+  VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDevice& physical);
+  ~VulkanDevice() override;
+
+  const DeviceInfo& info() const override { return physical_.info; }
+  Dialect dialect() const noexcept override { return Dialect::glsl; }
+  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+            std::uint64_t bytes) override;
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
+  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
+  void submit(RecordedBatchImpl& batch) override;
+  void synchronize() override;
+
+  // Used by the object destructors above.
+  void destroy_buffer(Allocation& a);
+  void destroy_kernel(VkKernelImpl& k);
+  void free_binding_set(VkBindingSetImpl& b);
+  void release_batch(VkBatchImpl& b);
+
+ private:
+  struct InFlight {
+    std::uint64_t serial;
+    VkFence fence;
+    std::vector<VkCommandBuffer> recycle;  // transient command buffers to reuse after it
+  };
+  struct Layouts {
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
+  };
+
+  Allocation allocate(std::uint64_t bytes, bool host_visible, VkBufferUsageFlags usage);
+  std::uint32_t memory_type(std::uint32_t bits, VkMemoryPropertyFlags want) const;
+  Layouts layouts_for(const std::vector<std::uint32_t>& slots, std::uint32_t push_bytes);
+  // SPIR-V from L3, L2 (when use_l2) or the GLSL compiler; *from_l2 tells whether the disk
+  // supplied it, so a driver refusal can drop that entry and compile instead.
+  std::vector<std::uint32_t> spirv_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
+                                       bool* from_l2);
+  void load_pipeline_cache();
+  void save_pipeline_cache();
+
+  // All *_locked members need mutex_ held.
+  VkCommandBuffer transient_cmd_locked();
+  VkCommandBuffer pending_upload_locked();
+  std::uint64_t submit_locked(VkCommandBuffer extra, bool extra_is_transient);
+  void wait_serial_locked(std::uint64_t serial);
+  void wait_all_locked();
+  void ensure_capacity_locked(Allocation& buffer, std::uint64_t bytes);
+  void barrier(VkCommandBuffer cmd, bool to_host) const;
+
+  std::shared_ptr<Instance> instance_;
+  PhysicalDevice physical_;
+  DeviceFns fn_{};
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  bool host_visible_buffers_ = false;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  std::size_t saved_cache_bytes_ = 0;
+  std::mutex cache_save_mutex_;  // serialises pipeline-cache snapshots to L2
+
+  std::mutex layout_mutex_;
+  std::map<std::string, Layouts> layouts_;
+
+  std::mutex mutex_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> free_cmds_;
+  std::vector<VkFence> free_fences_;
+  std::vector<VkDescriptorPool> descriptor_pools_;
+  std::vector<InFlight> in_flight_;
+  std::uint64_t next_serial_ = 1, completed_serial_ = 0;
+  VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads waiting for the next submit
+  Allocation staging_;                               // host-visible upload ring
+  std::uint64_t staging_head_ = 0;
+  Allocation readback_;                              // host-visible readback area
+};
+
+}  // namespace vgpu::vulkan

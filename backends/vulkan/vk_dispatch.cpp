@@ -1,0 +1,120 @@
+// backends/vulkan/vk_dispatch.cpp — descriptor sets, recorded command buffers and submission.
+#include "vgpu/error.hpp"
+#include "vk_device.hpp"
+
+namespace vgpu::vulkan {
+namespace {
+
+constexpr std::uint32_t kSetsPerPool = 256;
+constexpr std::uint32_t kDescriptorsPerPool = 2048;
+
+}  // namespace
+
+VkBindingSetImpl::~VkBindingSetImpl() { device_.free_binding_set(*this); }
+VkBatchImpl::~VkBatchImpl() { device_.release_batch(*this); }
+
+std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) {
+  auto& k = static_cast<VkKernelImpl&>(kernel);
+  auto set = std::make_unique<VkBindingSetImpl>(*this);
+  {
+    std::lock_guard lock(mutex_);
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &k.set_layout;
+    VkResult r = VK_ERROR_OUT_OF_POOL_MEMORY;
+    for (auto it = descriptor_pools_.rbegin(); it != descriptor_pools_.rend() && r != VK_SUCCESS; ++it) {
+      ai.descriptorPool = *it;
+      r = fn_.vkAllocateDescriptorSets(device_, &ai, &set->set);
+      if (r == VK_SUCCESS) set->pool = *it;
+    }
+    if (r != VK_SUCCESS) {
+      // Pools grow by chaining: a full pool is kept for the sets it holds.
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
+      VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      pci.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
+      pci.maxSets = kSetsPerPool;
+      pci.poolSizeCount = 1;
+      pci.pPoolSizes = &size;
+      VkDescriptorPool pool = VK_NULL_HANDLE;
+      check_vk(fn_.vkCreateDescriptorPool(device_, &pci, nullptr, &pool), "vkCreateDescriptorPool");
+      descriptor_pools_.push_back(pool);
+      ai.descriptorPool = pool;
+      check_vk(fn_.vkAllocateDescriptorSets(device_, &ai, &set->set), "vkAllocateDescriptorSets");
+      set->pool = pool;
+    }
+  }
+  std::vector<VkDescriptorBufferInfo> infos(k.slots.size());
+  std::vector<VkWriteDescriptorSet> writes(k.slots.size());
+  for (std::size_t i = 0; i < k.slots.size(); ++i) {
+    const auto& a = static_cast<VkBufferImpl*>(by_slot[k.slots[i]])->alloc;
+    infos[i] = VkDescriptorBufferInfo{a.buffer, 0, VK_WHOLE_SIZE};
+    writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set->set;
+    writes[i].dstBinding = k.slots[i];
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  fn_.vkUpdateDescriptorSets(device_, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  return set;
+}
+
+void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
+  if (b.set == VK_NULL_HANDLE) return;
+  std::lock_guard lock(mutex_);
+  if (!in_flight_.empty()) wait_all_locked();  // a queued dispatch may still read the set
+  fn_.vkFreeDescriptorSets(device_, b.pool, 1, &b.set);
+}
+
+std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const DispatchCommand> commands) {
+  auto batch = std::make_unique<VkBatchImpl>(*this);
+  std::lock_guard lock(mutex_);
+  if (!free_cmds_.empty()) {
+    batch->cmd = free_cmds_.back();
+    free_cmds_.pop_back();
+  } else {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check_vk(fn_.vkAllocateCommandBuffers(device_, &ai, &batch->cmd), "vkAllocateCommandBuffers");
+  }
+  // Simultaneous use lets a resubmitted batch be queued again before its last run finished.
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+  check_vk(fn_.vkBeginCommandBuffer(batch->cmd, &bi), "vkBeginCommandBuffer");
+  barrier(batch->cmd, false);
+  VkPipeline bound = VK_NULL_HANDLE;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const DispatchCommand& c = commands[i];
+    auto& k = *static_cast<VkKernelImpl*>(c.kernel);
+    auto& b = *static_cast<VkBindingSetImpl*>(c.bindings);
+    if (i > 0) barrier(batch->cmd, false);  // each dispatch sees the writes of the one before
+    if (k.pipeline != bound) {
+      fn_.vkCmdBindPipeline(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+      bound = k.pipeline;
+    }
+    fn_.vkCmdBindDescriptorSets(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &b.set, 0, nullptr);
+    if (k.push_bytes) fn_.vkCmdPushConstants(batch->cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, c.params.data());
+    fn_.vkCmdDispatch(batch->cmd, c.groups.x, c.groups.y, c.groups.z);
+  }
+  barrier(batch->cmd, true);  // results become visible to host reads of mapped buffers
+  check_vk(fn_.vkEndCommandBuffer(batch->cmd), "vkEndCommandBuffer");
+  return batch;
+}
+
+void VulkanDevice::submit(RecordedBatchImpl& recorded) {
+  auto& batch = static_cast<VkBatchImpl&>(recorded);
+  std::lock_guard lock(mutex_);
+  batch.last_serial = submit_locked(batch.cmd, false);
+}
+
+void VulkanDevice::release_batch(VkBatchImpl& b) {
+  if (b.cmd == VK_NULL_HANDLE) return;
+  std::lock_guard lock(mutex_);
+  wait_serial_locked(b.last_serial);
+  fn_.vkResetCommandBuffer(b.cmd, 0);
+  free_cmds_.push_back(b.cmd);
+}
+
+}  // namespace vgpu::vulkan

@@ -1,0 +1,176 @@
+// backends/vulkan/vk_instance.cpp — instance creation, device discovery and DeviceInfo.
+#include "vk_instance.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "vgpu/backend/fingerprint.hpp"
+#include "vgpu/version.hpp"
+
+namespace vgpu::vulkan {
+namespace {
+
+std::string version_string(std::uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+// Vendors pack driverVersion their own way; NVIDIA uses 10.8.8.6 bits.
+std::string driver_string(const VkPhysicalDeviceProperties& p) {
+  const std::uint32_t v = p.driverVersion;
+  if (p.vendorID == 0x10DE)
+    return std::to_string(v >> 22) + "." + std::to_string((v >> 14) & 0xff) + "." + std::to_string((v >> 6) & 0xff);
+  return version_string(v);
+}
+
+std::string hex(const std::uint8_t* bytes, std::size_t n) {
+  std::string s;
+  char buf[3];
+  for (std::size_t i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", bytes[i]);
+    s += buf;
+  }
+  return s;
+}
+
+DeviceType device_type(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceType::discrete_gpu;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceType::integrated_gpu;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceType::virtual_gpu;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceType::software;  // lavapipe, SwiftShader
+    default: return DeviceType::other;
+  }
+}
+
+std::string vendor_name(std::uint32_t id) {
+  switch (id) {
+    case 0x10DE: return "NVIDIA";
+    case 0x1002: return "AMD";
+    case 0x8086: return "Intel";
+    case 0x10005: return "Mesa";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    default: {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "0x%04x", id);
+      return buf;
+    }
+  }
+}
+
+DeviceInfo describe(const PhysicalDevice& pd, std::uint32_t index, const std::string& driver_info) {
+  const auto& p = pd.properties;
+  DeviceInfo d;
+  d.backend = BackendKind::vulkan;
+  d.index = index;
+  d.name = p.deviceName;
+  d.vendor = vendor_name(p.vendorID);
+  d.type = device_type(p.deviceType);
+  d.driver_version = driver_string(p) + (driver_info.empty() ? "" : " (" + driver_info + ")");
+  d.api_version = "Vulkan " + version_string(p.apiVersion);
+  std::uint64_t device_local = 0;
+  for (std::uint32_t h = 0; h < pd.memory.memoryHeapCount; ++h)
+    if (pd.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      device_local = std::max<std::uint64_t>(device_local, pd.memory.memoryHeaps[h].size);
+  d.memory_bytes = device_local;
+  const auto& l = p.limits;
+  d.limits.max_workgroup_size = {l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1], l.maxComputeWorkGroupSize[2]};
+  d.limits.max_workgroup_invocations = l.maxComputeWorkGroupInvocations;
+  d.limits.max_workgroup_count = {l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1],
+                                  l.maxComputeWorkGroupCount[2]};
+  d.limits.max_shared_memory_bytes = l.maxComputeSharedMemorySize;
+  // A storage-buffer binding cannot address more than maxStorageBufferRange bytes.
+  d.limits.max_buffer_bytes = std::min<std::uint64_t>(l.maxStorageBufferRange, device_local ? device_local : ~0ull);
+  d.limits.max_bindings = std::min<std::uint32_t>(l.maxPerStageDescriptorStorageBuffers, 32);
+  if (l.maxPushConstantsSize >= 128) d.features.push_back("push_constants_128");
+  d.fingerprint = make_fingerprint({{"backend", "vulkan"},
+                                    {"vendor_id", std::to_string(p.vendorID)},
+                                    {"device_id", std::to_string(p.deviceID)},
+                                    {"driver_version", std::to_string(p.driverVersion)},
+                                    {"pipeline_cache_uuid", hex(p.pipelineCacheUUID, VK_UUID_SIZE)},
+                                    {"api_version", version_string(p.apiVersion)}});
+  return d;
+}
+
+}  // namespace
+
+std::shared_ptr<Instance> Instance::create(std::string* reason) {
+  std::shared_ptr<Instance> inst(new Instance());
+  InstanceFns& f = inst->fns_;
+  if (!load_global(f, reason)) return nullptr;
+  std::uint32_t loader_version = VK_API_VERSION_1_0;
+  f.vkEnumerateInstanceVersion(&loader_version);
+  if (loader_version < VK_API_VERSION_1_1) {
+    *reason = "the Vulkan loader supports only API " + version_string(loader_version) + "; vgpu needs 1.1";
+    return nullptr;
+  }
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vgpu";
+  app.pEngineName = "vgpu";
+  app.engineVersion = VK_MAKE_API_VERSION(0, kVersionMajor, kVersionMinor, kVersionPatch);
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  const VkResult r = f.vkCreateInstance(&ci, nullptr, &inst->instance_);
+  if (r != VK_SUCCESS) {
+    *reason = std::string("vkCreateInstance failed with ") + result_name(r);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+      *reason +=
+          ": no Vulkan driver (ICD) could be loaded. Install one (mesa-vulkan-drivers, or the GPU vendor's driver). "
+          "On NVIDIA the ICD lives in libGLX_nvidia.so.0, which needs glvnd's libGLdispatch.so.0 on the library path; "
+          "VK_LOADER_DEBUG=error makes the loader say which ICD failed and why";
+    inst->instance_ = VK_NULL_HANDLE;
+    return nullptr;
+  }
+  if (!load_instance(f, inst->instance_, reason)) return nullptr;
+
+  std::uint32_t count = 0;
+  f.vkEnumeratePhysicalDevices(inst->instance_, &count, nullptr);
+  std::vector<VkPhysicalDevice> handles(count);
+  if (count) f.vkEnumeratePhysicalDevices(inst->instance_, &count, handles.data());
+  for (VkPhysicalDevice h : handles) {
+    PhysicalDevice pd;
+    pd.handle = h;
+    f.vkGetPhysicalDeviceProperties(h, &pd.properties);
+    if (pd.properties.apiVersion < VK_API_VERSION_1_1) continue;
+    f.vkGetPhysicalDeviceMemoryProperties(h, &pd.memory);
+    std::uint32_t qcount = 0;
+    f.vkGetPhysicalDeviceQueueFamilyProperties(h, &qcount, nullptr);
+    std::vector<VkQueueFamilyProperties> families(qcount);
+    f.vkGetPhysicalDeviceQueueFamilyProperties(h, &qcount, families.data());
+    // Prefer a compute-only family (async compute on discrete GPUs), else any with compute.
+    int chosen = -1;
+    for (std::uint32_t q = 0; q < qcount; ++q)
+      if ((families[q].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(families[q].queueFlags & VK_QUEUE_GRAPHICS_BIT)) {
+        chosen = static_cast<int>(q);
+        break;
+      }
+    for (std::uint32_t q = 0; chosen < 0 && q < qcount; ++q)
+      if (families[q].queueFlags & VK_QUEUE_COMPUTE_BIT) chosen = static_cast<int>(q);
+    if (chosen < 0) continue;
+    pd.queue_family = static_cast<std::uint32_t>(chosen);
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    std::string driver_info;
+    if (pd.properties.apiVersion >= VK_API_VERSION_1_2) {
+      p2.pNext = &driver;
+      f.vkGetPhysicalDeviceProperties2(h, &p2);
+      driver_info = std::string(driver.driverName) + " " + driver.driverInfo;
+    }
+    pd.info = describe(pd, static_cast<std::uint32_t>(inst->devices_.size()), driver_info);
+    inst->devices_.push_back(pd);
+  }
+  if (inst->devices_.empty()) {
+    *reason = count == 0 ? "the Vulkan loader found no physical device"
+                         : "no Vulkan 1.1 device with a compute queue was found";
+    return nullptr;
+  }
+  return inst;
+}
+
+Instance::~Instance() {
+  if (instance_ != VK_NULL_HANDLE && fns_.vkDestroyInstance) fns_.vkDestroyInstance(instance_, nullptr);
+}
+
+}  // namespace vgpu::vulkan

@@ -1,0 +1,107 @@
+// backends/vulkan/vk_loader.hpp — libvulkan.so.1 loaded at run time, and the function tables
+// vgpu uses. Nothing links against the loader, so a machine without Vulkan runs the rest.
+#pragma once
+
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include <string>
+
+namespace vgpu::vulkan {
+
+#define VGPU_VK_GLOBAL_FNS(X) \
+  X(vkCreateInstance)         \
+  X(vkEnumerateInstanceVersion)
+
+#define VGPU_VK_INSTANCE_FNS(X)                  \
+  X(vkDestroyInstance)                           \
+  X(vkEnumeratePhysicalDevices)                  \
+  X(vkGetPhysicalDeviceProperties)               \
+  X(vkGetPhysicalDeviceProperties2)              \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)    \
+  X(vkGetPhysicalDeviceMemoryProperties)         \
+  X(vkCreateDevice)                              \
+  X(vkGetDeviceProcAddr)
+
+#define VGPU_VK_DEVICE_FNS(X)      \
+  X(vkDestroyDevice)               \
+  X(vkGetDeviceQueue)              \
+  X(vkDeviceWaitIdle)              \
+  X(vkCreateBuffer)                \
+  X(vkDestroyBuffer)               \
+  X(vkGetBufferMemoryRequirements) \
+  X(vkAllocateMemory)              \
+  X(vkFreeMemory)                  \
+  X(vkBindBufferMemory)            \
+  X(vkMapMemory)                   \
+  X(vkUnmapMemory)                 \
+  X(vkInvalidateMappedMemoryRanges)\
+  X(vkCreateCommandPool)           \
+  X(vkDestroyCommandPool)          \
+  X(vkAllocateCommandBuffers)      \
+  X(vkFreeCommandBuffers)          \
+  X(vkBeginCommandBuffer)          \
+  X(vkEndCommandBuffer)            \
+  X(vkResetCommandBuffer)          \
+  X(vkCmdBindPipeline)             \
+  X(vkCmdBindDescriptorSets)       \
+  X(vkCmdPushConstants)            \
+  X(vkCmdDispatch)                 \
+  X(vkCmdPipelineBarrier)          \
+  X(vkCmdCopyBuffer)               \
+  X(vkCmdFillBuffer)               \
+  X(vkQueueSubmit)                 \
+  X(vkCreateFence)                 \
+  X(vkDestroyFence)                \
+  X(vkWaitForFences)               \
+  X(vkResetFences)                 \
+  X(vkCreateShaderModule)          \
+  X(vkDestroyShaderModule)         \
+  X(vkCreateDescriptorSetLayout)   \
+  X(vkDestroyDescriptorSetLayout)  \
+  X(vkCreatePipelineLayout)        \
+  X(vkDestroyPipelineLayout)       \
+  X(vkCreateComputePipelines)      \
+  X(vkDestroyPipeline)             \
+  X(vkCreatePipelineCache)         \
+  X(vkDestroyPipelineCache)        \
+  X(vkGetPipelineCacheData)        \
+  X(vkCreateDescriptorPool)        \
+  X(vkDestroyDescriptorPool)       \
+  X(vkAllocateDescriptorSets)      \
+  X(vkFreeDescriptorSets)          \
+  X(vkUpdateDescriptorSets)
+
+#define VGPU_VK_DECLARE(name) PFN_##name name = nullptr;
+
+/// Loader entry points plus instance-level functions. Loaded once per process.
+struct InstanceFns {
+  PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
+  VGPU_VK_GLOBAL_FNS(VGPU_VK_DECLARE)
+  VGPU_VK_INSTANCE_FNS(VGPU_VK_DECLARE)
+};
+
+/// Device-level functions, resolved through vkGetDeviceProcAddr for one VkDevice.
+struct DeviceFns {
+  VGPU_VK_DEVICE_FNS(VGPU_VK_DECLARE)
+};
+
+/// Opens libvulkan.so.1 (once) and returns vkGetInstanceProcAddr, or null with why in *error.
+PFN_vkGetInstanceProcAddr load_loader(std::string* error);
+/// Resolves the global functions; returns false (and why) when one is missing.
+bool load_global(InstanceFns& fns, std::string* error);
+/// Resolves the instance functions for instance; returns false (and why) when one is missing.
+bool load_instance(InstanceFns& fns, VkInstance instance, std::string* error);
+/// Resolves the device functions for device; throws unavailable when one is missing.
+void load_device(const InstanceFns& ifns, VkDevice device, DeviceFns& fns);
+
+/// Returns the VkResult's enumerator name, e.g. "VK_ERROR_OUT_OF_DEVICE_MEMORY".
+const char* result_name(VkResult result);
+/// Throws the vgpu error matching a failed VkResult (out_of_memory, device_lost, ...).
+[[noreturn]] void fail_vk(VkResult result, const std::string& call);
+/// Throws via fail_vk unless result is VK_SUCCESS.
+inline void check_vk(VkResult result, const char* call) {
+  if (result != VK_SUCCESS) fail_vk(result, call);
+}
+
+}  // namespace vgpu::vulkan

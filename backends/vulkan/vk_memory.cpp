@@ -1,0 +1,168 @@
+// backends/vulkan/vk_memory.cpp — buffers, the staging ring, uploads, readbacks and copies.
+#include <cstring>
+
+#include "vgpu/error.hpp"
+#include "vk_device.hpp"
+
+namespace vgpu::vulkan {
+namespace {
+
+constexpr VkBufferUsageFlags kStorageUsage =
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+constexpr VkMemoryPropertyFlags kHostFlags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+VkBufferImpl::~VkBufferImpl() { device_.destroy_buffer(alloc); }
+
+std::uint32_t VulkanDevice::memory_type(std::uint32_t bits, VkMemoryPropertyFlags want) const {
+  const auto& mp = physical_.memory;
+  for (std::uint32_t i = 0; i < mp.memoryTypeCount; ++i)
+    if ((bits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) return i;
+  return UINT32_MAX;
+}
+
+Allocation VulkanDevice::allocate(std::uint64_t bytes, bool host_visible, VkBufferUsageFlags usage) {
+  Allocation a;
+  a.size = bytes;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = bytes;
+  bci.usage = usage;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check_vk(fn_.vkCreateBuffer(device_, &bci, nullptr, &a.buffer), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  fn_.vkGetBufferMemoryRequirements(device_, a.buffer, &req);
+  std::uint32_t type = UINT32_MAX;
+  if (host_visible) {
+    // Prefer memory that is both host-visible and device-local (integrated, lavapipe, ReBAR).
+    type = memory_type(req.memoryTypeBits, kHostFlags | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type == UINT32_MAX) type = memory_type(req.memoryTypeBits, kHostFlags);
+  } else {
+    type = memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  }
+  if (type == UINT32_MAX) {
+    fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
+    fail(ErrorCategory::not_supported, "Vulkan device '" + physical_.info.name + "' has no suitable memory type.",
+         "use another backend (VGPU_BACKEND=opengl,cpu) and report the device.");
+  }
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = type;
+  if (const VkResult r = fn_.vkAllocateMemory(device_, &mai, nullptr, &a.memory); r != VK_SUCCESS) {
+    fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+      fail(ErrorCategory::out_of_memory,
+           "Vulkan device '" + physical_.info.name + "' could not allocate " + std::to_string(bytes) + " bytes (" +
+               result_name(r) + ").",
+           "free other buffers, use smaller ones, or pick a device with more memory.");
+    fail_vk(r, "vkAllocateMemory");
+  }
+  check_vk(fn_.vkBindBufferMemory(device_, a.buffer, a.memory, 0), "vkBindBufferMemory");
+  if (host_visible) check_vk(fn_.vkMapMemory(device_, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory");
+  return a;
+}
+
+void VulkanDevice::destroy_buffer(Allocation& a) {
+  if (a.buffer == VK_NULL_HANDLE) return;
+  {
+    // A queued dispatch may still use the buffer; freeing it under the GPU would be a crash.
+    std::lock_guard lock(mutex_);
+    if (!in_flight_.empty()) wait_all_locked();
+  }
+  if (a.mapped) fn_.vkUnmapMemory(device_, a.memory);
+  fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
+  fn_.vkFreeMemory(device_, a.memory, nullptr);
+  a = Allocation{};
+}
+
+std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
+  // Storage buffers are padded to 16 bytes so vector loads at the tail stay in bounds.
+  Allocation a = allocate(round_up(bytes, 16), host_visible_buffers_, kStorageUsage);
+  if (a.mapped) std::memset(a.mapped, 0, a.size);
+  auto buffer = std::make_unique<VkBufferImpl>(*this, a);
+  if (!a.mapped) {
+    // Zero device-local memory with a queued fill so no buffer ever exposes stale data.
+    std::lock_guard lock(mutex_);
+    VkCommandBuffer cmd = pending_upload_locked();
+    fn_.vkCmdFillBuffer(cmd, a.buffer, 0, VK_WHOLE_SIZE, 0);
+    barrier(cmd, false);  // a later upload into this buffer must land after the fill
+  }
+  return buffer;
+}
+
+void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes) {
+  if (host.size >= bytes) return;
+  wait_all_locked();
+  const std::uint64_t size = std::max<std::uint64_t>(round_up(bytes, 1 << 20), host.size * 2);
+  Allocation old = host;
+  host = allocate(size, true, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+  if (old.buffer) {
+    if (old.mapped) fn_.vkUnmapMemory(device_, old.memory);
+    fn_.vkDestroyBuffer(device_, old.buffer, nullptr);
+    fn_.vkFreeMemory(device_, old.memory, nullptr);
+  }
+}
+
+void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+  auto& dst = static_cast<VkBufferImpl&>(buffer).alloc;
+  std::lock_guard lock(mutex_);
+  if (dst.mapped) {
+    // Earlier queued work may read or write these bytes: wait for it before touching them.
+    if (!in_flight_.empty() || pending_upload_ != VK_NULL_HANDLE) {
+      if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
+      wait_all_locked();
+    }
+    std::memcpy(static_cast<char*>(dst.mapped) + offset, data, bytes);
+    return;
+  }
+  if (staging_head_ + bytes > staging_.size) {
+    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
+    wait_all_locked();
+    ensure_capacity_locked(staging_, bytes);
+  }
+  std::memcpy(static_cast<char*>(staging_.mapped) + staging_head_, data, bytes);
+  const VkBufferCopy region{staging_head_, offset, bytes};
+  VkCommandBuffer cmd = pending_upload_locked();
+  fn_.vkCmdCopyBuffer(cmd, staging_.buffer, dst.buffer, 1, &region);
+  barrier(cmd, false);  // two uploads to one buffer before a submit must land in call order
+  staging_head_ = round_up(staging_head_ + bytes, 16);
+}
+
+void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+  auto& src = static_cast<VkBufferImpl&>(buffer).alloc;
+  std::lock_guard lock(mutex_);
+  if (src.mapped) {
+    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
+    wait_all_locked();
+    std::memcpy(out, static_cast<const char*>(src.mapped) + offset, bytes);
+    return;
+  }
+  if (readback_.size < bytes) {
+    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
+    ensure_capacity_locked(readback_, bytes);
+  }
+  VkCommandBuffer cmd = transient_cmd_locked();
+  const VkBufferCopy region{offset, 0, bytes};
+  fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
+  barrier(cmd, true);
+  check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  submit_locked(cmd, true);  // pending uploads ride along in the same submit
+  wait_all_locked();
+  std::memcpy(out, readback_.mapped, bytes);
+}
+
+void VulkanDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+                        std::uint64_t bytes) {
+  auto& s = static_cast<VkBufferImpl&>(src).alloc;
+  auto& d = static_cast<VkBufferImpl&>(dst).alloc;
+  std::lock_guard lock(mutex_);
+  VkCommandBuffer cmd = transient_cmd_locked();
+  const VkBufferCopy region{src_offset, dst_offset, bytes};
+  fn_.vkCmdCopyBuffer(cmd, s.buffer, d.buffer, 1, &region);
+  check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  submit_locked(cmd, true);
+}
+
+}  // namespace vgpu::vulkan

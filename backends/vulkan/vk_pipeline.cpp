@@ -1,0 +1,212 @@
+// backends/vulkan/vk_pipeline.cpp — SPIR-V from L3/L2/run-time GLSL, layouts and pipelines,
+// and the VkPipelineCache persisted in L2.
+#include <chrono>
+#include <cstring>
+
+#include "backends/vulkan/glsl_compiler.hpp"
+#include "core/kernels/glsl_source.hpp"
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/cache/precompiled.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
+#include "vk_device.hpp"
+
+namespace vgpu::vulkan {
+namespace {
+
+constexpr std::uint32_t kSpirvMagic = 0x07230203;
+
+cache::KernelKey pipeline_cache_key(const DeviceFingerprint& fp) {
+  return cache::KernelKey{cache::hash64("vk-pipeline-cache"), fp.hash};
+}
+
+std::vector<std::uint8_t> as_bytes(const std::vector<std::uint32_t>& words) {
+  std::vector<std::uint8_t> b(words.size() * 4);
+  std::memcpy(b.data(), words.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+VkKernelImpl::~VkKernelImpl() { device_.destroy_kernel(*this); }
+
+void VulkanDevice::load_pipeline_cache() {
+  auto& store = cache::DiskStore::global();
+  std::vector<std::uint8_t> data;
+  if (auto blob = store.load(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint),
+                             physical_.info.fingerprint)) {
+    // The driver must only see data whose 32-byte header names this exact device and cache
+    // UUID; anything else is dropped here rather than trusted to the driver.
+    const auto& p = physical_.properties;
+    bool ok = blob->size() >= 32;
+    std::uint32_t header[4] = {};
+    if (ok) std::memcpy(header, blob->data(), sizeof header);
+    ok = ok && header[0] >= 32 && header[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && header[2] == p.vendorID &&
+         header[3] == p.deviceID && std::memcmp(blob->data() + 16, p.pipelineCacheUUID, VK_UUID_SIZE) == 0;
+    if (ok) {
+      data = std::move(*blob);
+      counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      store.reject(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint), "header");
+      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  ci.initialDataSize = data.size();
+  ci.pInitialData = data.empty() ? nullptr : data.data();
+  if (fn_.vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_) != VK_SUCCESS) {
+    ci.initialDataSize = 0;  // the driver refused the blob: start empty
+    ci.pInitialData = nullptr;
+    check_vk(fn_.vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_), "vkCreatePipelineCache");
+  }
+  saved_cache_bytes_ = data.size();
+}
+
+void VulkanDevice::save_pipeline_cache() {
+  std::lock_guard lock(cache_save_mutex_);
+  auto& store = cache::DiskStore::global();
+  if (!store.enabled() || pipeline_cache_ == VK_NULL_HANDLE) return;
+  std::size_t size = 0;
+  if (fn_.vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS || size == saved_cache_bytes_)
+    return;
+  std::vector<std::uint8_t> data(size);
+  if (fn_.vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
+  data.resize(size);
+  if (store.store(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint),
+                  physical_.info.fingerprint, data, 0))
+    counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
+  saved_cache_bytes_ = size;
+}
+
+VulkanDevice::Layouts VulkanDevice::layouts_for(const std::vector<std::uint32_t>& slots, std::uint32_t push_bytes) {
+  std::string key = std::to_string(push_bytes);
+  for (auto s : slots) key += "," + std::to_string(s);
+  std::lock_guard lock(layout_mutex_);
+  if (auto it = layouts_.find(key); it != layouts_.end()) return it->second;
+  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  for (auto s : slots) {
+    VkDescriptorSetLayoutBinding b{};
+    b.binding = s;
+    b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b.descriptorCount = 1;
+    b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    bindings.push_back(b);
+  }
+  Layouts l;
+  VkDescriptorSetLayoutCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dci.bindingCount = static_cast<std::uint32_t>(bindings.size());
+  dci.pBindings = bindings.data();
+  check_vk(fn_.vkCreateDescriptorSetLayout(device_, &dci, nullptr, &l.set_layout), "vkCreateDescriptorSetLayout");
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+  VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pci.setLayoutCount = 1;
+  pci.pSetLayouts = &l.set_layout;
+  pci.pushConstantRangeCount = push_bytes ? 1 : 0;
+  pci.pPushConstantRanges = push_bytes ? &range : nullptr;
+  check_vk(fn_.vkCreatePipelineLayout(device_, &pci, nullptr, &l.pipeline_layout), "vkCreatePipelineLayout");
+  layouts_.emplace(key, l);
+  return l;
+}
+
+std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, const CompileOptions& options,
+                                                   bool use_l2, bool* from_l2) {
+  *from_l2 = false;
+  // L3: built-in kernels ship as SPIR-V compiled by glslc at build time.
+  if (const auto* pre = cache::find_precompiled_spirv(source.glsl, options.defines)) {
+    counters().l3_hits.fetch_add(1, std::memory_order_relaxed);
+    return *pre;
+  }
+  // L2: SPIR-V of user kernels compiled by an earlier process.
+  auto& store = cache::DiskStore::global();
+  const DeviceFingerprint& fp = physical_.info.fingerprint;
+  const cache::KernelKey key = cache::make_kernel_key(source, Dialect::glsl, options, fp);
+  if (store.enabled() && use_l2) {
+    if (auto blob = store.load(cache::EntryKind::spirv, key, fp)) {
+      std::vector<std::uint32_t> words(blob->size() / 4);
+      if (blob->size() % 4 == 0 && !words.empty()) std::memcpy(words.data(), blob->data(), blob->size());
+      if (!words.empty() && words[0] == kSpirvMagic) {
+        counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+        *from_l2 = true;
+        return words;
+      }
+      store.reject(cache::EntryKind::spirv, key, "not SPIR-V");
+      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters().l2_misses.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string text = kernels::assemble_glsl(source.glsl, options.defines, options.workgroup_size,
+                                                  kernels::GlslTarget::vulkan, 0);
+  std::vector<std::uint32_t> words = compile_glsl(text, source.name);
+  counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
+  const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  if (store.enabled() && store.store(cache::EntryKind::spirv, key, fp, as_bytes(words), cost.count()))
+    counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
+  return words;
+}
+
+std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, const CompileOptions& options) {
+  auto k = std::make_unique<VkKernelImpl>(*this);
+  for (const BindingDecl& b : source.bindings) k->slots.push_back(b.slot);
+  std::sort(k->slots.begin(), k->slots.end());
+  k->push_bytes = (source.params_size + 3u) & ~3u;
+  const Layouts l = layouts_for(k->slots, k->push_bytes);
+  k->layout = l.pipeline_layout;
+  k->set_layout = l.set_layout;
+
+  bool from_l2 = false;
+  std::vector<std::uint32_t> words = spirv_for(source, options, true, &from_l2);
+  VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mci.codeSize = words.size() * 4;
+  mci.pCode = words.data();
+  VkResult r = fn_.vkCreateShaderModule(device_, &mci, nullptr, &k->module);
+  if (r != VK_SUCCESS && from_l2) {
+    // A cached entry the driver refuses costs a recompile, never a failure.
+    cache::DiskStore::global().reject(cache::EntryKind::spirv,
+                                      cache::make_kernel_key(source, Dialect::glsl, options, physical_.info.fingerprint),
+                                      "driver");
+    counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    words = spirv_for(source, options, false, &from_l2);
+    mci.codeSize = words.size() * 4;
+    mci.pCode = words.data();
+    r = fn_.vkCreateShaderModule(device_, &mci, nullptr, &k->module);
+  }
+  if (r != VK_SUCCESS)
+    fail(ErrorCategory::compile_error,
+         "the Vulkan driver rejected the SPIR-V of kernel '" + source.name + "' (" + result_name(r) + ").",
+         "clear the cache (vgpu-probe cache clear) and retry; if it persists, the driver cannot run this kernel.");
+
+  // The workgroup size is a specialisation constant, so one SPIR-V serves every size.
+  const std::uint32_t wg[3] = {options.workgroup_size[0], options.workgroup_size[1], options.workgroup_size[2]};
+  const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+  VkSpecializationInfo spec{3, entries, sizeof wg, wg};
+  VkComputePipelineCreateInfo pci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pci.stage.module = k->module;
+  pci.stage.pName = "main";
+  pci.stage.pSpecializationInfo = &spec;
+  pci.layout = k->layout;
+  if (const VkResult r = fn_.vkCreateComputePipelines(device_, pipeline_cache_, 1, &pci, nullptr, &k->pipeline);
+      r != VK_SUCCESS) {
+    if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY) fail_vk(r, "vkCreateComputePipelines");
+    fail(ErrorCategory::compile_error,
+         "the Vulkan driver could not build a pipeline for kernel '" + source.name + "' (" + result_name(r) + ").",
+         "check the kernel's bindings and workgroup size against the device limits (vgpu-probe).");
+  }
+  save_pipeline_cache();
+  return k;
+}
+
+void VulkanDevice::destroy_kernel(VkKernelImpl& k) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!in_flight_.empty()) wait_all_locked();
+  }
+  if (k.pipeline) fn_.vkDestroyPipeline(device_, k.pipeline, nullptr);
+  if (k.module) fn_.vkDestroyShaderModule(device_, k.module, nullptr);
+}
+
+}  // namespace vgpu::vulkan

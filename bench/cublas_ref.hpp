@@ -1,0 +1,37 @@
+// bench/cublas_ref.hpp — cuBLAS SGEMM as a reference column, loaded with dlopen so the bench
+// builds without the CUDA toolkit and runs (without that column) where cuBLAS is missing.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <string>
+#include <vector>
+
+namespace vgpu::bench {
+
+/// cuBLAS SGEMM timed with CUDA events; available() is false where libcublas/libcudart are absent.
+class CublasReference {
+ public:
+  /// Loads libcudart and libcublas (CUDA 13, then 12); records why when they are missing.
+  CublasReference();
+  ~CublasReference();
+  /// Returns whether cuBLAS could be loaded and a GPU initialised.
+  bool available() const { return ok_; }
+  /// Returns why cuBLAS is unavailable.
+  const std::string& reason() const { return reason_; }
+  /// Returns the median GFLOP/s of an n×n×n SGEMM (TF32 off) over reps runs, or 0 on failure.
+  double sgemm_gflops(int n, int reps);
+
+ private:
+  template <class F>
+  F sym(void* lib, const char* name) {
+    return reinterpret_cast<F>(dlsym(lib, name));
+  }
+  void* cudart_ = nullptr;
+  void* cublas_ = nullptr;
+  void* handle_ = nullptr;
+  bool ok_ = false;
+  std::string reason_;
+};
+
+}  // namespace vgpu::bench

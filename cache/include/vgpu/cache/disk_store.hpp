@@ -1,0 +1,130 @@
+// vgpu/cache/disk_store.hpp — L2: the on-disk store of compiled kernel artifacts.
+// Backend-author interface (cache/ is shared by core and backends). The file format, directory
+// layout and eviction policy are described in docs/cache-format.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/device_info.hpp"
+
+namespace vgpu::cache {
+
+/// What an entry's payload is; each kind has its own subdirectory.
+enum class EntryKind : std::uint32_t {
+  spirv = 1,              ///< SPIR-V words of a run-time compiled GLSL kernel
+  vk_pipeline_cache = 2,  ///< VkPipelineCache data of one pipeline
+  gl_program_binary = 3,  ///< glGetProgramBinary output (with its format)
+  cuda_binary = 4,        ///< cubin (or PTX) for one SM
+  selection = 5,          ///< device-selection / calibration results
+};
+
+/// Returns the kind's short name, also its directory name: "spirv", "vkpc", "glbin", "cubin",
+/// "select" ("unknown" for a value outside the enum).
+std::string_view to_string(EntryKind kind) noexcept;
+
+/// Where and whether the L2 store keeps its entries. A plain value.
+struct DiskStoreOptions {
+  std::filesystem::path directory;         ///< root directory; entries live under <directory>/v<format>/
+  bool enabled = true;                     ///< false: every load/store is a no-op (L1 only)
+  std::uint64_t max_bytes = 512ull << 20;  ///< cap on the bytes of all entry files of this format
+
+  /// Reads the environment: VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu;
+  /// VGPU_CACHE_DISABLE=1 (or true/yes/on) sets enabled = false; VGPU_CACHE_MAX_BYTES sets
+  /// max_bytes (a positive integer, optionally with a K, M or G suffix meaning KiB, MiB, GiB;
+  /// anything else logs a warning and keeps the default).
+  static DiskStoreOptions from_env();
+};
+
+/// Counters of one DiskStore since it was created (this process only). A plain value.
+struct DiskStoreStats {
+  std::uint64_t hits = 0;            ///< loads that returned a payload
+  std::uint64_t misses = 0;          ///< loads that returned nothing (absent or rejected entry)
+  std::uint64_t writes = 0;          ///< entries written
+  std::uint64_t write_failures = 0;  ///< stores that could not write their entry
+  std::uint64_t evictions = 0;       ///< entries deleted by the size cap
+  /// Entries dropped, by reason: "magic", "version", "header" (header checksum), "kind", "key",
+  /// "fingerprint", "size", "checksum" (payload), "truncated", "type" (not a regular file), or
+  /// whatever a backend passed to reject() ("driver", ...).
+  std::map<std::string, std::uint64_t> rejected;
+};
+
+/// One entry file as list() found it. A plain value.
+struct DiskEntryInfo {
+  std::filesystem::path path;
+  EntryKind kind = EntryKind::spirv;                             ///< from the entry's directory
+  std::string key_hex;                                           ///< from the file name (32 hex digits when well named)
+  std::uint64_t file_bytes = 0, payload_bytes = 0, cost_us = 0;  ///< the last two from the header
+  bool valid = false;
+  std::string problem;           ///< "<reason>: <details>" when !valid, reason as in DiskStoreStats
+  std::string fingerprint_text;  ///< the device fingerprint the entry was written for
+};
+
+/// The L2 cache: immutable entry files named by kind and key, each a checksummed header and a
+/// payload, written to a temp file and renamed into place (readers never see a partial entry;
+/// of two writers of one key the last rename wins, whole). An entry that fails any check is
+/// deleted and counted, and load() reports a miss: a bad cache costs a recompile, never a crash.
+/// A directory that cannot be created or written disables the store with one warning.
+/// Thread-safety: every member is safe from several threads and several processes at once.
+class DiskStore {
+ public:
+  /// Returns the process-wide store, created on first use from DiskStoreOptions::from_env().
+  static DiskStore& global();
+
+  /// Opens (creating it when missing) options.directory and checks that it is writable by
+  /// creating a temp file there; when that fails the store is disabled and one warning naming
+  /// the directory is logged (once per directory per process). Never throws for I/O problems.
+  explicit DiskStore(DiskStoreOptions options);
+  ~DiskStore();
+  DiskStore(const DiskStore&) = delete;
+  DiskStore& operator=(const DiskStore&) = delete;
+
+  /// Returns false when disabled by the options or when the directory is unusable.
+  bool enabled() const noexcept;
+  /// Returns the root directory from the options.
+  const std::filesystem::path& directory() const noexcept;
+
+  /// Returns the payload stored for (kind, key) on the device fp, or nothing when absent or
+  /// invalid. Checks magic, format version, header checksum, kind, key, fingerprint text, exact
+  /// file size and payload checksum; an entry failing one is deleted and counted in
+  /// stats().rejected. A hit refreshes the entry's modification time (its LRU age).
+  std::optional<std::vector<std::uint8_t>> load(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp);
+
+  /// Writes payload as the entry for (kind, key) on fp, replacing any previous one atomically;
+  /// cost_us (how long the payload took to build) decides what the size cap evicts first.
+  /// Returns whether the entry was written (false when disabled, on an I/O failure, or when the
+  /// payload alone exceeds max_bytes). May evict entries afterwards to respect the cap.
+  bool store(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp, std::span<const std::uint8_t> payload,
+             std::uint64_t cost_us);
+
+  /// Deletes the entry for (kind, key) because the driver refused its payload, and counts it
+  /// in stats().rejected[reason] (e.g. "driver").
+  void reject(EntryKind kind, const KernelKey& key, std::string_view reason);
+
+  /// Returns a copy of this store's counters.
+  DiskStoreStats stats() const;
+
+  /// Returns every entry file of the current format (temp files of writers in progress
+  /// excluded), checking each header; verify also reads each payload and checks its checksum.
+  /// Works on the directory even when loads and stores are disabled (for maintenance tools).
+  std::vector<DiskEntryInfo> list(bool verify) const;
+  /// Deletes every entry that list(true) reports invalid (and temp files abandoned for more
+  /// than ten minutes); returns how many entries it deleted.
+  std::uint64_t remove_invalid();
+  /// Deletes every entry of the current format; returns how many.
+  std::uint64_t clear();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vgpu::cache

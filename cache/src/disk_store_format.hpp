@@ -1,0 +1,84 @@
+// cache/src/disk_store_format.hpp — the L2 entry file format (internal to cache/src):
+// encoding a header, reading and checking one from an open file, and the small helpers the
+// store and its maintenance functions share. Layout: docs/cache-format.md, "Entry file".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+
+namespace vgpu::cache::detail {
+
+/// The first 8 bytes of every entry.
+inline constexpr std::string_view kMagic{"VGPUCACH", 8};
+/// Bytes before the fingerprint text: magic, version, kind, key, fingerprint hash, text length.
+inline constexpr std::size_t kPrefixBytes = 44;
+/// Bytes after the fingerprint text: payload size, payload checksum, cost_us, header checksum.
+inline constexpr std::size_t kSuffixBytes = 32;
+/// A longer fingerprint text marks the header as corrupt.
+inline constexpr std::uint32_t kMaxFingerprintBytes = 64 * 1024;
+/// Entry files end in this; temp files of writers in progress start with kTempPrefix.
+inline constexpr std::string_view kEntrySuffix = ".vgc";
+inline constexpr std::string_view kTempPrefix = ".tmp-";
+
+/// An entry's header as decoded from disk.
+struct EntryHeader {
+  std::uint32_t version = 0, kind = 0;
+  KernelKey key;
+  std::uint64_t fingerprint_hash = 0;
+  std::string fingerprint_text;
+  std::uint64_t payload_bytes = 0, payload_checksum = 0, cost_us = 0;
+  std::size_t header_bytes = 0;  ///< kPrefixBytes + text length + kSuffixBytes
+};
+
+/// Why an entry is unusable: reason is one of DiskStoreStats::rejected's keys, details a
+/// sentence for humans. Empty reason = no problem.
+struct Problem {
+  std::string reason, details;
+  explicit operator bool() const noexcept { return !reason.empty(); }
+  /// Returns "<reason>: <details>".
+  std::string text() const { return reason + ": " + details; }
+};
+
+/// Returns the header bytes (with its checksum) of an entry holding payload.
+std::vector<std::uint8_t> encode_header(EntryKind kind, const KernelKey& key, std::string_view fingerprint_text,
+                                        std::span<const std::uint8_t> payload, std::uint64_t cost_us);
+
+/// Reads the header of the open entry file fd whose size is file_size and checks what can be
+/// checked without a caller's expectations: magic, format version, text length, header
+/// checksum, fingerprint hash, and that the file holds exactly header + payload bytes.
+/// Sets problem (and returns nothing) on the first failed check.
+std::optional<EntryHeader> read_header(int fd, std::uint64_t file_size, Problem& problem);
+
+/// Checks the header against what the caller asked for: kind, then key. Returns the first
+/// failure (empty when both match).
+Problem check_identity(const EntryHeader& header, EntryKind kind, const KernelKey& key);
+
+/// Reads the payload that follows header in fd and checks its checksum; nothing + problem on
+/// failure (a short read is "truncated": the file shrank under us).
+std::optional<std::vector<std::uint8_t>> read_payload(int fd, const EntryHeader& header, Problem& problem);
+
+/// Returns whether value names an EntryKind.
+bool is_entry_kind(std::uint32_t value) noexcept;
+/// Returns the kind whose directory name is name.
+std::optional<EntryKind> kind_from_string(std::string_view name) noexcept;
+/// Parses 32 lower-case hex digits.
+std::optional<KernelKey> key_from_hex(std::string_view hex) noexcept;
+/// Every kind, in enum order.
+inline constexpr EntryKind kAllKinds[] = {EntryKind::spirv, EntryKind::vk_pipeline_cache, EntryKind::gl_program_binary,
+                                          EntryKind::cuda_binary, EntryKind::selection};
+
+/// pread()s exactly n bytes at offset (retrying short reads and EINTR); returns bytes read
+/// (less than n only at end of file or on error).
+std::size_t read_at(int fd, void* buffer, std::size_t n, std::uint64_t offset) noexcept;
+/// write()s all n bytes (retrying short writes and EINTR); returns false on error.
+bool write_all(int fd, const void* buffer, std::size_t n) noexcept;
+
+}  // namespace vgpu::cache::detail

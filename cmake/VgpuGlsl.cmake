@@ -1,0 +1,130 @@
+# Built-in GLSL kernels (core/kernels/glsl/) and the GLSL toolchain. Included by the top-level
+# CMakeLists.txt after add_library(vgpu).
+#  - Always: their text is embedded into vgpu (kernels::builtin_glsl, kernels::glsl_prelude),
+#    regenerated whenever a .comp or the prelude changes.
+#  - L3 (only with VGPU_WITH_VULKAN): each built-in variant is assembled by the host tool
+#    vgpu-glsl-assemble (the very assemble_glsl vgpu runs), compiled by glslc, and its SPIR-V
+#    words embedded in a generated table (vgpu/cache/precompiled.hpp). Without Vulkan the
+#    table is empty.
+#  - Run-time GLSL compiler (only with VGPU_WITH_VULKAN): interface target vgpu_glsl_compiler
+#    (backends/vulkan/glsl_compiler.cpp + shaderc's static archives, their symbols kept out
+#    of libvgpu's exports). The Vulkan backend links it:
+#      target_link_libraries(vgpu PRIVATE vgpu_glsl_compiler)
+#    vgpu_shaderc is the bare archives (+ include dir), for tests that call shaderc directly.
+
+set(VGPU_GLSL_DIR ${PROJECT_SOURCE_DIR}/core/kernels/glsl)
+set(VGPU_GLSL_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/glsl)
+# Built-in kernels, by file name: core/kernels/glsl/<name>.comp.
+set(VGPU_GLSL_BUILTINS axpy elementwise matmul reduce_sum softmax_rows)
+# Precompiled variants: "<kernel>" or "<kernel>:<NAME>=<VALUE>[,<NAME>=<VALUE>...]", exactly the
+# (body, defines) pairs core/src/ops.cpp compiles.
+set(VGPU_GLSL_PRECOMPILED
+    matmul
+    axpy
+    reduce_sum
+    softmax_rows
+    elementwise:VGPU_OP=0
+    elementwise:VGPU_OP=1)
+
+file(MAKE_DIRECTORY ${VGPU_GLSL_GENERATED_DIR})
+
+# --- Embedded GLSL text -------------------------------------------------------------------
+set(vgpu_glsl_inputs ${VGPU_GLSL_DIR}/prelude.glsl)
+foreach(name IN LISTS VGPU_GLSL_BUILTINS)
+  list(APPEND vgpu_glsl_inputs ${VGPU_GLSL_DIR}/${name}.comp)
+endforeach()
+list(JOIN VGPU_GLSL_BUILTINS "," vgpu_glsl_names)
+set(VGPU_GLSL_EMBEDDED ${VGPU_GLSL_GENERATED_DIR}/vgpu_glsl_embedded.inc)
+add_custom_command(
+  OUTPUT ${VGPU_GLSL_EMBEDDED}
+  COMMAND ${CMAKE_COMMAND} -DGLSL_DIR=${VGPU_GLSL_DIR} -DNAMES=${vgpu_glsl_names} -DOUTPUT=${VGPU_GLSL_EMBEDDED}
+          -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake
+  DEPENDS ${vgpu_glsl_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake
+  COMMENT "Embedding the built-in GLSL kernels"
+  VERBATIM)
+# One target drives the command, so vgpu and vgpu-glsl-assemble never run it twice at once.
+add_custom_target(vgpu_glsl_embedded DEPENDS ${VGPU_GLSL_EMBEDDED})
+
+target_sources(vgpu PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp)
+target_include_directories(vgpu PRIVATE ${VGPU_GLSL_GENERATED_DIR})
+add_dependencies(vgpu vgpu_glsl_embedded)
+
+# --- L3: precompiled SPIR-V ---------------------------------------------------------------
+set(VGPU_PRECOMPILED_WORDS "")
+set(VGPU_PRECOMPILED_ENTRIES "")
+if(VGPU_WITH_VULKAN)
+  # Host tool: the same glsl_source.cpp as vgpu, so the text glslc compiles is byte-identical.
+  add_executable(vgpu-glsl-assemble
+    ${PROJECT_SOURCE_DIR}/core/kernels/glsl_assemble_main.cpp
+    ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp
+    ${PROJECT_SOURCE_DIR}/core/src/error.cpp)
+  target_include_directories(vgpu-glsl-assemble PRIVATE
+    ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/core/include ${VGPU_GLSL_GENERATED_DIR})
+  target_link_libraries(vgpu-glsl-assemble PRIVATE vgpu_warnings)
+  add_dependencies(vgpu-glsl-assemble vgpu_glsl_embedded)
+
+  set(spirv_dir ${VGPU_GLSL_GENERATED_DIR}/spirv)
+  file(MAKE_DIRECTORY ${spirv_dir})
+  set(spirv_outputs "")
+  set(index 0)
+  foreach(variant IN LISTS VGPU_GLSL_PRECOMPILED)
+    string(REPLACE ":" ";" parts "${variant}")
+    list(GET parts 0 kernel)
+    set(define_args "")
+    set(define_init "")
+    list(LENGTH parts nparts)
+    if(nparts GREATER 1)
+      list(GET parts 1 defines)
+      string(REPLACE "," ";" define_args "${defines}")
+      foreach(def IN LISTS define_args)
+        string(REGEX MATCH "^([A-Za-z_][A-Za-z0-9_]*)=(.*)$" ok "${def}")
+        if(NOT ok)
+          message(FATAL_ERROR "VGPU_GLSL_PRECOMPILED: '${def}' in '${variant}' is not NAME=VALUE")
+        endif()
+        string(APPEND define_init "{\"${CMAKE_MATCH_1}\", \"${CMAKE_MATCH_2}\"}, ")
+      endforeach()
+    endif()
+    string(MAKE_C_IDENTIFIER "${variant}" stem)
+    set(comp ${spirv_dir}/${stem}.comp)
+    set(num ${spirv_dir}/${stem}.spv.num)
+    add_custom_command(
+      OUTPUT ${num}
+      BYPRODUCTS ${comp}
+      COMMAND vgpu-glsl-assemble ${kernel} ${comp} ${define_args}
+      COMMAND ${VGPU_GLSLC} -O --target-env=vulkan1.1 -fshader-stage=compute -mfmt=num -o ${num} ${comp}
+      DEPENDS vgpu-glsl-assemble
+      COMMENT "glslc: built-in GLSL kernel ${variant} -> SPIR-V"
+      VERBATIM)
+    list(APPEND spirv_outputs ${num})
+    string(APPEND VGPU_PRECOMPILED_WORDS
+           "const std::uint32_t kWords${index}[] = {\n#include \"spirv/${stem}.spv.num\"\n};  // ${variant}\n")
+    string(APPEND VGPU_PRECOMPILED_ENTRIES
+           "      {\"${kernel}\", {${define_init}}, words(kWords${index})},\n")
+    math(EXPR index "${index} + 1")
+  endforeach()
+  add_custom_target(vgpu_glsl_spirv DEPENDS ${spirv_outputs})
+  add_dependencies(vgpu vgpu_glsl_spirv)
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/VgpuPrecompiledSpirv.cpp.in
+               ${VGPU_GLSL_GENERATED_DIR}/precompiled_spirv.cpp @ONLY)
+target_sources(vgpu PRIVATE ${VGPU_GLSL_GENERATED_DIR}/precompiled_spirv.cpp)
+
+# --- Run-time GLSL compiler ---------------------------------------------------------------
+if(VGPU_WITH_VULKAN)
+  # The bare archives, for code that calls shaderc itself (tests checking the OpenGL flavour).
+  add_library(vgpu_shaderc INTERFACE)
+  target_include_directories(vgpu_shaderc SYSTEM INTERFACE ${VGPU_SHADERC_INCLUDE_DIR})
+  target_link_libraries(vgpu_shaderc INTERFACE ${VGPU_SHADERC_LIBRARIES} Threads::Threads)
+
+  # What linking vgpu_glsl_compiler gives: glsl_compiler.cpp compiled into the linking target
+  # with its flags, and the archives. IMPORTED, so install(EXPORT) never asks for it to join
+  # the export set (a static libvgpu links it through $<LINK_ONLY:>, sources excluded).
+  add_library(vgpu_glsl_compiler INTERFACE IMPORTED)
+  set_target_properties(vgpu_glsl_compiler PROPERTIES
+    INTERFACE_SOURCES ${PROJECT_SOURCE_DIR}/backends/vulkan/glsl_compiler.cpp
+    INTERFACE_INCLUDE_DIRECTORIES ${VGPU_SHADERC_INCLUDE_DIR}
+    INTERFACE_LINK_LIBRARIES "${VGPU_SHADERC_LIBRARIES};Threads::Threads"
+    # glslang and SPIRV-Tools must not leak out of a shared libvgpu: an application with its
+    # own copy would otherwise bind to ours, or ours to theirs.
+    INTERFACE_LINK_OPTIONS "$<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,SHARED_LIBRARY>:LINKER:--exclude-libs,ALL>")
+endif()

@@ -1,0 +1,181 @@
+// tools/probe/cache_command.cpp — `vgpu-probe cache stats|clear|verify`.
+#include "cache_command.hpp"
+
+#include <cstdint>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "report.hpp"
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/version.hpp"
+
+namespace vgpu::probe {
+namespace {
+
+using cache::DiskEntryInfo;
+using cache::DiskStore;
+using cache::DiskStoreOptions;
+using cache::EntryKind;
+
+constexpr EntryKind kKinds[] = {EntryKind::spirv, EntryKind::vk_pipeline_cache, EntryKind::gl_program_binary,
+                                EntryKind::cuda_binary, EntryKind::selection};
+
+/// What the cache subcommands were given on the command line.
+struct CacheOptions {
+  bool json = false;
+  bool fix = false;
+};
+
+/// Formats a byte count ("0 B" for zero).
+std::string bytes_text(std::uint64_t bytes) { return bytes == 0 ? "0 B" : format_bytes(bytes); }
+
+/// Returns the directory that holds entries of the current format.
+std::string format_directory(const DiskStore& store) {
+  return (store.directory() / ("v" + std::to_string(kCacheFormatVersion))).string();
+}
+
+/// Returns why the store is off, or "" when it is on.
+std::string disabled_reason(const DiskStore& store, const DiskStoreOptions& options) {
+  if (store.enabled()) return "";
+  if (!options.enabled) return "disabled by VGPU_CACHE_DISABLE";
+  return "the directory is not usable; see the warning above";
+}
+
+/// Prints one "  key   value" row.
+void row(std::ostream& os, const char* key, const std::string& value) {
+  os << "  " << std::left << std::setw(12) << key << value << "\n";
+}
+
+int run_stats(const CacheOptions& o) {
+  DiskStore& store = DiskStore::global();
+  const DiskStoreOptions options = DiskStoreOptions::from_env();
+  const std::vector<DiskEntryInfo> entries = store.list(false);
+  struct Totals {
+    std::uint64_t entries = 0, bytes = 0;
+  };
+  std::map<EntryKind, Totals> per_kind;
+  std::uint64_t total = 0, payload = 0, invalid = 0;
+  for (const auto& e : entries) {
+    per_kind[e.kind].entries += 1;
+    per_kind[e.kind].bytes += e.file_bytes;
+    total += e.file_bytes;
+    payload += e.payload_bytes;
+    if (!e.valid) ++invalid;
+  }
+  const std::string reason = disabled_reason(store, options);
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["directory"] = store.directory().string();
+    j["format_version"] = kCacheFormatVersion;
+    j["format_directory"] = format_directory(store);
+    j["enabled"] = store.enabled();
+    j["disabled_reason"] = reason.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(reason);
+    j["max_bytes"] = options.max_bytes;
+    j["entries"] = entries.size();
+    j["invalid_entries"] = invalid;
+    j["total_bytes"] = total;
+    j["payload_bytes"] = payload;
+    nlohmann::ordered_json kinds = nlohmann::ordered_json::object();
+    for (EntryKind k : kKinds)
+      kinds[std::string(to_string(k))] = {{"entries", per_kind[k].entries}, {"bytes", per_kind[k].bytes}};
+    j["kinds"] = kinds;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "vgpu kernel cache (L2, format v" << kCacheFormatVersion << ")\n";
+  row(std::cout, "directory", store.directory().string());
+  row(std::cout, "enabled", reason.empty() ? "yes" : "no (" + reason + ")");
+  row(std::cout, "size cap", bytes_text(options.max_bytes));
+  row(std::cout, "entries",
+      std::to_string(entries.size()) +
+          (invalid ? " (" + std::to_string(invalid) + " invalid: run `vgpu-probe cache verify`)" : std::string()));
+  row(std::cout, "total", bytes_text(total) + " (payload " + bytes_text(payload) + ")");
+  std::cout << "\n  " << std::left << std::setw(8) << "kind" << std::right << std::setw(9) << "entries" << std::setw(14)
+            << "bytes"
+            << "\n";
+  for (EntryKind k : kKinds)
+    std::cout << "  " << std::left << std::setw(8) << to_string(k) << std::right << std::setw(9) << per_kind[k].entries
+              << std::setw(14) << bytes_text(per_kind[k].bytes) << "\n";
+  return 0;
+}
+
+int run_clear(const CacheOptions& o) {
+  DiskStore& store = DiskStore::global();
+  const std::uint64_t removed = store.clear();
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["directory"] = store.directory().string();
+    j["removed"] = removed;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "removed " << removed << " entr" << (removed == 1 ? "y" : "ies") << " from " << format_directory(store)
+              << "\n";
+  }
+  return 0;
+}
+
+int run_verify(const CacheOptions& o) {
+  DiskStore& store = DiskStore::global();
+  const std::vector<DiskEntryInfo> entries = store.list(true);
+  std::vector<const DiskEntryInfo*> bad;
+  for (const auto& e : entries)
+    if (!e.valid) bad.push_back(&e);
+  const std::uint64_t removed = o.fix && !bad.empty() ? store.remove_invalid() : 0;
+  const bool clean = bad.empty() || (o.fix && removed >= bad.size());
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["directory"] = store.directory().string();
+    j["entries"] = entries.size();
+    j["valid"] = entries.size() - bad.size();
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto* e : bad)
+      list.push_back(
+          {{"path", e->path.string()}, {"kind", to_string(e->kind)}, {"key", e->key_hex}, {"problem", e->problem}});
+    j["bad"] = list;
+    j["fix"] = o.fix;
+    j["removed"] = removed;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "verifying " << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << " in "
+              << format_directory(store) << "\n";
+    for (const auto* e : bad) std::cout << "  BAD  " << e->path.string() << ": " << e->problem << "\n";
+    std::cout << entries.size() - bad.size() << " valid, " << bad.size() << " bad";
+    if (o.fix)
+      std::cout << "; removed " << removed << "\n";
+    else
+      std::cout << (bad.empty() ? "\n" : "; run `vgpu-probe cache verify --fix` to delete the bad entries\n");
+  }
+  return clean ? 0 : 1;
+}
+
+}  // namespace
+
+void add_cache_command(CLI::App& app, std::function<int()>& action) {
+  auto options = std::make_shared<CacheOptions>();
+  CLI::App* cache = app.add_subcommand(
+      "cache",
+      "Inspect or clean the on-disk kernel cache (VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else ~/.cache/vgpu)");
+  cache->require_subcommand(1);
+
+  CLI::App* stats =
+      cache->add_subcommand("stats", "Print the directory, whether it is enabled, entries and bytes per kind");
+  stats->add_flag("--json", options->json, "Print one JSON object");
+  stats->callback([&action, options] { action = [options] { return run_stats(*options); }; });
+
+  CLI::App* clear = cache->add_subcommand("clear", "Delete every entry and print how many");
+  clear->add_flag("--json", options->json, "Print one JSON object");
+  clear->callback([&action, options] { action = [options] { return run_clear(*options); }; });
+
+  CLI::App* verify = cache->add_subcommand(
+      "verify", "Check every entry's header and checksum and list the bad ones (exit 1 when some remain)");
+  verify->add_flag("--fix", options->fix, "Delete the bad entries");
+  verify->add_flag("--json", options->json, "Print one JSON object");
+  verify->callback([&action, options] { action = [options] { return run_verify(*options); }; });
+}
+
+}  // namespace vgpu::probe

@@ -1,0 +1,15 @@
+// tools/probe/cache_command.hpp — `vgpu-probe cache stats|clear|verify`: inspect and maintain
+// the L2 kernel cache directory (the one DiskStore::global() uses, from VGPU_CACHE_DIR etc.).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace vgpu::probe {
+
+/// Registers the "cache" subcommand and its stats, clear and verify subcommands on app. When
+/// one of them is given on the command line, parsing sets action to the function that runs it
+/// and returns the process exit code: 0, or 1 from verify when bad entries remain (no --fix).
+void add_cache_command(CLI::App& app, std::function<int()>& action);
+
+}  // namespace vgpu::probe
