@@ -34,8 +34,31 @@ endfunction()
 
 # The backends themselves arrive in later milestones; until their sources exist they stay OFF
 # so a build never claims a backend it does not contain.
-set(VGPU_OPENGL_DEPS_FOUND FALSE)
 set(VGPU_CUDA_DEPS_FOUND FALSE)
+
+# OpenGL needs: the glad generator (python3-glad), which writes the GL 4.6 core + EGL 1.5
+# loaders into the build tree at build time (nothing generated is committed; libEGL.so.1 itself
+# is opened at run time, so no GL/EGL library or header is needed to build), and its sources.
+set(vgpu_opengl_missing "")
+if(VGPU_WITH_OPENGL)  # ON or AUTO
+  find_program(VGPU_GLAD glad)
+  if(NOT VGPU_GLAD)
+    list(APPEND vgpu_opengl_missing "the glad generator (package python3-glad)")
+  endif()
+  if(NOT EXISTS "${PROJECT_SOURCE_DIR}/backends/opengl/CMakeLists.txt")
+    list(APPEND vgpu_opengl_missing "the OpenGL backend sources")
+  endif()
+endif()
+if(NOT VGPU_WITH_OPENGL)
+  set(VGPU_OPENGL_DEPS_FOUND FALSE)
+  set(vgpu_opengl_what "the OpenGL backend")
+elseif(vgpu_opengl_missing)
+  set(VGPU_OPENGL_DEPS_FOUND FALSE)
+  list(JOIN vgpu_opengl_missing ", " vgpu_opengl_what)
+else()
+  set(VGPU_OPENGL_DEPS_FOUND TRUE)
+  set(vgpu_opengl_what "glad and the OpenGL backend sources")
+endif()
 
 # Vulkan needs: the Vulkan headers (the loader itself is opened at run time), glslc for the
 # built-in kernels' SPIR-V (L3), shaderc + glslang + SPIRV-Tools as static archives for user
@@ -97,6 +120,6 @@ else()
   set(vgpu_vulkan_what "Vulkan headers, glslc, static shaderc and the Vulkan backend sources")
 endif()
 
-vgpu_resolve_backend(VGPU_WITH_OPENGL VGPU_OPENGL_DEPS_FOUND "the OpenGL backend sources")
+vgpu_resolve_backend(VGPU_WITH_OPENGL VGPU_OPENGL_DEPS_FOUND "${vgpu_opengl_what}")
 vgpu_resolve_backend(VGPU_WITH_VULKAN VGPU_VULKAN_DEPS_FOUND "${vgpu_vulkan_what}")
 vgpu_resolve_backend(VGPU_WITH_CUDA VGPU_CUDA_DEPS_FOUND "the CUDA backend sources")

@@ -34,6 +34,13 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
   load_pipeline_cache();
 }
 
+void VulkanDevice::on_counters_attached() noexcept {
+  // The pipeline cache was read from L2 in the constructor, before the counters existed.
+  counters().l2_hits.fetch_add(open_l2_hits_, std::memory_order_relaxed);
+  counters().l2_rejected.fetch_add(open_l2_rejected_, std::memory_order_relaxed);
+  open_l2_hits_ = open_l2_rejected_ = 0;
+}
+
 VulkanDevice::~VulkanDevice() {
   {
     std::lock_guard lock(mutex_);

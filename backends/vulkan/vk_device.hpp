@@ -88,10 +88,13 @@ class VulkanDevice final : public DeviceImpl {
   void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
             std::uint64_t bytes) override;
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  /// Builds the shader module and pipeline of k from words; returns the failing call's result.
+  VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const CompileOptions& options);
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
   void submit(RecordedBatchImpl& batch) override;
   void synchronize() override;
+  void on_counters_attached() noexcept override;
 
   // Used by the object destructors above.
   void destroy_buffer(Allocation& a);
@@ -138,6 +141,7 @@ class VulkanDevice final : public DeviceImpl {
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   std::size_t saved_cache_bytes_ = 0;
   std::mutex cache_save_mutex_;  // serialises pipeline-cache snapshots to L2
+  std::uint64_t open_l2_hits_ = 0, open_l2_rejected_ = 0;  // counted before core attached counters
 
   std::mutex layout_mutex_;
   std::map<std::string, Layouts> layouts_;

@@ -31,11 +31,13 @@ std::vector<std::uint8_t> as_bytes(const std::vector<std::uint32_t>& words) {
 
 VkKernelImpl::~VkKernelImpl() { device_.destroy_kernel(*this); }
 
+// Runs in the constructor: what it finds is counted once core attaches the counters.
 void VulkanDevice::load_pipeline_cache() {
   auto& store = cache::DiskStore::global();
   std::vector<std::uint8_t> data;
+  cache::LoadOutcome outcome;
   if (auto blob = store.load(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint),
-                             physical_.info.fingerprint)) {
+                             physical_.info.fingerprint, &outcome)) {
     // The driver must only see data whose 32-byte header names this exact device and cache
     // UUID; anything else is dropped here rather than trusted to the driver.
     const auto& p = physical_.properties;
@@ -46,11 +48,13 @@ void VulkanDevice::load_pipeline_cache() {
          header[3] == p.deviceID && std::memcmp(blob->data() + 16, p.pipelineCacheUUID, VK_UUID_SIZE) == 0;
     if (ok) {
       data = std::move(*blob);
-      counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+      ++open_l2_hits_;
     } else {
       store.reject(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint), "header");
-      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+      ++open_l2_rejected_;
     }
+  } else if (outcome == cache::LoadOutcome::rejected) {
+    ++open_l2_rejected_;
   }
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   ci.initialDataSize = data.size();
@@ -122,7 +126,8 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
   const DeviceFingerprint& fp = physical_.info.fingerprint;
   const cache::KernelKey key = cache::make_kernel_key(source, Dialect::glsl, options, fp);
   if (store.enabled() && use_l2) {
-    if (auto blob = store.load(cache::EntryKind::spirv, key, fp)) {
+    cache::LoadOutcome outcome;
+    if (auto blob = store.load(cache::EntryKind::spirv, key, fp, &outcome)) {
       std::vector<std::uint32_t> words(blob->size() / 4);
       if (blob->size() % 4 == 0 && !words.empty()) std::memcpy(words.data(), blob->data(), blob->size());
       if (!words.empty() && words[0] == kSpirvMagic) {
@@ -131,6 +136,8 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
         return words;
       }
       store.reject(cache::EntryKind::spirv, key, "not SPIR-V");
+      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    } else if (outcome == cache::LoadOutcome::rejected) {
       counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
     } else {
       counters().l2_misses.fetch_add(1, std::memory_order_relaxed);
@@ -147,6 +154,32 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
   return words;
 }
 
+VkResult VulkanDevice::build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words,
+                                      const CompileOptions& options) {
+  VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mci.codeSize = words.size() * 4;
+  mci.pCode = words.data();
+  if (const VkResult r = fn_.vkCreateShaderModule(device_, &mci, nullptr, &k.module); r != VK_SUCCESS) return r;
+  // The workgroup size is a specialisation constant, so one SPIR-V serves every size.
+  const std::uint32_t wg[3] = {options.workgroup_size[0], options.workgroup_size[1], options.workgroup_size[2]};
+  const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+  VkSpecializationInfo spec{3, entries, sizeof wg, wg};
+  VkComputePipelineCreateInfo pci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pci.stage.module = k.module;
+  pci.stage.pName = "main";
+  pci.stage.pSpecializationInfo = &spec;
+  pci.layout = k.layout;
+  const VkResult r = fn_.vkCreateComputePipelines(device_, pipeline_cache_, 1, &pci, nullptr, &k.pipeline);
+  if (r != VK_SUCCESS) {
+    fn_.vkDestroyShaderModule(device_, k.module, nullptr);
+    k.module = VK_NULL_HANDLE;
+    k.pipeline = VK_NULL_HANDLE;
+  }
+  return r;
+}
+
 std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, const CompileOptions& options) {
   auto k = std::make_unique<VkKernelImpl>(*this);
   for (const BindingDecl& b : source.bindings) k->slots.push_back(b.slot);
@@ -158,43 +191,24 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
 
   bool from_l2 = false;
   std::vector<std::uint32_t> words = spirv_for(source, options, true, &from_l2);
-  VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  mci.codeSize = words.size() * 4;
-  mci.pCode = words.data();
-  VkResult r = fn_.vkCreateShaderModule(device_, &mci, nullptr, &k->module);
-  if (r != VK_SUCCESS && from_l2) {
-    // A cached entry the driver refuses costs a recompile, never a failure.
+  VkResult r = build_pipeline(*k, words, options);
+  const bool out_of_memory = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;
+  if (r != VK_SUCCESS && from_l2 && !out_of_memory) {
+    // A cached entry the driver refuses (at module or pipeline creation) costs a recompile,
+    // never a failure: drop it and build from the GLSL source.
     cache::DiskStore::global().reject(cache::EntryKind::spirv,
                                       cache::make_kernel_key(source, Dialect::glsl, options, physical_.info.fingerprint),
                                       "driver");
     counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
     words = spirv_for(source, options, false, &from_l2);
-    mci.codeSize = words.size() * 4;
-    mci.pCode = words.data();
-    r = fn_.vkCreateShaderModule(device_, &mci, nullptr, &k->module);
+    r = build_pipeline(*k, words, options);
   }
-  if (r != VK_SUCCESS)
-    fail(ErrorCategory::compile_error,
-         "the Vulkan driver rejected the SPIR-V of kernel '" + source.name + "' (" + result_name(r) + ").",
-         "clear the cache (vgpu-probe cache clear) and retry; if it persists, the driver cannot run this kernel.");
-
-  // The workgroup size is a specialisation constant, so one SPIR-V serves every size.
-  const std::uint32_t wg[3] = {options.workgroup_size[0], options.workgroup_size[1], options.workgroup_size[2]};
-  const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
-  VkSpecializationInfo spec{3, entries, sizeof wg, wg};
-  VkComputePipelineCreateInfo pci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  pci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  pci.stage.module = k->module;
-  pci.stage.pName = "main";
-  pci.stage.pSpecializationInfo = &spec;
-  pci.layout = k->layout;
-  if (const VkResult r = fn_.vkCreateComputePipelines(device_, pipeline_cache_, 1, &pci, nullptr, &k->pipeline);
-      r != VK_SUCCESS) {
+  if (r != VK_SUCCESS) {
     if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY) fail_vk(r, "vkCreateComputePipelines");
     fail(ErrorCategory::compile_error,
-         "the Vulkan driver could not build a pipeline for kernel '" + source.name + "' (" + result_name(r) + ").",
-         "check the kernel's bindings and workgroup size against the device limits (vgpu-probe).");
+         "the Vulkan driver could not build kernel '" + source.name + "' from its SPIR-V (" + result_name(r) + ").",
+         "check that the kernel stays within the device limits (shared memory, workgroup size: vgpu-probe lists "
+         "them); if it was compiled from a cached entry, run vgpu-probe cache clear.");
   }
   save_pipeline_cache();
   return k;

@@ -218,9 +218,13 @@ bool DiskStore::enabled() const noexcept { return impl_->usable; }
 const std::filesystem::path& DiskStore::directory() const noexcept { return impl_->options.directory; }
 
 std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const KernelKey& key,
-                                                         const DeviceFingerprint& fp) {
+                                                         const DeviceFingerprint& fp, LoadOutcome* outcome) {
+  LoadOutcome ignored;
+  LoadOutcome& result = outcome ? *outcome : ignored;
+  result = LoadOutcome::disabled;
   Impl& s = *impl_;
   if (!s.usable) return std::nullopt;
+  result = LoadOutcome::missing;
   const fs::path path = s.entry_path(kind, key);
   Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st;
@@ -241,8 +245,10 @@ std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const K
   if (!why) payload = detail::read_payload(f.fd, *header, why);
   if (why) {
     s.drop(path, st, why);
+    result = LoadOutcome::rejected;
     return std::nullopt;
   }
+  result = LoadOutcome::hit;
   ::futimens(f.fd, nullptr);  // a hit makes the entry the most recently used
   std::lock_guard lock(s.mutex);
   ++s.stats.hits;
@@ -253,9 +259,12 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
                       std::span<const std::uint8_t> payload, std::uint64_t cost_us) {
   Impl& s = *impl_;
   if (!s.usable) return false;
+  if (fp.text.size() > detail::kMaxFingerprintBytes) {
+    log(LogLevel::debug, "not caching an entry: its device fingerprint text exceeds 64 KiB");
+    return false;
+  }
   const std::vector<std::uint8_t> header = detail::encode_header(kind, key, fp.text, payload, cost_us);
   const std::uint64_t file_bytes = header.size() + payload.size();
-  if (fp.text.size() > detail::kMaxFingerprintBytes) return s.write_failed("the device fingerprint text is too long");
   if (file_bytes > s.options.max_bytes) {
     log(LogLevel::debug,
         "not caching a " + std::to_string(file_bytes) + "-byte entry: larger than VGPU_CACHE_MAX_BYTES");

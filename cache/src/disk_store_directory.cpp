@@ -1,7 +1,5 @@
 // cache/src/disk_store_directory.cpp — walking the L2 directory: the first-use size scan,
 // cost-aware eviction, list/verify, remove_invalid and clear.
-#include "vgpu/cache/disk_store.hpp"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "disk_store_impl.hpp"
+#include "vgpu/cache/disk_store.hpp"
 
 namespace vgpu::cache {
 namespace fs = std::filesystem;
@@ -131,6 +130,7 @@ void DiskStore::Impl::evict_pass() {
   total_bytes = fresh_total;
   scanned = true;
 }
+
 std::vector<DiskEntryInfo> DiskStore::list(bool verify) const {
   std::vector<DiskEntryInfo> out;
   for_each_entry_file(impl_->root, [&](EntryKind kind, const fs::path& path) {

@@ -18,6 +18,14 @@
 
 namespace vgpu::cache {
 
+/// How one DiskStore::load ended.
+enum class LoadOutcome {
+  disabled,  ///< the store is off or its directory unusable
+  missing,   ///< no entry for the key
+  rejected,  ///< an entry existed but failed a check and was deleted
+  hit,       ///< the payload came back
+};
+
 /// What an entry's payload is; each kind has its own subdirectory.
 enum class EntryKind : std::uint32_t {
   spirv = 1,              ///< SPIR-V words of a run-time compiled GLSL kernel
@@ -96,12 +104,14 @@ class DiskStore {
   /// invalid. Checks magic, format version, header checksum, kind, key, fingerprint text, exact
   /// file size and payload checksum; an entry failing one is deleted and counted in
   /// stats().rejected. A hit refreshes the entry's modification time (its LRU age).
-  std::optional<std::vector<std::uint8_t>> load(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp);
+  /// *outcome (when given) says why nothing came back, so callers can count rejections apart.
+  std::optional<std::vector<std::uint8_t>> load(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp,
+                                                LoadOutcome* outcome = nullptr);
 
   /// Writes payload as the entry for (kind, key) on fp, replacing any previous one atomically;
   /// cost_us (how long the payload took to build) decides what the size cap evicts first.
   /// Returns whether the entry was written (false when disabled, on an I/O failure, or when the
-  /// payload alone exceeds max_bytes). May evict entries afterwards to respect the cap.
+  /// entry alone would exceed max_bytes). May evict entries afterwards to respect the cap.
   bool store(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp, std::span<const std::uint8_t> payload,
              std::uint64_t cost_us);
 

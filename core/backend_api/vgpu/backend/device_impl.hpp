@@ -84,9 +84,15 @@ class DeviceImpl {
 
   /// Called once by core before any other call: the device's live counters, which the
   /// backend bumps for what only it sees (source compiles, L2/L3 hits).
-  void attach_counters(Counters* counters) noexcept { counters_ = counters; }
+  void attach_counters(Counters* counters) noexcept {
+    counters_ = counters;
+    if (counters_) on_counters_attached();
+  }
 
  protected:
+  /// Lets a backend add what it counted while opening (before core attached the counters).
+  virtual void on_counters_attached() noexcept {}
+
   /// Returns the device's live counters (a private sink once core has detached them).
   Counters& counters() noexcept { return counters_ ? *counters_ : detached_; }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# tools/gpu-run.sh — run vgpu's tests and benchmarks on the GPU machine (see shared/gpu/README.md).
+#
+#   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
+#                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
+#   tools/gpu-run.sh remote   (there, from the repo root, with $OUT set) run the probe, every
+#                             test program per backend and the GPU benchmark; logs go to $OUT
+#
+# The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote".
+# CI never calls this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage_dir=.gpu
+
+stage() {
+  tools/dev.sh build
+  rm -rf "$stage_dir"
+  mkdir -p "$stage_dir/bin" "$stage_dir/lib"
+  grep -qx "/$stage_dir/" .git/info/exclude 2>/dev/null || echo "/$stage_dir/" >> .git/info/exclude
+  for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
+           build/bin/vgpu-l2-writer build/bin/vgpu-vulkan-child build/bin/vgpu-bench-*; do
+    [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
+  done
+  for l in build/lib/libvgpu.so*; do
+    if [ -L "$l" ]; then cp -P "$l" "$stage_dir/lib/"; else strip -o "$stage_dir/lib/$(basename "$l")" "$l"; fi
+  done
+  bash ../shared/gpu/bundle-libs.sh "$stage_dir/lib" libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 >/dev/null
+  du -sh "$stage_dir"
+}
+
+remote() {
+  : "${OUT:?remote mode needs OUT (the device tool sets it)}"
+  local bin=$PWD/$stage_dir/bin
+  export LD_LIBRARY_PATH=$PWD/$stage_dir/lib:${LD_LIBRARY_PATH:-}
+  export VGPU_CACHE_DIR=/tmp/vgpu-cache MESA_SHADER_CACHE_DIR=/tmp/mesa-cache
+  # Where glvnd's vendor files are not where the loaders look, name the NVIDIA ones.
+  for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
+    [ -f "$f" ] && { export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$f}; break; }
+  done
+  for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
+    [ -f "$f" ] && { export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$f}; break; }
+  done
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1 || true
+  "$bin/vgpu-probe" > "$OUT/probe.txt" 2>&1 || true
+  "$bin/vgpu-probe" --json >> "$OUT/probe.txt" 2>&1 || true
+  local summary=() status
+  {
+    for backend in cpu vulkan opengl cuda; do
+      echo "=== conformance.$backend"
+      set +e; VGPU_TEST_BACKENDS=$backend "$bin/vgpu-conformance"; status=$?; set -e
+      summary+=("conformance.$backend: $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
+    done
+    for t in "$bin"/vgpu-test-*; do
+      echo "=== $(basename "$t")"
+      set +e; (cd "$bin" && "$t"); status=$?; set -e
+      summary+=("$(basename "$t"): $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
+    done
+  } > "$OUT/tests.txt" 2>&1
+  "$bin/vgpu-bench-gpu" --json "$OUT/bench-gpu.json" > "$OUT/bench-gpu.txt" 2>&1 || echo "bench-gpu failed" >> "$OUT/bench-gpu.txt"
+  "$bin/vgpu-bench-dispatch" --quick > "$OUT/bench-dispatch.txt" 2>&1 || true
+  printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+  tail -8 "$OUT/bench-gpu.txt"
+}
+
+case "${1:-}" in
+  stage) stage ;;
+  remote) remote ;;
+  *) echo "usage: tools/gpu-run.sh stage|remote" >&2; exit 2 ;;
+esac
