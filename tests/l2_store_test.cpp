@@ -28,6 +28,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/helper_path.hpp"
 #include "support/scoped_env.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/version.hpp"
@@ -243,7 +244,7 @@ TEST_CASE("a new DiskStore instance reads what an earlier one wrote, and a rewri
 TEST_CASE("entries round trip through another process", "[l2][processes]") {
   TempDir t;
   const fs::path dir = t.path / "cache";
-  const std::string writer = quoted(VGPU_L2_WRITER);
+  const std::string writer = quoted(vgpu::test::helper_path(VGPU_L2_WRITER));
 
   // Written by the helper process, read here.
   const Bytes theirs = make_payload(70000, 4);
@@ -444,7 +445,7 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
   const fs::path dir = t.path / "file" / "cache";
   const fs::path out = t.path / "out.txt", err = t.path / "err.txt";
   const std::string cmd =
-      cache_env(dir) + quoted(VGPU_L2_WRITER) + " global >" + quoted(out.string()) + " 2>" + quoted(err.string());
+      cache_env(dir) + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" + quoted(out.string()) + " 2>" + quoted(err.string());
   const int rc = std::system(cmd.c_str());
   const std::string stdout_text(reinterpret_cast<const char*>(read_file(out).data()), read_file(out).size());
   std::ifstream err_in(err);
@@ -467,7 +468,7 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
   // Disabled on purpose: no warning. Writable: enabled, no warning.
   for (const std::string& extra : {std::string("VGPU_CACHE_DISABLE=1 "), std::string()}) {
     const fs::path use = extra.empty() ? t.path / "ok" : dir;
-    const std::string c2 = cache_env(use) + extra + quoted(VGPU_L2_WRITER) + " global >" + quoted(out.string()) +
+    const std::string c2 = cache_env(use) + extra + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" + quoted(out.string()) +
                            " 2>" + quoted(err.string());
     const int rc2 = std::system(c2.c_str());
     const Bytes o = read_file(out), e = read_file(err);
@@ -765,7 +766,7 @@ TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
   TempDir t;
   const fs::path dir = t.path / "cache";
   const fs::path corrupt = fill_for_maintenance(dir);
-  const std::string probe = cache_env(dir) + quoted(VGPU_PROBE) + " cache ";
+  const std::string probe = cache_env(dir) + quoted(vgpu::test::helper_path(VGPU_PROBE)) + " cache ";
 
   auto [rc, out] = run_command(probe + "stats --json");
   INFO(out);

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/helper_path.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
@@ -268,7 +269,7 @@ ChildRun run_child(const fs::path& cache_dir, bool disable = false) {
   const std::string command = "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE "
                               "VGPU_LOG=warn VGPU_CACHE_DIR=" +
                               quoted(cache_dir.string()) + (disable ? " VGPU_CACHE_DISABLE=1 " : " ") +
-                              quoted(VGPU_VULKAN_CHILD) + " " + quoted(glsl_file.string()) + " " +
+                              quoted(vgpu::test::helper_path(VGPU_VULKAN_CHILD)) + " " + quoted(glsl_file.string()) + " " +
                               std::to_string(kChildN) + " 2>&1";
   ChildRun run;
   FILE* pipe = ::popen(command.c_str(), "r");

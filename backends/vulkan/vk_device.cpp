@@ -3,6 +3,7 @@
 #include "vk_device.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "vgpu/error.hpp"
 
@@ -44,8 +45,7 @@ void VulkanDevice::on_counters_attached() noexcept {
 VulkanDevice::~VulkanDevice() {
   {
     std::lock_guard lock(mutex_);
-    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
-    wait_all_locked();
+    finish_locked();
   }
   save_pipeline_cache();
   destroy_buffer(staging_);
@@ -101,20 +101,32 @@ VkCommandBuffer VulkanDevice::pending_upload_locked() {
   return pending_upload_;
 }
 
-std::uint64_t VulkanDevice::submit_locked(VkCommandBuffer extra, bool extra_is_transient) {
-  VkCommandBuffer cmds[2];
-  std::uint32_t n = 0;
+void VulkanDevice::close_upload_locked() {
+  if (pending_upload_ == VK_NULL_HANDLE) return;
+  check_vk(fn_.vkEndCommandBuffer(pending_upload_), "vkEndCommandBuffer");
+  pending_.push_back(PendingCmd{pending_upload_, true, nullptr});
+  pending_upload_ = VK_NULL_HANDLE;
+}
+
+void VulkanDevice::queue_batch_locked(VkBatchImpl& batch) {
+  close_upload_locked();  // uploads recorded before this submit must run before it
+  pending_.push_back(PendingCmd{batch.cmd, false, &batch});
+  if (pending_.size() >= 64) flush_locked();  // a caller that never syncs still gets its work started
+}
+
+std::uint64_t VulkanDevice::flush_locked(VkCommandBuffer extra, bool extra_is_transient) {
+  close_upload_locked();
+  if (extra != VK_NULL_HANDLE) pending_.push_back(PendingCmd{extra, extra_is_transient, nullptr});
+  if (pending_.empty()) return 0;
   InFlight flight{next_serial_++, VK_NULL_HANDLE, {}};
-  if (pending_upload_ != VK_NULL_HANDLE) {
-    check_vk(fn_.vkEndCommandBuffer(pending_upload_), "vkEndCommandBuffer");
-    cmds[n++] = pending_upload_;
-    flight.recycle.push_back(pending_upload_);
-    pending_upload_ = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> cmds;
+  cmds.reserve(pending_.size());
+  for (const PendingCmd& p : pending_) {
+    cmds.push_back(p.cmd);
+    if (p.transient) flight.recycle.push_back(p.cmd);
+    if (p.batch) p.batch->last_serial = flight.serial;
   }
-  if (extra != VK_NULL_HANDLE) {
-    cmds[n++] = extra;
-    if (extra_is_transient) flight.recycle.push_back(extra);
-  }
+  pending_.clear();
   if (!free_fences_.empty()) {
     flight.fence = free_fences_.back();
     free_fences_.pop_back();
@@ -123,8 +135,8 @@ std::uint64_t VulkanDevice::submit_locked(VkCommandBuffer extra, bool extra_is_t
     check_vk(fn_.vkCreateFence(device_, &fci, nullptr, &flight.fence), "vkCreateFence");
   }
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.commandBufferCount = n;
-  si.pCommandBuffers = cmds;
+  si.commandBufferCount = static_cast<std::uint32_t>(cmds.size());
+  si.pCommandBuffers = cmds.data();
   const VkResult r = fn_.vkQueueSubmit(queue_, 1, &si, flight.fence);
   if (r != VK_SUCCESS) {
     free_fences_.push_back(flight.fence);
@@ -139,29 +151,50 @@ std::uint64_t VulkanDevice::submit_locked(VkCommandBuffer extra, bool extra_is_t
 }
 
 void VulkanDevice::wait_serial_locked(std::uint64_t serial) {
-  while (!in_flight_.empty() && in_flight_.front().serial <= serial) {
-    InFlight& f = in_flight_.front();
-    const VkResult r = fn_.vkWaitForFences(device_, 1, &f.fence, VK_TRUE, UINT64_MAX);
+  std::size_t n = 0;
+  std::vector<VkFence> fences;
+  while (n < in_flight_.size() && in_flight_[n].serial <= serial) fences.push_back(in_flight_[n++].fence);
+  if (n > 0) {
+    // One wait for all of them: fewer wake-ups than waiting fence by fence.
+    const VkResult r = fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS) fail_vk(r, "vkWaitForFences");
-    fn_.vkResetFences(device_, 1, &f.fence);
-    free_fences_.push_back(f.fence);
-    for (VkCommandBuffer c : f.recycle) {
-      fn_.vkResetCommandBuffer(c, 0);
-      free_cmds_.push_back(c);
+    fn_.vkResetFences(device_, static_cast<std::uint32_t>(n), fences.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      free_fences_.push_back(in_flight_[i].fence);
+      for (VkCommandBuffer c : in_flight_[i].recycle) {
+        fn_.vkResetCommandBuffer(c, 0);
+        free_cmds_.push_back(c);
+      }
+      completed_serial_ = in_flight_[i].serial;
     }
-    completed_serial_ = f.serial;
-    in_flight_.erase(in_flight_.begin());
+    in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(n));
+    // One-off batches whose run has finished give their command buffers back. Their
+    // destructors then find nothing to release (and so never take the lock held here).
+    std::erase_if(owned_, [&](std::unique_ptr<VkBatchImpl>& b) {
+      const bool queued = std::any_of(pending_.begin(), pending_.end(), [&](const PendingCmd& p) { return p.batch == b.get(); });
+      if (queued || b->last_serial > completed_serial_) return false;
+      fn_.vkResetCommandBuffer(b->cmd, 0);
+      free_cmds_.push_back(b->cmd);
+      b->cmd = VK_NULL_HANDLE;
+      return true;
+    });
   }
   // The staging ring can restart once nothing queued or pending still reads from it.
-  if (in_flight_.empty() && pending_upload_ == VK_NULL_HANDLE) staging_head_ = 0;
+  if (idle_locked()) staging_head_ = 0;
 }
 
-void VulkanDevice::wait_all_locked() { wait_serial_locked(next_serial_); }
+void VulkanDevice::finish_locked() {
+  flush_locked();
+  wait_serial_locked(next_serial_);
+}
+
+bool VulkanDevice::idle_locked() const {
+  return in_flight_.empty() && pending_.empty() && pending_upload_ == VK_NULL_HANDLE;
+}
 
 void VulkanDevice::synchronize() {
   std::lock_guard lock(mutex_);
-  if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
-  wait_all_locked();
+  finish_locked();
 }
 
 }  // namespace vgpu::vulkan

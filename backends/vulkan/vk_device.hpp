@@ -69,8 +69,9 @@ class VkBatchImpl final : public RecordedBatchImpl {
 /// One opened Vulkan device: a queue, memory, pipelines, descriptor sets and submissions.
 /// Memory: device-local buffers with a reused staging ring on discrete GPUs; host-visible
 /// buffers written in place on integrated and software devices (lavapipe), where that is
-/// cheaper. Uploads are recorded and ride along with the next submit, so a steady call is one
-/// submit for upload + dispatch and one for the readback, with one fence wait.
+/// cheaper. Uploads and submitted batches are recorded and queued together at the next point
+/// that needs results (read, synchronize, copy), so a steady upload-dispatch-readback call is
+/// one vkQueueSubmit and one fence wait. Work therefore starts at that point, not at submit().
 /// Thread-safety: every DeviceImpl member may be called concurrently; queue, command pool,
 /// descriptor pools, staging and fences are guarded by one mutex; pipeline creation runs
 /// outside it (the driver synchronises the pipeline cache internally).
@@ -95,6 +96,7 @@ class VulkanDevice final : public DeviceImpl {
   void submit(RecordedBatchImpl& batch) override;
   void synchronize() override;
   void on_counters_attached() noexcept override;
+  void submit_owned(std::unique_ptr<RecordedBatchImpl> batch) override;
 
   // Used by the object destructors above.
   void destroy_buffer(Allocation& a);
@@ -126,9 +128,15 @@ class VulkanDevice final : public DeviceImpl {
   // All *_locked members need mutex_ held.
   VkCommandBuffer transient_cmd_locked();
   VkCommandBuffer pending_upload_locked();
-  std::uint64_t submit_locked(VkCommandBuffer extra, bool extra_is_transient);
+  // Submitted batches wait in pending_ until the next point that needs their results (a read,
+  // synchronize, a copy, a write into memory they may use): then everything pending goes to the
+  // queue in one vkQueueSubmit, so a steady write-submit-read call costs one submit, one wait.
+  void close_upload_locked();
+  void queue_batch_locked(VkBatchImpl& batch);
+  std::uint64_t flush_locked(VkCommandBuffer extra = VK_NULL_HANDLE, bool extra_is_transient = false);
   void wait_serial_locked(std::uint64_t serial);
-  void wait_all_locked();
+  void finish_locked();  // flush, then wait for everything queued
+  bool idle_locked() const;
   void ensure_capacity_locked(Allocation& buffer, std::uint64_t bytes);
   void barrier(VkCommandBuffer cmd, bool to_host) const;
 
@@ -153,7 +161,14 @@ class VulkanDevice final : public DeviceImpl {
   std::vector<VkDescriptorPool> descriptor_pools_;
   std::vector<InFlight> in_flight_;
   std::uint64_t next_serial_ = 1, completed_serial_ = 0;
-  VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads waiting for the next submit
+  struct PendingCmd {
+    VkCommandBuffer cmd;
+    bool transient;      // recycled after it runs
+    VkBatchImpl* batch;  // the recorded batch it belongs to, if any
+  };
+  std::vector<PendingCmd> pending_;                  // recorded work not yet queued, in call order
+  std::vector<std::unique_ptr<VkBatchImpl>> owned_;  // one-off batches kept until they have run
+  VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads being recorded for the next flush
   Allocation staging_;                               // host-visible upload ring
   std::uint64_t staging_head_ = 0;
   Allocation readback_;                              // host-visible readback area

@@ -1,4 +1,6 @@
 // backends/vulkan/vk_dispatch.cpp — descriptor sets, recorded command buffers and submission.
+#include <algorithm>
+
 #include "vgpu/error.hpp"
 #include "vk_device.hpp"
 
@@ -62,7 +64,7 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
 void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
   if (b.set == VK_NULL_HANDLE) return;
   std::lock_guard lock(mutex_);
-  if (!in_flight_.empty()) wait_all_locked();  // a queued dispatch may still read the set
+  if (!idle_locked()) finish_locked();  // a queued dispatch may still read the set
   fn_.vkFreeDescriptorSets(device_, b.pool, 1, &b.set);
 }
 
@@ -106,12 +108,21 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
 void VulkanDevice::submit(RecordedBatchImpl& recorded) {
   auto& batch = static_cast<VkBatchImpl&>(recorded);
   std::lock_guard lock(mutex_);
-  batch.last_serial = submit_locked(batch.cmd, false);
+  queue_batch_locked(batch);
+}
+
+void VulkanDevice::submit_owned(std::unique_ptr<RecordedBatchImpl> recorded) {
+  std::unique_ptr<VkBatchImpl> batch(static_cast<VkBatchImpl*>(recorded.release()));
+  std::lock_guard lock(mutex_);
+  queue_batch_locked(*batch);
+  owned_.push_back(std::move(batch));
 }
 
 void VulkanDevice::release_batch(VkBatchImpl& b) {
   if (b.cmd == VK_NULL_HANDLE) return;
   std::lock_guard lock(mutex_);
+  const bool queued = std::any_of(pending_.begin(), pending_.end(), [&](const PendingCmd& p) { return p.batch == &b; });
+  if (queued) flush_locked();
   wait_serial_locked(b.last_serial);
   fn_.vkResetCommandBuffer(b.cmd, 0);
   free_cmds_.push_back(b.cmd);

@@ -69,7 +69,7 @@ void VulkanDevice::destroy_buffer(Allocation& a) {
   {
     // A queued dispatch may still use the buffer; freeing it under the GPU would be a crash.
     std::lock_guard lock(mutex_);
-    if (!in_flight_.empty()) wait_all_locked();
+    if (!idle_locked()) finish_locked();
   }
   if (a.mapped) fn_.vkUnmapMemory(device_, a.memory);
   fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
@@ -94,7 +94,7 @@ std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
 
 void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes) {
   if (host.size >= bytes) return;
-  wait_all_locked();
+  finish_locked();
   const std::uint64_t size = std::max<std::uint64_t>(round_up(bytes, 1 << 20), host.size * 2);
   Allocation old = host;
   host = allocate(size, true, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
@@ -110,16 +110,12 @@ void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* d
   std::lock_guard lock(mutex_);
   if (dst.mapped) {
     // Earlier queued work may read or write these bytes: wait for it before touching them.
-    if (!in_flight_.empty() || pending_upload_ != VK_NULL_HANDLE) {
-      if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
-      wait_all_locked();
-    }
+    if (!idle_locked()) finish_locked();
     std::memcpy(static_cast<char*>(dst.mapped) + offset, data, bytes);
     return;
   }
   if (staging_head_ + bytes > staging_.size) {
-    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
-    wait_all_locked();
+    finish_locked();
     ensure_capacity_locked(staging_, bytes);
   }
   std::memcpy(static_cast<char*>(staging_.mapped) + staging_head_, data, bytes);
@@ -134,22 +130,19 @@ void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std
   auto& src = static_cast<VkBufferImpl&>(buffer).alloc;
   std::lock_guard lock(mutex_);
   if (src.mapped) {
-    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
-    wait_all_locked();
+    finish_locked();
     std::memcpy(out, static_cast<const char*>(src.mapped) + offset, bytes);
     return;
   }
-  if (readback_.size < bytes) {
-    if (pending_upload_ != VK_NULL_HANDLE) submit_locked(VK_NULL_HANDLE, false);
-    ensure_capacity_locked(readback_, bytes);
-  }
+  if (readback_.size < bytes) ensure_capacity_locked(readback_, bytes);
   VkCommandBuffer cmd = transient_cmd_locked();
   const VkBufferCopy region{offset, 0, bytes};
   fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
   barrier(cmd, true);
   check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-  submit_locked(cmd, true);  // pending uploads ride along in the same submit
-  wait_all_locked();
+  // Pending uploads and batches ride along: a steady call is one submit and one wait.
+  flush_locked(cmd, true);
+  finish_locked();
   std::memcpy(out, readback_.mapped, bytes);
 }
 
@@ -162,7 +155,7 @@ void VulkanDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& d
   const VkBufferCopy region{src_offset, dst_offset, bytes};
   fn_.vkCmdCopyBuffer(cmd, s.buffer, d.buffer, 1, &region);
   check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-  submit_locked(cmd, true);
+  flush_locked(cmd, true);
 }
 
 }  // namespace vgpu::vulkan

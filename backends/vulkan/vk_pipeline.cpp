@@ -217,7 +217,7 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
 void VulkanDevice::destroy_kernel(VkKernelImpl& k) {
   {
     std::lock_guard lock(mutex_);
-    if (!in_flight_.empty()) wait_all_locked();
+    if (!idle_locked()) finish_locked();
   }
   if (k.pipeline) fn_.vkDestroyPipeline(device_, k.pipeline, nullptr);
   if (k.module) fn_.vkDestroyShaderModule(device_, k.module, nullptr);

@@ -329,8 +329,7 @@ void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, cons
   validate_dispatch(info(), k, b, params, groups);
   const DispatchCommand cmd{k.impl.get(), b.impl.get(), params, groups};
   guarded("dispatching", [&] {
-    auto recorded = impl_->record(std::span<const DispatchCommand>(&cmd, 1));
-    impl_->submit(*recorded);
+    impl_->submit_owned(impl_->record(std::span<const DispatchCommand>(&cmd, 1)));
   });
   counters_.submits.fetch_add(1, std::memory_order_relaxed);
   counters_.dispatches.fetch_add(1, std::memory_order_relaxed);

@@ -96,8 +96,11 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
 Runtime::~Runtime() = default;
 
 Runtime& Runtime::global() {
-  static Runtime runtime;
-  return runtime;
+  // Never destroyed: GPU drivers tear themselves down in their own exit handlers, and
+  // destroying devices after that crashes (seen with NVIDIA's Vulkan driver). Every cache
+  // artifact is written when it is made, so nothing is lost by skipping the teardown.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
 }
 
 std::vector<BackendStatus> Runtime::backends() {

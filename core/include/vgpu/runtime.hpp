@@ -32,7 +32,8 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Returns the process-wide runtime, created on first use from the environment.
+  /// Returns the process-wide runtime, created on first use from the environment and never
+  /// destroyed (drivers may already be gone when static destructors run).
   static Runtime& global();
 
   /// Returns every compiled-in backend with its availability and reason, in registry order.

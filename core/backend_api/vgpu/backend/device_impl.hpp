@@ -81,6 +81,9 @@ class DeviceImpl {
   virtual void submit(RecordedBatchImpl& batch) = 0;
   /// Waits for every submitted batch.
   virtual void synchronize() = 0;
+  /// Submits a one-off batch the backend now owns (Device::dispatch); the default submits it
+  /// and lets it go, backends that run asynchronously keep it alive until it has run.
+  virtual void submit_owned(std::unique_ptr<RecordedBatchImpl> batch) { submit(*batch); }
 
   /// Called once by core before any other call: the device's live counters, which the
   /// backend bumps for what only it sees (source compiles, L2/L3 hits).
