@@ -3,6 +3,7 @@
 #include "vk_device.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "vgpu/error.hpp"
@@ -43,6 +44,11 @@ void VulkanDevice::on_counters_attached() noexcept {
 }
 
 VulkanDevice::~VulkanDevice() {
+  if (process_exiting()) {
+    // Leave every Vulkan object to the OS; the handles below must not touch the driver either.
+    for (auto& b : owned_) b->cmd = VK_NULL_HANDLE;
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     finish_locked();
@@ -155,7 +161,11 @@ void VulkanDevice::wait_serial_locked(std::uint64_t serial) {
   std::vector<VkFence> fences;
   while (n < in_flight_.size() && in_flight_[n].serial <= serial) fences.push_back(in_flight_[n++].fence);
   if (n > 0) {
-    // One wait for all of them: fewer wake-ups than waiting fence by fence.
+    // Short GPU work finishes in microseconds, but a blocking fence wait can take tens of
+    // microseconds to wake up: poll the newest fence briefly before blocking on all of them.
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
+    while (fn_.vkGetFenceStatus(device_, fences.back()) == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) {
+    }
     const VkResult r = fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS) fail_vk(r, "vkWaitForFences");
     fn_.vkResetFences(device_, static_cast<std::uint32_t>(n), fences.data());

@@ -62,7 +62,7 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
 }
 
 void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
-  if (b.set == VK_NULL_HANDLE) return;
+  if (b.set == VK_NULL_HANDLE || process_exiting()) return;
   std::lock_guard lock(mutex_);
   if (!idle_locked()) finish_locked();  // a queued dispatch may still read the set
   fn_.vkFreeDescriptorSets(device_, b.pool, 1, &b.set);
@@ -119,7 +119,7 @@ void VulkanDevice::submit_owned(std::unique_ptr<RecordedBatchImpl> recorded) {
 }
 
 void VulkanDevice::release_batch(VkBatchImpl& b) {
-  if (b.cmd == VK_NULL_HANDLE) return;
+  if (b.cmd == VK_NULL_HANDLE || process_exiting()) return;
   std::lock_guard lock(mutex_);
   const bool queued = std::any_of(pending_.begin(), pending_.end(), [&](const PendingCmd& p) { return p.batch == &b; });
   if (queued) flush_locked();

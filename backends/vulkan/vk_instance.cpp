@@ -113,6 +113,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
   const VkResult r = f.vkCreateInstance(&ci, nullptr, &inst->instance_);
+  watch_process_exit();
   if (r != VK_SUCCESS) {
     *reason = std::string("vkCreateInstance failed with ") + result_name(r);
     if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
@@ -170,6 +171,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
 }
 
 Instance::~Instance() {
+  if (process_exiting()) return;  // the driver may be gone already
   if (instance_ != VK_NULL_HANDLE && fns_.vkDestroyInstance) fns_.vkDestroyInstance(instance_, nullptr);
 }
 

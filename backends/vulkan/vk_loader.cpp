@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "vgpu/error.hpp"
@@ -64,6 +66,19 @@ void load_device(const InstanceFns& ifns, VkDevice device, DeviceFns& f) {
   VGPU_VK_DEVICE_FNS(VGPU_VK_LOAD_DEVICE)
 #undef VGPU_VK_LOAD_DEVICE
 }
+
+namespace {
+std::atomic<bool> g_exiting{false};
+}  // namespace
+
+void watch_process_exit() {
+  // atexit handlers run in reverse order of registration: registered after the driver loaded,
+  // this one runs before the driver's, and before static objects made earlier are destroyed.
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { g_exiting.store(true); }); });
+}
+
+bool process_exiting() noexcept { return g_exiting.load(); }
 
 const char* result_name(VkResult r) {
   switch (r) {

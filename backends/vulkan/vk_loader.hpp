@@ -54,6 +54,7 @@ namespace vgpu::vulkan {
   X(vkCreateFence)                 \
   X(vkDestroyFence)                \
   X(vkWaitForFences)               \
+  X(vkGetFenceStatus)              \
   X(vkResetFences)                 \
   X(vkCreateShaderModule)          \
   X(vkDestroyShaderModule)         \
@@ -94,6 +95,13 @@ bool load_global(InstanceFns& fns, std::string* error);
 bool load_instance(InstanceFns& fns, VkInstance instance, std::string* error);
 /// Resolves the device functions for device; throws unavailable when one is missing.
 void load_device(const InstanceFns& ifns, VkDevice device, DeviceFns& fns);
+
+/// Registers (once) an exit handler that runs before the driver's own teardown; call it right
+/// after the driver is loaded (vkCreateInstance).
+void watch_process_exit();
+/// Returns true once the process is exiting: Vulkan objects are then left to the OS, since
+/// the driver may already have torn itself down (static Runtime objects die after that).
+bool process_exiting() noexcept;
 
 /// Returns the VkResult's enumerator name, e.g. "VK_ERROR_OUT_OF_DEVICE_MEMORY".
 const char* result_name(VkResult result);

@@ -65,7 +65,7 @@ Allocation VulkanDevice::allocate(std::uint64_t bytes, bool host_visible, VkBuff
 }
 
 void VulkanDevice::destroy_buffer(Allocation& a) {
-  if (a.buffer == VK_NULL_HANDLE) return;
+  if (a.buffer == VK_NULL_HANDLE || process_exiting()) return;
   {
     // A queued dispatch may still use the buffer; freeing it under the GPU would be a crash.
     std::lock_guard lock(mutex_);

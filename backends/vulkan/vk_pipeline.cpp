@@ -215,6 +215,7 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
 }
 
 void VulkanDevice::destroy_kernel(VkKernelImpl& k) {
+  if (process_exiting()) return;
   {
     std::lock_guard lock(mutex_);
     if (!idle_locked()) finish_locked();
