@@ -115,7 +115,8 @@ class VulkanDevice final : public DeviceImpl {
     VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
   };
 
-  Allocation allocate(std::uint64_t bytes, bool host_visible, VkBufferUsageFlags usage);
+  enum class MemoryUse { device, shared, upload, readback };  // who reads the memory decides its type
+  Allocation allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage);
   std::uint32_t memory_type(std::uint32_t bits, VkMemoryPropertyFlags want) const;
   Layouts layouts_for(const std::vector<std::uint32_t>& slots, std::uint32_t push_bytes);
   // SPIR-V from L3, L2 (when use_l2) or the GLSL compiler; *from_l2 tells whether the disk
@@ -137,7 +138,7 @@ class VulkanDevice final : public DeviceImpl {
   void wait_serial_locked(std::uint64_t serial);
   void finish_locked();  // flush, then wait for everything queued
   bool idle_locked() const;
-  void ensure_capacity_locked(Allocation& buffer, std::uint64_t bytes);
+  void ensure_capacity_locked(Allocation& buffer, std::uint64_t bytes, MemoryUse use);
   void barrier(VkCommandBuffer cmd, bool to_host) const;
 
   std::shared_ptr<Instance> instance_;

@@ -24,7 +24,8 @@ std::uint32_t VulkanDevice::memory_type(std::uint32_t bits, VkMemoryPropertyFlag
   return UINT32_MAX;
 }
 
-Allocation VulkanDevice::allocate(std::uint64_t bytes, bool host_visible, VkBufferUsageFlags usage) {
+Allocation VulkanDevice::allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage) {
+  const bool host_visible = use != MemoryUse::device;
   Allocation a;
   a.size = bytes;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -35,11 +36,20 @@ Allocation VulkanDevice::allocate(std::uint64_t bytes, bool host_visible, VkBuff
   VkMemoryRequirements req;
   fn_.vkGetBufferMemoryRequirements(device_, a.buffer, &req);
   std::uint32_t type = UINT32_MAX;
-  if (host_visible) {
-    // Prefer memory that is both host-visible and device-local (integrated, lavapipe, ReBAR).
+  if (use == MemoryUse::readback || use == MemoryUse::shared) {
+    // The host reads these: it must be cached memory, or every read crawls through an
+    // uncached mapping (a discrete GPU's BAR window reads at a few MB/s). Shared buffers of
+    // integrated/software devices also want device-local when it is cached too.
+    type = memory_type(req.memoryTypeBits, kHostFlags | VK_MEMORY_PROPERTY_HOST_CACHED_BIT |
+                                               (use == MemoryUse::shared ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : 0));
+    if (type == UINT32_MAX) type = memory_type(req.memoryTypeBits, kHostFlags | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  }
+  if (use == MemoryUse::shared && type == UINT32_MAX)
     type = memory_type(req.memoryTypeBits, kHostFlags | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    if (type == UINT32_MAX) type = memory_type(req.memoryTypeBits, kHostFlags);
-  } else {
+  if (host_visible && type == UINT32_MAX) {
+    // Upload staging is only written by the host: write-combined memory is fine.
+    type = memory_type(req.memoryTypeBits, kHostFlags);
+  } else if (!host_visible) {
     type = memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   }
   if (type == UINT32_MAX) {
@@ -79,7 +89,7 @@ void VulkanDevice::destroy_buffer(Allocation& a) {
 
 std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
   // Storage buffers are padded to 16 bytes so vector loads at the tail stay in bounds.
-  Allocation a = allocate(round_up(bytes, 16), host_visible_buffers_, kStorageUsage);
+  Allocation a = allocate(round_up(bytes, 16), host_visible_buffers_ ? MemoryUse::shared : MemoryUse::device, kStorageUsage);
   if (a.mapped) std::memset(a.mapped, 0, a.size);
   auto buffer = std::make_unique<VkBufferImpl>(*this, a);
   if (!a.mapped) {
@@ -92,12 +102,12 @@ std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
   return buffer;
 }
 
-void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes) {
+void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes, MemoryUse use) {
   if (host.size >= bytes) return;
   finish_locked();
   const std::uint64_t size = std::max<std::uint64_t>(round_up(bytes, 1 << 20), host.size * 2);
   Allocation old = host;
-  host = allocate(size, true, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+  host = allocate(size, use, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
   if (old.buffer) {
     if (old.mapped) fn_.vkUnmapMemory(device_, old.memory);
     fn_.vkDestroyBuffer(device_, old.buffer, nullptr);
@@ -116,7 +126,7 @@ void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* d
   }
   if (staging_head_ + bytes > staging_.size) {
     finish_locked();
-    ensure_capacity_locked(staging_, bytes);
+    ensure_capacity_locked(staging_, bytes, MemoryUse::upload);
   }
   std::memcpy(static_cast<char*>(staging_.mapped) + staging_head_, data, bytes);
   const VkBufferCopy region{staging_head_, offset, bytes};
@@ -134,7 +144,7 @@ void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std
     std::memcpy(out, static_cast<const char*>(src.mapped) + offset, bytes);
     return;
   }
-  if (readback_.size < bytes) ensure_capacity_locked(readback_, bytes);
+  if (readback_.size < bytes) ensure_capacity_locked(readback_, bytes, MemoryUse::readback);
   VkCommandBuffer cmd = transient_cmd_locked();
   const VkBufferCopy region{offset, 0, bytes};
   fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
