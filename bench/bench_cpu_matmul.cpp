@@ -40,14 +40,6 @@ namespace vb = vgpu::bench;
 
 constexpr double kMaxRelError = 1e-4;  // float32 GEMM, K ≤ 1024, inputs in [-1, 1]
 
-std::vector<float> random_matrix(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 // Returns max |c - ref| / max |ref|: a norm-wise relative error that stays meaningful where
 // individual reference entries are near zero.
 double max_rel_error(const std::vector<float>& c, const std::vector<float>& ref) {
@@ -228,7 +220,7 @@ int main(int argc, char** argv) {
       const std::uint64_t nn = n;
       const std::size_t elems = std::size_t{n} * n;
       const std::uint64_t bytes = elems * sizeof(float);
-      const std::vector<float> a = random_matrix(elems, 1000 + n), b = random_matrix(elems, 2000 + n);
+      const std::vector<float> a = vb::random_floats(elems, 1000 + n), b = vb::random_floats(elems, 2000 + n);
       std::vector<float> c_ref(elems), c_call(elems), c_kernel(elems);
 
       // Raw device path: compile, allocate, upload and bind once; the timed part is dispatch + sync.

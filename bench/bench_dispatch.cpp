@@ -26,19 +26,11 @@ namespace vb = vgpu::bench;
 
 RuntimeOptions cpu_only() { return RuntimeOptions{.allowed = {BackendKind::cpu}, .forced_device = {}}; }
 
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 // Host matrices for one square matmul size.
 struct MatmulData {
   std::uint64_t n;
   std::vector<float> a, b, c;
-  explicit MatmulData(std::uint64_t size) : n(size), a(random_vector(n * n, 1)), b(random_vector(n * n, 2)), c(n * n) {}
+  explicit MatmulData(std::uint64_t size) : n(size), a(vb::random_floats(n * n, 1)), b(vb::random_floats(n * n, 2)), c(n * n) {}
   void call(PersistentKernel& pk) {
     pk({TensorArg(a.data(), {n, n}), TensorArg(b.data(), {n, n}), TensorArg(c.data(), {n, n})});
   }
@@ -179,7 +171,7 @@ int main(int argc, char** argv) {
       KernelPlan plan = ops::axpy(dev.info(), kN);
       Kernel kernel = dev.compile(plan.source, plan.options);
       const float alpha = 1e-7f;  // keeps y bounded over many repeats
-      const std::vector<float> x = random_vector(kN, 3), y = random_vector(kN, 4);
+      const std::vector<float> x = vb::random_floats(kN, 3), y = vb::random_floats(kN, 4);
       Buffer ba = dev.create_buffer(sizeof(float)), bx = dev.create_buffer(kN * 4), by = dev.create_buffer(kN * 4);
       dev.write(ba, &alpha, sizeof alpha);
       dev.write(bx, x.data(), kN * 4);

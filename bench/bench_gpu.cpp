@@ -16,14 +16,6 @@ using vb::Clock;
 
 namespace {
 
-std::vector<float> random_floats(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -34,7 +26,7 @@ double median_of(std::vector<double> v) {
 double matmul_gflops(vgpu::Device& dev, std::uint32_t n, int reps, double* max_err) {
   vgpu::KernelPlan plan = vgpu::ops::matmul(dev.info(), n, n, n);
   vgpu::Kernel k = dev.compile(plan.source, plan.options);
-  auto a = random_floats(std::size_t(n) * n, 1), b = random_floats(std::size_t(n) * n, 2);
+  auto a = vb::random_floats(std::size_t(n) * n, 1), b = vb::random_floats(std::size_t(n) * n, 2);
   const std::uint64_t bytes = std::uint64_t(n) * n * 4;
   vgpu::Buffer A = dev.create_buffer(bytes), B = dev.create_buffer(bytes), C = dev.create_buffer(bytes);
   dev.write(A, a.data(), bytes);
@@ -95,7 +87,7 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
   // Steady PersistentKernel round trips and the recompile-each-call way, N = 16 and 256.
   for (std::uint32_t n : {16u, 256u}) {
     vgpu::PersistentKernel pk(dev, vgpu::ops::matmul(info, n, n, n));
-    auto a = random_floats(std::size_t(n) * n, 3), b = random_floats(std::size_t(n) * n, 4);
+    auto a = vb::random_floats(std::size_t(n) * n, 3), b = vb::random_floats(std::size_t(n) * n, 4);
     std::vector<float> c(std::size_t(n) * n);
     auto call = [&](vgpu::PersistentKernel& k) {
       k({vgpu::TensorArg(std::as_const(a).data(), {n, n}), vgpu::TensorArg(std::as_const(b).data(), {n, n}),

@@ -18,6 +18,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -27,6 +28,15 @@
 namespace vgpu::bench {
 
 using Clock = std::chrono::steady_clock;
+
+/// Returns n floats uniform in [-1, 1) from a fixed seed (the benches' inputs).
+inline std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
 
 /// Returns the seconds elapsed since t0.
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }

@@ -83,18 +83,23 @@ void VulkanDevice::barrier(VkCommandBuffer cmd, bool to_host) const {
                            0, nullptr, 0, nullptr);
 }
 
-VkCommandBuffer VulkanDevice::transient_cmd_locked() {
-  VkCommandBuffer cmd = VK_NULL_HANDLE;
+VkCommandBuffer VulkanDevice::take_cmd_locked() {
   if (!free_cmds_.empty()) {
-    cmd = free_cmds_.back();
+    VkCommandBuffer cmd = free_cmds_.back();
     free_cmds_.pop_back();
-  } else {
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check_vk(fn_.vkAllocateCommandBuffers(device_, &ai, &cmd), "vkAllocateCommandBuffers");
+    return cmd;
   }
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check_vk(fn_.vkAllocateCommandBuffers(device_, &ai, &cmd), "vkAllocateCommandBuffers");
+  return cmd;
+}
+
+VkCommandBuffer VulkanDevice::transient_cmd_locked() {
+  VkCommandBuffer cmd = take_cmd_locked();
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check_vk(fn_.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");

@@ -127,7 +127,8 @@ class VulkanDevice final : public DeviceImpl {
   void save_pipeline_cache();
 
   // All *_locked members need mutex_ held.
-  VkCommandBuffer transient_cmd_locked();
+  VkCommandBuffer take_cmd_locked();       // a reset command buffer from the free list or the pool
+  VkCommandBuffer transient_cmd_locked();  // one begun for one-time submission
   VkCommandBuffer pending_upload_locked();
   // Submitted batches wait in pending_ until the next point that needs their results (a read,
   // synchronize, a copy, a write into memory they may use): then everything pending goes to the

@@ -71,16 +71,7 @@ void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
 std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const DispatchCommand> commands) {
   auto batch = std::make_unique<VkBatchImpl>(*this);
   std::lock_guard lock(mutex_);
-  if (!free_cmds_.empty()) {
-    batch->cmd = free_cmds_.back();
-    free_cmds_.pop_back();
-  } else {
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check_vk(fn_.vkAllocateCommandBuffers(device_, &ai, &batch->cmd), "vkAllocateCommandBuffers");
-  }
+  batch->cmd = take_cmd_locked();
   // Simultaneous use lets a resubmitted batch be queued again before its last run finished.
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
