@@ -1,0 +1,212 @@
+// backends/opengl/gl_device.cpp — the device's context on its worker thread, and buffers.
+#include "gl_device.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::opengl {
+namespace {
+
+constexpr std::uint32_t kParamsSlots = 1024;  // dispatches in flight before the ring wraps
+
+// Live devices, so the exit handler can shut them down; the mutex also orders a device's own
+// shutdown in its destructor against the exit handler's.
+std::mutex g_live_mutex;
+std::set<GlDevice*> g_live;
+
+// The atexit handler: shuts every live device down while the driver is intact.
+void shut_down_live_devices() {
+  std::lock_guard lock(g_live_mutex);
+  for (GlDevice* device : g_live) device->shut_down();
+}
+
+// Returns "OpenGL device '<name>'" for messages.
+std::string label(const DeviceInfo& info) { return "OpenGL device '" + info.name + "'"; }
+
+}  // namespace
+
+GlBufferImpl::~GlBufferImpl() { device_.release_buffer(name); }
+
+void register_exit_handler() { std::atexit(shut_down_live_devices); }
+
+GlDevice::GlDevice(const GlDeviceDesc& desc) : desc_(desc), worker_("vgpu-gl") {
+  l2_binaries_ = !desc_.caps.binary_formats.empty();
+  try {
+    worker_.run([this] { start_w(); });
+  } catch (...) {
+    worker_.run([this] { stop_w(); }, false);
+    worker_.stop();
+    throw;
+  }
+  register_exit_handler();
+  std::lock_guard lock(g_live_mutex);
+  g_live.insert(this);
+}
+
+GlDevice::~GlDevice() {
+  std::lock_guard lock(g_live_mutex);
+  g_live.erase(this);
+  shut_down();
+}
+
+void GlDevice::shut_down() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  try {
+    worker_.run([this] { stop_w(); }, false);
+  } catch (...) {  // nothing to report to: the device is going anyway
+  }
+  worker_.stop();  // the thread's EGL/GL thread state goes with it, now
+}
+
+void GlDevice::start_w() {
+  const EglDisplaySource& src = desc_.source;
+  int major = desc_.caps.major, minor = desc_.caps.minor;
+  std::string why;
+  context_ = create_context(src.display, &major, &minor, &why);
+  if (context_ == EGL_NO_CONTEXT || !make_current(src.display, context_, &why) ||
+      !load_gl_functions(major, minor, &why))
+    fail(ErrorCategory::unavailable, "cannot open " + label(desc_.info) + " on " + src.label + ": " + why + ".",
+         "run vgpu-probe; if it lists the device, another process may hold the GPU exclusively.");
+  gl_ready_ = true;
+  take_gl_error();
+  bound_.assign(static_cast<std::size_t>(std::max(desc_.caps.ssbo_bindings, 1)), 0);
+  // One ring slot per dispatch holds its params block; a slot is never shorter than the
+  // largest block, and starts at the binding offset alignment.
+  const GLsizeiptr align = std::max<GLint>(desc_.caps.ssbo_alignment, 16);
+  params_stride_ = (static_cast<GLsizeiptr>(kMaxParamsBytes) + align - 1) / align * align;
+  params_slots_ = kParamsSlots;
+  params_ring_ = create_buffer_w(static_cast<std::uint64_t>(params_stride_) * params_slots_);
+}
+
+void GlDevice::stop_w() {
+  if (gl_ready_) {
+    if (params_ring_) glDeleteBuffers(1, &params_ring_);
+    params_ring_ = 0;
+    glFinish();  // no work may outlive the context
+    gl_ready_ = false;
+  }
+  if (context_ != EGL_NO_CONTEXT)
+    destroy_context(desc_.source.display, context_);
+  else
+    eglReleaseThread();
+  context_ = EGL_NO_CONTEXT;
+}
+
+GLuint GlDevice::create_buffer_w(std::uint64_t bytes) {
+  take_gl_error();
+  GLuint name = 0;
+  const auto size = static_cast<GLsizeiptr>(bytes);
+  if (desc_.caps.dsa) {
+    glCreateBuffers(1, &name);
+    glNamedBufferStorage(name, size, nullptr, GL_DYNAMIC_STORAGE_BIT);
+    glClearNamedBufferData(name, GL_R8UI, GL_RED_INTEGER, GL_UNSIGNED_BYTE, nullptr);  // zero fill
+  } else {
+    glGenBuffers(1, &name);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, name);
+    glBufferData(GL_COPY_WRITE_BUFFER, size, nullptr, GL_DYNAMIC_DRAW);
+    glClearBufferData(GL_COPY_WRITE_BUFFER, GL_R8UI, GL_RED_INTEGER, GL_UNSIGNED_BYTE, nullptr);
+    glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+  }
+  if (const GLenum e = take_gl_error(); e != GL_NO_ERROR) {
+    glDeleteBuffers(1, &name);
+    if (e == GL_OUT_OF_MEMORY)
+      fail(ErrorCategory::out_of_memory,
+           "OpenGL could not allocate a " + std::to_string(bytes) + "-byte buffer on " + label(desc_.info) + ".",
+           "free buffers you no longer need, or use smaller ones.");
+    fail(ErrorCategory::internal,
+         "OpenGL reported " + gl_error_name(e) + " while allocating a " + std::to_string(bytes) + "-byte buffer.",
+         "report this as a vgpu bug, with the output of vgpu-probe.");
+  }
+  return name;
+}
+
+void GlDevice::barrier_w() {
+  if (!barrier_pending_) return;
+  // Shader writes become visible to later dispatches and to buffer reads, writes and copies.
+  glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT);
+  barrier_pending_ = false;
+}
+
+void GlDevice::check_errors_w(const char* what) {
+  const GLenum e = take_gl_error();
+  if (e == GL_NO_ERROR) return;
+  const std::string where = std::string(" while ") + what + " on " + label(desc_.info);
+  if (e == GL_OUT_OF_MEMORY)
+    fail(ErrorCategory::out_of_memory, "OpenGL ran out of memory" + where + ".",
+         "free buffers you no longer need, or use smaller ones.");
+  if (e == GL_CONTEXT_LOST)
+    fail(ErrorCategory::device_lost, "the OpenGL context was lost" + where + ".",
+         "open the device again (Runtime::open); if it keeps happening, check the driver's log.");
+  fail(ErrorCategory::internal, "OpenGL reported " + gl_error_name(e) + where + ".",
+       "report this as a vgpu bug, with the output of vgpu-probe.");
+}
+
+std::unique_ptr<BufferImpl> GlDevice::create_buffer(std::uint64_t bytes) {
+  const GLuint name = worker_.run([&] { return create_buffer_w(bytes); });
+  return std::make_unique<GlBufferImpl>(*this, name, bytes);
+}
+
+void GlDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+  const GLuint name = static_cast<GlBufferImpl&>(buffer).name;
+  worker_.run([&] {
+    barrier_w();
+    if (desc_.caps.dsa) {
+      glNamedBufferSubData(name, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), data);
+    } else {
+      glBindBuffer(GL_COPY_WRITE_BUFFER, name);
+      glBufferSubData(GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), data);
+      glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+    }
+  });
+}
+
+void GlDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+  const GLuint name = static_cast<GlBufferImpl&>(buffer).name;
+  worker_.run([&] {
+    barrier_w();
+    // The read itself waits for the dispatches that write the buffer.
+    if (desc_.caps.dsa) {
+      glGetNamedBufferSubData(name, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), out);
+    } else {
+      glBindBuffer(GL_COPY_READ_BUFFER, name);
+      glGetBufferSubData(GL_COPY_READ_BUFFER, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), out);
+      glBindBuffer(GL_COPY_READ_BUFFER, 0);
+    }
+    check_errors_w("reading a buffer");
+  });
+}
+
+void GlDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+                    std::uint64_t bytes) {
+  const GLuint from = static_cast<GlBufferImpl&>(src).name, to = static_cast<GlBufferImpl&>(dst).name;
+  worker_.run([&] {
+    barrier_w();
+    const auto so = static_cast<GLintptr>(src_offset), d = static_cast<GLintptr>(dst_offset);
+    const auto n = static_cast<GLsizeiptr>(bytes);
+    if (desc_.caps.dsa) {
+      glCopyNamedBufferSubData(from, to, so, d, n);
+    } else {
+      glBindBuffer(GL_COPY_READ_BUFFER, from);
+      glBindBuffer(GL_COPY_WRITE_BUFFER, to);
+      glCopyBufferSubData(GL_COPY_READ_BUFFER, GL_COPY_WRITE_BUFFER, so, d, n);
+      glBindBuffer(GL_COPY_READ_BUFFER, 0);
+      glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+    }
+  });
+}
+
+void GlDevice::release_buffer(GLuint name) {
+  if (name == 0) return;
+  worker_.post([this, name] {
+    glDeleteBuffers(1, &name);
+    // Deleting unbinds it; a new buffer may get the same name, so forget the binding.
+    std::replace(bound_.begin(), bound_.end(), name, GLuint{0});
+  });
+}
+
+}  // namespace vgpu::opengl

@@ -1,0 +1,179 @@
+// backends/opengl/gl_device.hpp — one OpenGL device (a GL context on its own thread) as a
+// vgpu DeviceImpl, and the capabilities a context reports.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gl_api.hpp"
+#include "gl_egl.hpp"
+#include "gl_worker.hpp"
+#include "vgpu/backend/device_impl.hpp"
+
+namespace vgpu::opengl {
+
+/// What one GL context reports. A plain value, filled on the context's thread.
+struct GlCaps {
+  int major = 0, minor = 0;  ///< the version the context was created with (what devices ask for)
+  std::string vendor, renderer, version, glsl_version;
+  int glsl = 0;                       ///< GLSL version as a number, e.g. 450
+  bool dsa = false;                   ///< GL 4.5 direct state access (else bind-to-edit)
+  bool nvx_memory = false;            ///< GL_NVX_gpu_memory_info
+  bool gl_spirv = false;              ///< GL_ARB_gl_spirv
+  std::vector<GLint> binary_formats;  ///< GL_PROGRAM_BINARY_FORMATS (empty: no L2 for GL)
+  GLint ssbo_bindings = 0;            ///< GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS
+  GLint compute_ssbo_blocks = 0;      ///< GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS
+  GLint ssbo_alignment = 0;           ///< GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT
+  GLint64 ssbo_block_size = 0;        ///< GL_MAX_SHADER_STORAGE_BLOCK_SIZE
+  std::array<GLint, 3> wg_size{}, wg_count{};
+  GLint wg_invocations = 0, shared_memory = 0;
+  GLint64 memory_kib = 0;  ///< GL_NVX_gpu_memory_info's total, 0 when unknown
+  GLint sm_count = 0;      ///< GL_NV_shader_thread_group's SM count, 0 when unknown
+
+  /// Returns the binding reserved for the params block: the last SSBO binding.
+  GLuint params_binding() const noexcept { return static_cast<GLuint>(ssbo_bindings - 1); }
+};
+
+/// Makes sure every open GL device releases its context when the process exits, before the
+/// driver's own exit handlers run (NVIDIA's unmap code that a later GL call would jump into):
+/// registers an atexit handler, which runs before every handler registered earlier. Called
+/// after discovery and after each context creation, when a driver may have added handlers.
+void register_exit_handler();
+
+/// Queries the capabilities of the context current on this thread (version major.minor).
+GlCaps query_caps(int major, int minor);
+
+/// One usable device: the display it lives on, what its context reports, its DeviceInfo.
+struct GlDeviceDesc {
+  EglDisplaySource source;
+  GlCaps caps;
+  DeviceInfo info;
+};
+
+class GlDevice;
+
+/// A GL buffer object. Thread-safety: owned by core's BufferState; its GL name is deleted on
+/// the device's worker after every task queued before the deletion.
+class GlBufferImpl final : public BufferImpl {
+ public:
+  GlBufferImpl(GlDevice& device, GLuint name, std::uint64_t size) : device_(device), name(name), size(size) {}
+  ~GlBufferImpl() override;
+  GlDevice& device_;
+  GLuint name;
+  std::uint64_t size;
+};
+
+/// A linked compute program. Thread-safety: immutable after compile.
+class GlKernelImpl final : public KernelImpl {
+ public:
+  explicit GlKernelImpl(GlDevice& device) : device_(device) {}
+  ~GlKernelImpl() override;
+  GlDevice& device_;
+  GLuint program = 0;
+  std::uint32_t params_size = 0;
+};
+
+/// One buffer at one SSBO binding.
+struct SlotBuffer {
+  GLuint slot = 0;
+  GLuint buffer = 0;
+};
+
+/// Buffers by binding; shared with the recorded commands that use them (GL names only, so a
+/// queued command never touches a freed C++ object). Thread-safety: immutable after bind.
+class GlBindingSetImpl final : public BindingSetImpl {
+ public:
+  std::shared_ptr<const std::vector<SlotBuffer>> buffers;
+};
+
+/// One prepared dispatch: everything the worker needs, by value.
+struct GlCommand {
+  GLuint program = 0;
+  std::shared_ptr<const std::vector<SlotBuffer>> buffers;
+  ParamsBlock params;
+  Groups groups;
+};
+
+/// A recorded batch: prepared commands replayed on the worker at each submit.
+/// Thread-safety: immutable after record; a submit shares the list with its queued task.
+class GlBatchImpl final : public RecordedBatchImpl {
+ public:
+  std::shared_ptr<const std::vector<GlCommand>> commands;
+};
+
+/// One opened OpenGL device: a GL 4.3+ core context owned by a private worker thread, which
+/// makes every GL call (a context is current on one thread at a time). Each DeviceImpl member
+/// marshals its work to that thread: run() waits for the result (compile, buffer creation,
+/// read, write, copy, synchronize), submit() queues the dispatches and returns, and object
+/// deletion is queued too. Tasks run in queue order, which gives the device's call-order
+/// semantics across threads. Programs are built from GLSL with GlslTarget::opengl, via the
+/// L2 program-binary cache when the driver offers binary formats. Params go through a
+/// device-wide ring SSBO at the reserved last binding, refreshed with glBufferSubData before
+/// each dispatch, so steady calls allocate nothing. Devices still open at process exit
+/// release their context from an atexit handler (register_exit_handler).
+/// Thread-safety: every DeviceImpl member may be called concurrently from any thread; members
+/// ending in _w and every GL object run on the worker thread only.
+class GlDevice final : public DeviceImpl {
+ public:
+  /// Starts the worker, creates the context on desc's display and the params ring; throws
+  /// unavailable when the context cannot be created there.
+  explicit GlDevice(const GlDeviceDesc& desc);
+  /// Deletes the remaining GL objects and the context on the worker, then joins it.
+  ~GlDevice() override;
+
+  const DeviceInfo& info() const override { return desc_.info; }
+  Dialect dialect() const noexcept override { return Dialect::glsl; }
+  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+            std::uint64_t bytes) override;
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
+  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
+  void submit(RecordedBatchImpl& batch) override;
+  void synchronize() override;
+
+  /// Releases the context and ends the worker now, while the driver is intact (process exit).
+  void shut_down();
+
+  /// Queues deletion of a buffer (called by GlBufferImpl's destructor).
+  void release_buffer(GLuint name);
+  /// Queues deletion of a program (called by GlKernelImpl's destructor).
+  void release_program(GLuint program);
+
+ private:
+  // Worker-thread halves of the members above.
+  /// Creates the context, makes it current, loads GL and creates the params ring.
+  void start_w();
+  /// Deletes the params ring, waits for the GPU and destroys the context.
+  void stop_w();
+  /// Creates a zero-filled buffer; throws out_of_memory.
+  GLuint create_buffer_w(std::uint64_t bytes);
+  /// Issues the memory barrier a dispatch since the last one requires, if any.
+  void barrier_w();
+  /// Replays recorded commands: program, bindings, params slot, dispatch, barrier.
+  void replay_w(const std::vector<GlCommand>& commands);
+  /// Throws the vgpu::Error matching a pending GL error (out of memory, context lost, ...).
+  void check_errors_w(const char* what);
+
+  GlDeviceDesc desc_;
+  GlWorker worker_;
+  bool l2_binaries_ = false;  // the driver offers program binary formats
+  bool shut_down_ = false;    // guarded by the live-device registry's mutex (gl_device.cpp)
+
+  // Worker-thread state.
+  EGLContext context_ = EGL_NO_CONTEXT;
+  bool gl_ready_ = false;         // context current and GL entry points loaded
+  bool barrier_pending_ = false;  // a dispatch wrote SSBOs since the last glMemoryBarrier
+  GLuint current_program_ = 0;
+  std::vector<GLuint> bound_;  // buffer bound at each SSBO binding (0: unknown/none)
+  GLuint params_ring_ = 0;
+  GLsizeiptr params_stride_ = 0;
+  std::uint32_t params_slots_ = 0, params_head_ = 0;
+};
+
+}  // namespace vgpu::opengl

@@ -1,0 +1,90 @@
+// backends/opengl/gl_dispatch.cpp — binding sets, recorded batches, their replay on the
+// worker, and synchronisation.
+
+#include "gl_device.hpp"
+#include "vgpu/error.hpp"
+
+namespace vgpu::opengl {
+
+std::unique_ptr<BindingSetImpl> GlDevice::bind(KernelImpl&, std::span<BufferImpl* const> by_slot) {
+  // SSBO bindings are context state, set at each dispatch: a binding set is just the list.
+  auto list = std::make_shared<std::vector<SlotBuffer>>();
+  for (std::size_t slot = 0; slot < by_slot.size(); ++slot)
+    if (by_slot[slot]) list->push_back(SlotBuffer{static_cast<GLuint>(slot), static_cast<GlBufferImpl*>(by_slot[slot])->name});
+  auto set = std::make_unique<GlBindingSetImpl>();
+  set->buffers = std::move(list);
+  return set;
+}
+
+std::unique_ptr<RecordedBatchImpl> GlDevice::record(std::span<const DispatchCommand> commands) {
+  auto list = std::make_shared<std::vector<GlCommand>>();
+  list->reserve(commands.size());
+  for (const DispatchCommand& c : commands)
+    list->push_back(GlCommand{static_cast<GlKernelImpl*>(c.kernel)->program,
+                              static_cast<GlBindingSetImpl*>(c.bindings)->buffers, c.params, c.groups});
+  auto batch = std::make_unique<GlBatchImpl>();
+  batch->commands = std::move(list);
+  return batch;
+}
+
+void GlDevice::submit(RecordedBatchImpl& recorded) {
+  // Queued, not waited for: the task shares the command list, and holds GL names only, so the
+  // batch, its kernels and buffers may go before it runs (their deletion is queued after it).
+  worker_.post([this, commands = static_cast<GlBatchImpl&>(recorded).commands] { replay_w(*commands); });
+}
+
+void GlDevice::replay_w(const std::vector<GlCommand>& commands) {
+  const GLuint params_binding = desc_.caps.params_binding();
+  for (const GlCommand& c : commands) {
+    barrier_w();  // each dispatch sees the writes of the one before
+    if (c.program != current_program_) {
+      glUseProgram(c.program);
+      current_program_ = c.program;
+    }
+    for (const SlotBuffer& b : *c.buffers)
+      if (bound_[b.slot] != b.buffer) {
+        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, b.slot, b.buffer);
+        bound_[b.slot] = b.buffer;
+      }
+    if (c.params.size() > 0) {
+      // A fresh ring slot per dispatch; glBufferSubData into a slot an earlier, still queued
+      // dispatch reads is ordered by GL itself (the driver renames or waits).
+      const GLintptr offset = static_cast<GLintptr>(params_head_) * params_stride_;
+      params_head_ = (params_head_ + 1) % params_slots_;
+      const auto size = static_cast<GLsizeiptr>(c.params.size());
+      if (desc_.caps.dsa) {
+        glNamedBufferSubData(params_ring_, offset, size, c.params.data());
+      } else {
+        glBindBuffer(GL_COPY_WRITE_BUFFER, params_ring_);
+        glBufferSubData(GL_COPY_WRITE_BUFFER, offset, size, c.params.data());
+        glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
+      }
+      glBindBufferRange(GL_SHADER_STORAGE_BUFFER, params_binding, params_ring_, offset, params_stride_);
+      bound_[params_binding] = 0;
+    }
+    glDispatchCompute(c.groups.x, c.groups.y, c.groups.z);
+    barrier_pending_ = true;
+  }
+  glFlush();  // start the work now rather than at the next sync point
+}
+
+void GlDevice::synchronize() {
+  worker_.run([this] {
+    barrier_w();
+    GLsync fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+    if (fence == nullptr) check_errors_w("creating a fence");
+    GLenum status = GL_TIMEOUT_EXPIRED;
+    // Long kernels are legitimate: wait in one-second steps for as long as it takes.
+    while (status == GL_TIMEOUT_EXPIRED)
+      status = glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT, 1'000'000'000ull);
+    glDeleteSync(fence);
+    if (status == GL_WAIT_FAILED) {
+      check_errors_w("waiting for submitted work");
+      fail(ErrorCategory::device_lost, "waiting for OpenGL work on '" + desc_.info.name + "' failed.",
+           "open the device again (Runtime::open); if it keeps happening, check the driver's log.");
+    }
+    check_errors_w("running submitted work");
+  });
+}
+
+}  // namespace vgpu::opengl

@@ -1,0 +1,186 @@
+// backends/opengl/gl_program.cpp — compute programs from GLSL, and their binaries in L2.
+//
+// L2 entries (EntryKind::gl_program_binary) hold [u32 binary format][glGetProgramBinary bytes],
+// keyed by make_kernel_key(source, glsl, options, fingerprint); the fingerprint names the
+// driver (vendor, renderer, GL version, binary formats), so another driver never sees them.
+// A binary is trusted only after glProgramBinary reports GL_LINK_STATUS true; otherwise the
+// entry is dropped ("driver") and the kernel compiled from source. Drivers that offer no
+// binary format (Mesa with its shader cache off) skip L2 entirely. Disk I/O runs on the
+// calling thread; only GL work goes to the device's worker.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include "core/kernels/glsl_source.hpp"
+#include "gl_device.hpp"
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/error.hpp"
+
+namespace vgpu::opengl {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+// Drops trailing blanks and NULs, so "<log> Fix: ..." reads cleanly.
+std::string trimmed(std::string log) {
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ' || log.back() == '\0' || log.back() == '\r'))
+    log.pop_back();
+  return log.empty() ? "(the driver gave no log)" : log;
+}
+
+std::string shader_log(GLuint shader) {
+  GLint length = 0;
+  glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
+  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
+  GLsizei got = 0;
+  glGetShaderInfoLog(shader, static_cast<GLsizei>(log.size()), &got, log.data());
+  log.resize(static_cast<std::size_t>(got));
+  return trimmed(std::move(log));
+}
+
+std::string program_log(GLuint program) {
+  GLint length = 0;
+  glGetProgramiv(program, GL_INFO_LOG_LENGTH, &length);
+  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
+  GLsizei got = 0;
+  glGetProgramInfoLog(program, static_cast<GLsizei>(log.size()), &got, log.data());
+  log.resize(static_cast<std::size_t>(got));
+  return trimmed(std::move(log));
+}
+
+// assemble_glsl writes "#version 450"; a 4.3/4.4 context only knows GLSL 430/440, where the
+// built-ins compile unchanged (kernels using 4.50-only features then fail with compile_error).
+std::string for_glsl_version(std::string text, int glsl) {
+  constexpr std::string_view kVersion = "#version 450";
+  if (glsl >= 430 && glsl < 450 && text.starts_with(kVersion))
+    text.replace(0, kVersion.size(), "#version " + std::to_string(glsl));
+  return text;
+}
+
+// Links a program from a stored [u32 format][bytes] payload; 0 when the driver refuses it.
+GLuint program_from_binary_w(const Bytes& payload, const std::vector<GLint>& formats) {
+  std::uint32_t format = 0;
+  std::memcpy(&format, payload.data(), sizeof format);
+  if (std::find(formats.begin(), formats.end(), static_cast<GLint>(format)) == formats.end()) return 0;
+  take_gl_error();
+  const GLuint program = glCreateProgram();
+  glProgramBinary(program, static_cast<GLenum>(format), payload.data() + 4, static_cast<GLsizei>(payload.size() - 4));
+  GLint linked = GL_FALSE;
+  glGetProgramiv(program, GL_LINK_STATUS, &linked);  // always: a refused binary only shows here
+  take_gl_error();  // GL_INVALID_ENUM/VALUE for a format or size the driver rejects
+  if (linked == GL_TRUE) return program;
+  glDeleteProgram(program);
+  return 0;
+}
+
+// Compiles and links text; fills *binary ([u32 format][bytes]) when binary is given.
+GLuint program_from_source_w(const std::string& name, const std::string& text, Bytes* binary, Counters& counters) {
+  const GLuint shader = glCreateShader(GL_COMPUTE_SHADER);
+  const char* src = text.c_str();
+  const auto length = static_cast<GLint>(text.size());
+  glShaderSource(shader, 1, &src, &length);
+  glCompileShader(shader);
+  GLint ok = GL_FALSE;
+  glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
+  if (ok != GL_TRUE) {
+    const std::string log = shader_log(shader);
+    glDeleteShader(shader);
+    fail(ErrorCategory::compile_error, "GLSL kernel '" + name + "' failed to compile:\n" + log,
+         "correct the GLSL; line numbers count from the first line of KernelSource::glsl.");
+  }
+  counters.source_compiles.fetch_add(1, std::memory_order_relaxed);
+  const GLuint program = glCreateProgram();
+  glAttachShader(program, shader);
+  if (binary) glProgramParameteri(program, GL_PROGRAM_BINARY_RETRIEVABLE_HINT, GL_TRUE);
+  glLinkProgram(program);
+  glDetachShader(program, shader);
+  glDeleteShader(shader);
+  glGetProgramiv(program, GL_LINK_STATUS, &ok);
+  if (ok != GL_TRUE) {
+    const std::string log = program_log(program);
+    glDeleteProgram(program);
+    fail(ErrorCategory::compile_error, "GLSL kernel '" + name + "' failed to link:\n" + log,
+         "check the kernel's declared buffers and shared memory against the device limits (vgpu-probe).");
+  }
+  if (binary) {
+    GLint size = 0;
+    glGetProgramiv(program, GL_PROGRAM_BINARY_LENGTH, &size);
+    binary->clear();
+    if (size > 0) {
+      binary->resize(4 + static_cast<std::size_t>(size));
+      GLsizei got = 0;
+      GLenum format = 0;
+      glGetProgramBinary(program, size, &got, &format, binary->data() + 4);
+      const auto fmt = static_cast<std::uint32_t>(format);
+      std::memcpy(binary->data(), &fmt, sizeof fmt);
+      binary->resize(got > 0 ? 4 + static_cast<std::size_t>(got) : 0);
+    }
+    if (take_gl_error() != GL_NO_ERROR) binary->clear();  // no binary is better than a bad one
+  }
+  return program;
+}
+
+}  // namespace
+
+GlKernelImpl::~GlKernelImpl() { device_.release_program(program); }
+
+std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const CompileOptions& options) {
+  auto kernel = std::make_unique<GlKernelImpl>(*this);
+  kernel->params_size = source.params_size;
+  auto& store = cache::DiskStore::global();
+  const DeviceFingerprint& fp = desc_.info.fingerprint;
+  const bool use_l2 = l2_binaries_ && store.enabled();
+  const cache::KernelKey key = use_l2 ? cache::make_kernel_key(source, Dialect::glsl, options, fp) : cache::KernelKey{};
+
+  if (use_l2) {
+    cache::LoadOutcome outcome = cache::LoadOutcome::missing;
+    if (std::optional<Bytes> payload = store.load(cache::EntryKind::gl_program_binary, key, fp, &outcome)) {
+      const GLuint program = payload->size() > 4 ? worker_.run([&] {
+        return program_from_binary_w(*payload, desc_.caps.binary_formats);
+      })
+                                                 : 0;
+      if (program != 0) {
+        counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+        kernel->program = program;
+        return kernel;
+      }
+      // A binary from another driver build, or damaged: costs a compile, never a failure.
+      store.reject(cache::EntryKind::gl_program_binary, key, "driver");
+      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    } else if (outcome == cache::LoadOutcome::rejected) {  // the store dropped a damaged entry
+      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters().l2_misses.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const std::string text =
+      for_glsl_version(kernels::assemble_glsl(source.glsl, options.defines, options.workgroup_size,
+                                              kernels::GlslTarget::opengl, desc_.caps.params_binding()),
+                       desc_.caps.glsl);
+  Bytes binary;
+  kernel->program = worker_.run([&] {
+    return program_from_source_w(source.name, text, use_l2 ? &binary : nullptr, counters());
+  });
+  const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  if (use_l2 && !binary.empty() &&
+      store.store(cache::EntryKind::gl_program_binary, key, fp, binary, static_cast<std::uint64_t>(cost.count())))
+    counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
+  return kernel;
+}
+
+void GlDevice::release_program(GLuint program) {
+  if (program == 0) return;
+  worker_.post([this, program] {
+    if (current_program_ == program) {  // a deleted program in use lingers; unbind it first
+      glUseProgram(0);
+      current_program_ = 0;
+    }
+    glDeleteProgram(program);
+  });
+}
+
+}  // namespace vgpu::opengl
