@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/helper_path.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
@@ -252,11 +253,11 @@ struct ChildRun {
   bool ok() const { return status == 0 && text("result") == "ok"; }
 };
 
-/// The child program: VGPU_TEST_OPENGL_CHILD when set (binaries moved to another machine),
-/// else where the build put it.
+/// The child program: VGPU_TEST_OPENGL_CHILD when set, else next to this test (binaries moved
+/// to another machine by tools/gpu-run.sh), else where the build put it.
 std::string child_path() {
   const char* env = std::getenv("VGPU_TEST_OPENGL_CHILD");
-  return env && *env ? env : VGPU_OPENGL_CHILD;
+  return env && *env ? env : vgpu::test::helper_path(VGPU_OPENGL_CHILD);
 }
 
 /// Runs the child on kScaleAddGlsl with the L2 store in <tmp>/cache and Mesa's shader cache
