@@ -28,6 +28,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/cache_fixtures.hpp"
 #include "support/helper_path.hpp"
 #include "support/scoped_env.hpp"
 #include "vgpu/cache/disk_store.hpp"
@@ -47,6 +48,9 @@ namespace vgpu_test {
 namespace {
 
 namespace fs = std::filesystem;
+using vgpu::test::options_for;
+using vgpu::test::quoted;
+using vgpu::test::TempDir;
 using vgpu::DeviceFingerprint;
 using vgpu::cache::DiskStore;
 using vgpu::cache::DiskStoreOptions;
@@ -56,29 +60,6 @@ using Bytes = std::vector<std::uint8_t>;
 using Reasons = std::map<std::string, std::uint64_t>;
 
 /// A fresh directory for one test, removed at the end of it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    fs::create_directories(VGPU_TEST_TMP_ROOT);
-    std::string pattern = std::string(VGPU_TEST_TMP_ROOT) + "/l2-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
-DiskStoreOptions options_for(const fs::path& dir, std::uint64_t max_bytes = 512ull << 20) {
-  DiskStoreOptions o;
-  o.directory = dir;
-  o.max_bytes = max_bytes;
-  return o;
-}
-
 DeviceFingerprint fingerprint(const std::string& text) {
   DeviceFingerprint fp;
   fp.text = text;
@@ -117,12 +98,6 @@ void write_file(const fs::path& p, const Bytes& b) {
 
 /// Header bytes of an entry written for fp (docs/cache-format.md: 44 + text + 32).
 std::size_t header_bytes(const DeviceFingerprint& fp) { return 44 + fp.text.size() + 32; }
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 /// Runs a shell command; returns its exit status and stdout.
 std::pair<int, std::string> run_command(const std::string& command) {
@@ -167,7 +142,7 @@ void set_mtime_ago(const fs::path& p, int seconds) {
 }  // namespace
 
 TEST_CASE("round trip: a stored payload loads back byte for byte", "[l2]") {
-  TempDir t;
+  TempDir t("l2-");
   DiskStore store(options_for(t.path));
   REQUIRE(store.enabled());
   CHECK(store.directory() == t.path);
@@ -223,7 +198,7 @@ TEST_CASE("kinds have distinct names and directories", "[l2]") {
 }
 
 TEST_CASE("a new DiskStore instance reads what an earlier one wrote, and a rewrite replaces it", "[l2]") {
-  TempDir t;
+  TempDir t("l2-");
   const Bytes first = make_payload(4096, 2), second = make_payload(3000, 3);
   {
     DiskStore a(options_for(t.path));
@@ -242,7 +217,7 @@ TEST_CASE("a new DiskStore instance reads what an earlier one wrote, and a rewri
 }
 
 TEST_CASE("entries round trip through another process", "[l2][processes]") {
-  TempDir t;
+  TempDir t("l2-");
   const fs::path dir = t.path / "cache";
   const std::string writer = quoted(vgpu::test::helper_path(VGPU_L2_WRITER));
 
@@ -287,7 +262,7 @@ namespace {
 void expect_rejected(const std::string& reason, const std::function<void(const fs::path&)>& damage,
                      const DeviceFingerprint& load_fp = kDevice, KernelKey load_key = kKey,
                      EntryKind load_kind = EntryKind::spirv) {
-  TempDir t;
+  TempDir t("l2-");
   DiskStore store(options_for(t.path));
   const Bytes payload = make_payload(5000, 6);
   REQUIRE(store.store(EntryKind::spirv, kKey, kDevice, payload, 50));
@@ -386,7 +361,7 @@ TEST_CASE("an entry of another kind in a kind's directory is rejected as kind", 
 }
 
 TEST_CASE("a directory in an entry's place is a counted miss, never a crash", "[l2][corrupt]") {
-  TempDir t;
+  TempDir t("l2-");
   DiskStore store(options_for(t.path));
   fs::create_directories(entry_path(t.path, EntryKind::spirv, kKey));
   CHECK_FALSE(store.load(EntryKind::spirv, kKey, kDevice));
@@ -397,7 +372,7 @@ TEST_CASE("a directory in an entry's place is a counted miss, never a crash", "[
 }
 
 TEST_CASE("reject() deletes an entry the driver refused and counts the reason", "[l2]") {
-  TempDir t;
+  TempDir t("l2-");
   DiskStore store(options_for(t.path));
   REQUIRE(store.store(EntryKind::vk_pipeline_cache, kKey, kDevice, make_payload(64, 8), 1));
   REQUIRE(store.load(EntryKind::vk_pipeline_cache, kKey, kDevice));
@@ -410,7 +385,7 @@ TEST_CASE("reject() deletes an entry the driver refused and counts the reason", 
 // ---- unusable and disabled directories
 
 TEST_CASE("an unusable directory disables the store: loads and stores are no-ops", "[l2]") {
-  TempDir t;
+  TempDir t("l2-");
   write_file(t.path / "file", Bytes{1});
   const fs::path dir = t.path / "file" / "cache";  // a path under a regular file: never creatable
   DiskStore store(options_for(dir));
@@ -440,7 +415,7 @@ TEST_CASE("an unusable directory disables the store: loads and stores are no-ops
 }
 
 TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices keep working", "[l2][processes]") {
-  TempDir t;
+  TempDir t("l2-");
   write_file(t.path / "file", Bytes{1});
   const fs::path dir = t.path / "file" / "cache";
   const fs::path out = t.path / "out.txt", err = t.path / "err.txt";
@@ -482,7 +457,7 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
 }
 
 TEST_CASE("VGPU_CACHE_DISABLE=1 turns the store off without touching the directory", "[l2][env]") {
-  TempDir t;
+  TempDir t("l2-");
   const fs::path dir = t.path / "cache";
   ScopedEnv cache_dir("VGPU_CACHE_DIR", dir.string());
   ScopedEnv max("VGPU_CACHE_MAX_BYTES", std::nullopt);
@@ -544,7 +519,7 @@ TEST_CASE("from_env picks the directory and parses VGPU_CACHE_MAX_BYTES", "[l2][
 // ---- the size cap
 
 TEST_CASE("the size cap evicts the cheapest entries per byte and keeps the expensive one", "[l2][evict]") {
-  TempDir t;
+  TempDir t("l2-");
   ScopedEnv dir("VGPU_CACHE_DIR", t.path.string());
   ScopedEnv disable("VGPU_CACHE_DISABLE", std::nullopt);
   ScopedEnv max("VGPU_CACHE_MAX_BYTES", "100000");
@@ -569,7 +544,7 @@ TEST_CASE("the size cap evicts the cheapest entries per byte and keeps the expen
 }
 
 TEST_CASE("equal cost per byte evicts the least recently used, and a load refreshes an entry", "[l2][evict]") {
-  TempDir t;
+  TempDir t("l2-");
   DiskStore store(options_for(t.path, 50000));
   const KernelKey a{1, 1}, b{1, 2}, c{1, 3}, d{1, 4}, e{1, 5};
   for (const auto& k : {a, b, c}) REQUIRE(store.store(EntryKind::spirv, k, kDevice, make_payload(10000, 11), 100));
@@ -586,7 +561,7 @@ TEST_CASE("equal cost per byte evicts the least recently used, and a load refres
 }
 
 TEST_CASE("a new instance counts the entries already on disk towards the cap", "[l2][evict]") {
-  TempDir t;
+  TempDir t("l2-");
   {
     DiskStore big(options_for(t.path, 1ull << 30));
     for (std::uint64_t i = 0; i < 8; ++i)
@@ -600,7 +575,7 @@ TEST_CASE("a new instance counts the entries already on disk towards the cap", "
 }
 
 TEST_CASE("a payload larger than the cap is not stored", "[l2][evict]") {
-  TempDir t;
+  TempDir t("l2-");
   DiskStore store(options_for(t.path, 4096));
   CHECK_FALSE(store.store(EntryKind::spirv, kKey, kDevice, make_payload(5000, 22), 1));
   CHECK_FALSE(fs::exists(entry_path(t.path, EntryKind::spirv, kKey)));
@@ -610,7 +585,7 @@ TEST_CASE("a payload larger than the cap is not stored", "[l2][evict]") {
 // ---- concurrency
 
 TEST_CASE("eight processes writing one key at once always leave one writer's whole entry", "[l2][processes]") {
-  TempDir t;
+  TempDir t("l2-");
   const auto options = options_for(t.path);
   constexpr int kWriters = 8, kRounds = 50;
   std::vector<Bytes> payloads;
@@ -671,7 +646,7 @@ TEST_CASE("eight processes writing one key at once always leave one writer's who
 }
 
 TEST_CASE("threads loading and storing at once only ever see whole entries", "[l2][threads]") {
-  TempDir t;
+  TempDir t("l2-");
   // With room for everything, and with a cap that makes stores evict while others load.
   const std::uint64_t cap = GENERATE(1ull << 30, 60000ull);
   DiskStore store(options_for(t.path, cap));
@@ -735,7 +710,7 @@ fs::path fill_for_maintenance(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("list, remove_invalid and clear", "[l2][maintenance]") {
-  TempDir t;
+  TempDir t("l2-");
   const fs::path corrupt = fill_for_maintenance(t.path);
   DiskStore store(options_for(t.path));
   auto count_invalid = [](const std::vector<vgpu::cache::DiskEntryInfo>& v) {
@@ -763,7 +738,7 @@ TEST_CASE("list, remove_invalid and clear", "[l2][maintenance]") {
 }
 
 TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
-  TempDir t;
+  TempDir t("l2-");
   const fs::path dir = t.path / "cache";
   const fs::path corrupt = fill_for_maintenance(dir);
   const std::string probe = cache_env(dir) + quoted(vgpu::test::helper_path(VGPU_PROBE)) + " cache ";

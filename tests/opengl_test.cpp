@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/cache_fixtures.hpp"
 #include "support/helper_path.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
@@ -53,6 +54,13 @@ namespace vgpu_test {
 namespace {
 
 namespace fs = std::filesystem;
+using vgpu::test::ChildRun;
+using vgpu::test::entries;
+using vgpu::test::only;
+using vgpu::test::options_for;
+using vgpu::test::quoted;
+using vgpu::test::TempDir;
+using vgpu::test::why_unavailable;
 using vgpu::cache::DiskStore;
 using vgpu::cache::DiskStoreOptions;
 using vgpu::cache::EntryKind;
@@ -62,35 +70,17 @@ using Bytes = std::vector<std::uint8_t>;
 // ---------------------------------------------------------------------------------------------
 // Devices and skips
 
-vgpu::RuntimeOptions opengl_only() {
-  vgpu::RuntimeOptions o;  // not from the environment: these tests are about OpenGL, always
-  o.allowed = {vgpu::BackendKind::opengl};
-  return o;
-}
 
 /// The runtime shared by tests that need no fresh device (main() probes it first).
 vgpu::Runtime& shared_runtime() {
-  static vgpu::Runtime runtime(opengl_only());
+  static vgpu::Runtime runtime(only(vgpu::BackendKind::opengl));
   return runtime;
 }
 
 vgpu::Device gl_device() { return shared_runtime().open("opengl:0"); }
 
 /// Returns "" when an OpenGL device can be opened here, else why not.
-std::string why_no_opengl() {
-  try {
-    for (const vgpu::BackendStatus& st : shared_runtime().backends())
-      if (st.kind == vgpu::BackendKind::opengl) {
-        if (!st.compiled_in) return "the OpenGL backend is not compiled in: " + st.reason;
-        if (!st.available) return st.reason;
-        if (shared_runtime().devices().empty()) return "no OpenGL device was found";
-        return "";
-      }
-    return "the registry does not know the OpenGL backend";
-  } catch (const vgpu::Error& e) {
-    return e.what();
-  }
-}
+std::string why_no_opengl() { return why_unavailable(shared_runtime(), vgpu::BackendKind::opengl); }
 
 bool has_feature(const vgpu::DeviceInfo& info, std::string_view f) {
   return std::find(info.features.begin(), info.features.end(), f) != info.features.end();
@@ -197,62 +187,6 @@ void check_scale_add(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint
 // ---------------------------------------------------------------------------------------------
 // Files, directories and the child process
 
-/// A fresh directory for one test, removed at the end of it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    fs::create_directories(VGPU_TEST_TMP_ROOT);
-    std::string pattern = std::string(VGPU_TEST_TMP_ROOT) + "/gl-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-DiskStoreOptions options_for(const fs::path& dir) {
-  DiskStoreOptions o;
-  o.directory = dir;
-  return o;
-}
-
-/// Every entry of kind in dir.
-std::vector<vgpu::cache::DiskEntryInfo> entries(const fs::path& dir, EntryKind kind) {
-  DiskStore store(options_for(dir));
-  std::vector<vgpu::cache::DiskEntryInfo> out;
-  for (auto& e : store.list(true))
-    if (e.kind == kind) out.push_back(std::move(e));
-  return out;
-}
-
-/// What one run of the child printed and returned.
-struct ChildRun {
-  int status = -1;
-  std::string output;
-  std::map<std::string, std::string> values;
-
-  std::uint64_t count(const std::string& key) const {
-    const auto it = values.find(key);
-    if (it == values.end()) FAIL("the child printed no " << key << "; output:\n" << output);
-    return std::stoull(it->second);
-  }
-  std::string text(const std::string& key) const {
-    const auto it = values.find(key);
-    return it == values.end() ? std::string() : it->second;
-  }
-  bool ok() const { return status == 0 && text("result") == "ok"; }
-};
-
 /// The child program: VGPU_TEST_OPENGL_CHILD when set, else next to this test (binaries moved
 /// to another machine by tools/gpu-run.sh), else where the build put it.
 std::string child_path() {
@@ -309,7 +243,7 @@ std::string why_no_binaries(const vgpu::Device& device) {
 
 TEST_CASE("device info: type, limits with the reserved params binding, stable fingerprint", "[opengl][info]") {
   ran_case();
-  vgpu::Runtime r1(opengl_only()), r2(opengl_only());
+  vgpu::Runtime r1(only(vgpu::BackendKind::opengl)), r2(only(vgpu::BackendKind::opengl));
   const auto d1 = r1.devices(), d2 = r2.devices();
   REQUIRE(!d1.empty());
   REQUIRE(d1.size() == d2.size());
@@ -424,7 +358,7 @@ TEST_CASE("L2 across processes: the second process links the first one's program
   ran_case();
   vgpu::Device device = gl_device();
   if (const std::string why = why_no_binaries(device); !why.empty()) return skip_case(why);
-  TempDir tmp;
+  TempDir tmp("gl-");
   const ChildRun first = run_child(tmp);
   INFO("first run:\n" << first.output);
   REQUIRE(first.ok());
@@ -434,7 +368,7 @@ TEST_CASE("L2 across processes: the second process links the first one's program
   CHECK(first.count("l2_writes") >= 1);
   CHECK(first.count("l2_hits") == 0);
 
-  const auto bins = entries(tmp.path / "cache", EntryKind::gl_program_binary);
+  const auto bins = entries(tmp.path / "cache", EntryKind::gl_program_binary, true);
   REQUIRE(bins.size() == 1);
   CHECK(bins[0].valid);
   CHECK(bins[0].key_hex == child_key(device).hex());
@@ -454,7 +388,7 @@ TEST_CASE("L2 without binary formats (MESA_SHADER_CACHE_DISABLE=true): no store,
   ran_case();
   if (gl_device().info().vendor.find("Mesa") == std::string::npos)
     return skip_case("MESA_SHADER_CACHE_DISABLE only affects Mesa drivers");
-  TempDir tmp;
+  TempDir tmp("gl-");
   for (int run = 0; run < 2; ++run) {
     const ChildRun r = run_child(tmp, true);
     INFO("run " << run << ":\n" << r.output);
@@ -464,7 +398,7 @@ TEST_CASE("L2 without binary formats (MESA_SHADER_CACHE_DISABLE=true): no store,
     CHECK(r.count("l2_hits") + r.count("l2_misses") + r.count("l2_writes") + r.count("l2_rejected") == 0);
     CHECK(r.count("store_hits") + r.count("store_misses") + r.count("store_writes") == 0);
   }
-  CHECK(entries(tmp.path / "cache", EntryKind::gl_program_binary).empty());
+  CHECK(entries(tmp.path / "cache", EntryKind::gl_program_binary, true).empty());
 }
 
 TEST_CASE("L2 damage: a stale or garbage program binary is refused, counted, and recompiled",
@@ -472,7 +406,7 @@ TEST_CASE("L2 damage: a stale or garbage program binary is refused, counted, and
   ran_case();
   vgpu::Device device = gl_device();
   if (const std::string why = why_no_binaries(device); !why.empty()) return skip_case(why);
-  TempDir tmp;
+  TempDir tmp("gl-");
   const ChildRun first = run_child(tmp);
   INFO("first run:\n" << first.output);
   REQUIRE(first.ok());

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/cache_fixtures.hpp"
 #include "support/helper_path.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
@@ -55,6 +56,13 @@ namespace vgpu_test {
 namespace {
 
 namespace fs = std::filesystem;
+using vgpu::test::ChildRun;
+using vgpu::test::entries;
+using vgpu::test::only;
+using vgpu::test::options_for;
+using vgpu::test::quoted;
+using vgpu::test::TempDir;
+using vgpu::test::why_unavailable;
 using vgpu::cache::DiskStore;
 using vgpu::cache::DiskStoreOptions;
 using vgpu::cache::EntryKind;
@@ -64,35 +72,17 @@ using Bytes = std::vector<std::uint8_t>;
 // ---------------------------------------------------------------------------------------------
 // Devices
 
-vgpu::RuntimeOptions vulkan_only() {
-  vgpu::RuntimeOptions o;  // not from the environment: these tests are about Vulkan, always
-  o.allowed = {vgpu::BackendKind::vulkan};
-  return o;
-}
 
 /// The runtime shared by tests that need no fresh device (main() probes it first).
 vgpu::Runtime& shared_runtime() {
-  static vgpu::Runtime runtime(vulkan_only());
+  static vgpu::Runtime runtime(only(vgpu::BackendKind::vulkan));
   return runtime;
 }
 
 vgpu::Device vulkan_device() { return shared_runtime().open("vulkan:0"); }
 
 /// Returns "" when a Vulkan device can be opened here, else why not.
-std::string why_no_vulkan() {
-  try {
-    for (const vgpu::BackendStatus& st : shared_runtime().backends())
-      if (st.kind == vgpu::BackendKind::vulkan) {
-        if (!st.compiled_in) return "the Vulkan backend is not compiled in: " + st.reason;
-        if (!st.available) return st.reason;
-        if (shared_runtime().devices().empty()) return "no Vulkan device was found";
-        return "";
-      }
-    return "the registry does not know the Vulkan backend";
-  } catch (const vgpu::Error& e) {
-    return e.what();
-  }
-}
+std::string why_no_vulkan() { return why_unavailable(shared_runtime(), vgpu::BackendKind::vulkan); }
 
 bool is_lavapipe(const vgpu::DeviceInfo& info) { return info.name.find("llvmpipe") != std::string::npos; }
 
@@ -190,23 +180,6 @@ void check_scale_add(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint
 // ---------------------------------------------------------------------------------------------
 // Files, directories and the child process
 
-/// A fresh directory for one test, removed at the end of it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    fs::create_directories(VGPU_TEST_TMP_ROOT);
-    std::string pattern = std::string(VGPU_TEST_TMP_ROOT) + "/vk-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 Bytes read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -217,45 +190,6 @@ void write_bytes(const fs::path& p, const Bytes& b) {
   out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   REQUIRE(out.good());
 }
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-DiskStoreOptions options_for(const fs::path& dir) {
-  DiskStoreOptions o;
-  o.directory = dir;
-  return o;
-}
-
-/// Every entry of kind in dir (maintenance listing; checks payloads when verify).
-std::vector<vgpu::cache::DiskEntryInfo> entries(const fs::path& dir, EntryKind kind, bool verify) {
-  DiskStore store(options_for(dir));
-  std::vector<vgpu::cache::DiskEntryInfo> out;
-  for (auto& e : store.list(verify))
-    if (e.kind == kind) out.push_back(std::move(e));
-  return out;
-}
-
-/// What one run of the child printed and returned.
-struct ChildRun {
-  int status = -1;
-  std::string output;                         // stdout and stderr
-  std::map<std::string, std::string> values;  // the key=value line
-
-  std::uint64_t count(const std::string& key) const {
-    const auto it = values.find(key);
-    if (it == values.end()) FAIL("the child printed no " << key << "; output:\n" << output);
-    return std::stoull(it->second);
-  }
-  std::string text(const std::string& key) const {
-    const auto it = values.find(key);
-    return it == values.end() ? std::string() : it->second;
-  }
-  bool ok() const { return status == 0 && text("result") == "ok"; }
-};
 
 /// Runs the child on kScaleAddGlsl with the L2 store in cache_dir (disabled when asked), with
 /// no other cache settings from this process's environment.
@@ -301,7 +235,7 @@ fs::path cache_dir_in(const TempDir& tmp) { return tmp.path / "cache"; }
 TEST_CASE("L3: every built-in op compiles from embedded SPIR-V with no GLSL compile", "[vulkan][l3]") {
   CHECK(vgpu::cache::precompiled_spirv_count() == 6);
 
-  vgpu::Runtime runtime(vulkan_only());  // a new device: its L1 is empty
+  vgpu::Runtime runtime(only(vgpu::BackendKind::vulkan));  // a new device: its L1 is empty
   vgpu::Device device = runtime.open("vulkan:0");
   const vgpu::DeviceInfo& info = device.info();
   const std::vector<vgpu::KernelPlan> plans = {
@@ -427,7 +361,7 @@ TEST_CASE("user GLSL kernel: compile errors carry the log and line, and the devi
 // 3. L2 across processes
 
 TEST_CASE("L2 across processes: the second process loads the first one's SPIR-V", "[vulkan][l2][processes]") {
-  TempDir tmp;
+  TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
 
   const ChildRun first = run_child(dir);
@@ -456,7 +390,7 @@ TEST_CASE("L2 across processes: the second process loads the first one's SPIR-V"
 
 TEST_CASE("L2 across processes: VGPU_CACHE_DISABLE=1 compiles every time and writes nothing",
           "[vulkan][l2][processes]") {
-  TempDir tmp;
+  TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
   for (int run = 0; run < 2; ++run) {
     const ChildRun r = run_child(dir, true);
@@ -474,7 +408,7 @@ TEST_CASE("L2 across processes: VGPU_CACHE_DISABLE=1 compiles every time and wri
 // 4. Damaged and foreign L2 entries on the Vulkan path
 
 TEST_CASE("L2 damage: a corrupted SPIR-V payload is rejected, recompiled and replaced", "[vulkan][l2][corrupt]") {
-  TempDir tmp;
+  TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
   const ChildRun first = run_child(dir);
   INFO("first run:\n" << first.output);
@@ -506,7 +440,7 @@ TEST_CASE("L2 damage: a corrupted SPIR-V payload is rejected, recompiled and rep
 
 TEST_CASE("L2 damage: a well-formed entry that is not SPIR-V is rejected and recompiled",
           "[vulkan][l2][corrupt]") {
-  TempDir tmp;
+  TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
   vgpu::Device device = vulkan_device();
   {
@@ -537,7 +471,7 @@ TEST_CASE("L2 damage: a garbage pipeline-cache entry is rejected before the driv
     WARN("the L2 store is disabled here (VGPU_CACHE_DISABLE or an unusable VGPU_CACHE_DIR); nothing to test");
     return;
   }
-  vgpu::Runtime probe(vulkan_only());
+  vgpu::Runtime probe(only(vgpu::BackendKind::vulkan));
   const vgpu::DeviceInfo info = probe.devices().at(0);
   const KernelKey key{vgpu::cache::hash64("vk-pipeline-cache"), info.fingerprint.hash};
   Bytes garbage(256);
@@ -550,7 +484,7 @@ TEST_CASE("L2 damage: a garbage pipeline-cache entry is rejected before the driv
     return it == r.end() ? std::uint64_t{0} : it->second;
   };
   const std::uint64_t rejected_before = header_rejects();
-  vgpu::Runtime runtime(vulkan_only());
+  vgpu::Runtime runtime(only(vgpu::BackendKind::vulkan));
   vgpu::Device device = runtime.open("vulkan:0");  // must not throw or crash
 
   // The device works; a built-in and a user kernel give right results. The pipeline cache is
@@ -567,7 +501,7 @@ TEST_CASE("L2 damage: a garbage pipeline-cache entry is rejected before the driv
 
 TEST_CASE("L2 damage: a pipeline-cache blob with this device's header but a garbage body is survived",
           "[vulkan][l2][corrupt]") {
-  TempDir tmp;
+  TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
   const ChildRun first = run_child(dir);
   INFO("first run:\n" << first.output);
@@ -604,7 +538,7 @@ TEST_CASE("an L2 SPIR-V entry with the magic but a broken body is rejected and r
           "[vulkan][l2][corrupt]") {
   // vkCreateShaderModule accepts it (lavapipe does not validate SPIR-V) and the pipeline build
   // fails: compile() must reject the entry and recompile, not fail in every later process.
-  TempDir tmp;
+  TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
   vgpu::Device device = vulkan_device();
   {
@@ -632,7 +566,7 @@ TEST_CASE("L2 rejections are counted in Device::counters().l2_rejected", "[vulka
   // counters.hpp: l2_rejected counts "on-disk entries dropped (bad header/checksum, driver
   // refused)": (1) a SPIR-V entry DiskStore drops for its checksum, and (2) the pipeline-cache
   // entry, which must be loaded once core has attached the device's counters.
-  TempDir tmp;
+  TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
   REQUIRE(run_child(dir).ok());
   const auto spirv = entries(dir, EntryKind::spirv, false);
@@ -648,12 +582,12 @@ TEST_CASE("L2 rejections are counted in Device::counters().l2_rejected", "[vulka
 
   DiskStore& store = DiskStore::global();
   if (!store.enabled()) return;
-  vgpu::Runtime probe(vulkan_only());
+  vgpu::Runtime probe(only(vgpu::BackendKind::vulkan));
   const vgpu::DeviceInfo info = probe.devices().at(0);
   const Bytes garbage(64, 0xee);
   REQUIRE(store.store(EntryKind::vk_pipeline_cache, KernelKey{vgpu::cache::hash64("vk-pipeline-cache"), info.fingerprint.hash},
                       info.fingerprint, garbage, 0));
-  vgpu::Runtime runtime(vulkan_only());
+  vgpu::Runtime runtime(only(vgpu::BackendKind::vulkan));
   vgpu::Device device = runtime.open("vulkan:0");
   const auto plan = vgpu::ops::add(device.info(), 16);  // the first compile reads the pipeline cache
   device.compile(plan.source, plan.options);
@@ -850,7 +784,7 @@ TEST_CASE("threads: four persistent add kernels on one Vulkan device, 50 calls e
 // 8. What the device reports
 
 TEST_CASE("device info: type, stable fingerprint, non-zero limits", "[vulkan][info]") {
-  vgpu::Runtime r1(vulkan_only()), r2(vulkan_only());
+  vgpu::Runtime r1(only(vgpu::BackendKind::vulkan)), r2(only(vgpu::BackendKind::vulkan));
   const auto d1 = r1.devices(), d2 = r2.devices();
   REQUIRE(!d1.empty());
   REQUIRE(d1.size() == d2.size());

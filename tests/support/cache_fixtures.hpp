@@ -1,0 +1,113 @@
+// tests/support/cache_fixtures.hpp — what the L2 and GPU-backend tests share: private temp
+// directories, disk-store options and listings, shell quoting, and backend-only runtimes.
+// Test files that include it define VGPU_TEST_TMP_ROOT (the build gives each its own root).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/vgpu.hpp"
+
+#ifndef VGPU_TEST_TMP_ROOT
+#error "VGPU_TEST_TMP_ROOT must be defined by the build"
+#endif
+
+namespace vgpu::test {
+
+/// A fresh directory under VGPU_TEST_TMP_ROOT for one test, removed at the end of it.
+struct TempDir {
+  std::filesystem::path path;
+  /// Creates <root>/<prefix>XXXXXX.
+  explicit TempDir(const std::string& prefix) {
+    std::filesystem::create_directories(VGPU_TEST_TMP_ROOT);
+    std::string pattern = std::string(VGPU_TEST_TMP_ROOT) + "/" + prefix + "XXXXXX";
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+/// Returns s quoted for /bin/sh.
+inline std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// Disk-store options for dir with a size cap.
+inline cache::DiskStoreOptions options_for(const std::filesystem::path& dir, std::uint64_t max_bytes = 512ull << 20) {
+  cache::DiskStoreOptions o;
+  o.directory = dir;
+  o.max_bytes = max_bytes;
+  return o;
+}
+
+/// Every entry of kind in dir (checks payloads when verify).
+inline std::vector<cache::DiskEntryInfo> entries(const std::filesystem::path& dir, cache::EntryKind kind,
+                                                 bool verify) {
+  cache::DiskStore store(options_for(dir));
+  std::vector<cache::DiskEntryInfo> out;
+  for (auto& e : store.list(verify))
+    if (e.kind == kind) out.push_back(std::move(e));
+  return out;
+}
+
+/// Runtime options that allow only kind, whatever the environment says.
+inline RuntimeOptions only(BackendKind kind) {
+  RuntimeOptions o;
+  o.allowed = {kind};
+  return o;
+}
+
+/// Returns "" when runtime can open a device of kind, else why not.
+inline std::string why_unavailable(Runtime& runtime, BackendKind kind) {
+  const std::string name(to_string(kind));
+  try {
+    for (const BackendStatus& st : runtime.backends())
+      if (st.kind == kind) {
+        if (!st.compiled_in) return "the " + name + " backend is not compiled in: " + st.reason;
+        if (!st.available) return st.reason;
+        if (runtime.devices().empty()) return "no " + name + " device was found";
+        return "";
+      }
+    return "the registry does not know the " + name + " backend";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+/// What one run of a child program printed (one key=value line) and returned.
+struct ChildRun {
+  int status = -1;
+  std::string output;                         // stdout and stderr
+  std::map<std::string, std::string> values;  // the key=value line
+
+  /// Returns the numeric value of key; fails the test when the child did not print it.
+  std::uint64_t count(const std::string& key) const {
+    const auto it = values.find(key);
+    if (it == values.end()) FAIL("the child printed no " << key << "; output:\n" << output);
+    return std::stoull(it->second);
+  }
+  /// Returns the text of key ("" when absent).
+  std::string text(const std::string& key) const {
+    const auto it = values.find(key);
+    return it == values.end() ? std::string() : it->second;
+  }
+  /// Returns whether the child exited 0 and reported result=ok.
+  bool ok() const { return status == 0 && text("result") == "ok"; }
+};
+
+}  // namespace vgpu::test
