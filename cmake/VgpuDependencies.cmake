@@ -32,9 +32,18 @@ function(vgpu_resolve_backend var found what)
   endif()
 endfunction()
 
-# The backends themselves arrive in later milestones; until their sources exist they stay OFF
-# so a build never claims a backend it does not contain.
+# CUDA needs only cuda.h and nvrtc.h to build (libcuda.so.1 and NVRTC are dlopen'ed at run
+# time), plus the backend's sources.
 set(VGPU_CUDA_DEPS_FOUND FALSE)
+if(VGPU_WITH_CUDA)  # ON or AUTO
+  find_path(VGPU_CUDA_INCLUDE_DIR NAMES cuda.h nvrtc.h
+            HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES include
+            PATHS /usr/local/cuda/include /usr/local/cuda /usr/include)
+  if(VGPU_CUDA_INCLUDE_DIR AND EXISTS "${VGPU_CUDA_INCLUDE_DIR}/nvrtc.h"
+     AND EXISTS "${PROJECT_SOURCE_DIR}/backends/cuda/CMakeLists.txt")
+    set(VGPU_CUDA_DEPS_FOUND TRUE)
+  endif()
+endif()
 
 # OpenGL needs: the glad generator (python3-glad), which writes the GL 4.6 core + EGL 1.5
 # loaders into the build tree at build time (nothing generated is committed; libEGL.so.1 itself
@@ -122,4 +131,4 @@ endif()
 
 vgpu_resolve_backend(VGPU_WITH_OPENGL VGPU_OPENGL_DEPS_FOUND "${vgpu_opengl_what}")
 vgpu_resolve_backend(VGPU_WITH_VULKAN VGPU_VULKAN_DEPS_FOUND "${vgpu_vulkan_what}")
-vgpu_resolve_backend(VGPU_WITH_CUDA VGPU_CUDA_DEPS_FOUND "the CUDA backend sources")
+vgpu_resolve_backend(VGPU_WITH_CUDA VGPU_CUDA_DEPS_FOUND "cuda.h, nvrtc.h and the CUDA backend sources")

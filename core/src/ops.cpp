@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/kernels/cuda_source.hpp"
 #include "core/kernels/glsl_source.hpp"
 #include "core/kernels/kernel_abi.hpp"
 #include "vgpu/error.hpp"
@@ -58,8 +59,10 @@ BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name
                      }};
 }
 
-// Which implementation of the built-ins a device runs.
-enum class Impl { cpu, glsl };
+// Which implementation of the built-ins a device runs. The CUDA ports (core/kernels/cuda_source.cpp)
+// mirror the GLSL kernels exactly: same block sizes (256; 16×16 for matmul), tiles and reduce
+// block, so every non-CPU branch below serves both Impl::glsl and Impl::cuda.
+enum class Impl { cpu, glsl, cuda };
 
 Impl impl_for(const char* op, const DeviceInfo& dev) {
   switch (dev.backend) {
@@ -67,6 +70,7 @@ Impl impl_for(const char* op, const DeviceInfo& dev) {
     case BackendKind::test: return Impl::cpu;
     case BackendKind::vulkan:
     case BackendKind::opengl: return Impl::glsl;
+    case BackendKind::cuda: return Impl::cuda;
     default:
       fail(ErrorCategory::not_supported,
            std::string("built-in op '") + op + "' has no implementation for the " + std::string(to_string(dev.backend)) +
@@ -83,6 +87,9 @@ KernelSource builtin_source(const std::string& op, const char* glsl_file, std::u
   s.cpu.builtin = op;
   s.cpu.version = "1";
   s.glsl = std::string(kernels::builtin_glsl(glsl_file));
+  const auto& cu = kernels::builtin_cuda(glsl_file);  // the CUDA port has the GLSL file's name
+  s.cuda = std::string(cu.source);
+  s.cuda_entry = std::string(cu.entry);
   s.params_size = params_size;
   return s;
 }

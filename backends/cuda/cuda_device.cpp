@@ -1,0 +1,209 @@
+// backends/cuda/cuda_device.cpp — context, stream, buffers and pinned staging, bindings,
+// recorded batches and their launches.
+#include "cuda_device.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::cuda {
+namespace {
+
+constexpr std::uint64_t kMinStaging = 1ull << 20;
+constexpr std::size_t kMaxArgs = 64;  // slots (max_bindings is 16) + the params block
+
+}  // namespace
+
+CudaBufferImpl::~CudaBufferImpl() { device_.free_buffer(ptr); }
+CudaKernelImpl::~CudaKernelImpl() { device_.unload(module); }
+CudaBatchImpl::~CudaBatchImpl() { device_.destroy_graph(exec); }
+
+CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice device, DeviceInfo info, int cc_major,
+                       int cc_minor)
+    : fn_(fns), nvrtc_(nvrtc), device_(device), info_(std::move(info)), cc_major_(cc_major), cc_minor_(cc_minor) {
+  if (const char* g = std::getenv("VGPU_CUDA_GRAPHS"); g && std::string_view(g) == "0") use_graphs_ = false;
+  check_cu(fn_, fn_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+  make_current();
+  const CUresult r = fn_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    fn_.cuDevicePrimaryCtxRelease(device_);
+    fail_cu(fn_, r, "cuStreamCreate");
+  }
+}
+
+CudaDevice::~CudaDevice() {
+  // At exit the driver may already be tearing down: leave everything to the OS.
+  if (process_exiting()) return;
+  make_current();
+  fn_.cuStreamSynchronize(stream_);
+  if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
+  if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
+  fn_.cuStreamDestroy(stream_);
+  fn_.cuDevicePrimaryCtxRelease(device_);
+}
+
+void CudaDevice::make_current() const {
+  // The primary context is shared per device and process: making it current is cheap and lets
+  // any thread call in.
+  check_cu(fn_, fn_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+void CudaDevice::sync_locked() {
+  check_cu(fn_, fn_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  upload_head_ = 0;  // nothing queued reads the upload ring any more
+}
+
+void CudaDevice::reserve_locked(Pinned& p, std::uint64_t bytes) {
+  if (p.size >= bytes) return;
+  sync_locked();
+  if (p.ptr) fn_.cuMemFreeHost(p.ptr);
+  p = Pinned{};
+  const std::uint64_t size = std::max<std::uint64_t>(std::bit_ceil(bytes), kMinStaging);
+  void* ptr = nullptr;
+  check_cu(fn_, fn_.cuMemHostAlloc(&ptr, size, 0), "cuMemHostAlloc");
+  p = Pinned{ptr, size};
+}
+
+std::unique_ptr<BufferImpl> CudaDevice::create_buffer(std::uint64_t bytes) {
+  make_current();
+  CUdeviceptr ptr = 0;
+  check_cu(fn_, fn_.cuMemAlloc(&ptr, bytes), "cuMemAlloc");
+  return std::make_unique<CudaBufferImpl>(*this, ptr, bytes);
+}
+
+void CudaDevice::free_buffer(CUdeviceptr ptr) {
+  if (!ptr || process_exiting()) return;
+  std::lock_guard lock(mutex_);
+  make_current();
+  // Queued work may still use the buffer; cuMemFree would also wait, but explicitly is clearer.
+  fn_.cuStreamSynchronize(stream_);
+  upload_head_ = 0;
+  fn_.cuMemFree(ptr);
+}
+
+void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+  auto& b = static_cast<CudaBufferImpl&>(buffer);
+  std::lock_guard lock(mutex_);
+  make_current();
+  // Uploads go through a pinned ring so the copy is truly asynchronous; when the ring is full,
+  // wait for the stream (which frees it all) and start over.
+  if (upload_head_ + bytes > upload_.size) {
+    if (bytes > upload_.size)
+      reserve_locked(upload_, bytes);
+    else
+      sync_locked();
+  }
+  auto* dst = static_cast<std::uint8_t*>(upload_.ptr) + upload_head_;
+  std::memcpy(dst, data, bytes);
+  check_cu(fn_, fn_.cuMemcpyHtoDAsync(b.ptr + offset, dst, bytes, stream_), "cuMemcpyHtoDAsync");
+  upload_head_ += (bytes + 255) & ~std::uint64_t{255};
+}
+
+void CudaDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+  auto& b = static_cast<CudaBufferImpl&>(buffer);
+  std::lock_guard lock(mutex_);
+  make_current();
+  reserve_locked(download_, bytes);
+  check_cu(fn_, fn_.cuMemcpyDtoHAsync(download_.ptr, b.ptr + offset, bytes, stream_), "cuMemcpyDtoHAsync");
+  sync_locked();
+  std::memcpy(out, download_.ptr, bytes);
+}
+
+void CudaDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+                      std::uint64_t bytes) {
+  auto& s = static_cast<CudaBufferImpl&>(src);
+  auto& d = static_cast<CudaBufferImpl&>(dst);
+  std::lock_guard lock(mutex_);
+  make_current();
+  check_cu(fn_, fn_.cuMemcpyDtoDAsync(d.ptr + dst_offset, s.ptr + src_offset, bytes, stream_), "cuMemcpyDtoDAsync");
+}
+
+std::unique_ptr<BindingSetImpl> CudaDevice::bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) {
+  auto& k = static_cast<CudaKernelImpl&>(kernel);
+  auto set = std::make_unique<CudaBindingSetImpl>();
+  set->ptrs.reserve(k.slots.size());
+  for (std::uint32_t slot : k.slots) set->ptrs.push_back(static_cast<CudaBufferImpl*>(by_slot[slot])->ptr);
+  return set;
+}
+
+std::unique_ptr<RecordedBatchImpl> CudaDevice::record(std::span<const DispatchCommand> commands) {
+  auto batch = std::make_unique<CudaBatchImpl>(*this);
+  batch->launches.reserve(commands.size());
+  for (const DispatchCommand& c : commands) {
+    auto& k = *static_cast<CudaKernelImpl*>(c.kernel);
+    auto& b = *static_cast<CudaBindingSetImpl*>(c.bindings);
+    batch->launches.push_back(
+        CudaBatchImpl::Launch{k.function, {c.groups.x, c.groups.y, c.groups.z}, k.block, b.ptrs, c.params});
+  }
+  return batch;
+}
+
+void CudaDevice::launch_locked(CudaBatchImpl& batch) {
+  // cuLaunchKernel copies the argument values at the call, so the args array can live here.
+  void* args[kMaxArgs];
+  for (auto& l : batch.launches) {
+    std::size_t n = 0;
+    for (CUdeviceptr& p : l.ptrs) args[n++] = &p;
+    if (l.params.size() > 0) args[n++] = const_cast<void*>(l.params.data());
+    check_cu(fn_,
+             fn_.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], 0,
+                                stream_, args, nullptr),
+             "cuLaunchKernel");
+  }
+}
+
+bool CudaDevice::capture_locked(CudaBatchImpl& batch) {
+  // Thread-local capture: only this thread (which holds the mutex) is restricted meanwhile.
+  if (fn_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return false;
+  bool launched = true;
+  try {
+    launch_locked(batch);
+  } catch (const Error&) {
+    launched = false;
+  }
+  CUgraph graph = nullptr;
+  const CUresult end = fn_.cuStreamEndCapture(stream_, &graph);
+  bool ok = launched && end == CUDA_SUCCESS && graph;
+  if (ok) ok = fn_.cuGraphInstantiate(&batch.exec, graph, 0) == CUDA_SUCCESS;
+  if (graph) fn_.cuGraphDestroy(graph);
+  if (!ok) batch.exec = nullptr;
+  return ok;
+}
+
+void CudaDevice::submit(RecordedBatchImpl& recorded) {
+  auto& batch = static_cast<CudaBatchImpl&>(recorded);
+  std::lock_guard lock(mutex_);
+  make_current();
+  // A batch of several launches submitted more than once is replayed as a CUDA graph: one
+  // cuGraphLaunch instead of a launch per kernel. The first submission launches directly, so
+  // one-off dispatches never pay for instantiation.
+  if (use_graphs_ && !batch.graph_failed && batch.launches.size() > 1 && batch.submits++ > 0) {
+    if (batch.exec || capture_locked(batch)) {
+      check_cu(fn_, fn_.cuGraphLaunch(batch.exec, stream_), "cuGraphLaunch");
+      return;
+    }
+    batch.graph_failed = true;
+  }
+  launch_locked(batch);
+}
+
+void CudaDevice::destroy_graph(CUgraphExec exec) {
+  if (!exec || process_exiting()) return;
+  std::lock_guard lock(mutex_);
+  make_current();
+  fn_.cuStreamSynchronize(stream_);  // a queued replay may still run it
+  upload_head_ = 0;
+  fn_.cuGraphExecDestroy(exec);
+}
+
+void CudaDevice::synchronize() {
+  std::lock_guard lock(mutex_);
+  make_current();
+  sync_locked();
+}
+
+}  // namespace vgpu::cuda

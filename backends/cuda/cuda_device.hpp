@@ -1,0 +1,138 @@
+// backends/cuda/cuda_device.hpp — one CUDA device as a vgpu DeviceImpl.
+//
+// Kernel ABI (built-ins in core/kernels/cuda_source.cpp and user kernels alike): the entry is
+//   extern "C" __global__ void entry(T0* slotA, T1* slotB, ..., Params p)
+// with one pointer per binding slot the KernelSource declares, in ascending slot order, followed
+// by the params struct passed by value when params_size > 0 (its exact size; keep it to
+// 4-byte scalars as kernel_abi.hpp does). cuLaunchKernel gets an args array holding a pointer
+// to each slot's CUdeviceptr, then a pointer to the params bytes. Grid = the dispatch's groups,
+// block = CompileOptions::workgroup_size; defines become -DNAME=VALUE, and VGPU_LOCAL_SIZE_X/Y/Z
+// are defined to the block size.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cuda_loader.hpp"
+#include "vgpu/backend/device_impl.hpp"
+
+namespace vgpu::cuda {
+
+class CudaDevice;
+
+/// A cuMemAlloc'ed device buffer (never managed memory). Thread-safety: owned by core.
+class CudaBufferImpl final : public BufferImpl {
+ public:
+  CudaBufferImpl(CudaDevice& device, CUdeviceptr ptr, std::uint64_t bytes) : device_(device), ptr(ptr), bytes(bytes) {}
+  ~CudaBufferImpl() override;
+  CudaDevice& device_;
+  CUdeviceptr ptr;
+  std::uint64_t bytes;
+};
+
+/// A loaded module and its entry function. Thread-safety: immutable after compile.
+class CudaKernelImpl final : public KernelImpl {
+ public:
+  explicit CudaKernelImpl(CudaDevice& device) : device_(device) {}
+  ~CudaKernelImpl() override;
+  CudaDevice& device_;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  std::vector<std::uint32_t> slots;  ///< declared slots, ascending: the pointer arguments
+  std::uint32_t params_size = 0;
+  std::array<std::uint32_t, 3> block{1, 1, 1};
+};
+
+/// The device pointers of a kernel's slots, in argument order. Thread-safety: immutable.
+class CudaBindingSetImpl final : public BindingSetImpl {
+ public:
+  std::vector<CUdeviceptr> ptrs;
+};
+
+/// A recorded batch: the launches to replay on the stream, and from its second submission on
+/// (when it has several launches) a CUDA graph captured from them, replayed with one
+/// cuGraphLaunch. Thread-safety: guarded by the device mutex.
+class CudaBatchImpl final : public RecordedBatchImpl {
+ public:
+  explicit CudaBatchImpl(CudaDevice& device) : device_(device) {}
+  ~CudaBatchImpl() override;
+  CudaDevice& device_;
+  CUgraphExec exec = nullptr;
+  std::uint64_t submits = 0;
+  bool graph_failed = false;  // capture or instantiation failed once: keep plain launches
+  struct Launch {
+    CUfunction function;
+    std::array<std::uint32_t, 3> grid, block;
+    std::vector<CUdeviceptr> ptrs;
+    ParamsBlock params;
+  };
+  std::vector<Launch> launches;
+};
+
+/// One opened CUDA device: its primary context, one stream, pinned staging for uploads and
+/// readbacks (reused, grown only when a larger transfer comes), modules compiled by NVRTC for
+/// the exact SM (PTX for an SM NVRTC does not know) and cached in L2.
+/// Every call makes the primary context current on the calling thread first. Launches are
+/// queued on the stream in submission order, so writes, copies and dispatches need no
+/// barriers; read() and synchronize() wait for the stream.
+/// Thread-safety: every member may be called concurrently; stream and staging are guarded by
+/// one mutex, compilation runs outside it.
+class CudaDevice final : public DeviceImpl {
+ public:
+  /// Retains the primary context of ordinal and creates the stream.
+  CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice device, DeviceInfo info, int cc_major, int cc_minor);
+  ~CudaDevice() override;
+
+  const DeviceInfo& info() const override { return info_; }
+  Dialect dialect() const noexcept override { return Dialect::cuda; }
+  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
+            std::uint64_t bytes) override;
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
+  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
+  void submit(RecordedBatchImpl& batch) override;
+  void synchronize() override;
+
+  // Used by the object destructors above.
+  void free_buffer(CUdeviceptr ptr);
+  void unload(CUmodule module);
+  void destroy_graph(CUgraphExec exec);
+
+ private:
+  struct Pinned {
+    void* ptr = nullptr;
+    std::uint64_t size = 0;
+  };
+  void make_current() const;
+  // Grows p to at least bytes (waiting for the stream first, since queued copies may use it).
+  void reserve_locked(Pinned& p, std::uint64_t bytes);
+  void sync_locked();
+  void launch_locked(CudaBatchImpl& batch);
+  // Captures batch's launches into a graph; false (with the stream usable) when that fails.
+  bool capture_locked(CudaBatchImpl& batch);
+  // Module image (cubin or PTX) from L2 or NVRTC; *from_l2 says which.
+  std::vector<std::uint8_t> image_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
+                                      bool* from_l2);
+
+  const DriverFns& fn_;
+  const NvrtcFns* nvrtc_;  // null when NVRTC is missing: compile() then reports it
+  CUdevice device_;
+  DeviceInfo info_;
+  int cc_major_, cc_minor_;
+  CUcontext ctx_ = nullptr;
+  bool use_graphs_ = true;  // VGPU_CUDA_GRAPHS=0 turns graph replay off
+
+  std::mutex mutex_;
+  CUstream stream_ = nullptr;
+  Pinned upload_;  // host → device staging ring
+  std::uint64_t upload_head_ = 0;
+  Pinned download_;  // device → host staging
+};
+
+}  // namespace vgpu::cuda

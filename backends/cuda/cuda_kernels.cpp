@@ -1,0 +1,105 @@
+// backends/cuda/cuda_kernels.cpp — CUDA C → cubin (or PTX) with NVRTC, the L2 cache of module
+// images, and module loading.
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "cuda_device.hpp"
+#include "cuda_nvrtc.hpp"
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
+
+namespace vgpu::cuda {
+
+void CudaDevice::unload(CUmodule module) {
+  if (!module || process_exiting()) return;
+  std::lock_guard lock(mutex_);
+  make_current();
+  fn_.cuStreamSynchronize(stream_);  // a queued launch may still use the module
+  upload_head_ = 0;
+  fn_.cuModuleUnload(module);
+}
+
+std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
+                                                bool* from_l2) {
+  *from_l2 = false;
+  auto& store = cache::DiskStore::global();
+  const DeviceFingerprint& fp = info_.fingerprint;
+  const cache::KernelKey key = cache::make_kernel_key(source, Dialect::cuda, options, fp);
+  if (store.enabled() && use_l2) {
+    cache::LoadOutcome outcome;
+    if (auto blob = store.load(cache::EntryKind::cuda_binary, key, fp, &outcome)) {
+      // The driver must only see an ELF cubin or NUL-terminated PTX: it reads PTX up to the NUL.
+      const bool elf =
+          blob->size() > 4 && (*blob)[0] == 0x7f && (*blob)[1] == 'E' && (*blob)[2] == 'L' && (*blob)[3] == 'F';
+      if (elf || (!blob->empty() && blob->back() == 0)) {
+        counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+        *from_l2 = true;
+        return std::move(*blob);
+      }
+      store.reject(cache::EntryKind::cuda_binary, key, "not a module image");
+      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    } else if (outcome == cache::LoadOutcome::rejected) {
+      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      counters().l2_misses.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (!nvrtc_)
+    fail(ErrorCategory::unavailable, "CUDA kernel '" + source.name + "' needs NVRTC, which is not installed.",
+         "install the CUDA NVRTC runtime (libnvrtc.so.13 or .12), or run on another backend.");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::uint8_t> image = compile_cuda(*nvrtc_, source, options, cc_major_ * 10 + cc_minor_);
+  counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  if (store.enabled() &&
+      store.store(cache::EntryKind::cuda_binary, key, fp, image, static_cast<std::uint64_t>(us.count())))
+    counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
+  return image;
+}
+
+std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, const CompileOptions& options) {
+  if (source.cuda.empty() || source.cuda_entry.empty())
+    fail(ErrorCategory::not_supported,
+         "kernel '" + source.name + "' has no CUDA source (KernelSource::cuda and cuda_entry).",
+         "add a CUDA C version of the kernel, or run it on a backend whose dialect it has.");
+  auto k = std::make_unique<CudaKernelImpl>(*this);
+  for (const auto& b : source.bindings) k->slots.push_back(b.slot);
+  std::sort(k->slots.begin(), k->slots.end());
+  k->params_size = source.params_size;
+  k->block = options.workgroup_size;
+
+  bool from_l2 = false;
+  std::vector<std::uint8_t> image = image_for(source, options, true, &from_l2);
+  make_current();
+  CUresult r = fn_.cuModuleLoadData(&k->module, image.data());
+  if (r != CUDA_SUCCESS && from_l2) {
+    // The driver refused a cached image: drop it and build from source.
+    cache::DiskStore::global().reject(cache::EntryKind::cuda_binary,
+                                      cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint),
+                                      "driver");
+    counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::warn, "CUDA: the driver refused a cached module for '" + source.name + "' (" + error_text(fn_, r) +
+                            "); recompiling.");
+    image = image_for(source, options, false, &from_l2);
+    make_current();
+    r = fn_.cuModuleLoadData(&k->module, image.data());
+  }
+  if (r != CUDA_SUCCESS) {
+    k->module = nullptr;
+    fail(ErrorCategory::compile_error,
+         "CUDA kernel '" + source.name + "' compiled but the driver could not load it: " + error_text(fn_, r) + ".",
+         "check the kernel's resource use (shared memory, registers) against " + info_.name + "'s limits.");
+  }
+  r = fn_.cuModuleGetFunction(&k->function, k->module, source.cuda_entry.c_str());
+  if (r != CUDA_SUCCESS)
+    fail(ErrorCategory::compile_error,
+         "CUDA kernel '" + source.name + "' has no entry point '" + source.cuda_entry + "' (" + error_text(fn_, r) +
+             ").",
+         "declare it as extern \"C\" __global__ void " + source.cuda_entry + "(...), or fix KernelSource::cuda_entry.");
+  return k;
+}
+
+}  // namespace vgpu::cuda

@@ -1,0 +1,143 @@
+// backends/cuda/cuda_loader.cpp — dlopen of libcuda.so.1 and NVRTC, error names.
+#include "cuda_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::cuda {
+namespace {
+
+// Two levels so the argument is macro-expanded first: VGPU_CU_STR(cuMemAlloc) is "cuMemAlloc_v2".
+#define VGPU_CU_STR2(x) #x
+#define VGPU_CU_STR(x) VGPU_CU_STR2(x)
+
+std::atomic<bool> g_exiting{false};
+
+const char* dl_error() {
+  const char* e = dlerror();
+  return e ? e : "unknown dlopen error";
+}
+
+}  // namespace
+
+const DriverFns* load_driver(std::string* reason) {
+  static DriverFns fns;
+  static const DriverFns* result = nullptr;
+  static std::string why;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      why = std::string("no NVIDIA driver library (libcuda.so.1 could not be loaded: ") + dl_error() + ")";
+      return;
+    }
+#define VGPU_CU_LOAD(name)                                                                       \
+  fns.name = reinterpret_cast<decltype(fns.name)>(dlsym(lib, VGPU_CU_STR(name)));                \
+  if (!fns.name) {                                                                               \
+    why = "the NVIDIA driver library lacks " VGPU_CU_STR(name) " (driver too old for CUDA 12+)"; \
+    return;                                                                                      \
+  }
+    VGPU_CU_FNS(VGPU_CU_LOAD)
+#undef VGPU_CU_LOAD
+    const CUresult r = fns.cuInit(0);
+    if (r != CUDA_SUCCESS) {
+      why = "cuInit failed with " + error_text(fns, r);
+      return;
+    }
+    watch_process_exit();
+    result = &fns;
+  });
+  if (!result && reason) *reason = why;
+  return result;
+}
+
+const NvrtcFns* load_nvrtc(std::string* reason) {
+  static NvrtcFns fns;
+  static const NvrtcFns* result = nullptr;
+  static std::string why;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> candidates = {"libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.13",
+                                           "/usr/local/cuda/lib64/libnvrtc.so.12"};
+    if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
+      candidates.push_back(std::string(home) + "/lib64/libnvrtc.so.13");
+      candidates.push_back(std::string(home) + "/lib64/libnvrtc.so.12");
+    }
+    void* lib = nullptr;
+    for (const auto& c : candidates) {
+      lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (lib) {
+        fns.library = c;
+        break;
+      }
+    }
+    if (!lib) {
+      why =
+          "NVRTC is missing (libnvrtc.so.13 / libnvrtc.so.12 not found on the library path or in "
+          "/usr/local/cuda/lib64)";
+      return;
+    }
+#define VGPU_NVRTC_LOAD(name)                                         \
+  fns.name = reinterpret_cast<decltype(fns.name)>(dlsym(lib, #name)); \
+  if (!fns.name) {                                                    \
+    why = "NVRTC (" + fns.library + ") lacks " #name;                 \
+    return;                                                           \
+  }
+    VGPU_NVRTC_FNS(VGPU_NVRTC_LOAD)
+#undef VGPU_NVRTC_LOAD
+    fns.nvrtcVersion(&fns.major, &fns.minor);
+    int n = 0;
+    if (fns.nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+      fns.archs.resize(static_cast<std::size_t>(n));
+      if (fns.nvrtcGetSupportedArchs(fns.archs.data()) != NVRTC_SUCCESS) fns.archs.clear();
+    }
+    result = &fns;
+  });
+  if (!result && reason) *reason = why;
+  return result;
+}
+
+std::string error_text(const DriverFns& f, CUresult r) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (!f.cuGetErrorName || f.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_(unrecognised)";
+  if (!f.cuGetErrorString || f.cuGetErrorString(r, &text) != CUDA_SUCCESS || !text) text = "";
+  std::string s = name + (" (" + std::to_string(static_cast<int>(r)) + ")");
+  if (*text) s += std::string(": ") + text;
+  return s;
+}
+
+void fail_cu(const DriverFns& f, CUresult r, const char* call) {
+  const std::string what = std::string(call) + " failed with " + error_text(f, r) + ".";
+  switch (r) {
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      fail(ErrorCategory::out_of_memory, what, "free device buffers or use smaller problems.");
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      fail(ErrorCategory::device_lost, what,
+           "the CUDA context is unusable after this; check the kernel for out-of-bounds accesses, then recreate "
+           "the Runtime.");
+    default:
+      fail(ErrorCategory::internal, what, "report this with the output of vgpu-probe.");
+  }
+}
+
+void watch_process_exit() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit([] { g_exiting.store(true); }); });
+}
+
+bool process_exiting() noexcept { return g_exiting.load(); }
+
+}  // namespace vgpu::cuda

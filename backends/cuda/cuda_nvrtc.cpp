@@ -1,0 +1,79 @@
+// backends/cuda/cuda_nvrtc.cpp — NVRTC compilation to cubin for the exact SM, PTX fallback.
+#include "cuda_nvrtc.hpp"
+
+#include <algorithm>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::cuda {
+
+std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const CompileOptions& options, int sm, bool* cubin) {
+  std::vector<std::string> opts;
+  const bool exact = std::find(nvrtc.archs.begin(), nvrtc.archs.end(), sm) != nvrtc.archs.end();
+  *cubin = exact;
+  int arch = sm;
+  if (!exact) {
+    // An SM newer than this NVRTC: PTX for the newest SM it knows below, which the driver can
+    // JIT forward. (An SM older than every supported one is left to fail with NVRTC's log.)
+    for (int a : nvrtc.archs)
+      if (a < sm) arch = a;
+  }
+  opts.push_back((exact ? "-arch=sm_" : "-arch=compute_") + std::to_string(arch));
+  opts.push_back("-DVGPU_LOCAL_SIZE_X=" + std::to_string(options.workgroup_size[0]));
+  opts.push_back("-DVGPU_LOCAL_SIZE_Y=" + std::to_string(options.workgroup_size[1]));
+  opts.push_back("-DVGPU_LOCAL_SIZE_Z=" + std::to_string(options.workgroup_size[2]));
+  for (const auto& [name, value] : options.defines) opts.push_back("-D" + name + "=" + value);
+  return opts;
+}
+
+std::vector<std::uint8_t> compile_cuda(const NvrtcFns& nv, const KernelSource& source, const CompileOptions& options,
+                                       int sm) {
+  bool cubin = false;
+  const std::vector<std::string> opts = nvrtc_options(nv, options, sm, &cubin);
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+
+  nvrtcProgram prog = nullptr;
+  const std::string file = source.name + ".cu";
+  nvrtcResult r = nv.nvrtcCreateProgram(&prog, source.cuda.c_str(), file.c_str(), 0, nullptr, nullptr);
+  if (r != NVRTC_SUCCESS)
+    fail(ErrorCategory::internal, std::string("nvrtcCreateProgram failed: ") + nv.nvrtcGetErrorString(r) + ".",
+         "report this with the output of vgpu-probe.");
+  struct Guard {
+    const NvrtcFns& nv;
+    nvrtcProgram& p;
+    ~Guard() { nv.nvrtcDestroyProgram(&p); }
+  } guard{nv, prog};
+
+  r = nv.nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  if (r != NVRTC_SUCCESS) {
+    std::size_t log_size = 0;
+    std::string log;
+    if (nv.nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+      log.resize(log_size);
+      nv.nvrtcGetProgramLog(prog, log.data());
+      while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    } else {
+      log = nv.nvrtcGetErrorString(r);
+    }
+    fail(ErrorCategory::compile_error, "CUDA kernel '" + source.name + "' failed to compile:\n" + log,
+         "correct the CUDA source at the line NVRTC reports (" + file + "(line): ...).");
+  }
+  std::vector<std::uint8_t> image;
+  std::size_t size = 0;
+  if (cubin) {
+    if (nv.nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || size == 0)
+      fail(ErrorCategory::internal, "NVRTC produced no cubin for '" + source.name + "'.", "report this as a vgpu bug.");
+    image.resize(size);
+    nv.nvrtcGetCUBIN(prog, reinterpret_cast<char*>(image.data()));
+  } else {
+    if (nv.nvrtcGetPTXSize(prog, &size) != NVRTC_SUCCESS || size == 0)
+      fail(ErrorCategory::internal, "NVRTC produced no PTX for '" + source.name + "'.", "report this as a vgpu bug.");
+    image.resize(size);  // size includes the NUL cuModuleLoadData needs
+    nv.nvrtcGetPTX(prog, reinterpret_cast<char*>(image.data()));
+    if (image.back() != 0) image.push_back(0);
+  }
+  return image;
+}
+
+}  // namespace vgpu::cuda

@@ -1,0 +1,347 @@
+// tests/cuda_test.cpp — the CUDA backend end to end: NVRTC compile errors, a user CUDA kernel
+// against a CPU reference, the L2 round trip of its cubin, steady state of persistent kernels
+// and a resubmitted batch.
+//
+// Every test needs a CUDA device. Without one, main() prints the reason and exits 77, which
+// ctest reports as a skip (SKIP_RETURN_CODE), never as a pass.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/cache_fixtures.hpp"
+#include "support/catch_session.hpp"
+#include "support/expect_error.hpp"
+#include "support/numerics.hpp"
+#include "support/plan_runner.hpp"
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/vgpu.hpp"
+
+#ifndef VGPU_TEST_TMP_ROOT
+#error "VGPU_TEST_TMP_ROOT must be defined by the build"
+#endif
+
+namespace vgpu_test {
+namespace {
+
+using vgpu::test::only;
+using vgpu::test::why_unavailable;
+
+vgpu::Runtime& shared_runtime() {
+  static vgpu::Runtime runtime(only(vgpu::BackendKind::cuda));
+  return runtime;
+}
+
+vgpu::Device cuda_device() { return shared_runtime().open("cuda:0"); }
+
+std::string why_no_cuda() { return why_unavailable(shared_runtime(), vgpu::BackendKind::cuda); }
+
+struct ScaleAddParams {
+  std::uint32_t n;
+  float scale;
+  std::uint32_t pad0, pad1;
+};
+
+const std::string kScaleAddCuda =
+    "struct ScaleAddParams { unsigned n; float scale; unsigned pad0, pad1; };\n"
+    "extern \"C\" __global__ void scale_add(const float* a, const float* b, float* out, ScaleAddParams p) {\n"
+    "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
+    "  if (i < p.n) out[i] = a[i] * p.scale + b[i];\n"
+    "}\n";
+
+vgpu::KernelSource make_source(const std::string& cuda) {
+  auto n_floats = [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
+    return std::uint64_t{pb.as<ScaleAddParams>().n} * 4;
+  };
+  vgpu::KernelSource s;
+  s.name = "test.cuda_scale_add";
+  s.cuda = cuda;
+  s.cuda_entry = "scale_add";
+  s.bindings = {{0, vgpu::Access::read, "a", n_floats},
+                {1, vgpu::Access::read, "b", n_floats},
+                {2, vgpu::Access::write, "out", n_floats}};
+  s.params_size = sizeof(ScaleAddParams);
+  return s;
+}
+
+std::string nonce() {
+  return "// run " + std::to_string(::getpid()) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+}
+
+vgpu::Groups spread(std::uint64_t groups) {
+  const std::uint64_t x = std::min<std::uint64_t>(groups, 32);
+  return vgpu::Groups{static_cast<std::uint32_t>(x), static_cast<std::uint32_t>((groups + x - 1) / x), 1};
+}
+
+void check_scale_add(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint32_t n, std::uint32_t wg) {
+  INFO("n = " << n);
+  constexpr std::uint32_t kGuard = 16;
+  constexpr float kSentinel = 12345.0f;
+  const auto a = random_floats(n, n), b = random_floats(n, n + 1);
+  const float scale = -1.25f;
+  vgpu::Buffer ba = device.create_buffer(n * 4ull), bb = device.create_buffer(n * 4ull),
+               bo = device.create_buffer((n + kGuard) * 4ull);
+  device.write(ba, a.data(), n * 4ull);
+  device.write(bb, b.data(), n * 4ull);
+  std::vector<float> init(n + kGuard, kNaN);
+  std::fill(init.begin() + n, init.end(), kSentinel);
+  device.write(bo, init.data(), init.size() * 4);
+  device.dispatch(kernel, device.bind(kernel, {{0, ba}, {1, bb}, {2, bo}}),
+                  vgpu::ParamsBlock::of(ScaleAddParams{n, scale, 0, 0}), spread((n + wg - 1) / wg));
+  std::vector<float> out(n + kGuard, kNaN);
+  device.read(bo, out.data(), out.size() * 4);
+  Reference ref;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const double as = static_cast<double>(a[i]) * scale;
+    ref.value.push_back(as + b[i]);
+    ref.bound.push_back(2.0 * kEps32 * (std::abs(as) + std::abs(static_cast<double>(b[i]))));
+  }
+  const Comparison c = compare(std::vector<float>(out.begin(), out.begin() + n), ref);
+  INFO(c.describe());
+  CHECK(c.ok());
+  std::size_t guard_changed = 0;
+  for (std::uint32_t i = n; i < n + kGuard; ++i) guard_changed += out[i] != kSentinel;
+  CHECK(guard_changed == 0);
+}
+
+}  // namespace
+
+TEST_CASE("device info: compute capability, SMs, memory, fingerprint", "[cuda][info]") {
+  vgpu::Device device = cuda_device();
+  const vgpu::DeviceInfo& info = device.info();
+  CHECK(info.backend == vgpu::BackendKind::cuda);
+  CHECK(!info.name.empty());
+  CHECK(info.memory_bytes > 0);
+  CHECK(info.compute_units > 0);
+  CHECK(info.limits.max_workgroup_invocations >= 256);
+  CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("compute_capability="));
+  CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("nvrtc_version="));
+  CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("driver_version="));
+}
+
+TEST_CASE("user CUDA kernel: matches a CPU reference at awkward sizes", "[cuda][user]") {
+  vgpu::Device device = cuda_device();
+  vgpu::CompileOptions options;
+  options.workgroup_size = {64, 1, 1};
+  const vgpu::Kernel kernel = device.compile(make_source(nonce() + kScaleAddCuda), options);
+  for (std::uint32_t n : {1u, 15u, 255u, 1000u, 65537u}) check_scale_add(device, kernel, n, 64);
+}
+
+TEST_CASE("bad CUDA source: compile_error carrying the NVRTC log; the device keeps working", "[cuda][errors]") {
+  vgpu::Device device = cuda_device();
+  vgpu::KernelSource bad = make_source(
+      "extern \"C\" __global__ void scale_add(const float* a, const float* b, float* out) {\n"
+      "  out[0] = a[0] * no_such_variable;\n"
+      "}\n");
+  bad.name = "test.cuda_bad";
+  bad.params_size = 0;
+  const vgpu::CounterSnapshot before = device.counters();
+  REQUIRE_VGPU_ERROR(compile_error, "CUDA kernel 'test.cuda_bad' failed to compile:", device.compile(bad));
+  REQUIRE_VGPU_ERROR(compile_error, "no_such_variable", device.compile(bad));
+  REQUIRE_VGPU_ERROR(compile_error, "test.cuda_bad.cu(2)", device.compile(bad));
+  vgpu::KernelSource wrong_entry = make_source(kScaleAddCuda);
+  wrong_entry.cuda_entry = "nope";
+  REQUIRE_VGPU_ERROR(compile_error, "no entry point 'nope'", device.compile(wrong_entry));
+  const vgpu::CounterSnapshot d = device.counters() - before;
+  CHECK(d.compiles == 0);
+  // The device still compiles and runs a good kernel.
+  vgpu::CompileOptions options;
+  options.workgroup_size = {128, 1, 1};
+  const vgpu::Kernel good = device.compile(make_source(kScaleAddCuda), options);
+  check_scale_add(device, good, 1000, 128);
+}
+
+TEST_CASE("L2 round trip: a fresh Runtime loads the cubin instead of compiling", "[cuda][l2]") {
+  if (!vgpu::cache::DiskStore::global().enabled()) {
+    WARN("the L2 store is disabled here; nothing to check");
+    return;
+  }
+  const vgpu::KernelSource source = make_source(nonce() + kScaleAddCuda);
+  vgpu::CompileOptions options;
+  options.workgroup_size = {64, 1, 1};
+  {
+    vgpu::Runtime first(only(vgpu::BackendKind::cuda));
+    vgpu::Device device = first.open("cuda:0");
+    const vgpu::CounterSnapshot before = device.counters();
+    const vgpu::Kernel k = device.compile(source, options);
+    const vgpu::CounterSnapshot d = device.counters() - before;
+    INFO(d.to_string());
+    CHECK(d.source_compiles == 1);
+    CHECK(d.l2_writes >= 1);
+  }
+  vgpu::Runtime second(only(vgpu::BackendKind::cuda));
+  vgpu::Device device = second.open("cuda:0");
+  const vgpu::CounterSnapshot before = device.counters();
+  const vgpu::Kernel k = device.compile(source, options);
+  const vgpu::CounterSnapshot d = device.counters() - before;
+  INFO(d.to_string());
+  CHECK(d.l2_hits >= 1);
+  CHECK(d.source_compiles == 0);
+  check_scale_add(device, k, 1000, 64);
+}
+
+TEST_CASE("L2 damage: a payload the driver refuses is rejected and recompiled", "[cuda][l2][corrupt]") {
+  auto& store = vgpu::cache::DiskStore::global();
+  if (!store.enabled()) {
+    WARN("the L2 store is disabled here; nothing to check");
+    return;
+  }
+  vgpu::CompileOptions options;
+  options.workgroup_size = {64, 1, 1};
+  // (1) NUL-terminated text the driver takes for PTX and refuses; (2) bytes that are neither a
+  // cubin nor NUL-terminated PTX, dropped before the driver sees them.
+  const std::vector<std::string> payloads = {std::string("this is not PTX at all") + '\0', "garbage, no terminator"};
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    INFO("payload " << i);
+    const vgpu::KernelSource source = make_source(nonce() + kScaleAddCuda);
+    vgpu::Runtime runtime(only(vgpu::BackendKind::cuda));
+    vgpu::Device device = runtime.open("cuda:0");
+    const auto key = vgpu::cache::make_kernel_key(source, vgpu::Dialect::cuda, options, device.info().fingerprint);
+    const std::vector<std::uint8_t> bytes(payloads[i].begin(), payloads[i].end());
+    REQUIRE(store.store(vgpu::cache::EntryKind::cuda_binary, key, device.info().fingerprint, bytes, 0));
+    const auto rejected_before = store.stats().rejected;
+    const vgpu::CounterSnapshot before = device.counters();
+    const vgpu::Kernel k = device.compile(source, options);
+    const vgpu::CounterSnapshot d = device.counters() - before;
+    INFO(d.to_string());
+    CHECK(d.l2_rejected == 1);
+    CHECK(d.source_compiles == 1);
+    const auto rejected_after = store.stats().rejected;
+    const std::string reason = i == 0 ? "driver" : "not a module image";
+    auto count = [&](const std::map<std::string, std::uint64_t>& m) {
+      auto it = m.find(reason);
+      return it == m.end() ? std::uint64_t{0} : it->second;
+    };
+    CHECK(count(rejected_after) == count(rejected_before) + 1);
+    check_scale_add(device, k, 1000, 64);
+    // The recompiled cubin replaced the bad entry.
+    const auto again = store.load(vgpu::cache::EntryKind::cuda_binary, key, device.info().fingerprint);
+    REQUIRE(again.has_value());
+    CHECK((*again)[0] == 0x7f);
+  }
+}
+
+TEST_CASE("batch: two dependent launches recorded once, resubmitted (graph replay) with new data", "[cuda][batch]") {
+  vgpu::Device device = cuda_device();
+  const vgpu::DeviceInfo& info = device.info();
+  constexpr std::uint32_t n = 1000;
+  const auto axpy = vgpu::ops::axpy(info, n);
+  const auto add = vgpu::ops::add(info, n);
+  const vgpu::Kernel kaxpy = device.compile(axpy.source, axpy.options);
+  const vgpu::Kernel kadd = device.compile(add.source, add.options);
+  vgpu::Buffer a = device.create_buffer(4), x = device.create_buffer(n * 4), y = device.create_buffer(n * 4),
+               o = device.create_buffer(n * 4);
+  // y = a*x + y;  o = y + x (reads the new y).
+  vgpu::Batch batch = device.create_batch();
+  batch.dispatch(kaxpy, device.bind(kaxpy, {{0, a}, {1, x}, {2, y}}), axpy.steps[0].params, axpy.steps[0].groups);
+  batch.dispatch(kadd, device.bind(kadd, {{0, y}, {1, x}, {2, o}}), add.steps[0].params, add.steps[0].groups);
+  for (std::uint64_t round = 0; round < 5; ++round) {
+    INFO("submit " << round);
+    const float av = 0.5f + static_cast<float>(round);
+    const auto xv = random_floats(n, 40 + round), yv = random_floats(n, 50 + round);
+    device.write(a, &av, 4);
+    device.write(x, xv.data(), n * 4);
+    device.write(y, yv.data(), n * 4);
+    const vgpu::CounterSnapshot before = device.counters();
+    device.submit(batch);
+    std::vector<float> go(n, kNaN);
+    device.read(o, go.data(), n * 4);
+    const vgpu::CounterSnapshot d = device.counters() - before;
+    CHECK(d.dispatches == 2);
+    CHECK(d.compiles + d.binds + d.allocations == 0);
+    Reference ro;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const double yn = static_cast<double>(av) * xv[i] + yv[i];
+      ro.value.push_back(yn + xv[i]);
+      ro.bound.push_back(4 * kEps32 * (std::abs(static_cast<double>(av) * xv[i]) + std::abs(yv[i]) + std::abs(xv[i])));
+    }
+    const Comparison c = compare(go, ro);
+    INFO(c.describe());
+    CHECK(c.ok());
+  }
+}
+
+TEST_CASE("steady state on CUDA: 200 persistent calls compile, allocate and bind nothing", "[cuda][steady]") {
+  vgpu::Device device = cuda_device();
+  const vgpu::DeviceInfo& info = device.info();
+  struct Case {
+    vgpu::KernelPlan plan;
+    HostTensors args;
+    std::function<Reference(const HostTensors&)> reference;
+    std::size_t output;
+    std::size_t poke;
+  };
+  std::vector<Case> cases;
+  cases.push_back({vgpu::ops::matmul(info, 67, 33, 129),
+                   {random_floats(67 * 33, 11), random_floats(33 * 129, 12), std::vector<float>(67 * 129)},
+                   [](const HostTensors& a) { return matmul_reference(a[0], a[1], 67, 33, 129); },
+                   2,
+                   0});
+  cases.push_back({vgpu::ops::reduce_sum(info, 100000),
+                   {random_floats(100000, 13), {0.0f}},
+                   [](const HostTensors& a) { return sum_reference(a[0]); },
+                   1,
+                   0});
+  cases.push_back({vgpu::ops::softmax_rows(info, 15, 1000),
+                   {random_floats(15 * 1000, 14), std::vector<float>(15 * 1000)},
+                   [](const HostTensors& a) { return softmax_reference(a[0], 15, 1000); },
+                   1,
+                   0});
+  cases.push_back({vgpu::ops::add(info, 1000),
+                   {random_floats(1000, 15), random_floats(1000, 16), std::vector<float>(1000)},
+                   [](const HostTensors& a) { return binary_reference(a[0], a[1], false); },
+                   2,
+                   0});
+  for (auto& c : cases) {
+    INFO(c.plan.source.name);
+    vgpu::PersistentKernel kernel(device, c.plan);
+    call(kernel, c.args);
+    const vgpu::CounterSnapshot before = device.counters();
+    for (std::uint64_t i = 0; i < 200; ++i) {
+      auto& v = c.args[c.poke];
+      v[(i * 7919) % v.size()] = static_cast<float>(i % 13) * 0.25f - 1.5f;
+      call(kernel, c.args);
+    }
+    const vgpu::CounterSnapshot d = device.counters() - before;
+    INFO(d.to_string());
+    CHECK(d.compiles == 0);
+    CHECK(d.source_compiles == 0);
+    CHECK(d.allocations == 0);
+    CHECK(d.binds == 0);
+    CHECK(d.dispatches == 200 * c.plan.steps.size());
+    const Comparison cmp = compare(c.args[c.output], c.reference(c.args));
+    INFO(cmp.describe());
+    CHECK(cmp.ok());
+  }
+}
+
+}  // namespace vgpu_test
+
+int main(int argc, char* argv[]) {
+  bool listing = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.starts_with("--list") || arg == "-h" || arg == "--help") listing = true;
+  }
+  if (!listing) {
+    ::setenv("VGPU_CACHE_DIR", VGPU_TEST_TMP_ROOT "/default-cache", 0);
+    const std::string why = vgpu_test::why_no_cuda();
+    if (!why.empty()) {
+      std::printf("SKIPPED cuda tests: no CUDA device: %s\n", why.c_str());
+      return 77;
+    }
+    const vgpu::DeviceInfo& info = vgpu_test::cuda_device().info();
+    std::printf("cuda tests on %s (%s, %s)\n", info.id().c_str(), info.name.c_str(), info.api_version.c_str());
+    std::fflush(stdout);
+  }
+  return vgpu_test::run_catch_session(argc, argv);
+}
