@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -54,11 +53,6 @@ void CudaDevice::make_current() const {
 }
 
 void CudaDevice::sync_locked() {
-  // Small work finishes in microseconds, but a blocking synchronize can take longer than that
-  // to wake up: poll the stream briefly first (as the Vulkan backend polls its fence).
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
-  while (fn_.cuStreamQuery(stream_) == CUDA_ERROR_NOT_READY && std::chrono::steady_clock::now() < spin_until) {
-  }
   check_cu(fn_, fn_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   upload_head_ = 0;  // nothing queued reads the upload ring any more
 }
