@@ -1,7 +1,8 @@
 // tests/cuda_nvrtc_test.cpp — needs no GPU: NVRTC compiles every built-in CUDA kernel (with the
 // defines and block sizes the op plans use) for sm_90 and for the oldest and newest SM this
-// NVRTC supports, so CI on a CPU-only machine catches CUDA source errors. Exits 77 with the
-// reason when NVRTC cannot be loaded.
+// NVRTC supports, so CI on a CPU-only machine catches CUDA source errors; and every built-in
+// plan finds its L3 fatbin (when the build had nvcc). Exits 77 with the reason when NVRTC
+// cannot be loaded.
 #include "backends/cuda/cuda_nvrtc.hpp"
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,8 @@
 #include <string>
 
 #include "core/kernels/cuda_source.hpp"
+#include "core/kernels/kernel_abi.hpp"
+#include "vgpu/cache/precompiled.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
 #include "vgpu/vgpu.hpp"
@@ -18,13 +21,28 @@ namespace {
 
 const vgpu::cuda::NvrtcFns& nvrtc() { return *vgpu::cuda::load_nvrtc(nullptr); }
 
-/// The plans of every built-in op on a CUDA device description (no device needed).
-std::vector<vgpu::KernelPlan> cuda_plans() {
+/// A CUDA device description with sms SMs (no device needed).
+vgpu::DeviceInfo cuda_device(std::uint32_t sms) {
   vgpu::DeviceInfo dev;
   dev.backend = vgpu::BackendKind::cuda;
+  dev.compute_units = sms;
   dev.limits.max_workgroup_count = {2147483647u, 65535u, 65535u};
-  return {vgpu::ops::matmul(dev, 67, 33, 129), vgpu::ops::axpy(dev, 1000),          vgpu::ops::add(dev, 1000),
-          vgpu::ops::mul(dev, 1000),           vgpu::ops::reduce_sum(dev, 1000000), vgpu::ops::softmax_rows(dev, 3, 7)};
+  return dev;
+}
+
+/// The plans of every built-in op, with matmuls that take each of the CUDA tilings on a
+/// 132-SM GPU (small grid → 64×64, mid → 128×64, large → 128×128).
+std::vector<vgpu::KernelPlan> cuda_plans() {
+  const vgpu::DeviceInfo dev = cuda_device(132);
+  return {vgpu::ops::matmul(dev, 67, 33, 129),   vgpu::ops::matmul(dev, 1500, 40, 1100),
+          vgpu::ops::matmul(dev, 2048, 64, 2048), vgpu::ops::axpy(dev, 1000),
+          vgpu::ops::add(dev, 1000),              vgpu::ops::mul(dev, 1000),
+          vgpu::ops::reduce_sum(dev, 1000000),    vgpu::ops::softmax_rows(dev, 3, 7)};
+}
+
+/// The matmul plan's CUDA tiling, as "BMxBN".
+std::string tiling(const vgpu::KernelPlan& plan) {
+  return plan.options.defines.at("VGPU_MM_BM") + "x" + plan.options.defines.at("VGPU_MM_BN");
 }
 
 }  // namespace
@@ -38,6 +56,54 @@ TEST_CASE("every built-in op plan carries CUDA source and compiles for sm_90", "
     CHECK(image.size() > 4);
     CHECK(image[0] == 0x7f);  // an ELF cubin, not PTX
   }
+}
+
+TEST_CASE("CUDA matmul tiling: the largest tile that still gives every SM a block", "[cuda][matmul]") {
+  const vgpu::DeviceInfo h200 = cuda_device(132);
+  CHECK(tiling(vgpu::ops::matmul(h200, 4096, 4096, 4096)) == "128x128");  // 1024 blocks
+  CHECK(tiling(vgpu::ops::matmul(h200, 2048, 2048, 2048)) == "128x128");  // 256 blocks
+  CHECK(tiling(vgpu::ops::matmul(h200, 1500, 64, 1200)) == "128x64");     // 12·19 = 228 (128×128: 120)
+  CHECK(tiling(vgpu::ops::matmul(h200, 1024, 1024, 1024)) == "64x64");    // 128×64 gives only 128
+  CHECK(tiling(vgpu::ops::matmul(h200, 16, 16, 16)) == "64x64");
+  CHECK(tiling(vgpu::ops::matmul(cuda_device(8), 1024, 1024, 1024)) == "128x128");
+  for (const auto& plan : cuda_plans()) {
+    if (plan.source.name != "vgpu.matmul") continue;
+    // The block is (BN/TN, BM/TM) threads and the groups cover C with BM×BN tiles.
+    const auto& d = plan.options.defines;
+    const std::uint32_t bm = std::stoul(d.at("VGPU_MM_BM")), bn = std::stoul(d.at("VGPU_MM_BN"));
+    CHECK(plan.options.workgroup_size[0] == bn / std::stoul(d.at("VGPU_MM_TN")));
+    CHECK(plan.options.workgroup_size[1] == bm / std::stoul(d.at("VGPU_MM_TM")));
+    const auto p = plan.steps[0].params.as<vgpu::kernels::MatmulParams>();
+    CHECK(plan.steps[0].groups.x == (p.n + bn - 1) / bn);
+    CHECK(plan.steps[0].groups.y == (p.m + bm - 1) / bm);
+  }
+}
+
+TEST_CASE("L3: every built-in CUDA plan finds its build-time fatbin, and only its own", "[cuda][l3]") {
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+  REQUIRE(vgpu::cache::precompiled_cuda_count() >= 8);
+  CHECK(vgpu::cache::precompiled_cuda_archs().find("90") != std::string_view::npos);
+  for (const auto& plan : cuda_plans()) {
+    INFO(plan.source.name);
+    const auto fatbin = vgpu::cache::find_precompiled_cuda(plan.source.cuda, plan.source.cuda_entry, plan.options);
+    REQUIRE(fatbin.size() > 16);
+    // The fatbin container's magic, 0xBA55ED50 little-endian.
+    CHECK((fatbin[0] == 0x50 && fatbin[1] == 0xed && fatbin[2] == 0x55 && fatbin[3] == 0xba));
+    // Any other text, entry, define or block size is not this binary.
+    CHECK(vgpu::cache::find_precompiled_cuda(plan.source.cuda + " ", plan.source.cuda_entry, plan.options).empty());
+    CHECK(vgpu::cache::find_precompiled_cuda(plan.source.cuda, "other_entry", plan.options).empty());
+    vgpu::CompileOptions extra = plan.options;
+    extra.defines["EXTRA"] = "1";
+    CHECK(vgpu::cache::find_precompiled_cuda(plan.source.cuda, plan.source.cuda_entry, extra).empty());
+    vgpu::CompileOptions block = plan.options;
+    block.workgroup_size[2] = 2;
+    CHECK(vgpu::cache::find_precompiled_cuda(plan.source.cuda, plan.source.cuda_entry, block).empty());
+  }
+#else
+  // Built without nvcc (or with VGPU_CUDA_FATBIN=OFF): the table must be empty, never stale.
+  CHECK(vgpu::cache::precompiled_cuda_count() == 0);
+  WARN("this build has no CUDA fatbins (no nvcc at build time): built-ins compile with NVRTC");
+#endif
 }
 
 TEST_CASE("every built-in CUDA kernel compiles for the oldest and newest supported SM", "[cuda][nvrtc]") {

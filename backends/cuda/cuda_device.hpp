@@ -54,7 +54,8 @@ class CudaBindingSetImpl final : public BindingSetImpl {
 
 /// A recorded batch: the launches to replay on the stream, and from its second submission on
 /// (when it has several launches) a CUDA graph captured from them, replayed with one
-/// cuGraphLaunch. Thread-safety: guarded by the device mutex.
+/// cuGraphLaunch; likewise a graph of a repeated round trip. Thread-safety: guarded by the
+/// device mutex.
 class CudaBatchImpl final : public RecordedBatchImpl {
  public:
   explicit CudaBatchImpl(CudaDevice& device) : device_(device) {}
@@ -70,6 +71,11 @@ class CudaBatchImpl final : public RecordedBatchImpl {
     ParamsBlock params;
   };
   std::vector<Launch> launches;
+  // Round trips (Device::round_trip) with this batch: the last one's copies, and once the same
+  // copies come twice, a graph of uploads + launches + readbacks replayed as one launch.
+  std::vector<std::uint64_t> trip_signature;
+  CUgraphExec trip_exec = nullptr;
+  bool trip_graph_failed = false;
 };
 
 /// One opened CUDA device: its primary context, one stream, pinned staging for uploads and
@@ -98,6 +104,8 @@ class CudaDevice final : public DeviceImpl {
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
   void submit(RecordedBatchImpl& batch) override;
   void synchronize() override;
+  void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch,
+                  std::span<const HostReadOp> reads) override;
 
   // Used by the object destructors above.
   void free_buffer(CUdeviceptr ptr);
@@ -116,6 +124,16 @@ class CudaDevice final : public DeviceImpl {
   void launch_locked(CudaBatchImpl& batch);
   // Captures batch's launches into a graph; false (with the stream usable) when that fails.
   bool capture_locked(CudaBatchImpl& batch);
+  // Queues a round trip whose uploads are staged at offset 0 of the upload ring: the copies in,
+  // the batch's launches, the copies out to offset 0 of the download ring.
+  void enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
+                           std::span<const HostReadOp> reads);
+  // Captures enqueue_trip_locked into batch.trip_exec; false (stream usable) when that fails.
+  bool capture_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
+                           std::span<const HostReadOp> reads);
+  // Loads k.module from L2 or NVRTC (an L2 image the driver refuses is dropped and rebuilt);
+  // returns the last cuModuleLoadData result.
+  CUresult load_compiled(CudaKernelImpl& k, const KernelSource& source, const CompileOptions& options);
   // Module image (cubin or PTX) from L2 or NVRTC; *from_l2 says which.
   std::vector<std::uint8_t> image_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
                                       bool* from_l2);
@@ -133,6 +151,7 @@ class CudaDevice final : public DeviceImpl {
   Pinned upload_;  // host → device staging ring
   std::uint64_t upload_head_ = 0;
   Pinned download_;  // device → host staging
+  std::vector<std::uint64_t> trip_signature_;  // scratch for round_trip, reused
 };
 
 }  // namespace vgpu::cuda

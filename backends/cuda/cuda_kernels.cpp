@@ -1,5 +1,5 @@
-// backends/cuda/cuda_kernels.cpp — CUDA C → cubin (or PTX) with NVRTC, the L2 cache of module
-// images, and module loading.
+// backends/cuda/cuda_kernels.cpp — module loading: the L3 fatbins of the built-ins, then the L2
+// cache of module images, then CUDA C → cubin (or PTX) with NVRTC.
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -8,6 +8,7 @@
 #include "cuda_nvrtc.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/cache/precompiled.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -71,22 +72,21 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
   k->params_size = source.params_size;
   k->block = options.workgroup_size;
 
-  bool from_l2 = false;
-  std::vector<std::uint8_t> image = image_for(source, options, true, &from_l2);
-  make_current();
-  CUresult r = fn_.cuModuleLoadData(&k->module, image.data());
-  if (r != CUDA_SUCCESS && from_l2) {
-    // The driver refused a cached image: drop it and build from source.
-    cache::DiskStore::global().reject(cache::EntryKind::cuda_binary,
-                                      cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint),
-                                      "driver");
-    counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
-    log(LogLevel::warn, "CUDA: the driver refused a cached module for '" + source.name + "' (" + error_text(fn_, r) +
-                            "); recompiling.");
-    image = image_for(source, options, false, &from_l2);
+  CUresult r = CUDA_ERROR_NOT_FOUND;
+  // L3: a built-in variant nvcc compiled at build time; the driver picks this SM's SASS or JITs
+  // the PTX. A refusal (e.g. a driver older than the toolkit's PTX) falls through to L2/NVRTC.
+  if (const auto fatbin = cache::find_precompiled_cuda(source.cuda, source.cuda_entry, options); !fatbin.empty()) {
     make_current();
-    r = fn_.cuModuleLoadData(&k->module, image.data());
+    r = fn_.cuModuleLoadData(&k->module, fatbin.data());
+    if (r == CUDA_SUCCESS) {
+      counters().l3_hits.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      k->module = nullptr;
+      log(LogLevel::warn, "CUDA: the driver refused the built-in fatbin for '" + source.name + "' (" +
+                              error_text(fn_, r) + "); compiling it with NVRTC instead.");
+    }
   }
+  if (r != CUDA_SUCCESS) r = load_compiled(*k, source, options);
   if (r != CUDA_SUCCESS) {
     k->module = nullptr;
     fail(ErrorCategory::compile_error,
@@ -100,6 +100,26 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
              ").",
          "declare it as extern \"C\" __global__ void " + source.cuda_entry + "(...), or fix KernelSource::cuda_entry.");
   return k;
+}
+
+CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source, const CompileOptions& options) {
+  bool from_l2 = false;
+  std::vector<std::uint8_t> image = image_for(source, options, true, &from_l2);
+  make_current();
+  CUresult r = fn_.cuModuleLoadData(&k.module, image.data());
+  if (r != CUDA_SUCCESS && from_l2) {
+    // The driver refused a cached image: drop it and build from source.
+    cache::DiskStore::global().reject(cache::EntryKind::cuda_binary,
+                                      cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint),
+                                      "driver");
+    counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::warn, "CUDA: the driver refused a cached module for '" + source.name + "' (" + error_text(fn_, r) +
+                            "); recompiling.");
+    image = image_for(source, options, false, &from_l2);
+    make_current();
+    r = fn_.cuModuleLoadData(&k.module, image.data());
+  }
+  return r;
 }
 
 }  // namespace vgpu::cuda

@@ -80,5 +80,8 @@ void Device::dispatch(const Kernel& kernel, const BindingSet& bindings, const Pa
 Batch Device::create_batch() { return core_of(core_).create_batch(); }
 void Device::submit(const Batch& batch) { core_of(core_).submit(batch); }
 void Device::synchronize() { core_of(core_).synchronize(); }
+void Device::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads) {
+  core_of(core_).round_trip(writes, batch, reads);
+}
 
 }  // namespace vgpu

@@ -346,17 +346,66 @@ void DeviceCore::submit(const Batch& batch) {
   std::lock_guard lock(s.mutex);
   if (s.commands.empty()) return;
   guarded("submitting a batch", [&] {
-    if (!s.recorded) {
-      std::vector<DispatchCommand> cmds;
-      cmds.reserve(s.commands.size());
-      for (const BatchCommand& c : s.commands)
-        cmds.push_back(DispatchCommand{c.kernel->impl.get(), c.bindings->impl.get(), c.params, c.groups});
-      s.recorded = impl_->record(cmds);
-    }
+    record_locked(s);
     impl_->submit(*s.recorded);
   });
   counters_.submits.fetch_add(1, std::memory_order_relaxed);
   counters_.dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
+}
+
+void DeviceCore::record_locked(BatchState& s) {
+  if (s.recorded) return;
+  std::vector<DispatchCommand> cmds;
+  cmds.reserve(s.commands.size());
+  for (const BatchCommand& c : s.commands)
+    cmds.push_back(DispatchCommand{c.kernel->impl.get(), c.bindings->impl.get(), c.params, c.groups});
+  s.recorded = impl_->record(cmds);
+}
+
+void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads) {
+  // Everything is checked before anything runs, so a bad argument leaves buffers untouched.
+  // The op lists are reused per thread: a steady round trip allocates nothing.
+  thread_local std::vector<HostWriteOp> write_ops;
+  thread_local std::vector<HostReadOp> read_ops;
+  write_ops.clear();
+  read_ops.clear();
+  std::uint64_t up = 0, down = 0;
+  for (const HostWrite& w : writes) {
+    BufferState& b = own(w.buffer, "round-trip write target");
+    check_range(b, w.offset, w.bytes, "write");
+    if (w.bytes == 0) continue;
+    if (w.data == nullptr)
+      fail(ErrorCategory::invalid_argument, "write of " + to_string(w.bytes) + " bytes from a null pointer.",
+           "pass a pointer to at least that many readable bytes.");
+    write_ops.push_back(HostWriteOp{b.impl.get(), w.offset, w.data, w.bytes});
+    up += w.bytes;
+  }
+  for (const HostRead& r : reads) {
+    BufferState& b = own(r.buffer, "round-trip read source");
+    check_range(b, r.offset, r.bytes, "read");
+    if (r.bytes == 0) continue;
+    if (r.out == nullptr)
+      fail(ErrorCategory::invalid_argument, "read of " + to_string(r.bytes) + " bytes into a null pointer.",
+           "pass a pointer to at least that many writable bytes.");
+    read_ops.push_back(HostReadOp{b.impl.get(), r.offset, r.out, r.bytes});
+    down += r.bytes;
+  }
+  BatchState& s = own(batch);
+  std::lock_guard lock(s.mutex);
+  guarded("running a round trip", [&] {
+    RecordedBatchImpl* recorded = nullptr;
+    if (!s.commands.empty()) {
+      record_locked(s);
+      recorded = s.recorded.get();
+    }
+    impl_->round_trip(write_ops, recorded, read_ops);
+  });
+  counters_.bytes_up.fetch_add(up, std::memory_order_relaxed);
+  counters_.bytes_down.fetch_add(down, std::memory_order_relaxed);
+  if (!s.commands.empty()) {
+    counters_.submits.fetch_add(1, std::memory_order_relaxed);
+    counters_.dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
+  }
 }
 
 void DeviceCore::synchronize() {

@@ -83,6 +83,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   Batch create_batch();
   void submit(const Batch& batch);
   void synchronize();
+  void round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads);
 
   /// Returns the state behind a handle after checking it belongs to this device.
   BufferState& own(const Buffer& buffer, const char* what) const;
@@ -97,6 +98,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<KernelState> build_kernel(const KernelSource& source, const CompileOptions& options,
                                             const cache::KernelKey& key);
   void check_compilable(const KernelSource& source, const CompileOptions& options) const;
+  // Records batch's commands into s.recorded if that has not happened since the last change.
+  void record_locked(BatchState& s);
 
   std::shared_ptr<DeviceImpl> impl_;
   Counters counters_;

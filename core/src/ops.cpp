@@ -59,9 +59,9 @@ BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name
                      }};
 }
 
-// Which implementation of the built-ins a device runs. The CUDA ports (core/kernels/cuda_source.cpp)
-// mirror the GLSL kernels exactly: same block sizes (256; 16×16 for matmul), tiles and reduce
-// block, so every non-CPU branch below serves both Impl::glsl and Impl::cuda.
+// Which implementation of the built-ins a device runs. The CUDA ports (core/kernels/cuda/*.cu)
+// mirror the GLSL kernels' block sizes (256) and reduce block, so the non-CPU branches below
+// serve both Impl::glsl and Impl::cuda — except matmul, whose CUDA tiling depends on the shape.
 enum class Impl { cpu, glsl, cuda };
 
 Impl impl_for(const char* op, const DeviceInfo& dev) {
@@ -97,6 +97,23 @@ KernelSource builtin_source(const std::string& op, const char* glsl_file, std::u
 constexpr std::uint32_t kGlslWorkgroup = 256;  // invocations per group of the 1-D GLSL kernels
 constexpr std::uint32_t kGlslMatmulTile = 64;  // C tile per group of matmul.comp (16×16 invocations)
 constexpr std::uint64_t kGlslReduceBlock = 256 * 8;  // inputs per group of reduce_sum.comp
+
+// One tiling of core/kernels/cuda/matmul.cu: BM×BN of C per block, K in steps of BK, TM×TN
+// per thread. Every entry is also in cmake/VgpuCuda.cmake's VGPU_CUDA_PRECOMPILED (L3).
+struct CudaMatmulConfig {
+  std::uint32_t bm, bn, bk, tm, tn;
+};
+
+// The largest tile that still gives every SM a block: big tiles do the most work per byte of
+// shared memory, but a grid smaller than the GPU leaves SMs idle (1024² with 128×128 tiles is
+// 64 blocks for an H200's 132 SMs).
+CudaMatmulConfig cuda_matmul_config(std::uint32_t m, std::uint32_t n, const DeviceInfo& dev) {
+  constexpr CudaMatmulConfig kLarge{128, 128, 8, 8, 8}, kWide{128, 64, 8, 8, 4}, kSmall{64, 64, 16, 4, 4};
+  const std::uint64_t sms = std::max<std::uint32_t>(dev.compute_units, 1);
+  for (const CudaMatmulConfig& c : {kLarge, kWide})
+    if (ceil_div(m, c.bm) * ceil_div(n, c.bn) >= sms) return c;
+  return kSmall;
+}
 
 KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64, bool is_axpy) {
   const Impl impl = impl_for(op, dev);
@@ -161,6 +178,14 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
     p.options.workgroup_size = {1, 1, 1};
     p.options.defines["TILE_M"] = std::to_string(tile_m);
     p.options.defines["TILE_N"] = std::to_string(tile_n);
+  } else if (impl == Impl::cuda) {
+    const CudaMatmulConfig c = cuda_matmul_config(m, n, dev);
+    tile_m = c.bm;
+    tile_n = c.bn;
+    p.options.workgroup_size = {c.bn / c.tn, c.bm / c.tm, 1};
+    p.options.defines = {{"VGPU_MM_BM", std::to_string(c.bm)}, {"VGPU_MM_BN", std::to_string(c.bn)},
+                         {"VGPU_MM_BK", std::to_string(c.bk)}, {"VGPU_MM_TM", std::to_string(c.tm)},
+                         {"VGPU_MM_TN", std::to_string(c.tn)}};
   } else {
     p.options.workgroup_size = {16, 16, 1};
   }

@@ -54,6 +54,18 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
     buffers_.push_back(device_.create_buffer(element_count(t.shape) * dtype_size(t.dtype)));
     if (!t.scratch) visible_.push_back(i);
   }
+  for (std::size_t a = 0; a < visible_.size(); ++a) {
+    const TensorSpec& t = plan_.tensors[visible_[a]];
+    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    if (t.access != Access::write) {
+      writes_.push_back(HostWrite{buffers_[visible_[a]], nullptr, bytes, 0});
+      write_arg_.push_back(a);
+    }
+    if (t.access != Access::read) {
+      reads_.push_back(HostRead{buffers_[visible_[a]], nullptr, bytes, 0});
+      read_arg_.push_back(a);
+    }
+  }
   batch_ = device_.create_batch();
   for (const PlanStep& step : plan_.steps) {
     std::vector<Binding> bindings;
@@ -99,17 +111,9 @@ void PersistentKernel::operator()(std::span<const TensorArg> args) {
   validate(args);
   std::lock_guard lock(mutex_);
   const auto start = std::chrono::steady_clock::now();
-  for (std::size_t a = 0; a < args.size(); ++a) {
-    const TensorSpec& t = plan_.tensors[visible_[a]];
-    if (t.access != Access::write)
-      device_.write(buffers_[visible_[a]], args[a].in, element_count(t.shape) * dtype_size(t.dtype));
-  }
-  device_.submit(batch_);
-  for (std::size_t a = 0; a < args.size(); ++a) {
-    const TensorSpec& t = plan_.tensors[visible_[a]];
-    if (t.access != Access::read)
-      device_.read(buffers_[visible_[a]], args[a].out, element_count(t.shape) * dtype_size(t.dtype));
-  }
+  for (std::size_t i = 0; i < writes_.size(); ++i) writes_[i].data = args[write_arg_[i]].in;
+  for (std::size_t i = 0; i < reads_.size(); ++i) reads_[i].out = args[read_arg_[i]].out;
+  device_.round_trip(writes_, batch_, reads_);
   total_ += std::chrono::steady_clock::now() - start;
   ++calls_;
 }

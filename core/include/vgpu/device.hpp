@@ -100,6 +100,22 @@ class Batch {
   std::shared_ptr<detail::BatchState> state_;
 };
 
+/// One host → buffer copy of Device::round_trip.
+struct HostWrite {
+  Buffer buffer;
+  const void* data = nullptr;
+  std::uint64_t bytes = 0;
+  std::uint64_t offset = 0;
+};
+
+/// One buffer → host copy of Device::round_trip.
+struct HostRead {
+  Buffer buffer;
+  void* out = nullptr;
+  std::uint64_t bytes = 0;
+  std::uint64_t offset = 0;
+};
+
 /// An opened device. A shared handle to the device's runtime state; the device closes when
 /// the last handle (and every buffer/kernel from it) goes.
 /// Operations on one device take effect in call order: a read waits for the dispatches
@@ -143,6 +159,10 @@ class Device {
   void submit(const Batch& batch);
   /// Waits until every submitted dispatch has finished.
   void synchronize();
+  /// Writes, submits batch, then reads (waiting for it): the same checks, effects and counters
+  /// as the separate calls, in one call a backend may fuse (CUDA replays a repeated round trip
+  /// as one graph). PersistentKernel calls this.
+  void round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads);
 
   /// Returns true when the handle refers to an open device.
   explicit operator bool() const noexcept { return static_cast<bool>(core_); }

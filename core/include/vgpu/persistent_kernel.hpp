@@ -78,6 +78,10 @@ class PersistentKernel {
   std::vector<Buffer> buffers_;         // one per plan tensor
   std::vector<std::uint32_t> visible_;  // tensor indices the caller passes, in order
   Batch batch_;
+  // One round trip's copies, built once: a call only points them at the caller's data.
+  std::vector<HostWrite> writes_;
+  std::vector<HostRead> reads_;
+  std::vector<std::size_t> write_arg_, read_arg_;  // the argument each copy takes its pointer from
   mutable std::mutex mutex_;
   std::uint64_t calls_ = 0;
   std::chrono::nanoseconds total_{0};

@@ -51,6 +51,22 @@ struct DispatchCommand {
   Groups groups;
 };
 
+/// One validated host → buffer copy of a round trip.
+struct HostWriteOp {
+  BufferImpl* buffer = nullptr;
+  std::uint64_t offset = 0;
+  const void* data = nullptr;
+  std::uint64_t bytes = 0;  ///< > 0
+};
+
+/// One validated buffer → host copy of a round trip.
+struct HostReadOp {
+  BufferImpl* buffer = nullptr;
+  std::uint64_t offset = 0;
+  void* out = nullptr;
+  std::uint64_t bytes = 0;  ///< > 0
+};
+
 /// One opened device as its backend implements it.
 /// Thread-safety: core calls every member from any thread, possibly concurrently, except
 /// that calls on one BufferImpl/RecordedBatchImpl are ordered by the caller's own ordering.
@@ -81,6 +97,15 @@ class DeviceImpl {
   virtual void submit(RecordedBatchImpl& batch) = 0;
   /// Waits for every submitted batch.
   virtual void synchronize() = 0;
+  /// Writes, submits batch (when not null), then reads, waiting for the reads; returns with
+  /// every out filled. The default makes the separate calls; a backend may fuse them (CUDA
+  /// replays a repeated round trip as one graph).
+  virtual void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch,
+                          std::span<const HostReadOp> reads) {
+    for (const HostWriteOp& w : writes) write(*w.buffer, w.offset, w.data, w.bytes);
+    if (batch) submit(*batch);
+    for (const HostReadOp& r : reads) read(*r.buffer, r.offset, r.out, r.bytes);
+  }
   /// Submits a one-off batch the backend now owns (Device::dispatch); the default submits it
   /// and lets it go, backends that run asynchronously keep it alive until it has run.
   virtual void submit_owned(std::unique_ptr<RecordedBatchImpl> batch) { submit(*batch); }

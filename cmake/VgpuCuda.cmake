@@ -1,0 +1,127 @@
+# Built-in CUDA kernels (core/kernels/cuda/<name>.cu). Included by the top-level CMakeLists.txt
+# after add_library(vgpu).
+#  - Always: their text is embedded into vgpu (kernels::builtin_cuda), which NVRTC compiles at
+#    run time; regenerated whenever a .cu changes.
+#  - L3 (VGPU_WITH_CUDA, and nvcc found unless VGPU_CUDA_FATBIN=OFF): every variant that
+#    core/src/ops.cpp compiles is built by nvcc into a fatbin — SASS for each architecture in
+#    VGPU_CUDA_FATBIN_ARCHS plus PTX for the newest, which newer GPUs JIT — and embedded in a
+#    generated table (vgpu/cache/precompiled.hpp), so built-in ops need no NVRTC at all.
+
+set(VGPU_CUDA_DIR ${PROJECT_SOURCE_DIR}/core/kernels/cuda)
+set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
+set(VGPU_CUDA_BUILTINS axpy elementwise matmul reduce_sum softmax_rows)
+# Precompiled variants, "<kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]": exactly the (kernel, block
+# size, defines) triples core/src/ops.cpp compiles for CUDA (cuda_matmul_config() there);
+# tests/cuda_nvrtc_test.cpp checks that every built-in plan finds its variant.
+set(VGPU_CUDA_PRECOMPILED
+    "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=8"
+    "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=64,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=4"
+    "matmul@16x16x1:VGPU_MM_BM=64,VGPU_MM_BN=64,VGPU_MM_BK=16,VGPU_MM_TM=4,VGPU_MM_TN=4"
+    "axpy@256x1x1"
+    "elementwise@256x1x1:VGPU_OP=0"
+    "elementwise@256x1x1:VGPU_OP=1"
+    "reduce_sum@256x1x1"
+    "softmax_rows@256x1x1")
+set(VGPU_CUDA_FATBIN "AUTO" CACHE STRING "Embed nvcc-built fatbins of the built-in CUDA kernels (ON, OFF, AUTO)")
+set(VGPU_CUDA_FATBIN_ARCHS "75;80;86;89;90" CACHE STRING
+    "SM architectures the built-in CUDA fatbin holds SASS for (PTX is added for the last)")
+
+file(MAKE_DIRECTORY ${VGPU_CUDA_GENERATED_DIR})
+
+# --- Embedded CUDA text -------------------------------------------------------------------
+set(vgpu_cuda_inputs "")
+foreach(name IN LISTS VGPU_CUDA_BUILTINS)
+  list(APPEND vgpu_cuda_inputs ${VGPU_CUDA_DIR}/${name}.cu)
+endforeach()
+list(JOIN VGPU_CUDA_BUILTINS "," vgpu_cuda_names)
+set(VGPU_CUDA_EMBEDDED ${VGPU_CUDA_GENERATED_DIR}/vgpu_cuda_embedded.inc)
+add_custom_command(
+  OUTPUT ${VGPU_CUDA_EMBEDDED}
+  COMMAND ${CMAKE_COMMAND} -DCUDA_DIR=${VGPU_CUDA_DIR} -DNAMES=${vgpu_cuda_names} -DOUTPUT=${VGPU_CUDA_EMBEDDED}
+          -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake
+  DEPENDS ${vgpu_cuda_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake
+  COMMENT "Embedding the built-in CUDA kernels"
+  VERBATIM)
+add_custom_target(vgpu_cuda_embedded DEPENDS ${VGPU_CUDA_EMBEDDED})
+target_sources(vgpu PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/cuda_source.cpp)
+target_include_directories(vgpu PRIVATE ${VGPU_CUDA_GENERATED_DIR})
+add_dependencies(vgpu vgpu_cuda_embedded)
+
+# --- L3: precompiled fatbins --------------------------------------------------------------
+set(VGPU_CUDA_FATBIN_ENABLED OFF)
+if(VGPU_WITH_CUDA AND NOT VGPU_CUDA_FATBIN STREQUAL "OFF")
+  find_program(VGPU_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin PATHS /usr/local/cuda/bin)
+  if(VGPU_NVCC)
+    set(VGPU_CUDA_FATBIN_ENABLED ON)
+  elseif(VGPU_CUDA_FATBIN STREQUAL "ON")
+    message(FATAL_ERROR "vgpu: VGPU_CUDA_FATBIN=ON but nvcc was not found (set CUDA_HOME or VGPU_NVCC)")
+  endif()
+endif()
+if(VGPU_CUDA_FATBIN_ENABLED)
+  message(STATUS "vgpu: CUDA L3 fatbin: ON (${VGPU_NVCC}, SASS for sm ${VGPU_CUDA_FATBIN_ARCHS})")
+elseif(VGPU_WITH_CUDA)
+  message(STATUS "vgpu: CUDA L3 fatbin: OFF (no nvcc, or VGPU_CUDA_FATBIN=OFF): built-ins compile with NVRTC")
+endif()
+
+set(VGPU_CUDA_FATBIN_ARRAYS "")
+set(VGPU_CUDA_FATBIN_ENTRIES "")
+if(VGPU_CUDA_FATBIN_ENABLED)
+  set(gencode "")
+  list(GET VGPU_CUDA_FATBIN_ARCHS -1 newest)
+  foreach(arch IN LISTS VGPU_CUDA_FATBIN_ARCHS)
+    if(arch STREQUAL newest)
+      list(APPEND gencode -gencode "arch=compute_${arch},code=[sm_${arch},compute_${arch}]")
+    else()
+      list(APPEND gencode -gencode "arch=compute_${arch},code=sm_${arch}")
+    endif()
+  endforeach()
+  set(fatbin_dir ${VGPU_CUDA_GENERATED_DIR}/fatbin)
+  file(MAKE_DIRECTORY ${fatbin_dir})
+  set(fatbin_outputs "")
+  set(index 0)
+  foreach(variant IN LISTS VGPU_CUDA_PRECOMPILED)
+    if(NOT variant MATCHES "^([a-z_]+)@([0-9]+)x([0-9]+)x([0-9]+)(:(.*))?$")
+      message(FATAL_ERROR "VGPU_CUDA_PRECOMPILED: '${variant}' is not <kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]")
+    endif()
+    set(kernel ${CMAKE_MATCH_1})
+    set(wg "${CMAKE_MATCH_2}, ${CMAKE_MATCH_3}, ${CMAKE_MATCH_4}")
+    # The same -D options NVRTC gets (backends/cuda/cuda_nvrtc.cpp): the block size, then the plan's defines.
+    set(define_args -DVGPU_LOCAL_SIZE_X=${CMAKE_MATCH_2} -DVGPU_LOCAL_SIZE_Y=${CMAKE_MATCH_3}
+                    -DVGPU_LOCAL_SIZE_Z=${CMAKE_MATCH_4})
+    set(define_init "")
+    if(CMAKE_MATCH_6)
+      string(REPLACE "," ";" defs "${CMAKE_MATCH_6}")
+      foreach(def IN LISTS defs)
+        if(NOT def MATCHES "^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+          message(FATAL_ERROR "VGPU_CUDA_PRECOMPILED: '${def}' in '${variant}' is not NAME=VALUE")
+        endif()
+        list(APPEND define_args -D${def})
+        string(APPEND define_init "{\"${CMAKE_MATCH_1}\", \"${CMAKE_MATCH_2}\"}, ")
+      endforeach()
+    endif()
+    set(fatbin ${fatbin_dir}/variant${index}.fatbin)
+    set(inc ${fatbin_dir}/variant${index}.inc)
+    add_custom_command(
+      OUTPUT ${inc}
+      BYPRODUCTS ${fatbin}
+      COMMAND ${VGPU_NVCC} -fatbin -O3 ${gencode} ${define_args} -o ${fatbin} ${VGPU_CUDA_DIR}/${kernel}.cu
+      COMMAND ${CMAKE_COMMAND} -DINPUT=${fatbin} -DOUTPUT=${inc} -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedBinary.cmake
+      DEPENDS ${VGPU_CUDA_DIR}/${kernel}.cu ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedBinary.cmake
+      COMMENT "nvcc: built-in CUDA kernel ${variant} -> fatbin"
+      VERBATIM)
+    list(APPEND fatbin_outputs ${inc})
+    string(APPEND VGPU_CUDA_FATBIN_ARRAYS
+           "alignas(8) const std::uint8_t kFatbin${index}[] = {\n#include \"fatbin/variant${index}.inc\"\n};  // ${variant}\n")
+    string(APPEND VGPU_CUDA_FATBIN_ENTRIES
+           "      {\"${kernel}\", {${wg}}, {${define_init}}, std::span<const std::uint8_t>(kFatbin${index})},\n")
+    math(EXPR index "${index} + 1")
+  endforeach()
+  add_custom_target(vgpu_cuda_fatbin DEPENDS ${fatbin_outputs})
+  add_dependencies(vgpu vgpu_cuda_fatbin)
+  list(JOIN VGPU_CUDA_FATBIN_ARCHS ", " VGPU_CUDA_FATBIN_ARCH_TEXT)
+else()
+  set(VGPU_CUDA_FATBIN_ARCH_TEXT "")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/VgpuPrecompiledCuda.cpp.in
+               ${VGPU_CUDA_GENERATED_DIR}/precompiled_cuda.cpp @ONLY)
+target_sources(vgpu PRIVATE ${VGPU_CUDA_GENERATED_DIR}/precompiled_cuda.cpp)
