@@ -1,9 +1,13 @@
 // tests/cuda_test.cpp — the CUDA backend end to end: NVRTC compile errors, a user CUDA kernel
-// against a CPU reference, the L2 round trip of its cubin, steady state of persistent kernels
-// and a resubmitted batch.
+// against a CPU reference, the L2 round trip of its cubin (in one process, and across processes
+// with vgpu-test-backend-child), steady state of persistent kernels and a resubmitted batch.
 //
 // Every test needs a CUDA device. Without one, main() prints the reason and exits 77, which
 // ctest reports as a skip (SKIP_RETURN_CODE), never as a pass.
+//
+// The ctest entries run with a private VGPU_CACHE_DIR per test case (tests/CMakeLists.txt);
+// DiskStore::global() reads it once per process, so the cross-process tests give the child
+// program their own temporary directory.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -19,12 +25,17 @@
 #include "support/cache_fixtures.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
+#include "support/helper_path.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
+#include "support/scale_add_kernel.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/vgpu.hpp"
 
+#ifndef VGPU_BACKEND_CHILD
+#error "VGPU_BACKEND_CHILD (path of vgpu-test-backend-child) must be defined by the build"
+#endif
 #ifndef VGPU_TEST_TMP_ROOT
 #error "VGPU_TEST_TMP_ROOT must be defined by the build"
 #endif
@@ -32,8 +43,16 @@
 namespace vgpu_test {
 namespace {
 
+namespace fs = std::filesystem;
+using vgpu::test::ChildRun;
+using vgpu::test::entries;
 using vgpu::test::only;
+using vgpu::test::options_for;
+using vgpu::test::quoted;
+using vgpu::test::TempDir;
 using vgpu::test::why_unavailable;
+using vgpu::cache::DiskStore;
+using vgpu::cache::EntryKind;
 
 vgpu::Runtime& shared_runtime() {
   static vgpu::Runtime runtime(only(vgpu::BackendKind::cuda));
@@ -44,73 +63,38 @@ vgpu::Device cuda_device() { return shared_runtime().open("cuda:0"); }
 
 std::string why_no_cuda() { return why_unavailable(shared_runtime(), vgpu::BackendKind::cuda); }
 
-struct ScaleAddParams {
-  std::uint32_t n;
-  float scale;
-  std::uint32_t pad0, pad1;
-};
-
-const std::string kScaleAddCuda =
-    "struct ScaleAddParams { unsigned n; float scale; unsigned pad0, pad1; };\n"
-    "extern \"C\" __global__ void scale_add(const float* a, const float* b, float* out, ScaleAddParams p) {\n"
-    "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
-    "  if (i < p.n) out[i] = a[i] * p.scale + b[i];\n"
-    "}\n";
-
-vgpu::KernelSource make_source(const std::string& cuda) {
-  auto n_floats = [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
-    return std::uint64_t{pb.as<ScaleAddParams>().n} * 4;
-  };
-  vgpu::KernelSource s;
-  s.name = "test.cuda_scale_add";
-  s.cuda = cuda;
-  s.cuda_entry = "scale_add";
-  s.bindings = {{0, vgpu::Access::read, "a", n_floats},
-                {1, vgpu::Access::read, "b", n_floats},
-                {2, vgpu::Access::write, "out", n_floats}};
-  s.params_size = sizeof(ScaleAddParams);
-  return s;
-}
+/// The scale-add kernel for CUDA with cuda as its source (tests vary the source).
+vgpu::KernelSource make_source(const std::string& cuda) { return scale_add_source(vgpu::BackendKind::cuda, cuda); }
 
 std::string nonce() {
   return "// run " + std::to_string(::getpid()) + "-" +
          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
 }
 
-vgpu::Groups spread(std::uint64_t groups) {
-  const std::uint64_t x = std::min<std::uint64_t>(groups, 32);
-  return vgpu::Groups{static_cast<std::uint32_t>(x), static_cast<std::uint32_t>((groups + x - 1) / x), 1};
-}
-
+/// Runs the scale-add kernel (a wg-wide block) on n random elements and checks the result
+/// against a double reference and the guard elements past n.
 void check_scale_add(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint32_t n, std::uint32_t wg) {
   INFO("n = " << n);
-  constexpr std::uint32_t kGuard = 16;
-  constexpr float kSentinel = 12345.0f;
-  const auto a = random_floats(n, n), b = random_floats(n, n + 1);
-  const float scale = -1.25f;
-  vgpu::Buffer ba = device.create_buffer(n * 4ull), bb = device.create_buffer(n * 4ull),
-               bo = device.create_buffer((n + kGuard) * 4ull);
-  device.write(ba, a.data(), n * 4ull);
-  device.write(bb, b.data(), n * 4ull);
-  std::vector<float> init(n + kGuard, kNaN);
-  std::fill(init.begin() + n, init.end(), kSentinel);
-  device.write(bo, init.data(), init.size() * 4);
-  device.dispatch(kernel, device.bind(kernel, {{0, ba}, {1, bb}, {2, bo}}),
-                  vgpu::ParamsBlock::of(ScaleAddParams{n, scale, 0, 0}), spread((n + wg - 1) / wg));
-  std::vector<float> out(n + kGuard, kNaN);
-  device.read(bo, out.data(), out.size() * 4);
-  Reference ref;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const double as = static_cast<double>(a[i]) * scale;
-    ref.value.push_back(as + b[i]);
-    ref.bound.push_back(2.0 * kEps32 * (std::abs(as) + std::abs(static_cast<double>(b[i]))));
+  const ScaleAddResult r = run_scale_add(device, kernel, n, wg);
+  INFO(r.values.describe());
+  CHECK(r.values.ok());
+  CHECK(r.guard_changed == 0);
+}
+
+/// Runs the child on kScaleAddCuda with the L2 store in cache_dir (disabled when asked), with
+/// no other cache settings from this process's environment.
+ChildRun run_child(const fs::path& cache_dir, bool disable = false) {
+  const fs::path cuda_file = cache_dir.parent_path() / (cache_dir.filename().string() + ".cu");
+  if (!fs::exists(cuda_file)) {
+    std::ofstream out(cuda_file);
+    out << kScaleAddCuda;
+    REQUIRE(out.good());
   }
-  const Comparison c = compare(std::vector<float>(out.begin(), out.begin() + n), ref);
-  INFO(c.describe());
-  CHECK(c.ok());
-  std::size_t guard_changed = 0;
-  for (std::uint32_t i = n; i < n + kGuard; ++i) guard_changed += out[i] != kSentinel;
-  CHECK(guard_changed == 0);
+  return vgpu::test::run_child_command(
+      "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE VGPU_LOG=warn VGPU_CACHE_DIR=" +
+      quoted(cache_dir.string()) + (disable ? " VGPU_CACHE_DISABLE=1 " : " ") +
+      quoted(vgpu::test::helper_path(VGPU_BACKEND_CHILD)) + " cuda " + quoted(cuda_file.string()) + " " +
+      std::to_string(kChildN) + " 2>&1");
 }
 
 }  // namespace
@@ -136,7 +120,7 @@ TEST_CASE("user CUDA kernel: matches a CPU reference at awkward sizes", "[cuda][
   for (std::uint32_t n : {1u, 15u, 255u, 1000u, 65537u}) check_scale_add(device, kernel, n, 64);
 }
 
-TEST_CASE("bad CUDA source: compile_error carrying the NVRTC log; the device keeps working", "[cuda][errors]") {
+TEST_CASE("bad CUDA source: compile_error carrying the NVRTC log, and the device keeps working", "[cuda][errors]") {
   vgpu::Device device = cuda_device();
   vgpu::KernelSource bad = make_source(
       "extern \"C\" __global__ void scale_add(const float* a, const float* b, float* out) {\n"
@@ -187,6 +171,50 @@ TEST_CASE("L2 round trip: a fresh Runtime loads the cubin instead of compiling",
   CHECK(d.l2_hits >= 1);
   CHECK(d.source_compiles == 0);
   check_scale_add(device, k, 1000, 64);
+}
+
+TEST_CASE("L2 across processes: the second process loads the first one's cubin", "[cuda][l2][processes]") {
+  TempDir tmp("cuda-");
+  const fs::path dir = tmp.path / "cache";
+
+  const ChildRun first = run_child(dir);
+  INFO("first run:\n" << first.output);
+  REQUIRE(first.ok());
+  CHECK(first.count("source_compiles") == 1);
+  CHECK(first.count("l2_misses") >= 1);
+  CHECK(first.count("l2_writes") >= 1);
+  CHECK(first.count("l2_hits") == 0);
+
+  // The entry sits under the key this process computes for the same source on the same device.
+  const auto images = entries(dir, EntryKind::cuda_binary, true);
+  REQUIRE(images.size() == 1);
+  CHECK(images[0].valid);
+  CHECK(images[0].key_hex == scale_add_key(cuda_device().info()).hex());
+  CHECK(images[0].fingerprint_text == cuda_device().info().fingerprint.text);
+
+  const ChildRun second = run_child(dir);
+  INFO("second run:\n" << second.output);
+  REQUIRE(second.ok());
+  CHECK(second.count("source_compiles") == 0);
+  CHECK(second.count("l2_hits") >= 1);
+  CHECK(second.count("l2_rejected") == 0);
+  CHECK(second.text("store_rejected") == "none");
+}
+
+TEST_CASE("L2 across processes: VGPU_CACHE_DISABLE=1 compiles every time and writes nothing",
+          "[cuda][l2][processes]") {
+  TempDir tmp("cuda-");
+  const fs::path dir = tmp.path / "cache";
+  for (int run = 0; run < 2; ++run) {
+    const ChildRun r = run_child(dir, true);
+    INFO("run " << run << ":\n" << r.output);
+    REQUIRE(r.ok());
+    CHECK(r.count("source_compiles") == 1);
+    CHECK(r.count("l2_hits") == 0);
+    CHECK(r.count("l2_writes") == 0);
+    CHECK(r.count("store_writes") == 0);
+  }
+  CHECK(DiskStore(options_for(dir)).list(false).empty());
 }
 
 TEST_CASE("L2 damage: a payload the driver refuses is rejected and recompiled", "[cuda][l2][corrupt]") {

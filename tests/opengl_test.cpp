@@ -1,6 +1,6 @@
 // tests/opengl_test.cpp — the OpenGL backend end to end (llvmpipe in CI, so sizes stay
 // small): what the device reports, user GLSL kernels and their compile errors, the L2 program
-// binaries across processes (vgpu-test-opengl-child) including damaged and stale entries and
+// binaries across processes (vgpu-test-backend-child) including damaged and stale entries and
 // drivers without binary formats, several user threads on one GL device (whose context lives
 // on one worker thread), steady state of persistent kernels, and batch resubmission.
 //
@@ -12,7 +12,6 @@
 // The ctest entries run with a private VGPU_CACHE_DIR per test case and MESA_SHADER_CACHE_DIR
 // in the build tree (tests/CMakeLists.txt). Tests that need a fresh or damaged store use the
 // child program with their own temporary directories.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,12 +38,13 @@
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
+#include "support/scale_add_kernel.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/vgpu.hpp"
 
-#ifndef VGPU_OPENGL_CHILD
-#error "VGPU_OPENGL_CHILD (path of vgpu-test-opengl-child) must be defined by the build"
+#ifndef VGPU_BACKEND_CHILD
+#error "VGPU_BACKEND_CHILD (path of vgpu-test-backend-child) must be defined by the build"
 #endif
 #ifndef VGPU_TEST_TMP_ROOT
 #error "VGPU_TEST_TMP_ROOT must be defined by the build"
@@ -100,98 +100,30 @@ void skip_case(const std::string& why) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The user kernel: out[i] = a[i] * p.scale + b[i]. make_source() must stay identical to the one
-// in opengl_child_main.cpp (the cross-process tests compute the child's keys here).
+// The user kernel: out[i] = a[i] * p.scale + b[i], from support/scale_add_kernel.hpp, which the
+// child program builds too (the cross-process tests compute the child's keys here).
 
-struct ScaleAddParams {
-  std::uint32_t n;
-  float scale;
-  std::uint32_t pad0, pad1;
-};
+/// The scale-add kernel for OpenGL with glsl as its body (tests vary the body).
+vgpu::KernelSource make_source(const std::string& glsl) { return scale_add_source(vgpu::BackendKind::opengl, glsl); }
 
-const std::string kScaleAddGlsl =
-    "VGPU_PARAMS { uint n; float scale; uint pad0; uint pad1; } p;\n"
-    "layout(std430, binding = 0) readonly buffer BufA { float a[]; };\n"
-    "layout(std430, binding = 1) readonly buffer BufB { float b[]; };\n"
-    "layout(std430, binding = 2) writeonly buffer BufOut { float result[]; };\n"
-    "\n"
-    "void main() {\n"
-    "  const uint i = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
-    "  if (i < p.n) result[i] = a[i] * p.scale + b[i];\n"
-    "}\n";
-
-constexpr std::uint32_t kChildN = 1000;
-
-vgpu::KernelSource make_source(const std::string& glsl) {
-  auto n_floats = [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
-    return std::uint64_t{pb.as<ScaleAddParams>().n} * 4;
-  };
-  vgpu::KernelSource s;
-  s.name = "test.gl_scale_add";
-  s.glsl = glsl;
-  s.bindings = {{0, vgpu::Access::read, "a", n_floats},
-                {1, vgpu::Access::read, "b", n_floats},
-                {2, vgpu::Access::write, "out", n_floats}};
-  s.params_size = sizeof(ScaleAddParams);
-  return s;
-}
-
-vgpu::CompileOptions child_options() {
-  vgpu::CompileOptions o;
-  o.workgroup_size = {64, 1, 1};
-  return o;
-}
-
-KernelKey child_key(const vgpu::Device& device) {
-  return vgpu::cache::make_kernel_key(make_source(kScaleAddGlsl), vgpu::Dialect::glsl, child_options(),
-                                      device.info().fingerprint);
-}
-
-/// A 1-D count of groups laid out as x × y (x ≤ 32), so VGPU_LINEAR_GROUP and "i < n" matter.
-vgpu::Groups spread(std::uint64_t groups) {
-  const std::uint64_t x = std::min<std::uint64_t>(groups, 32);
-  return vgpu::Groups{static_cast<std::uint32_t>(x), static_cast<std::uint32_t>((groups + x - 1) / x), 1};
-}
-
-/// Runs the scale-add kernel on n elements through the raw Device API and checks the result
+/// Runs the scale-add kernel (a 64-wide workgroup) on n random elements and checks the result
 /// and 16 guard elements past n (which must keep their sentinel).
 void check_scale_add(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint32_t n) {
   INFO("n = " << n);
-  constexpr std::uint32_t kGuard = 16;
-  constexpr float kSentinel = 12345.0f;
-  const auto a = random_floats(n, n), b = random_floats(n, n + 1);
-  const float scale = -1.25f;
-  vgpu::Buffer ba = device.create_buffer(n * 4ull), bb = device.create_buffer(n * 4ull),
-               bo = device.create_buffer((n + kGuard) * 4ull);
-  device.write(ba, a.data(), n * 4ull);
-  device.write(bb, b.data(), n * 4ull);
-  std::vector<float> init(n + kGuard, kNaN);
-  std::fill(init.begin() + n, init.end(), kSentinel);
-  device.write(bo, init.data(), init.size() * 4);
-  device.dispatch(kernel, device.bind(kernel, {{0, ba}, {1, bb}, {2, bo}}),
-                  vgpu::ParamsBlock::of(ScaleAddParams{n, scale, 0, 0}), spread((n + 63) / 64));
-  std::vector<float> out(n + kGuard, kNaN);
-  device.read(bo, out.data(), out.size() * 4);
-  Reference ref;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const double as = static_cast<double>(a[i]) * scale;
-    ref.value.push_back(as + b[i]);
-    ref.bound.push_back(2.0 * kEps32 * (std::abs(as) + std::abs(static_cast<double>(b[i]))));
-  }
-  const Comparison c = compare(std::vector<float>(out.begin(), out.begin() + n), ref);
-  INFO(c.describe());
-  CHECK(c.ok());
-  CHECK(std::count(out.begin() + n, out.end(), kSentinel) == kGuard);
+  const ScaleAddResult r = run_scale_add(device, kernel, n, 64);
+  INFO(r.values.describe());
+  CHECK(r.values.ok());
+  CHECK(r.guard_changed == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Files, directories and the child process
 
-/// The child program: VGPU_TEST_OPENGL_CHILD when set, else next to this test (binaries moved
-/// to another machine by tools/gpu-run.sh), else where the build put it.
+/// The child program (vgpu-test-backend-child): VGPU_TEST_OPENGL_CHILD when set, else next to
+/// this test (binaries moved to another machine by tools/gpu-run.sh), else where the build put it.
 std::string child_path() {
   const char* env = std::getenv("VGPU_TEST_OPENGL_CHILD");
-  return env && *env ? env : vgpu::test::helper_path(VGPU_OPENGL_CHILD);
+  return env && *env ? env : vgpu::test::helper_path(VGPU_BACKEND_CHILD);
 }
 
 /// Runs the child on kScaleAddGlsl with the L2 store in <tmp>/cache and Mesa's shader cache
@@ -203,29 +135,12 @@ ChildRun run_child(const TempDir& tmp, bool no_mesa_cache = false) {
     out << kScaleAddGlsl;
     REQUIRE(out.good());
   }
-  const std::string command =
+  return vgpu::test::run_child_command(
       "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE -u MESA_SHADER_CACHE_DISABLE "
       "VGPU_LOG=warn VGPU_CACHE_DIR=" +
       quoted((tmp.path / "cache").string()) + " MESA_SHADER_CACHE_DIR=" + quoted((tmp.path / "mesa").string()) +
-      (no_mesa_cache ? " MESA_SHADER_CACHE_DISABLE=true " : " ") + quoted(child_path()) + " " +
-      quoted(glsl_file.string()) + " " + std::to_string(kChildN) + " 2>&1";
-  ChildRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) run.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::istringstream lines(run.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.find("result=") == std::string::npos) continue;
-    std::istringstream words(line);
-    std::string word;
-    while (words >> word)
-      if (const auto eq = word.find('='); eq != std::string::npos) run.values[word.substr(0, eq)] = word.substr(eq + 1);
-  }
-  return run;
+      (no_mesa_cache ? " MESA_SHADER_CACHE_DISABLE=true " : " ") + quoted(child_path()) + " opengl " +
+      quoted(glsl_file.string()) + " " + std::to_string(kChildN) + " 2>&1");
 }
 
 /// Returns "" when this device can keep program binaries, else why not (the L2 cases skip).
@@ -276,10 +191,10 @@ TEST_CASE("device info: type, limits with the reserved params binding, stable fi
   // Two opened devices (one per runtime, each with its own context and thread) agree on keys.
   vgpu::Device a = r1.open("opengl:0"), b = r2.open("opengl:0");
   CHECK(a != b);
-  const vgpu::Kernel ka = a.compile(make_source(kScaleAddGlsl), child_options());
-  const vgpu::Kernel kb = b.compile(make_source(kScaleAddGlsl), child_options());
+  const vgpu::Kernel ka = a.compile(make_source(kScaleAddGlsl), scale_add_options());
+  const vgpu::Kernel kb = b.compile(make_source(kScaleAddGlsl), scale_add_options());
   CHECK(ka.key_hex() == kb.key_hex());
-  CHECK(ka.key_hex() == child_key(a).hex());
+  CHECK(ka.key_hex() == scale_add_key(a.info()).hex());
   check_scale_add(a, ka, 100);
   check_scale_add(b, kb, 100);
 }
@@ -295,7 +210,7 @@ TEST_CASE("user GLSL kernel: right at awkward sizes, compiled once, then an L1 h
                             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
   const vgpu::KernelSource source = make_source(nonce + kScaleAddGlsl);
   const vgpu::CounterSnapshot before = device.counters();
-  const vgpu::Kernel kernel = device.compile(source, child_options());
+  const vgpu::Kernel kernel = device.compile(source, scale_add_options());
   vgpu::CounterSnapshot d = device.counters() - before;
   INFO("first compile: " << d.to_string());
   CHECK(d.source_compiles == 1);
@@ -307,7 +222,7 @@ TEST_CASE("user GLSL kernel: right at awkward sizes, compiled once, then an L1 h
     CHECK(d.l2_writes == 1);
   }
   const vgpu::CounterSnapshot before2 = device.counters();
-  const vgpu::Kernel again = device.compile(source, child_options());
+  const vgpu::Kernel again = device.compile(source, scale_add_options());
   d = device.counters() - before2;
   CHECK(d.source_compiles + d.compiles == 0);
   CHECK(d.l1_hits == 1);
@@ -347,7 +262,7 @@ TEST_CASE("bad GLSL fails with compile_error carrying the driver's log, and the 
   CHECK(d.compiles == 0);
   CHECK(d.l2_writes == 0);
 
-  const vgpu::Kernel good = device.compile(make_source(kScaleAddGlsl), child_options());
+  const vgpu::Kernel good = device.compile(make_source(kScaleAddGlsl), scale_add_options());
   check_scale_add(device, good, 1000);
 }
 
@@ -371,7 +286,7 @@ TEST_CASE("L2 across processes: the second process links the first one's program
   const auto bins = entries(tmp.path / "cache", EntryKind::gl_program_binary, true);
   REQUIRE(bins.size() == 1);
   CHECK(bins[0].valid);
-  CHECK(bins[0].key_hex == child_key(device).hex());
+  CHECK(bins[0].key_hex == scale_add_key(device.info()).hex());
   CHECK(bins[0].fingerprint_text == device.info().fingerprint.text);
 
   const ChildRun second = run_child(tmp);
@@ -414,7 +329,7 @@ TEST_CASE("L2 damage: a stale or garbage program binary is refused, counted, and
   Bytes good;
   {
     DiskStore store(options_for(dir));
-    auto payload = store.load(EntryKind::gl_program_binary, child_key(device), device.info().fingerprint);
+    auto payload = store.load(EntryKind::gl_program_binary, scale_add_key(device.info()), device.info().fingerprint);
     REQUIRE(payload.has_value());
     REQUIRE(payload->size() > 4);
     good = *payload;
@@ -434,7 +349,8 @@ TEST_CASE("L2 damage: a stale or garbage program binary is refused, counted, and
     INFO(what);
     {
       DiskStore store(options_for(dir));
-      REQUIRE(store.store(EntryKind::gl_program_binary, child_key(device), device.info().fingerprint, payload, 1));
+      REQUIRE(store.store(EntryKind::gl_program_binary, scale_add_key(device.info()), device.info().fingerprint,
+                          payload, 1));
     }
     const ChildRun run = run_child(tmp);
     INFO("run on the damaged entry:\n" << run.output);
@@ -571,7 +487,7 @@ TEST_CASE("batch: dependent dispatches with different params, recorded once, res
   ran_case();
   vgpu::Device device = gl_device();
   constexpr std::uint32_t n = 1000;
-  const vgpu::Kernel k = device.compile(make_source(kScaleAddGlsl), child_options());
+  const vgpu::Kernel k = device.compile(make_source(kScaleAddGlsl), scale_add_options());
   vgpu::Buffer x = device.create_buffer(n * 4), y = device.create_buffer(n * 4), z = device.create_buffer(n * 4);
   // y = 2x + x = 3x; z = -0.5y + x = -0.5x; y = 4z + y = x — each step reads the one before,
   // and each has its own params (one params block per dispatch of the same kernel).

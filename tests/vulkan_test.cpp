@@ -1,6 +1,6 @@
 // tests/vulkan_test.cpp — the Vulkan backend end to end (lavapipe in CI, so sizes stay small):
 // the SPIR-V source tiers (L3 embedded → L2 on disk → run-time GLSL compile), user GLSL kernels
-// and their compile errors, the L2 across processes (vgpu-test-vulkan-child) including damaged
+// and their compile errors, the L2 across processes (vgpu-test-backend-child) including damaged
 // and foreign entries, steady state of persistent kernels, batch resubmission, threads, and
 // what the device reports about itself.
 //
@@ -10,7 +10,6 @@
 // The ctest entries run with a private VGPU_CACHE_DIR per test case (tests/CMakeLists.txt);
 // DiskStore::global() reads it once per process, so tests that need a fresh or a damaged
 // store use the child program with their own temporary directory.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,13 +39,14 @@
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
+#include "support/scale_add_kernel.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/precompiled.hpp"
 #include "vgpu/vgpu.hpp"
 
-#ifndef VGPU_VULKAN_CHILD
-#error "VGPU_VULKAN_CHILD (path of vgpu-test-vulkan-child) must be defined by the build"
+#ifndef VGPU_BACKEND_CHILD
+#error "VGPU_BACKEND_CHILD (path of vgpu-test-backend-child) must be defined by the build"
 #endif
 #ifndef VGPU_TEST_TMP_ROOT
 #error "VGPU_TEST_TMP_ROOT must be defined by the build"
@@ -87,94 +87,20 @@ std::string why_no_vulkan() { return why_unavailable(shared_runtime(), vgpu::Bac
 bool is_lavapipe(const vgpu::DeviceInfo& info) { return info.name.find("llvmpipe") != std::string::npos; }
 
 // ---------------------------------------------------------------------------------------------
-// The user kernel: out[i] = a[i] * p.scale + b[i]. make_source() must stay identical to the one
-// in vulkan_child_main.cpp (the cross-process tests compare the keys both sides compute).
+// The user kernel: out[i] = a[i] * p.scale + b[i], from support/scale_add_kernel.hpp, which the
+// child program builds too (the cross-process tests compare the keys both sides compute).
 
-struct ScaleAddParams {
-  std::uint32_t n;
-  float scale;
-  std::uint32_t pad0, pad1;
-};
+/// The scale-add kernel for Vulkan with glsl as its body (tests vary the body).
+vgpu::KernelSource make_source(const std::string& glsl) { return scale_add_source(vgpu::BackendKind::vulkan, glsl); }
 
-const std::string kScaleAddGlsl =
-    "VGPU_PARAMS { uint n; float scale; uint pad0; uint pad1; } p;\n"
-    "layout(std430, binding = 0) readonly buffer BufA { float a[]; };\n"
-    "layout(std430, binding = 1) readonly buffer BufB { float b[]; };\n"
-    "layout(std430, binding = 2) writeonly buffer BufOut { float result[]; };\n"
-    "\n"
-    "void main() {\n"
-    "  const uint i = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
-    "  if (i < p.n) result[i] = a[i] * p.scale + b[i];\n"
-    "}\n";
-
-constexpr std::uint32_t kChildN = 1000;  // what the child is asked to compute
-
-vgpu::KernelSource make_source(const std::string& glsl) {
-  auto n_floats = [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
-    return std::uint64_t{pb.as<ScaleAddParams>().n} * 4;
-  };
-  vgpu::KernelSource s;
-  s.name = "test.vk_scale_add";
-  s.glsl = glsl;
-  s.bindings = {{0, vgpu::Access::read, "a", n_floats},
-                {1, vgpu::Access::read, "b", n_floats},
-                {2, vgpu::Access::write, "out", n_floats}};
-  s.params_size = sizeof(ScaleAddParams);
-  return s;
-}
-
-vgpu::CompileOptions child_options() {
-  vgpu::CompileOptions o;
-  o.workgroup_size = {64, 1, 1};
-  return o;
-}
-
-/// The L2 key the child's kernel is stored under on device.
-KernelKey child_key(const vgpu::Device& device) {
-  return vgpu::cache::make_kernel_key(make_source(kScaleAddGlsl), vgpu::Dialect::glsl, child_options(),
-                                      device.info().fingerprint);
-}
-
-/// A 1-D count of groups laid out as x × y (x ≤ 32), so the kernel's VGPU_LINEAR_GROUP and its
-/// "i < n" guard both matter: the grid usually has more groups than elements need.
-vgpu::Groups spread(std::uint64_t groups) {
-  const std::uint64_t x = std::min<std::uint64_t>(groups, 32);
-  return vgpu::Groups{static_cast<std::uint32_t>(x), static_cast<std::uint32_t>((groups + x - 1) / x), 1};
-}
-
-/// Runs the scale-add kernel on n random elements through the raw Device API and compares the
-/// result with a double reference; the output buffer has 16 guard elements past n that must
-/// keep their sentinel (no write past the end).
+/// Runs the scale-add kernel on n random elements (scale_add_kernel.hpp's run_scale_add) and
+/// checks the result against a double reference and the guard elements past n.
 void check_scale_add(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint32_t n, std::uint32_t wg) {
   INFO("n = " << n << ", workgroup " << wg);
-  constexpr std::uint32_t kGuard = 16;
-  constexpr float kSentinel = 12345.0f;
-  const auto a = random_floats(n, n), b = random_floats(n, n + 1);
-  const float scale = -1.25f;
-  vgpu::Buffer ba = device.create_buffer(n * 4ull), bb = device.create_buffer(n * 4ull),
-               bo = device.create_buffer((n + kGuard) * 4ull);
-  device.write(ba, a.data(), n * 4ull);
-  device.write(bb, b.data(), n * 4ull);
-  std::vector<float> init(n + kGuard, kNaN);
-  std::fill(init.begin() + n, init.end(), kSentinel);
-  device.write(bo, init.data(), init.size() * 4);
-  const vgpu::Groups groups = spread((n + wg - 1) / wg);
-  device.dispatch(kernel, device.bind(kernel, {{0, ba}, {1, bb}, {2, bo}}),
-                  vgpu::ParamsBlock::of(ScaleAddParams{n, scale, 0, 0}), groups);
-  std::vector<float> out(n + kGuard, kNaN);
-  device.read(bo, out.data(), out.size() * 4);
-  Reference ref;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const double as = static_cast<double>(a[i]) * scale;
-    ref.value.push_back(as + b[i]);
-    ref.bound.push_back(2.0 * kEps32 * (std::abs(as) + std::abs(static_cast<double>(b[i]))));
-  }
-  const Comparison c = compare(std::vector<float>(out.begin(), out.begin() + n), ref);
-  INFO(c.describe());
-  CHECK(c.ok());
-  std::size_t guard_changed = 0;
-  for (std::uint32_t i = n; i < n + kGuard; ++i) guard_changed += out[i] != kSentinel;
-  CHECK(guard_changed == 0);
+  const ScaleAddResult r = run_scale_add(device, kernel, n, wg);
+  INFO(r.values.describe());
+  CHECK(r.values.ok());
+  CHECK(r.guard_changed == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,28 +126,11 @@ ChildRun run_child(const fs::path& cache_dir, bool disable = false) {
     out << kScaleAddGlsl;
     REQUIRE(out.good());
   }
-  const std::string command = "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE "
-                              "VGPU_LOG=warn VGPU_CACHE_DIR=" +
-                              quoted(cache_dir.string()) + (disable ? " VGPU_CACHE_DISABLE=1 " : " ") +
-                              quoted(vgpu::test::helper_path(VGPU_VULKAN_CHILD)) + " " + quoted(glsl_file.string()) + " " +
-                              std::to_string(kChildN) + " 2>&1";
-  ChildRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) run.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::istringstream lines(run.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.find("result=") == std::string::npos) continue;
-    std::istringstream words(line);
-    std::string word;
-    while (words >> word)
-      if (const auto eq = word.find('='); eq != std::string::npos) run.values[word.substr(0, eq)] = word.substr(eq + 1);
-  }
-  return run;
+  return vgpu::test::run_child_command(
+      "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE VGPU_LOG=warn VGPU_CACHE_DIR=" +
+      quoted(cache_dir.string()) + (disable ? " VGPU_CACHE_DISABLE=1 " : " ") +
+      quoted(vgpu::test::helper_path(VGPU_BACKEND_CHILD)) + " vulkan " + quoted(glsl_file.string()) + " " +
+      std::to_string(kChildN) + " 2>&1");
 }
 
 /// A fresh cache directory inside a TempDir (the child's GLSL file sits beside it).
@@ -353,7 +262,7 @@ TEST_CASE("user GLSL kernel: compile errors carry the log and line, and the devi
   CHECK(d.l2_writes == 0);        // nothing is cached for a failed compile
 
   // The same device still compiles and runs a good kernel.
-  const vgpu::Kernel good = device.compile(make_source(kScaleAddGlsl), child_options());
+  const vgpu::Kernel good = device.compile(make_source(kScaleAddGlsl), scale_add_options());
   check_scale_add(device, good, 1000, 64);
 }
 
@@ -376,7 +285,7 @@ TEST_CASE("L2 across processes: the second process loads the first one's SPIR-V"
   const auto spirv = entries(dir, EntryKind::spirv, true);
   REQUIRE(spirv.size() == 1);
   CHECK(spirv[0].valid);
-  CHECK(spirv[0].key_hex == child_key(vulkan_device()).hex());
+  CHECK(spirv[0].key_hex == scale_add_key(vulkan_device().info()).hex());
   CHECK(spirv[0].fingerprint_text == vulkan_device().info().fingerprint.text);
 
   const ChildRun second = run_child(dir);
@@ -447,7 +356,7 @@ TEST_CASE("L2 damage: a well-formed entry that is not SPIR-V is rejected and rec
     DiskStore store(options_for(dir));
     const std::string text = "this is not SPIR-V, just 40 bytes of text";
     const Bytes payload(text.begin(), text.begin() + 40);
-    REQUIRE(store.store(EntryKind::spirv, child_key(device), device.info().fingerprint, payload, 1));
+    REQUIRE(store.store(EntryKind::spirv, scale_add_key(device.info()), device.info().fingerprint, payload, 1));
   }
   const ChildRun run = run_child(dir);
   INFO(run.output);
@@ -496,7 +405,7 @@ TEST_CASE("L2 damage: a garbage pipeline-cache entry is rejected before the driv
   const Comparison c = compare(args[2], binary_reference(args[0], args[1], false));
   INFO(c.describe());
   CHECK(c.ok());
-  check_scale_add(device, device.compile(make_source(kScaleAddGlsl), child_options()), 1000, 64);
+  check_scale_add(device, device.compile(make_source(kScaleAddGlsl), scale_add_options()), 1000, 64);
 }
 
 TEST_CASE("L2 damage: a pipeline-cache blob with this device's header but a garbage body is survived",
@@ -549,7 +458,7 @@ TEST_CASE("an L2 SPIR-V entry with the magic but a broken body is rejected and r
     Bytes payload(words.size() * 4);
     std::memcpy(payload.data(), words.data(), payload.size());
     DiskStore store(options_for(dir));
-    REQUIRE(store.store(EntryKind::spirv, child_key(device), device.info().fingerprint, payload, 1));
+    REQUIRE(store.store(EntryKind::spirv, scale_add_key(device.info()), device.info().fingerprint, payload, 1));
   }
   const ChildRun run = run_child(dir);
   INFO(run.output);
@@ -823,10 +732,10 @@ TEST_CASE("device info: type, stable fingerprint, non-zero limits", "[vulkan][in
   vgpu::Device a = r1.open("vulkan:0"), b = r2.open("vulkan:0");
   CHECK(a != b);
   CHECK(a.info().fingerprint.hash == b.info().fingerprint.hash);
-  const vgpu::Kernel ka = a.compile(make_source(kScaleAddGlsl), child_options());
-  const vgpu::Kernel kb = b.compile(make_source(kScaleAddGlsl), child_options());
+  const vgpu::Kernel ka = a.compile(make_source(kScaleAddGlsl), scale_add_options());
+  const vgpu::Kernel kb = b.compile(make_source(kScaleAddGlsl), scale_add_options());
   CHECK(ka.key_hex() == kb.key_hex());
-  CHECK(ka.key_hex() == child_key(a).hex());
+  CHECK(ka.key_hex() == scale_add_key(a.info()).hex());
 }
 
 }  // namespace vgpu_test

@@ -1,14 +1,18 @@
 // tests/support/cache_fixtures.hpp — what the L2 and GPU-backend tests share: private temp
-// directories, disk-store options and listings, shell quoting, and backend-only runtimes.
+// directories, disk-store options and listings, shell quoting, backend-only runtimes, and
+// running a child program that reports one key=value line.
 // Test files that include it define VGPU_TEST_TMP_ROOT (the build gives each its own root).
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -109,5 +113,27 @@ struct ChildRun {
   /// Returns whether the child exited 0 and reported result=ok.
   bool ok() const { return status == 0 && text("result") == "ok"; }
 };
+
+/// Runs command (a /bin/sh line; end it with 2>&1 to keep stderr too) and returns its output,
+/// exit status and the key=value pairs of the line that holds "result=".
+inline ChildRun run_child_command(const std::string& command) {
+  ChildRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) run.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::istringstream lines(run.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("result=") == std::string::npos) continue;
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word)
+      if (const auto eq = word.find('='); eq != std::string::npos) run.values[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+  return run;
+}
 
 }  // namespace vgpu::test
