@@ -1,7 +1,10 @@
 // bench/bench_gpu.cpp — vgpu-bench-gpu: per GPU device (Vulkan, OpenGL, CUDA as built),
-// side by side in one run: matmul GFLOP/s vs cuBLAS SGEMM, steady N=16 round trip, persistent
-// vs recompile-each-call, batched per-dispatch cost, and kernel creation cold vs L2 vs L1.
+// side by side in one run: matmul GFLOP/s vs cuBLAS SGEMM, steady N=16 round trip (one
+// round_trip call vs separate calls), persistent vs recompile-each-call, batched per-dispatch
+// cost, kernel creation cold vs L2 vs L1, a built-in in a fresh runtime (L3), and on CUDA every
+// matmul tiling at 1024/2048/4096.
 // Devices: every non-CPU device, or those of VGPU_BENCH_BACKENDS (comma list, cpu allowed).
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -23,8 +26,7 @@ double median_of(std::vector<double> v) {
 
 // GFLOP/s of the matmul kernel alone (dispatch + synchronize on uploaded buffers), checked
 // against a double-precision sum at a few entries so a wrong kernel cannot post a number.
-double matmul_gflops(vgpu::Device& dev, std::uint32_t n, int reps, double* max_err) {
-  vgpu::KernelPlan plan = vgpu::ops::matmul(dev.info(), n, n, n);
+double matmul_gflops(vgpu::Device& dev, const vgpu::KernelPlan& plan, std::uint32_t n, int reps, double* max_err) {
   vgpu::Kernel k = dev.compile(plan.source, plan.options);
   auto a = vb::random_floats(std::size_t(n) * n, 1), b = vb::random_floats(std::size_t(n) * n, 2);
   const std::uint64_t bytes = std::uint64_t(n) * n * 4;
@@ -57,6 +59,21 @@ double matmul_gflops(vgpu::Device& dev, std::uint32_t n, int reps, double* max_e
   return median_of(gf);
 }
 
+double matmul_gflops(vgpu::Device& dev, std::uint32_t n, int reps, double* max_err) {
+  return matmul_gflops(dev, vgpu::ops::matmul(dev.info(), n, n, n), n, reps, max_err);
+}
+
+// The built-in CUDA matmul plan for n³ with tiling {BM, BN, BK, TM, TN} forced (the plan picks
+// one by shape; this measures them all side by side).
+vgpu::KernelPlan cuda_tiling(const vgpu::DeviceInfo& info, std::uint32_t n, const std::array<std::uint32_t, 5>& t) {
+  vgpu::KernelPlan p = vgpu::ops::matmul(info, n, n, n);
+  const char* names[] = {"VGPU_MM_BM", "VGPU_MM_BN", "VGPU_MM_BK", "VGPU_MM_TM", "VGPU_MM_TN"};
+  for (int i = 0; i < 5; ++i) p.options.defines[names[i]] = std::to_string(t[i]);
+  p.options.workgroup_size = {t[1] / t[4], t[0] / t[3], 1};
+  p.steps[0].groups = vgpu::Groups{(n + t[1] - 1) / t[1], (n + t[0] - 1) / t[0], 1};
+  return p;
+}
+
 // A copy of the built-in matmul made unique by a define, so nothing (L1, L2, L3) knows it:
 // building it pays the full GLSL/CUDA compile and pipeline creation.
 vgpu::KernelPlan unique_matmul(const vgpu::DeviceInfo& info, std::uint32_t n, std::uint64_t nonce) {
@@ -70,7 +87,9 @@ struct DeviceResult {
   double gf1024 = 0, gf4096 = 0, err = 0;
   vb::Stats steady16, steady256;
   double recompile16 = 0, recompile256 = 0, batch_per_dispatch = 0, single_per_dispatch = 0;
-  double cold = 0, l2 = 0, l1 = 0;
+  double cold = 0, l2 = 0, l1 = 0, l3 = 0;
+  vb::Stats separate16;  // N=16 as write, write, submit, read calls instead of one round trip
+  std::vector<std::pair<std::string, double>> tilings;  // CUDA: "BMxBN@n" → GFLOP/s
 };
 
 DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, std::uint64_t& nonce) {
@@ -93,8 +112,22 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
       k({vgpu::TensorArg(std::as_const(a).data(), {n, n}), vgpu::TensorArg(std::as_const(b).data(), {n, n}),
          vgpu::TensorArg(c.data(), {n, n})});
     };
-    std::vector<vb::Case> cases{{"steady", [&] { call(pk); }, 0}};
+    // The same N×N product as separate calls on separate buffers: what round_trip saves.
+    vgpu::KernelPlan plan = vgpu::ops::matmul(info, n, n, n);
+    vgpu::Kernel k = dev.compile(plan.source, plan.options);
+    const std::uint64_t bytes = std::uint64_t(n) * n * 4;
+    vgpu::Buffer A = dev.create_buffer(bytes), B = dev.create_buffer(bytes), C = dev.create_buffer(bytes);
+    vgpu::Batch sep = dev.create_batch();
+    sep.dispatch(k, dev.bind(k, {{0, A}, {1, B}, {2, C}}), plan.steps[0].params, plan.steps[0].groups);
+    std::vector<vb::Case> cases{{"steady", [&] { call(pk); }, 0},
+                                {"separate", [&] {
+                                   dev.write(A, a.data(), bytes);
+                                   dev.write(B, b.data(), bytes);
+                                   dev.submit(sep);
+                                   dev.read(C, c.data(), bytes);
+                                 }, 0}};
     auto stats = vb::run_interleaved(cases, o.quick ? 5 : 15, o.quick ? 0.005 : 0.05);
+    if (n == 16) r.separate16 = stats[1];
     std::vector<double> rec;
     for (int i = 0; i < (o.quick ? 2 : 5); ++i) {
       const auto t0 = Clock::now();
@@ -152,6 +185,30 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
     r.cold = median_of(cold);
     r.l2 = median_of(l2);
     r.l1 = median_of(l1);
+  }
+  // A built-in in a fresh runtime: L3 (embedded SPIR-V / fatbin) where the backend has it.
+  {
+    std::vector<double> l3;
+    for (int i = 0; i < (o.quick ? 2 : 5); ++i) {
+      vgpu::Runtime fresh;
+      vgpu::Device dev2 = fresh.open(info.id());
+      vgpu::KernelPlan p = vgpu::ops::matmul(info, 64, 64, 64);
+      const auto t0 = Clock::now();
+      vgpu::Kernel k = dev2.compile(p.source, p.options);
+      l3.push_back(vb::seconds_since(t0));
+    }
+    r.l3 = median_of(l3);
+  }
+  // CUDA: every matmul tiling at three sizes, to check the plan's choice (core/src/ops.cpp).
+  if (info.backend == vgpu::BackendKind::cuda && !o.quick) {
+    const std::array<std::uint32_t, 5> tilings[] = {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 16, 4, 4}};
+    for (std::uint32_t n : {1024u, 2048u, 4096u})
+      for (const auto& t : tilings) {
+        double e = 0;
+        const double gf = matmul_gflops(dev, cuda_tiling(info, n, t), n, 5, &e);
+        r.err = std::max(r.err, e);
+        r.tilings.emplace_back(std::to_string(t[0]) + "x" + std::to_string(t[1]) + "@" + std::to_string(n), gf);
+      }
   }
   return r;
 }
@@ -211,14 +268,15 @@ int main(int argc, char** argv) {
 
   const std::string sm = std::to_string(small), bg = std::to_string(big);
   vb::Table t({"device", "matmul " + sm + " GF/s", "vs cuBLAS", "matmul " + bg + " GF/s", "vs cuBLAS", "N=16 round trip",
-               "recompile/persistent N=16", "N=256", "batched per dispatch", "single per dispatch",
-               "create cold", "L2 hit", "L1 hit", "cold/L2"});
+               "N=16 separate calls", "recompile/persistent N=16", "N=256", "batched per dispatch", "single per dispatch",
+               "create cold", "L2 hit", "L1 hit", "cold/L2", "built-in fresh (L3)"});
   for (const auto& r : results) {
     t.add({r.id, vb::fmt(r.gf1024), cub_small ? vb::fmt(r.gf1024 / cub_small * 100, 0) + "%" : "-", vb::fmt(r.gf4096),
            cub_big ? vb::fmt(r.gf4096 / cub_big * 100, 0) + "%" : "-", vb::fmt_stats(r.steady16),
+           vb::fmt_stats(r.separate16),
            vb::fmt_ratio(r.recompile16 / r.steady16.median), vb::fmt_ratio(r.recompile256 / r.steady256.median),
            vb::fmt_time(r.batch_per_dispatch), vb::fmt_time(r.single_per_dispatch), vb::fmt_time(r.cold),
-           vb::fmt_time(r.l2), vb::fmt_time(r.l1), vb::fmt_ratio(r.cold / r.l2)});
+           vb::fmt_time(r.l2), vb::fmt_time(r.l1), vb::fmt_ratio(r.cold / r.l2), vb::fmt_time(r.l3)});
     doc["devices"].push_back({{"id", r.id},
                               {"name", r.name},
                               {"matmul_gflops", {{sm, r.gf1024}, {bg, r.gf4096}}},
@@ -232,12 +290,22 @@ int main(int argc, char** argv) {
                               {"single_per_dispatch_s", r.single_per_dispatch},
                               {"create_cold_s", r.cold},
                               {"create_l2_s", r.l2},
-                              {"create_l1_s", r.l1}});
+                              {"create_l1_s", r.l1},
+                              {"create_builtin_fresh_s", r.l3},
+                              {"steady_n16_separate", r.separate16.to_json()}});
+    for (const auto& [name, gf] : r.tilings) doc["devices"].back()["cuda_tilings_gflops"][name] = gf;
   }
   std::cout << "\nmatmul checked at 16 entries against fp64 (max rel err ";
   double worst = 0;
   for (const auto& r : results) worst = std::max(worst, r.err);
   std::cout << vb::fmt_sci(worst) << ")\n\n";
   t.print();
+  for (const auto& r : results) {
+    if (r.tilings.empty()) continue;
+    std::cout << "\n" << r.id << " matmul tilings (BMxBN@N: GFLOP/s; cuBLAS " << vb::fmt(cub_small) << " at " << sm
+              << ", " << vb::fmt(cub_big) << " at " << bg << "):";
+    for (const auto& [name, gf] : r.tilings) std::cout << "  " << name << " " << vb::fmt(gf);
+    std::cout << "\n";
+  }
   return vb::finish(doc, o) ? 0 : 1;
 }

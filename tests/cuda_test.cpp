@@ -10,6 +10,7 @@
 // program their own temporary directory.
 #include <unistd.h>
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,7 @@
 #include "support/scale_add_kernel.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/cache/precompiled.hpp"
 #include "vgpu/vgpu.hpp"
 
 #ifndef VGPU_BACKEND_CHILD
@@ -293,6 +296,96 @@ TEST_CASE("batch: two dependent launches recorded once, resubmitted (graph repla
       ro.bound.push_back(4 * kEps32 * (std::abs(static_cast<double>(av) * xv[i]) + std::abs(yv[i]) + std::abs(xv[i])));
     }
     const Comparison c = compare(go, ro);
+    INFO(c.describe());
+    CHECK(c.ok());
+  }
+}
+
+TEST_CASE("L3: every built-in op loads from the embedded fatbin, with no NVRTC compile", "[cuda][l3]") {
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+  vgpu::Runtime fresh(only(vgpu::BackendKind::cuda));  // an empty L1
+  vgpu::Device device = fresh.open("cuda:0");
+  const vgpu::DeviceInfo& info = device.info();
+  // Shapes that take each matmul tiling on this GPU, and every other built-in.
+  const std::uint32_t sms = info.compute_units;
+  std::vector<vgpu::KernelPlan> plans = {vgpu::ops::matmul(info, 16, 16, 16),
+                                         vgpu::ops::matmul(info, 128 * sms, 8, 128),
+                                         vgpu::ops::matmul(info, 128 * ((sms + 1) / 2), 8, 128),
+                                         vgpu::ops::axpy(info, 1000),
+                                         vgpu::ops::add(info, 1000),
+                                         vgpu::ops::mul(info, 1000),
+                                         vgpu::ops::reduce_sum(info, 100000),
+                                         vgpu::ops::softmax_rows(info, 3, 7)};
+  std::set<std::string> tilings;
+  for (const auto& p : plans)
+    if (p.source.name == "vgpu.matmul") tilings.insert(p.options.defines.at("VGPU_MM_BM") + "x" + p.options.defines.at("VGPU_MM_BN"));
+  CHECK(tilings.size() == 3);
+  for (const auto& p : plans) {
+    INFO(p.source.name);
+    const vgpu::CounterSnapshot before = device.counters();
+    device.compile(p.source, p.options);
+    const vgpu::CounterSnapshot after = device.counters();
+    CHECK(after.l3_hits == before.l3_hits + 1);
+    CHECK(after.source_compiles == before.source_compiles);
+  }
+#else
+  WARN("built without nvcc: no CUDA fatbins; built-ins compile with NVRTC (checked by cuda.nvrtc_builtins)");
+  CHECK(vgpu::cache::precompiled_cuda_count() == 0);
+#endif
+}
+
+TEST_CASE("matmul: every CUDA tiling is right at awkward and tile-sized shapes, on both paths", "[cuda][matmul]") {
+  vgpu::Device device = cuda_device();
+  const std::array<std::uint32_t, 5> tilings[] = {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 16, 4, 4}};
+  const char* names[] = {"VGPU_MM_BM", "VGPU_MM_BN", "VGPU_MM_BK", "VGPU_MM_TM", "VGPU_MM_TN"};
+  struct Shape {
+    std::uint32_t m, k, n;
+  };
+  // 1×1×1; K not a multiple of BK and N not of 4 (checked path everywhere); exact tiles
+  // (fast path everywhere); interiors on the fast path with ragged edges.
+  const Shape shapes[] = {{1, 1, 1}, {67, 33, 129}, {128, 16, 128}, {256, 64, 384}, {300, 257, 200}, {515, 96, 260}};
+  std::uint64_t seed = 100;
+  for (const auto& t : tilings)
+    for (const Shape& s : shapes)
+      for (Path path : {Path::raw, Path::persistent}) {
+        vgpu::KernelPlan plan = vgpu::ops::matmul(device.info(), s.m, s.k, s.n);
+        for (int i = 0; i < 5; ++i) plan.options.defines[names[i]] = std::to_string(t[i]);
+        plan.options.workgroup_size = {t[1] / t[4], t[0] / t[3], 1};
+        plan.steps[0].groups = vgpu::Groups{(s.n + t[1] - 1) / t[1], (s.m + t[0] - 1) / t[0], 1};
+        INFO("tiling " << t[0] << "x" << t[1] << ", " << s.m << "x" << s.k << "x" << s.n << " via " << to_string(path));
+        HostTensors args{random_floats(std::size_t(s.m) * s.k, ++seed), random_floats(std::size_t(s.k) * s.n, ++seed),
+                         std::vector<float>(std::size_t(s.m) * s.n)};
+        const Reference ref = matmul_reference(args[0], args[1], s.m, s.k, s.n);
+        run_plan(device, plan, args, path);
+        const Comparison c = compare(args[2], ref);
+        INFO(c.describe());
+        CHECK(c.ok());
+      }
+}
+
+TEST_CASE("round trip: repeated calls with new data (direct, captured, replayed) are each right", "[cuda][graph]") {
+  vgpu::Device device = cuda_device();
+  for (const auto& [m, k, n] : {std::array<std::uint32_t, 3>{16, 16, 16}, std::array<std::uint32_t, 3>{70, 300, 33}}) {
+    vgpu::PersistentKernel kernel(device, vgpu::ops::matmul(device.info(), m, k, n));
+    for (std::uint64_t call_no = 0; call_no < 6; ++call_no) {
+      INFO(m << "x" << k << "x" << n << ", call " << call_no);
+      HostTensors args{random_floats(std::size_t(m) * k, 500 + call_no), random_floats(std::size_t(k) * n, 600 + call_no),
+                       std::vector<float>(std::size_t(m) * n, kNaN)};
+      const Reference ref = matmul_reference(args[0], args[1], m, k, n);
+      call(kernel, args);
+      const Comparison c = compare(args[2], ref);
+      INFO(c.describe());
+      CHECK(c.ok());
+    }
+  }
+  // The axpy output is also an input: a replayed trip must upload the new y every time.
+  vgpu::PersistentKernel axpy(device, vgpu::ops::axpy(device.info(), 1000));
+  for (std::uint64_t call_no = 0; call_no < 5; ++call_no) {
+    INFO("axpy call " << call_no);
+    HostTensors args{{0.5f + float(call_no)}, random_floats(1000, 700 + call_no), random_floats(1000, 800 + call_no)};
+    const Reference ref = axpy_reference(args[0][0], args[1], args[2]);
+    call(axpy, args);
+    const Comparison c = compare(args[2], ref);
     INFO(c.describe());
     CHECK(c.ok());
   }
