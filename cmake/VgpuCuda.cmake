@@ -9,9 +9,11 @@
 
 set(VGPU_CUDA_DIR ${PROJECT_SOURCE_DIR}/core/kernels/cuda)
 set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
-set(VGPU_CUDA_BUILTINS axpy elementwise matmul reduce_sum softmax_rows)
+# copy_segments is the CUDA backend's own (small round trips), not an op.
+set(VGPU_CUDA_BUILTINS axpy elementwise matmul reduce_sum softmax_rows copy_segments)
 # Precompiled variants, "<kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]": exactly the (kernel, block
-# size, defines) triples core/src/ops.cpp compiles for CUDA (cuda_matmul_config() there);
+# size, defines) triples core/src/ops.cpp compiles for CUDA (cuda_matmul_config() there), and
+# the backend's copy kernel (backends/cuda/cuda_round_trip.cpp);
 # tests/cuda_nvrtc_test.cpp checks that every built-in plan finds its variant.
 set(VGPU_CUDA_PRECOMPILED
     "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=8"
@@ -21,7 +23,8 @@ set(VGPU_CUDA_PRECOMPILED
     "elementwise@256x1x1:VGPU_OP=0"
     "elementwise@256x1x1:VGPU_OP=1"
     "reduce_sum@256x1x1"
-    "softmax_rows@256x1x1")
+    "softmax_rows@256x1x1"
+    "copy_segments@256x1x1")
 set(VGPU_CUDA_FATBIN "AUTO" CACHE STRING "Embed nvcc-built fatbins of the built-in CUDA kernels (ON, OFF, AUTO)")
 set(VGPU_CUDA_FATBIN_ARCHS "75;80;86;89;90" CACHE STRING
     "SM architectures the built-in CUDA fatbin holds SASS for (PTX is added for the last)")

@@ -16,8 +16,6 @@ namespace {
 constexpr std::uint64_t kMinStaging = 1ull << 20;
 constexpr std::size_t kMaxArgs = 64;  // slots (max_bindings is 16) + the params block
 
-// Bytes a transfer takes in a staging ring: 256-aligned, so every copy starts aligned.
-std::uint64_t staged_size(std::uint64_t bytes) { return (bytes + 255) & ~std::uint64_t{255}; }
 
 }  // namespace
 
@@ -32,6 +30,7 @@ CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice dev
                        int cc_minor)
     : fn_(fns), nvrtc_(nvrtc), device_(device), info_(std::move(info)), cc_major_(cc_major), cc_minor_(cc_minor) {
   if (const char* g = std::getenv("VGPU_CUDA_GRAPHS"); g && std::string_view(g) == "0") use_graphs_ = false;
+  if (const char* z = std::getenv("VGPU_CUDA_ZERO_COPY"); z && std::string_view(z) == "0") zero_copy_ = false;
   check_cu(fn_, fn_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
   make_current();
   const CUresult r = fn_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING);
@@ -48,6 +47,7 @@ CudaDevice::~CudaDevice() {
   fn_.cuStreamSynchronize(stream_);
   if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
   if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
+  if (copy_module_) fn_.cuModuleUnload(copy_module_);
   fn_.cuStreamDestroy(stream_);
   fn_.cuDevicePrimaryCtxRelease(device_);
 }
@@ -70,8 +70,11 @@ void CudaDevice::reserve_locked(Pinned& p, std::uint64_t bytes) {
   p = Pinned{};
   const std::uint64_t size = std::max<std::uint64_t>(std::bit_ceil(bytes), kMinStaging);
   void* ptr = nullptr;
-  check_cu(fn_, fn_.cuMemHostAlloc(&ptr, size, 0), "cuMemHostAlloc");
-  p = Pinned{ptr, size};
+  // Mapped into the device's address space too: small round trips copy with a kernel.
+  check_cu(fn_, fn_.cuMemHostAlloc(&ptr, size, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc");
+  CUdeviceptr dev = 0;
+  if (fn_.cuMemHostGetDevicePointer(&dev, ptr, 0) != CUDA_SUCCESS) dev = 0;
+  p = Pinned{ptr, size, dev};
 }
 
 std::unique_ptr<BufferImpl> CudaDevice::create_buffer(std::uint64_t bytes) {
@@ -195,98 +198,6 @@ void CudaDevice::submit(RecordedBatchImpl& recorded) {
     batch.graph_failed = true;
   }
   launch_locked(batch);
-}
-
-void CudaDevice::enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                                     std::span<const HostReadOp> reads) {
-  std::uint64_t at = 0;
-  for (const HostWriteOp& w : writes) {
-    const CUdeviceptr dst = static_cast<CudaBufferImpl*>(w.buffer)->ptr + w.offset;
-    check_cu(fn_, fn_.cuMemcpyHtoDAsync(dst, static_cast<std::uint8_t*>(upload_.ptr) + at, w.bytes, stream_),
-             "cuMemcpyHtoDAsync");
-    at += staged_size(w.bytes);
-  }
-  launch_locked(batch);
-  at = 0;
-  for (const HostReadOp& r : reads) {
-    const CUdeviceptr src = static_cast<CudaBufferImpl*>(r.buffer)->ptr + r.offset;
-    check_cu(fn_, fn_.cuMemcpyDtoHAsync(static_cast<std::uint8_t*>(download_.ptr) + at, src, r.bytes, stream_),
-             "cuMemcpyDtoHAsync");
-    at += staged_size(r.bytes);
-  }
-}
-
-bool CudaDevice::capture_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                                     std::span<const HostReadOp> reads) {
-  if (fn_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return false;
-  bool queued = true;
-  try {
-    enqueue_trip_locked(batch, writes, reads);
-  } catch (const Error&) {
-    queued = false;
-  }
-  CUgraph graph = nullptr;
-  const CUresult end = fn_.cuStreamEndCapture(stream_, &graph);
-  bool ok = queued && end == CUDA_SUCCESS && graph;
-  if (ok) ok = fn_.cuGraphInstantiate(&batch.trip_exec, graph, 0) == CUDA_SUCCESS;
-  if (graph) fn_.cuGraphDestroy(graph);
-  if (!ok) batch.trip_exec = nullptr;
-  return ok;
-}
-
-void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* recorded,
-                            std::span<const HostReadOp> reads) {
-  auto* batch = static_cast<CudaBatchImpl*>(recorded);
-  if (!use_graphs_ || !batch || batch->trip_graph_failed) {
-    DeviceImpl::round_trip(writes, recorded, reads);
-    return;
-  }
-  std::uint64_t up = 0, down = 0;
-  for (const HostWriteOp& w : writes) up += staged_size(w.bytes);
-  for (const HostReadOp& r : reads) down += staged_size(r.bytes);
-  std::lock_guard lock(mutex_);
-  make_current();
-  // The trip's data sits at offset 0 of both staging rings, so a repeated trip issues exactly
-  // the same copies and its graph can be replayed as is.
-  if (upload_head_ != 0) sync_locked();
-  reserve_locked(upload_, up);
-  reserve_locked(download_, down);
-  auto& sig = trip_signature_;
-  sig.clear();
-  sig.push_back(reinterpret_cast<std::uintptr_t>(upload_.ptr));
-  sig.push_back(reinterpret_cast<std::uintptr_t>(download_.ptr));
-  std::uint64_t at = 0;
-  for (const HostWriteOp& w : writes) {
-    std::memcpy(static_cast<std::uint8_t*>(upload_.ptr) + at, w.data, w.bytes);
-    at += staged_size(w.bytes);
-    sig.push_back(static_cast<CudaBufferImpl*>(w.buffer)->ptr + w.offset);
-    sig.push_back(w.bytes);
-  }
-  sig.push_back(~std::uint64_t{0});  // writes | reads
-  for (const HostReadOp& r : reads) {
-    sig.push_back(static_cast<CudaBufferImpl*>(r.buffer)->ptr + r.offset);
-    sig.push_back(r.bytes);
-  }
-  upload_head_ = up;  // until the sync below, the staged data is in use
-  const bool repeated = sig == batch->trip_signature;
-  if (!repeated && batch->trip_exec) {
-    // Other buffers or sizes than the graph was made for: it will not be replayed again.
-    fn_.cuGraphExecDestroy(batch->trip_exec);
-    batch->trip_exec = nullptr;
-  }
-  if (repeated && !batch->trip_exec && !capture_trip_locked(*batch, writes, reads)) batch->trip_graph_failed = true;
-  if (repeated && batch->trip_exec) {
-    check_cu(fn_, fn_.cuGraphLaunch(batch->trip_exec, stream_), "cuGraphLaunch");
-  } else {
-    enqueue_trip_locked(*batch, writes, reads);
-    batch->trip_signature = sig;
-  }
-  sync_locked();
-  at = 0;
-  for (const HostReadOp& r : reads) {
-    std::memcpy(r.out, static_cast<std::uint8_t*>(download_.ptr) + at, r.bytes);
-    at += staged_size(r.bytes);
-  }
 }
 
 void CudaDevice::destroy_graph(CUgraphExec exec) {

@@ -21,6 +21,9 @@
 
 namespace vgpu::cuda {
 
+/// Bytes a transfer takes in a staging ring: 256-aligned, so every copy starts aligned.
+inline std::uint64_t staged_size(std::uint64_t bytes) { return (bytes + 255) & ~std::uint64_t{255}; }
+
 class CudaDevice;
 
 /// A cuMemAlloc'ed device buffer (never managed memory). Thread-safety: owned by core.
@@ -78,8 +81,8 @@ class CudaBatchImpl final : public RecordedBatchImpl {
   bool trip_graph_failed = false;
 };
 
-/// One opened CUDA device: its primary context, one stream, pinned staging for uploads and
-/// readbacks (reused, grown only when a larger transfer comes), modules compiled by NVRTC for
+/// One opened CUDA device: its primary context, one stream, pinned (and device-mapped) staging
+/// for uploads and readbacks (reused, grown only when a larger transfer comes), modules compiled by NVRTC for
 /// the exact SM (PTX for an SM NVRTC does not know) and cached in L2.
 /// Every call makes the primary context current on the calling thread first. Launches are
 /// queued on the stream in submission order, so writes, copies and dispatches need no
@@ -116,6 +119,7 @@ class CudaDevice final : public DeviceImpl {
   struct Pinned {
     void* ptr = nullptr;
     std::uint64_t size = 0;
+    CUdeviceptr dev = 0;  // the same memory as the device sees it (0: not mapped)
   };
   void make_current() const;
   // Grows p to at least bytes (waiting for the stream first, since queued copies may use it).
@@ -125,12 +129,18 @@ class CudaDevice final : public DeviceImpl {
   // Captures batch's launches into a graph; false (with the stream usable) when that fails.
   bool capture_locked(CudaBatchImpl& batch);
   // Queues a round trip whose uploads are staged at offset 0 of the upload ring: the copies in,
-  // the batch's launches, the copies out to offset 0 of the download ring.
+  // the batch's launches, the copies out to offset 0 of the download ring. by_kernel: the
+  // copies are copy_segments launches on the mapped staging instead of memcpys.
   void enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                           std::span<const HostReadOp> reads);
+                           std::span<const HostReadOp> reads, bool by_kernel);
   // Captures enqueue_trip_locked into batch.trip_exec; false (stream usable) when that fails.
   bool capture_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                           std::span<const HostReadOp> reads);
+                           std::span<const HostReadOp> reads, bool by_kernel);
+  // Launches copy_segments over ranges {src, dst, bytes} (at most 8).
+  void launch_copies_locked(std::span<const std::array<CUdeviceptr, 3>> ranges);
+  // Loads the copy_segments kernel once (L3 fatbin, else NVRTC); leaves copy_fn_ null when
+  // neither works, and small round trips then use memcpys.
+  void load_copy_kernel();
   // Loads k.module from L2 or NVRTC (an L2 image the driver refuses is dropped and rebuilt);
   // returns the last cuModuleLoadData result.
   CUresult load_compiled(CudaKernelImpl& k, const KernelSource& source, const CompileOptions& options);
@@ -152,6 +162,10 @@ class CudaDevice final : public DeviceImpl {
   std::uint64_t upload_head_ = 0;
   Pinned download_;  // device → host staging
   std::vector<std::uint64_t> trip_signature_;  // scratch for round_trip, reused
+  bool zero_copy_ = true;  // VGPU_CUDA_ZERO_COPY=0: small round trips use memcpys too
+  std::once_flag copy_once_;
+  CUmodule copy_module_ = nullptr;
+  CUfunction copy_fn_ = nullptr;
 };
 
 }  // namespace vgpu::cuda
