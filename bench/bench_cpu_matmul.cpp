@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   doc["machine"] = vb::print_header("vgpu-bench-cpu-matmul: CPU fallback matmul vs OpenBLAS", opt);
 
   try {
-    Runtime runtime(RuntimeOptions{.allowed = {BackendKind::cpu}, .forced_device = {}});
+    Runtime runtime(RuntimeOptions{.allowed = {BackendKind::cpu}, .forced_device = {}, .backends = {}});
     Device dev = runtime.open("cpu:0");
     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     const int tbb_threads = tbb::this_task_arena::max_concurrency();

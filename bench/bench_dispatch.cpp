@@ -24,7 +24,7 @@ namespace {
 using namespace vgpu;
 namespace vb = vgpu::bench;
 
-RuntimeOptions cpu_only() { return RuntimeOptions{.allowed = {BackendKind::cpu}, .forced_device = {}}; }
+RuntimeOptions cpu_only() { return RuntimeOptions{.allowed = {BackendKind::cpu}, .forced_device = {}, .backends = {}}; }
 
 // Host matrices for one square matmul size.
 struct MatmulData {

@@ -101,12 +101,12 @@ TEST_CASE("open(): one device per id, whichever way it is named", "[runtime]") {
 }
 
 TEST_CASE("RuntimeOptions: allowed backends filter statuses and devices - and a forced device", "[runtime]") {
-  vgpu::Runtime cpu_only(vgpu::RuntimeOptions{{BackendKind::cpu}, ""});
+  vgpu::Runtime cpu_only(vgpu::RuntimeOptions{{BackendKind::cpu}, "", {}});
   for (const auto& d : cpu_only.devices()) CHECK(d.backend == BackendKind::cpu);
   for (const auto& s : cpu_only.backends())
     if (s.kind != BackendKind::cpu && s.compiled_in) CHECK(s.reason == "excluded by VGPU_BACKEND");
 
-  vgpu::Runtime no_cpu(vgpu::RuntimeOptions{{BackendKind::vulkan, BackendKind::cuda}, ""});
+  vgpu::Runtime no_cpu(vgpu::RuntimeOptions{{BackendKind::vulkan, BackendKind::cuda}, "", {}});
   for (const auto& d : no_cpu.devices()) CHECK(d.backend != BackendKind::cpu);
   const auto cpu_status = no_cpu.backends().back();
   CHECK_FALSE(cpu_status.available);
@@ -114,7 +114,7 @@ TEST_CASE("RuntimeOptions: allowed backends filter statuses and devices - and a 
   REQUIRE_VGPU_ERROR(unavailable, "excluded by VGPU_BACKEND", no_cpu.open("cpu:0"));
   if (no_cpu.devices().empty()) REQUIRE_VGPU_ERROR(unavailable, "no compute device", no_cpu.default_device());
 
-  vgpu::Runtime forced(vgpu::RuntimeOptions{{}, "cpu:0"});
+  vgpu::Runtime forced(vgpu::RuntimeOptions{{}, "cpu:0", {}});
   CHECK(forced.default_device().info().id() == "cpu:0");
 }
 

@@ -6,7 +6,7 @@
 
 namespace vgpu {
 
-Cache::Cache() : Cache(Runtime::global().default_device()) {}
+Cache::Cache() : db_(Runtime::global()) {}
 
 Cache::Cache(Device device) : db_(std::move(device)) {}
 
@@ -35,8 +35,8 @@ Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
 }
 
 void Cache::matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  auto kernel = db_.get("matmul", {m, k, n});
-  (*kernel)({TensorArg(a, {m, k}), TensorArg(b, {k, n}), TensorArg(c, {m, n})});
+  const TensorArg args[] = {TensorArg(a, {m, k}), TensorArg(b, {k, n}), TensorArg(c, {m, n})};
+  db_.call("matmul", {m, k, n}, args);
 }
 
 std::string Cache::report() const {

@@ -5,6 +5,7 @@
 
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
+#include "vgpu/runtime.hpp"
 
 namespace vgpu {
 namespace {
@@ -82,8 +83,44 @@ KernelDatabase::KernelDatabase(Device device) : device_(std::move(device)) {
   if (!device_)
     fail(ErrorCategory::invalid_argument, "KernelDatabase needs an open device.",
          "pass Runtime::global().default_device() or a device from Runtime::open().");
+  register_builtins();
+}
+
+KernelDatabase::KernelDatabase(Runtime& runtime) : runtime_(&runtime) { register_builtins(); }
+
+KernelDatabase::KernelDatabase() : KernelDatabase(Runtime::global()) {}
+
+void KernelDatabase::register_builtins() {
   for (const std::string& op : ops::names())
     factories_[op] = [op](const DeviceInfo& info, const Shape& shape) { return ops::plan(op, info, shape); };
+}
+
+Device KernelDatabase::device() const {
+  std::lock_guard lock(mutex_);
+  return device_;
+}
+
+void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<const TensorArg> args) {
+  for (;;) {
+    std::shared_ptr<PersistentKernel> kernel;
+    Device used;
+    try {
+      kernel = get(id, shape);
+      used = kernel->device();
+      (*kernel)(args);
+      return;
+    } catch (const Error& e) {
+      const ErrorCategory c = e.category();
+      const bool device_failure = c == ErrorCategory::compile_error || c == ErrorCategory::out_of_memory ||
+                                  c == ErrorCategory::device_lost || c == ErrorCategory::unavailable ||
+                                  c == ErrorCategory::not_supported;
+      if (!runtime_ || !device_failure) throw;
+      if (!used) used = device();  // get() failed while building on the selected device
+      if (!used || !runtime_->demote(id, shape, used, e.what())) throw;
+      std::lock_guard lock(mutex_);
+      std::erase_if(kernels_, [&](const auto& kv) { return kv.second.kernel && kv.second.kernel->device() == used && kv.second.id == id; });
+    }
+  }
 }
 
 void KernelDatabase::add(const std::string& id, PlanFactory factory) {
@@ -93,6 +130,7 @@ void KernelDatabase::add(const std::string& id, PlanFactory factory) {
   std::lock_guard lock(mutex_);
   factories_[id] = std::move(factory);
   std::erase_if(kernels_, [&](const auto& kv) { return kv.second.id == id; });
+  std::erase_if(chosen_, [&](const auto& kv) { return kv.first.first == id; });
 }
 
 std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, const Shape& shape) {
@@ -104,8 +142,16 @@ std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, con
     fail(ErrorCategory::invalid_argument, "no kernel '" + id + "' is registered in this KernelDatabase.",
          "register it with add(), or use one of: " + known + ".");
   }
+  // With selection, the device is chosen per size class (calibrating on first use, which runs
+  // under this lock: the first call of a class waits for its calibration anyway).
+  if (runtime_) {
+    const std::uint64_t epoch = runtime_->selection_epoch();
+    Chosen& c = chosen_[{id, shape}];
+    if (!c.device || c.epoch != epoch) c = Chosen{runtime_->select(id, shape, f->second), epoch};
+    device_ = c.device;
+  }
   KernelPlan plan = f->second(device_.info(), shape);
-  const std::uint64_t key = plan_key(id, shape, plan);
+  const std::uint64_t key = plan_key(id + "@" + device_.info().id() + "#" + device_.info().fingerprint.hex(), shape, plan);
   if (auto it = kernels_.find(key); it != kernels_.end()) {
     ++hits_;
     return it->second.kernel;

@@ -8,6 +8,7 @@
 
 #include "device_core.hpp"
 #include "registry.hpp"
+#include "selector.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -36,7 +37,9 @@ RuntimeOptions RuntimeOptions::from_env() {
 struct Runtime::State {
   RuntimeOptions options;
   std::mutex mutex;
-  std::vector<std::unique_ptr<ComputeBackend>> backends;
+  std::vector<std::shared_ptr<ComputeBackend>> backends;
+  std::vector<BackendKind> kinds;  // registry order: known_backends(), or the injected ones
+  std::unique_ptr<detail::Selector> selector;
   bool probed = false;
   std::vector<BackendStatus> statuses;  // every known kind, registry order
   std::vector<DeviceInfo> devices;
@@ -51,7 +54,7 @@ struct Runtime::State {
   void probe_locked() {
     if (probed) return;
     probed = true;
-    for (BackendKind kind : detail::known_backends()) {
+    for (BackendKind kind : kinds) {
       auto it = std::find_if(backends.begin(), backends.end(), [&](auto& b) { return b->kind() == kind; });
       BackendStatus st;
       st.kind = kind;
@@ -90,7 +93,19 @@ struct Runtime::State {
 
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
   state_->options = std::move(options);
-  state_->backends = detail::make_compiled_backends();
+  if (state_->options.backends.empty()) {
+    for (auto& b : detail::make_compiled_backends()) state_->backends.push_back(std::move(b));
+    state_->kinds = detail::known_backends();
+  } else {
+    state_->backends = state_->options.backends;
+    for (auto& b : state_->backends) {
+      if (!b)
+        fail(ErrorCategory::invalid_argument, "RuntimeOptions::backends holds a null backend.",
+             "pass only constructed backends, or leave the list empty for the compiled-in ones.");
+      state_->kinds.push_back(b->kind());
+    }
+  }
+  state_->selector = std::make_unique<detail::Selector>(*this, state_->options.forced_device);
 }
 
 Runtime::~Runtime() = default;
@@ -156,6 +171,22 @@ Device Runtime::default_device() {
          "unset VGPU_BACKEND or include cpu in it; run vgpu-probe to see why each backend is unavailable.");
   return open(all.front());
 }
+
+Selection Runtime::explain(const std::string& op, const Shape& shape, const PlanFactory& factory) {
+  return state_->selector->explain(op, shape, factory);
+}
+
+Device Runtime::select(const std::string& op, const Shape& shape, const PlanFactory& factory) {
+  return open(explain(op, shape, factory).device);
+}
+
+bool Runtime::demote(const std::string& op, const Shape& shape, const Device& device, const std::string& reason) {
+  if (!device)
+    fail(ErrorCategory::invalid_argument, "Runtime::demote needs an open device.", "pass the device that failed.");
+  return state_->selector->demote(op, shape, device.info().id(), reason);
+}
+
+std::uint64_t Runtime::selection_epoch() const noexcept { return state_->selector->epoch(); }
 
 CounterSnapshot Runtime::counters() {
   std::lock_guard lock(state_->mutex);

@@ -38,9 +38,13 @@ double max_error_vs_reference(const vgpu::Matrix& a, const vgpu::Matrix& b, cons
 /// Runs the loop, verifies the last product and the report; returns the exit code.
 int run() {
   vgpu::Cache cache;
-  const vgpu::DeviceInfo& info = cache.device().info();
+  // The cache runs each shape on the device measured fastest for it; show that choice (the
+  // first process calibrates, later ones read it from the cache directory).
+  const vgpu::Selection selection = vgpu::explain("matmul", {kN, kN, kN});
+  const vgpu::DeviceInfo info = vgpu::Runtime::global().open(selection.device).info();
   std::printf("device: %s  %s (%s, %s)\n", info.id().c_str(), info.name.c_str(),
               std::string(vgpu::to_string(info.type)).c_str(), info.vendor.c_str());
+  std::printf("selection: %s", selection.describe().c_str());
 
   std::mt19937 rng(42);
   vgpu::Matrix a(kN, kN), b(kN, kN), c;

@@ -6,7 +6,8 @@
 
 /// Multiplies through Cache, then runs axpy through a PersistentKernel; exits 1 on a wrong result.
 int main() {
-  // The seed's drop-in: picks the device, builds a kernel once per shape, reuses it after.
+  // The seed's drop-in: runs each shape on the device measured fastest for it (calibrated on
+  // the first call, remembered across processes), builds a kernel once per shape, reuses it.
   vgpu::Cache cache;
   vgpu::Matrix a(16, 16, 1.0f), b(16, 16, 2.0f);
   vgpu::Matrix c = cache.matmul(a, b);  // every c(i, j) is 32
@@ -14,8 +15,8 @@ int main() {
 
   // One level down: compile, allocate and bind once; each call only uploads, dispatches and
   // reads back. axpy computes y = alpha*x + y.
-  vgpu::Device device = vgpu::Runtime::global().default_device();
   const std::uint64_t n = 1000;
+  vgpu::Device device = vgpu::select("axpy", {n});  // or Runtime::global().open("vulkan:0")
   vgpu::PersistentKernel axpy(device, vgpu::ops::axpy(device.info(), n));
   const float alpha = 2.0f;
   std::vector<float> x(n, 1.0f), y(n, 3.0f);

@@ -31,7 +31,8 @@ struct Matrix {
 /// Thread-safety: safe to call from several threads (calls of one shape are serialised).
 class Cache {
  public:
-  /// Uses the runtime's default device.
+  /// Runs each shape on the device measured fastest for it (Runtime::global().select; the
+  /// choice persists across processes, a failing device falls back to the next).
   Cache();
   /// Uses the given device.
   explicit Cache(Device device);
@@ -50,8 +51,8 @@ class Cache {
   std::uint64_t dispatches() const { return db_.hits() + db_.misses(); }
   /// Returns "VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches".
   std::string report() const;
-  /// Returns the device the cache runs on.
-  const Device& device() const noexcept { return db_.device(); }
+  /// Returns the device the cache runs on (with selection: the device of the last call).
+  Device device() const { return db_.device(); }
 
  private:
   KernelDatabase db_;

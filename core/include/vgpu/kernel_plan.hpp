@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "vgpu/device_info.hpp"
 #include "vgpu/kernel_source.hpp"
 #include "vgpu/params.hpp"
 #include "vgpu/types.hpp"
@@ -37,5 +39,8 @@ struct KernelPlan {
   std::vector<TensorSpec> tensors;
   std::vector<PlanStep> steps;
 };
+
+/// Builds a plan for one kernel family at one shape on one device.
+using PlanFactory = std::function<KernelPlan(const DeviceInfo&, const Shape&)>;
 
 }  // namespace vgpu

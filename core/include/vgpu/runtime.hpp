@@ -10,6 +10,8 @@
 #include "vgpu/backend.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
+#include "vgpu/kernel_plan.hpp"
+#include "vgpu/selection.hpp"
 
 namespace vgpu {
 
@@ -17,6 +19,9 @@ namespace vgpu {
 struct RuntimeOptions {
   std::vector<BackendKind> allowed;  ///< empty: every compiled-in backend (VGPU_BACKEND)
   std::string forced_device;         ///< "vulkan:1" style id, or empty (VGPU_DEVICE)
+  /// Backends to use instead of the compiled-in registry, in preference order (the tests inject
+  /// one whose speed and failures they control). Empty: the registry.
+  std::vector<std::shared_ptr<ComputeBackend>> backends;
   /// Reads VGPU_BACKEND (comma list) and VGPU_DEVICE; throws invalid_argument on bad values.
   static RuntimeOptions from_env();
 };
@@ -49,6 +54,20 @@ class Runtime {
   Device default_device();
   /// Returns the sum of the counters of every device opened through this runtime.
   CounterSnapshot counters();
+
+  /// Returns the device to run op at shape on: measured on the first call of its size class,
+  /// persisted next to L2, forced by VGPU_DEVICE (see vgpu/selection.hpp). factory builds the
+  /// plan per device (empty: the built-in op named op); throws unavailable when no device can
+  /// run it, invalid_argument for an unknown op or a bad shape.
+  Device select(const std::string& op, const Shape& shape, const PlanFactory& factory = {});
+  /// Returns the selection for op at shape with every candidate, its timing and the source.
+  Selection explain(const std::string& op, const Shape& shape, const PlanFactory& factory = {});
+  /// Demotes device for op at shape's size class after it failed there (logs one line naming
+  /// the next device); returns false when no other candidate is left.
+  bool demote(const std::string& op, const Shape& shape, const Device& device, const std::string& reason);
+  /// Returns a number that changes whenever a demotion changes a selection, so callers may
+  /// keep a selected device until it moves (KernelDatabase does).
+  std::uint64_t selection_epoch() const noexcept;
 
  private:
   struct State;

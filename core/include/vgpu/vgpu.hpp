@@ -15,5 +15,6 @@
 #include "vgpu/params.hpp"
 #include "vgpu/persistent_kernel.hpp"
 #include "vgpu/runtime.hpp"
+#include "vgpu/selection.hpp"
 #include "vgpu/types.hpp"
 #include "vgpu/version.hpp"

@@ -1,0 +1,70 @@
+// vgpu/selection.hpp — which device runs an op at a size, measured on first use and persisted.
+//
+// For an op and a size class (the power-of-two bucket of its work: m·k·n for matmul, the
+// element count otherwise), the first call times real runs — uploads, dispatch and readback,
+// through a PersistentKernel — on every eligible device and picks the fastest. Devices a first
+// run (or, for big problems, a small probe run scaled up) shows to be far slower stop early.
+// The choice is written next to the L2 cache, keyed by op, size class and the fingerprints of
+// every device, so a later process reuses it without calibrating; any driver or device change
+// gives a new key. VGPU_CACHE_DISABLE=1 keeps choices in memory. VGPU_DEVICE forces a device,
+// VGPU_BACKEND restricts the candidates. A device that fails for an op is demoted and the next
+// one (down to the CPU) takes over. Runtime::select/explain are the API; vgpu::select/explain
+// use Runtime::global().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vgpu/device.hpp"
+#include "vgpu/kernel_plan.hpp"
+
+namespace vgpu {
+
+/// Where a selection came from.
+enum class SelectionSource {
+  calibrated,  ///< measured in this process
+  persisted,   ///< read from the selection cache next to L2
+  forced,      ///< VGPU_DEVICE (RuntimeOptions::forced_device)
+  fallback,    ///< the measured choice was demoted; the next candidate in order
+  only,        ///< a single eligible device: nothing to compare
+};
+
+/// Returns "calibrated", "persisted", "forced", "fallback" or "only".
+const char* to_string(SelectionSource source) noexcept;
+
+/// One device considered for an op at a size.
+struct SelectionCandidate {
+  std::string device;         ///< "backend:index"
+  bool eligible = false;      ///< false: could not run it (see note)
+  double seconds = 0;         ///< median time of one call (uploads, dispatch, readback), or the prediction
+  int runs = 0;               ///< timed runs at the real shape (0: predicted from a probe, or ineligible)
+  bool demoted = false;       ///< failed for this op in this process
+  std::string note;           ///< why it was skipped, predicted or demoted
+};
+
+/// A selection and why it was made.
+struct Selection {
+  std::string op;
+  Shape shape;                 ///< the shape asked about
+  Shape calibration_shape;     ///< the shape the candidates were timed at (the class's first call)
+  std::uint32_t size_class = 0;  ///< ceil(log2(work)): shapes with the same class share a choice
+  std::string device;          ///< the device to use: "backend:index"
+  SelectionSource source = SelectionSource::calibrated;
+  std::vector<SelectionCandidate> candidates;  ///< eligible first, fastest first
+  double calibration_seconds = 0;  ///< what calibrating cost when it happened (0 when persisted/forced)
+  double lookup_seconds = 0;       ///< what this explain()/select() call cost
+  /// Returns a few human-readable lines: the choice, its source and every candidate.
+  std::string describe() const;
+};
+
+/// Returns the work of op at shape that decides its size class (m·k·n for matmul, else the
+/// element count); throws invalid_argument for an unknown op or a malformed shape.
+std::uint64_t selection_work(const std::string& op, const Shape& shape);
+
+/// Returns the device Runtime::global() chose for op at shape (calibrating on first use).
+Device select(const std::string& op, const Shape& shape);
+/// Returns the selection Runtime::global() made for op at shape, with candidates and timings.
+Selection explain(const std::string& op, const Shape& shape);
+
+}  // namespace vgpu

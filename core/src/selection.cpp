@@ -1,0 +1,80 @@
+// core/src/selection.cpp — selection names, descriptions, work sizes and the global entry points.
+#include "vgpu/selection.hpp"
+
+#include <cstdio>
+
+#include "vgpu/error.hpp"
+#include "vgpu/ops.hpp"
+#include "vgpu/runtime.hpp"
+
+namespace vgpu {
+
+const char* to_string(SelectionSource source) noexcept {
+  switch (source) {
+    case SelectionSource::calibrated: return "calibrated";
+    case SelectionSource::persisted: return "persisted";
+    case SelectionSource::forced: return "forced";
+    case SelectionSource::fallback: return "fallback";
+    case SelectionSource::only: return "only";
+  }
+  return "unknown";
+}
+
+std::string Selection::describe() const {
+  auto us = [](double s) {
+    char buf[48];
+    if (s >= 1e-3)
+      std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+    else
+      std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+    return std::string(buf);
+  };
+  std::string out = op + " " + to_string(shape) + " (size class " + std::to_string(size_class) + "): " + device +
+                    " [" + vgpu::to_string(source) + "]";
+  if (source == SelectionSource::calibrated) out += ", calibration took " + us(calibration_seconds);
+  out += "\n";
+  for (const auto& c : candidates) {
+    out += "  " + c.device + ": ";
+    if (!c.eligible)
+      out += "not eligible";
+    else if (c.runs > 0)
+      out += us(c.seconds) + " (" + std::to_string(c.runs) + " runs at " + to_string(calibration_shape) + ")";
+    else if (c.seconds > 0)
+      out += us(c.seconds);  // the note says whether predicted or a single warm-up call
+    else
+      out += "-";
+    if (!c.note.empty()) out += "; " + c.note;
+    out += "\n";
+  }
+  return out;
+}
+
+std::uint64_t selection_work(const std::string& op, const Shape& shape) {
+  auto want = [&](std::size_t dims, const char* form) {
+    if (shape.size() != dims)
+      fail(ErrorCategory::invalid_argument, "op '" + op + "' takes shape " + form + " but got " + to_string(shape) + ".",
+           std::string("pass the shape as ") + form + ".");
+  };
+  if (op == "matmul")
+    want(3, "{M, K, N}");
+  else if (op == "softmax_rows")
+    want(2, "{rows, cols}");
+  else if (op == "axpy" || op == "add" || op == "mul" || op == "reduce_sum")
+    want(1, "{n}");
+  else if (shape.empty())
+    fail(ErrorCategory::invalid_argument, "op '" + op + "' got an empty shape.", "pass at least one dimension.");
+  std::uint64_t work = 1;
+  for (auto d : shape) {
+    if (d == 0)
+      fail(ErrorCategory::invalid_argument, "op '" + op + "' got shape " + to_string(shape) + " with a zero dimension.",
+           "give every dimension a size of at least 1.");
+    work *= d;
+  }
+  return work;
+}
+
+Device select(const std::string& op, const Shape& shape) { return Runtime::global().select(op, shape); }
+
+Selection explain(const std::string& op, const Shape& shape) { return Runtime::global().explain(op, shape); }
+
+}  // namespace vgpu

@@ -1,0 +1,39 @@
+// tests/selection_child_main.cpp — vgpu-test-select-child: the second process of the
+// selection persistence tests (tests/selection_test.cpp).
+//
+//   vgpu-test-select-child <salt> <latency_us>...
+//
+// Builds a runtime over the test backend only, one device per latency (all with fingerprint
+// salt <salt>), asks for the selection of axpy at n = 1000 (its L2 store comes from the
+// environment: VGPU_CACHE_DIR, VGPU_CACHE_DISABLE) and prints one line:
+//   source=<calibrated|persisted|...> device=<id> dispatches=<d0>,<d1>,... result=ok
+// where d_i is how many dispatches device i ran (0 everywhere: nothing was calibrated).
+// Exit 0, 2 on a usage error, 4 when vgpu threw (the message goes to stderr).
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "support/test_backend.hpp"
+#include "vgpu/vgpu.hpp"
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: vgpu-test-select-child <salt> <latency_us>...\n";
+    return 2;
+  }
+  try {
+    std::vector<std::shared_ptr<vgpu_test::TestDeviceKnobs>> knobs;
+    for (int i = 2; i < argc; ++i) knobs.push_back(vgpu_test::test_device(std::strtoull(argv[i], nullptr, 10), argv[1]));
+    vgpu::Runtime runtime(vgpu_test::test_runtime_options(knobs));
+    const vgpu::Selection s = runtime.explain("axpy", {1000});
+    std::string counts;
+    for (const auto& k : knobs) counts += (counts.empty() ? "" : ",") + std::to_string(k->dispatches.load());
+    std::printf("source=%s device=%s dispatches=%s result=ok\n", vgpu::to_string(s.source), s.device.c_str(),
+                counts.c_str());
+    return 0;
+  } catch (const vgpu::Error& e) {
+    std::cerr << e.what() << "\n";
+    return 4;
+  }
+}

@@ -1,0 +1,173 @@
+// tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
+// CPU device underneath (so results are right) with knobs the test turns while it runs:
+// latency added per dispatch, failures at compile, dispatch or allocation, and a fingerprint
+// salt. Injected through RuntimeOptions::backends, it lets the selection tests decide which
+// device is fastest and which one breaks.
+// Thread-safety: knobs are atomics (the salt is read once, when the runtime enumerates); the
+// devices forward to the CPU device, which is safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vgpu/backend.hpp"
+#include "vgpu/backend/device_impl.hpp"
+#include "vgpu/backend/fingerprint.hpp"
+#include "vgpu/backend/registry.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/runtime.hpp"
+
+namespace vgpu_test {
+
+/// What one test device does; shared between the test and the device.
+struct TestDeviceKnobs {
+  std::atomic<std::uint64_t> latency_us{0};  ///< added to every dispatch
+  std::atomic<bool> fail_compile{false};     ///< compile() throws compile_error
+  std::atomic<bool> fail_dispatch{false};    ///< submit/round_trip throw device_lost
+  std::atomic<bool> fail_alloc{false};       ///< create_buffer throws out_of_memory
+  std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
+  std::string salt;                          ///< part of the fingerprint (change = new device)
+  vgpu::DeviceType type = vgpu::DeviceType::other;
+};
+
+/// Makes knobs for a device with the given latency and salt.
+inline std::shared_ptr<TestDeviceKnobs> test_device(std::uint64_t latency_us, std::string salt) {
+  auto k = std::make_shared<TestDeviceKnobs>();
+  k->latency_us = latency_us;
+  k->salt = std::move(salt);
+  return k;
+}
+
+namespace detail {
+
+// Waits us microseconds: sleeping is too coarse below a millisecond, so spin there.
+inline void wait_us(std::uint64_t us) {
+  if (us == 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  if (us >= 2000) std::this_thread::sleep_for(std::chrono::microseconds(us - 1000));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// A recorded batch of the CPU device plus how many dispatches it holds.
+class TestBatch final : public vgpu::RecordedBatchImpl {
+ public:
+  std::unique_ptr<vgpu::RecordedBatchImpl> inner;
+  std::uint64_t dispatches = 0;
+};
+
+class TestDevice final : public vgpu::DeviceImpl {
+ public:
+  TestDevice(std::unique_ptr<vgpu::DeviceImpl> inner, vgpu::DeviceInfo info, std::shared_ptr<TestDeviceKnobs> knobs)
+      : inner_(std::move(inner)), info_(std::move(info)), knobs_(std::move(knobs)) {}
+
+  const vgpu::DeviceInfo& info() const override { return info_; }
+  vgpu::Dialect dialect() const noexcept override { return inner_->dialect(); }
+  std::unique_ptr<vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override {
+    if (knobs_->fail_alloc)
+      vgpu::fail(vgpu::ErrorCategory::out_of_memory, info_.id() + " is out of memory (injected).", "free memory.");
+    return inner_->create_buffer(bytes);
+  }
+  void write(vgpu::BufferImpl& b, std::uint64_t off, const void* data, std::uint64_t bytes) override {
+    inner_->write(b, off, data, bytes);
+  }
+  void read(vgpu::BufferImpl& b, std::uint64_t off, void* out, std::uint64_t bytes) override {
+    inner_->read(b, off, out, bytes);
+  }
+  void copy(vgpu::BufferImpl& s, std::uint64_t so, vgpu::BufferImpl& d, std::uint64_t doff, std::uint64_t n) override {
+    inner_->copy(s, so, d, doff, n);
+  }
+  std::unique_ptr<vgpu::KernelImpl> compile(const vgpu::KernelSource& source, const vgpu::CompileOptions& o) override {
+    if (knobs_->fail_compile)
+      vgpu::fail(vgpu::ErrorCategory::compile_error, info_.id() + " cannot compile '" + source.name + "' (injected).",
+                 "run it elsewhere.");
+    return inner_->compile(source, o);
+  }
+  std::unique_ptr<vgpu::BindingSetImpl> bind(vgpu::KernelImpl& k, std::span<vgpu::BufferImpl* const> s) override {
+    return inner_->bind(k, s);
+  }
+  std::unique_ptr<vgpu::RecordedBatchImpl> record(std::span<const vgpu::DispatchCommand> commands) override {
+    auto b = std::make_unique<TestBatch>();
+    b->inner = inner_->record(commands);
+    b->dispatches = commands.size();
+    return b;
+  }
+  void submit(vgpu::RecordedBatchImpl& batch) override {
+    auto& b = static_cast<TestBatch&>(batch);
+    before_dispatch(b.dispatches);
+    inner_->submit(*b.inner);
+  }
+  void submit_owned(std::unique_ptr<vgpu::RecordedBatchImpl> batch) override {
+    auto& b = static_cast<TestBatch&>(*batch);
+    before_dispatch(b.dispatches);
+    inner_->submit_owned(std::move(b.inner));
+  }
+  void round_trip(std::span<const vgpu::HostWriteOp> writes, vgpu::RecordedBatchImpl* batch,
+                  std::span<const vgpu::HostReadOp> reads) override {
+    auto* b = static_cast<TestBatch*>(batch);
+    if (b) before_dispatch(b->dispatches);
+    inner_->round_trip(writes, b ? b->inner.get() : nullptr, reads);
+  }
+  void synchronize() override { inner_->synchronize(); }
+
+ private:
+  void before_dispatch(std::uint64_t n) {
+    if (knobs_->fail_dispatch)
+      vgpu::fail(vgpu::ErrorCategory::device_lost, info_.id() + " was lost (injected).", "recreate the device.");
+    knobs_->dispatches += n;
+    wait_us(knobs_->latency_us * n);
+  }
+
+  std::unique_ptr<vgpu::DeviceImpl> inner_;
+  vgpu::DeviceInfo info_;
+  std::shared_ptr<TestDeviceKnobs> knobs_;
+};
+
+}  // namespace detail
+
+/// The test backend: device i is test:i with knobs[i].
+class TestBackend final : public vgpu::ComputeBackend {
+ public:
+  explicit TestBackend(std::vector<std::shared_ptr<TestDeviceKnobs>> knobs)
+      : knobs_(std::move(knobs)), cpu_(vgpu::make_cpu_backend()) {}
+
+  vgpu::BackendKind kind() const noexcept override { return vgpu::BackendKind::test; }
+  vgpu::BackendStatus status() override { return {vgpu::BackendKind::test, true, true, {}}; }
+  std::vector<vgpu::DeviceInfo> enumerate() override {
+    std::vector<vgpu::DeviceInfo> out;
+    for (std::uint32_t i = 0; i < knobs_.size(); ++i) out.push_back(info(i));
+    return out;
+  }
+  std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t index) override {
+    return std::make_unique<detail::TestDevice>(cpu_->open(0), info(index), knobs_.at(index));
+  }
+
+ private:
+  vgpu::DeviceInfo info(std::uint32_t i) const {
+    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
+    d.backend = vgpu::BackendKind::test;
+    d.index = i;
+    d.name = "test device " + std::to_string(i);
+    d.type = knobs_[i]->type;
+    d.fingerprint = vgpu::make_fingerprint({{"test_device", std::to_string(i)}, {"salt", knobs_[i]->salt}});
+    return d;
+  }
+
+  std::vector<std::shared_ptr<TestDeviceKnobs>> knobs_;
+  std::unique_ptr<vgpu::ComputeBackend> cpu_;
+};
+
+/// RuntimeOptions with only the test backend over knobs (and an optional forced device).
+inline vgpu::RuntimeOptions test_runtime_options(std::vector<std::shared_ptr<TestDeviceKnobs>> knobs,
+                                                 std::string forced = {}) {
+  vgpu::RuntimeOptions o;
+  o.forced_device = std::move(forced);
+  o.backends.push_back(std::make_shared<TestBackend>(std::move(knobs)));
+  return o;
+}
+
+}  // namespace vgpu_test
