@@ -1,14 +1,15 @@
 // tools/probe/main.cpp — vgpu-probe: lists backends and devices and self-tests each device.
-// The default action runs when no subcommand is given; later subcommands (bench, select,
-// cache stats|clear|verify) attach to the same CLI::App in add_subcommands() and reuse
-// report.hpp for output and self_test.hpp for checks.
+// The default action runs when no subcommand is given; the subcommands (bench, select,
+// cache stats|clear|verify) attach to the same CLI::App in add_subcommands().
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <functional>
 #include <iostream>
 
+#include "bench_command.hpp"
 #include "cache_command.hpp"
 #include "report.hpp"
+#include "select_command.hpp"
 #include "self_test.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -28,14 +29,16 @@ enum ExitCode : int {
 constexpr const char* kFooter =
     "Exit codes:\n"
     "  0  ok (every self-test passed, or self-tests were skipped)\n"
-    "  1  a device's self-test failed (cache verify: bad entries remain)\n"
+    "  1  a device's self-test failed (bench: a device failed; cache verify: bad entries remain)\n"
     "  2  usage error (bad command-line arguments)\n"
     "  3  a vgpu error escaped; its message ends in a \"Fix:\" hint\n"
     "  4  any other unexpected error (a bug: please report it)\n"
     "\n"
     "Environment: VGPU_BACKEND=cuda,vulkan,opengl,cpu limits the backends probed;\n"
     "VGPU_LOG=error|warn|info|debug sets the stderr log level; VGPU_CACHE_DIR,\n"
-    "VGPU_CACHE_DISABLE and VGPU_CACHE_MAX_BYTES configure the on-disk kernel cache.";
+    "VGPU_CACHE_DISABLE and VGPU_CACHE_MAX_BYTES configure the on-disk kernel cache\n"
+    "(device selections are kept there too); VGPU_DEVICE=backend:index forces the device\n"
+    "that select reports.";
 
 /// Options shared by the default action and, later, by subcommands.
 struct Options {
@@ -44,8 +47,10 @@ struct Options {
   std::function<int()> action;  ///< set when a subcommand was chosen; runs it instead
 };
 
-/// Registers subcommands on app (bench and select go here too).
+/// Registers the bench, select and cache subcommands on app.
 void add_subcommands(CLI::App& app, Options& options) {
+  vgpu::probe::add_bench_command(app, options.action);
+  vgpu::probe::add_select_command(app, options.action);
   vgpu::probe::add_cache_command(app, options.action);
   app.require_subcommand(0, 1);
 }

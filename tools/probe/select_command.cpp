@@ -1,0 +1,98 @@
+// tools/probe/select_command.cpp — `vgpu-probe select OP SIZE [--json]`.
+#include "select_command.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "vgpu/error.hpp"
+#include "vgpu/runtime.hpp"
+#include "vgpu/selection.hpp"
+
+namespace vgpu::probe {
+namespace {
+
+struct SelectOptions {
+  std::string op, size;
+  bool json = false;
+};
+
+/// Parses one dimension ("1024", "1e6"); throws invalid_argument.
+std::uint64_t parse_dim(const std::string& text, const std::string& whole) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(v >= 1) || v > 1e15 || std::floor(v) != v)
+    fail(ErrorCategory::invalid_argument, "size '" + whole + "' has '" + text + "', which is not a whole number ≥ 1.",
+         "write the size as N (e.g. 1024 or 1e6) or as dimensions joined by x (e.g. 64x128x32).");
+  return static_cast<std::uint64_t>(v);
+}
+
+nlohmann::ordered_json to_json(const Selection& s) {
+  nlohmann::ordered_json cands = nlohmann::ordered_json::array();
+  for (const auto& c : s.candidates)
+    cands.push_back({{"device", c.device},
+                     {"eligible", c.eligible},
+                     {"seconds", c.seconds},
+                     {"runs", c.runs},
+                     {"demoted", c.demoted},
+                     {"note", c.note}});
+  return {{"op", s.op},
+          {"shape", s.shape},
+          {"size_class", s.size_class},
+          {"device", s.device},
+          {"source", to_string(s.source)},
+          {"calibration_shape", s.calibration_shape},
+          {"calibration_seconds", s.calibration_seconds},
+          {"lookup_seconds", s.lookup_seconds},
+          {"candidates", cands}};
+}
+
+int run_select(const SelectOptions& o) {
+  const Shape shape = parse_size(o.op, o.size);
+  const Selection s = Runtime::global().explain(o.op, shape);
+  if (o.json)
+    std::cout << to_json(s).dump(2) << "\n";
+  else
+    std::cout << s.describe();
+  return 0;
+}
+
+}  // namespace
+
+Shape parse_size(const std::string& op, const std::string& size) {
+  Shape shape;
+  std::stringstream ss(size);
+  std::string part;
+  while (std::getline(ss, part, 'x')) shape.push_back(parse_dim(part, size));
+  // getline drops a trailing empty part ("64x"): every 'x' must separate two numbers.
+  if (shape.size() != static_cast<std::size_t>(std::count(size.begin(), size.end(), 'x')) + 1)
+    parse_dim("", size);  // throws with the hint
+  if (shape.size() == 1 && op == "matmul") shape = {shape[0], shape[0], shape[0]};
+  if (shape.size() == 1 && op == "softmax_rows") shape = {shape[0], shape[0]};
+  return shape;
+}
+
+void add_select_command(CLI::App& app, std::function<int()>& action) {
+  auto o = std::make_shared<SelectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "select",
+      "Show the device vgpu selects for OP at SIZE and why: measured on first use (every eligible device "
+      "timed with transfers), then persisted next to the kernel cache");
+  cmd->add_option("OP", o->op, "matmul, axpy, add, mul, reduce_sum or softmax_rows")->required();
+  cmd->add_option("SIZE", o->size,
+                  "N (matmul: N×N×N, softmax_rows: N×N, others: N elements; 1e6 allowed) or dimensions "
+                  "joined by x (matmul MxKxN, softmax_rows ROWSxCOLS)")
+      ->required();
+  cmd->add_flag("--json", o->json, "Print one JSON object");
+  cmd->callback([&action, o] { action = [o] { return run_select(*o); }; });
+}
+
+}  // namespace vgpu::probe
