@@ -4,7 +4,8 @@
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
 #                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
 #   tools/gpu-run.sh remote   (there, from the repo root, with $OUT set) run the probe, every
-#                             test program per backend and the GPU benchmark; logs go to $OUT
+#                             test program per backend, the GPU and selection benchmarks and the
+#                             probe's bench/select; logs go to $OUT
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote".
 # CI never calls this script.
@@ -18,7 +19,7 @@ stage() {
   mkdir -p "$stage_dir/bin" "$stage_dir/lib"
   grep -qx "/$stage_dir/" .git/info/exclude 2>/dev/null || echo "/$stage_dir/" >> .git/info/exclude
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
-           build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch; do
+           build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -59,6 +60,15 @@ remote() {
   } > "$OUT/tests.txt" 2>&1
   "$bin/vgpu-bench-gpu" --json "$OUT/bench-gpu.json" > "$OUT/bench-gpu.txt" 2>&1 || echo "bench-gpu failed" >> "$OUT/bench-gpu.txt"
   "$bin/vgpu-bench-dispatch" --quick > "$OUT/bench-dispatch.txt" 2>&1 || true
+  # Device selection: the op × size table, then the probe's per-device bench and one select
+  # (the second select in a new process reads the persisted choice).
+  {
+    "$bin/vgpu-bench-select" --json "$OUT/bench-select.json" || echo "bench-select failed"
+    echo "=== vgpu-probe bench"
+    "$bin/vgpu-probe" bench || echo "probe bench failed"
+    echo "=== vgpu-probe select matmul 16 / 4096 (twice: calibrated, then persisted)"
+    for n in 16 4096 16 4096; do "$bin/vgpu-probe" select matmul $n || echo "probe select failed"; done
+  } > "$OUT/bench-select.txt" 2>&1
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   tail -8 "$OUT/bench-gpu.txt"
 }

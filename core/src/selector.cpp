@@ -175,6 +175,16 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
     fail(ErrorCategory::unavailable, "no device can run '" + op + "' at " + to_string(shape) + ":" + why,
          "check VGPU_BACKEND / VGPU_DEVICE, or run vgpu-probe to see which devices are available.");
   }
+  if (cands.size() == 1) {
+    // Nothing to compare: timing it would only cost (seconds, for a big problem).
+    cands[0].c.note = "the only eligible device; not timed";
+    s.candidates.push_back(cands[0].c);
+    s.candidates.insert(s.candidates.end(), ineligible.begin(), ineligible.end());
+    s.device = cands[0].c.device;
+    s.source = SelectionSource::only;
+    s.calibration_seconds = seconds_since(t0);
+    return s;
+  }
   std::stable_sort(cands.begin(), cands.end(),
                    [](const Cand& a, const Cand& b) { return prior_rank(a.info) < prior_rank(b.info); });
 
