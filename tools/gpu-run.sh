@@ -41,8 +41,9 @@ remote() {
   for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
     [ -f "$f" ] && { export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$f}; break; }
   done
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1 || true
-  "$bin/vgpu-probe" > "$OUT/probe.txt" 2>&1 || true
+  # At most 7 files come back from the device tool: keep the outputs to these.
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/probe.txt" 2>&1 || true
+  "$bin/vgpu-probe" >> "$OUT/probe.txt" 2>&1 || true
   "$bin/vgpu-probe" --json >> "$OUT/probe.txt" 2>&1 || true
   local summary=() status
   {
