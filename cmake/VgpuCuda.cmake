@@ -42,7 +42,7 @@ add_custom_command(
   OUTPUT ${VGPU_CUDA_EMBEDDED}
   COMMAND ${CMAKE_COMMAND} -DCUDA_DIR=${VGPU_CUDA_DIR} -DNAMES=${vgpu_cuda_names} -DOUTPUT=${VGPU_CUDA_EMBEDDED}
           -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake
-  DEPENDS ${vgpu_cuda_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake
+  DEPENDS ${vgpu_cuda_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake ${CMAKE_CURRENT_LIST_DIR}/VgpuWriteIfChanged.cmake
   COMMENT "Embedding the built-in CUDA kernels"
   VERBATIM)
 add_custom_target(vgpu_cuda_embedded DEPENDS ${VGPU_CUDA_EMBEDDED})

@@ -39,7 +39,7 @@ add_custom_command(
   OUTPUT ${VGPU_GLSL_EMBEDDED}
   COMMAND ${CMAKE_COMMAND} -DGLSL_DIR=${VGPU_GLSL_DIR} -DNAMES=${vgpu_glsl_names} -DOUTPUT=${VGPU_GLSL_EMBEDDED}
           -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake
-  DEPENDS ${vgpu_glsl_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake
+  DEPENDS ${vgpu_glsl_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake ${CMAKE_CURRENT_LIST_DIR}/VgpuWriteIfChanged.cmake
   COMMENT "Embedding the built-in GLSL kernels"
   VERBATIM)
 # One target drives the command, so vgpu and vgpu-glsl-assemble never run it twice at once.

@@ -182,28 +182,10 @@ TEST_CASE("L2 across processes: the second process loads the first one's cubin",
   TempDir tmp("cuda-");
   const fs::path dir = tmp.path / "cache";
 
-  const ChildRun first = run_child(dir);
-  INFO("first run:\n" << first.output);
-  REQUIRE(first.ok());
-  CHECK(first.count("source_compiles") == 1);
-  CHECK(first.count("l2_misses") >= 1);
-  CHECK(first.count("l2_writes") >= 1);
-  CHECK(first.count("l2_hits") == 0);
-
-  // The entry sits under the key this process computes for the same source on the same device.
-  const auto images = entries(dir, EntryKind::cuda_binary, true);
-  REQUIRE(images.size() == 1);
-  CHECK(images[0].valid);
-  CHECK(images[0].key_hex == scale_add_key(cuda_device().info()).hex());
-  CHECK(images[0].fingerprint_text == cuda_device().info().fingerprint.text);
-
-  const ChildRun second = run_child(dir);
-  INFO("second run:\n" << second.output);
-  REQUIRE(second.ok());
-  CHECK(second.count("source_compiles") == 0);
-  CHECK(second.count("l2_hits") >= 1);
-  CHECK(second.count("l2_rejected") == 0);
-  CHECK(second.text("store_rejected") == "none");
+  vgpu::test::check_compiled_and_stored(run_child(dir));
+  vgpu::test::check_single_entry(dir, EntryKind::cuda_binary, scale_add_key(cuda_device().info()),
+                                 cuda_device().info().fingerprint);
+  vgpu::test::check_loaded_from_l2(run_child(dir));
 }
 
 TEST_CASE("L2 across processes: VGPU_CACHE_DISABLE=1 compiles every time and writes nothing",

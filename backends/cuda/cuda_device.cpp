@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string_view>
 
 #include "vgpu/error.hpp"
@@ -165,22 +166,21 @@ void CudaDevice::launch_locked(CudaBatchImpl& batch) {
   }
 }
 
-bool CudaDevice::capture_locked(CudaBatchImpl& batch) {
+CUgraphExec CudaDevice::capture_locked(const std::function<void()>& enqueue) {
   // Thread-local capture: only this thread (which holds the mutex) is restricted meanwhile.
-  if (fn_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return false;
-  bool launched = true;
+  if (fn_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return nullptr;
+  bool queued = true;
   try {
-    launch_locked(batch);
+    enqueue();
   } catch (const Error&) {
-    launched = false;
+    queued = false;
   }
   CUgraph graph = nullptr;
   const CUresult end = fn_.cuStreamEndCapture(stream_, &graph);
-  bool ok = launched && end == CUDA_SUCCESS && graph;
-  if (ok) ok = fn_.cuGraphInstantiate(&batch.exec, graph, 0) == CUDA_SUCCESS;
+  CUgraphExec exec = nullptr;
+  if (queued && end == CUDA_SUCCESS && graph && fn_.cuGraphInstantiate(&exec, graph, 0) != CUDA_SUCCESS) exec = nullptr;
   if (graph) fn_.cuGraphDestroy(graph);
-  if (!ok) batch.exec = nullptr;
-  return ok;
+  return exec;
 }
 
 void CudaDevice::submit(RecordedBatchImpl& recorded) {
@@ -191,7 +191,8 @@ void CudaDevice::submit(RecordedBatchImpl& recorded) {
   // cuGraphLaunch instead of a launch per kernel. The first submission launches directly, so
   // one-off dispatches never pay for instantiation.
   if (use_graphs_ && !batch.graph_failed && batch.launches.size() > 1 && batch.submits++ > 0) {
-    if (batch.exec || capture_locked(batch)) {
+    if (!batch.exec) batch.exec = capture_locked([&] { launch_locked(batch); });
+    if (batch.exec) {
       check_cu(fn_, fn_.cuGraphLaunch(batch.exec, stream_), "cuGraphLaunch");
       return;
     }

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -126,15 +127,13 @@ class CudaDevice final : public DeviceImpl {
   void reserve_locked(Pinned& p, std::uint64_t bytes);
   void sync_locked();
   void launch_locked(CudaBatchImpl& batch);
-  // Captures batch's launches into a graph; false (with the stream usable) when that fails.
-  bool capture_locked(CudaBatchImpl& batch);
+  // Captures what enqueue queues on the stream into an instantiated graph; null (with the
+  // stream usable) when capture or instantiation fails.
+  CUgraphExec capture_locked(const std::function<void()>& enqueue);
   // Queues a round trip whose uploads are staged at offset 0 of the upload ring: the copies in,
   // the batch's launches, the copies out to offset 0 of the download ring. by_kernel: the
   // copies are copy_segments launches on the mapped staging instead of memcpys.
   void enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                           std::span<const HostReadOp> reads, bool by_kernel);
-  // Captures enqueue_trip_locked into batch.trip_exec; false (stream usable) when that fails.
-  bool capture_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
                            std::span<const HostReadOp> reads, bool by_kernel);
   // Launches copy_segments over ranges {src, dst, bytes} (at most 8).
   void launch_copies_locked(std::span<const std::array<CUdeviceptr, 3>> ranges);

@@ -106,24 +106,6 @@ void CudaDevice::enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostW
   if (by_kernel) launch_copies_locked({ranges.data(), n});
 }
 
-bool CudaDevice::capture_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                                     std::span<const HostReadOp> reads, bool by_kernel) {
-  if (fn_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return false;
-  bool queued = true;
-  try {
-    enqueue_trip_locked(batch, writes, reads, by_kernel);
-  } catch (const Error&) {
-    queued = false;
-  }
-  CUgraph graph = nullptr;
-  const CUresult end = fn_.cuStreamEndCapture(stream_, &graph);
-  bool ok = queued && end == CUDA_SUCCESS && graph;
-  if (ok) ok = fn_.cuGraphInstantiate(&batch.trip_exec, graph, 0) == CUDA_SUCCESS;
-  if (graph) fn_.cuGraphDestroy(graph);
-  if (!ok) batch.trip_exec = nullptr;
-  return ok;
-}
-
 void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* recorded,
                             std::span<const HostReadOp> reads) {
   auto* batch = static_cast<CudaBatchImpl*>(recorded);
@@ -170,8 +152,10 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
     fn_.cuGraphExecDestroy(batch->trip_exec);
     batch->trip_exec = nullptr;
   }
-  if (repeated && !batch->trip_exec && !capture_trip_locked(*batch, writes, reads, by_kernel))
-    batch->trip_graph_failed = true;
+  if (repeated && !batch->trip_exec) {
+    batch->trip_exec = capture_locked([&] { enqueue_trip_locked(*batch, writes, reads, by_kernel); });
+    batch->trip_graph_failed = !batch->trip_exec;
+  }
   if (repeated && batch->trip_exec) {
     check_cu(fn_, fn_.cuGraphLaunch(batch->trip_exec, stream_), "cuGraphLaunch");
   } else {

@@ -136,4 +136,37 @@ inline ChildRun run_child_command(const std::string& command) {
   return run;
 }
 
+/// Checks the first of two child runs on one cache directory: it compiled the kernel from
+/// source, missed L2 and wrote the result there.
+inline void check_compiled_and_stored(const ChildRun& first) {
+  INFO("first run:\n" << first.output);
+  REQUIRE(first.ok());
+  CHECK(first.count("source_compiles") == 1);
+  CHECK(first.count("l2_misses") >= 1);
+  CHECK(first.count("l2_writes") >= 1);
+  CHECK(first.count("l2_hits") == 0);
+}
+
+/// Checks that dir holds exactly one entry of kind, valid, under key and for fingerprint fp:
+/// the key a test process computes for the child's kernel on the same device.
+inline void check_single_entry(const std::filesystem::path& dir, cache::EntryKind kind, const cache::KernelKey& key,
+                               const DeviceFingerprint& fp) {
+  const auto found = entries(dir, kind, true);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].valid);
+  CHECK(found[0].key_hex == key.hex());
+  CHECK(found[0].fingerprint_text == fp.text);
+}
+
+/// Checks the second child run on the same directory: it loaded the kernel from L2, compiled
+/// nothing and rejected nothing.
+inline void check_loaded_from_l2(const ChildRun& second) {
+  INFO("second run:\n" << second.output);
+  REQUIRE(second.ok());
+  CHECK(second.count("source_compiles") == 0);
+  CHECK(second.count("l2_hits") >= 1);
+  CHECK(second.count("l2_rejected") == 0);
+  CHECK(second.text("store_rejected") == "none");
+}
+
 }  // namespace vgpu::test
