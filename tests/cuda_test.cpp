@@ -89,17 +89,9 @@ void check_scale_add(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint
 /// Runs the child on kScaleAddCuda with the L2 store in cache_dir (disabled when asked), with
 /// no other cache settings from this process's environment.
 ChildRun run_child(const fs::path& cache_dir, bool disable = false) {
-  const fs::path cuda_file = cache_dir.parent_path() / (cache_dir.filename().string() + ".cu");
-  if (!fs::exists(cuda_file)) {
-    std::ofstream out(cuda_file);
-    out << kScaleAddCuda;
-    REQUIRE(out.good());
-  }
-  return vgpu::test::run_child_command(
-      "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE VGPU_LOG=warn VGPU_CACHE_DIR=" +
-      quoted(cache_dir.string()) + (disable ? " VGPU_CACHE_DISABLE=1 " : " ") +
-      quoted(vgpu::test::helper_path(VGPU_BACKEND_CHILD)) + " cuda " + quoted(cuda_file.string()) + " " +
-      std::to_string(kChildN) + " 2>&1");
+  return vgpu::test::run_backend_child(vgpu::test::helper_path(VGPU_BACKEND_CHILD), "cuda",
+                                       cache_dir.parent_path() / (cache_dir.filename().string() + ".cu"),
+                                       kScaleAddCuda, cache_dir, disable, kChildN);
 }
 
 }  // namespace

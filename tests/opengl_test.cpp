@@ -129,18 +129,10 @@ std::string child_path() {
 /// Runs the child on kScaleAddGlsl with the L2 store in <tmp>/cache and Mesa's shader cache
 /// in <tmp>/mesa (turned off with no_mesa_cache: then Mesa offers no binary formats).
 ChildRun run_child(const TempDir& tmp, bool no_mesa_cache = false) {
-  const fs::path glsl_file = tmp.path / "kernel.glsl";
-  if (!fs::exists(glsl_file)) {
-    std::ofstream out(glsl_file);
-    out << kScaleAddGlsl;
-    REQUIRE(out.good());
-  }
-  return vgpu::test::run_child_command(
-      "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE -u MESA_SHADER_CACHE_DISABLE "
-      "VGPU_LOG=warn VGPU_CACHE_DIR=" +
-      quoted((tmp.path / "cache").string()) + " MESA_SHADER_CACHE_DIR=" + quoted((tmp.path / "mesa").string()) +
-      (no_mesa_cache ? " MESA_SHADER_CACHE_DISABLE=true " : " ") + quoted(child_path()) + " opengl " +
-      quoted(glsl_file.string()) + " " + std::to_string(kChildN) + " 2>&1");
+  return vgpu::test::run_backend_child(
+      child_path(), "opengl", tmp.path / "kernel.glsl", kScaleAddGlsl, tmp.path / "cache", false, kChildN,
+      "-u MESA_SHADER_CACHE_DISABLE MESA_SHADER_CACHE_DIR=" + quoted((tmp.path / "mesa").string()) +
+          (no_mesa_cache ? " MESA_SHADER_CACHE_DISABLE=true" : ""));
 }
 
 /// Returns "" when this device can keep program binaries, else why not (the L2 cases skip).

@@ -120,17 +120,9 @@ void write_bytes(const fs::path& p, const Bytes& b) {
 /// Runs the child on kScaleAddGlsl with the L2 store in cache_dir (disabled when asked), with
 /// no other cache settings from this process's environment.
 ChildRun run_child(const fs::path& cache_dir, bool disable = false) {
-  const fs::path glsl_file = cache_dir.parent_path() / (cache_dir.filename().string() + ".glsl");
-  if (!fs::exists(glsl_file)) {
-    std::ofstream out(glsl_file);
-    out << kScaleAddGlsl;
-    REQUIRE(out.good());
-  }
-  return vgpu::test::run_child_command(
-      "env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE VGPU_LOG=warn VGPU_CACHE_DIR=" +
-      quoted(cache_dir.string()) + (disable ? " VGPU_CACHE_DISABLE=1 " : " ") +
-      quoted(vgpu::test::helper_path(VGPU_BACKEND_CHILD)) + " vulkan " + quoted(glsl_file.string()) + " " +
-      std::to_string(kChildN) + " 2>&1");
+  return vgpu::test::run_backend_child(vgpu::test::helper_path(VGPU_BACKEND_CHILD), "vulkan",
+                                       cache_dir.parent_path() / (cache_dir.filename().string() + ".glsl"),
+                                       kScaleAddGlsl, cache_dir, disable, kChildN);
 }
 
 /// A fresh cache directory inside a TempDir (the child's GLSL file sits beside it).

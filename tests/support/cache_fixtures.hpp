@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -134,6 +135,25 @@ inline ChildRun run_child_command(const std::string& command) {
       if (const auto eq = word.find('='); eq != std::string::npos) run.values[word.substr(0, eq)] = word.substr(eq + 1);
   }
   return run;
+}
+
+/// Runs vgpu-test-backend-child (at child) for backend on the scale-add kernel source, which
+/// is written to source_file first, with the L2 store in cache_dir (disabled when asked) and
+/// no other cache settings from this process's environment; extra_env is prepended as is
+/// ("NAME=value ..." or "-u NAME ...", for the env command).
+inline ChildRun run_backend_child(const std::string& child, const std::string& backend,
+                                  const std::filesystem::path& source_file, std::string_view source,
+                                  const std::filesystem::path& cache_dir, bool disable, std::uint32_t n,
+                                  const std::string& extra_env = "") {
+  if (!std::filesystem::exists(source_file)) {
+    std::ofstream out(source_file);
+    out << source;
+    REQUIRE(out.good());
+  }
+  return run_child_command("env -u VGPU_CACHE_DISABLE -u VGPU_CACHE_MAX_BYTES -u VGPU_BACKEND -u VGPU_DEVICE " +
+                           extra_env + " VGPU_LOG=warn VGPU_CACHE_DIR=" + quoted(cache_dir.string()) +
+                           (disable ? " VGPU_CACHE_DISABLE=1 " : " ") + quoted(child) + " " + backend + " " +
+                           quoted(source_file.string()) + " " + std::to_string(n) + " 2>&1");
 }
 
 /// Checks the first of two child runs on one cache directory: it compiled the kernel from
