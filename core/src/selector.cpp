@@ -197,7 +197,9 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
   auto data_for = [&](const KernelPlan& plan) -> CallData& {
     std::string sig;
     for (const TensorSpec& t : plan.tensors)
-      if (!t.scratch) sig += std::to_string(static_cast<int>(t.dtype)) + to_string(t.shape) + std::to_string(static_cast<int>(t.access)) + ";";
+      if (!t.scratch)
+        sig += std::to_string(static_cast<int>(t.dtype)) + to_string(t.shape) +
+               std::to_string(static_cast<int>(t.access)) + ";";
     for (auto& [s2, d] : host_data)
       if (s2 == sig) return *d;
     return *host_data.emplace_back(sig, std::make_unique<CallData>(make_call_data(plan))).second;
@@ -292,7 +294,11 @@ Selector::Entry& Selector::entry_locked(const std::string& key, const std::strin
     return entries_[key] = Entry{*loaded, {}};
   }
   Selection s = calibrate(op, shape, factory);
-  if (s.source == SelectionSource::calibrated) store_selection(key_text, s);
+  // A device that failed may only have failed this once (out of memory, say): keep such a
+  // choice to this process, so the next one measures again.
+  const bool failures = std::any_of(s.candidates.begin(), s.candidates.end(),
+                                    [](const SelectionCandidate& c) { return c.note.starts_with("failed: "); });
+  if (s.source == SelectionSource::calibrated && !failures) store_selection(key_text, s);
   log(LogLevel::info, "vgpu: " + op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
                           std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms)");
   return entries_[key] = Entry{std::move(s), {}};
