@@ -206,6 +206,31 @@ TEST_CASE("a device that fails to compile while calibrating is never chosen", "[
   REQUIRE_VGPU_ERROR(unavailable, "every device failed", runtime.explain("mul", {5000}));
 }
 
+TEST_CASE("a device whose dialect the kernel lacks is not eligible, and never runs", "[select]") {
+  Knobs k = devices({0, 0}, fresh_salt("dialect"));
+  vgpu::Runtime runtime(test_runtime_options(k));
+  // A kernel family whose plan for test:1 carries no CPU kernel (as a GLSL-only kernel on a CPU).
+  const vgpu::PlanFactory factory = [](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {
+    vgpu::KernelPlan p = vgpu::ops::axpy(d, shape.at(0));
+    if (d.index == 1) p.source.cpu = {};
+    return p;
+  };
+  const vgpu::Selection s = runtime.explain("my_axpy", {4096}, factory);
+  INFO(s.describe());
+  CHECK(s.device == "test:0");
+  CHECK(s.source == vgpu::SelectionSource::only);
+  CHECK(!candidate(s, "test:1").eligible);
+  CHECK_THAT(candidate(s, "test:1").note, Catch::Matchers::Contains("no source in test's dialect"));
+  CHECK(k[1]->dispatches == 0);
+
+  const vgpu::PlanFactory none = [&](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {
+    vgpu::KernelPlan p = factory(d, shape);
+    p.source.cpu = {};
+    return p;
+  };
+  REQUIRE_VGPU_ERROR(unavailable, "no device can run 'my_axpy2'", runtime.explain("my_axpy2", {4096}, none));
+}
+
 TEST_CASE("overrides: VGPU_DEVICE forces a device without calibrating, VGPU_BACKEND restricts", "[select][override]") {
   const std::string salt = fresh_salt("forced");
   Knobs k = devices({0, 5000, 0}, salt);

@@ -95,6 +95,16 @@ CallData make_call_data(const KernelPlan& plan) {
   return d;
 }
 
+// Whether source has the dialect d's backend compiles (a plan without it can never run there).
+bool has_dialect(const KernelSource& source, const DeviceInfo& d) {
+  switch (d.backend) {
+    case BackendKind::cuda: return !source.cuda.empty() && !source.cuda_entry.empty();
+    case BackendKind::vulkan:
+    case BackendKind::opengl: return !source.glsl.empty();
+    default: return static_cast<bool>(source.cpu);
+  }
+}
+
 // Why plan cannot run on d (memory), or empty.
 std::string memory_problem(const DeviceInfo& d, const KernelPlan& plan) {
   std::uint64_t total = 0;
@@ -159,6 +169,11 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
     c.device = d.id();
     try {
       KernelPlan plan = factory(d, shape);
+      if (!has_dialect(plan.source, d)) {
+        c.note = "the kernel has no source in " + std::string(to_string(d.backend)) + "'s dialect";
+        ineligible.push_back(c);
+        continue;
+      }
       if (std::string why = memory_problem(d, plan); !why.empty()) {
         c.note = why;
         ineligible.push_back(c);
