@@ -113,6 +113,19 @@ TEST_CASE("the fastest device is chosen, and far slower ones stop early", "[sele
   }
 }
 
+TEST_CASE("devices within 30% of the best are timed again round-robin before the choice", "[select]") {
+  Knobs k = devices({1250, 1000, 20000}, fresh_salt("close"));
+  vgpu::Runtime runtime(test_runtime_options(k));
+  const vgpu::Selection s = runtime.explain("axpy", {1000});
+  INFO(s.describe());
+  CHECK(s.device == "test:1");
+  for (const char* id : {"test:0", "test:1"}) {
+    CHECK(candidate(s, id).runs > 3);  // the first pass's runs plus the round-robin ones
+    CHECK_THAT(candidate(s, id).note, Catch::Matchers::Contains("round-robin"));
+  }
+  CHECK(candidate(s, "test:2").runs <= 1);  // far slower: never a contender
+}
+
 TEST_CASE("a big problem is probed small first, and a device the probe shows hopeless never runs it", "[select]") {
   const std::string salt = fresh_salt("probe");
   Knobs k = devices({0, 200000}, salt);  // test:1 adds 0.2 s per dispatch

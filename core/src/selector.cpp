@@ -31,9 +31,19 @@ using Clock = std::chrono::steady_clock;
 constexpr double kWarmupSkip = 50, kRunSkip = 4, kPredictSkip = 4;
 constexpr int kRuns = 3;
 constexpr double kDeviceBudget = 0.25;
+// Devices whose times are within kCloseFactor of the best get up to kRefineRounds more calls
+// each, round-robin, within kRefineBudget seconds.
+constexpr double kCloseFactor = 1.3;
+constexpr int kRefineRounds = 8;
+constexpr double kRefineBudget = 0.5;
 constexpr double kRunCheap = 0.5;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 std::uint64_t probe_work(const std::string& op) { return op == "matmul" ? (1ull << 24) : (1ull << 20); }
 
@@ -161,6 +171,8 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
     DeviceInfo info;
     KernelPlan plan;
     SelectionCandidate c;
+    std::unique_ptr<PersistentKernel> kernel;  // kept while it may still be a close contender
+    std::vector<double> times;                 // timed calls at the real shape
   };
   std::vector<Cand> cands;
   std::vector<SelectionCandidate> ineligible;
@@ -180,7 +192,7 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
         continue;
       }
       c.eligible = true;
-      cands.push_back(Cand{d, std::move(plan), c});
+      cands.push_back(Cand{d, std::move(plan), c, nullptr, {}});
     } catch (const Error& e) {
       // The shape's form was checked by selection_work(); what a factory rejects now is this
       // device (limits, dialect). If every device rejects it, the error below lists them all.
@@ -242,7 +254,8 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
           continue;
         }
       }
-      PersistentKernel pk(dev, cand.plan);
+      cand.kernel = std::make_unique<PersistentKernel>(dev, cand.plan);
+      PersistentKernel& pk = *cand.kernel;
       CallData& data = data_for(cand.plan);
       auto tw = Clock::now();
       pk(data.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
@@ -250,9 +263,10 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
       if (warm > kWarmupSkip * best) {
         c.seconds = warm;
         c.note = "warm-up call " + fmt_ratio(warm / best) + " the best; stopped";
+        cand.kernel.reset();
         continue;
       }
-      std::vector<double> times;
+      std::vector<double>& times = cand.times;
       const auto td = Clock::now();
       while (static_cast<int>(times.size()) < kRuns) {
         const auto tr = Clock::now();
@@ -264,17 +278,44 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
         }
         if (seconds_since(td) > kDeviceBudget) break;
       }
-      std::sort(times.begin(), times.end());
-      c.seconds = times[times.size() / 2];
+      c.seconds = median(times);
       c.runs = static_cast<int>(times.size());
       best = std::min(best, c.seconds);
+      // Only close contenders are refined below: free the others' buffers now (several
+      // devices may share host memory).
+      for (Cand& other : cands)
+        if (other.kernel && other.c.seconds > kCloseFactor * best) other.kernel.reset();
     } catch (const Error& e) {
       // Failing while calibrating is failing for this op: never chosen in this process.
+      cand.kernel.reset();
       c.eligible = false;
       c.note = "failed: " + first_line(e.what());
       log(LogLevel::warn, "vgpu: " + c.device + " failed while calibrating '" + op + "': " + first_line(e.what()));
     }
   }
+
+  // Devices within kCloseFactor of the best were timed one after the other, a few calls each:
+  // machine drift between them can decide the order. Time them again round-robin (one call
+  // each per round, so drift hits all alike) and decide on all samples.
+  std::vector<Cand*> close;
+  for (Cand& cand : cands)
+    if (cand.kernel && cand.c.runs > 0 && cand.c.seconds <= kCloseFactor * best) close.push_back(&cand);
+  if (close.size() > 1) {
+    const auto tr = Clock::now();
+    for (int round = 0; round < kRefineRounds && seconds_since(tr) < kRefineBudget; ++round)
+      for (Cand* cand : close) {
+        CallData& data = data_for(cand->plan);
+        const auto t = Clock::now();
+        (*cand->kernel)(data.args);
+        cand->times.push_back(seconds_since(t));
+      }
+    for (Cand* cand : close) {
+      cand->c.seconds = median(cand->times);
+      cand->c.runs = static_cast<int>(cand->times.size());
+      cand->c.note = "close to the best: timed again round-robin";
+    }
+  }
+  for (Cand& cand : cands) cand.kernel.reset();
 
   // Measured candidates by time, then predicted ones, then those that failed or cannot run.
   for (Cand& cand : cands) s.candidates.push_back(cand.c);
