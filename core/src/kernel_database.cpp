@@ -117,8 +117,11 @@ void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<c
       if (!runtime_ || !device_failure) throw;
       if (!used) used = device();  // get() failed while building on the selected device
       if (!used || !runtime_->demote(id, shape, used, e.what())) throw;
+      // The failed device's kernels for id go; the next get() selects (and builds) elsewhere.
       std::lock_guard lock(mutex_);
-      std::erase_if(kernels_, [&](const auto& kv) { return kv.second.kernel && kv.second.kernel->device() == used && kv.second.id == id; });
+      std::erase_if(kernels_, [&](const auto& kv) {
+        return kv.second.id == id && kv.second.kernel && kv.second.kernel->device() == used;
+      });
     }
   }
 }
