@@ -6,6 +6,7 @@
 
 #include "cuda_device.hpp"
 #include "cuda_nvrtc.hpp"
+#include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/precompiled.hpp"
@@ -26,26 +27,19 @@ void CudaDevice::unload(CUmodule module) {
 std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
                                                 bool* from_l2) {
   *from_l2 = false;
-  auto& store = cache::DiskStore::global();
-  const DeviceFingerprint& fp = info_.fingerprint;
-  const cache::KernelKey key = cache::make_kernel_key(source, Dialect::cuda, options, fp);
-  if (store.enabled() && use_l2) {
-    cache::LoadOutcome outcome;
-    if (auto blob = store.load(cache::EntryKind::cuda_binary, key, fp, &outcome)) {
+  KernelL2Entry l2(counters(), cache::EntryKind::cuda_binary,
+                   cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint), info_.fingerprint);
+  if (l2.enabled() && use_l2) {
+    if (auto blob = l2.load()) {
       // The driver must only see an ELF cubin or NUL-terminated PTX: it reads PTX up to the NUL.
       const bool elf =
           blob->size() > 4 && (*blob)[0] == 0x7f && (*blob)[1] == 'E' && (*blob)[2] == 'L' && (*blob)[3] == 'F';
       if (elf || (!blob->empty() && blob->back() == 0)) {
-        counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+        l2.hit();
         *from_l2 = true;
         return std::move(*blob);
       }
-      store.reject(cache::EntryKind::cuda_binary, key, "not a module image");
-      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
-    } else if (outcome == cache::LoadOutcome::rejected) {
-      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      counters().l2_misses.fetch_add(1, std::memory_order_relaxed);
+      l2.reject("not a module image");
     }
   }
   if (!nvrtc_)
@@ -55,9 +49,7 @@ std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, cons
   std::vector<std::uint8_t> image = compile_cuda(*nvrtc_, source, options, cc_major_ * 10 + cc_minor_);
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  if (store.enabled() &&
-      store.store(cache::EntryKind::cuda_binary, key, fp, image, static_cast<std::uint64_t>(us.count())))
-    counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
+  l2.store(image, static_cast<std::uint64_t>(us.count()));
   return image;
 }
 
@@ -109,10 +101,9 @@ CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source
   CUresult r = fn_.cuModuleLoadData(&k.module, image.data());
   if (r != CUDA_SUCCESS && from_l2) {
     // The driver refused a cached image: drop it and build from source.
-    cache::DiskStore::global().reject(cache::EntryKind::cuda_binary,
-                                      cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint),
-                                      "driver");
-    counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    KernelL2Entry(counters(), cache::EntryKind::cuda_binary,
+                  cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint), info_.fingerprint)
+        .reject("driver");
     log(LogLevel::warn, "CUDA: the driver refused a cached module for '" + source.name + "' (" + error_text(fn_, r) +
                             "); recompiling.");
     image = image_for(source, options, false, &from_l2);

@@ -14,6 +14,7 @@
 
 #include "core/kernels/glsl_source.hpp"
 #include "gl_device.hpp"
+#include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/error.hpp"
@@ -129,30 +130,24 @@ GlKernelImpl::~GlKernelImpl() { device_.release_program(program); }
 std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const CompileOptions& options) {
   auto kernel = std::make_unique<GlKernelImpl>(*this);
   kernel->params_size = source.params_size;
-  auto& store = cache::DiskStore::global();
   const DeviceFingerprint& fp = desc_.info.fingerprint;
-  const bool use_l2 = l2_binaries_ && store.enabled();
-  const cache::KernelKey key = use_l2 ? cache::make_kernel_key(source, Dialect::glsl, options, fp) : cache::KernelKey{};
+  KernelL2Entry l2(counters(), cache::EntryKind::gl_program_binary,
+                   l2_binaries_ ? cache::make_kernel_key(source, Dialect::glsl, options, fp) : cache::KernelKey{}, fp);
+  const bool use_l2 = l2_binaries_ && l2.enabled();
 
   if (use_l2) {
-    cache::LoadOutcome outcome = cache::LoadOutcome::missing;
-    if (std::optional<Bytes> payload = store.load(cache::EntryKind::gl_program_binary, key, fp, &outcome)) {
+    if (std::optional<Bytes> payload = l2.load()) {
       const GLuint program = payload->size() > 4 ? worker_.run([&] {
         return program_from_binary_w(*payload, desc_.caps.binary_formats);
       })
                                                  : 0;
       if (program != 0) {
-        counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+        l2.hit();
         kernel->program = program;
         return kernel;
       }
       // A binary from another driver build, or damaged: costs a compile, never a failure.
-      store.reject(cache::EntryKind::gl_program_binary, key, "driver");
-      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
-    } else if (outcome == cache::LoadOutcome::rejected) {  // the store dropped a damaged entry
-      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      counters().l2_misses.fetch_add(1, std::memory_order_relaxed);
+      l2.reject("driver");
     }
   }
 
@@ -166,9 +161,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
     return program_from_source_w(source.name, text, use_l2 ? &binary : nullptr, counters());
   });
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  if (use_l2 && !binary.empty() &&
-      store.store(cache::EntryKind::gl_program_binary, key, fp, binary, static_cast<std::uint64_t>(cost.count())))
-    counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
+  if (use_l2 && !binary.empty()) l2.store(binary, static_cast<std::uint64_t>(cost.count()));
   return kernel;
 }
 

@@ -5,6 +5,7 @@
 
 #include "backends/vulkan/glsl_compiler.hpp"
 #include "core/kernels/glsl_source.hpp"
+#include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/precompiled.hpp"
@@ -122,25 +123,18 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
     return *pre;
   }
   // L2: SPIR-V of user kernels compiled by an earlier process.
-  auto& store = cache::DiskStore::global();
   const DeviceFingerprint& fp = physical_.info.fingerprint;
-  const cache::KernelKey key = cache::make_kernel_key(source, Dialect::glsl, options, fp);
-  if (store.enabled() && use_l2) {
-    cache::LoadOutcome outcome;
-    if (auto blob = store.load(cache::EntryKind::spirv, key, fp, &outcome)) {
+  KernelL2Entry l2(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp);
+  if (l2.enabled() && use_l2) {
+    if (auto blob = l2.load()) {
       std::vector<std::uint32_t> words(blob->size() / 4);
       if (blob->size() % 4 == 0 && !words.empty()) std::memcpy(words.data(), blob->data(), blob->size());
       if (!words.empty() && words[0] == kSpirvMagic) {
-        counters().l2_hits.fetch_add(1, std::memory_order_relaxed);
+        l2.hit();
         *from_l2 = true;
         return words;
       }
-      store.reject(cache::EntryKind::spirv, key, "not SPIR-V");
-      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
-    } else if (outcome == cache::LoadOutcome::rejected) {
-      counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      counters().l2_misses.fetch_add(1, std::memory_order_relaxed);
+      l2.reject("not SPIR-V");
     }
   }
   const auto start = std::chrono::steady_clock::now();
@@ -149,8 +143,7 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
   std::vector<std::uint32_t> words = compile_glsl(text, source.name);
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  if (store.enabled() && store.store(cache::EntryKind::spirv, key, fp, as_bytes(words), cost.count()))
-    counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
+  l2.store(as_bytes(words), static_cast<std::uint64_t>(cost.count()));
   return words;
 }
 
@@ -196,10 +189,9 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
   if (r != VK_SUCCESS && from_l2 && !out_of_memory) {
     // A cached entry the driver refuses (at module or pipeline creation) costs a recompile,
     // never a failure: drop it and build from the GLSL source.
-    cache::DiskStore::global().reject(cache::EntryKind::spirv,
-                                      cache::make_kernel_key(source, Dialect::glsl, options, physical_.info.fingerprint),
-                                      "driver");
-    counters().l2_rejected.fetch_add(1, std::memory_order_relaxed);
+    const DeviceFingerprint& fp = physical_.info.fingerprint;
+    KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp)
+        .reject("driver");
     words = spirv_for(source, options, false, &from_l2);
     r = build_pipeline(*k, words, options);
   }
