@@ -7,6 +7,8 @@
 #    VGPU_CUDA_FATBIN_ARCHS plus PTX for the newest, which newer GPUs JIT — and embedded in a
 #    generated table (vgpu/cache/precompiled.hpp), so built-in ops need no NVRTC at all.
 
+include(${CMAKE_CURRENT_LIST_DIR}/VgpuVariantDefines.cmake)
+
 set(VGPU_CUDA_DIR ${PROJECT_SOURCE_DIR}/core/kernels/cuda)
 set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
 # copy_segments is the CUDA backend's own (small round trips), not an op.
@@ -91,17 +93,9 @@ if(VGPU_CUDA_FATBIN_ENABLED)
     # The same -D options NVRTC gets (backends/cuda/cuda_nvrtc.cpp): the block size, then the plan's defines.
     set(define_args -DVGPU_LOCAL_SIZE_X=${CMAKE_MATCH_2} -DVGPU_LOCAL_SIZE_Y=${CMAKE_MATCH_3}
                     -DVGPU_LOCAL_SIZE_Z=${CMAKE_MATCH_4})
-    set(define_init "")
-    if(CMAKE_MATCH_6)
-      string(REPLACE "," ";" defs "${CMAKE_MATCH_6}")
-      foreach(def IN LISTS defs)
-        if(NOT def MATCHES "^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
-          message(FATAL_ERROR "VGPU_CUDA_PRECOMPILED: '${def}' in '${variant}' is not NAME=VALUE")
-        endif()
-        list(APPEND define_args -D${def})
-        string(APPEND define_init "{\"${CMAKE_MATCH_1}\", \"${CMAKE_MATCH_2}\"}, ")
-      endforeach()
-    endif()
+    vgpu_variant_defines(VGPU_CUDA_PRECOMPILED "${variant}" "${CMAKE_MATCH_6}" defines define_init)
+    list(TRANSFORM defines PREPEND -D)
+    list(APPEND define_args ${defines})
     set(fatbin ${fatbin_dir}/variant${index}.fatbin)
     set(inc ${fatbin_dir}/variant${index}.inc)
     add_custom_command(

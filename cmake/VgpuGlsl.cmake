@@ -12,6 +12,8 @@
 #      target_link_libraries(vgpu PRIVATE vgpu_glsl_compiler)
 #    vgpu_shaderc is the bare archives (+ include dir), for tests that call shaderc directly.
 
+include(${CMAKE_CURRENT_LIST_DIR}/VgpuVariantDefines.cmake)
+
 set(VGPU_GLSL_DIR ${PROJECT_SOURCE_DIR}/core/kernels/glsl)
 set(VGPU_GLSL_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/glsl)
 # Built-in kernels, by file name: core/kernels/glsl/<name>.comp.
@@ -70,20 +72,13 @@ if(VGPU_WITH_VULKAN)
   foreach(variant IN LISTS VGPU_GLSL_PRECOMPILED)
     string(REPLACE ":" ";" parts "${variant}")
     list(GET parts 0 kernel)
-    set(define_args "")
-    set(define_init "")
+    set(defines "")
     list(LENGTH parts nparts)
     if(nparts GREATER 1)
       list(GET parts 1 defines)
-      string(REPLACE "," ";" define_args "${defines}")
-      foreach(def IN LISTS define_args)
-        string(REGEX MATCH "^([A-Za-z_][A-Za-z0-9_]*)=(.*)$" ok "${def}")
-        if(NOT ok)
-          message(FATAL_ERROR "VGPU_GLSL_PRECOMPILED: '${def}' in '${variant}' is not NAME=VALUE")
-        endif()
-        string(APPEND define_init "{\"${CMAKE_MATCH_1}\", \"${CMAKE_MATCH_2}\"}, ")
-      endforeach()
     endif()
+    # vgpu-glsl-assemble takes the defines as NAME=VALUE arguments.
+    vgpu_variant_defines(VGPU_GLSL_PRECOMPILED "${variant}" "${defines}" define_args define_init)
     string(MAKE_C_IDENTIFIER "${variant}" stem)
     set(comp ${spirv_dir}/${stem}.comp)
     set(num ${spirv_dir}/${stem}.spv.num)
