@@ -267,31 +267,29 @@ KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t
   return p;
 }
 
-KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape) {
+void check_shape(const std::string& op, const Shape& shape) {
   auto want = [&](std::size_t dims, const char* form) {
     if (shape.size() != dims)
       fail(ErrorCategory::invalid_argument, "op '" + op + "' takes shape " + form + " but got " + to_string(shape) + ".",
            std::string("pass the shape as ") + form + ".");
   };
-  auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
-  if (op == "matmul") {
-    want(3, "{M, K, N}");
-    return matmul(dev, u32(0, "M"), u32(1, "K"), u32(2, "N"));
-  }
-  if (op == "softmax_rows") {
-    want(2, "{rows, cols}");
-    return softmax_rows(dev, u32(0, "rows"), u32(1, "cols"));
-  }
-  if (op == "axpy" || op == "add" || op == "mul" || op == "reduce_sum") {
-    want(1, "{n}");
-    if (op == "axpy") return axpy(dev, shape[0]);
-    if (op == "add") return add(dev, shape[0]);
-    if (op == "mul") return mul(dev, shape[0]);
-    return reduce_sum(dev, shape[0]);
-  }
+  if (op == "matmul") return want(3, "{M, K, N}");
+  if (op == "softmax_rows") return want(2, "{rows, cols}");
+  if (op == "axpy" || op == "add" || op == "mul" || op == "reduce_sum") return want(1, "{n}");
   std::string known;
   for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
   fail(ErrorCategory::invalid_argument, "unknown op '" + op + "'.", "use one of: " + known + ".");
+}
+
+KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape) {
+  check_shape(op, shape);
+  auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
+  if (op == "matmul") return matmul(dev, u32(0, "M"), u32(1, "K"), u32(2, "N"));
+  if (op == "softmax_rows") return softmax_rows(dev, u32(0, "rows"), u32(1, "cols"));
+  if (op == "axpy") return axpy(dev, shape[0]);
+  if (op == "add") return add(dev, shape[0]);
+  if (op == "mul") return mul(dev, shape[0]);
+  return reduce_sum(dev, shape[0]);
 }
 
 }  // namespace vgpu::ops

@@ -1,6 +1,7 @@
 // core/src/selection.cpp — selection names, descriptions, work sizes and the global entry points.
 #include "vgpu/selection.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "vgpu/error.hpp"
@@ -50,17 +51,9 @@ std::string Selection::describe() const {
 }
 
 std::uint64_t selection_work(const std::string& op, const Shape& shape) {
-  auto want = [&](std::size_t dims, const char* form) {
-    if (shape.size() != dims)
-      fail(ErrorCategory::invalid_argument, "op '" + op + "' takes shape " + form + " but got " + to_string(shape) + ".",
-           std::string("pass the shape as ") + form + ".");
-  };
-  if (op == "matmul")
-    want(3, "{M, K, N}");
-  else if (op == "softmax_rows")
-    want(2, "{rows, cols}");
-  else if (op == "axpy" || op == "add" || op == "mul" || op == "reduce_sum")
-    want(1, "{n}");
+  const auto builtins = ops::names();
+  if (std::find(builtins.begin(), builtins.end(), op) != builtins.end())
+    ops::check_shape(op, shape);
   else if (shape.empty())
     fail(ErrorCategory::invalid_argument, "op '" + op + "' got an empty shape.", "pass at least one dimension.");
   std::uint64_t work = 1;

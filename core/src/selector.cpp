@@ -365,8 +365,7 @@ Selection Selector::explain(const std::string& op, const Shape& shape, const Pla
   const std::uint64_t work = selection_work(op, shape);  // validates op and shape first
   PlanFactory factory = given;
   if (!factory) {
-    const auto names = ops::names();
-    if (std::find(names.begin(), names.end(), op) == names.end()) ops::plan(op, DeviceInfo{}, shape);  // throws: unknown op
+    ops::check_shape(op, shape);  // with no factory, op must be a built-in
     factory = [op](const DeviceInfo& d, const Shape& sh) { return ops::plan(op, d, sh); };
   }
   if (!forced_.empty()) {

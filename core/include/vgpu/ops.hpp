@@ -27,6 +27,10 @@ KernelPlan reduce_sum(const DeviceInfo& device, std::uint64_t n);
 /// Row-wise numerically stable softmax of x[rows×cols]. Tensors: x (read), out (write).
 KernelPlan softmax_rows(const DeviceInfo& device, std::uint32_t rows, std::uint32_t cols);
 
+/// Checks that op is a built-in op and shape has its form ("matmul" {M, K, N},
+/// "softmax_rows" {rows, cols}, the others {n}); throws invalid_argument naming the form.
+void check_shape(const std::string& op, const Shape& shape);
+
 /// Builds the plan of a built-in op from its name and shape ("matmul" takes {M, K, N},
 /// "softmax_rows" {rows, cols}, the others {n}); throws invalid_argument with the expected
 /// shape when the name or shape is wrong.
