@@ -176,25 +176,39 @@ Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
   return Buffer(std::move(state));
 }
 
-void DeviceCore::write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset) {
-  BufferState& b = own(buffer, "write target");
+BufferState* DeviceCore::checked_write(const Buffer& buffer, const void* data, std::uint64_t bytes,
+                                       std::uint64_t offset, const char* what) const {
+  BufferState& b = own(buffer, what);
   check_range(b, offset, bytes, "write");
-  if (bytes == 0) return;
+  if (bytes == 0) return nullptr;
   if (data == nullptr)
     fail(ErrorCategory::invalid_argument, "write of " + to_string(bytes) + " bytes from a null pointer.",
          "pass a pointer to at least that many readable bytes.");
-  guarded("writing a buffer", [&] { impl_->write(*b.impl, offset, data, bytes); });
+  return &b;
+}
+
+BufferState* DeviceCore::checked_read(const Buffer& buffer, const void* out, std::uint64_t bytes,
+                                      std::uint64_t offset, const char* what) const {
+  BufferState& b = own(buffer, what);
+  check_range(b, offset, bytes, "read");
+  if (bytes == 0) return nullptr;
+  if (out == nullptr)
+    fail(ErrorCategory::invalid_argument, "read of " + to_string(bytes) + " bytes into a null pointer.",
+         "pass a pointer to at least that many writable bytes.");
+  return &b;
+}
+
+void DeviceCore::write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset) {
+  BufferState* b = checked_write(buffer, data, bytes, offset, "write target");
+  if (!b) return;
+  guarded("writing a buffer", [&] { impl_->write(*b->impl, offset, data, bytes); });
   counters_.bytes_up.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void DeviceCore::read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset) {
-  BufferState& b = own(buffer, "read source");
-  check_range(b, offset, bytes, "read");
-  if (bytes == 0) return;
-  if (out == nullptr)
-    fail(ErrorCategory::invalid_argument, "read of " + to_string(bytes) + " bytes into a null pointer.",
-         "pass a pointer to at least that many writable bytes.");
-  guarded("reading a buffer", [&] { impl_->read(*b.impl, offset, out, bytes); });
+  BufferState* b = checked_read(buffer, out, bytes, offset, "read source");
+  if (!b) return;
+  guarded("reading a buffer", [&] { impl_->read(*b->impl, offset, out, bytes); });
   counters_.bytes_down.fetch_add(bytes, std::memory_order_relaxed);
 }
 
@@ -371,24 +385,16 @@ void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batc
   read_ops.clear();
   std::uint64_t up = 0, down = 0;
   for (const HostWrite& w : writes) {
-    BufferState& b = own(w.buffer, "round-trip write target");
-    check_range(b, w.offset, w.bytes, "write");
-    if (w.bytes == 0) continue;
-    if (w.data == nullptr)
-      fail(ErrorCategory::invalid_argument, "write of " + to_string(w.bytes) + " bytes from a null pointer.",
-           "pass a pointer to at least that many readable bytes.");
-    write_ops.push_back(HostWriteOp{b.impl.get(), w.offset, w.data, w.bytes});
-    up += w.bytes;
+    if (BufferState* b = checked_write(w.buffer, w.data, w.bytes, w.offset, "round-trip write target")) {
+      write_ops.push_back(HostWriteOp{b->impl.get(), w.offset, w.data, w.bytes});
+      up += w.bytes;
+    }
   }
   for (const HostRead& r : reads) {
-    BufferState& b = own(r.buffer, "round-trip read source");
-    check_range(b, r.offset, r.bytes, "read");
-    if (r.bytes == 0) continue;
-    if (r.out == nullptr)
-      fail(ErrorCategory::invalid_argument, "read of " + to_string(r.bytes) + " bytes into a null pointer.",
-           "pass a pointer to at least that many writable bytes.");
-    read_ops.push_back(HostReadOp{b.impl.get(), r.offset, r.out, r.bytes});
-    down += r.bytes;
+    if (BufferState* b = checked_read(r.buffer, r.out, r.bytes, r.offset, "round-trip read source")) {
+      read_ops.push_back(HostReadOp{b->impl.get(), r.offset, r.out, r.bytes});
+      down += r.bytes;
+    }
   }
   BatchState& s = own(batch);
   std::lock_guard lock(s.mutex);

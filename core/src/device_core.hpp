@@ -98,6 +98,12 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<KernelState> build_kernel(const KernelSource& source, const CompileOptions& options,
                                             const cache::KernelKey& key);
   void check_compilable(const KernelSource& source, const CompileOptions& options) const;
+  // The checks of one host → buffer (buffer → host) copy: the buffer is this device's, the
+  // range fits, the pointer is set; returns the buffer, or nullptr when bytes is 0.
+  BufferState* checked_write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset,
+                             const char* what) const;
+  BufferState* checked_read(const Buffer& buffer, const void* out, std::uint64_t bytes, std::uint64_t offset,
+                            const char* what) const;
   // Records batch's commands into s.recorded if that has not happened since the last change.
   void record_locked(BatchState& s);
 
