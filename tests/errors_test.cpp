@@ -171,6 +171,23 @@ TEST_CASE("errors: null data and out-of-range transfers", "[errors]") {
   device.copy(buf, buf, 8, 0, 8);  // disjoint ranges of one buffer are fine
   device.read(buf, host, 16);
   CHECK((host[0] == 1 && host[1] == 2 && host[2] == 1 && host[3] == 2));
+
+  // Device::round_trip checks every copy before anything runs: a bad read fails the call
+  // before its writes change the buffer.
+  const float nines[4] = {9, 9, 9, 9};
+  vgpu::Batch nothing = device.create_batch();
+  const vgpu::HostWrite w[] = {{buf, nines, 16, 0}};
+  const vgpu::HostRead bad_null[] = {{buf, nullptr, 16, 0}};
+  const vgpu::HostRead bad_range[] = {{buf, host, 8, 12}};
+  REQUIRE_VGPU_ERROR(invalid_argument, "null pointer", device.round_trip(w, nothing, bad_null));
+  REQUIRE_VGPU_ERROR(invalid_argument, "runs past the end", device.round_trip(w, nothing, bad_range));
+  const vgpu::HostWrite bad_write[] = {{buf, nullptr, 16, 0}};
+  REQUIRE_VGPU_ERROR(invalid_argument, "null pointer", device.round_trip(bad_write, nothing, {}));
+  device.read(buf, host, 16);
+  CHECK((host[0] == 1 && host[1] == 2 && host[2] == 1 && host[3] == 2));
+  const vgpu::HostRead r[] = {{buf, host, 16, 0}};
+  device.round_trip(w, nothing, r);
+  CHECK((host[0] == 9 && host[3] == 9));
   require_usable(device);
 }
 
