@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string_view>
 
+#include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::cuda {
@@ -30,8 +30,8 @@ CudaBatchImpl::~CudaBatchImpl() {
 CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice device, DeviceInfo info, int cc_major,
                        int cc_minor)
     : fn_(fns), nvrtc_(nvrtc), device_(device), info_(std::move(info)), cc_major_(cc_major), cc_minor_(cc_minor) {
-  if (const char* g = std::getenv("VGPU_CUDA_GRAPHS"); g && std::string_view(g) == "0") use_graphs_ = false;
-  if (const char* z = std::getenv("VGPU_CUDA_ZERO_COPY"); z && std::string_view(z) == "0") zero_copy_ = false;
+  use_graphs_ = config().cuda_graphs;
+  zero_copy_ = config().cuda_zero_copy;
   check_cu(fn_, fn_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
   make_current();
   const CUresult r = fn_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING);

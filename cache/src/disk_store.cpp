@@ -4,19 +4,17 @@
 #include "vgpu/cache/disk_store.hpp"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <system_error>
 
 #include "disk_store_impl.hpp"
+#include "vgpu/config.hpp"
 #include "vgpu/log.hpp"
 #include "vgpu/version.hpp"
 
@@ -28,55 +26,6 @@ using detail::Fd;
 using detail::Problem;
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool env_true(const char* v) {
-  if (!v) return false;
-  const std::string s = lower(v);
-  return s == "1" || s == "true" || s == "yes" || s == "on";
-}
-
-/// Parses "<digits>[K|M|G|T][iB]" (case-insensitive, binary units); nothing for 0 or junk.
-std::optional<std::uint64_t> parse_bytes(std::string_view text) {
-  std::size_t i = 0;
-  std::uint64_t value = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    const std::uint64_t d = static_cast<std::uint64_t>(text[i] - '0');
-    if (value > (UINT64_MAX - d) / 10) return std::nullopt;
-    value = value * 10 + d;
-    ++i;
-  }
-  if (i == 0) return std::nullopt;
-  const std::string suffix = lower(text.substr(i));
-  int shift = 0;
-  if (!suffix.empty()) {
-    const std::string_view units = "kmgt";
-    const auto u = units.find(suffix[0]);
-    if (u == std::string_view::npos || !(suffix.size() == 1 || suffix.substr(1) == "ib")) return std::nullopt;
-    shift = 10 * static_cast<int>(u + 1);
-  }
-  if (shift && value > (UINT64_MAX >> shift)) return std::nullopt;
-  value <<= shift;
-  if (value == 0) return std::nullopt;
-  return value;
-}
-
-fs::path default_directory() {
-  if (const char* v = std::getenv("VGPU_CACHE_DIR"); v && *v) return v;
-  if (const char* v = std::getenv("XDG_CACHE_HOME"); v && *v == '/') return fs::path(v) / "vgpu";
-  if (const char* v = std::getenv("HOME"); v && *v) return fs::path(v) / ".cache" / "vgpu";
-  passwd pw{};
-  passwd* found = nullptr;
-  char buf[4096];
-  if (::getpwuid_r(::getuid(), &pw, buf, sizeof buf, &found) == 0 && found && found->pw_dir && *found->pw_dir)
-    return fs::path(found->pw_dir) / ".cache" / "vgpu";
-  return {};
-}
 
 /// Logs that dir is unusable, once per directory per process.
 void warn_unusable(const fs::path& dir, const std::string& why) {
@@ -94,24 +43,11 @@ void warn_unusable(const fs::path& dir, const std::string& why) {
 }  // namespace
 
 DiskStoreOptions DiskStoreOptions::from_env() {
+  const Config c = Config::from_env();  // validates and warns about bad values
   DiskStoreOptions o;
-  o.directory = default_directory();
-  o.enabled = !env_true(std::getenv("VGPU_CACHE_DISABLE"));
-  if (const char* v = std::getenv("VGPU_CACHE_MAX_BYTES"); v && *v) {
-    if (auto bytes = parse_bytes(v)) {
-      o.max_bytes = *bytes;
-    } else {
-      static std::mutex mutex;  // warn once per bad value, however often the options are read
-      static std::set<std::string> warned;
-      std::unique_lock lock(mutex);
-      if (warned.insert(v).second) {
-        lock.unlock();
-        log(LogLevel::warn, std::string("ignoring VGPU_CACHE_MAX_BYTES='") + v +
-                                "' (expected a positive byte count such as 268435456 or 256M); using " +
-                                std::to_string(o.max_bytes >> 20) + " MiB");
-      }
-    }
-  }
+  o.directory = c.cache_dir;
+  o.enabled = c.cache_enabled;
+  o.max_bytes = c.cache_max_bytes;
   return o;
 }
 

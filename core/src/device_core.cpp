@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -13,16 +14,6 @@ namespace vgpu::detail {
 namespace {
 
 using std::to_string;
-
-std::size_t l1_capacity_from_env() {
-  if (const char* v = std::getenv("VGPU_L1_CAPACITY")) {
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (end != v && *end == '\0' && n > 0) return static_cast<std::size_t>(n);
-    log(LogLevel::warn, std::string("ignoring VGPU_L1_CAPACITY='") + v + "' (expected a positive integer)");
-  }
-  return 512;
-}
 
 std::string device_label(const DeviceInfo& info) {
   return std::string(vgpu::to_string(info.backend)) + " device '" + info.name + "'";
@@ -114,7 +105,7 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
   }
 }
 
-DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl) : impl_(std::move(impl)), l1_(l1_capacity_from_env()) {
+DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl) : impl_(std::move(impl)), l1_(Config::from_env().l1_capacity) {
   impl_->attach_counters(&counters_);
 }
 

@@ -2,25 +2,15 @@
 #include "vgpu/log.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
+
+#include "vgpu/config.hpp"
 
 namespace vgpu {
 namespace {
 
-LogLevel threshold() {
-  static const LogLevel level = [] {
-    const char* v = std::getenv("VGPU_LOG");
-    if (!v) return LogLevel::warn;
-    if (!std::strcmp(v, "error") || !std::strcmp(v, "quiet")) return LogLevel::error;
-    if (!std::strcmp(v, "info")) return LogLevel::info;
-    if (!std::strcmp(v, "debug")) return LogLevel::debug;
-    return LogLevel::warn;
-  }();
-  return level;
-}
+LogLevel threshold() { return config().log_level; }
 
 const char* name(LogLevel level) {
   switch (level) {

@@ -2,35 +2,29 @@
 #include "vgpu/runtime.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
-#include <sstream>
 
 #include "device_core.hpp"
 #include "registry.hpp"
 #include "selector.hpp"
 #include "vgpu/backend/device_impl.hpp"
+#include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
 namespace vgpu {
 
 RuntimeOptions RuntimeOptions::from_env() {
+  // Running on other devices than the ones asked for would surprise: these are errors.
+  const Config c = Config::from_env();
+  if (!c.backends_error.empty())
+    fail(ErrorCategory::invalid_argument, c.backends_error, "set VGPU_BACKEND to a comma list of cuda, vulkan, opengl, cpu, or unset it.");
+  if (!c.device_error.empty())
+    fail(ErrorCategory::invalid_argument, c.device_error,
+         "set VGPU_DEVICE to backend:index, e.g. vulkan:0 or cpu:0 (vgpu-probe lists the ids), or unset it.");
   RuntimeOptions o;
-  if (const char* v = std::getenv("VGPU_BACKEND"); v && *v) {
-    std::stringstream ss(v);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      if (item.empty()) continue;
-      try {
-        o.allowed.push_back(parse_backend_kind(item));
-      } catch (const Error&) {
-        fail(ErrorCategory::invalid_argument, "VGPU_BACKEND='" + std::string(v) + "' names unknown backend '" + item + "'.",
-             "set VGPU_BACKEND to a comma list of cuda, vulkan, opengl, cpu, or unset it.");
-      }
-    }
-  }
-  if (const char* v = std::getenv("VGPU_DEVICE"); v && *v) o.forced_device = v;
+  o.allowed = c.backends;
+  o.forced_device = c.device;
   return o;
 }
 

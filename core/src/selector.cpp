@@ -203,6 +203,9 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
   if (cands.empty()) {
     std::string why;
     for (const auto& c : ineligible) why += "\n  " + c.device + ": " + c.note;
+    if (ineligible.empty())  // no device at all: say why each backend has none
+      for (const BackendStatus& b : runtime_.backends())
+        why += "\n  " + std::string(to_string(b.kind)) + ": " + (b.available ? "no device" : b.reason);
     fail(ErrorCategory::unavailable, "no device can run '" + op + "' at " + to_string(shape) + ":" + why,
          "check VGPU_BACKEND / VGPU_DEVICE, or run vgpu-probe to see which devices are available.");
   }

@@ -2,11 +2,11 @@
 // Compiled with baseline flags: it must run on every CPU, including ones it then rejects.
 #include "fallback/cpu/cpu_isa.hpp"
 
-#include <cstdlib>
 #include <string>
 
 #include <xsimd/config/xsimd_cpuid.hpp>
 
+#include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::cpu {
@@ -80,15 +80,24 @@ const IsaOption& find_option(std::string_view name, std::string_view origin) {
 }
 
 /// Resolves VGPU_CPU_ISA (or, when unset, the best supported ISA) to an option.
+/// An unknown name is a warning (the best ISA is used); a known one this machine cannot run
+/// leaves the CPU backend unavailable with that reason, and is logged too: never silent.
 const IsaOption& resolve() {
-  const char* env = std::getenv("VGPU_CPU_ISA");
-  if (env == nullptr || *env == '\0') {
-    const IsaOption* best = &options().front();  // the baseline is always supported
-    for (const IsaOption& o : options())
-      if (o.supported) best = &o;
-    return *best;
+  const std::string& forced = config().cpu_isa;
+  const IsaOption* best = &options().front();  // the baseline is always supported
+  for (const IsaOption& o : options())
+    if (o.supported) best = &o;
+  if (forced.empty()) return *best;
+  try {
+    return find_option(forced, "VGPU_CPU_ISA=");
+  } catch (const Error& e) {
+    if (e.category() == ErrorCategory::invalid_argument) {
+      config_warning(e.problem() + " Using " + std::string(best->name) + " instead. Fix: " + e.fix());
+      return *best;
+    }
+    config_warning(std::string("the CPU backend is unavailable: ") + e.what());
+    throw;
   }
-  return find_option(env, "VGPU_CPU_ISA=");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "vgpu/backend.hpp"
 #include "vgpu/cache.hpp"
+#include "vgpu/config.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/device_info.hpp"

@@ -45,10 +45,9 @@ struct DiskStoreOptions {
   bool enabled = true;                     ///< false: every load/store is a no-op (L1 only)
   std::uint64_t max_bytes = 512ull << 20;  ///< cap on the bytes of all entry files of this format
 
-  /// Reads the environment: VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu;
-  /// VGPU_CACHE_DISABLE=1 (or true/yes/on) sets enabled = false; VGPU_CACHE_MAX_BYTES sets
-  /// max_bytes (a positive integer, optionally with a K, M or G suffix meaning KiB, MiB, GiB;
-  /// anything else logs a warning and keeps the default).
+  /// Reads the environment through vgpu::Config::from_env(): VGPU_CACHE_DIR (else
+  /// $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu), VGPU_CACHE_DISABLE, VGPU_CACHE_MAX_BYTES;
+  /// a bad value logs a warning with a Fix hint and keeps the default.
   static DiskStoreOptions from_env();
 };
 

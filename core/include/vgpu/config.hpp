@@ -1,0 +1,84 @@
+// vgpu/config.hpp — the one place vgpu reads its VGPU_* environment variables.
+//
+// Every variable has one validation rule (the README's environment table lists them all).
+// A bad value is never silent: it is either a warning with a Fix hint, after which the
+// documented default is used, or (where running on would surprise: a misspelt backend or a
+// malformed forced device) an error raised by the first call that depends on it. An unknown
+// VGPU_* name, probably a typo, is warned about once, with the nearest known name.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vgpu/log.hpp"
+#include "vgpu/types.hpp"
+
+namespace vgpu {
+
+/// The validated settings of the VGPU_* environment variables. A plain value.
+struct Config {
+  /// VGPU_BACKEND: backends to use; empty means every compiled-in one.
+  std::vector<BackendKind> backends;
+  /// Set when VGPU_BACKEND names something that is not a backend (RuntimeOptions::from_env throws it).
+  std::string backends_error;
+  /// VGPU_DEVICE: a forced device id ("vulkan:1" or "cpu"); empty when unset.
+  std::string device;
+  /// Set when VGPU_DEVICE is not "<backend>" or "<backend>:<index>" (RuntimeOptions::from_env throws it).
+  std::string device_error;
+  /// VGPU_LOG: the stderr threshold.
+  LogLevel log_level = LogLevel::warn;
+  /// VGPU_L1_CAPACITY: compiled kernels the in-RAM cache keeps per device (1 ... 1048576).
+  std::size_t l1_capacity = 512;
+  /// VGPU_CPU_ISA: the CPU backend's forced instruction set, lower-cased; empty for the best.
+  /// (Its names are the CPU backend's to check: fallback/cpu/cpu_isa.cpp.)
+  std::string cpu_isa;
+  /// VGPU_CUDA_GRAPHS / VGPU_CUDA_ZERO_COPY: the CUDA backend's graph replay and zero-copy staging.
+  bool cuda_graphs = true;
+  bool cuda_zero_copy = true;
+  /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
+  std::filesystem::path cache_dir;
+  /// !VGPU_CACHE_DISABLE: whether the on-disk (L2) cache is used.
+  bool cache_enabled = true;
+  /// VGPU_CACHE_MAX_BYTES: cap on the L2 entry files ("256M", "1G", or bytes).
+  std::uint64_t cache_max_bytes = 512ull << 20;
+  /// VGPU_TIMEOUT_MS: how long a wait for device work may take before it fails with
+  /// ErrorCategory::timeout; zero means no limit.
+  std::chrono::milliseconds timeout{60000};
+
+  /// Reads and validates the environment now. Logs each bad value and each unknown VGPU_*
+  /// name once per process (however often it is called), then uses the default.
+  static Config from_env();
+};
+
+/// Returns the process-wide settings, read from the environment on first use.
+/// Thread-safety: safe from any thread; the value never changes afterwards.
+const Config& config();
+
+/// One VGPU_* variable vgpu knows: its name and what it does (the README table lists them all).
+struct ConfigVariable {
+  std::string_view name;
+  std::string_view effect;
+};
+
+/// Returns every VGPU_* variable vgpu, its tests, benchmarks and tools read.
+const std::vector<ConfigVariable>& config_variables();
+
+/// Logs a warning about a bad setting once per process per distinct text (the CPU backend
+/// validates VGPU_CPU_ISA's names with it). Thread-safe.
+void config_warning(const std::string& message);
+
+namespace config_parse {
+/// Parses "1/0", "true/false", "yes/no", "on/off" (any case); nothing for anything else.
+std::optional<bool> boolean(std::string_view text) noexcept;
+/// Parses a decimal integer in [min, max] (surrounding blanks allowed); nothing otherwise.
+std::optional<std::uint64_t> integer(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept;
+/// Parses "<digits>[K|M|G|T][iB]" (any case, binary units) to a positive byte count.
+std::optional<std::uint64_t> bytes(std::string_view text) noexcept;
+}  // namespace config_parse
+
+}  // namespace vgpu
