@@ -258,6 +258,57 @@ TEST_CASE("bad GLSL fails with compile_error carrying the driver's log, and the 
   check_scale_add(device, good, 1000);
 }
 
+TEST_CASE("specialization constants in GLSL: each kernel compiles and runs right, or fails with compile_error",
+          "[opengl][user][errors][spec]") {
+  // layout(constant_id = N) belongs to SPIR-V targets; a GL driver compiling GLSL may accept it
+  // (the constant keeping its default) or refuse it. Either is fine; a crash is not (NVIDIA's
+  // driver thread once died on these, taking the process down). K is 1 by default, so an accepted
+  // kernel computes the plain scale-add.
+  ran_case();
+  vgpu::Device device = gl_device();
+  const std::string head = "VGPU_PARAMS { uint n; float scale; uint pad0; uint pad1; } p;\n"
+                           "layout(std430, binding = 0) readonly buffer BufA { float a[]; };\n"
+                           "layout(std430, binding = 1) readonly buffer BufB { float b[]; };\n"
+                           "layout(std430, binding = 2) writeonly buffer BufOut { float result[]; };\n";
+  const std::string body = "void main() {\n"
+                           "  const uint i = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
+                           "  if (i < p.n) result[i] = a[i] * p.scale * float(K) + b[i];\n"
+                           "}\n";
+  const std::vector<std::string> declarations = {
+      "layout(constant_id = 0) const uint K = 1u;\n",
+      "layout(constant_id = 1) const int K = 1;\n",
+      "layout(constant_id = 2) const bool B = true;\n#define K (B ? 1.0 : 0.0)\n",
+      "layout(constant_id = 7) const float K = 1.0;\n",
+      "layout(constant_id = 3) const uint S = 64u;\nshared float tile[S];\n#define K (tile.length() == 64 ? 1u : 0u)\n",
+      "layout(constant_id = 0) const uint K = 1u;\nlayout(constant_id = 1) const uint L = 2u;\n"
+      "layout(constant_id = 2) const uint M = 3u;\nlayout(constant_id = 9) const float F = 0.5;\n",
+  };
+  int compiled = 0, refused = 0;
+  for (std::size_t v = 0; v < declarations.size(); ++v) {
+    INFO("variant " << v << ":\n" << declarations[v]);
+    vgpu::KernelSource source = make_source(head + declarations[v] + body);
+    source.name = "test.gl_spec_constant_" + std::to_string(v);
+    for (int attempt = 0; attempt < 2; ++attempt) {  // the second goes through L1/L2 or fails again
+      const auto err = catch_error([&] {
+        const vgpu::Kernel kernel = device.compile(source, scale_add_options());
+        check_scale_add(device, kernel, 1000);
+      });
+      if (!err) {
+        ++compiled;
+        continue;
+      }
+      INFO(err->what());
+      CHECK(err->category() == vgpu::ErrorCategory::compile_error);
+      CHECK(std::string(err->what()).find("Fix:") != std::string::npos);
+      ++refused;
+    }
+  }
+  std::printf("spec constants on %s: %d compiles ran right, %d refused with compile_error\n",
+              device.info().name.c_str(), compiled, refused);
+  // The device keeps working after all of that.
+  check_scale_add(device, device.compile(make_source(kScaleAddGlsl), scale_add_options()), 1000);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. L2 program binaries across processes
 
