@@ -14,6 +14,7 @@
 
 #include "core/kernels/glsl_source.hpp"
 #include "gl_device.hpp"
+#include "gl_glsl_check.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
@@ -151,6 +152,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
     }
   }
 
+  check_glsl_for_gl(source.name, source.glsl, options.defines);
   const auto start = std::chrono::steady_clock::now();
   const std::string text =
       for_glsl_version(kernels::assemble_glsl(source.glsl, options.defines, options.workgroup_size,
