@@ -3,17 +3,28 @@
 set(VGPU_WITH_OPENGL "AUTO" CACHE STRING "Build the OpenGL backend (ON, OFF, AUTO)")
 set(VGPU_WITH_VULKAN "AUTO" CACHE STRING "Build the Vulkan backend (ON, OFF, AUTO)")
 set(VGPU_WITH_CUDA "AUTO" CACHE STRING "Build the CUDA backend (ON, OFF, AUTO)")
-set(VGPU_SANITIZE "" CACHE STRING "Sanitizer to build with: address, undefined, thread or empty")
-set_property(CACHE VGPU_SANITIZE PROPERTY STRINGS "" address undefined thread)
+set(VGPU_SANITIZE "" CACHE STRING
+    "Sanitizers to build with: a comma or semicolon list of address, undefined, leak, thread (empty: none)")
 option(BUILD_SHARED_LIBS "Build libvgpu as a shared library" ON)
 
 add_library(vgpu_warnings INTERFACE)
 target_compile_options(vgpu_warnings INTERFACE -Wall -Wextra -Wpedantic)
 
 if(VGPU_SANITIZE)
-  if(NOT VGPU_SANITIZE MATCHES "^(address|undefined|thread)$")
-    message(FATAL_ERROR "VGPU_SANITIZE must be address, undefined or thread (got '${VGPU_SANITIZE}')")
+  string(REPLACE "," ";" _vgpu_sanitizers "${VGPU_SANITIZE}")
+  list(REMOVE_DUPLICATES _vgpu_sanitizers)
+  foreach(s IN LISTS _vgpu_sanitizers)
+    if(NOT s MATCHES "^(address|undefined|leak|thread)$")
+      message(FATAL_ERROR "VGPU_SANITIZE: '${s}' is not a sanitizer (use a list of address, undefined, leak, thread; "
+                          "got '${VGPU_SANITIZE}')")
+    endif()
+  endforeach()
+  if("thread" IN_LIST _vgpu_sanitizers AND ("address" IN_LIST _vgpu_sanitizers OR "leak" IN_LIST _vgpu_sanitizers))
+    message(FATAL_ERROR "VGPU_SANITIZE: thread cannot be combined with address or leak (got '${VGPU_SANITIZE}'); "
+                        "build them in separate build directories")
   endif()
-  add_compile_options(-fsanitize=${VGPU_SANITIZE} -fno-omit-frame-pointer)
-  add_link_options(-fsanitize=${VGPU_SANITIZE})
+  list(JOIN _vgpu_sanitizers "," _vgpu_sanitize_flag)
+  # -fno-sanitize-recover: a UBSan finding fails the test that caused it instead of scrolling by.
+  add_compile_options(-fsanitize=${_vgpu_sanitize_flag} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${_vgpu_sanitize_flag})
 endif()

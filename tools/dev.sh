@@ -6,6 +6,8 @@
 #   tools/dev.sh run            ... then run build/bin/vgpu-probe and build/bin/vgpu-demo
 #   tools/dev.sh test [ARGS]    ... then ctest (extra ARGS go to ctest, e.g. -R cache)
 #   tools/dev.sh bench          ... then every build/bin/vgpu-bench-*
+#   tools/dev.sh sanitize [ARGS] configure and build build-sanitize/ with ASan+UBSan
+#                               (VGPU_SANITIZE=address,undefined), then ctest there
 #
 # Environment: VGPU_JOBS (build parallelism, default 2).
 set -euo pipefail
@@ -71,10 +73,11 @@ install_deps() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
-# Configures (cmake re-runs are cheap and pick up CMakeLists changes) and builds.
+# Configures (cmake re-runs are cheap and pick up CMakeLists changes) and builds; extra
+# arguments go to cmake's configure step.
 build() {
   say "configuring ${BUILD_DIR}/"
-  cmake -S . -B "${BUILD_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake -S . -B "${BUILD_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
   say "building with ${VGPU_JOBS:-2} jobs"
   cmake --build "${BUILD_DIR}" -j"${VGPU_JOBS:-2}"
 }
@@ -98,6 +101,15 @@ run_tests() {
   ctest --test-dir "${BUILD_DIR}" --output-on-failure --no-tests=error -j2 "$@"
 }
 
+# Runs ctest in the sanitizer build. Leaks are reported except inside the Mesa drivers and
+# their LLVM JIT (tests/sanitizer/lsan.supp says which and why); any report fails the test.
+run_sanitized_tests() {
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0:strict_string_checks=1"
+  export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizer/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$PWD/tests/sanitizer/ubsan.supp"
+  run_tests "$@"
+}
+
 # Runs every benchmark executable build/bin/vgpu-bench-*.
 run_benches() {
   local found=0 b
@@ -118,7 +130,7 @@ main() {
   shift
   case "$cmd" in
     build | run | bench) (($# == 0)) || usage ;;
-    test) ;;
+    test | sanitize) ;;
     -h | --help | help) usage ;;
     *) say "unknown command '$cmd'" >&2; usage ;;
   esac
@@ -129,6 +141,12 @@ main() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   install_deps
+  if [[ $cmd == sanitize ]]; then
+    BUILD_DIR=build-sanitize
+    build -DVGPU_SANITIZE=address,undefined -DVGPU_BUILD_BENCH=OFF
+    run_sanitized_tests "$@"
+    return
+  fi
   build
   case "$cmd" in
     build) ;;
