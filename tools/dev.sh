@@ -104,10 +104,20 @@ run_tests() {
 # Runs ctest in the sanitizer build. Leaks are reported except inside the Mesa drivers and
 # their LLVM JIT (tests/sanitizer/lsan.supp says which and why); any report fails the test.
 run_sanitized_tests() {
-  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0:strict_string_checks=1"
+  # The Vulkan loader dlcloses lavapipe after each instance, which makes a global allocation of
+  # lavapipe's unreachable (a "leak" in a module LSan can no longer name); preloading the ICD
+  # keeps it mapped, so LSan sees it reachable and names the module of any real report.
+  local lvp_json=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json lvp_lib
+  lvp_lib=$(ldconfig -p | awk '/libvulkan_lvp.so/ {print $NF; exit}')
+  if [[ -f $lvp_json && -n $lvp_lib ]]; then
+    export VK_DRIVER_FILES=$lvp_json LD_PRELOAD="$lvp_lib${LD_PRELOAD:+ $LD_PRELOAD}"
+  fi
+  export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:detect_stack_use_after_return=0:strict_string_checks=1"
   export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizer/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$PWD/tests/sanitizer/ubsan.supp"
-  run_tests "$@"
+  # Selection tests that assert which of several devices measured fastest (injected latencies
+  # of 1-3 ms against instrumented code) are left to the plain build.
+  run_tests -E 'selection\.(the fastest device is chosen|devices within 30%|a big problem is probed|a device that fails at dispatch|on this machine)' "$@"
 }
 
 # Runs every benchmark executable build/bin/vgpu-bench-*.
