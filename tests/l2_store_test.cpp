@@ -692,6 +692,9 @@ TEST_CASE("threads loading and storing at once only ever see whole entries", "[l
 
 namespace {
 
+/// A writer's temp file name (what store() creates: ".tmp-<32 hex>-XXXXXX").
+const std::string kTempName = ".tmp-" + KernelKey{5, 9}.hex() + "-Ab12Cd";
+
 /// Fills dir with 3 valid entries (2 spirv, 1 vkpc), one whose payload is corrupt, one badly
 /// named file and one temp file; returns the corrupt entry's path.
 fs::path fill_for_maintenance(const fs::path& dir) {
@@ -703,7 +706,7 @@ fs::path fill_for_maintenance(const fs::path& dir) {
   const fs::path corrupt = entry_path(dir, EntryKind::spirv, KernelKey{5, 4});
   modify(corrupt, [](Bytes& b) { b.back() ^= 1; });
   write_file(corrupt.parent_path() / "notes.txt", Bytes{'x'});
-  write_file(corrupt.parent_path() / ".tmp-inprogress", Bytes{'y'});
+  write_file(corrupt.parent_path() / kTempName, Bytes{'y'});
   return corrupt;
 }
 
@@ -727,13 +730,25 @@ TEST_CASE("list, remove_invalid and clear", "[l2][maintenance]") {
     if (e.path == corrupt) CHECK_THAT(e.problem, Catch::Matchers::StartsWith("checksum: "));
     if (e.path.filename() == "notes.txt") CHECK_THAT(e.problem, Catch::Matchers::StartsWith("name: "));
   }
-  CHECK(store.remove_invalid() == 2);
-  CHECK(store.stats().rejected == Reasons{{"checksum", 1}, {"name", 1}});
+  // Only vgpu's own files are deleted: notes.txt is not named like an entry, so it stays and
+  // is reported as left, with a Fix hint.
+  std::vector<vgpu::cache::DiskLeftover> left;
+  CHECK(store.remove_invalid(&left) == 1);
+  CHECK(store.stats().rejected == Reasons{{"checksum", 1}});
   CHECK_FALSE(fs::exists(corrupt));
-  CHECK(count_invalid(store.list(true)) == 0);
-  CHECK(store.clear() == 3);
-  CHECK(store.list(true).empty());
-  CHECK(files_named(t.path, ".tmp-inprogress") == 1);  // a writer in progress is left alone
+  CHECK(fs::exists(corrupt.parent_path() / "notes.txt"));
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].item.path == corrupt.parent_path() / "notes.txt");
+  CHECK_FALSE(left[0].failed);
+  CHECK_THAT(left[0].why, Catch::Matchers::Contains("Fix: "));
+  CHECK(count_invalid(store.list(true)) == 1);
+  CHECK(store.clear(&left) == 3);
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].item.path.filename() == "notes.txt");
+  const auto after = store.list(true);
+  REQUIRE(after.size() == 1);
+  CHECK(after[0].path.filename() == "notes.txt");
+  CHECK(files_named(t.path, kTempName) == 1);  // a writer in progress is left alone
   CHECK_FALSE(store.load(EntryKind::spirv, KernelKey{5, 1}, kDevice));
 }
 
@@ -767,17 +782,33 @@ TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
   std::tie(rc, out) = run_command(probe + "verify");
   CHECK(rc == 1);
   CHECK_THAT(out, Catch::Matchers::Contains("checksum"));
+  // --fix deletes the corrupt entry; notes.txt is not vgpu's, so it is left, reported, and
+  // the exit code says something bad remains.
+  const fs::path notes = corrupt.parent_path() / "notes.txt";
   std::tie(rc, out) = run_command(probe + "verify --fix --json");
-  CHECK(rc == 0);
+  CHECK(rc == 1);
   j = nlohmann::json::parse(out);
-  CHECK(j["removed"] == 2);
+  CHECK(j["removed"] == 1);
+  REQUIRE(j["left"].size() == 1);
+  CHECK(j["left"][0]["path"] == notes.string());
+  CHECK_THAT(j["left"][0]["why"].get<std::string>(), Catch::Matchers::Contains("Fix: "));
   CHECK_FALSE(fs::exists(corrupt));
+  CHECK(fs::exists(notes));
   std::tie(rc, out) = run_command(probe + "verify");
-  CHECK(rc == 0);
+  CHECK(rc == 1);
+  CHECK_THAT(out, Catch::Matchers::Contains("notes.txt"));
 
   std::tie(rc, out) = run_command(probe + "clear");
-  CHECK(rc == 0);
+  CHECK(rc == 1);  // notes.txt is still there
   CHECK_THAT(out, Catch::Matchers::Contains("removed 3 "));
+  CHECK_THAT(out, Catch::Matchers::Contains("LEFT " + notes.string()));
+  CHECK(fs::exists(notes));
+  fs::remove(notes);
+  std::tie(rc, out) = run_command(probe + "verify");
+  CHECK(rc == 0);
+  std::tie(rc, out) = run_command(probe + "clear");
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Matchers::Contains("removed 0 "));
   DiskStore store(options_for(dir));
   CHECK(store.list(true).empty());
 }

@@ -20,15 +20,17 @@
 
 namespace vgpu::cache {
 namespace fs = std::filesystem;
-using detail::EntryHeader;
 using detail::errno_text;
 using detail::Fd;
 using detail::Problem;
 
 namespace {
 
+constexpr const char* kDefaultFix =
+    "set VGPU_CACHE_DIR to a writable directory, or VGPU_CACHE_DISABLE=1 to turn the disk cache off";
+
 /// Logs that dir is unusable, once per directory per process.
-void warn_unusable(const fs::path& dir, const std::string& why) {
+void warn_unusable(const fs::path& dir, const std::string& why, const std::string& fix) {
   static std::mutex mutex;
   static std::set<std::string> warned;
   {
@@ -36,8 +38,7 @@ void warn_unusable(const fs::path& dir, const std::string& why) {
     if (!warned.insert(dir.string()).second) return;
   }
   log(LogLevel::warn, "kernel cache directory '" + dir.string() + "' is not usable (" + why +
-                          "); compiled kernels are kept in memory only. Fix: set VGPU_CACHE_DIR to a writable "
-                          "directory, or VGPU_CACHE_DISABLE=1 to turn the disk cache off.");
+                          "); compiled kernels are kept in memory only. Fix: " + fix + ".");
 }
 
 }  // namespace
@@ -51,22 +52,59 @@ DiskStoreOptions DiskStoreOptions::from_env() {
   return o;
 }
 
-bool DiskStore::Impl::check_writable(std::string& why) const {
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) {
-    why = "cannot create " + root.string() + ": " + ec.message();
-    return false;
+detail::OpenedDir DiskStore::Impl::open_root(bool create) const {
+  detail::OpenedDir base = detail::open_base_dir(options.directory, create);
+  if (base.state != detail::DirState::ok) return base;
+  return detail::open_sub_dir(base, root_name, create);
+}
+
+detail::OpenedDir DiskStore::Impl::open_kind(const detail::OpenedDir& root_dir, EntryKind kind, bool create) const {
+  return detail::open_sub_dir(root_dir, std::string(to_string(kind)), create);
+}
+
+detail::OpenedDir DiskStore::Impl::open_kind_path(EntryKind kind, bool create) const {
+  detail::OpenedDir r = open_root(create);
+  if (r.state != detail::DirState::ok) return r;
+  return open_kind(r, kind, create);
+}
+
+void DiskStore::Impl::warn_folder(const detail::OpenedDir& folder, EntryKind kind) const {
+  const std::string what =
+      folder.path == kind_dir(kind) ? std::string(to_string(kind)) + " entries are" : "no compiled kernel is";
+  detail::warn_once("folder:" + folder.path.string(), "kernel cache folder '" + folder.path.string() +
+                                                          "' is not usable (" + folder.problem + "); " + what +
+                                                          " cached on disk. Fix: " + folder.fix + ".");
+}
+
+bool DiskStore::Impl::check_writable(std::string& why, std::string& fix) const {
+  // A few attempts: a concurrent rm -rf of the cache may remove what was just made, and that
+  // must not switch L2 off for this process.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const detail::OpenedDir r = open_root(true);
+    if (r.state == detail::DirState::absent) {
+      why = "'" + r.path.string() + "' vanished while being made";
+      fix = kDefaultFix;
+      continue;
+    }
+    if (r.state == detail::DirState::unusable) {
+      why = "'" + r.path.string() + (r.problem.starts_with("cannot") ? "': " : "' is ") + r.problem;
+      fix = r.fix.empty() ? kDefaultFix : r.fix;
+      return false;
+    }
+    std::string name;
+    const int fd = detail::make_temp_at(r.fd.get(), std::string(detail::kTempPrefix) + "probe-", name);
+    if (fd < 0) {
+      const int e = errno;
+      why = "cannot create a file in " + root.string() + ": " + errno_text(e);
+      fix = kDefaultFix;
+      if (e == ENOENT) continue;
+      return false;
+    }
+    ::close(fd);
+    ::unlinkat(r.fd.get(), name.c_str(), 0);
+    return true;
   }
-  std::string name = (root / ".tmp-probe-XXXXXX").string();
-  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
-  if (fd < 0) {
-    why = "cannot create a file in " + root.string() + ": " + errno_text(errno);
-    return false;
-  }
-  ::close(fd);
-  ::unlink(name.c_str());
-  return true;
+  return false;
 }
 
 void DiskStore::Impl::account_locked(const std::string& path, std::uint64_t bytes) {
@@ -85,27 +123,13 @@ void DiskStore::Impl::forget_locked(const std::string& path) {
   }
 }
 
-void DiskStore::Impl::ensure_kind_dir(EntryKind kind) {
-  const std::uint32_t bit = 1u << static_cast<std::uint32_t>(kind);
-  {
-    std::lock_guard lock(mutex);
-    if (kind_dirs_made & bit) return;
-  }
-  std::error_code ec;
-  fs::create_directories(kind_dir(kind), ec);
-  if (!ec) {
-    std::lock_guard lock(mutex);
-    kind_dirs_made |= bit;
-  }
-}
-
-bool DiskStore::Impl::write_failed(const std::string& what) {
+bool DiskStore::Impl::write_failed(const std::string& what, bool warned) {
   bool first;
   {
     std::lock_guard lock(mutex);
     ++stats.write_failures;
-    first = !warned_write_failure;
-    warned_write_failure = true;
+    first = !warned_write_failure && !warned;
+    if (!warned) warned_write_failure = true;
   }
   log(first ? LogLevel::warn : LogLevel::debug,
       "could not write a kernel cache entry: " + what +
@@ -115,17 +139,31 @@ bool DiskStore::Impl::write_failed(const std::string& what) {
   return false;
 }
 
-void DiskStore::Impl::drop(const fs::path& path, const struct stat& opened, const Problem& why) {
-  bool removed = false;
+void DiskStore::Impl::drop(int kind_fd, const std::string& name, const fs::path& path, const struct stat& opened,
+                           const Problem& why) {
   struct stat now;
-  if (S_ISREG(opened.st_mode) && ::lstat(path.c_str(), &now) == 0 && detail::same_file(now, opened))
-    removed = ::unlink(path.c_str()) == 0;
+  const bool removed = detail::stat_at(kind_fd, name, now) && detail::same_file(now, opened) &&
+                       ::unlinkat(kind_fd, name.c_str(), 0) == 0;
   log(LogLevel::info, "dropped kernel cache entry " + path.string() + " (" + why.text() + ")");
   std::lock_guard lock(mutex);
   ++stats.rejected[why.reason];
   ++stats.misses;
   if (removed) forget_locked(path.string());
 }
+
+namespace {
+
+/// Warns (once per path) that a non-regular file sits where an entry belongs.
+void warn_not_entry(const fs::path& path, const Problem& why) {
+  const bool folder = why.details.starts_with("a directory");
+  detail::warn_once("entry:" + path.string(),
+                    "kernel cache entry '" + path.string() + "' is " + why.details +
+                        "; vgpu never opens, replaces or deletes such a thing, so this kernel is built again each "
+                        "time. Fix: remove it (rm " +
+                        (folder ? "-r '" : "'") + path.string() + "').");
+}
+
+}  // namespace
 
 DiskStore& DiskStore::global() {
   // Leaked on purpose: usable from other static destructors and threads still running at exit.
@@ -136,15 +174,16 @@ DiskStore& DiskStore::global() {
 DiskStore::DiskStore(DiskStoreOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.options = std::move(options);
-  s.root = s.options.directory / ("v" + std::to_string(kCacheFormatVersion));
+  s.root_name = "v" + std::to_string(kCacheFormatVersion);
+  s.root = s.options.directory / s.root_name;
   if (!s.options.enabled) return;
   if (s.options.directory.empty()) {
-    warn_unusable("", "no directory: VGPU_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset");
+    warn_unusable("", "no directory: VGPU_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset", kDefaultFix);
     return;
   }
-  std::string why;
-  s.usable = s.check_writable(why);
-  if (!s.usable) warn_unusable(s.options.directory, why);
+  std::string why, fix;
+  s.usable = s.check_writable(why, fix);
+  if (!s.usable) warn_unusable(s.options.directory, why, fix);
 }
 
 DiskStore::~DiskStore() = default;
@@ -160,32 +199,42 @@ std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const K
   result = LoadOutcome::disabled;
   Impl& s = *impl_;
   if (!s.usable) return std::nullopt;
-  result = LoadOutcome::missing;
-  const fs::path path = s.entry_path(kind, key);
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st;
-  if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
+  const detail::OpenedDir dir = s.open_kind_path(kind, false);
+  if (dir.state != detail::DirState::ok) {
+    if (dir.state == detail::DirState::unusable)
+      s.warn_folder(dir, kind);  // L2 is off for this kind until the folder is fixed
+    else
+      result = LoadOutcome::missing;
     std::lock_guard lock(s.mutex);
     ++s.stats.misses;
     return std::nullopt;
   }
+  result = LoadOutcome::missing;
+  const std::string name = Impl::entry_name(key);
+  const fs::path path = s.entry_path(kind, key);
+  struct stat st;
   Problem why;
-  std::optional<EntryHeader> header;
-  std::optional<std::vector<std::uint8_t>> payload;
-  if (!S_ISREG(st.st_mode)) why = Problem{"type", "not a regular file"};
-  if (!why) header = detail::read_header(f.fd, static_cast<std::uint64_t>(st.st_size), why);
-  if (!why) why = detail::check_identity(*header, kind, key);
-  if (!why && header->fingerprint_text != fp.text)
-    why =
-        Problem{"fingerprint", "written for the device '" + header->fingerprint_text + "', not for '" + fp.text + "'"};
-  if (!why) payload = detail::read_payload(f.fd, *header, why);
+  Fd f = detail::open_regular_at(dir.fd.get(), name, st, why);
+  if (!f) {
+    const bool not_a_file = why.reason == "type";  // left alone, never deleted
+    if (not_a_file) warn_not_entry(path, why);
+    std::lock_guard lock(s.mutex);
+    ++s.stats.misses;
+    if (not_a_file) {
+      ++s.stats.rejected[why.reason];
+      result = LoadOutcome::rejected;
+    }
+    return std::nullopt;
+  }
+  std::vector<std::uint8_t> payload;
+  detail::check_entry(f.get(), static_cast<std::uint64_t>(st.st_size), kind, key, &fp.text, &payload, why);
   if (why) {
-    s.drop(path, st, why);
+    s.drop(dir.fd.get(), name, path, st, why);
     result = LoadOutcome::rejected;
     return std::nullopt;
   }
   result = LoadOutcome::hit;
-  ::futimens(f.fd, nullptr);  // a hit makes the entry the most recently used
+  ::futimens(f.get(), nullptr);  // a hit makes the entry the most recently used
   std::lock_guard lock(s.mutex);
   ++s.stats.hits;
   return payload;
@@ -207,28 +256,49 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
     return false;
   }
   s.ensure_scanned();
-  s.ensure_kind_dir(kind);
+  const std::string name = Impl::entry_name(key);
   const fs::path path = s.entry_path(kind, key);
-  const std::string pattern = (s.kind_dir(kind) / (std::string(detail::kTempPrefix) + key.hex() + "-XXXXXX")).string();
-  std::string temp = pattern;
-  int fd = ::mkostemp(temp.data(), O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) {  // the directory was removed under us: make it again
-    std::error_code ec;
-    fs::create_directories(s.kind_dir(kind), ec);
-    temp = pattern;
-    fd = ::mkostemp(temp.data(), O_CLOEXEC);
-  }
-  if (fd < 0)
-    return s.write_failed("cannot create a temp file in " + s.kind_dir(kind).string() + ": " + errno_text(errno));
-  bool ok =
-      detail::write_all(fd, header.data(), header.size()) && detail::write_all(fd, payload.data(), payload.size());
-  int err = ok ? 0 : errno;
-  ::fchmod(fd, 0644);
-  if (::close(fd) != 0 && ok) ok = false, err = errno;
-  if (ok && ::rename(temp.c_str(), path.c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    ::unlink(temp.c_str());
-    return s.write_failed("writing " + path.string() + ": " + errno_text(err));
+  const std::string prefix = std::string(detail::kTempPrefix) + key.hex() + "-";
+  // More attempts when the folders vanished under us (a concurrent rm -rf of the cache):
+  // they are made again, with the same no-symlink rule.
+  for (int attempt = 0;; ++attempt) {
+    const bool last = attempt == 2;
+    const detail::OpenedDir dir = s.open_kind_path(kind, true);
+    if (dir.state == detail::DirState::unusable) {
+      s.warn_folder(dir, kind);
+      return s.write_failed("'" + dir.path.string() + "' is not usable (" + dir.problem + ")", true);
+    }
+    if (dir.state == detail::DirState::absent) {
+      if (!last) continue;
+      return s.write_failed("cannot create " + s.kind_dir(kind).string() + ": it vanished while being made");
+    }
+    std::string temp;
+    const int fd = detail::make_temp_at(dir.fd.get(), prefix, temp);
+    if (fd < 0) {
+      const int e = errno;
+      if (e == ENOENT && !last) continue;
+      return s.write_failed("cannot create a temp file in " + s.kind_dir(kind).string() + ": " + errno_text(e));
+    }
+    bool ok =
+        detail::write_all(fd, header.data(), header.size()) && detail::write_all(fd, payload.data(), payload.size());
+    int err = ok ? 0 : errno;
+    ::fchmod(fd, 0644);
+    if (::close(fd) != 0 && ok) ok = false, err = errno;
+    struct stat there;
+    if (ok && detail::stat_at(dir.fd.get(), name, there) && !S_ISREG(there.st_mode)) {
+      // Something that is not an entry file holds the name: never replaced (rename would).
+      ::unlinkat(dir.fd.get(), temp.c_str(), 0);
+      const Problem why = detail::type_problem(there.st_mode);
+      warn_not_entry(path, why);
+      return s.write_failed(path.string() + " is " + why.details, true);
+    }
+    if (ok && ::renameat(dir.fd.get(), temp.c_str(), dir.fd.get(), name.c_str()) != 0) ok = false, err = errno;
+    if (!ok) {
+      ::unlinkat(dir.fd.get(), temp.c_str(), 0);
+      if (err == ENOENT && !last) continue;
+      return s.write_failed("writing " + path.string() + ": " + errno_text(err));
+    }
+    break;
   }
   bool over;
   {
@@ -244,8 +314,12 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
 void DiskStore::reject(EntryKind kind, const KernelKey& key, std::string_view reason) {
   Impl& s = *impl_;
   if (!s.usable) return;
+  const std::string name = Impl::entry_name(key);
   const fs::path path = s.entry_path(kind, key);
-  const bool removed = ::unlink(path.c_str()) == 0;
+  const detail::OpenedDir dir = s.open_kind_path(kind, false);
+  struct stat st;
+  const bool removed = dir.state == detail::DirState::ok && detail::stat_at(dir.fd.get(), name, st) &&
+                       S_ISREG(st.st_mode) && ::unlinkat(dir.fd.get(), name.c_str(), 0) == 0;
   log(LogLevel::info, "dropped kernel cache entry " + path.string() + " (" + std::string(reason) + ")");
   std::lock_guard lock(s.mutex);
   ++s.stats.rejected[std::string(reason)];

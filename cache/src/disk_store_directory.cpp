@@ -1,13 +1,13 @@
 // cache/src/disk_store_directory.cpp — walking the L2 directory: the first-use size scan,
-// cost-aware eviction, list/verify, remove_invalid and clear.
-#include <fcntl.h>
+// cost-aware eviction, list/verify, remove_invalid and clear. Every walk opens the folders
+// without following links and looks at each name with fstatat (no follow) before anything
+// else; only regular files are opened, only regular files with entry or temp names deleted.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
-#include <system_error>
 #include <unordered_set>
 #include <vector>
 
@@ -16,39 +16,179 @@
 
 namespace vgpu::cache {
 namespace fs = std::filesystem;
-using detail::EntryHeader;
+using detail::DirState;
 using detail::errno_text;
 using detail::Fd;
-using detail::for_each_entry_file;
+using detail::OpenedDir;
 using detail::Problem;
+using detail::Tree;
 
-namespace detail {
+namespace {
 
-bool is_temp_name(const std::string& name) { return name.starts_with(kTempPrefix); }
-
-void remove_stale_temps(const fs::path& root, std::int64_t max_age_s) {
-  const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
-  for (EntryKind kind : kAllKinds) {
-    std::error_code ec;
-    fs::directory_iterator it(root / std::string(to_string(kind)), ec), end;
-    for (; !ec && it != end; it.increment(ec)) {
-      if (!is_temp_name(it->path().filename().string())) continue;
+/// Calls item(kind, dir, name, st, stat_errno) for every name in every usable kind folder of
+/// t (st: fstatat without following, nullptr when that failed with stat_errno; names that
+/// vanished meanwhile are skipped), and folder(path, kind, problem, fix) for the root or a kind
+/// folder that cannot be used or read (the root reports as kind spirv).
+template <class Item, class Folder>
+void walk(const Tree& t, Item&& item, Folder&& folder) {
+  if (t.root.state == DirState::unusable) {
+    folder(t.root.path, EntryKind::spirv, t.root.problem, t.root.fix);
+    return;
+  }
+  for (std::size_t i = 0; i < detail::kKindCount; ++i) {
+    const OpenedDir& d = t.kinds[i];
+    const EntryKind kind = detail::kAllKinds[i];
+    if (d.state == DirState::unusable) folder(d.path, kind, d.problem, d.fix);
+    if (d.state != DirState::ok) continue;
+    int error = 0;
+    const std::vector<std::string> names = detail::names_in(d.fd.get(), error);
+    if (error)
+      folder(d.path, kind, "cannot read it: " + errno_text(error),
+             "let this user read and enter it (chmod u+rx '" + d.path.string() + "')");
+    for (const std::string& name : names) {
       struct stat st;
-      if (::lstat(it->path().c_str(), &st) == 0 && now - st.st_mtim.tv_sec > max_age_s) ::unlink(it->path().c_str());
+      if (detail::stat_at(d.fd.get(), name, st))
+        item(kind, d, name, &st, 0);
+      else if (errno != ENOENT)
+        item(kind, d, name, nullptr, errno);
     }
   }
 }
 
-}  // namespace detail
+/// Returns the reason word of a folder problem: "unreadable" for errno texts, else "type".
+std::string folder_reason(const std::string& problem) { return problem.starts_with("cannot") ? "unreadable" : "type"; }
+
+/// Describes an unusable folder as list() reports it.
+DiskEntryInfo folder_item(const fs::path& path, EntryKind kind, const std::string& problem, const std::string& fix) {
+  DiskEntryInfo info;
+  info.path = path;
+  info.kind = kind;
+  info.folder = true;
+  info.problem = folder_reason(problem) + ": the folder is " + problem + "; nothing below it is used";
+  if (problem.starts_with("cannot")) info.problem = folder_reason(problem) + ": " + problem;
+  info.fix = fix;
+  return info;
+}
+
+/// Describes name from its fstatat alone (nothing is opened): a non-regular file or a
+/// foreign name is invalid and not deletable; a regular file with an entry name is deletable
+/// and left valid here (inspect() reads it).
+DiskEntryInfo describe(EntryKind kind, const OpenedDir& dir, const std::string& name, const struct stat* st,
+                       int stat_errno) {
+  DiskEntryInfo info;
+  info.path = dir.path / name;
+  info.kind = kind;
+  info.key_hex =
+      name.ends_with(detail::kEntrySuffix) ? name.substr(0, name.size() - detail::kEntrySuffix.size()) : name;
+  const std::string quoted_path = "'" + info.path.string() + "'";
+  if (!st) {
+    info.problem = "unreadable: cannot look at it: " + errno_text(stat_errno);
+    info.fix = "let this user enter its folder, or remove it by hand";
+    return info;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    info.problem = detail::type_problem(st->st_mode).text();
+    info.fix = "remove it by hand (rm -r " + quoted_path + ") if it is not yours";
+    return info;
+  }
+  info.file_bytes = static_cast<std::uint64_t>(st->st_size);
+  if (!detail::is_entry_name(name)) {
+    info.problem = "name: the file name is not <32 hex digits>" + std::string(detail::kEntrySuffix);
+    info.fix = "move it out of the cache directory, or remove it by hand (rm " + quoted_path + ") if it is not yours";
+    return info;
+  }
+  info.deletable = true;
+  info.valid = true;
+  return info;
+}
+
+/// Describes name as list() reports it: describe(), then, for an entry file, opens it (never
+/// blocking, never following) and checks its header (verify: also its payload). Nothing when
+/// it vanished meanwhile.
+std::optional<DiskEntryInfo> inspect(EntryKind kind, const OpenedDir& dir, const std::string& name,
+                                     const struct stat* st, int stat_errno, bool verify) {
+  DiskEntryInfo info = describe(kind, dir, name, st, stat_errno);
+  if (!info.valid) return info;
+  struct stat opened;
+  Problem why;
+  Fd f = detail::open_regular_at(dir.fd.get(), name, opened, why);
+  if (!f && !why) return std::nullopt;  // deleted since the folder was read
+  if (f) {
+    info.file_bytes = static_cast<std::uint64_t>(opened.st_size);
+    std::vector<std::uint8_t> payload;
+    const auto header = detail::check_entry(f.get(), info.file_bytes, kind, *detail::key_from_hex(info.key_hex),
+                                            nullptr, verify ? &payload : nullptr, why);
+    if (header) {
+      info.payload_bytes = header->payload_bytes;
+      info.cost_us = header->cost_us;
+      info.fingerprint_text = header->fingerprint_text;
+    }
+  } else if (why.reason == "type") {  // swapped for a non-file since fstatat
+    info.deletable = false;
+    info.fix = "remove it by hand (rm -r '" + info.path.string() + "') if it is not yours";
+  }
+  info.valid = !why;
+  if (why) info.problem = why.text();
+  return info;
+}
+
+/// A leftover for something vgpu leaves alone on purpose.
+DiskLeftover left_alone(DiskEntryInfo info) {
+  DiskLeftover l;
+  l.why = std::string(info.folder ? "vgpu never follows, empties or deletes a folder it cannot use"
+                      : info.problem.starts_with("type")
+                          ? "vgpu never opens or deletes anything but a regular file"
+                          : "vgpu deletes only its own files (<32 hex digits>.vgc and its temp files)") +
+          ". Fix: " + info.fix + ".";
+  l.item = std::move(info);
+  return l;
+}
+
+/// A leftover for a deletion the system refused (errno e) in folder.
+DiskLeftover delete_failed(DiskEntryInfo info, const fs::path& folder, int e) {
+  DiskLeftover l;
+  l.failed = true;
+  l.why = "cannot delete it: " + errno_text(e) + ". Fix: run this as the owner of '" + folder.string() +
+          "' or make that folder writable (chmod u+w), then run it again; or set VGPU_CACHE_DIR to a directory of "
+          "your own.";
+  l.item = std::move(info);
+  return l;
+}
+
+/// Deletes name in dir when it is still the regular file st describes; returns 0 or errno
+/// (ENOENT when it is gone or replaced meanwhile).
+int unlink_if_same(const OpenedDir& dir, const std::string& name, const struct stat& st) {
+  struct stat now;
+  if (!detail::stat_at(dir.fd.get(), name, now) || !S_ISREG(now.st_mode) || !detail::same_file(now, st)) return ENOENT;
+  return ::unlinkat(dir.fd.get(), name.c_str(), 0) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+Tree DiskStore::Impl::open_tree() const {
+  Tree t;
+  t.root = open_root(false);
+  for (std::size_t i = 0; i < detail::kKindCount; ++i) t.kinds[i] = open_kind(t.root, detail::kAllKinds[i], false);
+  return t;
+}
 
 void DiskStore::Impl::ensure_scanned() {
+  {
+    std::lock_guard lock(mutex);
+    if (scanned) return;
+  }
+  const Tree t = open_tree();
+  std::unordered_map<std::string, std::uint64_t> found;
+  walk(
+      t,
+      [&](EntryKind, const OpenedDir& d, const std::string& name, const struct stat* st, int) {
+        if (st && S_ISREG(st->st_mode) && detail::is_entry_name(name))
+          found.emplace((d.path / name).string(), static_cast<std::uint64_t>(st->st_size));
+      },
+      [](auto&&...) {});
   std::lock_guard lock(mutex);
   if (scanned) return;
-  for_each_entry_file(root, [&](EntryKind, const fs::path& path) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-      account_locked(path.string(), static_cast<std::uint64_t>(st.st_size));
-  });
+  for (const auto& [path, bytes] : found) account_locked(path, bytes);
   scanned = true;
 }
 
@@ -75,26 +215,39 @@ void DiskStore::Impl::evict() {
 
 void DiskStore::Impl::evict_pass() {
   struct Candidate {
-    std::string path;
+    std::size_t kind = 0;
+    std::string name, path;
+    struct stat st;
     std::uint64_t file_bytes = 0, payload_bytes = 0, cost_us = 0;
     std::int64_t mtime = 0;
   };
+  const Tree t = open_tree();
   std::vector<Candidate> all;
   std::uint64_t total = 0;
-  for_each_entry_file(root, [&](EntryKind, const fs::path& path) {
-    Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    struct stat st;
-    if (f.fd < 0 || ::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
-    Candidate c{path.string(), static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_size), 0,
-                detail::mtime_ns(st)};
-    Problem why;
-    if (auto h = detail::read_header(f.fd, c.file_bytes, why)) {
-      c.payload_bytes = h->payload_bytes;
-      c.cost_us = h->cost_us;
-    }  // an unreadable entry keeps cost 0: it goes first
-    total += c.file_bytes;
-    all.push_back(std::move(c));
-  });
+  walk(
+      t,
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int) {
+        if (!st || !S_ISREG(st->st_mode) || !detail::is_entry_name(name)) return;  // not ours: never counted or evicted
+        Candidate c;
+        c.kind = detail::kind_index(kind);
+        c.name = name;
+        c.path = (d.path / name).string();
+        c.st = *st;
+        Problem why;
+        Fd f = detail::open_regular_at(d.fd.get(), name, c.st, why);
+        if (!f && (!why || why.reason == "type")) return;  // gone, or swapped for a non-file
+        c.file_bytes = c.payload_bytes = static_cast<std::uint64_t>(c.st.st_size);
+        c.mtime = detail::mtime_ns(c.st);
+        if (f) {
+          if (auto h = detail::read_header(f.get(), c.file_bytes, why)) {
+            c.payload_bytes = h->payload_bytes;
+            c.cost_us = h->cost_us;
+          }  // an unreadable entry keeps cost 0: it goes first
+        }
+        total += c.file_bytes;
+        all.push_back(std::move(c));
+      },
+      [](auto&&...) {});
   const std::uint64_t target = options.max_bytes - options.max_bytes / 10;
   std::unordered_set<std::string> removed;
   if (total > options.max_bytes) {
@@ -109,11 +262,11 @@ void DiskStore::Impl::evict_pass() {
     });
     for (const Candidate& c : all) {
       if (total <= target) break;
-      if (::unlink(c.path.c_str()) == 0) {
+      const int e = unlink_if_same(t.kinds[c.kind], c.name, c.st);
+      if (e == 0)
         removed.insert(c.path);
-      } else if (errno != ENOENT) {
+      else if (e != ENOENT)
         continue;  // still there: still counts
-      }
       total -= c.file_bytes;
     }
   }
@@ -133,68 +286,88 @@ void DiskStore::Impl::evict_pass() {
 
 std::vector<DiskEntryInfo> DiskStore::list(bool verify) const {
   std::vector<DiskEntryInfo> out;
-  for_each_entry_file(impl_->root, [&](EntryKind kind, const fs::path& path) {
-    DiskEntryInfo info;
-    info.path = path;
-    info.kind = kind;
-    const std::string name = path.filename().string();
-    info.key_hex =
-        name.ends_with(detail::kEntrySuffix) ? name.substr(0, name.size() - detail::kEntrySuffix.size()) : name;
-    Problem why;
-    Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    struct stat st;
-    if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
-      if (errno == ENOENT) return;  // deleted since the directory was read
-      why = Problem{"type", "cannot open: " + errno_text(errno)};
-    } else {
-      info.file_bytes = static_cast<std::uint64_t>(st.st_size);
-      if (!S_ISREG(st.st_mode)) why = Problem{"type", "not a regular file"};
-    }
-    const auto key = detail::key_from_hex(info.key_hex);
-    if (!why && (!key || !name.ends_with(detail::kEntrySuffix)))
-      why = Problem{"name", "the file name is not <32 hex digits>" + std::string(detail::kEntrySuffix)};
-    std::optional<EntryHeader> header;
-    if (!why) header = detail::read_header(f.fd, info.file_bytes, why);
-    if (header) {
-      info.payload_bytes = header->payload_bytes;
-      info.cost_us = header->cost_us;
-      info.fingerprint_text = header->fingerprint_text;
-    }
-    if (!why) why = detail::check_identity(*header, kind, *key);
-    if (!why && verify) detail::read_payload(f.fd, *header, why);
-    info.valid = !why;
-    if (why) info.problem = why.text();
-    out.push_back(std::move(info));
-  });
+  const Tree t = impl_->open_tree();
+  walk(
+      t,
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
+        if (st && S_ISREG(st->st_mode) && detail::is_temp_name(name)) return;  // a write in progress
+        if (auto info = inspect(kind, d, name, st, stat_errno, verify)) out.push_back(std::move(*info));
+      },
+      [&](const fs::path& path, EntryKind kind, const std::string& problem, const std::string& fix) {
+        out.push_back(folder_item(path, kind, problem, fix));
+      });
   std::sort(out.begin(), out.end(), [](const DiskEntryInfo& a, const DiskEntryInfo& b) { return a.path < b.path; });
   return out;
 }
 
-std::uint64_t DiskStore::remove_invalid() {
+namespace {
+
+/// Deletes the temp file name when it is older than max_age_s; a refusal goes to left.
+void remove_if_stale(const OpenedDir& d, EntryKind kind, const std::string& name, const struct stat& st,
+                     std::int64_t max_age_s, std::vector<DiskLeftover>& left) {
+  if (static_cast<std::int64_t>(::time(nullptr)) - st.st_mtim.tv_sec <= max_age_s) return;  // maybe in progress
+  const int e = unlink_if_same(d, name, st);
+  if (e != 0 && e != ENOENT) left.push_back(delete_failed(describe(kind, d, name, &st, 0), d.path, e));
+}
+
+}  // namespace
+
+std::uint64_t DiskStore::remove_invalid(std::vector<DiskLeftover>* left_out) {
   Impl& s = *impl_;
+  std::vector<DiskLeftover> left;
   std::uint64_t removed = 0;
-  for (const DiskEntryInfo& e : list(true)) {
-    if (e.valid || ::unlink(e.path.c_str()) != 0) continue;
-    ++removed;
-    std::lock_guard lock(s.mutex);
-    ++s.stats.rejected[e.problem.substr(0, e.problem.find(':'))];
-    s.forget_locked(e.path.string());
-  }
-  detail::remove_stale_temps(s.root, 600);
+  const Tree t = s.open_tree();
+  walk(
+      t,
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
+        if (st && S_ISREG(st->st_mode) && detail::is_temp_name(name))
+          return remove_if_stale(d, kind, name, *st, 600, left);
+        auto info = inspect(kind, d, name, st, stat_errno, true);
+        if (!info || info->valid) return;
+        if (!info->deletable) return left.push_back(left_alone(std::move(*info)));
+        const int e = unlink_if_same(d, name, *st);
+        if (e == ENOENT) return;  // gone or replaced meanwhile
+        if (e != 0) return left.push_back(delete_failed(std::move(*info), d.path, e));
+        ++removed;
+        std::lock_guard lock(s.mutex);
+        ++s.stats.rejected[info->problem.substr(0, info->problem.find(':'))];
+        s.forget_locked(info->path.string());
+      },
+      [&](const fs::path& path, EntryKind kind, const std::string& problem, const std::string& fix) {
+        left.push_back(left_alone(folder_item(path, kind, problem, fix)));
+      });
+  if (left_out) *left_out = std::move(left);
   return removed;
 }
 
-std::uint64_t DiskStore::clear() {
+std::uint64_t DiskStore::clear(std::vector<DiskLeftover>* left_out) {
   Impl& s = *impl_;
+  std::vector<DiskLeftover> left;
   std::uint64_t removed = 0;
-  for_each_entry_file(s.root, [&](EntryKind, const fs::path& path) {
-    if (::unlink(path.c_str()) == 0) ++removed;
-  });
-  detail::remove_stale_temps(s.root, 60);
-  std::lock_guard lock(s.mutex);
-  s.bytes_of.clear();
-  s.total_bytes = 0;
-  s.scanned = true;
+  const Tree t = s.open_tree();
+  walk(
+      t,
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
+        if (st && S_ISREG(st->st_mode) && detail::is_temp_name(name))
+          return remove_if_stale(d, kind, name, *st, 60, left);
+        DiskEntryInfo info = describe(kind, d, name, st, stat_errno);  // nothing is opened
+        if (!info.deletable) return left.push_back(left_alone(std::move(info)));
+        const int e = unlink_if_same(d, name, *st);
+        if (e == 0)
+          ++removed;
+        else if (e != ENOENT)
+          left.push_back(delete_failed(std::move(info), d.path, e));
+      },
+      [&](const fs::path& path, EntryKind kind, const std::string& problem, const std::string& fix) {
+        left.push_back(left_alone(folder_item(path, kind, problem, fix)));
+      });
+  {
+    std::lock_guard lock(s.mutex);
+    s.bytes_of.clear();
+    s.total_bytes = 0;
+    s.scanned = false;  // what could not be deleted is counted again by the next store
+  }
+  if (left_out) *left_out = std::move(left);
   return removed;
 }
 

@@ -203,6 +203,21 @@ std::optional<std::vector<std::uint8_t>> read_payload(int fd, const EntryHeader&
   return payload;
 }
 
+std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKind kind, const KernelKey& key,
+                                       const std::string* fingerprint_text, std::vector<std::uint8_t>* payload,
+                                       Problem& why) {
+  std::optional<EntryHeader> header = read_header(fd, file_size, why);
+  if (!header) return header;
+  why = check_identity(*header, kind, key);
+  if (!why && fingerprint_text && header->fingerprint_text != *fingerprint_text)
+    why = problem("fingerprint",
+                  "written for the device '" + header->fingerprint_text + "', not for '" + *fingerprint_text + "'");
+  if (!why && payload) {
+    if (auto bytes = read_payload(fd, *header, why)) *payload = std::move(*bytes);
+  }
+  return header;
+}
+
 bool is_entry_kind(std::uint32_t value) noexcept { return value >= 1 && value <= 5; }
 
 std::optional<EntryKind> kind_from_string(std::string_view name) noexcept {

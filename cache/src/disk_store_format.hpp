@@ -65,6 +65,16 @@ Problem check_identity(const EntryHeader& header, EntryKind kind, const KernelKe
 /// failure (a short read is "truncated": the file shrank under us).
 std::optional<std::vector<std::uint8_t>> read_payload(int fd, const EntryHeader& header, Problem& problem);
 
+/// Checks the open regular file fd (file_size bytes) as the entry of kind under key, in the
+/// order of docs/cache-format.md: the header (read_header), kind and key (check_identity), the
+/// fingerprint text when fingerprint_text is given, then, when payload is given, reads the
+/// payload into it and checks its checksum. The one place load() and list() check an entry, so
+/// a per-kind payload check belongs at the end of it. Returns the header whenever it could be
+/// read (also when a later check failed); sets problem on the first failed check.
+std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKind kind, const KernelKey& key,
+                                       const std::string* fingerprint_text, std::vector<std::uint8_t>* payload,
+                                       Problem& problem);
+
 /// Returns whether value names an EntryKind.
 bool is_entry_kind(std::uint32_t value) noexcept;
 /// Returns the kind whose directory name is name.

@@ -1,73 +1,44 @@
-// cache/src/disk_store_impl.hpp — DiskStore's private state and the file-system helpers its
-// two source files share (disk_store.cpp: options, load/store; disk_store_directory.cpp:
-// directory walks, eviction, maintenance). Internal to cache/src.
+// cache/src/disk_store_impl.hpp — DiskStore's private state and what its two source files
+// share (disk_store.cpp: options, load/store; disk_store_directory.cpp: directory walks,
+// eviction, maintenance). Every operation opens the folders it needs afresh and without
+// following links (disk_store_fs.hpp), so a folder removed, replaced or re-created under a
+// running process is seen as it is now. Internal to cache/src.
 #pragma once
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <string>
-#include <system_error>
 #include <unordered_map>
 
 #include "disk_store_format.hpp"
+#include "disk_store_fs.hpp"
 #include "vgpu/cache/disk_store.hpp"
 
 namespace vgpu::cache {
 
 namespace detail {
 
-/// Returns the text of an errno value (thread-safe, unlike strerror).
-inline std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+/// The number of entry kinds (the size of kAllKinds).
+inline constexpr std::size_t kKindCount = sizeof kAllKinds / sizeof kAllKinds[0];
 
-/// Closes a file descriptor at the end of a scope.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
+/// Returns the index of kind in kAllKinds.
+inline std::size_t kind_index(EntryKind kind) noexcept { return static_cast<std::size_t>(kind) - 1; }
+
+/// The v<format> folder and every kind folder in it, opened for one walk (never created).
+struct Tree {
+  OpenedDir root;
+  OpenedDir kinds[kKindCount];
 };
-
-/// Returns whether two stats describe the same file (device and inode).
-inline bool same_file(const struct stat& a, const struct stat& b) {
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-/// Returns the modification time in nanoseconds.
-inline std::int64_t mtime_ns(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
-/// Returns whether a file name is a writer's temp file.
-bool is_temp_name(const std::string& name);
-
-/// Calls fn(kind, path) for every file (not temp file) in the kind directories under root.
-template <class Fn>
-void for_each_entry_file(const std::filesystem::path& root, Fn&& fn) {
-  for (EntryKind kind : kAllKinds) {
-    std::error_code ec;
-    std::filesystem::directory_iterator it(root / std::string(to_string(kind)), ec), end;
-    for (; !ec && it != end; it.increment(ec)) {
-      if (is_temp_name(it->path().filename().string())) continue;
-      fn(kind, it->path());
-    }
-  }
-}
-
-/// Deletes temp files under root older than max_age_s (abandoned by a crashed writer).
-void remove_stale_temps(const std::filesystem::path& root, std::int64_t max_age_s);
 
 }  // namespace detail
 
 struct DiskStore::Impl {
   DiskStoreOptions options;
   std::filesystem::path root;  // <directory>/v<format>
+  std::string root_name;       // "v<format>"
   bool usable = false;
 
   mutable std::mutex mutex;  // guards everything below
@@ -75,30 +46,43 @@ struct DiskStore::Impl {
   bool scanned = false;
   std::unordered_map<std::string, std::uint64_t> bytes_of;  // entry path → file bytes
   std::uint64_t total_bytes = 0;
-  std::uint32_t kind_dirs_made = 0;  // bit (1 << kind) once its directory exists
   bool warned_write_failure = false;
   bool evicting = false, evict_again = false;  // one evicting thread per store at a time
 
   std::filesystem::path kind_dir(EntryKind kind) const { return root / std::string(to_string(kind)); }
+  static std::string entry_name(const KernelKey& key) { return key.hex() + std::string(detail::kEntrySuffix); }
   std::filesystem::path entry_path(EntryKind kind, const KernelKey& key) const {
-    return kind_dir(kind) / (key.hex() + std::string(detail::kEntrySuffix));
+    return kind_dir(kind) / entry_name(key);
   }
 
-  /// Creates root and a temp file in it; on failure says why.
-  bool check_writable(std::string& why) const;
+  /// Opens <directory>/v<format> (create: making what is missing). An unusable user directory
+  /// comes back as itself (its path), an unusable v<format> folder as that.
+  detail::OpenedDir open_root(bool create) const;
+  /// Opens the kind's folder in an opened root (create: making it when missing).
+  detail::OpenedDir open_kind(const detail::OpenedDir& root_dir, EntryKind kind, bool create) const;
+  /// Opens the root and the kind's folder for one load or store; when a part of that path is
+  /// absent or unusable, returns that part (its path and problem).
+  detail::OpenedDir open_kind_path(EntryKind kind, bool create) const;
+  /// Opens the root and every kind folder, creating nothing (for walks).
+  detail::Tree open_tree() const;
+  /// Warns (once per folder per process) that folder is unusable for kind's entries.
+  void warn_folder(const detail::OpenedDir& folder, EntryKind kind) const;
+
+  /// Creates root and a temp file in it; on failure says why and what to do.
+  bool check_writable(std::string& why, std::string& fix) const;
   /// Records that path now holds bytes (mutex held).
   void account_locked(const std::string& path, std::uint64_t bytes);
   /// Records that path is gone (mutex held).
   void forget_locked(const std::string& path);
-  /// On the first store: learns the sizes of the entries already on disk (stat only).
+  /// On the first store: learns the sizes of the entries already on disk (fstatat only).
   void ensure_scanned();
-  /// Creates a kind's directory once.
-  void ensure_kind_dir(EntryKind kind);
-  /// Counts a failed store and logs it (a warning the first time); returns false.
-  bool write_failed(const std::string& what);
-  /// Deletes the entry at path that load() opened (unless another writer replaced it
-  /// meanwhile) and counts the rejection and the miss.
-  void drop(const std::filesystem::path& path, const struct stat& opened, const detail::Problem& why);
+  /// Counts a failed store and logs it (a warning the first time unless warned is true, meaning
+  /// the caller has given its own warning); returns false.
+  bool write_failed(const std::string& what, bool warned = false);
+  /// Deletes the entry name in the kind folder kind_fd that load() opened (unless another
+  /// writer replaced it meanwhile) and counts the rejection and the miss.
+  void drop(int kind_fd, const std::string& name, const std::filesystem::path& path, const struct stat& opened,
+            const detail::Problem& why);
   /// Runs eviction passes until the cap holds; a store that finds a pass already running
   /// (another thread's) asks it for one more pass instead of waiting.
   void evict();

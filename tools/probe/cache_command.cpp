@@ -51,6 +51,25 @@ void row(std::ostream& os, const char* key, const std::string& value) {
   os << "  " << std::left << std::setw(12) << key << value << "\n";
 }
 
+/// Returns a leftover as one JSON object.
+nlohmann::ordered_json leftover_json(const cache::DiskLeftover& l) {
+  return {{"path", l.item.path.string()},
+          {"kind", to_string(l.item.kind)},
+          {"problem", l.item.problem},
+          {"why", l.why},
+          {"failed", l.failed}};
+}
+
+/// Prints what a maintenance command left in place, one line each, and a closing summary.
+void print_leftovers(std::ostream& os, const std::vector<cache::DiskLeftover>& left) {
+  for (const auto& l : left)
+    os << "  LEFT " << l.item.path.string() << (l.item.problem.empty() ? "" : ": " + l.item.problem) << "\n"
+       << "       " << l.why << "\n";
+  if (!left.empty())
+    os << left.size() << (left.size() == 1 ? " item is" : " items are")
+       << " still there (see above); the command exits with 1 until none is\n";
+}
+
 int run_stats(const CacheOptions& o) {
   DiskStore& store = DiskStore::global();
   const DiskStoreOptions options = DiskStoreOptions::from_env();
@@ -59,8 +78,14 @@ int run_stats(const CacheOptions& o) {
     std::uint64_t entries = 0, bytes = 0;
   };
   std::map<EntryKind, Totals> per_kind;
-  std::uint64_t total = 0, payload = 0, invalid = 0;
+  std::uint64_t count = 0, total = 0, payload = 0, invalid = 0;
+  std::vector<const DiskEntryInfo*> folders;
   for (const auto& e : entries) {
+    if (e.folder) {
+      folders.push_back(&e);
+      continue;
+    }
+    ++count;
     per_kind[e.kind].entries += 1;
     per_kind[e.kind].bytes += e.file_bytes;
     total += e.file_bytes;
@@ -76,7 +101,7 @@ int run_stats(const CacheOptions& o) {
     j["enabled"] = store.enabled();
     j["disabled_reason"] = reason.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(reason);
     j["max_bytes"] = options.max_bytes;
-    j["entries"] = entries.size();
+    j["entries"] = count;
     j["invalid_entries"] = invalid;
     j["total_bytes"] = total;
     j["payload_bytes"] = payload;
@@ -84,6 +109,10 @@ int run_stats(const CacheOptions& o) {
     for (EntryKind k : kKinds)
       kinds[std::string(to_string(k))] = {{"entries", per_kind[k].entries}, {"bytes", per_kind[k].bytes}};
     j["kinds"] = kinds;
+    nlohmann::ordered_json unusable = nlohmann::ordered_json::array();
+    for (const auto* f : folders)
+      unusable.push_back({{"path", f->path.string()}, {"problem", f->problem}, {"fix", f->fix}});
+    j["unusable_folders"] = unusable;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -92,9 +121,11 @@ int run_stats(const CacheOptions& o) {
   row(std::cout, "enabled", reason.empty() ? "yes" : "no (" + reason + ")");
   row(std::cout, "size cap", bytes_text(options.max_bytes));
   row(std::cout, "entries",
-      std::to_string(entries.size()) +
+      std::to_string(count) +
           (invalid ? " (" + std::to_string(invalid) + " invalid: run `vgpu-probe cache verify`)" : std::string()));
   row(std::cout, "total", bytes_text(total) + " (payload " + bytes_text(payload) + ")");
+  for (const auto* f : folders)
+    row(std::cout, "unusable", f->path.string() + ": " + f->problem + ". Fix: " + f->fix + ".");
   std::cout << "\n  " << std::left << std::setw(8) << "kind" << std::right << std::setw(9) << "entries" << std::setw(14)
             << "bytes"
             << "\n";
@@ -106,17 +137,22 @@ int run_stats(const CacheOptions& o) {
 
 int run_clear(const CacheOptions& o) {
   DiskStore& store = DiskStore::global();
-  const std::uint64_t removed = store.clear();
+  std::vector<cache::DiskLeftover> left;
+  const std::uint64_t removed = store.clear(&left);
   if (o.json) {
     nlohmann::ordered_json j;
     j["directory"] = store.directory().string();
     j["removed"] = removed;
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& l : left) list.push_back(leftover_json(l));
+    j["left"] = list;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "removed " << removed << " entr" << (removed == 1 ? "y" : "ies") << " from " << format_directory(store)
               << "\n";
+    print_leftovers(std::cout, left);
   }
-  return 0;
+  return left.empty() ? 0 : 1;
 }
 
 int run_verify(const CacheOptions& o) {
@@ -125,8 +161,9 @@ int run_verify(const CacheOptions& o) {
   std::vector<const DiskEntryInfo*> bad;
   for (const auto& e : entries)
     if (!e.valid) bad.push_back(&e);
-  const std::uint64_t removed = o.fix && !bad.empty() ? store.remove_invalid() : 0;
-  const bool clean = bad.empty() || (o.fix && removed >= bad.size());
+  std::vector<cache::DiskLeftover> left;
+  const std::uint64_t removed = o.fix && !bad.empty() ? store.remove_invalid(&left) : 0;
+  const bool clean = bad.empty() || (o.fix && left.empty());
   if (o.json) {
     nlohmann::ordered_json j;
     j["directory"] = store.directory().string();
@@ -134,21 +171,34 @@ int run_verify(const CacheOptions& o) {
     j["valid"] = entries.size() - bad.size();
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto* e : bad)
-      list.push_back(
-          {{"path", e->path.string()}, {"kind", to_string(e->kind)}, {"key", e->key_hex}, {"problem", e->problem}});
+      list.push_back({{"path", e->path.string()},
+                      {"kind", to_string(e->kind)},
+                      {"key", e->key_hex},
+                      {"problem", e->problem},
+                      {"deletable", e->deletable},
+                      {"fix", e->fix}});
     j["bad"] = list;
     j["fix"] = o.fix;
     j["removed"] = removed;
+    nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+    for (const auto& l : left) kept.push_back(leftover_json(l));
+    j["left"] = kept;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "verifying " << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << " in "
               << format_directory(store) << "\n";
-    for (const auto* e : bad) std::cout << "  BAD  " << e->path.string() << ": " << e->problem << "\n";
+    for (const auto* e : bad) {
+      std::cout << "  BAD  " << e->path.string() << ": " << e->problem << "\n";
+      if (!e->deletable && !o.fix)
+        std::cout << "       --fix leaves it (vgpu deletes only its own entry files). Fix: " << e->fix << ".\n";
+    }
     std::cout << entries.size() - bad.size() << " valid, " << bad.size() << " bad";
-    if (o.fix)
+    if (o.fix) {
       std::cout << "; removed " << removed << "\n";
-    else
+      print_leftovers(std::cout, left);
+    } else {
       std::cout << (bad.empty() ? "\n" : "; run `vgpu-probe cache verify --fix` to delete the bad entries\n");
+    }
   }
   return clean ? 0 : 1;
 }
@@ -167,13 +217,15 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   stats->add_flag("--json", options->json, "Print one JSON object");
   stats->callback([&action, options] { action = [options] { return run_stats(*options); }; });
 
-  CLI::App* clear = cache->add_subcommand("clear", "Delete every entry and print how many");
+  CLI::App* clear = cache->add_subcommand(
+      "clear", "Delete every entry and print how many, and what could not be deleted (exit 1 when something is left)");
   clear->add_flag("--json", options->json, "Print one JSON object");
   clear->callback([&action, options] { action = [options] { return run_clear(*options); }; });
 
   CLI::App* verify = cache->add_subcommand(
       "verify", "Check every entry's header and checksum and list the bad ones (exit 1 when some remain)");
-  verify->add_flag("--fix", options->fix, "Delete the bad entries");
+  verify->add_flag("--fix", options->fix,
+                   "Delete the bad entries (only vgpu's own entry files: anything else is listed and left)");
   verify->add_flag("--json", options->json, "Print one JSON object");
   verify->callback([&action, options] { action = [options] { return run_verify(*options); }; });
 }

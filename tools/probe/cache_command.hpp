@@ -9,7 +9,8 @@ namespace vgpu::probe {
 
 /// Registers the "cache" subcommand and its stats, clear and verify subcommands on app. When
 /// one of them is given on the command line, parsing sets action to the function that runs it
-/// and returns the process exit code: 0, or 1 from verify when bad entries remain (no --fix).
+/// and returns the process exit code: 0, or 1 from verify when bad entries remain, and from
+/// clear or verify --fix when something could not or would not be deleted (listed with why).
 void add_cache_command(CLI::App& app, std::function<int()>& action);
 
 }  // namespace vgpu::probe

@@ -29,7 +29,9 @@ enum ExitCode : int {
 constexpr const char* kFooter =
     "Exit codes:\n"
     "  0  ok (every self-test passed, or self-tests were skipped)\n"
-    "  1  a device's self-test failed (bench: a device failed; cache verify: bad entries remain)\n"
+    "  1  a device's self-test failed (bench: a device failed; cache verify: bad entries\n"
+    "     remain, also after --fix when some could not or must not be deleted; cache clear:\n"
+    "     something could not or must not be deleted; each is listed with why and a Fix)\n"
     "  2  usage error (bad command-line arguments)\n"
     "  3  a vgpu error escaped; its message ends in a \"Fix:\" hint\n"
     "  4  any other unexpected error (a bug: please report it)\n"

@@ -20,9 +20,9 @@ namespace vgpu::cache {
 
 /// How one DiskStore::load ended.
 enum class LoadOutcome {
-  disabled,  ///< the store is off or its directory unusable
+  disabled,  ///< the store is off, or its directory or the kind's folder is unusable
   missing,   ///< no entry for the key
-  rejected,  ///< an entry existed but failed a check and was deleted
+  rejected,  ///< an entry existed but failed a check: deleted, or left alone when not a regular file
   hit,       ///< the payload came back
 };
 
@@ -58,21 +58,35 @@ struct DiskStoreStats {
   std::uint64_t writes = 0;          ///< entries written
   std::uint64_t write_failures = 0;  ///< stores that could not write their entry
   std::uint64_t evictions = 0;       ///< entries deleted by the size cap
-  /// Entries dropped, by reason: "magic", "version", "header" (header checksum), "kind", "key",
-  /// "fingerprint", "size", "checksum" (payload), "truncated", "type" (not a regular file), or
+  /// Entries rejected, by reason: "magic", "version", "header" (header checksum), "kind", "key",
+  /// "fingerprint", "size", "checksum" (payload), "truncated", "type" (not a regular file: left
+  /// alone, never deleted), "unreadable" (cannot be opened), "name" (remove_invalid only), or
   /// whatever a backend passed to reject() ("driver", ...).
   std::map<std::string, std::uint64_t> rejected;
 };
 
-/// One entry file as list() found it. A plain value.
+/// One thing list() found: an entry file, anything else in a kind folder, or a v<format> or
+/// kind folder that cannot be used (a symlink, a file, no permission). A plain value.
 struct DiskEntryInfo {
   std::filesystem::path path;
-  EntryKind kind = EntryKind::spirv;                             ///< from the entry's directory
+  EntryKind kind = EntryKind::spirv;                             ///< from the entry's folder (spirv for v<format>)
   std::string key_hex;                                           ///< from the file name (32 hex digits when well named)
   std::uint64_t file_bytes = 0, payload_bytes = 0, cost_us = 0;  ///< the last two from the header
   bool valid = false;
   std::string problem;           ///< "<reason>: <details>" when !valid, reason as in DiskStoreStats
   std::string fingerprint_text;  ///< the device fingerprint the entry was written for
+  bool folder = false;           ///< path is an unusable v<format> or kind folder (never valid)
+  /// A regular file named like an entry (<32 hex>.vgc): the only kind of thing clear() and
+  /// remove_invalid() delete. Anything else is reported and left alone.
+  bool deletable = false;
+  std::string fix;  ///< when !valid and not deletable: what the user can do about it
+};
+
+/// Something clear() or remove_invalid() left in place, and why. A plain value.
+struct DiskLeftover {
+  DiskEntryInfo item;   ///< what it is (problem empty for a valid entry that could not be deleted)
+  std::string why;      ///< a sentence saying why it is still there, ending with a "Fix: ..." hint
+  bool failed = false;  ///< true: deleting it was tried and the system refused (why has the errno text)
 };
 
 /// The L2 cache: immutable entry files named by kind and key, each a checksummed header and a
@@ -80,6 +94,9 @@ struct DiskEntryInfo {
 /// of two writers of one key the last rename wins, whole). An entry that fails any check is
 /// deleted and counted, and load() reports a miss: a bad cache costs a recompile, never a crash.
 /// A directory that cannot be created or written disables the store with one warning.
+/// The directory is untrusted input: no symlink below the user's directory is followed, only
+/// regular files are opened (non-blocking), and only regular files with entry or temp names
+/// are ever deleted (docs/cache-format.md, "The directory is untrusted input").
 /// Thread-safety: every member is safe from several threads and several processes at once.
 class DiskStore {
  public:
@@ -102,34 +119,43 @@ class DiskStore {
   /// Returns the payload stored for (kind, key) on the device fp, or nothing when absent or
   /// invalid. Checks magic, format version, header checksum, kind, key, fingerprint text, exact
   /// file size and payload checksum; an entry failing one is deleted and counted in
-  /// stats().rejected. A hit refreshes the entry's modification time (its LRU age).
+  /// stats().rejected. A non-regular file at the entry's name is never opened or deleted (a
+  /// "type" rejection, one warning per path); an unusable kind folder is a miss (outcome
+  /// disabled, one warning per folder). A hit refreshes the entry's modification time (its LRU age).
   /// *outcome (when given) says why nothing came back, so callers can count rejections apart.
   std::optional<std::vector<std::uint8_t>> load(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp,
                                                 LoadOutcome* outcome = nullptr);
 
   /// Writes payload as the entry for (kind, key) on fp, replacing any previous one atomically;
   /// cost_us (how long the payload took to build) decides what the size cap evicts first.
-  /// Returns whether the entry was written (false when disabled, on an I/O failure, or when the
-  /// entry alone would exceed max_bytes). May evict entries afterwards to respect the cap.
+  /// Returns whether the entry was written (false when disabled, on an I/O failure, when the
+  /// kind's folder is unusable, when a non-regular file holds the entry's name, or when the
+  /// entry alone would exceed max_bytes). Folders removed meanwhile (rm -rf) are made again.
+  /// May evict entries afterwards to respect the cap.
   bool store(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp, std::span<const std::uint8_t> payload,
              std::uint64_t cost_us);
 
-  /// Deletes the entry for (kind, key) because the driver refused its payload, and counts it
-  /// in stats().rejected[reason] (e.g. "driver").
+  /// Deletes the entry for (kind, key) (a regular file only) because the driver refused its
+  /// payload, and counts it in stats().rejected[reason] (e.g. "driver").
   void reject(EntryKind kind, const KernelKey& key, std::string_view reason);
 
   /// Returns a copy of this store's counters.
   DiskStoreStats stats() const;
 
-  /// Returns every entry file of the current format (temp files of writers in progress
-  /// excluded), checking each header; verify also reads each payload and checks its checksum.
-  /// Works on the directory even when loads and stores are disabled (for maintenance tools).
+  /// Returns everything in the kind folders of the current format (temp files of writers in
+  /// progress excluded), checking each entry's header; verify also reads each payload and
+  /// checks its checksum. Non-entries (other names, symlinks, FIFOs, devices, sockets,
+  /// directories) are listed as invalid and never opened; unusable folders are listed too
+  /// (DiskEntryInfo::folder). Works on the directory even when loads and stores are disabled.
   std::vector<DiskEntryInfo> list(bool verify) const;
-  /// Deletes every entry that list(true) reports invalid (and temp files abandoned for more
-  /// than ten minutes); returns how many entries it deleted.
-  std::uint64_t remove_invalid();
-  /// Deletes every entry of the current format; returns how many.
-  std::uint64_t clear();
+  /// Deletes every deletable entry that list(true) would report invalid (and temp files
+  /// abandoned for more than ten minutes); returns how many entries it deleted. *left (when
+  /// given) receives every invalid thing still there afterwards, with why.
+  std::uint64_t remove_invalid(std::vector<DiskLeftover>* left = nullptr);
+  /// Deletes every entry file of the current format (valid or not, without reading it) and
+  /// temp files abandoned for more than a minute; returns how many entries it deleted. *left
+  /// (when given) receives what it could not or would not delete, with why.
+  std::uint64_t clear(std::vector<DiskLeftover>* left = nullptr);
 
  private:
   struct Impl;
