@@ -158,7 +158,8 @@ std::string selection_key_text(const std::string& op, std::uint32_t size_class, 
   return text;
 }
 
-Selection Selector::calibrate(const std::string& op, const Shape& shape, const PlanFactory& factory) {
+Selection Selector::calibrate(const std::string& op, const Shape& shape, const PlanFactory& factory,
+                              const std::set<std::string>& demoted) {
   const auto t0 = Clock::now();
   Selection s;
   s.op = op;
@@ -175,10 +176,14 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
     std::vector<double> times;                 // timed calls at the real shape
   };
   std::vector<Cand> cands;
-  std::vector<SelectionCandidate> ineligible;
+  std::vector<SelectionCandidate> ineligible, skipped;
   for (const DeviceInfo& d : runtime_.devices()) {
     SelectionCandidate c;
     c.device = d.id();
+    if (demoted.contains(c.device)) {
+      skipped.push_back(SelectionCandidate{c.device, true, 0, 0, true, "demoted: failed for this op"});
+      continue;
+    }
     try {
       KernelPlan plan = factory(d, shape);
       if (!has_dialect(plan.source, d)) {
@@ -293,7 +298,7 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
       cand.kernel.reset();
       c.eligible = false;
       c.note = "failed: " + first_line(e.what());
-      log(LogLevel::warn, "vgpu: " + c.device + " failed while calibrating '" + op + "': " + first_line(e.what()));
+      log(LogLevel::warn, c.device + " failed while calibrating '" + op + "': " + first_line(e.what()));
     }
   }
 
@@ -334,6 +339,7 @@ Selection Selector::calibrate(const std::string& op, const Shape& shape, const P
          "check the devices with vgpu-probe (its self-test runs every op), or force one with VGPU_DEVICE.");
   }
   s.device = s.candidates.front().device;
+  s.candidates.insert(s.candidates.end(), skipped.begin(), skipped.end());
   const auto eligible = std::count_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible; });
   s.source = eligible == 1 ? SelectionSource::only : SelectionSource::calibrated;
   s.calibration_seconds = seconds_since(t0);
@@ -358,7 +364,7 @@ Selector::Entry& Selector::entry_locked(const std::string& key, const std::strin
   const bool failures = std::any_of(s.candidates.begin(), s.candidates.end(),
                                     [](const SelectionCandidate& c) { return c.note.starts_with("failed: "); });
   if (s.source == SelectionSource::calibrated && !failures) store_selection(key_text, s);
-  log(LogLevel::info, "vgpu: " + op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
+  log(LogLevel::info, op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
                           std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms)");
   return entries_[key] = Entry{std::move(s), {}};
 }
@@ -385,6 +391,13 @@ Selection Selector::explain(const std::string& op, const Shape& shape, const Pla
   const std::string key = op + "#" + std::to_string(std::bit_width(work - 1));
   std::lock_guard lock(mutex_);
   Entry& e = entry_locked(key, op, shape, factory);
+  if (e.recalibrate) {
+    // The order of the others came from a calibration that may have stopped them after one
+    // noisy warm-up against the now demoted device: measure them again, without it.
+    e.recalibrate = false;
+    e.selection = calibrate(op, shape, factory, e.demoted);
+    e.selection.source = SelectionSource::fallback;
+  }
   Selection s = e.selection;
   s.shape = shape;
   bool fell_back = false;
@@ -415,12 +428,12 @@ bool Selector::demote(const std::string& op, const Shape& shape, const std::stri
   epoch_.fetch_add(1, std::memory_order_acq_rel);
   for (const auto& c : e.selection.candidates) {
     if (!c.eligible || e.demoted.contains(c.device)) continue;
-    log(LogLevel::warn, "vgpu: " + device_id + " failed for '" + op + "' (" + first_line(reason) + "); using " +
-                            c.device + " for this size class from now on.");
+    e.recalibrate = true;
+    log(LogLevel::warn, device_id + " failed for '" + op + "' (" + first_line(reason) +
+                            "); the other devices are measured again for this size class.");
     return true;
   }
-  log(LogLevel::warn, "vgpu: " + device_id + " failed for '" + op + "' (" + first_line(reason) +
-                          "); no other device is left for it.");
+  log(LogLevel::warn, device_id + " failed for '" + op + "' (" + first_line(reason) + "); no other device is left for it.");
   return false;
 }
 

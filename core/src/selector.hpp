@@ -38,11 +38,14 @@ class Selector {
   struct Entry {
     Selection selection;           // as calibrated or loaded (source calibrated/persisted/only)
     std::set<std::string> demoted;  // devices that failed for this class in this process
+    bool recalibrate = false;       // a device was demoted: measure the others again
   };
   // Returns the entry for key, loading it from the disk or calibrating when absent.
   Entry& entry_locked(const std::string& key, const std::string& op, const Shape& shape, const PlanFactory& factory);
-  // Times every eligible device at shape and orders the candidates, fastest first.
-  Selection calibrate(const std::string& op, const Shape& shape, const PlanFactory& factory);
+  // Times every eligible device at shape, except the demoted ones (listed last, not run), and
+  // orders the candidates, fastest first.
+  Selection calibrate(const std::string& op, const Shape& shape, const PlanFactory& factory,
+                      const std::set<std::string>& demoted = {});
 
   Runtime& runtime_;
   std::string forced_;
