@@ -4,10 +4,12 @@
 #include <cstring>
 
 #include "backends/vulkan/glsl_compiler.hpp"
+#include "backends/vulkan/spirv_interface.hpp"
 #include "core/kernels/glsl_source.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/cache/payload_check.hpp"
 #include "vgpu/cache/precompiled.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -40,14 +42,13 @@ void VulkanDevice::load_pipeline_cache() {
   if (auto blob = store.load(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint),
                              physical_.info.fingerprint, &outcome)) {
     // The driver must only see data whose 32-byte header names this exact device and cache
-    // UUID; anything else is dropped here rather than trusted to the driver.
+    // UUID; anything else is dropped here rather than trusted to the driver. (The store has
+    // already checked the device-independent part: size, headerSize 32, version one.)
     const auto& p = physical_.properties;
-    bool ok = blob->size() >= 32;
-    std::uint32_t header[4] = {};
-    if (ok) std::memcpy(header, blob->data(), sizeof header);
-    ok = ok && header[0] >= 32 && header[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && header[2] == p.vendorID &&
-         header[3] == p.deviceID && std::memcmp(blob->data() + 16, p.pipelineCacheUUID, VK_UUID_SIZE) == 0;
-    if (ok) {
+    cache::PipelineCacheIdentity self{p.vendorID, p.deviceID, {}};
+    static_assert(sizeof self.uuid == VK_UUID_SIZE);
+    std::memcpy(self.uuid.data(), p.pipelineCacheUUID, VK_UUID_SIZE);
+    if (const std::string why = cache::pipeline_cache_problem(*blob, &self); why.empty()) {
       data = std::move(*blob);
       ++open_l2_hits_;
     } else {
@@ -61,7 +62,16 @@ void VulkanDevice::load_pipeline_cache() {
   ci.initialDataSize = data.size();
   ci.pInitialData = data.empty() ? nullptr : data.data();
   if (fn_.vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_) != VK_SUCCESS) {
-    ci.initialDataSize = 0;  // the driver refused the blob: start empty
+    pipeline_cache_ = VK_NULL_HANDLE;
+    if (!data.empty()) {
+      // The driver refused the blob: drop it (or every later process would be refused too)
+      // and start empty.
+      store.reject(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint), "driver");
+      --open_l2_hits_;
+      ++open_l2_rejected_;
+      data.clear();
+    }
+    ci.initialDataSize = 0;
     ci.pInitialData = nullptr;
     check_vk(fn_.vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_), "vkCreatePipelineCache");
   }
@@ -184,6 +194,23 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
 
   bool from_l2 = false;
   std::vector<std::uint32_t> words = spirv_for(source, options, true, &from_l2);
+  // The driver only ever sees a module whose descriptors, push constants and workgroup size
+  // match the pipeline built for it: a mismatch is undefined behaviour (lavapipe crashed on
+  // resealed L2 entries with a damaged Binding literal). From L2 it costs a recompile; from
+  // the GLSL compiler it is the kernel's own error.
+  const PipelineInterface pipeline{k->slots, k->push_bytes, options.workgroup_size};
+  std::string mismatch = spirv_interface_problem(words, pipeline);
+  if (!mismatch.empty() && from_l2) {
+    const DeviceFingerprint& fp = physical_.info.fingerprint;
+    KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp)
+        .reject("invalid");
+    words = spirv_for(source, options, false, &from_l2);
+    mismatch = spirv_interface_problem(words, pipeline);
+  }
+  if (!mismatch.empty())
+    fail(ErrorCategory::compile_error, "GLSL kernel '" + source.name + "' compiled, but " + mismatch + ".",
+         "declare every buffer the GLSL uses in KernelSource::bindings (set 0, its binding as the slot), keep the "
+         "VGPU_PARAMS block within KernelSource::params_size, and leave the workgroup size to CompileOptions.");
   VkResult r = build_pipeline(*k, words, options);
   const bool out_of_memory = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;
   if (r != VK_SUCCESS && from_l2 && !out_of_memory) {

@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "disk_store_impl.hpp"
+#include "payload_check.hpp"
 #include "vgpu/log.hpp"
 #include "vgpu/version.hpp"
 
@@ -243,6 +244,7 @@ std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const K
     why =
         Problem{"fingerprint", "written for the device '" + header->fingerprint_text + "', not for '" + fp.text + "'"};
   if (!why) payload = detail::read_payload(f.fd, *header, why);
+  if (!why) why = detail::check_payload(kind, *payload);
   if (why) {
     s.drop(path, st, why);
     result = LoadOutcome::rejected;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "disk_store_impl.hpp"
+#include "payload_check.hpp"
 #include "vgpu/cache/disk_store.hpp"
 
 namespace vgpu::cache {
@@ -161,7 +162,8 @@ std::vector<DiskEntryInfo> DiskStore::list(bool verify) const {
       info.fingerprint_text = header->fingerprint_text;
     }
     if (!why) why = detail::check_identity(*header, kind, *key);
-    if (!why && verify) detail::read_payload(f.fd, *header, why);
+    if (!why && verify)
+      if (auto payload = detail::read_payload(f.fd, *header, why)) why = detail::check_payload(kind, *payload);
     info.valid = !why;
     if (why) info.problem = why.text();
     out.push_back(std::move(info));
