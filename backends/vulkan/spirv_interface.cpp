@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace vgpu::vulkan {
@@ -65,7 +67,11 @@ spv_result_t collect(void* user, const spv_parsed_instruction_t* inst) {
 /// Reads a module's interface; the analysis below then only looks things up.
 class Interface {
  public:
-  explicit Interface(Module m) : m_(std::move(m)) {}
+  explicit Interface(Module m) : m_(std::move(m)) {
+    // Indexed once: a lookup per variable or member would be quadratic in a large module.
+    for (const Words& w : m_.decorations) decorations_.try_emplace({at(w, 1), at(w, 2)}, at(w, 3));
+    for (const Words& w : m_.member_decorations) member_decorations_.try_emplace({at(w, 1), at(w, 2), at(w, 3)}, at(w, 4));
+  }
 
   const Words* def(std::uint32_t id) const {
     const auto it = m_.defs.find(id);
@@ -73,14 +79,12 @@ class Interface {
   }
   /// The first literal of decoration d on id, if decorated.
   std::optional<std::uint32_t> decoration(std::uint32_t id, SpvDecoration d) const {
-    for (const Words& w : m_.decorations)
-      if (at(w, 1) == id && at(w, 2) == static_cast<std::uint32_t>(d)) return at(w, 3);
-    return std::nullopt;
+    const auto it = decorations_.find({id, static_cast<std::uint32_t>(d)});
+    return it == decorations_.end() ? std::nullopt : std::optional<std::uint32_t>(it->second);
   }
   std::optional<std::uint32_t> member_decoration(std::uint32_t id, std::uint32_t member, SpvDecoration d) const {
-    for (const Words& w : m_.member_decorations)
-      if (at(w, 1) == id && at(w, 2) == member && at(w, 3) == static_cast<std::uint32_t>(d)) return at(w, 4);
-    return std::nullopt;
+    const auto it = member_decorations_.find({id, member, static_cast<std::uint32_t>(d)});
+    return it == member_decorations_.end() ? std::nullopt : std::optional<std::uint32_t>(it->second);
   }
   bool has_decoration(std::uint32_t id, SpvDecoration d) const { return decoration(id, d).has_value(); }
   bool has_member_decoration(std::uint32_t id, std::uint32_t member, SpvDecoration d) const {
@@ -92,8 +96,11 @@ class Interface {
   /// MatrixStride decorations); nothing for a type that has no such size (runtime arrays,
   /// spec-constant lengths, booleans).
   std::optional<std::uint64_t> size_of(std::uint32_t type, std::uint32_t matrix_stride, bool row_major, int depth) const {
+    if (depth == 0) size_steps_ = 0;
+    // Bounded work: a module that is not validated (the fuzz target feeds those too) may nest
+    // a struct in itself many times over.
     const Words* t = def(type);
-    if (!t || depth > 16) return std::nullopt;
+    if (!t || depth > 16 || ++size_steps_ > 100000) return std::nullopt;
     switch (opcode(*t)) {
       case SpvOpTypeInt:
       case SpvOpTypeFloat: return at(*t, 2) / 8;
@@ -140,6 +147,9 @@ class Interface {
 
  private:
   Module m_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> decorations_;  // (id, decoration) → literal
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> member_decorations_;
+  mutable std::uint64_t size_steps_ = 0;
 };
 
 std::string problem(std::string text) { return "the SPIR-V does not fit its pipeline: " + text; }
