@@ -60,8 +60,9 @@ struct DiskStoreStats {
   std::uint64_t write_failures = 0;  ///< stores that could not write their entry
   std::uint64_t evictions = 0;       ///< entries deleted by the size cap
   /// Entries dropped, by reason: "magic", "version", "header" (header checksum), "kind", "key",
-  /// "fingerprint", "size", "checksum" (payload), "truncated", "type" (not a regular file), or
-  /// whatever a backend passed to reject() ("driver", ...).
+  /// "fingerprint", "size", "checksum" (payload), "truncated", "type" (not a regular file),
+  /// "invalid" (a payload unsound for its kind: vgpu/cache/payload_check.hpp), or whatever a
+  /// backend passed to reject() ("driver", ...).
   std::map<std::string, std::uint64_t> rejected;
 };
 
@@ -102,7 +103,8 @@ class DiskStore {
 
   /// Returns the payload stored for (kind, key) on the device fp, or nothing when absent or
   /// invalid. Checks magic, format version, header checksum, kind, key, fingerprint text, exact
-  /// file size and payload checksum; an entry failing one is deleted and counted in
+  /// file size, payload checksum and the payload itself (payload_problem: SPIR-V validated,
+  /// ...); an entry failing one is deleted and counted in
   /// stats().rejected. A hit refreshes the entry's modification time (its LRU age).
   /// *outcome (when given) says why nothing came back, so callers can count rejections apart.
   std::optional<std::vector<std::uint8_t>> load(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp,
@@ -123,7 +125,8 @@ class DiskStore {
   DiskStoreStats stats() const;
 
   /// Returns every entry file of the current format (temp files of writers in progress
-  /// excluded), checking each header; verify also reads each payload and checks its checksum.
+  /// excluded), checking each header; verify also reads each payload and checks its checksum
+  /// and payload_problem().
   /// Works on the directory even when loads and stores are disabled (for maintenance tools).
   std::vector<DiskEntryInfo> list(bool verify) const;
   /// Deletes every entry that list(true) reports invalid (and temp files abandoned for more
