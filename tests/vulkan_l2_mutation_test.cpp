@@ -160,11 +160,17 @@ TEST_CASE("L2 mutations: 40 resealed mutations of the pipeline-cache entry never
   REQUIRE(blob.size() >= 32);
   int rejected_runs = 0, used = 0;
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
-    // Even seeds damage bytes anywhere; odd ones keep the header this device wrote and append
-    // 1-256 bytes of noise, the part the driver itself must parse (the header is checked here).
+    // Seeds 4k damage bytes anywhere; 4k+2 only the headerSize field (which must be 32); odd
+    // ones keep the header this device wrote and append 1-256 bytes of noise, the part the
+    // driver itself must parse (the header is checked here).
     Mutation m{blob, ""};
-    if (seed % 2 == 0) {
+    if (seed % 4 == 0) {
       m = mutate(blob, seed, 0);
+    } else if (seed % 4 == 2) {
+      std::mt19937 rng(seed);
+      const std::uint32_t size = 33 + rng() % (seed < 20 ? 256 : 0xfffffff0u);
+      std::memcpy(m.bytes.data(), &size, 4);
+      m.what = "headerSize " + std::to_string(size);
     } else {
       std::mt19937 rng(seed);
       const std::uint32_t extra = 1 + rng() % 256;
@@ -184,6 +190,14 @@ TEST_CASE("L2 mutations: 40 resealed mutations of the pipeline-cache entry never
     const std::uint64_t refused = rejected(run, "invalid") + rejected(run, "header") + rejected(run, "driver");
     CHECK(refused <= 1);
     refused ? ++rejected_runs : ++used;
+    // A damaged header never stays: refused (and replaced by the device's own data), or it was
+    // good and the device saved its cache over the noise. (Once a headerSize other than 32
+    // passed, the driver ignored the blob, and the entry stayed damaged for every process.)
+    DiskStore store(options_for(dir));
+    const auto after = store.load(EntryKind::vk_pipeline_cache, key, info.fingerprint);
+    REQUIRE(after);
+    REQUIRE(after->size() >= 32);
+    CHECK(std::equal(after->begin(), after->begin() + 32, blob.begin()));
   }
   std::printf("pipeline-cache mutations: %d rejected, %d handed to the driver, all right\n", rejected_runs, used);
   std::fflush(stdout);
