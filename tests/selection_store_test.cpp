@@ -90,14 +90,14 @@ void expect_recalibrated(const std::string& what, const std::function<void(json&
   CHECK(second.text("source") == "calibrated");
   CHECK(second.text("device") == "test:1");
   CHECK(second.text("dispatches") != "0,0,0");
-  CHECK(occurrences(second.output, "ignoring a stored selection") == 1);
+  CHECK(occurrences(second.output, "ignoring the stored selection for axpy class 10") == 1);
 
   const ChildRun third = run_child(dir.path, salt);
   INFO(third.output);
   REQUIRE(third.status == 0);
   CHECK(third.text("source") == "persisted");
   CHECK(third.text("device") == "test:1");
-  CHECK(occurrences(third.output, "ignoring a stored selection") == 0);
+  CHECK(occurrences(third.output, "ignoring the stored selection for axpy class 10") == 0);
 }
 
 }  // namespace

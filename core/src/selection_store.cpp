@@ -38,7 +38,14 @@ std::optional<Selection> load_selection(const std::string& key_text) {
 }
 
 void drop_selection(const std::string& key_text, const std::string& why) {
-  log(LogLevel::warn, "selection cache: ignoring a stored selection (" + why + "); calibrating again.");
+  // The key text reads "select;v=1;op=<op>;class=<class>;devices=...": name the op and class.
+  const auto from = key_text.find("op="), to = key_text.find(";devices=");
+  std::string what = from != std::string::npos && to != std::string::npos && to > from
+                         ? key_text.substr(from + 3, to - from - 3)
+                         : std::string("?");
+  if (const auto semi = what.find(";class="); semi != std::string::npos) what.replace(semi, 7, " class ");
+  log(LogLevel::warn, "selection cache: ignoring the stored selection for " + what + " (" + why +
+                          "); calibrating again.");
   cache::DiskStore::global().reject(cache::EntryKind::selection, key_of(key_text), "invalid");
 }
 
