@@ -248,7 +248,9 @@ TEST_CASE("user GLSL kernel using a buffer it does not declare fails with compil
   vgpu::KernelSource source = scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl);
   source.name = "test.vk_undeclared_binding";
   source.bindings.pop_back();  // the GLSL writes binding 2
+  const vgpu::CounterSnapshot before = device.counters();
   REQUIRE_VGPU_ERROR(compile_error, "binding 2, which the kernel does not declare", device.compile(source, scale_add_options()));
+  CHECK((device.counters() - before).l2_writes == 0);  // nothing is cached for a kernel that cannot run
   vgpu::KernelSource small_params = scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl);
   small_params.name = "test.vk_small_params";
   small_params.params_size = 8;  // the VGPU_PARAMS block is 16 bytes

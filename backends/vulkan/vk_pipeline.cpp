@@ -125,32 +125,46 @@ VulkanDevice::Layouts VulkanDevice::layouts_for(const std::vector<std::uint32_t>
 }
 
 std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, const CompileOptions& options,
-                                                   bool use_l2, bool* from_l2) {
+                                                   const PipelineInterface& pipeline, bool use_l2, bool* from_l2) {
   *from_l2 = false;
+  // The driver only ever sees a module whose descriptors, push constants and workgroup size
+  // match the pipeline built for it: a mismatch is undefined behaviour (lavapipe crashed on
+  // resealed L2 entries with a damaged Binding literal). From L2 it costs a recompile; from L3
+  // or the GLSL compiler it is the kernel's own error, and nothing is stored.
+  auto check = [&](const std::vector<std::uint32_t>& words) {
+    if (std::string mismatch = spirv_interface_problem(words, pipeline); !mismatch.empty())
+      fail(ErrorCategory::compile_error, "GLSL kernel '" + source.name + "' compiled, but " + mismatch + ".",
+           "declare every buffer the GLSL uses in KernelSource::bindings (set 0, its binding as the slot), keep the "
+           "VGPU_PARAMS block within KernelSource::params_size, and leave the workgroup size to CompileOptions.");
+    return words;
+  };
   // L3: built-in kernels ship as SPIR-V compiled by glslc at build time.
   if (const auto* pre = cache::find_precompiled_spirv(source.glsl, options.defines)) {
     counters().l3_hits.fetch_add(1, std::memory_order_relaxed);
-    return *pre;
+    return check(*pre);
   }
-  // L2: SPIR-V of user kernels compiled by an earlier process.
+  // L2: SPIR-V of user kernels compiled by an earlier process; the store has validated it.
   const DeviceFingerprint& fp = physical_.info.fingerprint;
   KernelL2Entry l2(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp);
   if (l2.enabled() && use_l2) {
     if (auto blob = l2.load()) {
       std::vector<std::uint32_t> words(blob->size() / 4);
       if (blob->size() % 4 == 0 && !words.empty()) std::memcpy(words.data(), blob->data(), blob->size());
-      if (!words.empty() && words[0] == kSpirvMagic) {
+      if (words.empty() || words[0] != kSpirvMagic) {
+        l2.reject("not SPIR-V");  // the store's check refuses these first; kept for safety
+      } else if (!spirv_interface_problem(words, pipeline).empty()) {
+        l2.reject("invalid");
+      } else {
         l2.hit();
         *from_l2 = true;
         return words;
       }
-      l2.reject("not SPIR-V");
     }
   }
   const auto start = std::chrono::steady_clock::now();
   const std::string text = kernels::assemble_glsl(source.glsl, options.defines, options.workgroup_size,
                                                   kernels::GlslTarget::vulkan, 0);
-  std::vector<std::uint32_t> words = compile_glsl(text, source.name);
+  std::vector<std::uint32_t> words = check(compile_glsl(text, source.name));
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   l2.store(as_bytes(words), static_cast<std::uint64_t>(cost.count()));
@@ -193,24 +207,8 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
   k->set_layout = l.set_layout;
 
   bool from_l2 = false;
-  std::vector<std::uint32_t> words = spirv_for(source, options, true, &from_l2);
-  // The driver only ever sees a module whose descriptors, push constants and workgroup size
-  // match the pipeline built for it: a mismatch is undefined behaviour (lavapipe crashed on
-  // resealed L2 entries with a damaged Binding literal). From L2 it costs a recompile; from
-  // the GLSL compiler it is the kernel's own error.
   const PipelineInterface pipeline{k->slots, k->push_bytes, options.workgroup_size};
-  std::string mismatch = spirv_interface_problem(words, pipeline);
-  if (!mismatch.empty() && from_l2) {
-    const DeviceFingerprint& fp = physical_.info.fingerprint;
-    KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp)
-        .reject("invalid");
-    words = spirv_for(source, options, false, &from_l2);
-    mismatch = spirv_interface_problem(words, pipeline);
-  }
-  if (!mismatch.empty())
-    fail(ErrorCategory::compile_error, "GLSL kernel '" + source.name + "' compiled, but " + mismatch + ".",
-         "declare every buffer the GLSL uses in KernelSource::bindings (set 0, its binding as the slot), keep the "
-         "VGPU_PARAMS block within KernelSource::params_size, and leave the workgroup size to CompileOptions.");
+  std::vector<std::uint32_t> words = spirv_for(source, options, pipeline, true, &from_l2);
   VkResult r = build_pipeline(*k, words, options);
   const bool out_of_memory = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;
   if (r != VK_SUCCESS && from_l2 && !out_of_memory) {
@@ -219,7 +217,7 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
     const DeviceFingerprint& fp = physical_.info.fingerprint;
     KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp)
         .reject("driver");
-    words = spirv_for(source, options, false, &from_l2);
+    words = spirv_for(source, options, pipeline, false, &from_l2);
     r = build_pipeline(*k, words, options);
   }
   if (r != VK_SUCCESS) {
