@@ -143,7 +143,8 @@ TEST_CASE("real entries of every kind pass DiskStore::list(true) (and seed the l
   vgpu::Selection s = runtime.explain("axpy", {1000});
   Bytes pipeline_cache(32, 0);
   pipeline_cache[0] = 32, pipeline_cache[4] = 1;  // a header-only VkPipelineCache blob, as lavapipe writes
-  const std::string ptx = std::string(".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n") + '\0';
+  const std::string ptx =
+      std::string(".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n") + '\0';
   Bytes gl_binary = {0x41, 0x87, 0, 0};  // a format word, then the driver's bytes
   for (int i = 0; i < 64; ++i) gl_binary.push_back(static_cast<std::uint8_t>(i * 7));
   const std::vector<std::pair<EntryKind, Bytes>> payloads = {

@@ -74,14 +74,14 @@ Bytes tiny_cubin() {
   Bytes b(shoff + 3 * 64, 0);
   const std::uint8_t ident[8] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33};
   std::memcpy(b.data(), ident, 8);
-  put16(b, 16, 2);       // e_type: executable
-  put16(b, 18, 190);     // e_machine: EM_CUDA
-  put32(b, 20, 1);       // e_version
-  put64(b, 40, shoff);   // e_shoff
-  put16(b, 52, 64);      // e_ehsize
-  put16(b, 58, 64);      // e_shentsize
-  put16(b, 60, 3);       // e_shnum
-  put16(b, 62, 1);       // e_shstrndx
+  put16(b, 16, 2);      // e_type: executable
+  put16(b, 18, 190);    // e_machine: EM_CUDA
+  put32(b, 20, 1);      // e_version
+  put64(b, 40, shoff);  // e_shoff
+  put16(b, 52, 64);     // e_ehsize
+  put16(b, 58, 64);     // e_shentsize
+  put16(b, 60, 3);      // e_shnum
+  put16(b, 62, 1);      // e_shstrndx
   std::memcpy(b.data() + names_at, names.data(), names.size());
   const std::size_t sh1 = shoff + 64, sh2 = shoff + 128;
   put32(b, sh1 + 0, 1), put32(b, sh1 + 4, 3), put64(b, sh1 + 24, names_at), put64(b, sh1 + 32, names.size());
@@ -109,7 +109,7 @@ TEST_CASE("a resealed SPIR-V entry that fails validation: list(true) and cache v
   {
     DiskStore store(options_for(dir));
     REQUIRE(store.store(EntryKind::spirv, kKey, kDevice, spirv, 1));  // resealed: valid checksums
-    const auto quick = store.list(false);  // headers only
+    const auto quick = store.list(false);                             // headers only
     REQUIRE(quick.size() == 1);
     CHECK(quick[0].valid);
     const auto full = store.list(true);
@@ -177,7 +177,8 @@ TEST_CASE("VkPipelineCache payloads: a 32-byte version-one header, and the devic
   Bytes other = blob;
   put32(other, 12, 0x2336);
   CHECK(vgpu::cache::pipeline_cache_problem(other) == "");
-  CHECK_THAT(vgpu::cache::pipeline_cache_problem(other, &device), Catch::Matchers::Contains("another vendor or device"));
+  CHECK_THAT(vgpu::cache::pipeline_cache_problem(other, &device),
+             Catch::Matchers::Contains("another vendor or device"));
   Bytes uuid = blob;
   uuid[31] ^= 1;
   CHECK_THAT(vgpu::cache::pipeline_cache_problem(uuid, &device), Catch::Matchers::Contains("pipelineCacheUUID"));

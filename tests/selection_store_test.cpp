@@ -40,11 +40,11 @@ std::string unique_salt(const std::string& what) {
 }
 
 ChildRun run_child(const std::filesystem::path& cache_dir, const std::string& salt) {
-  return vgpu::test::run_child_command("env -u VGPU_CACHE_DISABLE -u VGPU_DEVICE -u VGPU_BACKEND VGPU_LOG=warn "
-                                       "VGPU_CACHE_DIR=" +
-                                       quoted(cache_dir.string()) + " " +
-                                       quoted(vgpu::test::helper_path(VGPU_SELECT_CHILD)) + " " + quoted(salt) +
-                                       " 2000 0 2000 2>&1");
+  return vgpu::test::run_child_command(
+      "env -u VGPU_CACHE_DISABLE -u VGPU_DEVICE -u VGPU_BACKEND VGPU_LOG=warn "
+      "VGPU_CACHE_DIR=" +
+      quoted(cache_dir.string()) + " " + quoted(vgpu::test::helper_path(VGPU_SELECT_CHILD)) + " " + quoted(salt) +
+      " 2000 0 2000 2>&1");
 }
 
 /// Rewrites the one selection entry in dir through edit(json) and reseals it (valid header and
@@ -125,7 +125,8 @@ TEST_CASE("a persisted selection with a number out of range or of the wrong type
   expect_recalibrated("seconds as text", [](json& j) { j["candidates"][0]["seconds"] = "fast"; });
 }
 
-TEST_CASE("the selection reader refuses every field out of range or of the wrong type, by name", "[select][untrusted]") {
+TEST_CASE("the selection reader refuses every field out of range or of the wrong type, by name",
+          "[select][untrusted]") {
   vgpu::Selection s;
   s.op = "axpy";
   s.calibration_shape = {1000};
@@ -160,14 +161,19 @@ TEST_CASE("the selection reader refuses every field out of range or of the wrong
       {"shape 0", [](json& j) { j["calibration_shape"] = json::array({0}); }, "calibration_shape[0]"},
       {"shape empty", [](json& j) { j["calibration_shape"] = json::array(); }, "\"calibration_shape\" is not an array"},
       {"seconds -1", [](json& j) { j["calibration_seconds"] = -1.0; }, "\"calibration_seconds\" is not a finite"},
-      {"seconds text", [](json& j) { j["candidates"][1]["seconds"] = "x"; }, "candidate 1 field \"seconds\" is not a number"},
+      {"seconds text", [](json& j) { j["candidates"][1]["seconds"] = "x"; },
+       "candidate 1 field \"seconds\" is not a number"},
       {"device 7", [](json& j) { j["device"] = 7; }, "\"device\" is not a string"},
       {"device empty", [](json& j) { j["device"] = ""; }, "\"device\" is empty"},
       {"eligible 1", [](json& j) { j["candidates"][0]["eligible"] = 1; }, "\"eligible\" is not true or false"},
       {"no candidates", [](json& j) { j["candidates"] = json::array(); }, "\"candidates\" is not an array"},
       {"candidate not an object", [](json& j) { j["candidates"][0] = 5; }, "candidate 0 is not a JSON object"},
       {"no op", [](json& j) { j.erase("op"); }, "\"op\" is missing"},
-      {"not an object", [](json& j) { j = json::array({1, 2}); }, "the selection is not a JSON object"},
+      {"not an object",
+       [](json& j) {
+         j = json::array({1, 2});
+       },
+       "the selection is not a JSON object"},
   };
   for (const auto& [what, edit, expected] : cases) {
     INFO(what);

@@ -132,7 +132,9 @@ TEST_CASE("L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V ne
       CHECK(run.text("store_rejected") == "none");
     }
     std::printf("spirv mutation seed %u (%s): %s\n", seed, m.what.c_str(),
-                rejected(run, "invalid") ? "rejected: invalid" : rejected(run, "driver") ? "rejected: driver" : "used, right");
+                rejected(run, "invalid")  ? "rejected: invalid"
+                : rejected(run, "driver") ? "rejected: driver"
+                                          : "used, right");
   }
   std::printf("spirv mutations: %d rejected as invalid, %d refused by the driver, %d used with the right result\n",
               invalid, driver, used);
@@ -249,14 +251,16 @@ TEST_CASE("user GLSL kernel using a buffer it does not declare fails with compil
   source.name = "test.vk_undeclared_binding";
   source.bindings.pop_back();  // the GLSL writes binding 2
   const vgpu::CounterSnapshot before = device.counters();
-  REQUIRE_VGPU_ERROR(compile_error, "binding 2, which the kernel does not declare", device.compile(source, scale_add_options()));
+  REQUIRE_VGPU_ERROR(compile_error, "binding 2, which the kernel does not declare",
+                     device.compile(source, scale_add_options()));
   CHECK((device.counters() - before).l2_writes == 0);  // nothing is cached for a kernel that cannot run
   vgpu::KernelSource small_params = scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl);
   small_params.name = "test.vk_small_params";
   small_params.params_size = 8;  // the VGPU_PARAMS block is 16 bytes
   REQUIRE_VGPU_ERROR(compile_error, "past the 8-byte params block", device.compile(small_params, scale_add_options()));
   // The device still builds the kernel as declared.
-  const vgpu::Kernel good = device.compile(scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl), scale_add_options());
+  const vgpu::Kernel good =
+      device.compile(scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl), scale_add_options());
   CHECK(run_scale_add(device, good, 1000, 64).ok());
 }
 

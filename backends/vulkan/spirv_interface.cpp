@@ -35,11 +35,19 @@ spv_result_t collect(void* user, const spv_parsed_instruction_t* inst) {
   Module& m = *static_cast<Module*>(user);
   Words words(inst->words, inst->words + inst->num_words);
   switch (static_cast<SpvOp>(inst->opcode)) {
-    case SpvOpDecorate: m.decorations.push_back(std::move(words)); break;
-    case SpvOpMemberDecorate: m.member_decorations.push_back(std::move(words)); break;
-    case SpvOpEntryPoint: m.entry_points.push_back(std::move(words)); break;
+    case SpvOpDecorate:
+      m.decorations.push_back(std::move(words));
+      break;
+    case SpvOpMemberDecorate:
+      m.member_decorations.push_back(std::move(words));
+      break;
+    case SpvOpEntryPoint:
+      m.entry_points.push_back(std::move(words));
+      break;
     case SpvOpExecutionMode:
-    case SpvOpExecutionModeId: m.execution_modes.push_back(std::move(words)); break;
+    case SpvOpExecutionModeId:
+      m.execution_modes.push_back(std::move(words));
+      break;
     case SpvOpTypeBool:
     case SpvOpTypeInt:
     case SpvOpTypeFloat:
@@ -59,7 +67,8 @@ spv_result_t collect(void* user, const spv_parsed_instruction_t* inst) {
     case SpvOpVariable:
       if (inst->result_id) m.defs[inst->result_id] = std::move(words);
       break;
-    default: break;
+    default:
+      break;
   }
   return SPV_SUCCESS;
 }
@@ -70,7 +79,8 @@ class Interface {
   explicit Interface(Module m) : m_(std::move(m)) {
     // Indexed once: a lookup per variable or member would be quadratic in a large module.
     for (const Words& w : m_.decorations) decorations_.try_emplace({at(w, 1), at(w, 2)}, at(w, 3));
-    for (const Words& w : m_.member_decorations) member_decorations_.try_emplace({at(w, 1), at(w, 2), at(w, 3)}, at(w, 4));
+    for (const Words& w : m_.member_decorations)
+      member_decorations_.try_emplace({at(w, 1), at(w, 2), at(w, 3)}, at(w, 4));
   }
 
   const Words* def(std::uint32_t id) const {
@@ -95,7 +105,8 @@ class Interface {
   /// Bytes a value of type occupies in an explicitly laid out block (Offset, ArrayStride,
   /// MatrixStride decorations); nothing for a type that has no such size (runtime arrays,
   /// spec-constant lengths, booleans).
-  std::optional<std::uint64_t> size_of(std::uint32_t type, std::uint32_t matrix_stride, bool row_major, int depth) const {
+  std::optional<std::uint64_t> size_of(std::uint32_t type, std::uint32_t matrix_stride, bool row_major,
+                                       int depth) const {
     if (depth == 0) size_steps_ = 0;
     // Bounded work: a module that is not validated (the fuzz target feeds those too) may nest
     // a struct in itself many times over.
@@ -103,7 +114,8 @@ class Interface {
     if (!t || depth > 16 || ++size_steps_ > 100000) return std::nullopt;
     switch (opcode(*t)) {
       case SpvOpTypeInt:
-      case SpvOpTypeFloat: return at(*t, 2) / 8;
+      case SpvOpTypeFloat:
+        return at(*t, 2) / 8;
       case SpvOpTypeVector: {
         const auto c = size_of(at(*t, 2), 0, false, depth + 1);
         if (!c) return std::nullopt;
@@ -131,7 +143,8 @@ class Interface {
         }
         return end;
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -179,8 +192,9 @@ std::string check_descriptors(const Interface& in, const PipelineInterface& p) {
     if (!type || opcode(*type) != SpvOpTypeStruct)
       return problem(name + " is a descriptor that is not a single buffer block (an image, sampler or array)");
     const bool storage_buffer = storage == SpvStorageClassStorageBuffer ? in.has_decoration(pointee, SpvDecorationBlock)
-                                : storage == SpvStorageClassUniform ? in.has_decoration(pointee, SpvDecorationBufferBlock)
-                                                                    : false;
+                                : storage == SpvStorageClassUniform
+                                    ? in.has_decoration(pointee, SpvDecorationBufferBlock)
+                                    : false;
     if (!storage_buffer) return problem(name + " is a uniform buffer or image; vgpu binds storage buffers only");
     const auto set = in.decoration(id, SpvDecorationDescriptorSet);
     const auto binding = in.decoration(id, SpvDecorationBinding);
@@ -204,7 +218,8 @@ std::string check_workgroup(const Interface& in, const PipelineInterface& p, std
   }
   // The size the module runs with: the WorkgroupSize built-in wins over the execution modes.
   std::optional<std::array<std::uint32_t, 3>> size;
-  auto from_ids = [&](std::uint32_t x, std::uint32_t y, std::uint32_t z) -> std::optional<std::array<std::uint32_t, 3>> {
+  auto from_ids = [&](std::uint32_t x, std::uint32_t y,
+                      std::uint32_t z) -> std::optional<std::array<std::uint32_t, 3>> {
     const auto a = in.specialised(x, p.workgroup_size), b = in.specialised(y, p.workgroup_size),
                c = in.specialised(z, p.workgroup_size);
     if (!a || !b || !c) return std::nullopt;
@@ -230,7 +245,8 @@ std::string check_workgroup(const Interface& in, const PipelineInterface& p, std
   if (*size != p.workgroup_size)
     return problem("it runs with a workgroup size of " + std::to_string((*size)[0]) + "x" + std::to_string((*size)[1]) +
                    "x" + std::to_string((*size)[2]) + ", not the " + std::to_string(p.workgroup_size[0]) + "x" +
-                   std::to_string(p.workgroup_size[1]) + "x" + std::to_string(p.workgroup_size[2]) + " it was compiled for");
+                   std::to_string(p.workgroup_size[1]) + "x" + std::to_string(p.workgroup_size[2]) +
+                   " it was compiled for");
   return {};
 }
 

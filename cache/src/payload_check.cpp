@@ -60,7 +60,8 @@ std::string elf_problem(std::span<const std::uint8_t> image) {
     const std::string which = "ELF section " + std::to_string(i);
     if (type == kShtNull || type == kShtNobits) continue;
     if (!inside(offset, 1, size, n)) return which + " does not lie inside the image";
-    if (type == kShtStrtab && size > 0 && p[offset + size - 1] != 0) return which + " (a string table) is not NUL-terminated";
+    if (type == kShtStrtab && size > 0 && p[offset + size - 1] != 0)
+      return which + " (a string table) is not NUL-terminated";
     if (type == kShtSymtab && (get64(sh + 56) != kSymBytes || size % kSymBytes != 0 || get32(sh + 40) >= shnum))
       return which + " (a symbol table) has a bad entry size or string-table link";
     if (shstrndx != 0) {

@@ -74,7 +74,8 @@ std::string spirv_problem(std::span<const std::uint8_t> bytes) {
   const spv_result_t valid = spvValidateWithOptions(context.get(), options.get(), &binary, &raw);
   Diagnostic diagnostic(raw);
   if (valid != SPV_SUCCESS)
-    return "SPIR-V validation (" + std::string(kSpirvTargetEnv) + ") failed: " + diagnostic_text(diagnostic, "no message");
+    return "SPIR-V validation (" + std::string(kSpirvTargetEnv) +
+           ") failed: " + diagnostic_text(diagnostic, "no message");
   bool has_main = false;
   raw = nullptr;
   const spv_result_t parsed =

@@ -2,11 +2,10 @@
 // it is converted (nlohmann's get<int>() on a float out of int's range is undefined behaviour).
 #include "selection_json.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 
 namespace vgpu::detail {
 namespace {
@@ -34,7 +33,8 @@ class Fields {
     if (!v->is_number_unsigned()) return fail(key, "is not a non-negative integer"), min;
     const auto x = v->get<std::uint64_t>();
     if (x < min || x > max)
-      return fail(key, "is " + std::to_string(x) + ", outside " + std::to_string(min) + ".." + std::to_string(max)), min;
+      return fail(key, "is " + std::to_string(x) + ", outside " + std::to_string(min) + ".." + std::to_string(max)),
+             min;
     return x;
   }
   /// A finite number ≥ 0.
@@ -91,14 +91,10 @@ class Fields {
 std::string selection_to_json(const Selection& s) {
   json cands = json::array();
   for (const auto& c : s.candidates)
-    cands.push_back({{"device", c.device}, {"eligible", c.eligible}, {"seconds", c.seconds}, {"runs", c.runs},
-                     {"note", c.note}});
-  const json j = {{"version", kPayloadVersion},
-                  {"op", s.op},
-                  {"calibration_shape", s.calibration_shape},
-                  {"size_class", s.size_class},
-                  {"device", s.device},
-                  {"calibration_seconds", s.calibration_seconds},
+    cands.push_back(
+        {{"device", c.device}, {"eligible", c.eligible}, {"seconds", c.seconds}, {"runs", c.runs}, {"note", c.note}});
+  const json j = {{"version", kPayloadVersion}, {"op", s.op},         {"calibration_shape", s.calibration_shape},
+                  {"size_class", s.size_class}, {"device", s.device}, {"calibration_seconds", s.calibration_seconds},
                   {"candidates", cands}};
   return j.dump();
 }
@@ -111,7 +107,8 @@ std::optional<Selection> selection_from_json(std::string_view text, std::string*
   if (problem.empty()) {
     Fields top(j, "the selection", problem);
     if (top.unsigned_in("version", 0, UINT64_MAX) != kPayloadVersion && top.ok())
-      problem = "the selection has payload version " + j.at("version").dump() + ", not " + std::to_string(kPayloadVersion);
+      problem =
+          "the selection has payload version " + j.at("version").dump() + ", not " + std::to_string(kPayloadVersion);
     s.op = top.text("op", true);
     if (const json* shape = top.array("calibration_shape", kMaxDims))
       for (std::size_t i = 0; i < shape->size() && problem.empty(); ++i) {

@@ -16,7 +16,8 @@ DeviceFingerprint key_fingerprint(const std::string& key_text) {
 }
 
 cache::KernelKey key_of(const std::string& key_text) {
-  return cache::KernelKey{cache::hash64("vgpu.selection.hi|" + key_text), cache::hash64("vgpu.selection.lo|" + key_text)};
+  return cache::KernelKey{cache::hash64("vgpu.selection.hi|" + key_text),
+                          cache::hash64("vgpu.selection.lo|" + key_text)};
 }
 
 }  // namespace
@@ -44,8 +45,8 @@ void drop_selection(const std::string& key_text, const std::string& why) {
                          ? key_text.substr(from + 3, to - from - 3)
                          : std::string("?");
   if (const auto semi = what.find(";class="); semi != std::string::npos) what.replace(semi, 7, " class ");
-  log(LogLevel::warn, "selection cache: ignoring the stored selection for " + what + " (" + why +
-                          "); calibrating again.");
+  log(LogLevel::warn,
+      "selection cache: ignoring the stored selection for " + what + " (" + why + "); calibrating again.");
   cache::DiskStore::global().reject(cache::EntryKind::selection, key_of(key_text), "invalid");
 }
 

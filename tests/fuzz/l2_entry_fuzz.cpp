@@ -104,7 +104,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  const fs::path dir = s.root / ("v" + std::to_string(vgpu::kCacheFormatVersion)) / std::string(vgpu::cache::to_string(kind));
+  const fs::path dir =
+      s.root / ("v" + std::to_string(vgpu::kCacheFormatVersion)) / std::string(vgpu::cache::to_string(kind));
   fs::create_directories(dir);
   const fs::path path = dir / (key.hex() + ".vgc");
   {

@@ -12,11 +12,13 @@ namespace {
 
 bool same(const vgpu::Selection& a, const vgpu::Selection& b) {
   if (a.op != b.op || a.calibration_shape != b.calibration_shape || a.size_class != b.size_class ||
-      a.device != b.device || a.calibration_seconds != b.calibration_seconds || a.candidates.size() != b.candidates.size())
+      a.device != b.device || a.calibration_seconds != b.calibration_seconds ||
+      a.candidates.size() != b.candidates.size())
     return false;
   for (std::size_t i = 0; i < a.candidates.size(); ++i) {
     const auto &x = a.candidates[i], &y = b.candidates[i];
-    if (x.device != y.device || x.eligible != y.eligible || x.seconds != y.seconds || x.runs != y.runs || x.note != y.note)
+    if (x.device != y.device || x.eligible != y.eligible || x.seconds != y.seconds || x.runs != y.runs ||
+        x.note != y.note)
       return false;
   }
   return true;
