@@ -4,7 +4,9 @@
 // user kernel's SPIR-V entry and of the device's pipeline-cache entry each run in a child
 // process (vgpu-test-backend-child), so a crash fails the test instead of killing it: each run
 // must either reject the entry (counted "invalid", or "driver"/"header" where the backend
-// refused it) and rebuild, or use it and give the right result.
+// refused it) and rebuild, or use it and give the right result. Also: valid SPIR-V that does
+// not fit its pipeline (an undeclared binding) is rejected from L2, and is a compile_error when
+// the kernel's own GLSL produces it.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
