@@ -132,3 +132,22 @@ endif()
 vgpu_resolve_backend(VGPU_WITH_OPENGL VGPU_OPENGL_DEPS_FOUND "${vgpu_opengl_what}")
 vgpu_resolve_backend(VGPU_WITH_VULKAN VGPU_VULKAN_DEPS_FOUND "${vgpu_vulkan_what}")
 vgpu_resolve_backend(VGPU_WITH_CUDA VGPU_CUDA_DEPS_FOUND "cuda.h, nvrtc.h and the CUDA backend sources")
+
+# SPIRV-Tools' validator checks SPIR-V payloads read from L2 before a driver sees them
+# (cache/src/spirv_check.cpp, through its C API). Debian's spirv-tools ships only the static
+# archive (already linked for shaderc when Vulkan is on; --exclude-libs keeps its symbols out
+# of a shared libvgpu). Without it (no Vulkan backend, no package) only size and magic are
+# checked: then no driver loads SPIR-V.
+find_path(VGPU_SPIRV_TOOLS_INCLUDE_DIR spirv-tools/libspirv.h)
+find_library(VGPU_SPIRV_TOOLS_LIBRARY NAMES libSPIRV-Tools.a SPIRV-Tools)
+mark_as_advanced(VGPU_SPIRV_TOOLS_INCLUDE_DIR VGPU_SPIRV_TOOLS_LIBRARY)
+if(VGPU_SPIRV_TOOLS_INCLUDE_DIR AND VGPU_SPIRV_TOOLS_LIBRARY)
+  set(VGPU_HAVE_SPIRV_TOOLS ON)
+  message(STATUS "vgpu: SPIR-V payloads are validated with SPIRV-Tools (${VGPU_SPIRV_TOOLS_LIBRARY})")
+else()
+  set(VGPU_HAVE_SPIRV_TOOLS OFF)
+  if(VGPU_WITH_VULKAN)
+    message(FATAL_ERROR "vgpu: the Vulkan backend needs SPIRV-Tools (spirv-tools/libspirv.h and libSPIRV-Tools.a, package spirv-tools) to validate cached SPIR-V")
+  endif()
+  message(STATUS "vgpu: SPIRV-Tools not found: cached SPIR-V is checked for its size and magic only")
+endif()

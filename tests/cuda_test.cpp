@@ -223,7 +223,7 @@ TEST_CASE("L2 damage: a payload the driver refuses is rejected and recompiled", 
     CHECK(d.l2_rejected == 1);
     CHECK(d.source_compiles == 1);
     const auto rejected_after = store.stats().rejected;
-    const std::string reason = i == 0 ? "driver" : "not a module image";
+    const std::string reason = i == 0 ? "driver" : "invalid";  // (2): refused by the store's payload check
     auto count = [&](const std::map<std::string, std::uint64_t>& m) {
       auto it = m.find(reason);
       return it == m.end() ? std::uint64_t{0} : it->second;
@@ -235,6 +235,33 @@ TEST_CASE("L2 damage: a payload the driver refuses is rejected and recompiled", 
     REQUIRE(again.has_value());
     CHECK((*again)[0] == 0x7f);
   }
+}
+
+TEST_CASE("L2 damage: a cached module the driver loads but that lacks the entry point is dropped and recompiled",
+          "[cuda][l2][corrupt]") {
+  auto& store = vgpu::cache::DiskStore::global();
+  if (!store.enabled()) {
+    WARN("the L2 store is disabled here; nothing to check");
+    return;
+  }
+  vgpu::CompileOptions options;
+  options.workgroup_size = {64, 1, 1};
+  const vgpu::KernelSource source = make_source(nonce() + kScaleAddCuda);
+  vgpu::Runtime runtime(only(vgpu::BackendKind::cuda));
+  vgpu::Device device = runtime.open("cuda:0");
+  const auto key = vgpu::cache::make_kernel_key(source, vgpu::Dialect::cuda, options, device.info().fingerprint);
+  // Valid PTX the driver JIT-compiles, but its only kernel is not "scale_add".
+  const std::string ptx = std::string(".version 7.0\n.target sm_75\n.address_size 64\n"
+                                      ".visible .entry another_kernel()\n{\n  ret;\n}\n") + '\0';
+  REQUIRE(store.store(vgpu::cache::EntryKind::cuda_binary, key, device.info().fingerprint,
+                      std::vector<std::uint8_t>(ptx.begin(), ptx.end()), 0));
+  const vgpu::CounterSnapshot before = device.counters();
+  const vgpu::Kernel k = device.compile(source, options);  // once failed with "has no entry point"
+  const vgpu::CounterSnapshot d = device.counters() - before;
+  INFO(d.to_string());
+  CHECK(d.l2_rejected == 1);
+  CHECK(d.source_compiles == 1);
+  check_scale_add(device, k, 1000, 64);
 }
 
 TEST_CASE("batch: two dependent launches recorded once, resubmitted (graph replay) with new data", "[cuda][batch]") {

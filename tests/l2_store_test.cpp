@@ -72,10 +72,25 @@ const DeviceFingerprint kOtherDevice = fingerprint("backend=test;model=other;vgp
 constexpr KernelKey kKey{0x0123456789abcdefull, 0xfedcba9876543210ull};
 constexpr KernelKey kKey2{0x1111111111111111ull, 0x2222222222222222ull};
 
+// The store checks each payload for its kind before handing it out (vgpu/cache/payload_check.hpp:
+// SPIR-V must pass SPIRV-Tools' validator, a CUDA image must be ELF or NUL-terminated PTX, ...).
+// Random bytes pass only as a GL program binary (a format word and at least one byte, the rest
+// is the driver's to check), so the tests of the format, the directory and eviction store them
+// as that kind; tests/l2_payload_test.cpp covers the payload checks themselves.
+constexpr EntryKind kAnyBytes = EntryKind::gl_program_binary;
+
 Bytes make_payload(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   Bytes b(n);
   for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+  return b;
+}
+
+/// n ≥ 32 bytes of VkPipelineCache data: a version-one header (headerSize 32), then noise.
+Bytes pipeline_cache_payload(std::size_t n, std::uint32_t seed) {
+  Bytes b = make_payload(n, seed);
+  const std::uint8_t header[8] = {32, 0, 0, 0, 1, 0, 0, 0};
+  std::copy(header, header + 8, b.begin());
   return b;
 }
 
@@ -147,20 +162,20 @@ TEST_CASE("round trip: a stored payload loads back byte for byte", "[l2]") {
   REQUIRE(store.enabled());
   CHECK(store.directory() == t.path);
   const Bytes payload = make_payload(1000, 1);
-  REQUIRE(store.store(EntryKind::spirv, kKey, kDevice, payload, 123));
-  const auto got = store.load(EntryKind::spirv, kKey, kDevice);
+  REQUIRE(store.store(kAnyBytes, kKey, kDevice, payload, 123));
+  const auto got = store.load(kAnyBytes, kKey, kDevice);
   REQUIRE(got);
   CHECK(*got == payload);
 
   // The entry sits where the docs say, exactly header + payload long.
-  const fs::path file = entry_path(t.path, EntryKind::spirv, kKey);
+  const fs::path file = entry_path(t.path, kAnyBytes, kKey);
   REQUIRE(fs::exists(file));
   CHECK(fs::file_size(file) == header_bytes(kDevice) + payload.size());
   CHECK(read_file(file).size() == fs::file_size(file));
   CHECK(files_named(t.path, ".tmp-") == 0);
 
   // Another key or another kind of the same key is a miss, not a rejection.
-  CHECK_FALSE(store.load(EntryKind::spirv, kKey2, kDevice));
+  CHECK_FALSE(store.load(kAnyBytes, kKey2, kDevice));
   CHECK_FALSE(store.load(EntryKind::vk_pipeline_cache, kKey, kDevice));
   // An empty payload is a valid entry.
   REQUIRE(store.store(EntryKind::selection, kKey2, kDevice, {}, 5));
@@ -177,15 +192,15 @@ TEST_CASE("round trip: a stored payload loads back byte for byte", "[l2]") {
 
   const auto entries = store.list(true);
   REQUIRE(entries.size() == 2);
-  const auto& spirv = entries[0].kind == EntryKind::spirv ? entries[0] : entries[1];
-  CHECK(spirv.valid);
-  CHECK(spirv.problem.empty());
-  CHECK(spirv.key_hex == kKey.hex());
-  CHECK(spirv.payload_bytes == 1000);
-  CHECK(spirv.cost_us == 123);
-  CHECK(spirv.file_bytes == fs::file_size(file));
-  CHECK(spirv.fingerprint_text == kDevice.text);
-  CHECK(spirv.path == file);
+  const auto& entry = entries[0].kind == kAnyBytes ? entries[0] : entries[1];
+  CHECK(entry.valid);
+  CHECK(entry.problem.empty());
+  CHECK(entry.key_hex == kKey.hex());
+  CHECK(entry.payload_bytes == 1000);
+  CHECK(entry.cost_us == 123);
+  CHECK(entry.file_bytes == fs::file_size(file));
+  CHECK(entry.fingerprint_text == kDevice.text);
+  CHECK(entry.path == file);
 }
 
 TEST_CASE("kinds have distinct names and directories", "[l2]") {
@@ -202,15 +217,15 @@ TEST_CASE("a new DiskStore instance reads what an earlier one wrote, and a rewri
   const Bytes first = make_payload(4096, 2), second = make_payload(3000, 3);
   {
     DiskStore a(options_for(t.path));
-    REQUIRE(a.store(EntryKind::cuda_binary, kKey, kDevice, first, 10));
+    REQUIRE(a.store(kAnyBytes, kKey, kDevice, first, 10));
   }
   DiskStore b(options_for(t.path));
-  auto got = b.load(EntryKind::cuda_binary, kKey, kDevice);
+  auto got = b.load(kAnyBytes, kKey, kDevice);
   REQUIRE(got);
   CHECK(*got == first);
-  REQUIRE(b.store(EntryKind::cuda_binary, kKey, kDevice, second, 10));
+  REQUIRE(b.store(kAnyBytes, kKey, kDevice, second, 10));
   DiskStore c(options_for(t.path));
-  got = c.load(EntryKind::cuda_binary, kKey, kDevice);
+  got = c.load(kAnyBytes, kKey, kDevice);
   REQUIRE(got);
   CHECK(*got == second);
   CHECK(c.list(true).size() == 1);
@@ -234,9 +249,9 @@ TEST_CASE("entries round trip through another process", "[l2][processes]") {
 
   // Written here, read by the helper.
   const Bytes ours = make_payload(12345, 5);
-  REQUIRE(store.store(EntryKind::spirv, kKey2, kDevice, ours, 9));
+  REQUIRE(store.store(kAnyBytes, kKey2, kDevice, ours, 9));
   const fs::path out = t.path / "out.bin";
-  const std::string read_cmd = writer + " read " + quoted(dir.string()) + " spirv " + kKey2.hex() + " " +
+  const std::string read_cmd = writer + " read " + quoted(dir.string()) + " glbin " + kKey2.hex() + " " +
                                quoted(kDevice.text) + " " + quoted(out.string());
   const int rc = std::system(read_cmd.c_str());
   REQUIRE(WIFEXITED(rc));
@@ -244,12 +259,12 @@ TEST_CASE("entries round trip through another process", "[l2][processes]") {
   CHECK(read_file(out) == ours);
 
   // The helper on another device misses (and drops the foreign entry).
-  const std::string foreign_cmd = writer + " read " + quoted(dir.string()) + " spirv " + kKey2.hex() + " " +
+  const std::string foreign_cmd = writer + " read " + quoted(dir.string()) + " glbin " + kKey2.hex() + " " +
                                   quoted(kOtherDevice.text) + " " + quoted(out.string());
   const int foreign = std::system(foreign_cmd.c_str());
   REQUIRE(WIFEXITED(foreign));
   CHECK(WEXITSTATUS(foreign) == 1);
-  CHECK_FALSE(fs::exists(entry_path(dir, EntryKind::spirv, kKey2)));
+  CHECK_FALSE(fs::exists(entry_path(dir, kAnyBytes, kKey2)));
 }
 
 // ---- damaged and foreign entries: each is rejected with its reason, deleted, and the
@@ -257,16 +272,16 @@ TEST_CASE("entries round trip through another process", "[l2][processes]") {
 
 namespace {
 
-/// Stores kKey (spirv, 5000 bytes) in a fresh store, lets damage() change the file, then
+/// Stores kKey (kAnyBytes, 5000 bytes) in a fresh store, lets damage() change the file, then
 /// checks that a load is a miss counted under reason and that the file is gone.
 void expect_rejected(const std::string& reason, const std::function<void(const fs::path&)>& damage,
                      const DeviceFingerprint& load_fp = kDevice, KernelKey load_key = kKey,
-                     EntryKind load_kind = EntryKind::spirv) {
+                     EntryKind load_kind = kAnyBytes) {
   TempDir t("l2-");
   DiskStore store(options_for(t.path));
   const Bytes payload = make_payload(5000, 6);
-  REQUIRE(store.store(EntryKind::spirv, kKey, kDevice, payload, 50));
-  const fs::path file = entry_path(t.path, EntryKind::spirv, kKey);
+  REQUIRE(store.store(kAnyBytes, kKey, kDevice, payload, 50));
+  const fs::path file = entry_path(t.path, kAnyBytes, kKey);
   damage(file);
   const fs::path loaded = entry_path(t.path, load_kind, load_key);
   REQUIRE(fs::exists(loaded));
@@ -353,20 +368,20 @@ TEST_CASE("an entry of another kind in a kind's directory is rejected as kind", 
   expect_rejected(
       "kind",
       [](const fs::path& f) {
-        const fs::path other = f.parent_path().parent_path() / "vkpc";
+        const fs::path other = f.parent_path().parent_path() / "select";
         fs::create_directories(other);
         fs::rename(f, other / f.filename());
       },
-      kDevice, kKey, EntryKind::vk_pipeline_cache);
+      kDevice, kKey, EntryKind::selection);
 }
 
 TEST_CASE("a directory in an entry's place is a counted miss, never a crash", "[l2][corrupt]") {
   TempDir t("l2-");
   DiskStore store(options_for(t.path));
-  fs::create_directories(entry_path(t.path, EntryKind::spirv, kKey));
-  CHECK_FALSE(store.load(EntryKind::spirv, kKey, kDevice));
+  fs::create_directories(entry_path(t.path, kAnyBytes, kKey));
+  CHECK_FALSE(store.load(kAnyBytes, kKey, kDevice));
   CHECK(store.stats().rejected == Reasons{{"type", 1}});
-  CHECK_FALSE(store.store(EntryKind::spirv, kKey, kDevice, make_payload(10, 1), 1));  // rename onto a directory fails
+  CHECK_FALSE(store.store(kAnyBytes, kKey, kDevice, make_payload(10, 1), 1));  // rename onto a directory fails
   CHECK(store.stats().write_failures == 1);
   CHECK(files_named(t.path, ".tmp-") == 0);
 }
@@ -374,7 +389,7 @@ TEST_CASE("a directory in an entry's place is a counted miss, never a crash", "[
 TEST_CASE("reject() deletes an entry the driver refused and counts the reason", "[l2]") {
   TempDir t("l2-");
   DiskStore store(options_for(t.path));
-  REQUIRE(store.store(EntryKind::vk_pipeline_cache, kKey, kDevice, make_payload(64, 8), 1));
+  REQUIRE(store.store(EntryKind::vk_pipeline_cache, kKey, kDevice, pipeline_cache_payload(64, 8), 1));
   REQUIRE(store.load(EntryKind::vk_pipeline_cache, kKey, kDevice));
   store.reject(EntryKind::vk_pipeline_cache, kKey, "driver");
   CHECK_FALSE(fs::exists(entry_path(t.path, EntryKind::vk_pipeline_cache, kKey)));
@@ -391,9 +406,9 @@ TEST_CASE("an unusable directory disables the store: loads and stores are no-ops
   DiskStore store(options_for(dir));
   CHECK_FALSE(store.enabled());
   CHECK(store.directory() == dir);
-  CHECK_FALSE(store.store(EntryKind::spirv, kKey, kDevice, make_payload(100, 9), 1));
-  CHECK_FALSE(store.load(EntryKind::spirv, kKey, kDevice));
-  store.reject(EntryKind::spirv, kKey, "driver");
+  CHECK_FALSE(store.store(kAnyBytes, kKey, kDevice, make_payload(100, 9), 1));
+  CHECK_FALSE(store.load(kAnyBytes, kKey, kDevice));
+  store.reject(kAnyBytes, kKey, "driver");
   const auto s = store.stats();
   CHECK(s.hits + s.misses + s.writes + s.write_failures + s.evictions == 0);
   CHECK(s.rejected.empty());
@@ -468,8 +483,8 @@ TEST_CASE("VGPU_CACHE_DISABLE=1 turns the store off without touching the directo
     CHECK(o.directory == dir);
     DiskStore store(o);
     CHECK_FALSE(store.enabled());
-    CHECK_FALSE(store.store(EntryKind::spirv, kKey, kDevice, make_payload(10, 1), 1));
-    CHECK_FALSE(store.load(EntryKind::spirv, kKey, kDevice));
+    CHECK_FALSE(store.store(kAnyBytes, kKey, kDevice, make_payload(10, 1), 1));
+    CHECK_FALSE(store.load(kAnyBytes, kKey, kDevice));
     CHECK_FALSE(fs::exists(dir));
   }
   {
@@ -480,8 +495,8 @@ TEST_CASE("VGPU_CACHE_DISABLE=1 turns the store off without touching the directo
     ScopedEnv disable("VGPU_CACHE_DISABLE", "0");
     DiskStore store(DiskStoreOptions::from_env());
     CHECK(store.enabled());
-    CHECK(store.store(EntryKind::spirv, kKey, kDevice, make_payload(10, 1), 1));
-    CHECK(fs::exists(entry_path(dir, EntryKind::spirv, kKey)));
+    CHECK(store.store(kAnyBytes, kKey, kDevice, make_payload(10, 1), 1));
+    CHECK(fs::exists(entry_path(dir, kAnyBytes, kKey)));
   }
 }
 
@@ -527,19 +542,19 @@ TEST_CASE("the size cap evicts the cheapest entries per byte and keeps the expen
   REQUIRE(store.enabled());
   // Written first, so least-recently-used alone would evict it first.
   const Bytes expensive = make_payload(20000, 10);
-  REQUIRE(store.store(EntryKind::spirv, kKey, kDevice, expensive, 5'000'000));
+  REQUIRE(store.store(kAnyBytes, kKey, kDevice, expensive, 5'000'000));
   for (std::uint64_t i = 0; i < 12; ++i)
-    REQUIRE(store.store(EntryKind::spirv, KernelKey{7, i}, kDevice,
+    REQUIRE(store.store(kAnyBytes, KernelKey{7, i}, kDevice,
                         make_payload(10000, 100 + static_cast<std::uint32_t>(i)), 100));
 
   const auto s = store.stats();
   CHECK(s.evictions >= 4);
   CHECK(bytes_on_disk(t.path) <= 100000);
-  const auto got = store.load(EntryKind::spirv, kKey, kDevice);
+  const auto got = store.load(kAnyBytes, kKey, kDevice);
   REQUIRE(got);
   CHECK(*got == expensive);
   // The newest cheap entry survives too: it was written after the last eviction pass or kept as the most recent.
-  CHECK(store.load(EntryKind::spirv, KernelKey{7, 11}, kDevice));
+  CHECK(store.load(kAnyBytes, KernelKey{7, 11}, kDevice));
   CHECK(store.list(true).size() == 1 + 12 - s.evictions);
 }
 
@@ -547,17 +562,17 @@ TEST_CASE("equal cost per byte evicts the least recently used, and a load refres
   TempDir t("l2-");
   DiskStore store(options_for(t.path, 50000));
   const KernelKey a{1, 1}, b{1, 2}, c{1, 3}, d{1, 4}, e{1, 5};
-  for (const auto& k : {a, b, c}) REQUIRE(store.store(EntryKind::spirv, k, kDevice, make_payload(10000, 11), 100));
-  set_mtime_ago(entry_path(t.path, EntryKind::spirv, a), 300);
-  set_mtime_ago(entry_path(t.path, EntryKind::spirv, b), 200);
-  set_mtime_ago(entry_path(t.path, EntryKind::spirv, c), 100);
-  REQUIRE(store.load(EntryKind::spirv, a, kDevice));  // a becomes the most recently used of the three
-  REQUIRE(store.store(EntryKind::spirv, d, kDevice, make_payload(10000, 12), 100));
+  for (const auto& k : {a, b, c}) REQUIRE(store.store(kAnyBytes, k, kDevice, make_payload(10000, 11), 100));
+  set_mtime_ago(entry_path(t.path, kAnyBytes, a), 300);
+  set_mtime_ago(entry_path(t.path, kAnyBytes, b), 200);
+  set_mtime_ago(entry_path(t.path, kAnyBytes, c), 100);
+  REQUIRE(store.load(kAnyBytes, a, kDevice));  // a becomes the most recently used of the three
+  REQUIRE(store.store(kAnyBytes, d, kDevice, make_payload(10000, 12), 100));
   CHECK(store.stats().evictions == 0);
-  REQUIRE(store.store(EntryKind::spirv, e, kDevice, make_payload(10000, 13), 100));  // 5 × ~10.1 kB > 50000
+  REQUIRE(store.store(kAnyBytes, e, kDevice, make_payload(10000, 13), 100));  // 5 × ~10.1 kB > 50000
   CHECK(store.stats().evictions == 1);  // down to ≤ 45000: one entry goes
-  CHECK_FALSE(fs::exists(entry_path(t.path, EntryKind::spirv, b)));
-  for (const auto& k : {a, c, d, e}) CHECK(fs::exists(entry_path(t.path, EntryKind::spirv, k)));
+  CHECK_FALSE(fs::exists(entry_path(t.path, kAnyBytes, b)));
+  for (const auto& k : {a, c, d, e}) CHECK(fs::exists(entry_path(t.path, kAnyBytes, k)));
 }
 
 TEST_CASE("a new instance counts the entries already on disk towards the cap", "[l2][evict]") {
@@ -565,21 +580,21 @@ TEST_CASE("a new instance counts the entries already on disk towards the cap", "
   {
     DiskStore big(options_for(t.path, 1ull << 30));
     for (std::uint64_t i = 0; i < 8; ++i)
-      REQUIRE(big.store(EntryKind::spirv, KernelKey{2, i}, kDevice, make_payload(10000, 20), 100));
+      REQUIRE(big.store(kAnyBytes, KernelKey{2, i}, kDevice, make_payload(10000, 20), 100));
   }
   DiskStore small(options_for(t.path, 50000));
-  REQUIRE(small.store(EntryKind::spirv, KernelKey{3, 0}, kDevice, make_payload(1000, 21), 1'000'000));
+  REQUIRE(small.store(kAnyBytes, KernelKey{3, 0}, kDevice, make_payload(1000, 21), 1'000'000));
   CHECK(small.stats().evictions >= 4);
   CHECK(bytes_on_disk(t.path) <= 45000);
-  CHECK(small.load(EntryKind::spirv, KernelKey{3, 0}, kDevice));
+  CHECK(small.load(kAnyBytes, KernelKey{3, 0}, kDevice));
 }
 
 TEST_CASE("a payload larger than the cap is not stored", "[l2][evict]") {
   TempDir t("l2-");
   DiskStore store(options_for(t.path, 4096));
-  CHECK_FALSE(store.store(EntryKind::spirv, kKey, kDevice, make_payload(5000, 22), 1));
-  CHECK_FALSE(fs::exists(entry_path(t.path, EntryKind::spirv, kKey)));
-  CHECK(store.store(EntryKind::spirv, kKey, kDevice, make_payload(1000, 22), 1));
+  CHECK_FALSE(store.store(kAnyBytes, kKey, kDevice, make_payload(5000, 22), 1));
+  CHECK_FALSE(fs::exists(entry_path(t.path, kAnyBytes, kKey)));
+  CHECK(store.store(kAnyBytes, kKey, kDevice, make_payload(1000, 22), 1));
 }
 
 // ---- concurrency
@@ -611,9 +626,9 @@ TEST_CASE("eight processes writing one key at once always leave one writer's who
         while (::read(go[0], &c, 1) < 0 && errno == EINTR) {
         }  // returns 0 when the parent closes its end: everyone starts at once
         if (i < kWriters)
-          ::_exit(store.store(EntryKind::spirv, kKey, kDevice, payloads[static_cast<std::size_t>(i)], 10) ? 0 : 1);
+          ::_exit(store.store(kAnyBytes, kKey, kDevice, payloads[static_cast<std::size_t>(i)], 10) ? 0 : 1);
         for (int n = 0; n < 40; ++n) {
-          const auto got = store.load(EntryKind::spirv, kKey, kDevice);
+          const auto got = store.load(kAnyBytes, kKey, kDevice);
           if (got && which(*got) < 0) ::_exit(2);
         }
         ::_exit(store.stats().rejected.empty() ? 0 : 3);
@@ -630,7 +645,7 @@ TEST_CASE("eight processes writing one key at once always leave one writer's who
       CHECK(WEXITSTATUS(status) == 0);
     }
     DiskStore check(options);
-    const auto got = check.load(EntryKind::spirv, kKey, kDevice);
+    const auto got = check.load(kAnyBytes, kKey, kDevice);
     INFO("round " << round);
     REQUIRE(got);
     const int winner = which(*got);
@@ -638,7 +653,7 @@ TEST_CASE("eight processes writing one key at once always leave one writer's who
     winners.insert(winner);
     CHECK(check.stats().rejected.empty());
     CHECK(files_named(t.path, ".tmp-") == 0);
-    CHECK(fs::file_size(entry_path(t.path, EntryKind::spirv, kKey)) ==
+    CHECK(fs::file_size(entry_path(t.path, kAnyBytes, kKey)) ==
           header_bytes(kDevice) + payloads[static_cast<std::size_t>(winner)].size());
   }
   INFO("distinct winners over " << kRounds << " rounds: " << winners.size());
@@ -664,11 +679,11 @@ TEST_CASE("threads loading and storing at once only ever see whole entries", "[l
         const int key = (i + th) % kKeys;
         const KernelKey k{9, static_cast<std::uint64_t>(key)};
         if (i % 3 == 0) {
-          if (!store.store(EntryKind::spirv, k, kDevice, payload_of(key, th), 10)) ++bad;
+          if (!store.store(kAnyBytes, k, kDevice, payload_of(key, th), 10)) ++bad;
           ++stores;
         } else {
           ++loads;
-          const auto got = store.load(EntryKind::spirv, k, kDevice);
+          const auto got = store.load(kAnyBytes, k, kDevice);
           if (!got) continue;
           // The size tells which thread wrote it; the bytes must be exactly that thread's.
           const int writer = static_cast<int>(got->size() - 5000 - static_cast<std::size_t>(key) * 100) / 7;
@@ -695,15 +710,15 @@ namespace {
 /// A writer's temp file name (what store() creates: ".tmp-<32 hex>-XXXXXX").
 const std::string kTempName = ".tmp-" + KernelKey{5, 9}.hex() + "-Ab12Cd";
 
-/// Fills dir with 3 valid entries (2 spirv, 1 vkpc), one whose payload is corrupt, one badly
+/// Fills dir with 3 valid entries (2 glbin, 1 vkpc), one whose payload is corrupt, one badly
 /// named file and one temp file; returns the corrupt entry's path.
 fs::path fill_for_maintenance(const fs::path& dir) {
   DiskStore store(options_for(dir));
-  REQUIRE(store.store(EntryKind::spirv, KernelKey{5, 1}, kDevice, make_payload(1000, 30), 1));
-  REQUIRE(store.store(EntryKind::spirv, KernelKey{5, 2}, kDevice, make_payload(2000, 31), 1));
-  REQUIRE(store.store(EntryKind::vk_pipeline_cache, KernelKey{5, 3}, kDevice, make_payload(32, 32), 1));
-  REQUIRE(store.store(EntryKind::spirv, KernelKey{5, 4}, kDevice, make_payload(500, 33), 1));
-  const fs::path corrupt = entry_path(dir, EntryKind::spirv, KernelKey{5, 4});
+  REQUIRE(store.store(kAnyBytes, KernelKey{5, 1}, kDevice, make_payload(1000, 30), 1));
+  REQUIRE(store.store(kAnyBytes, KernelKey{5, 2}, kDevice, make_payload(2000, 31), 1));
+  REQUIRE(store.store(EntryKind::vk_pipeline_cache, KernelKey{5, 3}, kDevice, pipeline_cache_payload(32, 32), 1));
+  REQUIRE(store.store(kAnyBytes, KernelKey{5, 4}, kDevice, make_payload(500, 33), 1));
+  const fs::path corrupt = entry_path(dir, kAnyBytes, KernelKey{5, 4});
   modify(corrupt, [](Bytes& b) { b.back() ^= 1; });
   write_file(corrupt.parent_path() / "notes.txt", Bytes{'x'});
   write_file(corrupt.parent_path() / kTempName, Bytes{'y'});
@@ -749,7 +764,7 @@ TEST_CASE("list, remove_invalid and clear", "[l2][maintenance]") {
   REQUIRE(after.size() == 1);
   CHECK(after[0].path.filename() == "notes.txt");
   CHECK(files_named(t.path, kTempName) == 1);  // a writer in progress is left alone
-  CHECK_FALSE(store.load(EntryKind::spirv, KernelKey{5, 1}, kDevice));
+  CHECK_FALSE(store.load(kAnyBytes, KernelKey{5, 1}, kDevice));
 }
 
 TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
@@ -765,14 +780,14 @@ TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
   CHECK(j["directory"] == dir.string());
   CHECK(j["enabled"] == true);
   CHECK(j["entries"] == 5);
-  CHECK(j["kinds"]["spirv"]["entries"] == 4);
+  CHECK(j["kinds"]["glbin"]["entries"] == 4);
   CHECK(j["kinds"]["vkpc"]["entries"] == 1);
   CHECK(j["total_bytes"].get<std::uint64_t>() == bytes_on_disk(dir) - 1);  // minus the temp file
 
   std::tie(rc, out) = run_command(probe + "stats");
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Matchers::Contains(dir.string()));
-  CHECK_THAT(out, Catch::Matchers::Contains("spirv"));
+  CHECK_THAT(out, Catch::Matchers::Contains("glbin"));
 
   std::tie(rc, out) = run_command(probe + "verify --json");
   CHECK(rc == 1);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "support/cache_fixtures.hpp"
+#include "support/valid_payloads.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/version.hpp"
 
@@ -62,12 +63,7 @@ DeviceFingerprint fingerprint(const std::string& text) {
 const DeviceFingerprint kDevice = fingerprint("backend=test;model=untrusted;vgpu_cache_format=1");
 constexpr KernelKey kKey{0x0123456789abcdefull, 0x0011223344556677ull};
 
-Bytes make_payload(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  Bytes b(n);
-  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-  return b;
-}
+using vgpu_test::payload_for;  // payloads each kind's payload check accepts
 
 fs::path format_dir(const fs::path& dir) { return dir / ("v" + std::to_string(vgpu::kCacheFormatVersion)); }
 
@@ -106,7 +102,7 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
 std::string valid_entry(EntryKind kind, const KernelKey& key, std::size_t payload_bytes) {
   TempDir scratch("l2u-scratch-");
   DiskStore store(options_for(scratch.path));
-  REQUIRE(store.store(kind, key, kDevice, make_payload(payload_bytes, 7), 0));
+  REQUIRE(store.store(kind, key, kDevice, payload_for(kind, payload_bytes, 7), 0));
   return read_text(format_dir(scratch.path) / std::string(vgpu::cache::to_string(kind)) / entry_name(key));
 }
 
@@ -244,7 +240,7 @@ TEST_CASE("a symlinked v<format> folder: nothing it points to is read, written o
     DiskStore store(options_for(dir, 60000));
     CHECK_FALSE(store.enabled());
     CHECK_FALSE(store.load(EntryKind::spirv, kKey, kDevice));
-    CHECK_FALSE(store.store(EntryKind::spirv, KernelKey{1, 1}, kDevice, make_payload(100, 1), 1));
+    CHECK_FALSE(store.store(EntryKind::spirv, KernelKey{1, 1}, kDevice, payload_for(EntryKind::spirv, 100, 1), 1));
     const auto items = store.list(true);
     CHECK(items.size() == 1);
     check_folder_reported(items, format_dir(dir));
@@ -257,14 +253,14 @@ TEST_CASE("a symlinked v<format> folder: nothing it points to is read, written o
   SECTION("a running store whose v<format> folder becomes a symlink turns L2 off without touching it") {
     DiskStore store(options_for(dir, 60000));
     REQUIRE(store.enabled());
-    REQUIRE(store.store(EntryKind::spirv, KernelKey{1, 2}, kDevice, make_payload(100, 2), 1));
+    REQUIRE(store.store(EntryKind::spirv, KernelKey{1, 2}, kDevice, payload_for(EntryKind::spirv, 100, 2), 1));
     fs::remove_all(format_dir(dir));
     fs::create_directory_symlink(outside, format_dir(dir));
     LoadOutcome outcome = LoadOutcome::hit;
     CHECK_FALSE(store.load(EntryKind::spirv, kKey, kDevice, &outcome));  // the outside entry is valid for kKey
     CHECK(outcome == LoadOutcome::disabled);
     for (std::uint64_t i = 0; i < 8; ++i)  // 8 × 10 kB over a 60 kB cap: would evict
-      CHECK_FALSE(store.store(EntryKind::spirv, KernelKey{2, i}, kDevice, make_payload(10000, 3), 1));
+      CHECK_FALSE(store.store(EntryKind::spirv, KernelKey{2, i}, kDevice, payload_for(EntryKind::spirv, 10000, 3), 1));
     CHECK(store.stats().write_failures == 8);
     CHECK(store.stats().evictions == 0);
     store.reject(EntryKind::spirv, kKey, "driver");
@@ -299,14 +295,14 @@ TEST_CASE("symlinked or non-directory kind folders: L2 is off for those kinds an
   CHECK_FALSE(store.load(EntryKind::spirv, kKey, kDevice, &outcome));  // outside/spirv holds a valid kKey entry
   CHECK(outcome == LoadOutcome::disabled);
   CHECK_FALSE(store.load(EntryKind::gl_program_binary, kKey, kDevice));
-  CHECK_FALSE(store.store(EntryKind::spirv, KernelKey{3, 1}, kDevice, make_payload(100, 4), 1));
-  CHECK_FALSE(store.store(EntryKind::cuda_binary, KernelKey{3, 2}, kDevice, make_payload(100, 4), 1));
-  CHECK_FALSE(store.store(EntryKind::selection, KernelKey{3, 3}, kDevice, make_payload(100, 4), 1));
+  CHECK_FALSE(store.store(EntryKind::spirv, KernelKey{3, 1}, kDevice, payload_for(EntryKind::spirv, 100, 4), 1));
+  CHECK_FALSE(store.store(EntryKind::cuda_binary, KernelKey{3, 2}, kDevice, payload_for(EntryKind::cuda_binary, 100, 4), 1));
+  CHECK_FALSE(store.store(EntryKind::selection, KernelKey{3, 3}, kDevice, payload_for(EntryKind::selection, 100, 4), 1));
   CHECK(store.stats().write_failures == 3);
 
   // vkpc still works; enough of it goes over the cap, and eviction only deletes vkpc entries.
   for (std::uint64_t i = 0; i < 10; ++i)
-    REQUIRE(store.store(EntryKind::vk_pipeline_cache, KernelKey{4, i}, kDevice, make_payload(10000, 5), 100));
+    REQUIRE(store.store(EntryKind::vk_pipeline_cache, KernelKey{4, i}, kDevice, payload_for(EntryKind::vk_pipeline_cache, 10000, 5), 100));
   CHECK(store.stats().evictions >= 4);
   REQUIRE(store.load(EntryKind::vk_pipeline_cache, KernelKey{4, 9}, kDevice));
 
@@ -341,7 +337,7 @@ TEST_CASE("a symlinked kind folder gives one warning naming it with a Fix hint",
     DiskStore store(options_for(dir));
     for (std::uint64_t i = 0; i < 3; ++i) {
       c.expect(!store.load(EntryKind::spirv, kKey, kDevice), "a load through the symlink hit");
-      c.expect(!store.store(EntryKind::spirv, KernelKey{5, i}, kDevice, make_payload(100, 6), 1),
+      c.expect(!store.store(EntryKind::spirv, KernelKey{5, i}, kDevice, payload_for(EntryKind::spirv, 100, 6), 1),
                "a store through the symlink succeeded");
     }
   });
@@ -445,13 +441,13 @@ TEST_CASE("FIFOs, sockets, directories, devices and symlinks planted as entries:
       LoadOutcome outcome = LoadOutcome::hit;
       c.expect(!store.load(EntryKind::spirv, key, kDevice, &outcome), "a load of " + key.hex() + " hit");
       c.expect(outcome == LoadOutcome::rejected, "a load of " + key.hex() + " was not counted as rejected");
-      c.expect(!store.store(EntryKind::spirv, key, kDevice, make_payload(100, 7), 1),
+      c.expect(!store.store(EntryKind::spirv, key, kDevice, payload_for(EntryKind::spirv, 100, 7), 1),
                "a store replaced the non-file at " + key.hex());
     }
     c.expect(store.stats().rejected.at("type") == planted_keys.size(), "rejections are not counted under 'type'");
     // Other keys work, and enough of them evict (the walk meets every planted thing).
     for (std::uint64_t i = 0; i < 10; ++i)
-      c.expect(store.store(EntryKind::spirv, KernelKey{7, i}, kDevice, make_payload(10000, 8), 100),
+      c.expect(store.store(EntryKind::spirv, KernelKey{7, i}, kDevice, payload_for(EntryKind::spirv, 10000, 8), 100),
                "a plain store failed");
     c.expect(store.stats().evictions >= 4, "no eviction ran");
     c.expect(static_cast<bool>(store.load(EntryKind::spirv, KernelKey{7, 9}, kDevice)), "the newest entry is gone");
@@ -516,7 +512,7 @@ TEST_CASE("a read-only directory as a non-root user: clear and remove_invalid sa
   {
     DiskStore store(options_for(dir));
     for (std::uint64_t i = 0; i < 3; ++i)
-      REQUIRE(store.store(EntryKind::spirv, KernelKey{8, i}, kDevice, make_payload(1000, 9), 1));
+      REQUIRE(store.store(EntryKind::spirv, KernelKey{8, i}, kDevice, payload_for(EntryKind::spirv, 1000, 9), 1));
   }
   const fs::path corrupt = format_dir(dir) / "spirv" / entry_name(KernelKey{8, 0});
   {
@@ -575,15 +571,15 @@ TEST_CASE("rm -rf of the cache directory between two stores: the second store re
   const fs::path dir = t.path / "cache";
   DiskStore store(options_for(dir));
   REQUIRE(store.enabled());
-  REQUIRE(store.store(EntryKind::spirv, KernelKey{9, 1}, kDevice, make_payload(500, 10), 1));
+  REQUIRE(store.store(EntryKind::spirv, KernelKey{9, 1}, kDevice, payload_for(EntryKind::spirv, 500, 10), 1));
   fs::remove_all(dir);
-  REQUIRE(store.store(EntryKind::spirv, KernelKey{9, 2}, kDevice, make_payload(600, 11), 1));
+  REQUIRE(store.store(EntryKind::spirv, KernelKey{9, 2}, kDevice, payload_for(EntryKind::spirv, 600, 11), 1));
   CHECK(fs::is_regular_file(format_dir(dir) / "spirv" / entry_name(KernelKey{9, 2})));
   CHECK(store.enabled());
   CHECK(store.load(EntryKind::spirv, KernelKey{9, 2}, kDevice));
   // Removed again, this time with another kind: made again too.
   fs::remove_all(dir);
-  REQUIRE(store.store(EntryKind::gl_program_binary, KernelKey{9, 3}, kDevice, make_payload(700, 12), 1));
+  REQUIRE(store.store(EntryKind::gl_program_binary, KernelKey{9, 3}, kDevice, payload_for(EntryKind::gl_program_binary, 700, 12), 1));
   CHECK(store.load(EntryKind::gl_program_binary, KernelKey{9, 3}, kDevice));
   CHECK(store.stats().write_failures == 0);
   // A new store on the removed directory is on as well.

@@ -336,9 +336,9 @@ TEST_CASE("L2 damage: a well-formed entry that is not SPIR-V is rejected and rec
   INFO(run.output);
   REQUIRE(run.ok());
   CHECK(run.count("source_compiles") == 1);
-  CHECK(run.count("l2_hits") == 0);  // the store handed it out, but the backend refused it
+  CHECK(run.count("l2_hits") == 0);  // the store's payload check refused it (not SPIR-V)
   CHECK(run.count("l2_rejected") == 1);
-  CHECK_THAT(run.text("store_rejected"), Catch::Matchers::Contains("not_SPIR-V:1"));
+  CHECK_THAT(run.text("store_rejected"), Catch::Matchers::Contains("invalid:1"));
 
   const ChildRun again = run_child(dir);
   INFO(again.output);
@@ -361,9 +361,10 @@ TEST_CASE("L2 damage: a garbage pipeline-cache entry is rejected before the driv
   for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<std::uint8_t>(i * 37 + 11);
   REQUIRE(store.store(EntryKind::vk_pipeline_cache, key, info.fingerprint, garbage, 0));
 
+  // The store's payload check refuses it (its header size is not 32): "invalid".
   const auto header_rejects = [&] {
     const auto r = store.stats().rejected;
-    const auto it = r.find("header");
+    const auto it = r.find("invalid");
     return it == r.end() ? std::uint64_t{0} : it->second;
   };
   const std::uint64_t rejected_before = header_rejects();
@@ -419,8 +420,9 @@ TEST_CASE("L2 damage: a pipeline-cache blob with this device's header but a garb
 
 TEST_CASE("an L2 SPIR-V entry with the magic but a broken body is rejected and recompiled",
           "[vulkan][l2][corrupt]") {
-  // vkCreateShaderModule accepts it (lavapipe does not validate SPIR-V) and the pipeline build
-  // fails: compile() must reject the entry and recompile, not fail in every later process.
+  // Found before payloads were validated: vkCreateShaderModule accepted it (lavapipe does not
+  // validate SPIR-V) and the pipeline build failed. Now the store's validator refuses it; either
+  // way compile() must reject the entry and recompile, not fail in every later process.
   TempDir tmp("vk-");
   const fs::path dir = cache_dir_in(tmp);
   vgpu::Device device = vulkan_device();

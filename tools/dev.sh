@@ -4,10 +4,13 @@
 #
 #   tools/dev.sh build          install missing packages, configure and build
 #   tools/dev.sh run            ... then run build/bin/vgpu-probe and build/bin/vgpu-demo
-#   tools/dev.sh test [ARGS]    ... then ctest (extra ARGS go to ctest, e.g. -R cache)
+#   tools/dev.sh test [ARGS]    ... then ctest (extra ARGS go to ctest, e.g. -R cache); with no
+#                               ARGS (as CI runs it) also each fuzz target for 30 s
 #   tools/dev.sh bench          ... then every build/bin/vgpu-bench-*
 #   tools/dev.sh sanitize [ARGS] configure and build build-sanitize/ with ASan+UBSan
 #                               (VGPU_SANITIZE=address,undefined), then ctest there
+#   tools/dev.sh fuzz [SECONDS] ... then the fuzz targets (build-fuzz/, clang), SECONDS each
+#                               (default 300), on the seed corpora the test suite writes
 #
 # Environment: VGPU_JOBS (build parallelism, default 2).
 set -euo pipefail
@@ -16,12 +19,17 @@ set -euo pipefail
 PACKAGES=(
   g++ cmake ninja-build pkg-config python3-glad
   libegl1 libegl-mesa0 libgl1-mesa-dri libvulkan-dev mesa-vulkan-drivers
-  glslc glslang-tools libshaderc-dev
+  glslc glslang-tools libshaderc-dev spirv-tools spirv-headers
   libtbb-dev libxsimd-dev catch2 libxxhash-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev vulkan-tools mesa-utils
+  clang-14 libclang-rt-14-dev
 )
 
 BUILD_DIR=build
+FUZZ_DIR=build-fuzz
+# The libFuzzer targets (tests/fuzz/<name>_fuzz.cpp → build-fuzz/bin/vgpu-fuzz-<name>).
+FUZZ_TARGETS=(l2_entry selection spirv)
+CI_FUZZ_SECONDS=30
 START_NS=$(date +%s%N)
 TEMP_DIRS=()
 
@@ -30,7 +38,7 @@ say() { printf 'dev.sh: %s\n' "$*"; }
 
 # Prints usage on stderr and exits 2.
 usage() {
-  sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -90,14 +98,20 @@ run_tools() {
   "${BUILD_DIR}/bin/vgpu-demo"
 }
 
-# Runs ctest with throwaway shader and kernel caches, so tests never touch ~/.cache.
-run_tests() {
+# Points the shader and kernel caches at a throwaway directory, so tests never touch ~/.cache.
+use_test_caches() {
   local tmp
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-test.XXXXXX")
   TEMP_DIRS+=("$tmp")
   mkdir -p "$tmp/mesa" "$tmp/vgpu"
   export MESA_SHADER_CACHE_DIR="$tmp/mesa" VGPU_CACHE_DIR="$tmp/vgpu"
-  say "testing (caches in $tmp)"
+  say "caches in $tmp"
+}
+
+# Runs ctest with throwaway caches.
+run_tests() {
+  use_test_caches
+  say "testing"
   ctest --test-dir "${BUILD_DIR}" --output-on-failure --no-tests=error -j2 "$@"
 }
 
@@ -118,6 +132,45 @@ run_sanitized_tests() {
   # Selection tests that assert which of several devices measured fastest (injected latencies
   # of 1-3 ms against instrumented code) are left to the plain build.
   run_tests -E 'selection\.(the fastest device is chosen|devices within 30%|a big problem is probed|a device that fails at dispatch|on this machine)' "$@"
+}
+
+# Configures build-fuzz/ with clang (VGPU_FUZZ=ON, no GPU backend) and builds the fuzz targets.
+build_fuzz() {
+  say "configuring ${FUZZ_DIR}/ (clang-14, libFuzzer, ASan + UBSan)"
+  cmake -S . -B "${FUZZ_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DVGPU_FUZZ=ON \
+    -DVGPU_WITH_OPENGL=OFF -DVGPU_WITH_VULKAN=OFF -DVGPU_WITH_CUDA=OFF -DBUILD_TESTING=OFF -DVGPU_BUILD_BENCH=OFF
+  say "building the fuzz targets"
+  cmake --build "${FUZZ_DIR}" -j"${VGPU_JOBS:-2}" --target vgpu-fuzz
+}
+
+# Runs every fuzz target for $1 seconds on its corpora: build-fuzz/corpus/<name> (where it
+# keeps what it finds), build/fuzz-corpus/<name> (written by the fuzz_corpus tests) and
+# tests/fuzz/corpus/<name> (committed). Any crash, leak, timeout or sanitizer report fails;
+# the input that caused it is left in build-fuzz/artifacts/. Prints runs, coverage and speed.
+run_fuzz() {
+  local seconds=$1 t name log dirs d
+  for t in "${FUZZ_TARGETS[@]}"; do
+    name=vgpu-fuzz-${t//_/-}
+    mkdir -p "${FUZZ_DIR}/corpus/$t" "${FUZZ_DIR}/artifacts"
+    dirs=("${FUZZ_DIR}/corpus/$t")
+    for d in "${BUILD_DIR}/fuzz-corpus/$t" "tests/fuzz/corpus/$t"; do
+      if [[ -d $d ]]; then dirs+=("$d"); fi
+    done
+    log="${FUZZ_DIR}/$name.log"
+    say "fuzzing $name for ${seconds}s (corpora: ${dirs[*]})"
+    if ! "${FUZZ_DIR}/bin/$name" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 \
+      -artifact_prefix="${FUZZ_DIR}/artifacts/$name-" "${dirs[@]}" >"$log" 2>&1; then
+      tail -n 60 "$log" >&2
+      say "$name failed: the log is $log, the input in ${FUZZ_DIR}/artifacts/" >&2
+      return 1
+    fi
+    local done_line runs
+    done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    done_line=${done_line#*DONE}
+    say "$name: ${runs:-?} runs, ${done_line#"${done_line%%[![:space:]]*}"}"
+  done
 }
 
 # Runs every benchmark executable build/bin/vgpu-bench-*.
@@ -141,6 +194,7 @@ main() {
   case "$cmd" in
     build | run | bench) (($# == 0)) || usage ;;
     test | sanitize) ;;
+    fuzz) (($# <= 1)) && [[ ${1:-300} =~ ^[1-9][0-9]*$ ]] || usage ;;
     -h | --help | help) usage ;;
     *) say "unknown command '$cmd'" >&2; usage ;;
   esac
@@ -161,8 +215,21 @@ main() {
   case "$cmd" in
     build) ;;
     run) run_tools ;;
-    test) run_tests "$@" ;;
+    test)
+      run_tests "$@"
+      if (($# == 0)); then
+        build_fuzz
+        run_fuzz "${CI_FUZZ_SECONDS}"
+      fi
+      ;;
     bench) run_benches ;;
+    fuzz)
+      use_test_caches
+      say "writing the seed corpora (the fuzz_corpus tests)"
+      ctest --test-dir "${BUILD_DIR}" --output-on-failure --no-tests=error -R '^fuzz_corpus\.'
+      build_fuzz
+      run_fuzz "${1:-300}"
+      ;;
   esac
 }
 

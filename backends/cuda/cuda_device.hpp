@@ -140,8 +140,8 @@ class CudaDevice final : public DeviceImpl {
   // Loads the copy_segments kernel once (L3 fatbin, else NVRTC); leaves copy_fn_ null when
   // neither works, and small round trips then use memcpys.
   void load_copy_kernel();
-  // Loads k.module from L2 or NVRTC (an L2 image the driver refuses is dropped and rebuilt);
-  // returns the last cuModuleLoadData result.
+  // Loads k.module from L2 or NVRTC (an L2 image the driver refuses, or that lacks the entry
+  // point, is dropped and rebuilt); returns the last cuModuleLoadData result.
   CUresult load_compiled(CudaKernelImpl& k, const KernelSource& source, const CompileOptions& options);
   // Module image (cubin or PTX) from L2 or NVRTC; *from_l2 says which.
   std::vector<std::uint8_t> image_for(const KernelSource& source, const CompileOptions& options, bool use_l2,

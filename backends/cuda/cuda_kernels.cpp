@@ -9,6 +9,7 @@
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/cache/payload_check.hpp"
 #include "vgpu/cache/precompiled.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -31,15 +32,15 @@ std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, cons
                    cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint), info_.fingerprint);
   if (l2.enabled() && use_l2) {
     if (auto blob = l2.load()) {
-      // The driver must only see an ELF cubin or NUL-terminated PTX: it reads PTX up to the NUL.
-      const bool elf =
-          blob->size() > 4 && (*blob)[0] == 0x7f && (*blob)[1] == 'E' && (*blob)[2] == 'L' && (*blob)[3] == 'F';
-      if (elf || (!blob->empty() && blob->back() == 0)) {
+      // The driver must only see a well-formed ELF cubin or NUL-terminated PTX (it takes no
+      // length). DiskStore::load has checked that already (cache::payload_problem); checked
+      // again here because the driver reads past the end of anything else.
+      if (cache::cuda_image_problem(*blob).empty()) {
         l2.hit();
         *from_l2 = true;
         return std::move(*blob);
       }
-      l2.reject("not a module image");
+      l2.reject("invalid");
     }
   }
   if (!nvrtc_)
@@ -99,6 +100,16 @@ CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source
   std::vector<std::uint8_t> image = image_for(source, options, true, &from_l2);
   make_current();
   CUresult r = fn_.cuModuleLoadData(&k.module, image.data());
+  if (r == CUDA_SUCCESS && from_l2) {
+    // A cached image the driver loads but that lacks the entry point (a damaged or foreign
+    // module) is refused too: otherwise every later process would fail on it.
+    CUfunction probe = nullptr;
+    r = fn_.cuModuleGetFunction(&probe, k.module, source.cuda_entry.c_str());
+    if (r != CUDA_SUCCESS) {
+      fn_.cuModuleUnload(k.module);
+      k.module = nullptr;
+    }
+  }
   if (r != CUDA_SUCCESS && from_l2) {
     // The driver refused a cached image: drop it and build from source.
     KernelL2Entry(counters(), cache::EntryKind::cuda_binary,

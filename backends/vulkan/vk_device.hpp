@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/vulkan/spirv_interface.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vk_instance.hpp"
 
@@ -119,10 +120,11 @@ class VulkanDevice final : public DeviceImpl {
   Allocation allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage);
   std::uint32_t memory_type(std::uint32_t bits, VkMemoryPropertyFlags want) const;
   Layouts layouts_for(const std::vector<std::uint32_t>& slots, std::uint32_t push_bytes);
-  // SPIR-V from L3, L2 (when use_l2) or the GLSL compiler; *from_l2 tells whether the disk
-  // supplied it, so a driver refusal can drop that entry and compile instead.
-  std::vector<std::uint32_t> spirv_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
-                                       bool* from_l2);
+  // SPIR-V from L3, L2 (when use_l2) or the GLSL compiler that fits pipeline (an L2 module
+  // that does not is dropped; a compiled one that does not throws compile_error); *from_l2
+  // tells whether the disk supplied it, so a driver refusal can drop that entry and compile.
+  std::vector<std::uint32_t> spirv_for(const KernelSource& source, const CompileOptions& options,
+                                       const PipelineInterface& pipeline, bool use_l2, bool* from_l2);
   void load_pipeline_cache();
   void save_pipeline_cache();
 

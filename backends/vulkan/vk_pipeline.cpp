@@ -4,10 +4,12 @@
 #include <cstring>
 
 #include "backends/vulkan/glsl_compiler.hpp"
+#include "backends/vulkan/spirv_interface.hpp"
 #include "core/kernels/glsl_source.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/cache/payload_check.hpp"
 #include "vgpu/cache/precompiled.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -40,14 +42,13 @@ void VulkanDevice::load_pipeline_cache() {
   if (auto blob = store.load(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint),
                              physical_.info.fingerprint, &outcome)) {
     // The driver must only see data whose 32-byte header names this exact device and cache
-    // UUID; anything else is dropped here rather than trusted to the driver.
+    // UUID; anything else is dropped here rather than trusted to the driver. (The store has
+    // already checked the device-independent part: size, headerSize 32, version one.)
     const auto& p = physical_.properties;
-    bool ok = blob->size() >= 32;
-    std::uint32_t header[4] = {};
-    if (ok) std::memcpy(header, blob->data(), sizeof header);
-    ok = ok && header[0] >= 32 && header[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && header[2] == p.vendorID &&
-         header[3] == p.deviceID && std::memcmp(blob->data() + 16, p.pipelineCacheUUID, VK_UUID_SIZE) == 0;
-    if (ok) {
+    cache::PipelineCacheIdentity self{p.vendorID, p.deviceID, {}};
+    static_assert(sizeof self.uuid == VK_UUID_SIZE);
+    std::memcpy(self.uuid.data(), p.pipelineCacheUUID, VK_UUID_SIZE);
+    if (const std::string why = cache::pipeline_cache_problem(*blob, &self); why.empty()) {
       data = std::move(*blob);
       ++open_l2_hits_;
     } else {
@@ -61,7 +62,16 @@ void VulkanDevice::load_pipeline_cache() {
   ci.initialDataSize = data.size();
   ci.pInitialData = data.empty() ? nullptr : data.data();
   if (fn_.vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_) != VK_SUCCESS) {
-    ci.initialDataSize = 0;  // the driver refused the blob: start empty
+    pipeline_cache_ = VK_NULL_HANDLE;
+    if (!data.empty()) {
+      // The driver refused the blob: drop it (or every later process would be refused too)
+      // and start empty.
+      store.reject(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint), "driver");
+      --open_l2_hits_;
+      ++open_l2_rejected_;
+      data.clear();
+    }
+    ci.initialDataSize = 0;
     ci.pInitialData = nullptr;
     check_vk(fn_.vkCreatePipelineCache(device_, &ci, nullptr, &pipeline_cache_), "vkCreatePipelineCache");
   }
@@ -115,32 +125,46 @@ VulkanDevice::Layouts VulkanDevice::layouts_for(const std::vector<std::uint32_t>
 }
 
 std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, const CompileOptions& options,
-                                                   bool use_l2, bool* from_l2) {
+                                                   const PipelineInterface& pipeline, bool use_l2, bool* from_l2) {
   *from_l2 = false;
+  // The driver only ever sees a module whose descriptors, push constants and workgroup size
+  // match the pipeline built for it: a mismatch is undefined behaviour (lavapipe crashed on
+  // resealed L2 entries with a damaged Binding literal). From L2 it costs a recompile; from L3
+  // or the GLSL compiler it is the kernel's own error, and nothing is stored.
+  auto check = [&](const std::vector<std::uint32_t>& words) {
+    if (std::string mismatch = spirv_interface_problem(words, pipeline); !mismatch.empty())
+      fail(ErrorCategory::compile_error, "GLSL kernel '" + source.name + "' compiled, but " + mismatch + ".",
+           "declare every buffer the GLSL uses in KernelSource::bindings (set 0, its binding as the slot), keep the "
+           "VGPU_PARAMS block within KernelSource::params_size, and leave the workgroup size to CompileOptions.");
+    return words;
+  };
   // L3: built-in kernels ship as SPIR-V compiled by glslc at build time.
   if (const auto* pre = cache::find_precompiled_spirv(source.glsl, options.defines)) {
     counters().l3_hits.fetch_add(1, std::memory_order_relaxed);
-    return *pre;
+    return check(*pre);
   }
-  // L2: SPIR-V of user kernels compiled by an earlier process.
+  // L2: SPIR-V of user kernels compiled by an earlier process; the store has validated it.
   const DeviceFingerprint& fp = physical_.info.fingerprint;
   KernelL2Entry l2(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp);
   if (l2.enabled() && use_l2) {
     if (auto blob = l2.load()) {
       std::vector<std::uint32_t> words(blob->size() / 4);
       if (blob->size() % 4 == 0 && !words.empty()) std::memcpy(words.data(), blob->data(), blob->size());
-      if (!words.empty() && words[0] == kSpirvMagic) {
+      if (words.empty() || words[0] != kSpirvMagic) {
+        l2.reject("not SPIR-V");  // the store's check refuses these first; kept for safety
+      } else if (!spirv_interface_problem(words, pipeline).empty()) {
+        l2.reject("invalid");
+      } else {
         l2.hit();
         *from_l2 = true;
         return words;
       }
-      l2.reject("not SPIR-V");
     }
   }
   const auto start = std::chrono::steady_clock::now();
   const std::string text = kernels::assemble_glsl(source.glsl, options.defines, options.workgroup_size,
                                                   kernels::GlslTarget::vulkan, 0);
-  std::vector<std::uint32_t> words = compile_glsl(text, source.name);
+  std::vector<std::uint32_t> words = check(compile_glsl(text, source.name));
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   l2.store(as_bytes(words), static_cast<std::uint64_t>(cost.count()));
@@ -183,7 +207,8 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
   k->set_layout = l.set_layout;
 
   bool from_l2 = false;
-  std::vector<std::uint32_t> words = spirv_for(source, options, true, &from_l2);
+  const PipelineInterface pipeline{k->slots, k->push_bytes, options.workgroup_size};
+  std::vector<std::uint32_t> words = spirv_for(source, options, pipeline, true, &from_l2);
   VkResult r = build_pipeline(*k, words, options);
   const bool out_of_memory = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;
   if (r != VK_SUCCESS && from_l2 && !out_of_memory) {
@@ -192,7 +217,7 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
     const DeviceFingerprint& fp = physical_.info.fingerprint;
     KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp)
         .reject("driver");
-    words = spirv_for(source, options, false, &from_l2);
+    words = spirv_for(source, options, pipeline, false, &from_l2);
     r = build_pipeline(*k, words, options);
   }
   if (r != VK_SUCCESS) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "disk_store_impl.hpp"
+#include "payload_check.hpp"
 #include "vgpu/cache/disk_store.hpp"
 
 namespace vgpu::cache {

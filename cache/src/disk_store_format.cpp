@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "payload_check.hpp"
 #include "vgpu/version.hpp"
 
 namespace vgpu::cache {
@@ -213,7 +214,10 @@ std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKin
     why = problem("fingerprint",
                   "written for the device '" + header->fingerprint_text + "', not for '" + *fingerprint_text + "'");
   if (!why && payload) {
-    if (auto bytes = read_payload(fd, *header, why)) *payload = std::move(*bytes);
+    if (auto bytes = read_payload(fd, *header, why)) {
+      why = check_payload(kind, *bytes);  // SPIR-V validated, ... (payload_check.hpp)
+      if (!why) *payload = std::move(*bytes);
+    }
   }
   return header;
 }

@@ -1,16 +1,13 @@
-// core/src/selection_store.cpp — selections as JSON in the L2 store.
+// core/src/selection_store.cpp — selections as JSON (selection_json.cpp) in the L2 store.
 #include "selection_store.hpp"
 
-#include <nlohmann/json.hpp>
-
+#include "selection_json.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/log.hpp"
 
 namespace vgpu::detail {
 namespace {
-
-constexpr int kPayloadVersion = 1;
 
 // The store checks an entry's fingerprint text on load: for a selection it is the key text
 // itself (every device's id and fingerprint), so a hash collision can never pass.
@@ -19,21 +16,8 @@ DeviceFingerprint key_fingerprint(const std::string& key_text) {
 }
 
 cache::KernelKey key_of(const std::string& key_text) {
-  return cache::KernelKey{cache::hash64("vgpu.selection.hi|" + key_text), cache::hash64("vgpu.selection.lo|" + key_text)};
-}
-
-nlohmann::json to_json(const Selection& s) {
-  nlohmann::json cands = nlohmann::json::array();
-  for (const auto& c : s.candidates)
-    cands.push_back({{"device", c.device}, {"eligible", c.eligible}, {"seconds", c.seconds}, {"runs", c.runs},
-                     {"note", c.note}});
-  return {{"version", kPayloadVersion},
-          {"op", s.op},
-          {"calibration_shape", s.calibration_shape},
-          {"size_class", s.size_class},
-          {"device", s.device},
-          {"calibration_seconds", s.calibration_seconds},
-          {"candidates", cands}};
+  return cache::KernelKey{cache::hash64("vgpu.selection.hi|" + key_text),
+                          cache::hash64("vgpu.selection.lo|" + key_text)};
 }
 
 }  // namespace
@@ -43,34 +27,33 @@ std::optional<Selection> load_selection(const std::string& key_text) {
   if (!store.enabled()) return std::nullopt;
   auto blob = store.load(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text));
   if (!blob) return std::nullopt;
-  try {
-    const auto j = nlohmann::json::parse(blob->begin(), blob->end());
-    if (j.at("version").get<int>() != kPayloadVersion) return std::nullopt;
-    Selection s;
-    s.op = j.at("op").get<std::string>();
-    s.calibration_shape = j.at("calibration_shape").get<Shape>();
-    s.size_class = j.at("size_class").get<std::uint32_t>();
-    s.device = j.at("device").get<std::string>();
-    s.calibration_seconds = j.at("calibration_seconds").get<double>();
-    for (const auto& c : j.at("candidates"))
-      s.candidates.push_back(SelectionCandidate{c.at("device").get<std::string>(), c.at("eligible").get<bool>(),
-                                                c.at("seconds").get<double>(), c.at("runs").get<int>(), false,
-                                                c.at("note").get<std::string>()});
-    if (s.device.empty() || s.candidates.empty()) return std::nullopt;
-    s.source = SelectionSource::persisted;
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    // The checksums passed, so this is a payload of another vgpu build: recalibrate over it.
-    log(LogLevel::warn, std::string("selection cache: unreadable entry (") + e.what() + "); recalibrating.");
-    store.reject(cache::EntryKind::selection, key_of(key_text), "unreadable selection");
+  std::string why;
+  auto s = selection_from_json(std::string_view(reinterpret_cast<const char*>(blob->data()), blob->size()), &why);
+  if (!s) {
+    // The checksums passed, so this was written so (another vgpu build, a tool, a hand edit):
+    // drop it, and the caller calibrates again and stores a fresh one.
+    drop_selection(key_text, why);
     return std::nullopt;
   }
+  return s;
+}
+
+void drop_selection(const std::string& key_text, const std::string& why) {
+  // The key text reads "select;v=1;op=<op>;class=<class>;devices=...": name the op and class.
+  const auto from = key_text.find("op="), to = key_text.find(";devices=");
+  std::string what = from != std::string::npos && to != std::string::npos && to > from
+                         ? key_text.substr(from + 3, to - from - 3)
+                         : std::string("?");
+  if (const auto semi = what.find(";class="); semi != std::string::npos) what.replace(semi, 7, " class ");
+  log(LogLevel::warn,
+      "selection cache: ignoring the stored selection for " + what + " (" + why + "); calibrating again.");
+  cache::DiskStore::global().reject(cache::EntryKind::selection, key_of(key_text), "invalid");
 }
 
 void store_selection(const std::string& key_text, const Selection& selection) {
   auto& store = cache::DiskStore::global();
   if (!store.enabled()) return;
-  const std::string text = to_json(selection).dump();
+  const std::string text = selection_to_json(selection);
   const auto cost_us = static_cast<std::uint64_t>(selection.calibration_seconds * 1e6);
   store.store(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text),
               {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us);

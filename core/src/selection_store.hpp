@@ -11,8 +11,13 @@
 namespace vgpu::detail {
 
 /// Returns the selection stored under key_text, or nothing (absent, disabled, damaged — a
-/// damaged entry is removed by the store).
+/// damaged entry is removed by the store; one whose JSON the strict reader refuses is dropped
+/// through drop_selection).
 std::optional<Selection> load_selection(const std::string& key_text);
+
+/// Deletes the selection stored under key_text, counted as rejected "invalid", with one
+/// warning naming why (the caller then calibrates again).
+void drop_selection(const std::string& key_text, const std::string& why);
 
 /// Stores selection under key_text (a no-op when the store is disabled, e.g. VGPU_CACHE_DISABLE=1).
 void store_selection(const std::string& key_text, const Selection& selection);

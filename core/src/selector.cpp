@@ -141,6 +141,23 @@ Shape probe_shape(const std::string& op, const Shape& shape) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// Why a selection read from disk does not belong to op's size_class on devices (empty when it
+// does): another op or class, a device that is not among them, or a choice that is not its
+// first eligible candidate.
+std::string persisted_problem(const Selection& s, const std::string& op, std::uint32_t size_class,
+                              const std::vector<DeviceInfo>& devices) {
+  if (s.op != op || s.size_class != size_class)
+    return "it is for '" + s.op + "' class " + std::to_string(s.size_class) + ", not '" + op + "' class " +
+           std::to_string(size_class);
+  for (const SelectionCandidate& c : s.candidates)
+    if (std::none_of(devices.begin(), devices.end(), [&](const DeviceInfo& d) { return d.id() == c.device; }))
+      return "it names device '" + c.device + "', which is not present";
+  const auto first = std::find_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible; });
+  if (first == s.candidates.end() || first->device != s.device)
+    return "its choice '" + s.device + "' is not its first eligible candidate";
+  return {};
+}
+
 std::string fmt_ratio(double r) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0fx", r);
@@ -354,9 +371,15 @@ Selector::Entry& Selector::entry_locked(const std::string& key, const std::strin
   const std::vector<DeviceInfo> devices = runtime_.devices();
   const std::string key_text = selection_key_text(op, size_class, devices);
   if (auto loaded = load_selection(key_text)) {
-    // A stored choice names only devices of this exact set (the key holds every fingerprint).
-    loaded->shape = shape;
-    return entries_[key] = Entry{*loaded, {}};
+    // The key holds every device's id and fingerprint, so a sound entry names only devices of
+    // this set; one naming another (written so by hand, a tool or another build) is dropped
+    // and calibrated over, never followed to a device that is not there.
+    if (std::string why = persisted_problem(*loaded, op, size_class, devices); !why.empty()) {
+      drop_selection(key_text, why);
+    } else {
+      loaded->shape = shape;
+      return entries_[key] = Entry{*loaded, {}};
+    }
   }
   Selection s = calibrate(op, shape, factory);
   // A device that failed may only have failed this once (out of memory, say): keep such a

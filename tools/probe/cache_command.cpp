@@ -223,7 +223,9 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   clear->callback([&action, options] { action = [options] { return run_clear(*options); }; });
 
   CLI::App* verify = cache->add_subcommand(
-      "verify", "Check every entry's header and checksum and list the bad ones (exit 1 when some remain)");
+      "verify",
+      "Check every entry's header, checksum and payload (SPIR-V validated, ...) and list the bad ones (exit 1 when "
+      "some remain)");
   verify->add_flag("--fix", options->fix,
                    "Delete the bad entries (only vgpu's own entry files: anything else is listed and left)");
   verify->add_flag("--json", options->json, "Print one JSON object");

@@ -60,7 +60,8 @@ struct DiskStoreStats {
   std::uint64_t evictions = 0;       ///< entries deleted by the size cap
   /// Entries rejected, by reason: "magic", "version", "header" (header checksum), "kind", "key",
   /// "fingerprint", "size", "checksum" (payload), "truncated", "type" (not a regular file: left
-  /// alone, never deleted), "unreadable" (cannot be opened), "name" (remove_invalid only), or
+  /// alone, never deleted), "unreadable" (cannot be opened), "name" (remove_invalid only), "invalid" (a payload
+  /// unsound for its kind: vgpu/cache/payload_check.hpp), or
   /// whatever a backend passed to reject() ("driver", ...).
   std::map<std::string, std::uint64_t> rejected;
 };
@@ -118,7 +119,8 @@ class DiskStore {
 
   /// Returns the payload stored for (kind, key) on the device fp, or nothing when absent or
   /// invalid. Checks magic, format version, header checksum, kind, key, fingerprint text, exact
-  /// file size and payload checksum; an entry failing one is deleted and counted in
+  /// file size, payload checksum and the payload itself (payload_problem: SPIR-V validated,
+  /// ...); an entry failing one is deleted and counted in
   /// stats().rejected. A non-regular file at the entry's name is never opened or deleted (a
   /// "type" rejection, one warning per path); an unusable kind folder is a miss (outcome
   /// disabled, one warning per folder). A hit refreshes the entry's modification time (its LRU age).
@@ -144,7 +146,7 @@ class DiskStore {
 
   /// Returns everything in the kind folders of the current format (temp files of writers in
   /// progress excluded), checking each entry's header; verify also reads each payload and
-  /// checks its checksum. Non-entries (other names, symlinks, FIFOs, devices, sockets,
+  /// checks its checksum and payload_problem(). Non-entries (other names, symlinks, FIFOs, devices, sockets,
   /// directories) are listed as invalid and never opened; unusable folders are listed too
   /// (DiskEntryInfo::folder). Works on the directory even when loads and stores are disabled.
   std::vector<DiskEntryInfo> list(bool verify) const;

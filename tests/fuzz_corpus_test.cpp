@@ -1,0 +1,177 @@
+// tests/fuzz_corpus_test.cpp — vgpu-test-fuzz-corpus: the payload checks accept everything vgpu
+// itself produces (every built-in kernel's embedded SPIR-V and a run-time compiled user kernel
+// pass SPIRV-Tools' validator and the pipeline interface check; real entries of every kind pass
+// DiskStore::list(true)), and, while at it, the seed corpora of the fuzz targets (tests/fuzz/)
+// are written from those real artifacts into VGPU_FUZZ_CORPUS_DIR/<target>/ in the build tree:
+//   spirv/     SPIR-V modules (L3 built-ins, the scale-add user kernel)
+//   selection/ persisted selection JSON (a real calibration on test devices, and an "only" one)
+//   l2_entry/  one flag byte + a real entry file of each kind (flags 0: as is; 7: resealed)
+// tools/dev.sh fuzz and test run this first, then the fuzz targets on these folders.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/kernels/glsl_source.hpp"
+#include "core/src/selection_json.hpp"
+#include "support/cache_fixtures.hpp"
+#include "support/scale_add_kernel.hpp"
+#include "support/test_backend.hpp"
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/payload_check.hpp"
+#include "vgpu/cache/precompiled.hpp"
+#include "vgpu/vgpu.hpp"
+#if VGPU_WITH_VULKAN
+#include "backends/vulkan/glsl_compiler.hpp"
+#include "backends/vulkan/spirv_interface.hpp"
+#endif
+
+#ifndef VGPU_FUZZ_CORPUS_DIR
+#error "VGPU_FUZZ_CORPUS_DIR must be defined by the build"
+#endif
+
+namespace vgpu_test {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::uint8_t>;
+using vgpu::cache::EntryKind;
+
+void write_seed(const std::string& target, const std::string& name, const Bytes& bytes) {
+  const fs::path dir = fs::path(VGPU_FUZZ_CORPUS_DIR) / target;
+  fs::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+Bytes bytes_of(const std::vector<std::uint32_t>& words) {
+  Bytes b(words.size() * 4);
+  std::memcpy(b.data(), words.data(), b.size());
+  return b;
+}
+
+Bytes bytes_of(const std::string& text) { return Bytes(text.begin(), text.end()); }
+
+/// Every built-in kernel plan vgpu compiles for GLSL (the L3 variants), on device.
+std::vector<vgpu::KernelPlan> builtin_plans(const vgpu::DeviceInfo& d) {
+  return {vgpu::ops::matmul(d, 33, 17, 45), vgpu::ops::axpy(d, 1000),         vgpu::ops::add(d, 1000),
+          vgpu::ops::mul(d, 1000),          vgpu::ops::reduce_sum(d, 100000), vgpu::ops::softmax_rows(d, 15, 17)};
+}
+
+#if VGPU_WITH_VULKAN
+std::string interface_problem(const std::vector<std::uint32_t>& words, const vgpu::KernelSource& source,
+                              const vgpu::CompileOptions& options) {
+  std::vector<std::uint32_t> slots;
+  for (const auto& b : source.bindings) slots.push_back(b.slot);
+  return vgpu::vulkan::spirv_interface_problem(words, {slots, (source.params_size + 3u) & ~3u, options.workgroup_size});
+}
+#endif
+
+/// The scale-add user kernel's SPIR-V as the Vulkan backend compiles it at run time.
+std::vector<std::uint32_t> scale_add_spirv() {
+#if VGPU_WITH_VULKAN
+  const auto options = scale_add_options();
+  const std::string text = vgpu::kernels::assemble_glsl(kScaleAddGlsl, options.defines, options.workgroup_size,
+                                                        vgpu::kernels::GlslTarget::vulkan, 0);
+  return vgpu::vulkan::compile_glsl(text, "test.vk_scale_add");
+#else
+  return {};
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("every SPIR-V vgpu produces passes the payload and interface checks (and seeds the spirv corpus)",
+          "[fuzz][corpus]") {
+#if !VGPU_WITH_VULKAN
+  SUCCEED("built without the Vulkan backend: no SPIR-V is produced");
+#else
+  // The built-in plans as ops.cpp makes them for a Vulkan device (their defines, e.g. the
+  // matmul tiling, depend on the device, and L3 holds exactly the Vulkan ones).
+  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
+  if (runtime.devices().empty()) {
+    WARN("no Vulkan device: the built-in kernels' plans cannot be made; checking the user kernel only");
+  }
+  int n = 0;
+  const std::vector<vgpu::KernelPlan> plans =
+      runtime.devices().empty() ? std::vector<vgpu::KernelPlan>{} : builtin_plans(runtime.devices().at(0));
+  for (const vgpu::KernelPlan& plan : plans) {
+    INFO(plan.source.name);
+    const auto* words = vgpu::cache::find_precompiled_spirv(plan.source.glsl, plan.options.defines);
+    REQUIRE(words);
+    CHECK(vgpu::cache::spirv_problem(bytes_of(*words)) == "");
+    CHECK(interface_problem(*words, plan.source, plan.options) == "");
+    write_seed("spirv", "builtin-" + std::to_string(n++) + ".spv", bytes_of(*words));
+  }
+  const auto user = scale_add_spirv();
+  CHECK(vgpu::cache::spirv_problem(bytes_of(user)) == "");
+  CHECK(interface_problem(user, scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl), scale_add_options()) == "");
+  write_seed("spirv", "scale-add.spv", bytes_of(user));
+#endif
+}
+
+TEST_CASE("real selections round trip through the strict reader (and seed the selection corpus)", "[fuzz][corpus]") {
+  std::vector<std::shared_ptr<TestDeviceKnobs>> knobs = {test_device(2000, "corpus"), test_device(0, "corpus"),
+                                                         test_device(2000, "corpus")};
+  vgpu::Runtime runtime(test_runtime_options(knobs));
+  const vgpu::Selection calibrated = runtime.explain("axpy", {1000});
+  vgpu::Runtime cpu(vgpu::test::only(vgpu::BackendKind::cpu));
+  const vgpu::Selection only = cpu.explain("matmul", {64, 64, 64});
+  int n = 0;
+  for (const vgpu::Selection& s : {calibrated, only}) {
+    const std::string text = vgpu::detail::selection_to_json(s);
+    INFO(text);
+    std::string why;
+    const auto back = vgpu::detail::selection_from_json(text, &why);
+    INFO(why);
+    REQUIRE(back);
+    CHECK(back->device == s.device);
+    CHECK(back->candidates.size() == s.candidates.size());
+    write_seed("selection", "selection-" + std::to_string(n++) + ".json", bytes_of(text));
+  }
+}
+
+TEST_CASE("real entries of every kind pass DiskStore::list(true) (and seed the l2_entry corpus)", "[fuzz][corpus]") {
+  vgpu::test::TempDir tmp("corpus-");
+  vgpu::cache::DiskStore store(vgpu::test::options_for(tmp.path));
+  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::cpu));
+  const vgpu::DeviceFingerprint fp = runtime.devices().at(0).fingerprint;
+  vgpu::Selection s = runtime.explain("axpy", {1000});
+  Bytes pipeline_cache(32, 0);
+  pipeline_cache[0] = 32, pipeline_cache[4] = 1;  // a header-only VkPipelineCache blob, as lavapipe writes
+  const std::string ptx =
+      std::string(".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n") + '\0';
+  Bytes gl_binary = {0x41, 0x87, 0, 0};  // a format word, then the driver's bytes
+  for (int i = 0; i < 64; ++i) gl_binary.push_back(static_cast<std::uint8_t>(i * 7));
+  const std::vector<std::pair<EntryKind, Bytes>> payloads = {
+      {EntryKind::spirv, bytes_of(scale_add_spirv())},
+      {EntryKind::vk_pipeline_cache, pipeline_cache},
+      {EntryKind::gl_program_binary, gl_binary},
+      {EntryKind::cuda_binary, bytes_of(ptx)},
+      {EntryKind::selection, bytes_of(vgpu::detail::selection_to_json(s))}};
+  std::uint64_t i = 0;
+  for (const auto& [kind, payload] : payloads) {
+    if (payload.empty()) continue;  // no SPIR-V without the Vulkan backend
+    REQUIRE(store.store(kind, vgpu::cache::KernelKey{0x5eed, ++i}, fp, payload, 100));
+  }
+  const auto listed = store.list(true);
+  REQUIRE(!listed.empty());
+  for (const auto& e : listed) {
+    INFO(e.path << ": " << e.problem);
+    CHECK(e.valid);
+    std::ifstream in(e.path, std::ios::binary);
+    const Bytes file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (std::uint8_t flags : {0, 7}) {
+      Bytes seed(file.size() + 1);
+      seed[0] = flags;
+      std::copy(file.begin(), file.end(), seed.begin() + 1);
+      write_seed("l2_entry", std::string(to_string(e.kind)) + "-" + std::to_string(flags) + ".bin", seed);
+    }
+  }
+}
+
+}  // namespace vgpu_test
