@@ -60,10 +60,11 @@ GlDevice::~GlDevice() {
 bool GlDevice::release() noexcept {
   std::lock_guard lock(g_live_mutex);
   g_live.erase(this);  // a leaked device must not be shut down again at exit
-  if (shut_down(default_deadline())) return true;
+  // The worker's last task (stop_w) itself waits up to timeout() for the GPU: allow for it.
+  if (shut_down(Deadline::after(timeout() * 2))) return true;
   try {
     log(LogLevel::warn, "OpenGL device '" + desc_.info.name + "' still runs work after " +
-                            std::to_string(timeout().count()) +
+                            std::to_string(2 * timeout().count()) +
                             " ms; its context thread is left to finish on its own and the device is not freed.");
   } catch (...) {  // nothing more to say without memory
   }

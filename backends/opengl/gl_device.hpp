@@ -120,7 +120,7 @@ class GlBatchImpl final : public RecordedBatchImpl {
 /// glClientWaitSync. A task that could not even start in time means the worker is stuck (on
 /// llvmpipe a dispatch runs to its end inside glDispatchCompute), and a fence that did not
 /// signal means work is still running: either way the device is marked lost and the worker
-/// abandoned (queued tasks dropped). Shutting down waits at most timeout() for the worker;
+/// abandoned (queued tasks dropped). Shutting down waits at most 2 × timeout() for the worker;
 /// a worker still busy then is left to end by itself, and the device object is leaked for it.
 /// Thread-safety: every DeviceImpl member may be called concurrently from any thread; members
 /// ending in _w and every GL object run on the worker thread only.
@@ -146,7 +146,8 @@ class GlDevice final : public DeviceImpl {
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
   void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
   void synchronize(const Deadline& deadline) override;
-  /// Shuts down within timeout(); false when the worker is still busy (the device is then leaked).
+  /// Shuts down within twice timeout() (the context's own last wait takes up to one); false
+  /// when the worker is still busy then (the device is then leaked).
   bool release() noexcept override;
 
   /// Releases the context and ends the worker now, while the driver is intact (process exit),
