@@ -67,31 +67,37 @@ vgpu::KernelSource spin_source() {
   for (int i = 0; i < 16; ++i) rounds16 += round;
   vgpu::KernelSource s;
   s.name = "test.spin";
-  s.glsl = "VGPU_PARAMS { uint n; uint outer; uint inner; uint pad0; } p;\n"
-           "layout(std430, binding = 0) buffer Data { uint data[]; };\n"
-           "void main() {\n"
-           "  const uint i = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
-           "  if (i >= p.n) return;\n"
-           "  uint x = data[i];\n"
-           "  for (uint o = 0u; o < p.outer; ++o)\n"
-           "    for (uint k = 0u; k < p.inner; ++k) { " + rounds16 + "}\n"
-           "  data[i] = x;\n"
-           "}\n";
-  s.cuda = "struct SpinParams { unsigned n, outer, inner, pad0; };\n"
-           "extern \"C\" __global__ void spin(unsigned* data, SpinParams p) {\n"
-           "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
-           "  if (i >= p.n) return;\n"
-           "  unsigned x = data[i];\n"
-           "  for (unsigned o = 0; o < p.outer; ++o)\n"
-           "    for (unsigned k = 0; k < p.inner; ++k) { " + rounds16 + "}\n"
-           "  data[i] = x;\n"
-           "}\n";
+  s.glsl =
+      "VGPU_PARAMS { uint n; uint outer; uint inner; uint pad0; } p;\n"
+      "layout(std430, binding = 0) buffer Data { uint data[]; };\n"
+      "void main() {\n"
+      "  const uint i = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
+      "  if (i >= p.n) return;\n"
+      "  uint x = data[i];\n"
+      "  for (uint o = 0u; o < p.outer; ++o)\n"
+      "    for (uint k = 0u; k < p.inner; ++k) { " +
+      rounds16 +
+      "}\n"
+      "  data[i] = x;\n"
+      "}\n";
+  s.cuda =
+      "struct SpinParams { unsigned n, outer, inner, pad0; };\n"
+      "extern \"C\" __global__ void spin(unsigned* data, SpinParams p) {\n"
+      "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
+      "  if (i >= p.n) return;\n"
+      "  unsigned x = data[i];\n"
+      "  for (unsigned o = 0; o < p.outer; ++o)\n"
+      "    for (unsigned k = 0; k < p.inner; ++k) { " +
+      rounds16 +
+      "}\n"
+      "  data[i] = x;\n"
+      "}\n";
   s.cuda_entry = "spin";
   s.params_size = sizeof(SpinParams);
-  s.bindings = {{0, vgpu::Access::read_write, "data",
-                 [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
-                   return std::uint64_t{pb.as<SpinParams>().n} * 4;
-                 }}};
+  s.bindings = {
+      {0, vgpu::Access::read_write, "data", [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
+         return std::uint64_t{pb.as<SpinParams>().n} * 4;
+       }}};
   return s;
 }
 
@@ -219,7 +225,7 @@ TEST_CASE("gpu timeout: a kernel looping for seconds hits the device's limit, lo
   REQUIRE_VGPU_ERROR(timeout, "time limit of 100 ms", spin.result(long_run));
   const double took = seconds_since(t0);
   INFO("the read gave up after " << took << " s; the kernel runs ~4 s (" << long_run.groups << " groups x "
-                                   << long_run.rounds << " rounds)");
+                                 << long_run.rounds << " rounds)");
   CHECK(took < 2.0);
   CHECK(device.lost());
   // Every later call on the lost device is refused at once, with how to get a fresh one.

@@ -6,6 +6,8 @@
 //
 // Wall-clock checks are generous upper bounds only: they prove a call gave up instead of
 // running its work to the end (which would take many seconds), never how fast it was.
+#include "core/src/timeout.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -18,7 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/src/timeout.hpp"
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/scoped_env.hpp"
@@ -92,7 +93,8 @@ std::vector<float> doubling_input(std::uint64_t n, double slow_ms, std::uint64_t
 }
 
 /// Calls pk on in (with limit when given) and checks out == 2 * in.
-void check_doubling(vgpu::PersistentKernel& pk, const std::vector<float>& in, const std::chrono::milliseconds* limit = nullptr) {
+void check_doubling(vgpu::PersistentKernel& pk, const std::vector<float>& in,
+                    const std::chrono::milliseconds* limit = nullptr) {
   std::vector<float> out(in.size(), kNaN);
   const vgpu::TensorArg args[] = {vgpu::TensorArg(in.data(), {in.size()}), vgpu::TensorArg(out.data(), {in.size()})};
   if (limit)
@@ -141,7 +143,8 @@ TEST_CASE("VGPU_TIMEOUT_MS: digits only, 0 = no limit, default 60000 ms, a bad v
   CHECK(parse_timeout_ms("0") == 0ms);
   CHECK(parse_timeout_ms("150") == 150ms);
   CHECK(parse_timeout_ms("1000000000000") == 1'000'000'000'000ms);
-  for (const char* bad : {"", "-5", "+5", " 5", "5 ", "1e3", "10ms", "abc", "0x10", "1000000000001", "99999999999999999999"}) {
+  for (const char* bad :
+       {"", "-5", "+5", " 5", "5 ", "1e3", "10ms", "abc", "0x10", "1000000000001", "99999999999999999999"}) {
     INFO("VGPU_TIMEOUT_MS='" << bad << "'");
     CHECK(!parse_timeout_ms(bad));
   }
@@ -192,8 +195,7 @@ TEST_CASE("CPU: a dispatch of sleeping workgroups stops at VGPU_TIMEOUT_MS and t
   check_doubling(pk, doubling_input(5000, 0, 1));
 }
 
-TEST_CASE("CPU: a workgroup polling CpuWorkgroup::expired() ends early and the call raises timeout",
-          "[timeout][cpu]") {
+TEST_CASE("CPU: a workgroup polling CpuWorkgroup::expired() ends early and the call raises timeout", "[timeout][cpu]") {
   vgpu::Runtime runtime(cpu_only());
   vgpu::Device device = runtime.open("cpu:0");
   device.set_timeout(100ms);
@@ -212,7 +214,8 @@ TEST_CASE("CPU: a workgroup polling CpuWorkgroup::expired() ends early and the c
   const vgpu::Kernel k = device.compile(s, {});
   const vgpu::BindingSet set = device.bind(k, std::span<const vgpu::Binding>{});
   const auto t0 = Clock::now();
-  REQUIRE_VGPU_ERROR(timeout, "running CPU kernel 'test.polling'", device.dispatch(k, set, vgpu::ParamsBlock{}, {1, 1, 1}));
+  REQUIRE_VGPU_ERROR(timeout, "running CPU kernel 'test.polling'",
+                     device.dispatch(k, set, vgpu::ParamsBlock{}, {1, 1, 1}));
   CHECK(seconds_since(t0) < 5.0);
   CHECK(saw_expiry);
   CHECK(!device.lost());
@@ -223,12 +226,14 @@ TEST_CASE("CPU: a workgroup polling CpuWorkgroup::expired() ends early and the c
   REQUIRE_VGPU_ERROR(invalid_argument, "negative time limit", device.set_timeout(-1ms));
 }
 
-TEST_CASE("CPU: per-call limits of PersistentKernel and round_trip, 0 = no limit, a timeout changes no counter "
-          "beyond the call", "[timeout][cpu][steady]") {
+TEST_CASE(
+    "CPU: per-call limits of PersistentKernel and round_trip, 0 = no limit, a timeout changes no counter "
+    "beyond the call",
+    "[timeout][cpu][steady]") {
   vgpu::Runtime runtime(cpu_only());
   vgpu::Device device = runtime.open("cpu:0");
   REQUIRE(device.timeout() == vgpu::configured_timeout());  // the ctest environment leaves it unset: 60 s
-  const std::uint64_t n = 64 * 1024;                          // 64 workgroups
+  const std::uint64_t n = 64 * 1024;                        // 64 workgroups
   vgpu::PersistentKernel pk(device, doubling_plan(n));
   check_doubling(pk, doubling_input(n, 0, 3));  // first call: anything lazy happens here
 
@@ -300,8 +305,8 @@ TEST_CASE("a lost device refuses every call with device_lost, and Runtime::open 
 
 TEST_CASE("KernelDatabase: a timeout reaches the caller without demoting the device, a lost one is rebuilt on",
           "[timeout][db]") {
-  const std::string salt = "db-timeout-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(Clock::now().time_since_epoch().count());
+  const std::string salt =
+      "db-timeout-" + std::to_string(::getpid()) + "-" + std::to_string(Clock::now().time_since_epoch().count());
   auto knobs = std::vector<std::shared_ptr<TestDeviceKnobs>>{test_device(0, salt), test_device(3000, salt)};
   vgpu::Runtime runtime(test_runtime_options(knobs));
   vgpu::KernelDatabase db(runtime);
@@ -320,9 +325,8 @@ TEST_CASE("KernelDatabase: a timeout reaches the caller without demoting the dev
   REQUIRE(db.device().info().id() == "test:0");
   runtime.open("test:0").set_timeout(100ms);
   REQUIRE_VGPU_ERROR(timeout, "time limit of 100 ms", run(200, 13));  // 16 groups × 200 ms
-  const vgpu::Selection s = runtime.explain("doubling", {n}, [](const vgpu::DeviceInfo&, const vgpu::Shape& sh) {
-    return doubling_plan(sh[0]);
-  });
+  const vgpu::Selection s = runtime.explain(
+      "doubling", {n}, [](const vgpu::DeviceInfo&, const vgpu::Shape& sh) { return doubling_plan(sh[0]); });
   INFO(s.describe());
   CHECK(s.device == "test:0");
   CHECK(s.source != vgpu::SelectionSource::fallback);
@@ -342,9 +346,10 @@ TEST_CASE("KernelDatabase: a timeout reaches the caller without demoting the dev
   CHECK(!(db.device() == before));
   CHECK(!db.device().lost());
   CHECK(db.misses() == misses + 1);
-  CHECK(runtime.explain("doubling", {n}, [](const vgpu::DeviceInfo&, const vgpu::Shape& sh) {
-                  return doubling_plan(sh[0]);
-                }).source != vgpu::SelectionSource::fallback);
+  CHECK(
+      runtime
+          .explain("doubling", {n}, [](const vgpu::DeviceInfo&, const vgpu::Shape& sh) { return doubling_plan(sh[0]); })
+          .source != vgpu::SelectionSource::fallback);
 }
 
 }  // namespace vgpu_test

@@ -88,7 +88,8 @@ bool CudaDevice::try_sync_locked(const Deadline& deadline) {
       if (waited < std::chrono::microseconds(200))
         std::this_thread::yield();
       else
-        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
+        std::this_thread::sleep_for(
+            std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
     }
   }
   upload_head_ = 0;  // nothing queued reads the upload ring any more

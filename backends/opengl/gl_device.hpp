@@ -139,8 +139,8 @@ class GlDevice final : public DeviceImpl {
              const Deadline& deadline) override;
   void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
             const Deadline& deadline) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-            std::uint64_t bytes, const Deadline& deadline) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
+            const Deadline& deadline) override;
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;

@@ -30,8 +30,8 @@ std::unique_ptr<RecordedBatchImpl> GlDevice::record(std::span<const DispatchComm
 }
 
 void GlDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {
-  // Queued, not waited for (so nothing here can run past a limit): the task shares the command list, and holds GL names only, so the
-  // batch, its kernels and buffers may go before it runs (their deletion is queued after it).
+  // Queued, not waited for (so nothing here can run past a limit): the task shares the command list, and holds GL names
+  // only, so the batch, its kernels and buffers may go before it runs (their deletion is queued after it).
   worker_.post([this, commands = static_cast<GlBatchImpl&>(recorded).commands] { replay_w(*commands); });
 }
 
@@ -78,7 +78,8 @@ bool GlDevice::wait_gpu_w(const Deadline& deadline) {
   // Long kernels are legitimate: wait in steps of at most a second, up to the deadline (for
   // as long as it takes without one).
   while (status == GL_TIMEOUT_EXPIRED) {
-    status = glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT, std::min<std::uint64_t>(deadline.remaining_ns(), 1'000'000'000ull));
+    status = glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT,
+                              std::min<std::uint64_t>(deadline.remaining_ns(), 1'000'000'000ull));
     if (status == GL_TIMEOUT_EXPIRED && deadline.expired()) break;
   }
   glDeleteSync(fence);

@@ -137,10 +137,10 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
 
   if (use_l2) {
     if (std::optional<Bytes> payload = l2.load()) {
-      const GLuint program = payload->size() > 4 ? call(default_deadline(), "loading a program binary", [&] {
-        return program_from_binary_w(*payload, desc_.caps.binary_formats);
-      })
-                                                 : 0;
+      const GLuint program = payload->size() > 4
+                                 ? call(default_deadline(), "loading a program binary",
+                                        [&] { return program_from_binary_w(*payload, desc_.caps.binary_formats); })
+                                 : 0;
       if (program != 0) {
         l2.hit();
         kernel->program = program;

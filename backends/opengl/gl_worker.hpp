@@ -84,7 +84,7 @@ class GlWorker {
  private:
   struct Waiter;
   struct Item {
-    std::function<void()> owned;                     // a post() task (or stop()'s last one)
+    std::function<void()> owned;                      // a post() task (or stop()'s last one)
     const std::function<void()>* borrowed = nullptr;  // a run() task, alive until waiter is done
     Waiter* waiter = nullptr;                         // set for run(): the caller blocks on it
     bool report_deferred = false;
@@ -100,7 +100,7 @@ class GlWorker {
   std::deque<Item> queue_;
   bool stopping_ = false;
   std::atomic<bool> abandoned_{false};  // written under mutex_; read without it on the worker
-  bool exited_ = false;              // the loop has returned (guarded by mutex_)
+  bool exited_ = false;                 // the loop has returned (guarded by mutex_)
   std::condition_variable exited_cv_;
   std::exception_ptr deferred_;  // first error of a post() task not yet reported; worker-only
   std::thread::id thread_id_;

@@ -92,8 +92,8 @@ class VulkanDevice final : public DeviceImpl {
              const Deadline& deadline) override;
   void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
             const Deadline& deadline) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-            std::uint64_t bytes, const Deadline& deadline) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
+            const Deadline& deadline) override;
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
   /// Builds the shader module and pipeline of k from words; returns the failing call's result.
   VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const CompileOptions& options);
@@ -189,7 +189,7 @@ class VulkanDevice final : public DeviceImpl {
   std::vector<PendingCmd> pending_;                  // recorded work not yet queued, in call order
   std::vector<std::unique_ptr<VkBatchImpl>> owned_;  // one-off batches kept until they have run
   VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads being recorded for the next flush
-  bool abandoned_ = false;  // lost, and its work outlived a bounded wait: leak, never destroy
+  bool abandoned_ = false;                           // lost, and its work outlived a bounded wait: leak, never destroy
   Allocation staging_;                               // host-visible upload ring
   std::uint64_t staging_head_ = 0;
   Allocation readback_;                              // host-visible readback area

@@ -42,8 +42,8 @@ void fail_timeout(const DeviceInfo& device, const Deadline& deadline, std::strin
   std::string fix =
       "raise the limit (VGPU_TIMEOUT_MS, Device::set_timeout, or the call's own timeout argument; 0 = no limit), "
       "split the work into smaller dispatches, or check the kernel for an endless loop";
-  fix += lost ? "; then open the device again: Runtime::global().open(\"" + device.id() + "\") gives a fresh one."
-              : ".";
+  fix +=
+      lost ? "; then open the device again: Runtime::global().open(\"" + device.id() + "\") gives a fresh one." : ".";
   fail(ErrorCategory::timeout, problem, fix);
 }
 

@@ -395,9 +395,8 @@ void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, cons
   validate_dispatch(info(), k, b, params, groups);
   const DispatchCommand cmd{k.impl.get(), b.impl.get(), params, groups};
   const Deadline deadline = impl_->default_deadline();
-  guarded("dispatching", [&] {
-    impl_->submit_owned(impl_->record(std::span<const DispatchCommand>(&cmd, 1)), deadline);
-  });
+  guarded("dispatching",
+          [&] { impl_->submit_owned(impl_->record(std::span<const DispatchCommand>(&cmd, 1)), deadline); });
   counters_.submits.fetch_add(1, std::memory_order_relaxed);
   counters_.dispatches.fetch_add(1, std::memory_order_relaxed);
 }

@@ -34,7 +34,8 @@ std::chrono::milliseconds configured_timeout() {
   static std::set<std::string> warned;
   std::lock_guard lock(mutex);
   if (warned.insert(v).second)
-    log(LogLevel::warn, "ignoring VGPU_TIMEOUT_MS='" + std::string(v) + "' (not a whole number of milliseconds from 0 to " +
+    log(LogLevel::warn, "ignoring VGPU_TIMEOUT_MS='" + std::string(v) +
+                            "' (not a whole number of milliseconds from 0 to " +
                             std::to_string(detail::kMaxTimeout.count()) + "); using the default " +
                             std::to_string(kDefaultTimeout.count()) +
                             " ms. Fix: set VGPU_TIMEOUT_MS to digits only, e.g. 60000 (0 = no limit), or unset it.");

@@ -118,8 +118,8 @@ class CpuDevice final : public DeviceImpl {
   void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
             const Deadline& deadline) override;
   /// Copies between buffers (memmove, so overlapping ranges of one buffer are fine).
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-            std::uint64_t bytes, const Deadline& deadline) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
+            const Deadline& deadline) override;
   /// Resolves a built-in name in this device's ISA table, or wraps cpu.fn; throws not_supported.
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
   /// Captures the bound buffers as CpuBufferViews indexed by slot.

@@ -1,12 +1,12 @@
 // fallback/cpu/cpu_dispatch.cpp — running one dispatch: the workgroup grid on oneTBB.
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <new>
 #include <string>
-
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/parallel_for.h>
 
 #include "fallback/cpu/cpu_device.hpp"
 #include "vgpu/error.hpp"
@@ -48,7 +48,8 @@ void run_range(const CpuKernelImpl& kernel, CpuWorkgroup wg, std::uint64_t begin
           return;
         }
         // 10 ms is over two ticks of the coarse clock, so never a rounding artefact.
-        if (last_check != Deadline::Clock::time_point{} && now - last_check >= std::chrono::milliseconds(10)) stride = 1;
+        if (last_check != Deadline::Clock::time_point{} && now - last_check >= std::chrono::milliseconds(10))
+          stride = 1;
         last_check = now;
         until_check = stride - 1;
       }
@@ -87,10 +88,9 @@ void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& contro
     } else {
       // A stopped range returns at once, so the tasks TBB still starts after the deadline
       // cost a flag read each; no task_group_context (and its registration) per dispatch.
-      tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, total, grain),
-                        [&](const tbb::blocked_range<std::uint64_t>& r) {
-                          run_range(kernel, proto, r.begin(), r.end(), grain);
-                        });
+      tbb::parallel_for(
+          tbb::blocked_range<std::uint64_t>(0, total, grain),
+          [&](const tbb::blocked_range<std::uint64_t>& r) { run_range(kernel, proto, r.begin(), r.end(), grain); });
     }
   } catch (const Error&) {
     throw;  // already vgpu's own, with its category and fix (TBB rethrows the original)

@@ -30,7 +30,7 @@ struct TestDeviceKnobs {
   std::atomic<std::uint64_t> latency_us{0};  ///< added to every dispatch
   std::atomic<bool> fail_compile{false};     ///< compile() throws compile_error
   std::atomic<bool> fail_dispatch{false};    ///< submit/round_trip throw device_lost
-  std::atomic<bool> timeout_lost{false};     ///< submit/round_trip time out, losing the device (a GPU wait that gave up)
+  std::atomic<bool> timeout_lost{false};  ///< submit/round_trip time out, losing the device (a GPU wait that gave up)
   std::atomic<bool> fail_alloc{false};       ///< create_buffer throws out_of_memory
   std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
   std::string salt;                          ///< part of the fingerprint (change = new device)

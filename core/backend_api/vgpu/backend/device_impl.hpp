@@ -134,7 +134,9 @@ class DeviceImpl {
 
   /// Sets the limit of the waits that get no deadline from their call (0: none). Core sets it
   /// from Device::set_timeout; it starts as configured_timeout().
-  void set_timeout(std::chrono::milliseconds limit) noexcept { timeout_ms_.store(limit.count(), std::memory_order_relaxed); }
+  void set_timeout(std::chrono::milliseconds limit) noexcept {
+    timeout_ms_.store(limit.count(), std::memory_order_relaxed);
+  }
   /// Returns the limit set_timeout set.
   std::chrono::milliseconds timeout() const noexcept {
     return std::chrono::milliseconds(timeout_ms_.load(std::memory_order_relaxed));
