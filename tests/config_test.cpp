@@ -84,9 +84,11 @@ TEST_CASE("config: a bad VGPU_L1_CAPACITY is a warning and keeps 512", "[config]
     CHECK(c.l1_capacity == 512);
     check_warned(log, "VGPU_L1_CAPACITY", bad);
   }
-  auto [c, log] = read_with("VGPU_L1_CAPACITY", " 7 ");
+  auto [c, log] = read_with("VGPU_L1_CAPACITY", "7");
   CHECK(c.l1_capacity == 7);
   CHECK(log.empty());
+  // Numbers are digits only: a blank or a sign is a mistake worth a warning.
+  check_warned(read_with("VGPU_L1_CAPACITY", " 7").second, "VGPU_L1_CAPACITY", " 7");
 }
 
 TEST_CASE("config: a bad VGPU_LOG is a warning and means warn", "[config]") {
@@ -214,6 +216,7 @@ TEST_CASE("config: parsers", "[config]") {
   using namespace vgpu::config_parse;
   CHECK(boolean("ON") == true);
   CHECK(boolean(" 0 ") == false);
+  CHECK_FALSE(integer(" 1", 0, 10).has_value());
   CHECK_FALSE(boolean("2").has_value());
   CHECK(integer("18446744073709551615", 0, UINT64_MAX) == UINT64_MAX);
   CHECK_FALSE(integer("18446744073709551616", 0, UINT64_MAX).has_value());

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <string_view>
+#include <thread>
 
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
 
 namespace vgpu::cuda {
 namespace {
@@ -41,11 +44,20 @@ CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice dev
   }
 }
 
+bool CudaDevice::release() noexcept {
+  if (process_exiting()) return true;  // the destructor leaves everything to the OS
+  std::lock_guard lock(mutex_);
+  return settle_locked();
+}
+
 CudaDevice::~CudaDevice() {
-  // At exit the driver may already be tearing down: leave everything to the OS.
+  // At exit the driver may already be tearing down: leave everything to the OS; and never
+  // free what a kernel the device gave up on may still use.
   if (process_exiting()) return;
-  make_current();
-  fn_.cuStreamSynchronize(stream_);
+  {
+    std::lock_guard lock(mutex_);
+    if (!settle_locked()) return;  // release() normally did this already
+  }
   if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
   if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
   if (copy_module_) fn_.cuModuleUnload(copy_module_);
@@ -59,14 +71,63 @@ void CudaDevice::make_current() const {
   check_cu(fn_, fn_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
-void CudaDevice::sync_locked() {
-  check_cu(fn_, fn_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+bool CudaDevice::try_sync_locked(const Deadline& deadline) {
+  if (!deadline.limited()) {
+    check_cu(fn_, fn_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  } else {
+    // cuStreamSynchronize cannot give up: poll. Short work ends within microseconds, so spin
+    // (yielding the core) at first; then sleep for 1/16 of the time waited so far (at most
+    // 1 ms), which keeps the overshoot past the work's end to a few percent.
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      const CUresult r = fn_.cuStreamQuery(stream_);
+      if (r == CUDA_SUCCESS) break;
+      if (r != CUDA_ERROR_NOT_READY) fail_cu(fn_, r, "cuStreamQuery");
+      if (deadline.expired()) return false;
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited < std::chrono::microseconds(200))
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(
+            std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
+    }
+  }
   upload_head_ = 0;  // nothing queued reads the upload ring any more
+  return true;
 }
 
-void CudaDevice::reserve_locked(Pinned& p, std::uint64_t bytes) {
+void CudaDevice::sync_locked(const Deadline& deadline, const char* what) {
+  if (try_sync_locked(deadline)) return;
+  // The stream still runs the work: nothing it uses may be reused or freed, so the device
+  // takes no more calls.
+  mark_lost(std::string("a wait for its stream ran past the ") + std::to_string(deadline.limit().count()) +
+            " ms limit while " + what + ", with the work still running");
+  fail_timeout(info_, deadline, what, true);
+}
+
+bool CudaDevice::settle_locked() noexcept {
+  if (process_exiting() || abandoned_) return false;
+  const Deadline deadline = default_deadline();
+  std::string why;
+  try {
+    make_current();
+    if (try_sync_locked(deadline)) return true;
+    why = "its work was still running after " + std::to_string(deadline.limit().count()) + " ms";
+    mark_lost(why);
+  } catch (const std::exception& e) {
+    why = e.what();
+    mark_lost(why);
+  }
+  abandoned_ = true;
+  log(LogLevel::warn, "CUDA device '" + info_.name + "' is lost (" + why +
+                          "): its memory, modules and stream are left to the driver, not freed under work that may "
+                          "still use them.");
+  return false;
+}
+
+void CudaDevice::reserve_locked(Pinned& p, std::uint64_t bytes, const Deadline& deadline) {
   if (p.size >= bytes) return;
-  sync_locked();
+  sync_locked(deadline, "waiting for queued copies before growing the staging memory");
   if (p.ptr) fn_.cuMemFreeHost(p.ptr);
   p = Pinned{};
   const std::uint64_t size = std::max<std::uint64_t>(std::bit_ceil(bytes), kMinStaging);
@@ -88,14 +149,13 @@ std::unique_ptr<BufferImpl> CudaDevice::create_buffer(std::uint64_t bytes) {
 void CudaDevice::free_buffer(CUdeviceptr ptr) {
   if (!ptr || process_exiting()) return;
   std::lock_guard lock(mutex_);
-  make_current();
-  // Queued work may still use the buffer; cuMemFree would also wait, but explicitly is clearer.
-  fn_.cuStreamSynchronize(stream_);
-  upload_head_ = 0;
+  // Queued work may still use the buffer; cuMemFree would also wait, but without a limit.
+  if (!settle_locked()) return;
   fn_.cuMemFree(ptr);
 }
 
-void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+                       const Deadline& deadline) {
   auto& b = static_cast<CudaBufferImpl&>(buffer);
   std::lock_guard lock(mutex_);
   make_current();
@@ -103,9 +163,9 @@ void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* dat
   // wait for the stream (which frees it all) and start over.
   if (upload_head_ + bytes > upload_.size) {
     if (bytes > upload_.size)
-      reserve_locked(upload_, bytes);
+      reserve_locked(upload_, bytes, deadline);
     else
-      sync_locked();
+      sync_locked(deadline, "waiting for queued uploads to free the staging ring");
   }
   auto* dst = static_cast<std::uint8_t*>(upload_.ptr) + upload_head_;
   std::memcpy(dst, data, bytes);
@@ -113,18 +173,19 @@ void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* dat
   upload_head_ += staged_size(bytes);
 }
 
-void CudaDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+void CudaDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+                      const Deadline& deadline) {
   auto& b = static_cast<CudaBufferImpl&>(buffer);
   std::lock_guard lock(mutex_);
   make_current();
-  reserve_locked(download_, bytes);
+  reserve_locked(download_, bytes, deadline);
   check_cu(fn_, fn_.cuMemcpyDtoHAsync(download_.ptr, b.ptr + offset, bytes, stream_), "cuMemcpyDtoHAsync");
-  sync_locked();
+  sync_locked(deadline, "waiting for submitted work to read a buffer");
   std::memcpy(out, download_.ptr, bytes);
 }
 
 void CudaDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-                      std::uint64_t bytes) {
+                      std::uint64_t bytes, const Deadline& /*deadline*/) {  // queued, never waits
   auto& s = static_cast<CudaBufferImpl&>(src);
   auto& d = static_cast<CudaBufferImpl&>(dst);
   std::lock_guard lock(mutex_);
@@ -183,7 +244,7 @@ CUgraphExec CudaDevice::capture_locked(const std::function<void()>& enqueue) {
   return exec;
 }
 
-void CudaDevice::submit(RecordedBatchImpl& recorded) {
+void CudaDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {  // queued, never waits
   auto& batch = static_cast<CudaBatchImpl&>(recorded);
   std::lock_guard lock(mutex_);
   make_current();
@@ -204,16 +265,14 @@ void CudaDevice::submit(RecordedBatchImpl& recorded) {
 void CudaDevice::destroy_graph(CUgraphExec exec) {
   if (!exec || process_exiting()) return;
   std::lock_guard lock(mutex_);
-  make_current();
-  fn_.cuStreamSynchronize(stream_);  // a queued replay may still run it
-  upload_head_ = 0;
+  if (!settle_locked()) return;  // a queued replay may still run it
   fn_.cuGraphExecDestroy(exec);
 }
 
-void CudaDevice::synchronize() {
+void CudaDevice::synchronize(const Deadline& deadline) {
   std::lock_guard lock(mutex_);
   make_current();
-  sync_locked();
+  sync_locked(deadline, "waiting for submitted work (synchronize)");
 }
 
 }  // namespace vgpu::cuda

@@ -88,6 +88,14 @@ class CudaBatchImpl final : public RecordedBatchImpl {
 /// Every call makes the primary context current on the calling thread first. Launches are
 /// queued on the stream in submission order, so writes, copies and dispatches need no
 /// barriers; read() and synchronize() wait for the stream.
+/// Time limits: a wait for the stream polls cuStreamQuery (spinning briefly, then sleeping a
+/// growing fraction of the time waited) until the call's deadline, since cuStreamSynchronize
+/// cannot give up (only a call without a limit uses it). A wait that gives up leaves the work
+/// running, so the device is marked lost; destroying its objects then waits at most
+/// timeout() for the stream, and a device still busy after that is abandoned (its memory,
+/// modules and stream are leaked with a log line, never freed under a running kernel).
+/// A fresh device of the same ordinal shares the GPU (and its primary context) with the
+/// runaway work, which keeps running beside the new work until it ends.
 /// Thread-safety: every member may be called concurrently; stream and staging are guarded by
 /// one mutex, compilation runs outside it.
 class CudaDevice final : public DeviceImpl {
@@ -99,17 +107,21 @@ class CudaDevice final : public DeviceImpl {
   const DeviceInfo& info() const override { return info_; }
   Dialect dialect() const noexcept override { return Dialect::cuda; }
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-            std::uint64_t bytes) override;
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+             const Deadline& deadline) override;
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+            const Deadline& deadline) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
+            const Deadline& deadline) override;
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  void submit(RecordedBatchImpl& batch) override;
-  void synchronize() override;
-  void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch,
-                  std::span<const HostReadOp> reads) override;
+  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
+  void synchronize(const Deadline& deadline) override;
+  void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
+                  const Deadline& deadline) override;
+  /// Waits (within timeout()) for the stream; false when the device is abandoned.
+  bool release() noexcept override;
 
   // Used by the object destructors above.
   void free_buffer(CUdeviceptr ptr);
@@ -124,8 +136,15 @@ class CudaDevice final : public DeviceImpl {
   };
   void make_current() const;
   // Grows p to at least bytes (waiting for the stream first, since queued copies may use it).
-  void reserve_locked(Pinned& p, std::uint64_t bytes);
-  void sync_locked();
+  void reserve_locked(Pinned& p, std::uint64_t bytes, const Deadline& deadline);
+  // Waits for the stream until deadline; false when it passed first (the work still runs).
+  bool try_sync_locked(const Deadline& deadline);
+  // try_sync_locked, or: marks the device lost and throws timeout (what: for the message).
+  void sync_locked(const Deadline& deadline, const char* what);
+  // Before an object queued work may use is freed: waits for the stream within timeout().
+  // Returns false, never throwing, when the object must be leaked: the process is exiting, or
+  // the work did not finish (the device is then abandoned).
+  bool settle_locked() noexcept;
   void launch_locked(CudaBatchImpl& batch);
   // Captures what enqueue queues on the stream into an instantiated graph; null (with the
   // stream usable) when capture or instantiation fails.
@@ -162,6 +181,7 @@ class CudaDevice final : public DeviceImpl {
   Pinned download_;  // device → host staging
   std::vector<std::uint64_t> trip_signature_;  // scratch for round_trip, reused
   bool zero_copy_ = true;  // VGPU_CUDA_ZERO_COPY=0: small round trips use memcpys too
+  bool abandoned_ = false;  // lost, and its work outlived a bounded wait: leak, never free
   std::once_flag copy_once_;
   CUmodule copy_module_ = nullptr;
   CUfunction copy_fn_ = nullptr;

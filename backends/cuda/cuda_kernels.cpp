@@ -19,9 +19,7 @@ namespace vgpu::cuda {
 void CudaDevice::unload(CUmodule module) {
   if (!module || process_exiting()) return;
   std::lock_guard lock(mutex_);
-  make_current();
-  fn_.cuStreamSynchronize(stream_);  // a queued launch may still use the module
-  upload_head_ = 0;
+  if (!settle_locked()) return;  // a queued launch may still use the module
   fn_.cuModuleUnload(module);
 }
 

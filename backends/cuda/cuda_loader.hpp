@@ -16,16 +16,17 @@
 
 namespace vgpu::cuda {
 
-#define VGPU_CU_FNS(X)                                                                                              \
-  X(cuGetErrorName)                                                                                                 \
-  X(cuGetErrorString)                                                                                               \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetUuid)          \
-      X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)          \
-          X(cuCtxSetCurrent) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuMemcpyHtoDAsync)     \
-              X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
-                  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)                    \
-                      X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)          \
-                          X(cuGraphExecDestroy) X(cuGraphDestroy)
+#define VGPU_CU_FNS(X)                                                                                                 \
+  X(cuGetErrorName)                                                                                                    \
+  X(cuGetErrorString)                                                                                                  \
+  X(cuInit)                                                                                                            \
+  X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName) X(cuDeviceGetUuid) X(cuDeviceTotalMem)   \
+      X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)              \
+          X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostGetDevicePointer)                   \
+              X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuStreamCreate) X(cuStreamDestroy)      \
+                  X(cuStreamSynchronize) X(cuStreamQuery) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
+                      X(cuLaunchKernel) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)            \
+                          X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 #define VGPU_NVRTC_FNS(X)                                                                                      \
   X(nvrtcGetErrorString)                                                                                       \

@@ -107,10 +107,10 @@ void CudaDevice::enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostW
 }
 
 void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* recorded,
-                            std::span<const HostReadOp> reads) {
+                            std::span<const HostReadOp> reads, const Deadline& deadline) {
   auto* batch = static_cast<CudaBatchImpl*>(recorded);
   if (!use_graphs_ || !batch || batch->trip_graph_failed) {
-    DeviceImpl::round_trip(writes, recorded, reads);
+    DeviceImpl::round_trip(writes, recorded, reads, deadline);
     return;
   }
   std::uint64_t up = 0, down = 0;
@@ -124,9 +124,9 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
   make_current();
   // The trip's data sits at offset 0 of both staging rings, so a repeated trip issues exactly
   // the same copies and its graph can be replayed as is.
-  if (upload_head_ != 0) sync_locked();
-  reserve_locked(upload_, up);
-  reserve_locked(download_, down);
+  if (upload_head_ != 0) sync_locked(deadline, "waiting for queued uploads to free the staging ring");
+  reserve_locked(upload_, up, deadline);
+  reserve_locked(download_, down, deadline);
   by_kernel = by_kernel && copy_fn_ && upload_.dev && download_.dev;
   auto& sig = trip_signature_;
   sig.clear();
@@ -162,7 +162,7 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
     enqueue_trip_locked(*batch, writes, reads, by_kernel);
     batch->trip_signature = sig;
   }
-  sync_locked();
+  sync_locked(deadline, "waiting for a round trip's work");
   at = 0;
   for (const HostReadOp& r : reads) {
     std::memcpy(r.out, static_cast<std::uint8_t*>(download_.ptr) + at, r.bytes);

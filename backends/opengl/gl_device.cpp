@@ -7,6 +7,7 @@
 #include <set>
 
 #include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
 
 namespace vgpu::opengl {
 namespace {
@@ -21,7 +22,7 @@ std::set<GlDevice*> g_live;
 // The atexit handler: shuts every live device down while the driver is intact.
 void shut_down_live_devices() {
   std::lock_guard lock(g_live_mutex);
-  for (GlDevice* device : g_live) device->shut_down();
+  for (GlDevice* device : g_live) device->shut_down(device->default_deadline());
 }
 
 // Returns "OpenGL device '<name>'" for messages.
@@ -36,10 +37,11 @@ void register_exit_handler() { std::atexit(shut_down_live_devices); }
 GlDevice::GlDevice(const GlDeviceDesc& desc) : desc_(desc), worker_("vgpu-gl") {
   l2_binaries_ = !desc_.caps.binary_formats.empty();
   try {
-    worker_.run([this] { start_w(); });
+    worker_.run([this] { start_w(); }, default_deadline());
   } catch (...) {
-    worker_.run([this] { stop_w(); }, false);
-    worker_.stop();
+    // start_w has returned (a started task is always waited for), so the worker is idle and
+    // stopping it cannot hang; it must end before this object's memory goes.
+    worker_.stop([this] { stop_w(); }, Deadline());
     throw;
   }
   register_exit_handler();
@@ -50,17 +52,39 @@ GlDevice::GlDevice(const GlDeviceDesc& desc) : desc_(desc), worker_("vgpu-gl") {
 GlDevice::~GlDevice() {
   std::lock_guard lock(g_live_mutex);
   g_live.erase(this);
-  shut_down();
+  // Core calls release() first, which bounds the wait; a device deleted directly waits for its
+  // worker as long as it takes, since the worker's tasks use this object.
+  shut_down(Deadline());
 }
 
-void GlDevice::shut_down() {
-  if (shut_down_) return;
-  shut_down_ = true;
+bool GlDevice::release() noexcept {
+  std::lock_guard lock(g_live_mutex);
+  g_live.erase(this);  // a leaked device must not be shut down again at exit
+  // The worker's last task (stop_w) itself waits up to timeout() for the GPU: allow for it.
+  if (shut_down(Deadline::after(timeout() * 2))) return true;
   try {
-    worker_.run([this] { stop_w(); }, false);
-  } catch (...) {  // nothing to report to: the device is going anyway
+    log(LogLevel::warn, "OpenGL device '" + desc_.info.name + "' still runs work after " +
+                            std::to_string(2 * timeout().count()) +
+                            " ms; its context thread is left to finish on its own and the device is not freed.");
+  } catch (...) {  // nothing more to say without memory
   }
-  worker_.stop();  // the thread's EGL/GL thread state goes with it, now
+  return false;
+}
+
+bool GlDevice::shut_down(const Deadline& deadline) {
+  if (shut_down_) return stopped_;
+  shut_down_ = true;
+  // stop_w runs after every queued task (on an abandoned worker: after the one it runs now);
+  // the thread's EGL/GL thread state goes with the thread.
+  stopped_ = worker_.stop([this] { stop_w(); }, deadline);
+  return stopped_;
+}
+
+void GlDevice::lose(const Deadline& deadline, const char* what) {
+  mark_lost("a call's " + std::to_string(deadline.limit().count()) + " ms limit passed while " + what +
+            ", with its context's thread still busy");
+  worker_.abandon();  // what is queued would run behind the stuck work: drop it
+  fail_timeout(desc_.info, deadline, what, true);
 }
 
 void GlDevice::start_w() {
@@ -84,16 +108,27 @@ void GlDevice::start_w() {
 }
 
 void GlDevice::stop_w() {
+  bool idle = true;
   if (gl_ready_) {
     if (params_ring_) glDeleteBuffers(1, &params_ring_);
     params_ring_ = 0;
-    glFinish();  // no work may outlive the context
+    // No work may outlive the context: wait for it, within the limit (glFinish has none).
+    try {
+      idle = wait_gpu_w(default_deadline());
+    } catch (const Error&) {  // the wait failed: the context is gone anyway
+    }
     gl_ready_ = false;
   }
-  if (context_ != EGL_NO_CONTEXT)
-    destroy_context(desc_.source.display, context_);
-  else
+  if (context_ != EGL_NO_CONTEXT && !idle) {
+    // Work still runs in it: keep the context rather than destroy it under the GPU.
+    log(LogLevel::warn, "OpenGL device '" + desc_.info.name + "' still runs work after " +
+                            std::to_string(timeout().count()) + " ms; its context is left to the driver.");
     eglReleaseThread();
+  } else if (context_ != EGL_NO_CONTEXT) {
+    destroy_context(desc_.source.display, context_);
+  } else {
+    eglReleaseThread();
+  }
   context_ = EGL_NO_CONTEXT;
 }
 
@@ -147,13 +182,17 @@ void GlDevice::check_errors_w(const char* what) {
 }
 
 std::unique_ptr<BufferImpl> GlDevice::create_buffer(std::uint64_t bytes) {
-  const GLuint name = worker_.run([&] { return create_buffer_w(bytes); });
+  const GLuint name = call(default_deadline(), "creating a buffer", [&] { return create_buffer_w(bytes); });
   return std::make_unique<GlBufferImpl>(*this, name, bytes);
 }
 
-void GlDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+void GlDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+                     const Deadline& deadline) {
   const GLuint name = static_cast<GlBufferImpl&>(buffer).name;
-  worker_.run([&] {
+  call(deadline, "writing a buffer", [&] {
+    // A dispatch may still use the buffer, and the driver would then block in glBufferSubData
+    // with no limit: wait for it here, within the deadline.
+    finish_w(deadline, "waiting for earlier dispatches before writing a buffer");
     barrier_w();
     if (desc_.caps.dsa) {
       glNamedBufferSubData(name, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), data);
@@ -165,11 +204,14 @@ void GlDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data,
   });
 }
 
-void GlDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+void GlDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+                    const Deadline& deadline) {
   const GLuint name = static_cast<GlBufferImpl&>(buffer).name;
-  worker_.run([&] {
+  call(deadline, "reading a buffer", [&] {
+    // The read would wait for the dispatches that write the buffer, without a limit: wait for
+    // them on a fence first, within the deadline, so it never blocks on GPU work.
+    finish_w(deadline, "waiting for submitted work to read a buffer");
     barrier_w();
-    // The read itself waits for the dispatches that write the buffer.
     if (desc_.caps.dsa) {
       glGetNamedBufferSubData(name, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), out);
     } else {
@@ -182,10 +224,11 @@ void GlDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::ui
 }
 
 void GlDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-                    std::uint64_t bytes) {
+                    std::uint64_t bytes, const Deadline& deadline) {
   const GLuint from = static_cast<GlBufferImpl&>(src).name, to = static_cast<GlBufferImpl&>(dst).name;
-  worker_.run([&] {
+  call(deadline, "copying a buffer", [&] {
     barrier_w();
+    unfinished_ = true;  // queued on the GPU like a dispatch
     const auto so = static_cast<GLintptr>(src_offset), d = static_cast<GLintptr>(dst_offset);
     const auto n = static_cast<GLsizeiptr>(bytes);
     if (desc_.caps.dsa) {

@@ -114,6 +114,14 @@ class GlBatchImpl final : public RecordedBatchImpl {
 /// device-wide ring SSBO at the reserved last binding, refreshed with glBufferSubData before
 /// each dispatch, so steady calls allocate nothing. Devices still open at process exit
 /// release their context from an atexit handler (register_exit_handler).
+/// Time limits: every member waits for the worker only until its deadline (the call's, or
+/// timeout() for compile and create_buffer), and the worker bounds its own waits for the GPU by
+/// it too: a read, a write after dispatches and synchronize() first wait on a fence with
+/// glClientWaitSync. A task that could not even start in time means the worker is stuck (on
+/// llvmpipe a dispatch runs to its end inside glDispatchCompute), and a fence that did not
+/// signal means work is still running: either way the device is marked lost and the worker
+/// abandoned (queued tasks dropped). Shutting down waits at most 2 × timeout() for the worker;
+/// a worker still busy then is left to end by itself, and the device object is leaked for it.
 /// Thread-safety: every DeviceImpl member may be called concurrently from any thread; members
 /// ending in _w and every GL object run on the worker thread only.
 class GlDevice final : public DeviceImpl {
@@ -127,18 +135,24 @@ class GlDevice final : public DeviceImpl {
   const DeviceInfo& info() const override { return desc_.info; }
   Dialect dialect() const noexcept override { return Dialect::glsl; }
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-            std::uint64_t bytes) override;
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+             const Deadline& deadline) override;
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+            const Deadline& deadline) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
+            const Deadline& deadline) override;
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  void submit(RecordedBatchImpl& batch) override;
-  void synchronize() override;
+  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
+  void synchronize(const Deadline& deadline) override;
+  /// Shuts down within twice timeout() (the context's own last wait takes up to one); false
+  /// when the worker is still busy then (the device is then leaked).
+  bool release() noexcept override;
 
-  /// Releases the context and ends the worker now, while the driver is intact (process exit).
-  void shut_down();
+  /// Releases the context and ends the worker now, while the driver is intact (process exit),
+  /// waiting for the worker until deadline; returns false when it is still busy then.
+  bool shut_down(const Deadline& deadline);
 
   /// Queues deletion of a buffer (called by GlBufferImpl's destructor).
   void release_buffer(GLuint name);
@@ -146,6 +160,19 @@ class GlDevice final : public DeviceImpl {
   void release_program(GLuint program);
 
  private:
+  /// Runs f on the worker within deadline; when it could not start by then, loses the device
+  /// and throws timeout (what says what the call was doing).
+  template <class F>
+  auto call(const Deadline& deadline, const char* what, F&& f, bool report_deferred = true) {
+    try {
+      return worker_.run(std::forward<F>(f), deadline, report_deferred);
+    } catch (const GlWorker::Expired&) {
+      lose(deadline, what);
+    }
+  }
+  /// Marks the device lost, abandons the worker's queue and throws timeout (any thread).
+  [[noreturn]] void lose(const Deadline& deadline, const char* what);
+
   // Worker-thread halves of the members above.
   /// Creates the context, makes it current, loads GL and creates the params ring.
   void start_w();
@@ -159,16 +186,24 @@ class GlDevice final : public DeviceImpl {
   void replay_w(const std::vector<GlCommand>& commands);
   /// Throws the vgpu::Error matching a pending GL error (out of memory, context lost, ...).
   void check_errors_w(const char* what);
+  /// Waits on a fence for every command issued so far, until deadline; false when it passed
+  /// first (the work still runs). Throws device_lost when the wait fails.
+  bool wait_gpu_w(const Deadline& deadline);
+  /// Before touching memory that dispatches may still use (or always, with force): waits for
+  /// the GPU within deadline, or loses the device and throws timeout.
+  void finish_w(const Deadline& deadline, const char* what, bool force = false);
 
   GlDeviceDesc desc_;
   GlWorker worker_;
   bool l2_binaries_ = false;  // the driver offers program binary formats
   bool shut_down_ = false;    // guarded by the live-device registry's mutex (gl_device.cpp)
+  bool stopped_ = false;      // the worker ended and was joined (same guard)
 
   // Worker-thread state.
   EGLContext context_ = EGL_NO_CONTEXT;
   bool gl_ready_ = false;         // context current and GL entry points loaded
   bool barrier_pending_ = false;  // a dispatch wrote SSBOs since the last glMemoryBarrier
+  bool unfinished_ = false;       // GPU work issued since the last completed fence wait
   GLuint current_program_ = 0;
   std::vector<GLuint> bound_;  // buffer bound at each SSBO binding (0: unknown/none)
   GLuint params_ring_ = 0;

@@ -1,6 +1,8 @@
 // backends/opengl/gl_dispatch.cpp — binding sets, recorded batches, their replay on the
 // worker, and synchronisation.
 
+#include <algorithm>
+
 #include "gl_device.hpp"
 #include "vgpu/error.hpp"
 
@@ -27,9 +29,9 @@ std::unique_ptr<RecordedBatchImpl> GlDevice::record(std::span<const DispatchComm
   return batch;
 }
 
-void GlDevice::submit(RecordedBatchImpl& recorded) {
-  // Queued, not waited for: the task shares the command list, and holds GL names only, so the
-  // batch, its kernels and buffers may go before it runs (their deletion is queued after it).
+void GlDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {
+  // Queued, not waited for (so nothing here can run past a limit): the task shares the command list, and holds GL names
+  // only, so the batch, its kernels and buffers may go before it runs (their deletion is queued after it).
   worker_.post([this, commands = static_cast<GlBatchImpl&>(recorded).commands] { replay_w(*commands); });
 }
 
@@ -64,26 +66,43 @@ void GlDevice::replay_w(const std::vector<GlCommand>& commands) {
     }
     glDispatchCompute(c.groups.x, c.groups.y, c.groups.z);
     barrier_pending_ = true;
+    unfinished_ = true;
   }
   glFlush();  // start the work now rather than at the next sync point
 }
 
-void GlDevice::synchronize() {
-  worker_.run([this] {
+bool GlDevice::wait_gpu_w(const Deadline& deadline) {
+  GLsync fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
+  if (fence == nullptr) check_errors_w("creating a fence");
+  GLenum status = GL_TIMEOUT_EXPIRED;
+  // Long kernels are legitimate: wait in steps of at most a second, up to the deadline (for
+  // as long as it takes without one).
+  while (status == GL_TIMEOUT_EXPIRED) {
+    status = glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT,
+                              std::min<std::uint64_t>(deadline.remaining_ns(), 1'000'000'000ull));
+    if (status == GL_TIMEOUT_EXPIRED && deadline.expired()) break;
+  }
+  glDeleteSync(fence);
+  if (status == GL_WAIT_FAILED) {
+    check_errors_w("waiting for submitted work");
+    fail(ErrorCategory::device_lost, "waiting for OpenGL work on '" + desc_.info.name + "' failed.",
+         "open the device again (Runtime::open); if it keeps happening, check the driver's log.");
+  }
+  if (status == GL_TIMEOUT_EXPIRED) return false;
+  check_errors_w("running submitted work");
+  unfinished_ = false;
+  return true;
+}
+
+void GlDevice::finish_w(const Deadline& deadline, const char* what, bool force) {
+  if (!force && !unfinished_) return;
+  if (!wait_gpu_w(deadline)) lose(deadline, what);
+}
+
+void GlDevice::synchronize(const Deadline& deadline) {
+  call(deadline, "waiting for submitted work (synchronize)", [&] {
     barrier_w();
-    GLsync fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
-    if (fence == nullptr) check_errors_w("creating a fence");
-    GLenum status = GL_TIMEOUT_EXPIRED;
-    // Long kernels are legitimate: wait in one-second steps for as long as it takes.
-    while (status == GL_TIMEOUT_EXPIRED)
-      status = glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT, 1'000'000'000ull);
-    glDeleteSync(fence);
-    if (status == GL_WAIT_FAILED) {
-      check_errors_w("waiting for submitted work");
-      fail(ErrorCategory::device_lost, "waiting for OpenGL work on '" + desc_.info.name + "' failed.",
-           "open the device again (Runtime::open); if it keeps happening, check the driver's log.");
-    }
-    check_errors_w("running submitted work");
+    finish_w(deadline, "waiting for submitted work (synchronize)", true);
   });
 }
 

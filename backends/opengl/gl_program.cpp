@@ -138,10 +138,10 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
 
   if (use_l2) {
     if (std::optional<Bytes> payload = l2.load()) {
-      const GLuint program = payload->size() > 4 ? worker_.run([&] {
-        return program_from_binary_w(*payload, desc_.caps.binary_formats);
-      })
-                                                 : 0;
+      const GLuint program = payload->size() > 4
+                                 ? call(default_deadline(), "loading a program binary",
+                                        [&] { return program_from_binary_w(*payload, desc_.caps.binary_formats); })
+                                 : 0;
       if (program != 0) {
         l2.hit();
         kernel->program = program;
@@ -159,7 +159,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
                                               kernels::GlslTarget::opengl, desc_.caps.params_binding()),
                        desc_.caps.glsl);
   Bytes binary;
-  kernel->program = worker_.run([&] {
+  kernel->program = call(default_deadline(), "compiling a kernel", [&] {
     return program_from_source_w(source.name, text, use_l2 ? &binary : nullptr, counters());
   });
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);

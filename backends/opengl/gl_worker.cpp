@@ -3,10 +3,13 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <chrono>
 #include <new>
 #include <string>
 
 #include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
 
 namespace vgpu::opengl {
 
@@ -47,6 +50,19 @@ std::exception_ptr normalised(std::exception_ptr e) {
   return e;
 }
 
+// What the callers of dropped run() tasks get once the worker was given up on.
+std::exception_ptr abandoned_error() {
+  try {
+    fail(ErrorCategory::device_lost,
+         "the OpenGL device was given up on: a call ran past its time limit while its context's thread was busy "
+         "(it may be stuck in the driver).",
+         "open the device again: Runtime::open() of its id gives a fresh one (vgpu-probe lists the ids).");
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 GlWorker::GlWorker(const char* name) {
@@ -56,20 +72,59 @@ GlWorker::GlWorker(const char* name) {
   pthread_setname_np(thread_.native_handle(), std::string(name).substr(0, 15).c_str());
 }
 
-GlWorker::~GlWorker() { stop(); }
+GlWorker::~GlWorker() { stop(nullptr, Deadline()); }
 
-void GlWorker::stop() {
-  if (!thread_.joinable()) return;
+bool GlWorker::stop(std::function<void()> last, const Deadline& deadline) {
+  if (!thread_.joinable()) return true;
   {
     std::lock_guard lock(mutex_);
+    if (last) queue_.push_back(Item{std::move(last), nullptr, nullptr, false});
     stopping_ = true;
   }
   wake_.notify_one();
+  {
+    std::unique_lock lock(mutex_);
+    const auto ended = [&] { return exited_; };
+    if (deadline.limited()) {
+      if (!exited_cv_.wait_until(lock, deadline.when(), ended)) {
+        // Stuck in the driver: joining could take forever. The thread ends by itself once the
+        // driver returns (after running last); its owner keeps this object alive for it.
+        lock.unlock();
+        thread_.detach();
+        return false;
+      }
+    } else {
+      exited_cv_.wait(lock, ended);
+    }
+  }
   thread_.join();
+  return true;
+}
+
+void GlWorker::complete(Waiter& w, std::exception_ptr error) {
+  std::lock_guard lock(w.mutex);
+  w.error = std::move(error);
+  w.done = true;
+  w.cv.notify_one();  // under the lock: w lives on the caller's stack and goes when it wakes
+}
+
+void GlWorker::abandon() {
+  std::deque<Item> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    abandoned_ = true;
+    dropped.swap(queue_);
+    // Under mutex_: a caller whose deadline passed looks for its item in the queue, and must
+    // find it either there or completed.
+    for (Item& item : dropped)
+      if (item.waiter) complete(*item.waiter, abandoned_error());
+  }
+  // The dropped post() tasks (and what they hold) go here, outside the lock.
 }
 
 void GlWorker::post(std::function<void()> task) {
   if (on_worker_thread()) {  // already in order: everything queued earlier has run
+    if (abandoned_.load(std::memory_order_relaxed)) return;
     try {
       task();
     } catch (...) {
@@ -79,13 +134,13 @@ void GlWorker::post(std::function<void()> task) {
   }
   {
     std::lock_guard lock(mutex_);
-    if (stopping_) return;  // the context is gone; nothing may run any more
+    if (stopping_ || abandoned_) return;  // the context is gone or given up: nothing may run any more
     queue_.push_back(Item{std::move(task), nullptr, nullptr, false});
   }
   wake_.notify_one();
 }
 
-void GlWorker::run_erased(const std::function<void()>& task, bool report_deferred) {
+void GlWorker::run_erased(const std::function<void()>& task, const Deadline& deadline, bool report_deferred) {
   if (on_worker_thread()) {
     task();
     return;
@@ -93,14 +148,37 @@ void GlWorker::run_erased(const std::function<void()>& task, bool report_deferre
   Waiter waiter;
   {
     std::lock_guard lock(mutex_);
+    if (abandoned_) std::rethrow_exception(abandoned_error());
     if (stopping_)
       fail(ErrorCategory::unavailable, "the OpenGL device was shut down (the process is exiting).",
            "finish using vgpu devices before the process exits.");
     queue_.push_back(Item{{}, &task, &waiter, report_deferred});
   }
   wake_.notify_one();
+  const auto done = [&] { return waiter.done; };
   std::unique_lock lock(waiter.mutex);
-  waiter.cv.wait(lock, [&] { return waiter.done; });
+  if (!deadline.limited()) {
+    waiter.cv.wait(lock, done);
+  } else if (!waiter.cv.wait_until(lock, deadline.when(), done)) {
+    lock.unlock();
+    {
+      std::lock_guard queue_lock(mutex_);
+      auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Item& i) { return i.waiter == &waiter; });
+      if (it != queue_.end()) {  // never started: the thread is busy with earlier work
+        queue_.erase(it);
+        throw Expired{};
+      }
+    }
+    // Started (or completed by abandon()): the task may use this frame, so it is waited for;
+    // it bounds its own GPU waits by the same deadline, so only a driver hang keeps it here.
+    lock.lock();
+    if (!waiter.cv.wait_for(lock, std::chrono::seconds(10), done)) {
+      log(LogLevel::warn,
+          "an OpenGL call is still inside the driver 10 s after its time limit; waiting for it, since it "
+          "uses the caller's memory.");
+      waiter.cv.wait(lock, done);
+    }
+  }
   if (waiter.error) std::rethrow_exception(waiter.error);
 }
 
@@ -110,7 +188,11 @@ void GlWorker::loop() {
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every queued task has run
+      if (queue_.empty()) {  // stopping, and every queued task has run
+        exited_ = true;
+        exited_cv_.notify_all();  // under the lock: stop() may give up on the thread right after
+        return;
+      }
       item = std::move(queue_.front());
       queue_.pop_front();
     }
@@ -128,13 +210,7 @@ void GlWorker::loop() {
       }
     }
     if (item.waiter) {
-      Waiter& w = *item.waiter;
-      {
-        std::lock_guard lock(w.mutex);
-        w.error = std::move(error);  // the worker keeps no reference to the caller's exception
-        w.done = true;
-        w.cv.notify_one();  // under the lock: w lives on the caller's stack and goes when it wakes
-      }
+      complete(*item.waiter, std::move(error));  // the worker keeps no reference to the caller's exception
     } else if (error && !deferred_) {
       deferred_ = error;
     }

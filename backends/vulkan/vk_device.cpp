@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
 
 namespace vgpu::vulkan {
 
@@ -43,15 +44,23 @@ void VulkanDevice::on_counters_attached() noexcept {
   open_l2_hits_ = open_l2_rejected_ = 0;
 }
 
+bool VulkanDevice::release() noexcept {
+  if (process_exiting()) return true;  // the destructor leaves everything to the OS
+  std::lock_guard lock(mutex_);
+  return settle_locked();
+}
+
 VulkanDevice::~VulkanDevice() {
-  if (process_exiting()) {
-    // Leave every Vulkan object to the OS; the handles below must not touch the driver either.
+  bool leave = process_exiting();
+  if (!leave) {
+    std::lock_guard lock(mutex_);
+    leave = !settle_locked();  // release() normally did this already
+  }
+  if (leave) {
+    // Leave every Vulkan object to the OS (or to the abandoned device); the handles below must
+    // not touch the driver either.
     for (auto& b : owned_) b->cmd = VK_NULL_HANDLE;
     return;
-  }
-  {
-    std::lock_guard lock(mutex_);
-    finish_locked();
   }
   save_pipeline_cache();
   destroy_buffer(staging_);
@@ -161,7 +170,7 @@ std::uint64_t VulkanDevice::flush_locked(VkCommandBuffer extra, bool extra_is_tr
   return in_flight_.back().serial;
 }
 
-void VulkanDevice::wait_serial_locked(std::uint64_t serial) {
+bool VulkanDevice::try_wait_serial_locked(std::uint64_t serial, const Deadline& deadline) {
   std::size_t n = 0;
   std::vector<VkFence> fences;
   while (n < in_flight_.size() && in_flight_[n].serial <= serial) fences.push_back(in_flight_[n++].fence);
@@ -171,7 +180,11 @@ void VulkanDevice::wait_serial_locked(std::uint64_t serial) {
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
     while (fn_.vkGetFenceStatus(device_, fences.back()) == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) {
     }
-    const VkResult r = fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE, UINT64_MAX);
+    // Bounded: a runaway kernel must not block the caller forever (VK_TIMEOUT once it passes;
+    // work that has finished by then is success, however late the deadline).
+    const VkResult r =
+        fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE, deadline.remaining_ns());
+    if (r == VK_TIMEOUT) return false;
     if (r != VK_SUCCESS) fail_vk(r, "vkWaitForFences");
     fn_.vkResetFences(device_, static_cast<std::uint32_t>(n), fences.data());
     for (std::size_t i = 0; i < n; ++i) {
@@ -196,20 +209,56 @@ void VulkanDevice::wait_serial_locked(std::uint64_t serial) {
   }
   // The staging ring can restart once nothing queued or pending still reads from it.
   if (idle_locked()) staging_head_ = 0;
+  return true;
 }
 
-void VulkanDevice::finish_locked() {
+void VulkanDevice::wait_serial_locked(std::uint64_t serial, const Deadline& deadline, const char* what) {
+  if (try_wait_serial_locked(serial, deadline)) return;
+  // The queue still runs the work: nothing waited for may be reused or freed, so the device
+  // takes no more calls.
+  mark_lost(std::string("a wait for its queue ran past the ") + std::to_string(deadline.limit().count()) +
+            " ms limit while " + what + ", with the work still running");
+  fail_timeout(physical_.info, deadline, what, true);
+}
+
+void VulkanDevice::finish_locked(const Deadline& deadline, const char* what) {
   flush_locked();
-  wait_serial_locked(next_serial_);
+  wait_serial_locked(next_serial_, deadline, what);
+}
+
+bool VulkanDevice::settle_locked(std::uint64_t serial) noexcept {
+  if (process_exiting() || abandoned_) return false;
+  const Deadline deadline = default_deadline();
+  std::string why;
+  try {
+    if (lost()) {
+      // Recorded work that never reached the queue never will: only what runs is waited for.
+      pending_.clear();
+      pending_upload_ = VK_NULL_HANDLE;  // its command buffer goes with the pool
+    } else if (serial == kAllWork) {
+      flush_locked();
+    }
+    if (try_wait_serial_locked(serial, deadline)) return true;
+    why = "its work was still running after " + std::to_string(deadline.limit().count()) + " ms";
+    mark_lost(why);
+  } catch (const std::exception& e) {
+    why = e.what();
+    mark_lost(why);
+  }
+  abandoned_ = true;
+  log(LogLevel::warn, "Vulkan device '" + physical_.info.name + "' is lost (" + why +
+                          "): its buffers, pipelines and queue are left to the driver, not destroyed under work "
+                          "that may still use them.");
+  return false;
 }
 
 bool VulkanDevice::idle_locked() const {
   return in_flight_.empty() && pending_.empty() && pending_upload_ == VK_NULL_HANDLE;
 }
 
-void VulkanDevice::synchronize() {
+void VulkanDevice::synchronize(const Deadline& deadline) {
   std::lock_guard lock(mutex_);
-  finish_locked();
+  finish_locked(deadline, "waiting for submitted work (synchronize)");
 }
 
 }  // namespace vgpu::vulkan

@@ -73,6 +73,10 @@ class VkBatchImpl final : public RecordedBatchImpl {
 /// cheaper. Uploads and submitted batches are recorded and queued together at the next point
 /// that needs results (read, synchronize, copy), so a steady upload-dispatch-readback call is
 /// one vkQueueSubmit and one fence wait. Work therefore starts at that point, not at submit().
+/// Time limits: fence waits end at the call's deadline; one that gives up (VK_TIMEOUT) leaves
+/// the work running, so the device is marked lost. Its objects are then destroyed only once
+/// the queue has drained, within timeout() (bounded); a device still busy after that is
+/// abandoned: its Vulkan objects are leaked, with a log line, never destroyed under the GPU.
 /// Thread-safety: every DeviceImpl member may be called concurrently; queue, command pool,
 /// descriptor pools, staging and fences are guarded by one mutex; pipeline creation runs
 /// outside it (the driver synchronises the pipeline cache internally).
@@ -85,19 +89,23 @@ class VulkanDevice final : public DeviceImpl {
   const DeviceInfo& info() const override { return physical_.info; }
   Dialect dialect() const noexcept override { return Dialect::glsl; }
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-            std::uint64_t bytes) override;
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+             const Deadline& deadline) override;
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+            const Deadline& deadline) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
+            const Deadline& deadline) override;
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
   /// Builds the shader module and pipeline of k from words; returns the failing call's result.
   VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const CompileOptions& options);
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  void submit(RecordedBatchImpl& batch) override;
-  void synchronize() override;
+  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
+  void synchronize(const Deadline& deadline) override;
   void on_counters_attached() noexcept override;
-  void submit_owned(std::unique_ptr<RecordedBatchImpl> batch) override;
+  void submit_owned(std::unique_ptr<RecordedBatchImpl> batch, const Deadline& deadline) override;
+  /// Waits (within timeout()) for the queue to drain; false when the device is abandoned.
+  bool release() noexcept override;
 
   // Used by the object destructors above.
   void destroy_buffer(Allocation& a);
@@ -138,10 +146,20 @@ class VulkanDevice final : public DeviceImpl {
   void close_upload_locked();
   void queue_batch_locked(VkBatchImpl& batch);
   std::uint64_t flush_locked(VkCommandBuffer extra = VK_NULL_HANDLE, bool extra_is_transient = false);
-  void wait_serial_locked(std::uint64_t serial);
-  void finish_locked();  // flush, then wait for everything queued
+  // Waits for the submissions up to serial until deadline and retires them; returns false,
+  // retiring nothing, when the deadline passed first.
+  bool try_wait_serial_locked(std::uint64_t serial, const Deadline& deadline);
+  // try_wait_serial_locked, or: marks the device lost and throws timeout (what: for the message).
+  void wait_serial_locked(std::uint64_t serial, const Deadline& deadline, const char* what);
+  void finish_locked(const Deadline& deadline, const char* what);  // flush, then wait for everything queued
   bool idle_locked() const;
-  void ensure_capacity_locked(Allocation& buffer, std::uint64_t bytes, MemoryUse use);
+  // Before an object that queued work may use is destroyed: flushes and waits, within
+  // timeout(), for the submissions up to serial (kAllWork: everything queued; on a lost device
+  // only what already runs). Returns false, never throwing, when the object must be leaked:
+  // the process is exiting, or the work did not finish (the device is then abandoned).
+  static constexpr std::uint64_t kAllWork = UINT64_MAX;
+  bool settle_locked(std::uint64_t serial = kAllWork) noexcept;
+  void ensure_capacity_locked(Allocation& buffer, std::uint64_t bytes, MemoryUse use, const Deadline& deadline);
   void barrier(VkCommandBuffer cmd, bool to_host) const;
 
   std::shared_ptr<Instance> instance_;
@@ -173,6 +191,7 @@ class VulkanDevice final : public DeviceImpl {
   std::vector<PendingCmd> pending_;                  // recorded work not yet queued, in call order
   std::vector<std::unique_ptr<VkBatchImpl>> owned_;  // one-off batches kept until they have run
   VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads being recorded for the next flush
+  bool abandoned_ = false;                           // lost, and its work outlived a bounded wait: leak, never destroy
   Allocation staging_;                               // host-visible upload ring
   std::uint64_t staging_head_ = 0;
   Allocation readback_;                              // host-visible readback area

@@ -64,7 +64,8 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
 void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
   if (b.set == VK_NULL_HANDLE || process_exiting()) return;
   std::lock_guard lock(mutex_);
-  if (!idle_locked()) finish_locked();  // a queued dispatch may still read the set
+  if (!idle_locked() && !settle_locked()) return;  // a queued dispatch may still read the set
+  if (abandoned_) return;
   fn_.vkFreeDescriptorSets(device_, b.pool, 1, &b.set);
 }
 
@@ -96,13 +97,13 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
   return batch;
 }
 
-void VulkanDevice::submit(RecordedBatchImpl& recorded) {
+void VulkanDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {  // queues, never waits
   auto& batch = static_cast<VkBatchImpl&>(recorded);
   std::lock_guard lock(mutex_);
   queue_batch_locked(batch);
 }
 
-void VulkanDevice::submit_owned(std::unique_ptr<RecordedBatchImpl> recorded) {
+void VulkanDevice::submit_owned(std::unique_ptr<RecordedBatchImpl> recorded, const Deadline& /*deadline*/) {
   std::unique_ptr<VkBatchImpl> batch(static_cast<VkBatchImpl*>(recorded.release()));
   std::lock_guard lock(mutex_);
   queue_batch_locked(*batch);
@@ -113,8 +114,7 @@ void VulkanDevice::release_batch(VkBatchImpl& b) {
   if (b.cmd == VK_NULL_HANDLE || process_exiting()) return;
   std::lock_guard lock(mutex_);
   const bool queued = std::any_of(pending_.begin(), pending_.end(), [&](const PendingCmd& p) { return p.batch == &b; });
-  if (queued) flush_locked();
-  wait_serial_locked(b.last_serial);
+  if (!settle_locked(queued ? kAllWork : b.last_serial)) return;  // abandoned work may still run it: leaked
   fn_.vkResetCommandBuffer(b.cmd, 0);
   free_cmds_.push_back(b.cmd);
 }

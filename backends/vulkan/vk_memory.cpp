@@ -79,7 +79,8 @@ void VulkanDevice::destroy_buffer(Allocation& a) {
   {
     // A queued dispatch may still use the buffer; freeing it under the GPU would be a crash.
     std::lock_guard lock(mutex_);
-    if (!idle_locked()) finish_locked();
+    if (!idle_locked() && !settle_locked()) return;  // still in use by abandoned work: leaked
+    if (abandoned_) return;
   }
   if (a.mapped) fn_.vkUnmapMemory(device_, a.memory);
   fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
@@ -102,9 +103,10 @@ std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
   return buffer;
 }
 
-void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes, MemoryUse use) {
+void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes, MemoryUse use,
+                                          const Deadline& deadline) {
   if (host.size >= bytes) return;
-  finish_locked();
+  finish_locked(deadline, "waiting for queued copies before growing the staging memory");
   const std::uint64_t size = std::max<std::uint64_t>(round_up(bytes, 1 << 20), host.size * 2);
   Allocation old = host;
   host = allocate(size, use, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
@@ -115,18 +117,19 @@ void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes,
   }
 }
 
-void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+                         const Deadline& deadline) {
   auto& dst = static_cast<VkBufferImpl&>(buffer).alloc;
   std::lock_guard lock(mutex_);
   if (dst.mapped) {
     // Earlier queued work may read or write these bytes: wait for it before touching them.
-    if (!idle_locked()) finish_locked();
+    if (!idle_locked()) finish_locked(deadline, "waiting for earlier work before writing a buffer");
     std::memcpy(static_cast<char*>(dst.mapped) + offset, data, bytes);
     return;
   }
   if (staging_head_ + bytes > staging_.size) {
-    finish_locked();
-    ensure_capacity_locked(staging_, bytes, MemoryUse::upload);
+    finish_locked(deadline, "waiting for queued uploads to free the staging ring");
+    ensure_capacity_locked(staging_, bytes, MemoryUse::upload, deadline);
   }
   std::memcpy(static_cast<char*>(staging_.mapped) + staging_head_, data, bytes);
   const VkBufferCopy region{staging_head_, offset, bytes};
@@ -136,15 +139,16 @@ void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* d
   staging_head_ = round_up(staging_head_ + bytes, 16);
 }
 
-void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+                        const Deadline& deadline) {
   auto& src = static_cast<VkBufferImpl&>(buffer).alloc;
   std::lock_guard lock(mutex_);
   if (src.mapped) {
-    finish_locked();
+    finish_locked(deadline, "waiting for submitted work to read a buffer");
     std::memcpy(out, static_cast<const char*>(src.mapped) + offset, bytes);
     return;
   }
-  if (readback_.size < bytes) ensure_capacity_locked(readback_, bytes, MemoryUse::readback);
+  if (readback_.size < bytes) ensure_capacity_locked(readback_, bytes, MemoryUse::readback, deadline);
   VkCommandBuffer cmd = transient_cmd_locked();
   const VkBufferCopy region{offset, 0, bytes};
   fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
@@ -152,12 +156,12 @@ void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std
   check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   // Pending uploads and batches ride along: a steady call is one submit and one wait.
   flush_locked(cmd, true);
-  finish_locked();
+  finish_locked(deadline, "waiting for submitted work to read a buffer");
   std::memcpy(out, readback_.mapped, bytes);
 }
 
 void VulkanDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-                        std::uint64_t bytes) {
+                        std::uint64_t bytes, const Deadline& /*deadline*/) {  // queued, never waits
   auto& s = static_cast<VkBufferImpl&>(src).alloc;
   auto& d = static_cast<VkBufferImpl&>(dst).alloc;
   std::lock_guard lock(mutex_);

@@ -235,7 +235,8 @@ void VulkanDevice::destroy_kernel(VkKernelImpl& k) {
   if (process_exiting()) return;
   {
     std::lock_guard lock(mutex_);
-    if (!idle_locked()) finish_locked();
+    if (!idle_locked() && !settle_locked()) return;  // abandoned work may still run it: leaked
+    if (abandoned_) return;
   }
   if (k.pipeline) fn_.vkDestroyPipeline(device_, k.pipeline, nullptr);
   if (k.module) fn_.vkDestroyShaderModule(device_, k.module, nullptr);

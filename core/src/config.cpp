@@ -173,8 +173,7 @@ void read_numbers(Config& c, Warnings& w) {
                 std::to_string(c.cache_max_bytes >> 20) + " MiB");
   }
   if (const auto v = env("VGPU_TIMEOUT_MS")) {
-    // At most a year: anything longer is "no limit", which 0 already says.
-    if (auto n = config_parse::integer(*v, 0, 365ull * 24 * 3600 * 1000))
+    if (auto n = config_parse::integer(*v, 0, static_cast<std::uint64_t>(kMaxTimeout.count())))
       c.timeout = std::chrono::milliseconds(*n);
     else
       bad_value(w, "VGPU_TIMEOUT_MS", *v, "a whole number of milliseconds (0 for no limit)",
@@ -199,7 +198,6 @@ std::optional<bool> boolean(std::string_view text) noexcept {
 }
 
 std::optional<std::uint64_t> integer(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept {
-  text = trim(text);
   if (text.empty() || text.size() > 20) return std::nullopt;
   std::uint64_t value = 0;
   for (char ch : text) {
@@ -213,7 +211,6 @@ std::optional<std::uint64_t> integer(std::string_view text, std::uint64_t min, s
 }
 
 std::optional<std::uint64_t> bytes(std::string_view text) noexcept {
-  text = trim(text);
   std::size_t i = 0;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
   const auto value = integer(text.substr(0, i), 1, UINT64_MAX);

@@ -79,9 +79,21 @@ void Device::dispatch(const Kernel& kernel, const BindingSet& bindings, const Pa
 }
 Batch Device::create_batch() { return core_of(core_).create_batch(); }
 void Device::submit(const Batch& batch) { core_of(core_).submit(batch); }
-void Device::synchronize() { core_of(core_).synchronize(); }
-void Device::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads) {
-  core_of(core_).round_trip(writes, batch, reads);
+void Device::synchronize() {
+  detail::DeviceCore& core = core_of(core_);
+  core.synchronize(core.timeout());
 }
+void Device::synchronize(std::chrono::milliseconds limit) { core_of(core_).synchronize(limit); }
+void Device::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads) {
+  detail::DeviceCore& core = core_of(core_);
+  core.round_trip(writes, batch, reads, core.timeout());
+}
+void Device::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
+                        std::chrono::milliseconds limit) {
+  core_of(core_).round_trip(writes, batch, reads, limit);
+}
+void Device::set_timeout(std::chrono::milliseconds limit) { core_of(core_).set_timeout(limit); }
+std::chrono::milliseconds Device::timeout() const { return core_of(core_).timeout(); }
+bool Device::lost() const { return core_of(core_).lost(); }
 
 }  // namespace vgpu

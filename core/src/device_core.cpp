@@ -37,14 +37,17 @@ const char* dialect_name(Dialect d) {
   return "?";
 }
 
-// Backends may throw std::bad_alloc for host-side allocations; report it like any other OOM.
-template <class F>
-auto guarded(const char* what, F&& f) -> decltype(f()) {
+// The deleter of the backend device: the backend may have to leak it (work it gave up on still
+// runs in the driver and uses its memory); it says why, core notes the leak.
+void retire(DeviceImpl* impl) noexcept {
+  if (impl->release()) {
+    delete impl;
+    return;
+  }
   try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    fail(ErrorCategory::out_of_memory, std::string("host memory ran out while ") + what + ".",
-         "free memory or use smaller buffers.");
+    log(LogLevel::warn, "leaking the lost " + device_label(impl->info()) +
+                            " (work it gave up waiting for may still run in the driver).");
+  } catch (...) {  // nothing left to do for a log line that cannot be built
   }
 }
 
@@ -58,6 +61,44 @@ void check_range(const BufferState& b, std::uint64_t offset, std::uint64_t bytes
 }
 
 }  // namespace
+
+template <class F>
+auto DeviceCore::guarded(const char* what, F&& f) -> decltype(f()) {
+  // Backends may throw std::bad_alloc for host-side allocations; report it like any other OOM.
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCategory::out_of_memory, std::string("host memory ran out while ") + what + ".",
+         "free memory or use smaller buffers.");
+  } catch (const Error& e) {
+    if (e.category() == ErrorCategory::device_lost) impl_->mark_lost(e.problem());
+    throw;
+  }
+}
+
+void DeviceCore::check_usable() const {
+  if (!impl_->lost()) return;
+  const DeviceInfo& di = info();
+  std::string why = impl_->lost_reason();
+  while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+  fail(ErrorCategory::device_lost, device_label(di) + " (" + di.id() + ") is lost: " + why + ".",
+       "open the device again: Runtime::global().open(\"" + di.id() +
+           "\") (or the Runtime you opened it from) gives a fresh one; recreate its buffers, kernels and batches "
+           "there (a KernelDatabase or Cache that selects devices does so by itself).");
+}
+
+Deadline DeviceCore::deadline_for(std::chrono::milliseconds limit, const char* call) {
+  if (limit.count() < 0)
+    fail(ErrorCategory::invalid_argument,
+         std::string(call) + " got a negative time limit (" + to_string(limit.count()) + " ms).",
+         "pass a limit of 0 ms (no limit) or more.");
+  return Deadline::after(limit);
+}
+
+void DeviceCore::set_timeout(std::chrono::milliseconds limit) {
+  deadline_for(limit, "Device::set_timeout");
+  impl_->set_timeout(limit);
+}
 
 void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const BindingSetState& bindings,
                        const ParamsBlock& params, const Groups& groups) {
@@ -105,7 +146,8 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
   }
 }
 
-DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl) : impl_(std::move(impl)), l1_(Config::from_env().l1_capacity) {
+DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl)
+    : impl_(std::shared_ptr<DeviceImpl>(impl.release(), retire)), l1_(Config::from_env().l1_capacity) {
   impl_->attach_counters(&counters_);
 }
 
@@ -150,6 +192,7 @@ BatchState& DeviceCore::own(const Batch& batch) const {
 }
 
 Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
+  check_usable();
   if (bytes == 0)
     fail(ErrorCategory::invalid_argument, "cannot create a zero-byte buffer.",
          "pass the size in bytes (> 0) of the data the buffer will hold.");
@@ -190,21 +233,26 @@ BufferState* DeviceCore::checked_read(const Buffer& buffer, const void* out, std
 }
 
 void DeviceCore::write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset) {
+  check_usable();
   BufferState* b = checked_write(buffer, data, bytes, offset, "write target");
   if (!b) return;
-  guarded("writing a buffer", [&] { impl_->write(*b->impl, offset, data, bytes); });
+  const Deadline deadline = impl_->default_deadline();
+  guarded("writing a buffer", [&] { impl_->write(*b->impl, offset, data, bytes, deadline); });
   counters_.bytes_up.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void DeviceCore::read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset) {
+  check_usable();
   BufferState* b = checked_read(buffer, out, bytes, offset, "read source");
   if (!b) return;
-  guarded("reading a buffer", [&] { impl_->read(*b->impl, offset, out, bytes); });
+  const Deadline deadline = impl_->default_deadline();
+  guarded("reading a buffer", [&] { impl_->read(*b->impl, offset, out, bytes, deadline); });
   counters_.bytes_down.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void DeviceCore::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
                       std::uint64_t dst_offset) {
+  check_usable();
   BufferState& s = own(src, "copy source");
   BufferState& d = own(dst, "copy destination");
   check_range(s, src_offset, bytes, "copy read");
@@ -213,7 +261,8 @@ void DeviceCore::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes,
   if (&s == &d && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes)
     fail(ErrorCategory::invalid_argument, "copy source and destination ranges overlap in one buffer.",
          "copy through a second buffer, or use ranges that do not overlap.");
-  guarded("copying a buffer", [&] { impl_->copy(*s.impl, src_offset, *d.impl, dst_offset, bytes); });
+  const Deadline deadline = impl_->default_deadline();
+  guarded("copying a buffer", [&] { impl_->copy(*s.impl, src_offset, *d.impl, dst_offset, bytes, deadline); });
 }
 
 void DeviceCore::check_compilable(const KernelSource& source, const CompileOptions& options) const {
@@ -272,6 +321,7 @@ std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source
 }
 
 Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& options) {
+  check_usable();
   check_compilable(source, options);
   const cache::KernelKey key = cache::make_kernel_key(source, impl_->dialect(), options, info().fingerprint);
   // A CPU callable has nothing to compile, and its captured state cannot be hashed: two
@@ -292,6 +342,7 @@ Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& opt
 }
 
 BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindings) {
+  check_usable();
   KernelState& k = own(kernel);
   std::uint32_t max_slot = 0;
   for (const BindingDecl& d : k.source.bindings) max_slot = std::max(max_slot, d.slot + 1);
@@ -329,30 +380,34 @@ BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindi
 
 void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
                           Groups groups) {
+  check_usable();
   KernelState& k = own(kernel);
   BindingSetState& b = own(bindings);
   validate_dispatch(info(), k, b, params, groups);
   const DispatchCommand cmd{k.impl.get(), b.impl.get(), params, groups};
-  guarded("dispatching", [&] {
-    impl_->submit_owned(impl_->record(std::span<const DispatchCommand>(&cmd, 1)));
-  });
+  const Deadline deadline = impl_->default_deadline();
+  guarded("dispatching",
+          [&] { impl_->submit_owned(impl_->record(std::span<const DispatchCommand>(&cmd, 1)), deadline); });
   counters_.submits.fetch_add(1, std::memory_order_relaxed);
   counters_.dispatches.fetch_add(1, std::memory_order_relaxed);
 }
 
 Batch DeviceCore::create_batch() {
+  check_usable();
   auto state = std::make_shared<BatchState>();
   state->device = impl_;
   return Batch(std::move(state));
 }
 
 void DeviceCore::submit(const Batch& batch) {
+  check_usable();
   BatchState& s = own(batch);
   std::lock_guard lock(s.mutex);
   if (s.commands.empty()) return;
+  const Deadline deadline = impl_->default_deadline();
   guarded("submitting a batch", [&] {
     record_locked(s);
-    impl_->submit(*s.recorded);
+    impl_->submit(*s.recorded, deadline);
   });
   counters_.submits.fetch_add(1, std::memory_order_relaxed);
   counters_.dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
@@ -367,7 +422,10 @@ void DeviceCore::record_locked(BatchState& s) {
   s.recorded = impl_->record(cmds);
 }
 
-void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads) {
+void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
+                            std::chrono::milliseconds limit) {
+  check_usable();
+  const Deadline deadline = deadline_for(limit, "Device::round_trip");  // the trip's start
   // Everything is checked before anything runs, so a bad argument leaves buffers untouched.
   // The op lists are reused per thread: a steady round trip allocates nothing.
   thread_local std::vector<HostWriteOp> write_ops;
@@ -395,7 +453,7 @@ void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batc
       record_locked(s);
       recorded = s.recorded.get();
     }
-    impl_->round_trip(write_ops, recorded, read_ops);
+    impl_->round_trip(write_ops, recorded, read_ops, deadline);
   });
   counters_.bytes_up.fetch_add(up, std::memory_order_relaxed);
   counters_.bytes_down.fetch_add(down, std::memory_order_relaxed);
@@ -405,8 +463,10 @@ void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batc
   }
 }
 
-void DeviceCore::synchronize() {
-  guarded("synchronizing", [&] { impl_->synchronize(); });
+void DeviceCore::synchronize(std::chrono::milliseconds limit) {
+  check_usable();
+  const Deadline deadline = deadline_for(limit, "Device::synchronize");
+  guarded("synchronizing", [&] { impl_->synchronize(deadline); });
 }
 
 }  // namespace vgpu::detail

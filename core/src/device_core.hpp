@@ -2,6 +2,7 @@
 // the L1 kernel cache, and the handle states that keep backend objects alive.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -58,7 +59,9 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
                        const ParamsBlock& params, const Groups& groups);
 
 /// Owns one opened device: forwards validated calls to the backend, keeps counters and the
-/// L1 cache. Thread-safety: every member function is safe to call from several threads.
+/// L1 cache, turns each call's time limit into the Deadline the backend waits against, and
+/// refuses every call once the backend has marked the device lost.
+/// Thread-safety: every member function is safe to call from several threads.
 class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
  public:
   /// Wraps an opened backend device.
@@ -82,8 +85,16 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups);
   Batch create_batch();
   void submit(const Batch& batch);
-  void synchronize();
-  void round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads);
+  void synchronize(std::chrono::milliseconds limit);
+  void round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
+                  std::chrono::milliseconds limit);
+
+  /// Sets the limit of calls that bring none of their own; throws invalid_argument when negative.
+  void set_timeout(std::chrono::milliseconds limit);
+  /// Returns the limit of calls that bring none of their own (0: none).
+  std::chrono::milliseconds timeout() const noexcept { return impl_->timeout(); }
+  /// Returns true once the backend marked the device lost.
+  bool lost() const noexcept { return impl_->lost(); }
 
   /// Returns the state behind a handle after checking it belongs to this device.
   BufferState& own(const Buffer& buffer, const char* what) const;
@@ -106,6 +117,14 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
                             const char* what) const;
   // Records batch's commands into s.recorded if that has not happened since the last change.
   void record_locked(BatchState& s);
+  // Throws device_lost (with how to get a fresh device) once the device is lost.
+  void check_usable() const;
+  // Runs a backend call: std::bad_alloc becomes out_of_memory, and a device_lost error marks
+  // the device lost, so every later call is refused and Runtime::open opens a fresh one.
+  template <class F>
+  auto guarded(const char* what, F&& f) -> decltype(f());
+  // Returns a deadline limit from now, after checking limit is not negative.
+  static Deadline deadline_for(std::chrono::milliseconds limit, const char* call);
 
   std::shared_ptr<DeviceImpl> impl_;
   Counters counters_;

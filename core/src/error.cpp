@@ -25,6 +25,7 @@ std::string_view to_string(ErrorCategory category) noexcept {
     case ErrorCategory::io: return "io";
     case ErrorCategory::unavailable: return "unavailable";
     case ErrorCategory::internal: return "internal";
+    case ErrorCategory::timeout: return "timeout";
   }
   return "unknown";
 }

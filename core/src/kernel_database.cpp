@@ -110,6 +110,9 @@ void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<c
       (*kernel)(args);
       return;
     } catch (const Error& e) {
+      // A timeout is the caller's limit, not the device failing: running the call again
+      // elsewhere would take longer still, so it reaches the caller. (If it lost the device,
+      // the next get() builds on a fresh one.)
       const ErrorCategory c = e.category();
       const bool device_failure = c == ErrorCategory::compile_error || c == ErrorCategory::out_of_memory ||
                                   c == ErrorCategory::device_lost || c == ErrorCategory::unavailable ||
@@ -150,14 +153,18 @@ std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, con
   if (runtime_) {
     const std::uint64_t epoch = runtime_->selection_epoch();
     Chosen& c = chosen_[{id, shape}];
-    if (!c.device || c.epoch != epoch) c = Chosen{runtime_->select(id, shape, f->second), epoch};
+    // A lost device is never used again: selecting again opens a fresh one for the same id.
+    if (!c.device || c.epoch != epoch || c.device.lost()) c = Chosen{runtime_->select(id, shape, f->second), epoch};
     device_ = c.device;
   }
   KernelPlan plan = f->second(device_.info(), shape);
   const std::uint64_t key = plan_key(id + "@" + device_.info().id() + "#" + device_.info().fingerprint.hex(), shape, plan);
   if (auto it = kernels_.find(key); it != kernels_.end()) {
-    ++hits_;
-    return it->second.kernel;
+    if (!it->second.kernel->device().lost()) {
+      ++hits_;
+      return it->second.kernel;
+    }
+    kernels_.erase(it);  // built on a device that is lost since: build it again on this one
   }
   // Building under the lock keeps "one build per key" simple; builds are rare by design.
   auto kernel = std::make_shared<PersistentKernel>(device_, std::move(plan));

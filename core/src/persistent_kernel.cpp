@@ -107,13 +107,22 @@ void PersistentKernel::validate(std::span<const TensorArg> args) const {
   }
 }
 
-void PersistentKernel::operator()(std::span<const TensorArg> args) {
+void PersistentKernel::operator()(std::span<const TensorArg> args) { call(args, nullptr); }
+
+void PersistentKernel::operator()(std::span<const TensorArg> args, std::chrono::milliseconds limit) {
+  call(args, &limit);
+}
+
+void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::milliseconds* limit) {
   validate(args);
   std::lock_guard lock(mutex_);
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < writes_.size(); ++i) writes_[i].data = args[write_arg_[i]].in;
   for (std::size_t i = 0; i < reads_.size(); ++i) reads_[i].out = args[read_arg_[i]].out;
-  device_.round_trip(writes_, batch_, reads_);
+  if (limit)
+    device_.round_trip(writes_, batch_, reads_, *limit);
+  else
+    device_.round_trip(writes_, batch_, reads_);
   total_ += std::chrono::steady_clock::now() - start;
   ++calls_;
 }

@@ -147,8 +147,13 @@ Device Runtime::open(const std::string& id) {
     fail(ErrorCategory::unavailable, "no device '" + id + "' on this machine" + why + ".",
          "pick one of the available devices: " + (known.empty() ? std::string("none") : known) + ".");
   }
-  // Devices are stored under their canonical id, so "cpu" and "cpu:0" share one device.
-  if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
+  // Devices are stored under their canonical id, so "cpu" and "cpu:0" share one device. A lost
+  // device is never handed out again: opening its id replaces it with a fresh one (handles to
+  // the lost one keep it alive, refusing every call).
+  if (auto it = state_->open.find(match->id()); it != state_->open.end()) {
+    if (!it->second->lost()) return it->second->handle();
+    log(LogLevel::info, match->id() + " was lost; opening it again.");
+  }
   ComputeBackend* backend = state_->backend_locked(match->backend);
   auto core = std::make_shared<detail::DeviceCore>(backend->open(match->index));
   state_->open[match->id()] = core;

@@ -56,10 +56,11 @@ std::unique_ptr<RecordedBatchImpl> CpuDevice::record(std::span<const DispatchCom
   return std::make_unique<CpuBatch>(commands);
 }
 
-void CpuDevice::submit(RecordedBatchImpl& batch) {
+void CpuDevice::submit(RecordedBatchImpl& batch, const Deadline& deadline) {
   // In order: each dispatch sees the writes of the ones before it, since each finishes
-  // (TBB joins every task) before the next starts.
-  for (const DispatchCommand& cmd : static_cast<const CpuBatch&>(batch).commands()) run_dispatch(cmd);
+  // (TBB joins every task) before the next starts. One deadline bounds the whole batch.
+  detail::CpuDispatchControl control{deadline, {}};
+  for (const DispatchCommand& cmd : static_cast<const CpuBatch&>(batch).commands()) run_dispatch(cmd, control, info_);
 }
 
 }  // namespace vgpu::cpu

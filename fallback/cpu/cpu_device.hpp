@@ -94,7 +94,10 @@ class CpuBatch final : public RecordedBatchImpl {
 };
 
 /// The CPU device. Everything is synchronous: submit() returns when the work is done, so
-/// read/write need no waiting and synchronize() has nothing to do.
+/// read/write need no waiting and synchronize() has nothing to do. A dispatch checks its
+/// call's deadline between workgroups (no thread hop, no extra task); once it has passed, no
+/// further workgroup starts, the dispatch throws timeout, and the device stays usable: it is
+/// never lost, since nothing it started is still running when submit() returns.
 /// Thread-safety: the device holds only immutable data (its DeviceInfo and kernel table), so
 /// every member is safe to call concurrently; concurrent submits share the TBB thread pool.
 class CpuDevice final : public DeviceImpl {
@@ -108,31 +111,35 @@ class CpuDevice final : public DeviceImpl {
   Dialect dialect() const noexcept override { return Dialect::cpu; }
   /// Allocates a zeroed, 64-byte-aligned host buffer; throws out_of_memory.
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  /// Copies host bytes in (memcpy; no submitted work can still be running).
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) override;
+  /// Copies host bytes in (memcpy; no submitted work can still be running, so nothing waits).
+  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+             const Deadline& deadline) override;
   /// Copies bytes out (memcpy; every submitted dispatch has already finished).
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) override;
+  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+            const Deadline& deadline) override;
   /// Copies between buffers (memmove, so overlapping ranges of one buffer are fine).
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-            std::uint64_t bytes) override;
+  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
+            const Deadline& deadline) override;
   /// Resolves a built-in name in this device's ISA table, or wraps cpu.fn; throws not_supported.
   std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
   /// Captures the bound buffers as CpuBufferViews indexed by slot.
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   /// Copies the commands; the batch can be submitted any number of times.
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  /// Runs every command in order and returns when all have finished.
-  void submit(RecordedBatchImpl& batch) override;
+  /// Runs every command in order and returns when all have finished; throws timeout (after
+  /// starting no further workgroup) once deadline has passed.
+  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
   /// Returns at once: submit() is synchronous, so nothing is ever in flight.
-  void synchronize() override {}
+  void synchronize(const Deadline& /*deadline*/) override {}
 
  private:
   DeviceInfo info_;
   const KernelTable& kernels_;
 };
 
-/// Runs one dispatch: every workgroup of cmd.groups, in parallel on the TBB pool; rethrows a
-/// kernel's exception as vgpu::Error. Used by CpuDevice::submit.
-void run_dispatch(const DispatchCommand& cmd);
+/// Runs one dispatch: every workgroup of cmd.groups, in parallel on the TBB pool, starting no
+/// workgroup once control's deadline has passed (then throws timeout naming device); rethrows
+/// a kernel's exception as vgpu::Error. Used by CpuDevice::submit, with one control per submit.
+void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& control, const DeviceInfo& device);
 
 }  // namespace vgpu::cpu

@@ -42,16 +42,18 @@ std::unique_ptr<BufferImpl> CpuDevice::create_buffer(std::uint64_t bytes) {
   }
 }
 
-void CpuDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes) {
+void CpuDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
+                      const Deadline& /*deadline*/) {
   std::memcpy(static_cast<CpuBuffer&>(buffer).data() + offset, data, bytes);
 }
 
-void CpuDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes) {
+void CpuDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
+                     const Deadline& /*deadline*/) {
   std::memcpy(out, static_cast<CpuBuffer&>(buffer).data() + offset, bytes);
 }
 
 void CpuDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
-                     std::uint64_t bytes) {
+                     std::uint64_t bytes, const Deadline& /*deadline*/) {
   // memmove: src and dst may be one buffer with overlapping ranges.
   std::memmove(static_cast<CpuBuffer&>(dst).data() + dst_offset, static_cast<CpuBuffer&>(src).data() + src_offset,
                bytes);

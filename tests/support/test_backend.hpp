@@ -1,6 +1,7 @@
 // tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
 // CPU device underneath (so results are right) with knobs the test turns while it runs:
-// latency added per dispatch, failures at compile, dispatch or allocation, and a fingerprint
+// latency added per dispatch, failures at compile, dispatch or allocation, a timeout that loses
+// the device, and a fingerprint
 // salt. Injected through RuntimeOptions::backends, it lets the selection tests decide which
 // device is fastest and which one breaks.
 // Thread-safety: knobs are atomics (the salt is read once, when the runtime enumerates); the
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "vgpu/backend.hpp"
+#include "vgpu/backend/deadline.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
@@ -28,6 +30,7 @@ struct TestDeviceKnobs {
   std::atomic<std::uint64_t> latency_us{0};  ///< added to every dispatch
   std::atomic<bool> fail_compile{false};     ///< compile() throws compile_error
   std::atomic<bool> fail_dispatch{false};    ///< submit/round_trip throw device_lost
+  std::atomic<bool> timeout_lost{false};  ///< submit/round_trip time out, losing the device (a GPU wait that gave up)
   std::atomic<bool> fail_alloc{false};       ///< create_buffer throws out_of_memory
   std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
   std::string salt;                          ///< part of the fingerprint (change = new device)
@@ -72,14 +75,16 @@ class TestDevice final : public vgpu::DeviceImpl {
       vgpu::fail(vgpu::ErrorCategory::out_of_memory, info_.id() + " is out of memory (injected).", "free memory.");
     return inner_->create_buffer(bytes);
   }
-  void write(vgpu::BufferImpl& b, std::uint64_t off, const void* data, std::uint64_t bytes) override {
-    inner_->write(b, off, data, bytes);
+  void write(vgpu::BufferImpl& b, std::uint64_t off, const void* data, std::uint64_t bytes,
+             const vgpu::Deadline& dl) override {
+    inner_->write(b, off, data, bytes, dl);
   }
-  void read(vgpu::BufferImpl& b, std::uint64_t off, void* out, std::uint64_t bytes) override {
-    inner_->read(b, off, out, bytes);
+  void read(vgpu::BufferImpl& b, std::uint64_t off, void* out, std::uint64_t bytes, const vgpu::Deadline& dl) override {
+    inner_->read(b, off, out, bytes, dl);
   }
-  void copy(vgpu::BufferImpl& s, std::uint64_t so, vgpu::BufferImpl& d, std::uint64_t doff, std::uint64_t n) override {
-    inner_->copy(s, so, d, doff, n);
+  void copy(vgpu::BufferImpl& s, std::uint64_t so, vgpu::BufferImpl& d, std::uint64_t doff, std::uint64_t n,
+            const vgpu::Deadline& dl) override {
+    inner_->copy(s, so, d, doff, n, dl);
   }
   std::unique_ptr<vgpu::KernelImpl> compile(const vgpu::KernelSource& source, const vgpu::CompileOptions& o) override {
     if (knobs_->fail_compile)
@@ -96,28 +101,32 @@ class TestDevice final : public vgpu::DeviceImpl {
     b->dispatches = commands.size();
     return b;
   }
-  void submit(vgpu::RecordedBatchImpl& batch) override {
+  void submit(vgpu::RecordedBatchImpl& batch, const vgpu::Deadline& dl) override {
     auto& b = static_cast<TestBatch&>(batch);
     before_dispatch(b.dispatches);
-    inner_->submit(*b.inner);
+    inner_->submit(*b.inner, dl);
   }
-  void submit_owned(std::unique_ptr<vgpu::RecordedBatchImpl> batch) override {
+  void submit_owned(std::unique_ptr<vgpu::RecordedBatchImpl> batch, const vgpu::Deadline& dl) override {
     auto& b = static_cast<TestBatch&>(*batch);
     before_dispatch(b.dispatches);
-    inner_->submit_owned(std::move(b.inner));
+    inner_->submit_owned(std::move(b.inner), dl);
   }
   void round_trip(std::span<const vgpu::HostWriteOp> writes, vgpu::RecordedBatchImpl* batch,
-                  std::span<const vgpu::HostReadOp> reads) override {
+                  std::span<const vgpu::HostReadOp> reads, const vgpu::Deadline& dl) override {
     auto* b = static_cast<TestBatch*>(batch);
     if (b) before_dispatch(b->dispatches);
-    inner_->round_trip(writes, b ? b->inner.get() : nullptr, reads);
+    inner_->round_trip(writes, b ? b->inner.get() : nullptr, reads, dl);
   }
-  void synchronize() override { inner_->synchronize(); }
+  void synchronize(const vgpu::Deadline& dl) override { inner_->synchronize(dl); }
 
  private:
   void before_dispatch(std::uint64_t n) {
     if (knobs_->fail_dispatch)
       vgpu::fail(vgpu::ErrorCategory::device_lost, info_.id() + " was lost (injected).", "recreate the device.");
+    if (knobs_->timeout_lost) {
+      mark_lost("an injected timeout left work running");
+      vgpu::fail_timeout(info_, vgpu::Deadline::after(timeout()), "dispatching (injected)", true);
+    }
     knobs_->dispatches += n;
     wait_us(knobs_->latency_us * n);
   }

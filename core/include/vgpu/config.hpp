@@ -20,6 +20,12 @@
 
 namespace vgpu {
 
+/// The default limit of every wait for device work (VGPU_TIMEOUT_MS): 60 s.
+inline constexpr std::chrono::milliseconds kDefaultTimeout{60000};
+
+/// The largest VGPU_TIMEOUT_MS accepted: 10^12 ms (about 31 years; larger values are typos).
+inline constexpr std::chrono::milliseconds kMaxTimeout{1'000'000'000'000};
+
 /// The validated settings of the VGPU_* environment variables. A plain value.
 struct Config {
   /// VGPU_BACKEND: backends to use; empty means every compiled-in one.
@@ -48,7 +54,7 @@ struct Config {
   std::uint64_t cache_max_bytes = 512ull << 20;
   /// VGPU_TIMEOUT_MS: how long a wait for device work may take before it fails with
   /// ErrorCategory::timeout; zero means no limit.
-  std::chrono::milliseconds timeout{60000};
+  std::chrono::milliseconds timeout = kDefaultTimeout;
 
   /// Reads and validates the environment now. Logs each bad value and each unknown VGPU_*
   /// name once per process (however often it is called), then uses the default.
@@ -75,7 +81,7 @@ void config_warning(const std::string& message);
 namespace config_parse {
 /// Parses "1/0", "true/false", "yes/no", "on/off" (any case); nothing for anything else.
 std::optional<bool> boolean(std::string_view text) noexcept;
-/// Parses a decimal integer in [min, max] (surrounding blanks allowed); nothing otherwise.
+/// Parses a decimal integer in [min, max], digits only (no sign, blank or unit); nothing otherwise.
 std::optional<std::uint64_t> integer(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept;
 /// Parses "<digits>[K|M|G|T][iB]" (any case, binary units) to a positive byte count.
 std::optional<std::uint64_t> bytes(std::string_view text) noexcept;

@@ -1,6 +1,7 @@
 // vgpu/device.hpp — one opened device: buffers, kernels, bindings, dispatch and batches.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -120,6 +121,18 @@ struct HostRead {
 /// the last handle (and every buffer/kernel from it) goes.
 /// Operations on one device take effect in call order: a read waits for the dispatches
 /// submitted before it, a write never races a dispatch submitted before it.
+///
+/// Time limits: no call waits for the device without a limit. Each call that may wait (write,
+/// read, copy, dispatch, submit, synchronize, round_trip; on OpenGL every call, as they queue
+/// behind earlier work on the context's thread) gives up once its limit has passed since it
+/// started: its own where it takes one (synchronize, round_trip, PersistentKernel's call),
+/// else the device's (set_timeout), which starts as VGPU_TIMEOUT_MS (default 60000 ms;
+/// 0 = no limit). A call that gives up throws ErrorCategory::timeout. Then either nothing of
+/// its work is still running and the device stays usable (CPU: no further workgroup starts;
+/// the call's outputs are incomplete), or work is still in flight and the device is lost
+/// (Vulkan, OpenGL, CUDA): lost() turns true, every later call throws device_lost, and
+/// Runtime::open() of the same id gives a fresh, working device. A backend that reports
+/// device_lost for any other reason marks the device lost the same way.
 /// Thread-safety: every member function is safe to call from several threads at once.
 class Device {
  public:
@@ -157,12 +170,29 @@ class Device {
   Batch create_batch();
   /// Submits every dispatch of batch in order (one submit, one wait at the next sync point).
   void submit(const Batch& batch);
-  /// Waits until every submitted dispatch has finished.
+  /// Waits until every submitted dispatch has finished, for at most timeout(); throws timeout.
   void synchronize();
+  /// Waits until every submitted dispatch has finished, for at most limit (0: no limit);
+  /// throws timeout when it passes, invalid_argument for a negative limit.
+  void synchronize(std::chrono::milliseconds limit);
   /// Writes, submits batch, then reads (waiting for it): the same checks, effects and counters
   /// as the separate calls, in one call a backend may fuse (CUDA replays a repeated round trip
-  /// as one graph). PersistentKernel calls this.
+  /// as one graph). PersistentKernel calls this. Gives up after timeout() (throws timeout).
   void round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads);
+  /// round_trip() that gives up once limit has passed since the call started (0: no limit);
+  /// throws timeout then, invalid_argument for a negative limit.
+  void round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
+                  std::chrono::milliseconds limit);
+
+  /// Sets the limit of every call on this device that brings none of its own (0: no limit),
+  /// for every handle of it; throws invalid_argument for a negative limit.
+  void set_timeout(std::chrono::milliseconds limit);
+  /// Returns the limit of calls that bring none of their own (VGPU_TIMEOUT_MS until set).
+  std::chrono::milliseconds timeout() const;
+  /// Returns true once the device is lost (a wait gave up with work still running, or the
+  /// driver reported the device lost): every later call throws device_lost; open the device
+  /// again with Runtime::open() for a fresh one.
+  bool lost() const;
 
   /// Returns true when the handle refers to an open device.
   explicit operator bool() const noexcept { return static_cast<bool>(core_); }

@@ -13,10 +13,13 @@ enum class ErrorCategory {
   not_supported,     ///< the device or backend cannot do what was asked
   compile_error,     ///< kernel source failed to compile; the message carries the compiler log
   out_of_memory,     ///< a host or device allocation failed
-  device_lost,       ///< the device stopped working; recreate it
+  device_lost,       ///< the device stopped working; open it again (Runtime::open gives a fresh one)
   io,                ///< a file or directory operation failed
   unavailable,       ///< a backend or driver is missing on this machine
   internal,          ///< a vgpu bug; please report it
+  timeout,           ///< a blocking call ran past its time limit (VGPU_TIMEOUT_MS, Device::set_timeout or
+                     ///< the call's own limit); the device is then still usable or, where work of the
+                     ///< call is still running on it, lost (Device::lost(); later calls: device_lost)
 };
 
 /// Returns the lower-case name of a category, e.g. "invalid_argument".

@@ -37,13 +37,16 @@ class KernelDatabase {
 
   /// Registers (or replaces, evicting its kernels) a kernel family under id.
   void add(const std::string& id, PlanFactory factory);
-  /// Returns the persistent kernel for id at shape, building it on a miss; throws
-  /// invalid_argument for an unknown id or a shape the factory rejects.
+  /// Returns the persistent kernel for id at shape, building it on a miss (and again when the
+  /// device it was built on is lost since); throws invalid_argument for an unknown id or a
+  /// shape the factory rejects.
   std::shared_ptr<PersistentKernel> get(const std::string& id, const Shape& shape);
 
   /// Runs id at shape on args (get() then the call); with selection, a device failure
   /// (compile, out of memory, device lost, unavailable) demotes that device for id's size class
-  /// and the call runs again on the next one, down to the CPU; invalid_argument never does.
+  /// and the call runs again on the next one, down to the CPU; invalid_argument and timeout
+  /// never do (a timeout reaches the caller; if it lost the device, the next call builds the
+  /// kernel again on a freshly opened one).
   void call(const std::string& id, const Shape& shape, std::span<const TensorArg> args);
   /// Returns how many get() calls found a kernel already built.
   std::uint64_t hits() const;

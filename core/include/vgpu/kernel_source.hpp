@@ -14,6 +14,10 @@
 
 namespace vgpu {
 
+namespace detail {
+struct CpuDispatchControl;
+}  // namespace detail
+
 /// One bound buffer as a CPU kernel sees it.
 struct CpuBufferView {
   void* data = nullptr;
@@ -22,12 +26,21 @@ struct CpuBufferView {
 
 /// What a CPU kernel receives for one workgroup: the same ABI GPU kernels get (buffers by
 /// slot, the params block, workgroup/global ids). Valid only during the call.
+/// Time limits: the CPU backend checks the call's deadline between workgroups and starts no
+/// further workgroup once it has passed (the call then raises ErrorCategory::timeout and the
+/// device stays usable). A workgroup already running cannot be preempted: a long loop inside
+/// one should poll expired() and return early.
 struct CpuWorkgroup {
   std::span<const CpuBufferView> buffers;  ///< indexed by binding slot; unbound slots are null
   const void* params = nullptr;            ///< the dispatch's params block
   std::array<std::uint32_t, 3> workgroup_id{};
   std::array<std::uint32_t, 3> num_workgroups{};
   std::array<std::uint32_t, 3> workgroup_size{};
+  detail::CpuDispatchControl* control = nullptr;  ///< the dispatch's deadline (vgpu-internal; null: none)
+
+  /// Returns true once the call this workgroup belongs to has run past its time limit (a few
+  /// ns to ask): return early, the call raises timeout anyway; no further workgroup starts.
+  bool expired() const noexcept;
 
   /// Returns slot's buffer as T* (nullptr when unbound).
   template <class T>

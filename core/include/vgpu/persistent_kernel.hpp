@@ -51,11 +51,20 @@ class PersistentKernel {
   PersistentKernel(Device device, KernelPlan plan);
 
   /// Runs the kernel on the given tensors (the plan's non-scratch tensors, in order);
-  /// throws invalid_argument on a wrong count, dtype, shape, null or read-only output.
+  /// throws invalid_argument on a wrong count, dtype, shape, null or read-only output, and
+  /// timeout when the call runs past the device's limit (Device::timeout()).
   void operator()(std::span<const TensorArg> args);
   /// Initializer-list form of operator().
   void operator()(std::initializer_list<TensorArg> args) {
     (*this)(std::span<const TensorArg>(args.begin(), args.size()));
+  }
+  /// Runs the kernel like operator()(args), giving up once limit has passed since the call
+  /// started (0: no limit; see Device::round_trip): throws timeout, and the outputs are then
+  /// incomplete. After a timeout that lost the device, build a new kernel on a fresh one.
+  void operator()(std::span<const TensorArg> args, std::chrono::milliseconds limit);
+  /// Initializer-list form of operator()(args, limit).
+  void operator()(std::initializer_list<TensorArg> args, std::chrono::milliseconds limit) {
+    (*this)(std::span<const TensorArg>(args.begin(), args.size()), limit);
   }
 
   /// Returns the number of calls made so far.
@@ -71,6 +80,8 @@ class PersistentKernel {
 
  private:
   void validate(std::span<const TensorArg> args) const;
+  // The call itself; limit: the call's own limit, or nothing for the device's.
+  void call(std::span<const TensorArg> args, const std::chrono::milliseconds* limit);
 
   Device device_;
   KernelPlan plan_;

@@ -45,9 +45,10 @@ class Runtime {
   std::vector<BackendStatus> backends();
   /// Returns every device of every allowed, available backend, in registry order.
   std::vector<DeviceInfo> devices();
-  /// Opens (or returns the already open) device with this "backend:index" id.
+  /// Opens (or returns the already open) device with this "backend:index" id; a device that
+  /// was lost (Device::lost()) is replaced by a freshly opened one.
   Device open(const std::string& id);
-  /// Opens (or returns the already open) device described by info.
+  /// Opens (or returns the already open) device described by info (a lost one: afresh).
   Device open(const DeviceInfo& info);
   /// Returns the device to use when the caller has no preference: VGPU_DEVICE if set,
   /// else the first device in registry order (CPU last).
