@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/helper_path.hpp"
 #include "support/scoped_env.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
@@ -196,7 +197,7 @@ TEST_CASE("config: an unknown VGPU_CPU_ISA keeps the CPU device, with a warning"
   // The ISA is chosen once per process: ask a fresh vgpu-probe.
   const std::string out =
       (std::filesystem::temp_directory_path() / ("vgpu-config-test-" + std::to_string(::getpid()))).string();
-  const std::string cmd = "VGPU_CPU_ISA=avx9 VGPU_BACKEND=cpu " + std::string(VGPU_PROBE) + " --json >" + out +
+  const std::string cmd = "VGPU_CPU_ISA=avx9 VGPU_BACKEND=cpu " + vgpu::test::helper_path(VGPU_PROBE) + " --json >" + out +
                           ".json 2>" + out + ".err";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream json(out + ".json"), err(out + ".err");
