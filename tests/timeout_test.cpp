@@ -266,8 +266,10 @@ TEST_CASE(
   CHECK(d.submits == 2);  // the calls that finished; the one that gave up counts nothing
 
   // 0 = no limit: a call of ~0.3 s runs to its end under a 50 ms device limit when it says 0.
+  // 64 groups of 5 ms × cores each: ~0.3 s whatever the core count (the H200 host has 16).
   device.set_timeout(50ms);
-  const std::vector<float> slowish = doubling_input(n, 10, 7);  // 64 × 10 ms
+  const auto cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::vector<float> slowish = doubling_input(n, 5 * cores, 7);
   const std::chrono::milliseconds none = 0ms;
   check_doubling(pk, slowish, &none);
   REQUIRE_VGPU_ERROR(timeout, "time limit of 50 ms", check_doubling(pk, slowish));  // the device's limit
