@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/src/size_class.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/expect_error.hpp"
 #include "support/helper_path.hpp"
@@ -270,6 +271,28 @@ TEST_CASE("bad ops and shapes are the caller's error, with a Fix hint", "[select
   REQUIRE_VGPU_ERROR(invalid_argument, "zero dimension", runtime.explain("axpy", {0}));
   REQUIRE_VGPU_ERROR(invalid_argument, "unknown op 'nope'", runtime.select("nope", {4}));
   CHECK(runtime.explain("axpy", {4}).device == "test:0");  // still usable
+}
+
+TEST_CASE("one size class: ceil(log2(work)), matmul's work m*k*n, and explain reports the same", "[select][class]") {
+  using vgpu::detail::size_class;
+  CHECK(size_class("axpy", {1}) == 0);
+  CHECK(size_class("axpy", {2}) == 1);
+  CHECK(size_class("axpy", {3}) == 2);
+  CHECK(size_class("axpy", {4}) == 2);
+  CHECK(size_class("axpy", {5}) == 3);
+  CHECK(size_class("softmax_rows", {4, 256}) == 10);
+  CHECK(size_class("matmul", {16, 16, 16}) == 12);
+  CHECK(size_class("matmul", {17, 16, 16}) == 13);
+  CHECK(size_class("my_kernel", {1000, 3}) == 12);  // any id: the element count
+  REQUIRE_VGPU_ERROR(invalid_argument, "zero dimension", size_class("axpy", {0}));
+  // Forced, calibrated and demoted lookups all name the class the helper computes.
+  Knobs k = devices({0, 5000}, fresh_salt("class"));
+  vgpu::Runtime forced(test_runtime_options(k, "test:1"));
+  vgpu::Runtime measured(test_runtime_options(k));
+  for (const vgpu::Shape& shape : {vgpu::Shape{7, 9, 33}, vgpu::Shape{64, 64, 64}}) {
+    CHECK(forced.explain("matmul", shape).size_class == size_class("matmul", shape));
+    CHECK(measured.explain("matmul", shape).size_class == size_class("matmul", shape));
+  }
 }
 
 TEST_CASE("on this machine's devices, matmul at N=16 and N=256 goes where it runs fastest", "[select][real]") {

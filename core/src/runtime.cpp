@@ -6,7 +6,7 @@
 
 #include "device_core.hpp"
 #include "registry.hpp"
-#include "selector.hpp"
+#include "selection_service.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
@@ -33,7 +33,7 @@ struct Runtime::State {
   std::mutex mutex;
   std::vector<std::shared_ptr<ComputeBackend>> backends;
   std::vector<BackendKind> kinds;  // registry order: known_backends(), or the injected ones
-  std::unique_ptr<detail::Selector> selector;
+  std::unique_ptr<detail::SelectionService> selection;  // the service select/explain/demote forward to
   bool probed = false;
   std::vector<BackendStatus> statuses;  // every known kind, registry order
   std::vector<DeviceInfo> devices;
@@ -99,7 +99,10 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
       state_->kinds.push_back(b->kind());
     }
   }
-  state_->selector = std::make_unique<detail::Selector>(*this, state_->options.forced_device);
+  // Selection sees the runtime only through these three calls (it sits a layer above).
+  detail::DeviceSource source{[this] { return devices(); }, [this] { return backends(); },
+                              [this](const std::string& id) { return open(id); }};
+  state_->selection = std::make_unique<detail::SelectionService>(std::move(source), state_->options.forced_device);
 }
 
 Runtime::~Runtime() = default;
@@ -172,7 +175,7 @@ Device Runtime::default_device() {
 }
 
 Selection Runtime::explain(const std::string& op, const Shape& shape, const PlanFactory& factory) {
-  return state_->selector->explain(op, shape, factory);
+  return state_->selection->explain(op, shape, factory);
 }
 
 Device Runtime::select(const std::string& op, const Shape& shape, const PlanFactory& factory) {
@@ -182,10 +185,10 @@ Device Runtime::select(const std::string& op, const Shape& shape, const PlanFact
 bool Runtime::demote(const std::string& op, const Shape& shape, const Device& device, const std::string& reason) {
   if (!device)
     fail(ErrorCategory::invalid_argument, "Runtime::demote needs an open device.", "pass the device that failed.");
-  return state_->selector->demote(op, shape, device.info().id(), reason);
+  return state_->selection->demote(op, shape, device.info().id(), reason);
 }
 
-std::uint64_t Runtime::selection_epoch() const noexcept { return state_->selector->epoch(); }
+std::uint64_t Runtime::selection_epoch() const noexcept { return state_->selection->epoch(); }
 
 CounterSnapshot Runtime::counters() {
   std::lock_guard lock(state_->mutex);

@@ -1,5 +1,9 @@
-// core/src/selector.hpp — the per-runtime table of device selections: lookup, calibration,
-// persistence next to L2 and demotion (the behaviour vgpu/selection.hpp documents).
+// core/src/selection_service.hpp — device selection as a service of its own: the table of
+// choices per (op, size class), its lookup, calibration (calibration.hpp), persistence next to
+// L2 (selection_store.hpp) and demotion — the behaviour vgpu/selection.hpp documents.
+// Runtime holds one and forwards select/explain/demote/selection_epoch to it; KernelDatabase
+// (and through it Cache) reaches it through those. It sits above Runtime (it builds
+// PersistentKernels to time devices) and sees the runtime only through a DeviceSource.
 #pragma once
 
 #include <atomic>
@@ -9,23 +13,20 @@
 #include <string>
 #include <vector>
 
+#include "calibration.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
 #include "vgpu/selection.hpp"
-
-namespace vgpu {
-class Runtime;
-}
 
 namespace vgpu::detail {
 
 /// Chooses devices for (op, size class). Thread-safety: every member is safe to call from
 /// several threads; calibrations run one at a time (they time devices, so running two at once
 /// would spoil both), lookups of known classes never wait for one.
-class Selector {
+class SelectionService {
  public:
-  /// Selects among runtime's devices; forced is VGPU_DEVICE's id (or empty).
-  Selector(Runtime& runtime, std::string forced) : runtime_(runtime), forced_(std::move(forced)) {}
+  /// Selects among source's devices; forced is VGPU_DEVICE's id (or empty).
+  SelectionService(DeviceSource source, std::string forced) : source_(std::move(source)), forced_(std::move(forced)) {}
 
   /// Returns the selection for op at shape, calibrating or loading it on first use.
   Selection explain(const std::string& op, const Shape& shape, const PlanFactory& factory);
@@ -40,14 +41,15 @@ class Selector {
     std::set<std::string> demoted;  // devices that failed for this class in this process
     bool recalibrate = false;       // a device was demoted: measure the others again
   };
-  // Returns the entry for key, loading it from the disk or calibrating when absent.
-  Entry& entry_locked(const std::string& key, const std::string& op, const Shape& shape, const PlanFactory& factory);
-  // Times every eligible device at shape, except the demoted ones (listed last, not run), and
-  // orders the candidates, fastest first.
-  Selection calibrate(const std::string& op, const Shape& shape, const PlanFactory& factory,
-                      const std::set<std::string>& demoted = {});
+  // The selection VGPU_DEVICE forces (no table, no timing).
+  Selection forced_selection(const std::string& op, const Shape& shape);
+  // Returns the entry for op's class at shape, loading it from the disk or calibrating when absent.
+  Entry& entry_locked(const std::string& op, const Shape& shape, const PlanFactory& factory);
+  // Returns the sound selection stored for key_text, or nothing (a bad one is dropped).
+  std::optional<Selection> load_locked(const std::string& key_text, const std::string& op, std::uint32_t size_class,
+                                       const std::vector<DeviceInfo>& devices);
 
-  Runtime& runtime_;
+  DeviceSource source_;
   std::string forced_;
   std::mutex mutex_;  // guards entries_; held through a calibration
   std::map<std::string, Entry> entries_;  // by "op#size_class"

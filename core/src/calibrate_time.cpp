@@ -1,0 +1,70 @@
+// core/src/calibrate_time.cpp — calibration phase 3: timed runs at the real shape.
+#include <algorithm>
+#include <cmath>
+
+#include "calibration.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
+
+namespace vgpu::detail::calibration {
+namespace {
+
+// Frees the kernels of devices outside the close window of best: only close contenders are
+// refined, and several devices may share host memory.
+void release_outside_window(std::vector<Candidate>& all, double best) {
+  for (Candidate& other : all)
+    if (other.kernel && other.result.seconds > kCloseFactor * best) other.kernel.reset();
+}
+
+}  // namespace
+
+void time_runs(Candidate& cand, double best, HostDataPool& data) {
+  SelectionCandidate& c = cand.result;
+  PersistentKernel& pk = *cand.kernel;
+  CallData& args = data.for_plan(cand.plan);
+  const auto tw = Clock::now();
+  pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
+  const double warm = seconds_since(tw);
+  if (warm > kWarmupSkip * best) {
+    c.seconds = warm;
+    c.note = "warm-up call " + fmt_ratio(warm / best) + " the best; stopped";
+    cand.kernel.reset();
+    return;
+  }
+  std::vector<double>& times = cand.times;
+  const auto td = Clock::now();
+  while (static_cast<int>(times.size()) < kRuns) {
+    const auto tr = Clock::now();
+    pk(args.args);
+    times.push_back(seconds_since(tr));
+    if (times.size() == 1 && times[0] > kRunSkip * best) {
+      c.note = "first run " + fmt_ratio(times[0] / best) + " the best; stopped";
+      break;
+    }
+    if (seconds_since(td) > kDeviceBudget) break;
+  }
+  c.seconds = median(times);
+  c.runs = static_cast<int>(times.size());
+}
+
+void measure(const Request& r, Candidate& cand, const DeviceSource& source, const std::optional<Shape>& pshape,
+             double& best, std::vector<Candidate>& all, HostDataPool& data) {
+  try {
+    Device dev = source.open(cand.info.id());
+    // The probe needs a best to compare with: the first device always runs the real size.
+    if (pshape && std::isfinite(best) && probe_rules_out(r, cand, dev, *pshape, best, data)) return;
+    cand.kernel = std::make_unique<PersistentKernel>(dev, cand.plan);
+    time_runs(cand, best, data);
+    if (cand.result.runs == 0) return;  // stopped after its warm-up
+    best = std::min(best, cand.result.seconds);
+    release_outside_window(all, best);
+  } catch (const Error& e) {
+    // Failing while calibrating is failing for this op: never chosen in this process.
+    cand.kernel.reset();
+    cand.result.eligible = false;
+    cand.result.note = "failed: " + first_line(e.what());
+    log(LogLevel::warn, cand.result.device + " failed while calibrating '" + r.op + "': " + first_line(e.what()));
+  }
+}
+
+}  // namespace vgpu::detail::calibration

@@ -1,0 +1,132 @@
+// core/src/calibration.hpp — the phases of a device calibration (docs/selection.md,
+// "Calibration"): eligibility → probe → timed runs → refinement → ordering, one file each
+// (calibrate_*.cpp), run in that order by calibrate() (calibrator.cpp). They are split so that
+// each rule — and the reason for it — can be read, changed and bounded on its own.
+// Thread-safety: the phases share no state beyond their arguments; the caller
+// (SelectionService) runs one calibration at a time, since two would spoil each other's times.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "call_data.hpp"
+#include "vgpu/backend.hpp"
+#include "vgpu/device.hpp"
+#include "vgpu/kernel_plan.hpp"
+#include "vgpu/persistent_kernel.hpp"
+#include "vgpu/selection.hpp"
+
+namespace vgpu::detail {
+
+/// What selection needs of the runtime below it: the devices, the backends' statuses (to say
+/// why there is no device) and opening a device by id. Selection builds PersistentKernels, a
+/// layer above Runtime, so it reaches the runtime only through these.
+struct DeviceSource {
+  std::function<std::vector<DeviceInfo>()> devices;
+  std::function<std::vector<BackendStatus>()> backends;
+  std::function<Device(const std::string& id)> open;
+};
+
+namespace calibration {
+
+using Clock = std::chrono::steady_clock;
+
+// Bounds (docs/selection.md lists them). A device whose warm-up call is kWarmupSkip× (or whose
+// first timed call is kRunSkip×) slower than the best so far stops there; a device runs at
+// most kRuns timed calls and stops early once its calls took kDeviceBudget seconds.
+inline constexpr double kWarmupSkip = 50, kRunSkip = 4;
+inline constexpr int kRuns = 3;
+inline constexpr double kDeviceBudget = 0.25;
+// A device whose probe, scaled linearly to the real work, predicts more than kPredictSkip× the
+// best real time — and more than kRunCheap seconds, so that an overhead-bound probe scaled up
+// cannot exclude a GPU that is merely slow at small sizes — is never run at the real size.
+inline constexpr double kPredictSkip = 4, kRunCheap = 0.5;
+// Devices within kCloseFactor of the best get up to kRefineRounds more calls each,
+// round-robin, within kRefineBudget seconds.
+inline constexpr double kCloseFactor = 1.3;
+inline constexpr int kRefineRounds = 8;
+inline constexpr double kRefineBudget = 0.5;
+
+/// What is being calibrated: op at shape, its plans from factory, its work (selection_work).
+struct Request {
+  const std::string& op;
+  const Shape& shape;
+  const PlanFactory& factory;
+  std::uint64_t work;
+};
+
+/// One eligible device while it is measured.
+struct Candidate {
+  DeviceInfo info;
+  KernelPlan plan;                           // at the real shape
+  SelectionCandidate result;                 // what explain() will show for it
+  std::unique_ptr<PersistentKernel> kernel;  // kept while it may still be a close contender
+  std::vector<double> times;                 // timed calls at the real shape
+};
+
+/// The devices sorted by the eligibility phase.
+struct Field {
+  std::vector<Candidate> eligible;             // likely winners first
+  std::vector<SelectionCandidate> ineligible;  // with the reason
+  std::vector<SelectionCandidate> skipped;     // demoted in this process: listed last, not run
+};
+
+/// Returns seconds elapsed since t0.
+double seconds_since(Clock::time_point t0);
+/// Returns the median of v (the upper one for an even count); v is not empty.
+double median(std::vector<double> v);
+/// Returns the first line of s (error messages go into one-line notes).
+std::string first_line(const std::string& s);
+/// Returns r as "NNx" (notes say how many times slower than the best a device was).
+std::string fmt_ratio(double r);
+
+/// Phase 1, eligibility: splits devices into those that can run the request (plan builds,
+/// dialect, limits, memory) and those that cannot or are demoted; throws unavailable when none
+/// can. Why: a device that cannot run the op must never be timed or chosen.
+Field find_eligible(const Request& r, const DeviceSource& source, const std::set<std::string>& demoted);
+
+/// Phase 2, probe: the smaller shape to time first when the request is big, or nothing.
+/// Why: running a 4096² matmul on llvmpipe only to learn it is slow would take minutes.
+std::optional<Shape> probe_shape(const Request& r);
+/// Phase 2, probe: times cand at pshape and, when the prediction for the real work is hopeless
+/// against best, records it in cand.result and returns true (cand is then never run at the
+/// real size).
+bool probe_rules_out(const Request& r, Candidate& cand, Device& device, const Shape& pshape, double best,
+                     HostDataPool& data);
+
+/// Phase 3, timed runs: a warm-up call and up to kRuns timed calls of cand at the real shape,
+/// stopping early by the bounds above; records the median (or why it stopped) in cand.result.
+/// Why: one untimed call keeps first-use costs out, the bounds keep a slow device cheap.
+void time_runs(Candidate& cand, double best, HostDataPool& data);
+/// Phases 2 and 3 for one device, turning a device error into a "failed" candidate; lowers
+/// best and releases kernels that fell out of the close window. Why per device: each device's
+/// skip rules need the best time of those measured before it.
+void measure(const Request& r, Candidate& cand, const DeviceSource& source, const std::optional<Shape>& pshape,
+             double& best, std::vector<Candidate>& all, HostDataPool& data);
+
+/// Phase 4, refinement: times the devices within kCloseFactor of best again, round-robin, and
+/// takes their medians over all samples. Why: devices timed one after the other a few calls
+/// each can be ordered by machine drift; round-robin makes drift hit all alike.
+void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data);
+
+/// Phase 5, ordering: the Selection — measured candidates by time, then predicted ones, then
+/// failed or ineligible ones, then demoted ones — choosing the first; throws unavailable when
+/// every device failed. Why: explain() and persistence show and keep the whole order.
+Selection order_candidates(const Request& r, Field field, Clock::time_point t0);
+
+/// Phase 5 for a single eligible device: it is chosen untimed (source only). Why: with nothing
+/// to compare, timing it would only cost (seconds, for a big problem).
+Selection single_candidate(const Request& r, Field field, Clock::time_point t0);
+
+/// Runs the phases: times every eligible device for r except the demoted ones and returns the
+/// selection, fastest first (a single eligible device is returned untimed, source only).
+Selection calibrate(const Request& r, const DeviceSource& source, const std::set<std::string>& demoted);
+
+}  // namespace calibration
+}  // namespace vgpu::detail

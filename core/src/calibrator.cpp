@@ -1,0 +1,37 @@
+// core/src/calibrator.cpp — a calibration: its phases in order, and their shared helpers.
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "calibration.hpp"
+
+namespace vgpu::detail::calibration {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string fmt_ratio(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0fx", r);
+  return buf;
+}
+
+Selection calibrate(const Request& r, const DeviceSource& source, const std::set<std::string>& demoted) {
+  const auto t0 = Clock::now();
+  Field field = find_eligible(r, source, demoted);
+  if (field.eligible.size() == 1) return single_candidate(r, std::move(field), t0);
+  HostDataPool data;
+  double best = std::numeric_limits<double>::infinity();
+  const std::optional<Shape> pshape = probe_shape(r);
+  for (Candidate& cand : field.eligible) measure(r, cand, source, pshape, best, field.eligible, data);
+  refine_close(field.eligible, best, data);
+  return order_candidates(r, std::move(field), t0);
+}
+
+}  // namespace vgpu::detail::calibration

@@ -1,0 +1,168 @@
+// core/src/selection_service.cpp — measured device selection: lookup, persistence, demotion.
+#include "selection_service.hpp"
+
+#include <algorithm>
+
+#include "selection_store.hpp"
+#include "size_class.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/log.hpp"
+#include "vgpu/ops.hpp"
+
+namespace vgpu::detail {
+namespace {
+
+using calibration::Clock;
+using calibration::first_line;
+using calibration::seconds_since;
+
+// The in-memory table's key: one entry per op and size class.
+std::string entry_key(const std::string& op, const Shape& shape) {
+  return op + "#" + std::to_string(size_class(op, shape));
+}
+
+// Why a selection read from disk does not belong to op's size_class on devices (empty when it
+// does): another op or class, a device that is not among them, or a choice that is not its
+// first eligible candidate.
+std::string persisted_problem(const Selection& s, const std::string& op, std::uint32_t size_class,
+                              const std::vector<DeviceInfo>& devices) {
+  if (s.op != op || s.size_class != size_class)
+    return "it is for '" + s.op + "' class " + std::to_string(s.size_class) + ", not '" + op + "' class " +
+           std::to_string(size_class);
+  for (const SelectionCandidate& c : s.candidates)
+    if (std::none_of(devices.begin(), devices.end(), [&](const DeviceInfo& d) { return d.id() == c.device; }))
+      return "it names device '" + c.device + "', which is not present";
+  const auto first = std::find_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible; });
+  if (first == s.candidates.end() || first->device != s.device)
+    return "its choice '" + s.device + "' is not its first eligible candidate";
+  return {};
+}
+
+// Whether s may be stored: only a real comparison, and none where a device failed — it may only
+// have failed this once (out of memory, say), so the next process measures again.
+bool worth_storing(const Selection& s) {
+  return s.source == SelectionSource::calibrated &&
+         std::none_of(s.candidates.begin(), s.candidates.end(),
+                      [](const SelectionCandidate& c) { return c.note.starts_with("failed: "); });
+}
+
+// Marks e's demoted candidates in s and points s at the first usable one (source fallback when
+// that is not the stored choice); throws unavailable when none is left.
+void apply_demotions(Selection& s, const std::set<std::string>& demoted, const std::string& op, const Shape& shape) {
+  for (auto& c : s.candidates) {
+    c.demoted = demoted.contains(c.device);
+    if (c.demoted) c.note = "demoted: failed for this op";
+  }
+  auto usable = std::find_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible && !c.demoted; });
+  if (usable == s.candidates.end())
+    fail(ErrorCategory::unavailable, "every device that can run '" + op + "' at " + to_string(shape) + " failed for it.",
+         "see the log for each device's error; check the devices with vgpu-probe.");
+  if (usable->device != s.device) s.source = SelectionSource::fallback;
+  s.device = usable->device;
+}
+
+}  // namespace
+
+std::string selection_key_text(const std::string& op, std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
+  std::vector<std::string> parts;
+  for (const auto& d : devices) parts.push_back(d.id() + "=" + d.fingerprint.hex());
+  std::sort(parts.begin(), parts.end());
+  std::string text = "select;v=1;op=" + op + ";class=" + std::to_string(size_class) + ";devices=";
+  for (const auto& p : parts) text += p + ",";
+  return text;
+}
+
+std::optional<Selection> SelectionService::load_locked(const std::string& key_text, const std::string& op,
+                                                       std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
+  auto loaded = load_selection(key_text);
+  if (!loaded) return std::nullopt;
+  // The key holds every device's id and fingerprint, so a sound entry names only devices of
+  // this set; one naming another (written so by hand, a tool or another build) is dropped
+  // and calibrated over, never followed to a device that is not there.
+  if (std::string why = persisted_problem(*loaded, op, size_class, devices); !why.empty()) {
+    drop_selection(key_text, why);
+    return std::nullopt;
+  }
+  return loaded;
+}
+
+SelectionService::Entry& SelectionService::entry_locked(const std::string& op, const Shape& shape,
+                                                        const PlanFactory& factory) {
+  const std::string key = entry_key(op, shape);
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  const std::uint64_t work = selection_work(op, shape);
+  const std::uint32_t cls = size_class_of_work(work);
+  const std::vector<DeviceInfo> devices = source_.devices();
+  const std::string key_text = selection_key_text(op, cls, devices);
+  if (auto loaded = load_locked(key_text, op, cls, devices)) {
+    loaded->shape = shape;
+    return entries_[key] = Entry{*loaded, {}};
+  }
+  Selection s = calibration::calibrate({op, shape, factory, work}, source_, {});
+  if (worth_storing(s)) store_selection(key_text, s);
+  log(LogLevel::info, op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
+                          std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms)");
+  return entries_[key] = Entry{std::move(s), {}};
+}
+
+Selection SelectionService::forced_selection(const std::string& op, const Shape& shape) {
+  Selection s;
+  s.op = op;
+  s.shape = shape;
+  s.size_class = size_class(op, shape);
+  s.device = source_.open(forced_).info().id();
+  s.source = SelectionSource::forced;
+  s.candidates.push_back(SelectionCandidate{s.device, true, 0, 0, false, "forced by VGPU_DEVICE"});
+  return s;
+}
+
+Selection SelectionService::explain(const std::string& op, const Shape& shape, const PlanFactory& given) {
+  const auto t0 = Clock::now();
+  const std::uint64_t work = selection_work(op, shape);  // validates op and shape first
+  PlanFactory factory = given;
+  if (!factory) {
+    ops::check_shape(op, shape);  // with no factory, op must be a built-in
+    factory = [op](const DeviceInfo& d, const Shape& sh) { return ops::plan(op, d, sh); };
+  }
+  if (!forced_.empty()) {
+    Selection s = forced_selection(op, shape);
+    s.lookup_seconds = seconds_since(t0);
+    return s;
+  }
+  std::lock_guard lock(mutex_);
+  Entry& e = entry_locked(op, shape, factory);
+  if (e.recalibrate) {
+    // The order of the others came from a calibration that may have stopped them after one
+    // noisy warm-up against the now demoted device: measure them again, without it.
+    e.recalibrate = false;
+    e.selection = calibration::calibrate({op, shape, factory, work}, source_, e.demoted);
+    e.selection.source = SelectionSource::fallback;
+  }
+  Selection s = e.selection;
+  s.shape = shape;
+  apply_demotions(s, e.demoted, op, shape);
+  s.lookup_seconds = seconds_since(t0);
+  return s;
+}
+
+bool SelectionService::demote(const std::string& op, const Shape& shape, const std::string& device_id,
+                              const std::string& reason) {
+  const std::string key = entry_key(op, shape);
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  Entry& e = it->second;
+  e.demoted.insert(device_id);
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  for (const auto& c : e.selection.candidates) {
+    if (!c.eligible || e.demoted.contains(c.device)) continue;
+    e.recalibrate = true;
+    log(LogLevel::warn, device_id + " failed for '" + op + "' (" + first_line(reason) +
+                            "); the other devices are measured again for this size class.");
+    return true;
+  }
+  log(LogLevel::warn, device_id + " failed for '" + op + "' (" + first_line(reason) + "); no other device is left for it.");
+  return false;
+}
+
+}  // namespace vgpu::detail
