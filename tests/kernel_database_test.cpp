@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/expect_error.hpp"
+#include "support/test_backend.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vgpu_test {
@@ -206,6 +207,27 @@ TEST_CASE("KernelDatabase: concurrent first calls for one key build once, the ot
     if (stability == vgpu::PlanStability::fixed) CHECK(factory_calls == 1);
     if (stability == vgpu::PlanStability::varies) CHECK(factory_calls == kThreads);
   }
+}
+
+TEST_CASE("KernelDatabase: with selection, calibration runs without the database's lock", "[db][threads][select]") {
+  // Two test-backend devices (the CPU with injected latency) and a salt of this run's own, so
+  // no persisted choice answers: the first call calibrates, running the factory on each device.
+  const std::string salt = "kernel-db-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::vector<std::shared_ptr<TestDeviceKnobs>> knobs{test_device(0, salt), test_device(300, salt)};
+  auto runtime = std::make_shared<vgpu::Runtime>(test_runtime_options(knobs));
+  auto db = std::make_shared<vgpu::KernelDatabase>(*runtime);
+  auto wdb = std::weak_ptr<vgpu::KernelDatabase>(db);
+  auto reports = std::make_shared<std::atomic<int>>(0);
+  // The factory reads the database it is registered in (as a logging factory might).
+  db->add("reporting_add", [wdb, reports](const vgpu::DeviceInfo& info, const vgpu::Shape& s) {
+    if (!wdb.lock()->report().empty()) ++*reports;
+    return vgpu::ops::add(info, s[0]);
+  });
+  std::shared_ptr<vgpu::PersistentKernel> kernel;
+  REQUIRE(finishes([runtime, db, &kernel] { kernel = db->get("reporting_add", {4096}); }));
+  REQUIRE(kernel != nullptr);
+  CHECK(*reports >= 2);  // calibration asked the factory for both devices
+  CHECK(db->misses() == 1);
 }
 
 }  // namespace vgpu_test
