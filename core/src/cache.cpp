@@ -36,7 +36,8 @@ Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
 
 void Cache::matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
   const TensorArg args[] = {TensorArg(a, {m, k}), TensorArg(b, {k, n}), TensorArg(c, {m, n})};
-  db_.call("matmul", {m, k, n}, args);
+  static const std::string kMatmul = "matmul";  // one string, not one per call
+  db_.call(kMatmul, {m, k, n}, args);
 }
 
 std::string Cache::report() const {

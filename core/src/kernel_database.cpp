@@ -1,4 +1,5 @@
-// core/src/kernel_database.cpp — persistent kernels by (id, shape, plan content hash).
+// core/src/kernel_database.cpp — persistent kernels by (id, shape, device): a hit is one hash
+// and one map lookup; plans are built, hashed and compiled only on a miss, outside the lock.
 #include "vgpu/kernel_database.hpp"
 
 #include <xxhash.h>
@@ -77,12 +78,29 @@ std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPl
   return h.digest();
 }
 
+// Seeds keeping the three key families apart (a key is also checked against the entry).
+constexpr std::uint64_t kSlotSeed = 0x76677075'736c6f74ull;   // (id, shape): selection
+constexpr std::uint64_t kFixedSeed = 0x76677075'66697864ull;  // (id, shape, device): fixed plans
+
+// Hashes id and shape (no allocation: this is the hot path's key).
+std::uint64_t key_of(std::string_view id, const Shape& shape, std::uint64_t seed) {
+  const std::uint64_t h = XXH3_64bits_withSeed(id.data(), id.size(), seed);
+  return XXH3_64bits_withSeed(shape.data(), shape.size() * sizeof(std::uint64_t), h);
+}
+
+// What makes two devices the same for a kernel: id and fingerprint, as in plan_key.
+std::uint64_t device_key_of(const Device& device) {
+  const std::string s = device.info().id() + "#" + device.info().fingerprint.hex();
+  return XXH3_64bits(s.data(), s.size());
+}
+
 }  // namespace
 
 KernelDatabase::KernelDatabase(Device device) : device_(std::move(device)) {
   if (!device_)
     fail(ErrorCategory::invalid_argument, "KernelDatabase needs an open device.",
          "pass Runtime::global().default_device() or a device from Runtime::open().");
+  device_key_ = device_key_of(device_);
   register_builtins();
 }
 
@@ -91,8 +109,10 @@ KernelDatabase::KernelDatabase(Runtime& runtime) : runtime_(&runtime) { register
 KernelDatabase::KernelDatabase() : KernelDatabase(Runtime::global()) {}
 
 void KernelDatabase::register_builtins() {
+  // A built-in plan is a function of (DeviceInfo, shape) only, so it is looked up by key.
   for (const std::string& op : ops::names())
-    factories_[op] = [op](const DeviceInfo& info, const Shape& shape) { return ops::plan(op, info, shape); };
+    factories_[op] = Factory{[op](const DeviceInfo& info, const Shape& shape) { return ops::plan(op, info, shape); },
+                             PlanStability::fixed, ++generation_};
 }
 
 Device KernelDatabase::device() const {
@@ -103,10 +123,9 @@ Device KernelDatabase::device() const {
 void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<const TensorArg> args) {
   for (;;) {
     std::shared_ptr<PersistentKernel> kernel;
-    Device used;
+    Device building;  // set by lookup() only when it selects or builds
     try {
-      kernel = get(id, shape);
-      used = kernel->device();
+      kernel = lookup(id, shape, &building);
       (*kernel)(args);
       return;
     } catch (const Error& e) {
@@ -118,7 +137,8 @@ void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<c
                                   c == ErrorCategory::device_lost || c == ErrorCategory::unavailable ||
                                   c == ErrorCategory::not_supported;
       if (!runtime_ || !device_failure) throw;
-      if (!used) used = device();  // get() failed while building on the selected device
+      Device used = kernel ? kernel->device() : building;
+      if (!used) used = device();  // selection itself failed
       if (!used || !runtime_->demote(id, shape, used, e.what())) throw;
       // The failed device's kernels for id go; the next get() selects (and builds) elsewhere.
       std::lock_guard lock(mutex_);
@@ -129,18 +149,19 @@ void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<c
   }
 }
 
-void KernelDatabase::add(const std::string& id, PlanFactory factory) {
+void KernelDatabase::add(const std::string& id, PlanFactory factory, PlanStability stability) {
   if (id.empty() || !factory)
     fail(ErrorCategory::invalid_argument, "KernelDatabase::add needs a non-empty id and a factory.",
          "pass an id such as \"my_kernel\" and a function (DeviceInfo, Shape) -> KernelPlan.");
   std::lock_guard lock(mutex_);
-  factories_[id] = std::move(factory);
+  // A new generation: a build of the old factory still in flight is returned to its caller
+  // but not kept.
+  factories_[id] = Factory{std::move(factory), stability, ++generation_};
   std::erase_if(kernels_, [&](const auto& kv) { return kv.second.id == id; });
-  std::erase_if(chosen_, [&](const auto& kv) { return kv.first.first == id; });
+  std::erase_if(chosen_, [&](const auto& kv) { return kv.second.id == id; });
 }
 
-std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, const Shape& shape) {
-  std::lock_guard lock(mutex_);
+const KernelDatabase::Factory& KernelDatabase::factory_locked(const std::string& id) const {
   auto f = factories_.find(id);
   if (f == factories_.end()) {
     std::string known;
@@ -148,29 +169,167 @@ std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, con
     fail(ErrorCategory::invalid_argument, "no kernel '" + id + "' is registered in this KernelDatabase.",
          "register it with add(), or use one of: " + known + ".");
   }
-  // With selection, the device is chosen per size class (calibrating on first use, which runs
-  // under this lock: the first call of a class waits for its calibration anyway).
-  if (runtime_) {
-    const std::uint64_t epoch = runtime_->selection_epoch();
-    Chosen& c = chosen_[{id, shape}];
-    // A lost device is never used again: selecting again opens a fresh one for the same id.
-    if (!c.device || c.epoch != epoch || c.device.lost()) c = Chosen{runtime_->select(id, shape, f->second), epoch};
-    device_ = c.device;
+  return f->second;
+}
+
+template <class T>
+void KernelDatabase::join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight,
+                                 const std::string& id, const Shape& shape) {
+  if (flight->builder == std::this_thread::get_id())
+    fail(ErrorCategory::invalid_argument,
+         "kernel '" + id + "' at shape " + to_string(shape) +
+             " was asked for while this thread is building it (its factory, or the selection running it, "
+             "called back into the KernelDatabase for the same id and shape).",
+         "build the plan without asking the database for the kernel being built; other ids and shapes are fine.");
+  done_.wait(lock, [&] { return flight->finished; });
+  if (flight->error) std::rethrow_exception(flight->error);
+}
+
+std::shared_ptr<PersistentKernel> KernelDatabase::build_locked(std::unique_lock<std::mutex>& lock, std::uint64_t key,
+                                                               const std::string& id, const Shape& shape,
+                                                               const Device& device, std::uint64_t device_key,
+                                                               const Factory& f, std::unique_ptr<KernelPlan> plan) {
+  auto flight = std::make_shared<KernelFlight>();
+  flights_.emplace(key, flight);
+  PlanFactory make;
+  if (!plan) make = f.make;  // f may be replaced once the lock is released
+  const std::uint64_t generation = f.generation;
+  lock.unlock();
+
+  std::shared_ptr<PersistentKernel> kernel;
+  std::exception_ptr error;
+  try {
+    if (!plan) plan = std::make_unique<KernelPlan>(make(device.info(), shape));
+    kernel = std::make_shared<PersistentKernel>(device, std::move(*plan));
+  } catch (...) {
+    error = std::current_exception();
   }
-  KernelPlan plan = f->second(device_.info(), shape);
-  const std::uint64_t key = plan_key(id + "@" + device_.info().id() + "#" + device_.info().fingerprint.hex(), shape, plan);
-  if (auto it = kernels_.find(key); it != kernels_.end()) {
-    if (!it->second.kernel->device().lost()) {
-      ++hits_;
-      return it->second.kernel;
-    }
-    kernels_.erase(it);  // built on a device that is lost since: build it again on this one
+
+  lock.lock();
+  flights_.erase(key);
+  if (kernel) {
+    ++misses_;
+    auto cur = factories_.find(id);
+    if (cur != factories_.end() && cur->second.generation == generation)
+      kernels_.insert_or_assign(key, Entry{id, shape, device_key, kernel});
   }
-  // Building under the lock keeps "one build per key" simple; builds are rare by design.
-  auto kernel = std::make_shared<PersistentKernel>(device_, std::move(plan));
-  kernels_.emplace(key, Entry{id, kernel});
-  ++misses_;
+  flight->finished = true;
+  flight->error = error;
+  flight->value = kernel;
+  done_.notify_all();
+  if (error) std::rethrow_exception(error);
   return kernel;
+}
+
+std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, const Shape& shape) {
+  return lookup(id, shape, nullptr);
+}
+
+std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, const Shape& shape, Device* used) {
+  const std::uint64_t slot = runtime_ ? key_of(id, shape, kSlotSeed) : 0;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    // 1. The device: fixed, or the one selected for (id, shape) while the selection epoch
+    //    holds (a lost device is never used again: selecting again opens a fresh one).
+    std::uint64_t device_key = device_key_;
+    if (runtime_) {
+      const std::uint64_t epoch = runtime_->selection_epoch();
+      auto c = chosen_.find(slot);
+      if (c == chosen_.end() || c->second.epoch != epoch || c->second.id != id || c->second.shape != shape ||
+          !c->second.device || c->second.device.lost()) {
+        select_locked(lock, slot, id, shape, epoch, used);
+        continue;
+      }
+      if (!(device_ == c->second.device)) device_ = c->second.device;
+      device_key = c->second.device_key;
+    }
+
+    // 2. A fixed factory's kernel is found by key, without asking the factory.
+    const std::uint64_t key = key_of(id, shape, kFixedSeed ^ device_key);
+    if (auto it = kernels_.find(key); it != kernels_.end()) {
+      const Entry& e = it->second;
+      if (e.device_key == device_key && e.id == id && e.shape == shape) {
+        if (!e.kernel->device().lost()) {
+          ++hits_;
+          return e.kernel;
+        }
+        kernels_.erase(it);  // built on a device that is lost since: build it again on this one
+      }
+    }
+    const Factory& f = factory_locked(id);
+    const Device device = device_;  // a copy: the lock is released below
+    if (used) *used = device;
+    if (f.stability == PlanStability::fixed) {
+      if (auto fl = flights_.find(key); fl != flights_.end()) {
+        auto flight = fl->second;
+        join_locked(lock, flight, id, shape);
+        ++hits_;
+        return flight->value;
+      }
+      return build_locked(lock, key, id, shape, device, device_key, f, nullptr);
+    }
+
+    // 3. A varying factory is asked every time (outside the lock); its kernel is found by
+    //    the plan's content.
+    const PlanFactory make = f.make;
+    const std::uint64_t generation = f.generation;
+    lock.unlock();
+    auto plan = std::make_unique<KernelPlan>(make(device.info(), shape));
+    const std::uint64_t content =
+        plan_key(id + "@" + device.info().id() + "#" + device.info().fingerprint.hex(), shape, *plan);
+    lock.lock();
+    if (auto it = kernels_.find(content); it != kernels_.end()) {
+      if (!it->second.kernel->device().lost()) {
+        ++hits_;
+        return it->second.kernel;
+      }
+      kernels_.erase(it);
+    }
+    if (auto fl = flights_.find(content); fl != flights_.end()) {
+      auto flight = fl->second;
+      join_locked(lock, flight, id, shape);
+      ++hits_;
+      return flight->value;
+    }
+    auto cur = factories_.find(id);
+    if (cur == factories_.end() || cur->second.generation != generation) continue;  // replaced meanwhile
+    return build_locked(lock, content, id, shape, device, device_key, cur->second, std::move(plan));
+  }
+}
+
+void KernelDatabase::select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id,
+                                   const Shape& shape, std::uint64_t epoch, Device* used) {
+  if (auto s = selecting_.find(slot); s != selecting_.end()) {
+    auto flight = s->second;
+    join_locked(lock, flight, id, shape);
+    return;
+  }
+  const PlanFactory make = factory_locked(id).make;
+  auto flight = std::make_shared<SelectFlight>();
+  selecting_.emplace(slot, flight);
+  lock.unlock();
+
+  // Calibration runs the factory and times every eligible device: never under the lock.
+  Device chosen;
+  std::uint64_t device_key = 0;
+  std::exception_ptr error;
+  try {
+    chosen = runtime_->select(id, shape, make);
+    device_key = device_key_of(chosen);
+  } catch (...) {
+    error = std::current_exception();
+  }
+
+  lock.lock();
+  selecting_.erase(slot);
+  if (!error) {
+    chosen_.insert_or_assign(slot, Chosen{id, shape, chosen, device_key, epoch});
+    if (used) *used = chosen;
+  }
+  flight->finished = true;
+  flight->error = error;
+  done_.notify_all();
+  if (error) std::rethrow_exception(error);
 }
 
 std::uint64_t KernelDatabase::hits() const {
@@ -196,11 +355,14 @@ std::string KernelDatabase::report() const {
 void KernelDatabase::evict(const std::string& id) {
   std::lock_guard lock(mutex_);
   std::erase_if(kernels_, [&](const auto& kv) { return kv.second.id == id; });
+  // A build of id in flight now is returned to its caller but not kept.
+  if (auto f = factories_.find(id); f != factories_.end()) f->second.generation = ++generation_;
 }
 
 void KernelDatabase::evict() {
   std::lock_guard lock(mutex_);
   kernels_.clear();
+  for (auto& [_, f] : factories_) f.generation = ++generation_;
 }
 
 }  // namespace vgpu

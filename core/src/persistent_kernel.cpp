@@ -87,22 +87,23 @@ void PersistentKernel::validate(std::span<const TensorArg> args) const {
   for (std::size_t a = 0; a < args.size(); ++a) {
     const TensorSpec& t = plan_.tensors[visible_[a]];
     const TensorArg& arg = args[a];
-    const std::string label = "tensor '" + t.name + "' (argument " + to_string(a) + ") of kernel '" + name + "'";
+    // Built only when a check fails: a correct call makes no string.
+    auto label = [&] { return "tensor '" + t.name + "' (argument " + to_string(a) + ") of kernel '" + name + "'"; };
     if (arg.dtype != t.dtype)
       fail(ErrorCategory::invalid_argument,
-           label + " has dtype " + std::string(vgpu::to_string(arg.dtype)) + " but the kernel was built for " +
+           label() + " has dtype " + std::string(vgpu::to_string(arg.dtype)) + " but the kernel was built for " +
                std::string(vgpu::to_string(t.dtype)) + ".",
            "pass data of the kernel's element type.");
     if (arg.shape != t.shape)
       fail(ErrorCategory::invalid_argument,
-           label + " has shape " + vgpu::to_string(arg.shape) + " but the kernel was built for " + vgpu::to_string(t.shape) + ".",
+           label() + " has shape " + vgpu::to_string(arg.shape) + " but the kernel was built for " + vgpu::to_string(t.shape) + ".",
            "pass data of that shape, or get a kernel for the new shape from KernelDatabase::get().");
     if (t.access != Access::write && arg.in == nullptr)
-      fail(ErrorCategory::invalid_argument, label + " is an input but its data pointer is null.",
+      fail(ErrorCategory::invalid_argument, label() + " is an input but its data pointer is null.",
            "pass a pointer to " + to_string(element_count(t.shape)) + " elements.");
     if (t.access != Access::read && arg.out == nullptr)
       fail(ErrorCategory::invalid_argument,
-           label + " is an output but was passed as read-only (const or null) data.",
+           label() + " is an output but was passed as read-only (const or null) data.",
            "pass a mutable pointer to " + to_string(element_count(t.shape)) + " elements.");
   }
 }

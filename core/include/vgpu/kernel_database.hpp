@@ -1,12 +1,15 @@
 // vgpu/kernel_database.hpp — persistent kernels looked up by kernel id and shape.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "vgpu/device.hpp"
@@ -17,14 +20,33 @@ namespace vgpu {
 
 class Runtime;
 
-/// Returns cached PersistentKernels by (kernel id, shape); builds one only when the kernel
-/// source, the shape or the binding topology changes (each get() asks the factory for the
-/// plan and compares its content hash). The built-in ops are registered.
+/// How KernelDatabase::get() knows that a registered factory's kernel is still current.
+enum class PlanStability {
+  /// The plan may change between calls for the same (id, shape, device), e.g. through captured
+  /// state: every get() asks the factory and looks the kernel up by the plan's content hash,
+  /// so a changed plan rebuilds (a hit costs one plan build and hash). add()'s default.
+  varies,
+  /// The plan depends only on (DeviceInfo, shape) and the registration: get() finds the kernel
+  /// by (id, shape, device) and asks the factory only on a miss (a hit builds nothing). To
+  /// change such a family, register it again with add() (which drops its kernels). The
+  /// built-in ops are registered so.
+  fixed,
+};
+
+/// Returns cached PersistentKernels by (kernel id, shape). A kernel is built only when the
+/// shape, the device or the registration changes, or, for a PlanStability::varies factory,
+/// when the plan's content (source, specialisation, tensors, binding topology) changes.
+/// The built-in ops are registered (PlanStability::fixed).
 /// On a fixed device, or with measured selection (Runtime::select per id and size class; a
 /// device that fails in call() is demoted and the call runs on the next one).
 /// A CPU callable in a plan is identified by its type and CpuKernel::version (captured state
 /// cannot be compared): bump version when a factory's callable starts behaving differently.
-/// Thread-safety: every member function is safe to call from several threads at once.
+/// Thread-safety: every member function is safe to call from several threads at once. The
+/// database's mutex guards only its maps and counters: factories (user code), device selection
+/// (calibration) and PersistentKernel builds run without it held, once per key (single
+/// flight: concurrent first calls for one key build once, the others wait for that build;
+/// calls for other keys go on meanwhile). So a factory may call back into the database, except
+/// for the very kernel it is building (that throws invalid_argument instead of deadlocking).
 class KernelDatabase {
  public:
   /// Creates a database of kernels on device, with the built-in ops registered.
@@ -35,8 +57,9 @@ class KernelDatabase {
   /// Selects devices through Runtime::global().
   KernelDatabase();
 
-  /// Registers (or replaces, evicting its kernels) a kernel family under id.
-  void add(const std::string& id, PlanFactory factory);
+  /// Registers (or replaces, evicting its kernels) a kernel family under id; stability says
+  /// whether get() must ask the factory on every call (see PlanStability).
+  void add(const std::string& id, PlanFactory factory, PlanStability stability = PlanStability::varies);
   /// Returns the persistent kernel for id at shape, building it on a miss (and again when the
   /// device it was built on is lost since); throws invalid_argument for an unknown id or a
   /// shape the factory rejects.
@@ -66,24 +89,70 @@ class KernelDatabase {
   bool selects() const noexcept { return runtime_ != nullptr; }
 
  private:
+  // One build (or selection) in progress; threads that need its result wait on done_.
+  template <class T>
+  struct Flight {
+    std::thread::id builder = std::this_thread::get_id();
+    bool finished = false;
+    std::exception_ptr error;
+    T value{};
+  };
+  struct Factory {
+    PlanFactory make;
+    PlanStability stability = PlanStability::varies;
+    std::uint64_t generation = 0;  // bumped by add() and evict(): a build begun before is not kept
+  };
+  struct Entry {
+    std::string id;
+    Shape shape;                  // checked on a keyed hit (the key is a hash)
+    std::uint64_t device_key = 0;
+    std::shared_ptr<PersistentKernel> kernel;
+  };
+  // With selection: the device chosen per (id, shape), valid while the runtime's epoch holds.
+  struct Chosen {
+    std::string id;
+    Shape shape;
+    Device device;
+    std::uint64_t device_key = 0;
+    std::uint64_t epoch = 0;
+  };
+  using KernelFlight = Flight<std::shared_ptr<PersistentKernel>>;
+  using SelectFlight = Flight<bool>;
+
   void register_builtins();
+  // get() that also says the device it used or was building on (for call()'s demotion).
+  std::shared_ptr<PersistentKernel> lookup(const std::string& id, const Shape& shape, Device* used);
+  // The factory registered under id; throws invalid_argument (listing the ids) when none is.
+  const Factory& factory_locked(const std::string& id) const;
+  // Waits (releasing lock) for flight; rethrows its error. Throws instead when this thread is
+  // the one running it (a factory asking for its own kernel would wait for itself forever).
+  template <class T>
+  void join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight,
+                   const std::string& id, const Shape& shape);
+  // Runs Runtime::select for (id, shape) outside the lock, once, and records the choice.
+  void select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id,
+                     const Shape& shape, std::uint64_t epoch, Device* used);
+  // Builds the kernel for key outside the lock, once; plan: made by this call already (varies)
+  // or null (fixed: made here, by f).
+  std::shared_ptr<PersistentKernel> build_locked(std::unique_lock<std::mutex>& lock, std::uint64_t key,
+                                                 const std::string& id, const Shape& shape, const Device& device,
+                                                 std::uint64_t device_key, const Factory& f,
+                                                 std::unique_ptr<KernelPlan> plan);
 
   Runtime* runtime_ = nullptr;  // selection on; null: device_ is fixed
   Device device_;
+  std::uint64_t device_key_ = 0;  // device_'s key (fixed device only)
   mutable std::mutex mutex_;
-  std::map<std::string, PlanFactory> factories_;
-  struct Entry {
-    std::string id;
-    std::shared_ptr<PersistentKernel> kernel;
-  };
-  std::unordered_map<std::uint64_t, Entry> kernels_;  // key: hash of id, shape and plan content
+  std::condition_variable done_;  // a flight finished
+  std::map<std::string, Factory> factories_;
+  std::uint64_t generation_ = 0;
+  // key: for fixed factories a hash of (id, shape, device); for varies ones a hash of id,
+  // device, shape and the plan's content. Only built kernels; builds in flight are in flights_.
+  std::unordered_map<std::uint64_t, Entry> kernels_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<KernelFlight>> flights_;
   std::uint64_t hits_ = 0, misses_ = 0;
-  // With selection: the device chosen per (id, shape), valid while the runtime's epoch holds.
-  struct Chosen {
-    Device device;
-    std::uint64_t epoch = 0;
-  };
-  std::map<std::pair<std::string, Shape>, Chosen> chosen_;
+  std::unordered_map<std::uint64_t, Chosen> chosen_;  // key: hash of (id, shape)
+  std::unordered_map<std::uint64_t, std::shared_ptr<SelectFlight>> selecting_;
 };
 
 }  // namespace vgpu
