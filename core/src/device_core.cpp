@@ -2,9 +2,11 @@
 #include "device_core.hpp"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
@@ -37,6 +39,19 @@ const char* dialect_name(Dialect d) {
   return "?";
 }
 
+// Backend devices that could not be released: kept, never freed, for the life of the process.
+// Held here (not just dropped) so that the memory stays reachable: a leak checker then sees a
+// deliberate keep, not a leak, and still reports every real one.
+void keep_forever(DeviceImpl* impl) noexcept {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<DeviceImpl*>();  // never destroyed either
+  std::lock_guard lock(mutex);
+  try {
+    kept->push_back(impl);
+  } catch (...) {  // out of memory: the device is still never freed, only unlisted
+  }
+}
+
 // The deleter of the backend device: the backend may have to leak it (work it gave up on still
 // runs in the driver and uses its memory); it says why, core notes the leak.
 void retire(DeviceImpl* impl) noexcept {
@@ -44,6 +59,7 @@ void retire(DeviceImpl* impl) noexcept {
     delete impl;
     return;
   }
+  keep_forever(impl);
   try {
     log(LogLevel::warn, "leaking the lost " + device_label(impl->info()) +
                             " (work it gave up waiting for may still run in the driver).");
