@@ -130,7 +130,7 @@ TEST_CASE("bad CUDA source: compile_error carrying the NVRTC log, and the device
   REQUIRE_VGPU_ERROR(compile_error, "no_such_variable", device.compile(bad));
   REQUIRE_VGPU_ERROR(compile_error, "test.cuda_bad.cu(2)", device.compile(bad));
   vgpu::KernelSource wrong_entry = make_source(kScaleAddCuda);
-  wrong_entry.cuda_entry = "nope";
+  wrong_entry.add_cuda(wrong_entry.find(vgpu::dialect::cuda)->code, "nope");
   REQUIRE_VGPU_ERROR(compile_error, "no entry point 'nope'", device.compile(wrong_entry));
   const vgpu::CounterSnapshot d = device.counters() - before;
   CHECK(d.compiles == 0);
@@ -212,7 +212,7 @@ TEST_CASE("L2 damage: a payload the driver refuses is rejected and recompiled", 
     const vgpu::KernelSource source = make_source(nonce() + kScaleAddCuda);
     vgpu::Runtime runtime(only(vgpu::BackendKind::cuda));
     vgpu::Device device = runtime.open("cuda:0");
-    const auto key = vgpu::cache::make_kernel_key(source, vgpu::Dialect::cuda, options, device.info().fingerprint);
+    const auto key = vgpu::cache::make_kernel_key(source, *source.find(vgpu::dialect::cuda), options, device.info().fingerprint);
     const std::vector<std::uint8_t> bytes(payloads[i].begin(), payloads[i].end());
     REQUIRE(store.store(vgpu::cache::EntryKind::cuda_binary, key, device.info().fingerprint, bytes, 0));
     const auto rejected_before = store.stats().rejected;
@@ -249,7 +249,7 @@ TEST_CASE("L2 damage: a cached module the driver loads but that lacks the entry 
   const vgpu::KernelSource source = make_source(nonce() + kScaleAddCuda);
   vgpu::Runtime runtime(only(vgpu::BackendKind::cuda));
   vgpu::Device device = runtime.open("cuda:0");
-  const auto key = vgpu::cache::make_kernel_key(source, vgpu::Dialect::cuda, options, device.info().fingerprint);
+  const auto key = vgpu::cache::make_kernel_key(source, *source.find(vgpu::dialect::cuda), options, device.info().fingerprint);
   // Valid PTX the driver JIT-compiles, but its only kernel is not "scale_add".
   const std::string ptx = std::string(".version 7.0\n.target sm_75\n.address_size 64\n"
                                       ".visible .entry another_kernel()\n{\n  ret;\n}\n") + '\0';

@@ -202,7 +202,7 @@ TEST_CASE("errors: unknown ops, kernels, shapes and missing dialects", "[errors]
   REQUIRE_VGPU_ERROR(invalid_argument, "non-empty id", db.add("", nullptr));
   vgpu::KernelSource glsl_only;
   glsl_only.name = "test.glsl_only";
-  glsl_only.glsl = "void main() {}";
+  glsl_only.add_glsl("void main() {}");
   REQUIRE_VGPU_ERROR(not_supported, "no cpu source", device.compile(glsl_only));
   vgpu::KernelSource nameless = vgpu::ops::add(device.info(), 4).source;
   nameless.name.clear();

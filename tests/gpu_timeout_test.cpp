@@ -67,7 +67,7 @@ vgpu::KernelSource spin_source() {
   for (int i = 0; i < 16; ++i) rounds16 += round;
   vgpu::KernelSource s;
   s.name = "test.spin";
-  s.glsl =
+  s.add_glsl(
       "VGPU_PARAMS { uint n; uint outer; uint inner; uint pad0; } p;\n"
       "layout(std430, binding = 0) buffer Data { uint data[]; };\n"
       "void main() {\n"
@@ -79,8 +79,8 @@ vgpu::KernelSource spin_source() {
       rounds16 +
       "}\n"
       "  data[i] = x;\n"
-      "}\n";
-  s.cuda =
+      "}\n");
+  s.add_cuda(
       "struct SpinParams { unsigned n, outer, inner, pad0; };\n"
       "extern \"C\" __global__ void spin(unsigned* data, SpinParams p) {\n"
       "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
@@ -91,8 +91,8 @@ vgpu::KernelSource spin_source() {
       rounds16 +
       "}\n"
       "  data[i] = x;\n"
-      "}\n";
-  s.cuda_entry = "spin";
+      "}\n",
+      "spin");
   s.params_size = sizeof(SpinParams);
   s.bindings = {
       {0, vgpu::Access::read_write, "data", [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {

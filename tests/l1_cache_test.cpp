@@ -174,26 +174,30 @@ TEST_CASE("L1 through a Device: same source hits, different defines miss", "[l1]
 }
 
 TEST_CASE("KernelKey: differs whenever an input differs, equal for identical input", "[l1][key]") {
-  using vgpu::cache::make_kernel_key;
   vgpu::KernelSource src;
   src.name = "k";
-  src.glsl = "void main() {}";
-  src.cuda = "extern \"C\" __global__ void k() {}";
-  src.cuda_entry = "k";
-  src.cpu.builtin = "add";
-  src.cpu.version = "1";
+  src.add_glsl("void main() {}");
+  src.add_cuda("extern \"C\" __global__ void k() {}", "k");
+  src.add_cpu_builtin("add");
   src.bindings = {{0, vgpu::Access::read, "a", {}}, {1, vgpu::Access::write, "b", {}}};
   src.params_size = 16;
   vgpu::CompileOptions opt;
   opt.defines["X"] = "1";
   const vgpu::DeviceFingerprint fp{"vendor=1;device=2;", 99};
-  const auto base = make_kernel_key(src, vgpu::Dialect::glsl, opt, fp);
-  CHECK(base == make_kernel_key(src, vgpu::Dialect::glsl, opt, fp));
+  // The key of s compiled from its entry in dialect d.
+  auto key = [](const vgpu::KernelSource& s, const vgpu::CompileOptions& o, const vgpu::DeviceFingerprint& f,
+                std::string_view d = vgpu::dialect::glsl) {
+    const vgpu::DialectSource* code = s.find(d);
+    REQUIRE(code != nullptr);
+    return vgpu::cache::make_kernel_key(s, *code, o, f);
+  };
+  const auto base = key(src, opt, fp);
+  CHECK(base == key(src, opt, fp));
   CHECK(base.hex().size() == 32);
   auto differs = [&](vgpu::KernelSource s, vgpu::CompileOptions o, vgpu::DeviceFingerprint f,
-                     vgpu::Dialect d = vgpu::Dialect::glsl) { return !(make_kernel_key(s, d, o, f) == base); };
+                     std::string_view d = vgpu::dialect::glsl) { return !(key(s, o, f, d) == base); };
   auto s = src;
-  s.glsl += " ";
+  s.add_glsl(src.find(vgpu::dialect::glsl)->code + " ");
   CHECK(differs(s, opt, fp));
   s = src, s.name = "k2";
   CHECK(differs(s, opt, fp));
@@ -215,18 +219,29 @@ TEST_CASE("KernelKey: differs whenever an input differs, equal for identical inp
   s = src, s.params_size = 32;
   CHECK(differs(s, opt, fp));
   CHECK(differs(src, opt, vgpu::DeviceFingerprint{"vendor=1;device=3;", 99}));
-  CHECK(differs(src, opt, fp, vgpu::Dialect::cuda));
-  // Each dialect's key covers that dialect's source.
-  const auto cuda = make_kernel_key(src, vgpu::Dialect::cuda, opt, fp);
-  s = src, s.cuda += " ";
-  CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cuda, opt, fp) == cuda);
-  s = src, s.cuda_entry = "k2";
-  CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cuda, opt, fp) == cuda);
-  const auto cpu = make_kernel_key(src, vgpu::Dialect::cpu, opt, fp);
-  s = src, s.cpu.builtin = "mul";
-  CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cpu, opt, fp) == cpu);
-  s = src, s.cpu.version = "2";
-  CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cpu, opt, fp) == cpu);
+  CHECK(differs(src, opt, fp, vgpu::dialect::cuda));
+  // The same text under another dialect's name is another kernel.
+  s = src, s.add(vgpu::DialectSource{"glsl_other", src.find(vgpu::dialect::glsl)->code, {}, {}, {}});
+  CHECK(differs(s, opt, fp, "glsl_other"));
+  // Each dialect's key covers that dialect's source, and only that one: another entry's text
+  // does not change what this device compiles.
+  const auto cuda = key(src, opt, fp, vgpu::dialect::cuda);
+  s = src, s.add_cuda(src.find(vgpu::dialect::cuda)->code + " ", "k");
+  CHECK_FALSE(key(s, opt, fp, vgpu::dialect::cuda) == cuda);
+  CHECK(key(s, opt, fp) == base);
+  s = src, s.add_cuda(src.find(vgpu::dialect::cuda)->code, "k2");
+  CHECK_FALSE(key(s, opt, fp, vgpu::dialect::cuda) == cuda);
+  const auto cpu = key(src, opt, fp, vgpu::dialect::cpu);
+  s = src, s.add_cpu_builtin("mul");
+  CHECK_FALSE(key(s, opt, fp, vgpu::dialect::cpu) == cpu);
+  s = src, s.add_cpu_builtin("add", "2");
+  CHECK_FALSE(key(s, opt, fp, vgpu::dialect::cpu) == cpu);
+  // A callable's key follows its type and version.
+  s = src, s.add_cpu([](const vgpu::CpuWorkgroup&) {});
+  const auto fn1 = key(s, opt, fp, vgpu::dialect::cpu);
+  CHECK_FALSE(fn1 == cpu);
+  s.add_cpu([](const vgpu::CpuWorkgroup&) {});
+  CHECK_FALSE(key(s, opt, fp, vgpu::dialect::cpu) == fn1);
 }
 
 TEST_CASE("VGPU_L1_CAPACITY bounds a new device's L1 (LRU through compile)", "[l1][device]") {

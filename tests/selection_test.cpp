@@ -229,7 +229,7 @@ TEST_CASE("a device whose dialect the kernel lacks is not eligible, and never ru
   // A kernel family whose plan for test:1 carries no CPU kernel (as a GLSL-only kernel on a CPU).
   const vgpu::PlanFactory factory = [](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {
     vgpu::KernelPlan p = vgpu::ops::axpy(d, shape.at(0));
-    if (d.index == 1) p.source.cpu = {};
+    if (d.index == 1) p.source.remove(vgpu::dialect::cpu);
     return p;
   };
   const vgpu::Selection s = runtime.explain("my_axpy", {4096}, factory);
@@ -242,7 +242,7 @@ TEST_CASE("a device whose dialect the kernel lacks is not eligible, and never ru
 
   const vgpu::PlanFactory none = [&](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {
     vgpu::KernelPlan p = factory(d, shape);
-    p.source.cpu = {};
+    p.source.remove(vgpu::dialect::cpu);
     return p;
   };
   REQUIRE_VGPU_ERROR(unavailable, "no device can run 'my_axpy2'", runtime.explain("my_axpy2", {4096}, none));

@@ -217,14 +217,12 @@ TEST_CASE("KernelDatabase: a re-registered or changed factory recompiles", "[ste
   CHECK(f2 != f1);
   CHECK(db.report() == "KernelDB: 2 hits, 4 compiles");
 
-  // A CPU callable's behaviour cannot be hashed: bumping CpuKernel::version is how its
+  // A CPU callable's behaviour cannot be hashed: bumping DialectSource::version is how its
   // author says "this changed", and that rebuilds too.
   std::string version = "1";
   db.add("callable", [&version](const vgpu::DeviceInfo& info, const vgpu::Shape& s) {
     auto p = vgpu::ops::mul(info, s[0]);
-    p.source.cpu.builtin.clear();
-    p.source.cpu.fn = [](const vgpu::CpuWorkgroup&) {};
-    p.source.cpu.version = version;
+    p.source.add_cpu([](const vgpu::CpuWorkgroup&) {}, version);  // replaces the built-in
     return p;
   });
   auto c1 = db.get("callable", {10});

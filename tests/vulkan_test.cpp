@@ -144,7 +144,7 @@ TEST_CASE("L3: every built-in op compiles from embedded SPIR-V with no GLSL comp
       vgpu::ops::mul(info, 1000),          vgpu::ops::reduce_sum(info, 100000), vgpu::ops::softmax_rows(info, 15, 17)};
   std::set<std::string> keys;
   for (const auto& p : plans)
-    keys.insert(vgpu::cache::make_kernel_key(p.source, vgpu::Dialect::glsl, p.options, info.fingerprint).hex());
+    keys.insert(vgpu::cache::make_kernel_key(p.source, *p.source.find(vgpu::dialect::glsl), p.options, info.fingerprint).hex());
   REQUIRE(keys.size() == 6);  // add and mul share a body but not their defines
 
   const vgpu::CounterSnapshot before = device.counters();

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "cuda_device.hpp"
+#include "cuda_op_tuner.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
@@ -56,6 +57,8 @@ DeviceInfo describe(const DriverFns& f, const NvrtcFns& nv, CUdevice d, std::uin
   info.limits.max_shared_memory_bytes = u(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   info.limits.max_buffer_bytes = mem;
   info.features = {"sm_" + std::to_string(*ccmaj) + std::to_string(*ccmin), "cuda_c", "nvrtc_" + nvrtc};
+  info.dialects = {std::string(dialect::cuda)};
+  info.op_tuner = cuda_op_tuner();
   CUuuid uuid{};
   std::string uuid_hex;
   if (f.cuDeviceGetUuid(&uuid, d) == CUDA_SUCCESS)

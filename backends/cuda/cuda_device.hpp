@@ -105,7 +105,6 @@ class CudaDevice final : public DeviceImpl {
   ~CudaDevice() override;
 
   const DeviceInfo& info() const override { return info_; }
-  Dialect dialect() const noexcept override { return Dialect::cuda; }
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
   void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
              const Deadline& deadline) override;
@@ -113,7 +112,8 @@ class CudaDevice final : public DeviceImpl {
             const Deadline& deadline) override;
   void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
             const Deadline& deadline) override;
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
+                                      const CompileOptions& options) override;
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
   void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
@@ -161,10 +161,11 @@ class CudaDevice final : public DeviceImpl {
   void load_copy_kernel();
   // Loads k.module from L2 or NVRTC (an L2 image the driver refuses, or that lacks the entry
   // point, is dropped and rebuilt); returns the last cuModuleLoadData result.
-  CUresult load_compiled(CudaKernelImpl& k, const KernelSource& source, const CompileOptions& options);
+  CUresult load_compiled(CudaKernelImpl& k, const KernelSource& source, const DialectSource& code,
+                         const CompileOptions& options);
   // Module image (cubin or PTX) from L2 or NVRTC; *from_l2 says which.
-  std::vector<std::uint8_t> image_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
-                                      bool* from_l2);
+  std::vector<std::uint8_t> image_for(const KernelSource& source, const DialectSource& code,
+                                      const CompileOptions& options, bool use_l2, bool* from_l2);
 
   const DriverFns& fn_;
   const NvrtcFns* nvrtc_;  // null when NVRTC is missing: compile() then reports it

@@ -23,11 +23,11 @@ void CudaDevice::unload(CUmodule module) {
   fn_.cuModuleUnload(module);
 }
 
-std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, const CompileOptions& options, bool use_l2,
-                                                bool* from_l2) {
+std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, const DialectSource& code,
+                                                const CompileOptions& options, bool use_l2, bool* from_l2) {
   *from_l2 = false;
   KernelL2Entry l2(counters(), cache::EntryKind::cuda_binary,
-                   cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint), info_.fingerprint);
+                   cache::make_kernel_key(source, code, options, info_.fingerprint), info_.fingerprint);
   if (l2.enabled() && use_l2) {
     if (auto blob = l2.load()) {
       // The driver must only see a well-formed ELF cubin or NUL-terminated PTX (it takes no
@@ -52,11 +52,13 @@ std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, cons
   return image;
 }
 
-std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, const CompileOptions& options) {
-  if (source.cuda.empty() || source.cuda_entry.empty())
+std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, const DialectSource& code,
+                                                const CompileOptions& options) {
+  if (code.code.empty() || code.entry.empty())
     fail(ErrorCategory::not_supported,
-         "kernel '" + source.name + "' has no CUDA source (KernelSource::cuda and cuda_entry).",
-         "add a CUDA C version of the kernel, or run it on a backend whose dialect it has.");
+         "kernel '" + source.name + "' has no CUDA source with an entry point.",
+         "pass the CUDA C text and its extern \"C\" kernel name (KernelSource::add_cuda), or run it on another "
+         "backend.");
   auto k = std::make_unique<CudaKernelImpl>(*this);
   for (const auto& b : source.bindings) k->slots.push_back(b.slot);
   std::sort(k->slots.begin(), k->slots.end());
@@ -66,7 +68,7 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
   CUresult r = CUDA_ERROR_NOT_FOUND;
   // L3: a built-in variant nvcc compiled at build time; the driver picks this SM's SASS or JITs
   // the PTX. A refusal (e.g. a driver older than the toolkit's PTX) falls through to L2/NVRTC.
-  if (const auto fatbin = cache::find_precompiled_cuda(source.cuda, source.cuda_entry, options); !fatbin.empty()) {
+  if (const auto fatbin = cache::find_precompiled_cuda(code.code, code.entry, options); !fatbin.empty()) {
     make_current();
     r = fn_.cuModuleLoadData(&k->module, fatbin.data());
     if (r == CUDA_SUCCESS) {
@@ -77,32 +79,32 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
                               error_text(fn_, r) + "); compiling it with NVRTC instead.");
     }
   }
-  if (r != CUDA_SUCCESS) r = load_compiled(*k, source, options);
+  if (r != CUDA_SUCCESS) r = load_compiled(*k, source, code, options);
   if (r != CUDA_SUCCESS) {
     k->module = nullptr;
     fail(ErrorCategory::compile_error,
          "CUDA kernel '" + source.name + "' compiled but the driver could not load it: " + error_text(fn_, r) + ".",
          "check the kernel's resource use (shared memory, registers) against " + info_.name + "'s limits.");
   }
-  r = fn_.cuModuleGetFunction(&k->function, k->module, source.cuda_entry.c_str());
+  r = fn_.cuModuleGetFunction(&k->function, k->module, code.entry.c_str());
   if (r != CUDA_SUCCESS)
     fail(ErrorCategory::compile_error,
-         "CUDA kernel '" + source.name + "' has no entry point '" + source.cuda_entry + "' (" + error_text(fn_, r) +
-             ").",
-         "declare it as extern \"C\" __global__ void " + source.cuda_entry + "(...), or fix KernelSource::cuda_entry.");
+         "CUDA kernel '" + source.name + "' has no entry point '" + code.entry + "' (" + error_text(fn_, r) + ").",
+         "declare it as extern \"C\" __global__ void " + code.entry + "(...), or fix the entry passed to add_cuda.");
   return k;
 }
 
-CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source, const CompileOptions& options) {
+CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source, const DialectSource& code,
+                                   const CompileOptions& options) {
   bool from_l2 = false;
-  std::vector<std::uint8_t> image = image_for(source, options, true, &from_l2);
+  std::vector<std::uint8_t> image = image_for(source, code, options, true, &from_l2);
   make_current();
   CUresult r = fn_.cuModuleLoadData(&k.module, image.data());
   if (r == CUDA_SUCCESS && from_l2) {
     // A cached image the driver loads but that lacks the entry point (a damaged or foreign
     // module) is refused too: otherwise every later process would fail on it.
     CUfunction probe = nullptr;
-    r = fn_.cuModuleGetFunction(&probe, k.module, source.cuda_entry.c_str());
+    r = fn_.cuModuleGetFunction(&probe, k.module, code.entry.c_str());
     if (r != CUDA_SUCCESS) {
       fn_.cuModuleUnload(k.module);
       k.module = nullptr;
@@ -111,11 +113,11 @@ CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source
   if (r != CUDA_SUCCESS && from_l2) {
     // The driver refused a cached image: drop it and build from source.
     KernelL2Entry(counters(), cache::EntryKind::cuda_binary,
-                  cache::make_kernel_key(source, Dialect::cuda, options, info_.fingerprint), info_.fingerprint)
+                  cache::make_kernel_key(source, code, options, info_.fingerprint), info_.fingerprint)
         .reject("driver");
     log(LogLevel::warn, "CUDA: the driver refused a cached module for '" + source.name + "' (" + error_text(fn_, r) +
                             "); recompiling.");
-    image = image_for(source, options, false, &from_l2);
+    image = image_for(source, code, options, false, &from_l2);
     make_current();
     r = fn_.cuModuleLoadData(&k.module, image.data());
   }

@@ -33,9 +33,13 @@ std::vector<std::uint8_t> compile_cuda(const NvrtcFns& nv, const KernelSource& s
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
 
+  const DialectSource* code = source.find(dialect::cuda);
+  if (!code)
+    fail(ErrorCategory::not_supported, "kernel '" + source.name + "' has no CUDA source.",
+         "add a CUDA C version of the kernel (KernelSource::add_cuda), or run it on another backend.");
   nvrtcProgram prog = nullptr;
   const std::string file = source.name + ".cu";
-  nvrtcResult r = nv.nvrtcCreateProgram(&prog, source.cuda.c_str(), file.c_str(), 0, nullptr, nullptr);
+  nvrtcResult r = nv.nvrtcCreateProgram(&prog, code->code.c_str(), file.c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS)
     fail(ErrorCategory::internal, std::string("nvrtcCreateProgram failed: ") + nv.nvrtcGetErrorString(r) + ".",
          "report this with the output of vgpu-probe.");

@@ -17,7 +17,7 @@ namespace vgpu::cuda {
 /// *cubin says which. Then -DNAME=VALUE per define and VGPU_LOCAL_SIZE_X/Y/Z.
 std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const CompileOptions& options, int sm, bool* cubin);
 
-/// Compiles source.cuda for sm and returns the cubin (or NUL-terminated PTX, see
+/// Compiles source's CUDA entry (dialect::cuda) for sm and returns the cubin (or NUL-terminated PTX, see
 /// nvrtc_options). Throws Error(compile_error) "CUDA kernel '<name>' failed to compile:\n<log>".
 std::vector<std::uint8_t> compile_cuda(const NvrtcFns& nvrtc, const KernelSource& source, const CompileOptions& options,
                                        int sm);

@@ -40,8 +40,7 @@ void CudaDevice::load_copy_kernel() {
   if (!module && nvrtc_) {
     KernelSource source;
     source.name = "vgpu.copy_segments";
-    source.cuda = std::string(k.source);
-    source.cuda_entry = std::string(k.entry);
+    source.add_cuda(std::string(k.source), std::string(k.entry));
     try {
       const std::vector<std::uint8_t> image = compile_cuda(*nvrtc_, source, options, cc_major_ * 10 + cc_minor_);
       if (fn_.cuModuleLoadData(&module, image.data()) != CUDA_SUCCESS) module = nullptr;

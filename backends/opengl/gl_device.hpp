@@ -133,7 +133,6 @@ class GlDevice final : public DeviceImpl {
   ~GlDevice() override;
 
   const DeviceInfo& info() const override { return desc_.info; }
-  Dialect dialect() const noexcept override { return Dialect::glsl; }
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
   void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
              const Deadline& deadline) override;
@@ -141,7 +140,8 @@ class GlDevice final : public DeviceImpl {
             const Deadline& deadline) override;
   void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
             const Deadline& deadline) override;
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
+                                      const CompileOptions& options) override;
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
   void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;

@@ -56,7 +56,7 @@ std::pair<std::string_view, int> find_spirv_only(std::string_view text) {
 void check_glsl_for_gl(std::string_view kernel_name, std::string_view body,
                        const std::map<std::string, std::string>& defines) {
   if (auto [what, line] = find_spirv_only(body); !what.empty())
-    refuse(kernel_name, what, "line " + std::to_string(line) + " of KernelSource::glsl");
+    refuse(kernel_name, what, "line " + std::to_string(line) + " of the GLSL source");
   for (const auto& [name, value] : defines)
     if (auto [what, line] = find_spirv_only(value); !what.empty()) refuse(kernel_name, what, "define " + name);
 }

@@ -90,7 +90,7 @@ GLuint program_from_source_w(const std::string& name, const std::string& text, B
     const std::string log = shader_log(shader);
     glDeleteShader(shader);
     fail(ErrorCategory::compile_error, "GLSL kernel '" + name + "' failed to compile:\n" + log,
-         "correct the GLSL; line numbers count from the first line of KernelSource::glsl.");
+         "correct the GLSL; line numbers count from the first line of the GLSL source.");
   }
   counters.source_compiles.fetch_add(1, std::memory_order_relaxed);
   const GLuint program = glCreateProgram();
@@ -128,12 +128,13 @@ GLuint program_from_source_w(const std::string& name, const std::string& text, B
 
 GlKernelImpl::~GlKernelImpl() { device_.release_program(program); }
 
-std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const CompileOptions& options) {
+std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const DialectSource& code,
+                                              const CompileOptions& options) {
   auto kernel = std::make_unique<GlKernelImpl>(*this);
   kernel->params_size = source.params_size;
   const DeviceFingerprint& fp = desc_.info.fingerprint;
   KernelL2Entry l2(counters(), cache::EntryKind::gl_program_binary,
-                   l2_binaries_ ? cache::make_kernel_key(source, Dialect::glsl, options, fp) : cache::KernelKey{}, fp);
+                   l2_binaries_ ? cache::make_kernel_key(source, code, options, fp) : cache::KernelKey{}, fp);
   const bool use_l2 = l2_binaries_ && l2.enabled();
 
   if (use_l2) {
@@ -152,10 +153,10 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
     }
   }
 
-  check_glsl_for_gl(source.name, source.glsl, options.defines);
+  check_glsl_for_gl(source.name, code.code, options.defines);
   const auto start = std::chrono::steady_clock::now();
   const std::string text =
-      for_glsl_version(kernels::assemble_glsl(source.glsl, options.defines, options.workgroup_size,
+      for_glsl_version(kernels::assemble_glsl(code.code, options.defines, options.workgroup_size,
                                               kernels::GlslTarget::opengl, desc_.caps.params_binding()),
                        desc_.caps.glsl);
   Bytes binary;

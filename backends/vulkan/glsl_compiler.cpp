@@ -93,7 +93,7 @@ std::vector<std::uint32_t> compile_glsl(const std::string& assembled_text, const
       problem += " (" + std::string(status_name(status)) + ")";
     problem += ":\n" + (compiler_log.empty() ? std::string("(the compiler gave no log)") : compiler_log);
     fail(ErrorCategory::compile_error, problem,
-         "fix the GLSL error at the line shown (line numbers count from the first line of KernelSource::glsl).");
+         "fix the GLSL error at the line shown (line numbers count from the first line of the GLSL source).");
   }
   if (!compiler_log.empty())
     log(LogLevel::debug, "GLSL kernel '" + kernel_name + "' compiled with warnings:\n" + compiler_log);

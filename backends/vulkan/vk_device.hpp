@@ -87,7 +87,6 @@ class VulkanDevice final : public DeviceImpl {
   ~VulkanDevice() override;
 
   const DeviceInfo& info() const override { return physical_.info; }
-  Dialect dialect() const noexcept override { return Dialect::glsl; }
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
   void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
              const Deadline& deadline) override;
@@ -95,7 +94,8 @@ class VulkanDevice final : public DeviceImpl {
             const Deadline& deadline) override;
   void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
             const Deadline& deadline) override;
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
+                                      const CompileOptions& options) override;
   /// Builds the shader module and pipeline of k from words; returns the failing call's result.
   VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const CompileOptions& options);
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
@@ -131,8 +131,9 @@ class VulkanDevice final : public DeviceImpl {
   // SPIR-V from L3, L2 (when use_l2) or the GLSL compiler that fits pipeline (an L2 module
   // that does not is dropped; a compiled one that does not throws compile_error); *from_l2
   // tells whether the disk supplied it, so a driver refusal can drop that entry and compile.
-  std::vector<std::uint32_t> spirv_for(const KernelSource& source, const CompileOptions& options,
-                                       const PipelineInterface& pipeline, bool use_l2, bool* from_l2);
+  std::vector<std::uint32_t> spirv_for(const KernelSource& source, const DialectSource& code,
+                                       const CompileOptions& options, const PipelineInterface& pipeline, bool use_l2,
+                                       bool* from_l2);
   void load_pipeline_cache();
   void save_pipeline_cache();
 

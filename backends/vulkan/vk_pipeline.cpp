@@ -124,8 +124,8 @@ VulkanDevice::Layouts VulkanDevice::layouts_for(const std::vector<std::uint32_t>
   return l;
 }
 
-std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, const CompileOptions& options,
-                                                   const PipelineInterface& pipeline, bool use_l2, bool* from_l2) {
+std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, const DialectSource& code,
+                                                   const CompileOptions& options, const PipelineInterface& pipeline, bool use_l2, bool* from_l2) {
   *from_l2 = false;
   // The driver only ever sees a module whose descriptors, push constants and workgroup size
   // match the pipeline built for it: a mismatch is undefined behaviour (lavapipe crashed on
@@ -139,13 +139,13 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
     return words;
   };
   // L3: built-in kernels ship as SPIR-V compiled by glslc at build time.
-  if (const auto* pre = cache::find_precompiled_spirv(source.glsl, options.defines)) {
+  if (const auto* pre = cache::find_precompiled_spirv(code.code, options.defines)) {
     counters().l3_hits.fetch_add(1, std::memory_order_relaxed);
     return check(*pre);
   }
   // L2: SPIR-V of user kernels compiled by an earlier process; the store has validated it.
   const DeviceFingerprint& fp = physical_.info.fingerprint;
-  KernelL2Entry l2(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp);
+  KernelL2Entry l2(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, code, options, fp), fp);
   if (l2.enabled() && use_l2) {
     if (auto blob = l2.load()) {
       std::vector<std::uint32_t> words(blob->size() / 4);
@@ -162,7 +162,7 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  const std::string text = kernels::assemble_glsl(source.glsl, options.defines, options.workgroup_size,
+  const std::string text = kernels::assemble_glsl(code.code, options.defines, options.workgroup_size,
                                                   kernels::GlslTarget::vulkan, 0);
   std::vector<std::uint32_t> words = check(compile_glsl(text, source.name));
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
@@ -197,7 +197,8 @@ VkResult VulkanDevice::build_pipeline(VkKernelImpl& k, const std::vector<std::ui
   return r;
 }
 
-std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, const CompileOptions& options) {
+std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, const DialectSource& code,
+                                                  const CompileOptions& options) {
   auto k = std::make_unique<VkKernelImpl>(*this);
   for (const BindingDecl& b : source.bindings) k->slots.push_back(b.slot);
   std::sort(k->slots.begin(), k->slots.end());
@@ -208,16 +209,16 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
 
   bool from_l2 = false;
   const PipelineInterface pipeline{k->slots, k->push_bytes, options.workgroup_size};
-  std::vector<std::uint32_t> words = spirv_for(source, options, pipeline, true, &from_l2);
+  std::vector<std::uint32_t> words = spirv_for(source, code, options, pipeline, true, &from_l2);
   VkResult r = build_pipeline(*k, words, options);
   const bool out_of_memory = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;
   if (r != VK_SUCCESS && from_l2 && !out_of_memory) {
     // A cached entry the driver refuses (at module or pipeline creation) costs a recompile,
     // never a failure: drop it and build from the GLSL source.
     const DeviceFingerprint& fp = physical_.info.fingerprint;
-    KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, Dialect::glsl, options, fp), fp)
+    KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, code, options, fp), fp)
         .reject("driver");
-    words = spirv_for(source, options, pipeline, false, &from_l2);
+    words = spirv_for(source, code, options, pipeline, false, &from_l2);
     r = build_pipeline(*k, words, options);
   }
   if (r != VK_SUCCESS) {

@@ -20,11 +20,9 @@ void put(std::string& out, std::string_view field) {
 
 void put(std::string& out, std::uint64_t value) { put(out, std::string_view(std::to_string(value))); }
 
-std::string cpu_identity(const CpuKernel& cpu) {
-  if (!cpu.builtin.empty()) return "builtin:" + cpu.builtin;
-  // A callable's type name is unique per lambda/function type within the program.
-  return std::string("callable:") + (cpu.fn ? cpu.fn.target_type().name() : "none");
-}
+// A callable's type name is unique per lambda/function type within the program; its captured
+// state cannot be hashed (hence DialectSource::version).
+std::string_view fn_identity(const CpuKernelFn& fn) { return fn ? fn.target_type().name() : ""; }
 
 }  // namespace
 
@@ -35,25 +33,19 @@ std::string KernelKey::hex() const {
   return buf;
 }
 
-KernelKey make_kernel_key(const KernelSource& source, Dialect dialect, const CompileOptions& options,
+KernelKey make_kernel_key(const KernelSource& source, const DialectSource& code, const CompileOptions& options,
                           const DeviceFingerprint& fingerprint) {
   std::string text;
-  text.reserve(256 + source.glsl.size() + source.cuda.size());
+  text.reserve(256 + code.code.size());
   put(text, "vgpu-kernel");
   put(text, std::uint64_t{kCacheFormatVersion});
   put(text, source.name);
-  put(text, std::uint64_t(static_cast<int>(dialect)));
-  switch (dialect) {
-    case Dialect::glsl: put(text, source.glsl); break;
-    case Dialect::cuda:
-      put(text, source.cuda);
-      put(text, source.cuda_entry);
-      break;
-    case Dialect::cpu:
-      put(text, cpu_identity(source.cpu));
-      put(text, source.cpu.version);
-      break;
-  }
+  // The one dialect entry this device compiles; the kernel's other entries do not change it.
+  put(text, code.dialect);
+  put(text, code.code);
+  put(text, code.entry);
+  put(text, fn_identity(code.fn));
+  put(text, code.version);
   put(text, std::uint64_t{options.defines.size()});
   for (const auto& [name, value] : options.defines) {
     put(text, name);

@@ -31,10 +31,4 @@ struct SoftmaxParams {
   std::uint32_t rows, cols, pad0, pad1;
 };
 
-// CPU built-ins: a "workgroup" is a tile or a chunk, processed by one task.
-inline constexpr std::uint32_t kCpuMatmulTileM = 96;   ///< rows of C per group (multiple of 6 and 12)
-inline constexpr std::uint32_t kCpuMatmulTileN = 128;  ///< columns of C per group (multiple of 8, 16, 32)
-inline constexpr std::uint32_t kCpuElementsPerGroup = 16384;  ///< axpy/add/mul chunk
-inline constexpr std::uint32_t kCpuReduceBlock = 16384;       ///< inputs summed per group per pass
-
 }  // namespace vgpu::kernels

@@ -7,16 +7,6 @@
 namespace vgpu::detail::calibration {
 namespace {
 
-// Whether source has the dialect d's backend compiles (a plan without it can never run there).
-bool has_dialect(const KernelSource& source, const DeviceInfo& d) {
-  switch (d.backend) {
-    case BackendKind::cuda: return !source.cuda.empty() && !source.cuda_entry.empty();
-    case BackendKind::vulkan:
-    case BackendKind::opengl: return !source.glsl.empty();
-    default: return static_cast<bool>(source.cpu);
-  }
-}
-
 // Why plan cannot run on d (memory), or empty. Each tensor counts its dtype's size, scratch
 // tensors included (they live on the device too).
 std::string memory_problem(const DeviceInfo& d, const KernelPlan& plan) {
@@ -35,8 +25,12 @@ std::string memory_problem(const DeviceInfo& d, const KernelPlan& plan) {
 
 // Why d cannot run plan (dialect, memory), or empty.
 std::string plan_problem(const DeviceInfo& d, const KernelPlan& plan) {
-  if (!has_dialect(plan.source, d))
-    return "the kernel has no source in " + std::string(to_string(d.backend)) + "'s dialect";
+  if (!plan.source.pick(d.dialects)) {
+    std::string accepts;
+    for (const std::string& name : d.dialects) accepts += (accepts.empty() ? "" : ", ") + name;
+    return "the kernel has no source in " + std::string(to_string(d.backend)) + "'s dialect (" +
+           (accepts.empty() ? "none" : accepts) + ")";
+  }
   return memory_problem(d, plan);
 }
 

@@ -21,22 +21,18 @@ std::string device_label(const DeviceInfo& info) {
   return std::string(vgpu::to_string(info.backend)) + " device '" + info.name + "'";
 }
 
-bool has_dialect(const KernelSource& source, Dialect dialect) {
-  switch (dialect) {
-    case Dialect::glsl: return !source.glsl.empty();
-    case Dialect::cuda: return !source.cuda.empty() && !source.cuda_entry.empty();
-    case Dialect::cpu: return static_cast<bool>(source.cpu);
-  }
-  return false;
+// "glsl, cuda" (or "none") for a message.
+std::string joined(const std::vector<std::string>& names, const char* separator = ", ") {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : separator) + n;
+  return out.empty() ? "none" : out;
 }
 
-const char* dialect_name(Dialect d) {
-  switch (d) {
-    case Dialect::glsl: return "glsl";
-    case Dialect::cuda: return "cuda (source and entry point)";
-    case Dialect::cpu: return "cpu";
-  }
-  return "?";
+std::vector<std::string> dialects_of(const KernelSource& source) {
+  std::vector<std::string> out;
+  for (const DialectSource& s : source.sources)
+    if (s.present()) out.push_back(s.dialect);
+  return out;
 }
 
 // Backend devices that could not be released: kept, never freed, for the life of the process.
@@ -281,16 +277,18 @@ void DeviceCore::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes,
   guarded("copying a buffer", [&] { impl_->copy(*s.impl, src_offset, *d.impl, dst_offset, bytes, deadline); });
 }
 
-void DeviceCore::check_compilable(const KernelSource& source, const CompileOptions& options) const {
+const DialectSource& DeviceCore::check_compilable(const KernelSource& source, const CompileOptions& options) const {
   const DeviceInfo& di = info();
   if (source.name.empty())
     fail(ErrorCategory::invalid_argument, "kernel source has no name.",
          "set KernelSource::name; it appears in errors, logs and reports.");
-  if (!has_dialect(source, impl_->dialect()))
+  const DialectSource* code = source.pick(di.dialects);
+  if (!code)
     fail(ErrorCategory::not_supported,
-         "kernel '" + source.name + "' has no " + dialect_name(impl_->dialect()) + " source, so it cannot run on " +
-             device_label(di) + ".",
-         std::string("add that dialect to the KernelSource, or run it on a backend it has (VGPU_BACKEND=...)."));
+         "kernel '" + source.name + "' has no " + joined(di.dialects, " or ") + " source, so it cannot run on " +
+             device_label(di) + " (the kernel has " + joined(dialects_of(source)) + ").",
+         "add a source in one of those dialects to the KernelSource, or run it on a backend it has "
+         "(VGPU_BACKEND=...).");
   if (source.params_size > kMaxParamsBytes)
     fail(ErrorCategory::invalid_argument,
          "kernel '" + source.name + "' declares a " + to_string(source.params_size) + "-byte params block; at most " +
@@ -322,32 +320,39 @@ void DeviceCore::check_compilable(const KernelSource& source, const CompileOptio
       fail(ErrorCategory::invalid_argument, "kernel '" + source.name + "' declares slot " + to_string(b.slot) + " twice.",
            "give each BindingDecl its own slot.");
   }
+  std::set<std::string_view> dialects;
+  for (const DialectSource& s : source.sources)
+    if (!dialects.insert(s.dialect).second)
+      fail(ErrorCategory::invalid_argument,
+           "kernel '" + source.name + "' has two sources in dialect '" + s.dialect + "'.",
+           "give each dialect one entry (KernelSource::add replaces an earlier one).");
+  return *code;
 }
 
-std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source, const CompileOptions& options,
-                                                      const cache::KernelKey& key) {
+std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source, const DialectSource& code,
+                                                      const CompileOptions& options, const cache::KernelKey& key) {
   auto state = std::make_shared<KernelState>();
   state->device = impl_;
   state->source = source;
   state->options = options;
   state->key = key;
-  state->impl = guarded("compiling a kernel", [&] { return impl_->compile(source, options); });
+  state->impl = guarded("compiling a kernel", [&] { return impl_->compile(source, code, options); });
   counters_.compiles.fetch_add(1, std::memory_order_relaxed);
   return state;
 }
 
 Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& options) {
   check_usable();
-  check_compilable(source, options);
-  const cache::KernelKey key = cache::make_kernel_key(source, impl_->dialect(), options, info().fingerprint);
-  // A CPU callable has nothing to compile, and its captured state cannot be hashed: two
+  const DialectSource& code = check_compilable(source, options);
+  const cache::KernelKey key = cache::make_kernel_key(source, code, options, info().fingerprint);
+  // A host callable has nothing to compile, and its captured state cannot be hashed: two
   // lambdas of one type may behave differently, so it bypasses L1 rather than risk a stale hit.
-  if (impl_->dialect() == Dialect::cpu && source.cpu.builtin.empty()) {
+  if (code.fn) {
     counters_.l1_misses.fetch_add(1, std::memory_order_relaxed);
-    return Kernel(build_kernel(source, options, key));
+    return Kernel(build_kernel(source, code, options, key));
   }
   const auto before = l1_.stats().evictions;
-  auto [state, how] = l1_.get_or_build(key, [&] { return build_kernel(source, options, key); });
+  auto [state, how] = l1_.get_or_build(key, [&] { return build_kernel(source, code, options, key); });
   if (how == cache::Lookup::built)
     counters_.l1_misses.fetch_add(1, std::memory_order_relaxed);
   else

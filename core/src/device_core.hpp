@@ -106,9 +106,10 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   cache::MemoryCacheStats l1_stats() const { return l1_.stats(); }
 
  private:
-  std::shared_ptr<KernelState> build_kernel(const KernelSource& source, const CompileOptions& options,
-                                            const cache::KernelKey& key);
-  void check_compilable(const KernelSource& source, const CompileOptions& options) const;
+  std::shared_ptr<KernelState> build_kernel(const KernelSource& source, const DialectSource& code,
+                                            const CompileOptions& options, const cache::KernelKey& key);
+  // Checks source and options against this device; returns the entry of source it compiles.
+  const DialectSource& check_compilable(const KernelSource& source, const CompileOptions& options) const;
   // The checks of one host → buffer (buffer → host) copy: the buffer is this device's, the
   // range fits, the pointer is set; returns the buffer, or nullptr when bytes is 0.
   BufferState* checked_write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset,

@@ -40,12 +40,14 @@ std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPl
   h.num(shape.size());
   for (auto d : shape) h.num(d);
   h.text(p.source.name);
-  h.text(p.source.glsl);
-  h.text(p.source.cuda);
-  h.text(p.source.cuda_entry);
-  h.text(p.source.cpu.builtin);
-  h.text(p.source.cpu.version);
-  h.text(p.source.cpu.fn ? p.source.cpu.fn.target_type().name() : "");
+  h.num(p.source.sources.size());
+  for (const DialectSource& s : p.source.sources) {
+    h.text(s.dialect);
+    h.text(s.code);
+    h.text(s.entry);
+    h.text(s.version);
+    h.text(s.fn ? s.fn.target_type().name() : "");
+  }
   h.num(p.source.bindings.size());
   for (const auto& b : p.source.bindings) {
     h.num(b.slot);

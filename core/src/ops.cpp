@@ -1,5 +1,6 @@
-// core/src/ops.cpp — plans of the built-in ops: kernel source per dialect, binding ABI
-// (core/kernels/kernel_abi.hpp), tensors, and group counts for the chosen device.
+// core/src/ops.cpp — plans of the built-in ops: kernel source in every dialect vgpu ships,
+// binding ABI (core/kernels/kernel_abi.hpp), tensors, and group counts for the chosen device.
+// How a device runs each op (workgroup size, defines, tiling) is its backend's OpTuner's call.
 #include "vgpu/ops.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "core/kernels/cuda_source.hpp"
 #include "core/kernels/glsl_source.hpp"
 #include "core/kernels/kernel_abi.hpp"
+#include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::ops {
@@ -59,76 +61,43 @@ BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name
                      }};
 }
 
-// Which implementation of the built-ins a device runs. The CUDA ports (core/kernels/cuda/*.cu)
-// mirror the GLSL kernels' block sizes (256) and reduce block, so the non-CPU branches below
-// serve both Impl::glsl and Impl::cuda — except matmul, whose CUDA tiling depends on the shape.
-enum class Impl { cpu, glsl, cuda };
-
-Impl impl_for(const char* op, const DeviceInfo& dev) {
-  switch (dev.backend) {
-    case BackendKind::cpu:
-    case BackendKind::test: return Impl::cpu;
-    case BackendKind::vulkan:
-    case BackendKind::opengl: return Impl::glsl;
-    case BackendKind::cuda: return Impl::cuda;
-    default:
-      fail(ErrorCategory::not_supported,
-           std::string("built-in op '") + op + "' has no implementation for the " + std::string(to_string(dev.backend)) +
-               " backend in this build.",
-           "run it on another device (VGPU_BACKEND=vulkan,opengl,cpu).");
-  }
+// The device's backend's tuning of op at shape (defines, workgroup size, work per group).
+OpTuning tune(const DeviceInfo& dev, OpShape shape) {
+  if (!dev.op_tuner)
+    fail(ErrorCategory::not_supported,
+         "built-in op '" + std::string(shape.op) + "' has no implementation for " + dev.id() + " (its backend, " +
+             std::string(to_string(dev.backend)) + ", tunes no built-in ops).",
+         "run it on another device (VGPU_BACKEND=vulkan,opengl,cpu), or give the backend an OpTuner.");
+  OpTuning t = dev.op_tuner->tune(shape, dev);
+  if (t.per_group_x == 0 || t.per_group_y == 0)
+    fail(ErrorCategory::internal,
+         "the " + std::string(to_string(dev.backend)) + " backend tuned '" + std::string(shape.op) +
+             "' with a workgroup that covers no work.",
+         "report this with the output of vgpu-probe.");
+  return t;
 }
 
-// Every built-in carries each dialect it has, so one source runs on any backend; the
-// specialisation (options) and group counts are what differ per implementation.
-KernelSource builtin_source(const std::string& op, const char* glsl_file, std::uint32_t params_size) {
+// Every built-in carries each dialect vgpu ships, so one source runs on any backend (plus the
+// backend's own code, when its tuner brings some); the options and group counts are what
+// differ per device.
+KernelSource builtin_source(const std::string& op, const char* glsl_file, std::uint32_t params_size, OpTuning& t) {
   KernelSource s;
   s.name = "vgpu." + op;
-  s.cpu.builtin = op;
-  s.cpu.version = "1";
-  s.glsl = std::string(kernels::builtin_glsl(glsl_file));
+  s.add_cpu_builtin(op);
+  s.add_glsl(std::string(kernels::builtin_glsl(glsl_file)));
   const auto& cu = kernels::builtin_cuda(glsl_file);  // the CUDA port has the GLSL file's name
-  s.cuda = std::string(cu.source);
-  s.cuda_entry = std::string(cu.entry);
+  s.add_cuda(std::string(cu.source), std::string(cu.entry));
+  if (t.code) s.add(std::move(*t.code));
   s.params_size = params_size;
   return s;
 }
 
-constexpr std::uint32_t kGlslWorkgroup = 256;  // invocations per group of the 1-D GLSL kernels
-constexpr std::uint32_t kGlslMatmulTile = 64;  // C tile per group of matmul.comp (16×16 invocations)
-constexpr std::uint64_t kGlslReduceBlock = 256 * 8;  // inputs per group of reduce_sum.comp
-
-// One tiling of core/kernels/cuda/matmul.cu: BM×BN of C per block, K in steps of BK, TM×TN
-// per thread. Every entry is also in cmake/VgpuCuda.cmake's VGPU_CUDA_PRECOMPILED (L3).
-struct CudaMatmulConfig {
-  std::uint32_t bm, bn, bk, tm, tn;
-};
-
-// The largest tile that still gives every SM a block: big tiles do the most work per byte of
-// shared memory, but a grid smaller than the GPU leaves SMs idle (1024² with 128×128 tiles is
-// 64 blocks for an H200's 132 SMs).
-CudaMatmulConfig cuda_matmul_config(std::uint32_t m, std::uint32_t n, const DeviceInfo& dev) {
-  constexpr CudaMatmulConfig kLarge{128, 128, 8, 8, 8}, kWide{128, 64, 8, 8, 4}, kSmall{64, 64, 16, 4, 4};
-  const std::uint64_t sms = std::max<std::uint32_t>(dev.compute_units, 1);
-  for (const CudaMatmulConfig& c : {kLarge, kWide})
-    if (ceil_div(m, c.bm) * ceil_div(n, c.bn) >= sms) return c;
-  return kSmall;
-}
-
 KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64, bool is_axpy) {
-  const Impl impl = impl_for(op, dev);
   const std::uint32_t n = to_u32(op, "n", n64);
+  OpTuning t = tune(dev, OpShape{op, 1, 1, n});
   KernelPlan p;
-  p.source = builtin_source(op, is_axpy ? "axpy" : "elementwise", sizeof(ElementwiseParams));
-  std::uint64_t per_group = kernels::kCpuElementsPerGroup;
-  if (impl == Impl::cpu) {
-    p.options.workgroup_size = {1, 1, 1};
-    p.options.defines["ELEMENTS_PER_GROUP"] = std::to_string(per_group);
-  } else {
-    per_group = kGlslWorkgroup;
-    p.options.workgroup_size = {kGlslWorkgroup, 1, 1};
-    if (!is_axpy) p.options.defines["VGPU_OP"] = std::string(op) == "add" ? "0" : "1";
-  }
+  p.source = builtin_source(op, is_axpy ? "axpy" : "elementwise", sizeof(ElementwiseParams), t);
+  p.options = std::move(t.options);
   if (is_axpy) {
     p.source.bindings = {elementwise_decl(0, Access::read, "a", true), elementwise_decl(1, Access::read, "x", false),
                          elementwise_decl(2, Access::read_write, "y", false)};
@@ -145,7 +114,7 @@ KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64,
   PlanStep step;
   step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
   step.params = ParamsBlock::of(ElementwiseParams{n, 0, 0, 0});
-  step.groups = linear_groups(op, ceil_div(n, per_group), dev);
+  step.groups = linear_groups(op, ceil_div(n, t.per_group_x), dev);
   p.steps.push_back(step);
   return p;
 }
@@ -155,12 +124,13 @@ KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64,
 std::vector<std::string> names() { return {"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows"}; }
 
 KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  const Impl impl = impl_for("matmul", dev);
   require_positive("matmul", "M", m);
   require_positive("matmul", "K", k);
   require_positive("matmul", "N", n);
+  OpTuning t = tune(dev, OpShape{"matmul", m, k, n});
   KernelPlan p;
-  p.source = builtin_source("matmul", "matmul", sizeof(MatmulParams));
+  p.source = builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
+  p.options = std::move(t.options);
   // Sizes come from the params at dispatch time, so any shape validates against the buffers.
   auto need = [](int which) {
     return [which](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
@@ -171,31 +141,13 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
   };
   p.source.bindings = {BindingDecl{0, Access::read, "A", need(0)}, BindingDecl{1, Access::read, "B", need(1)},
                        BindingDecl{2, Access::write, "C", need(2)}};
-  std::uint64_t tile_m = kGlslMatmulTile, tile_n = kGlslMatmulTile;
-  if (impl == Impl::cpu) {
-    tile_m = kernels::kCpuMatmulTileM;
-    tile_n = kernels::kCpuMatmulTileN;
-    p.options.workgroup_size = {1, 1, 1};
-    p.options.defines["TILE_M"] = std::to_string(tile_m);
-    p.options.defines["TILE_N"] = std::to_string(tile_n);
-  } else if (impl == Impl::cuda) {
-    const CudaMatmulConfig c = cuda_matmul_config(m, n, dev);
-    tile_m = c.bm;
-    tile_n = c.bn;
-    p.options.workgroup_size = {c.bn / c.tn, c.bm / c.tm, 1};
-    p.options.defines = {{"VGPU_MM_BM", std::to_string(c.bm)}, {"VGPU_MM_BN", std::to_string(c.bn)},
-                         {"VGPU_MM_BK", std::to_string(c.bk)}, {"VGPU_MM_TM", std::to_string(c.tm)},
-                         {"VGPU_MM_TN", std::to_string(c.tn)}};
-  } else {
-    p.options.workgroup_size = {16, 16, 1};
-  }
   p.tensors = {{"A", DType::f32, {m, k}, Access::read, false},
                {"B", DType::f32, {k, n}, Access::read, false},
                {"C", DType::f32, {m, n}, Access::write, false}};
   PlanStep step;
   step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
   step.params = ParamsBlock::of(MatmulParams{m, n, k, 0});
-  const std::uint64_t gx = ceil_div(n, tile_n), gy = ceil_div(m, tile_m);
+  const std::uint64_t gx = ceil_div(n, t.per_group_x), gy = ceil_div(m, t.per_group_y);
   if (gx > dev.limits.max_workgroup_count[0] || gy > dev.limits.max_workgroup_count[1])
     fail(ErrorCategory::invalid_argument, "matmul of " + std::to_string(m) + "x" + std::to_string(n) +
                                               " needs more workgroups than " + dev.id() + " can launch.",
@@ -210,18 +162,17 @@ KernelPlan add(const DeviceInfo& dev, std::uint64_t n) { return elementwise("add
 KernelPlan mul(const DeviceInfo& dev, std::uint64_t n) { return elementwise("mul", dev, n, false); }
 
 KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
-  const Impl impl = impl_for("reduce_sum", dev);
   const std::uint32_t n = to_u32("reduce_sum", "n", n64);
-  const std::uint64_t block = impl == Impl::cpu ? kernels::kCpuReduceBlock : kGlslReduceBlock;
+  OpTuning t = tune(dev, OpShape{"reduce_sum", 1, 1, n});
+  const std::uint64_t block = t.per_group_x;  // inputs one group sums per pass
   KernelPlan p;
-  p.source = builtin_source("reduce_sum", "reduce_sum", sizeof(ReduceParams));
+  p.source = builtin_source("reduce_sum", "reduce_sum", sizeof(ReduceParams), t);
+  p.options = std::move(t.options);
   auto in_bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t { return pb.as<ReduceParams>().n * kFloat; };
   auto out_bytes = [block](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     return ceil_div(pb.as<ReduceParams>().n, block) * kFloat;
   };
   p.source.bindings = {BindingDecl{0, Access::read, "in", in_bytes}, BindingDecl{1, Access::write, "out", out_bytes}};
-  p.options.workgroup_size = {impl == Impl::cpu ? 1u : kGlslWorkgroup, 1, 1};
-  if (impl == Impl::cpu) p.options.defines["BLOCK"] = std::to_string(block);
   p.tensors = {{"x", DType::f32, {n}, Access::read, false}, {"sum", DType::f32, {1}, Access::write, false}};
   // Each pass sums blocks into partials; passes repeat until one value is left.
   std::uint32_t src = 0;
@@ -246,23 +197,23 @@ KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
 }
 
 KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t cols) {
-  const Impl impl = impl_for("softmax_rows", dev);
   require_positive("softmax_rows", "rows", rows);
   require_positive("softmax_rows", "cols", cols);
+  OpTuning t = tune(dev, OpShape{"softmax_rows", rows, 1, cols});
   KernelPlan p;
-  p.source = builtin_source("softmax_rows", "softmax_rows", sizeof(SoftmaxParams));
+  p.source = builtin_source("softmax_rows", "softmax_rows", sizeof(SoftmaxParams), t);
+  p.options = std::move(t.options);
   auto bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     const auto q = pb.as<SoftmaxParams>();
     return std::uint64_t{q.rows} * q.cols * kFloat;
   };
   p.source.bindings = {BindingDecl{0, Access::read, "x", bytes}, BindingDecl{1, Access::write, "out", bytes}};
-  p.options.workgroup_size = {impl == Impl::cpu ? 1u : kGlslWorkgroup, 1, 1};
   p.tensors = {{"x", DType::f32, {rows, cols}, Access::read, false},
                {"out", DType::f32, {rows, cols}, Access::write, false}};
   PlanStep step;
   step.slot_tensor = {{0, 0}, {1, 1}};
   step.params = ParamsBlock::of(SoftmaxParams{rows, cols, 0, 0});
-  step.groups = linear_groups("softmax_rows", rows, dev);
+  step.groups = linear_groups("softmax_rows", ceil_div(rows, t.per_group_y), dev);
   p.steps.push_back(step);
   return p;
 }

@@ -13,6 +13,7 @@
 
 #include "fallback/cpu/cpu_device.hpp"
 #include "fallback/cpu/cpu_isa.hpp"
+#include "fallback/cpu/cpu_op_tuner.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
@@ -86,6 +87,8 @@ DeviceInfo describe() {
   info.limits.max_buffer_bytes = info.memory_bytes / 2;
   info.limits.max_bindings = 32;
   info.features = cpu::cpu_features();
+  info.dialects = {std::string(dialect::cpu)};
+  info.op_tuner = cpu::cpu_op_tuner();
   // The ISA is part of the identity: built-ins compiled for another ISA round differently.
   info.fingerprint = make_fingerprint({{"backend", "cpu"}, {"vendor", id.vendor}, {"model", id.model}, {"isa", isa}});
   return info;

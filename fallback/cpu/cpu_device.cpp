@@ -29,23 +29,22 @@ CpuBindingSet::CpuBindingSet(std::span<BufferImpl* const> by_slot) {
 
 CpuDevice::CpuDevice(DeviceInfo info, const KernelTable& kernels) : info_(std::move(info)), kernels_(kernels) {}
 
-std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const CompileOptions& options) {
-  const CpuKernel& cpu = source.cpu;
-  if (!cpu.builtin.empty()) {
-    const BuiltinFn fn = kernels_.find(cpu.builtin);
-    if (fn == nullptr) {
-      std::string names;
-      for (const BuiltinEntry& e : kernels_.entries) names += (names.empty() ? "" : ", ") + std::string(e.name);
-      fail(ErrorCategory::not_supported,
-           "kernel '" + source.name + "' asks for CPU built-in '" + cpu.builtin + "', which the CPU backend does not have.",
-           "use one of " + names + ", or give KernelSource::cpu.fn a callable instead.");
-    }
-    return std::make_unique<CpuKernelImpl>(source.name, fn, options.workgroup_size);
+std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const DialectSource& code,
+                                               const CompileOptions& options) {
+  if (code.fn) return std::make_unique<CpuKernelImpl>(source.name, code.fn, options.workgroup_size);
+  if (!code.code.empty())
+    fail(ErrorCategory::not_supported,
+         "kernel '" + source.name + "' gives the CPU dialect source text, which the CPU backend cannot compile.",
+         "pass a C++ callable (KernelSource::add_cpu) or the name of a CPU built-in (add_cpu_builtin).");
+  const BuiltinFn fn = kernels_.find(code.entry);
+  if (fn == nullptr) {
+    std::string names;
+    for (const BuiltinEntry& e : kernels_.entries) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    fail(ErrorCategory::not_supported,
+         "kernel '" + source.name + "' asks for CPU built-in '" + code.entry + "', which the CPU backend does not have.",
+         "use one of " + names + ", or pass a callable instead (KernelSource::add_cpu).");
   }
-  if (!cpu.fn)
-    fail(ErrorCategory::not_supported, "kernel '" + source.name + "' has no CPU dialect (neither cpu.fn nor cpu.builtin).",
-         "set KernelSource::cpu.fn to a callable taking const CpuWorkgroup&, or run it on a GPU backend.");
-  return std::make_unique<CpuKernelImpl>(source.name, cpu.fn, options.workgroup_size);
+  return std::make_unique<CpuKernelImpl>(source.name, fn, options.workgroup_size);
 }
 
 std::unique_ptr<BindingSetImpl> CpuDevice::bind(KernelImpl& /*kernel*/, std::span<BufferImpl* const> by_slot) {

@@ -107,8 +107,6 @@ class CpuDevice final : public DeviceImpl {
 
   /// Returns the description made at open() (CPU model, ISA, limits).
   const DeviceInfo& info() const override { return info_; }
-  /// Returns Dialect::cpu: kernels are C++ callables or built-in names.
-  Dialect dialect() const noexcept override { return Dialect::cpu; }
   /// Allocates a zeroed, 64-byte-aligned host buffer; throws out_of_memory.
   std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
   /// Copies host bytes in (memcpy; no submitted work can still be running, so nothing waits).
@@ -120,8 +118,10 @@ class CpuDevice final : public DeviceImpl {
   /// Copies between buffers (memmove, so overlapping ranges of one buffer are fine).
   void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
             const Deadline& deadline) override;
-  /// Resolves a built-in name in this device's ISA table, or wraps cpu.fn; throws not_supported.
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) override;
+  /// Wraps code.fn, or resolves the built-in named code.entry in this device's ISA table;
+  /// throws not_supported.
+  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
+                                      const CompileOptions& options) override;
   /// Captures the bound buffers as CpuBufferViews indexed by slot.
   std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
   /// Copies the commands; the batch can be submitted any number of times.

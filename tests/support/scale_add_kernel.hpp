@@ -51,13 +51,13 @@ inline const std::string kScaleAddCuda =
 inline constexpr std::uint32_t kChildN = 1000;
 
 /// Returns the dialect backend compiles the kernel from: CUDA C for cuda, else GLSL.
-inline vgpu::Dialect scale_add_dialect(vgpu::BackendKind backend) {
-  return backend == vgpu::BackendKind::cuda ? vgpu::Dialect::cuda : vgpu::Dialect::glsl;
+inline std::string_view scale_add_dialect(vgpu::BackendKind backend) {
+  return backend == vgpu::BackendKind::cuda ? vgpu::dialect::cuda : vgpu::dialect::glsl;
 }
 
 /// Returns the suites' source text for backend's dialect (kScaleAddCuda or kScaleAddGlsl).
 inline const std::string& scale_add_text(vgpu::BackendKind backend) {
-  return scale_add_dialect(backend) == vgpu::Dialect::cuda ? kScaleAddCuda : kScaleAddGlsl;
+  return scale_add_dialect(backend) == vgpu::dialect::cuda ? kScaleAddCuda : kScaleAddGlsl;
 }
 
 /// Returns the kernel for backend with text as its GLSL body or CUDA C source (entry "scale_add").
@@ -74,11 +74,10 @@ inline vgpu::KernelSource scale_add_source(vgpu::BackendKind backend, const std:
     case vgpu::BackendKind::cuda: s.name = "test.cuda_scale_add"; break;
     default: s.name = "test." + std::string(vgpu::to_string(backend)) + "_scale_add"; break;
   }
-  if (scale_add_dialect(backend) == vgpu::Dialect::cuda) {
-    s.cuda = text;
-    s.cuda_entry = "scale_add";
+  if (scale_add_dialect(backend) == vgpu::dialect::cuda) {
+    s.add_cuda(text, "scale_add");
   } else {
-    s.glsl = text;
+    s.add_glsl(text);
   }
   s.bindings = {{0, vgpu::Access::read, "a", n_floats},
                 {1, vgpu::Access::read, "b", n_floats},
@@ -96,8 +95,9 @@ inline vgpu::CompileOptions scale_add_options() {
 
 /// Returns the L2 key the child's kernel (scale_add_text, scale_add_options) has on device.
 inline vgpu::cache::KernelKey scale_add_key(const vgpu::DeviceInfo& device) {
-  return vgpu::cache::make_kernel_key(scale_add_source(device.backend, scale_add_text(device.backend)),
-                                      scale_add_dialect(device.backend), scale_add_options(), device.fingerprint);
+  const vgpu::KernelSource s = scale_add_source(device.backend, scale_add_text(device.backend));
+  return vgpu::cache::make_kernel_key(s, *s.find(scale_add_dialect(device.backend)), scale_add_options(),
+                                      device.fingerprint);
 }
 
 /// Returns a 1-D count of groups laid out as x × y (x ≤ 32), so the kernel's linear group index

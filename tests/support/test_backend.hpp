@@ -69,7 +69,6 @@ class TestDevice final : public vgpu::DeviceImpl {
       : inner_(std::move(inner)), info_(std::move(info)), knobs_(std::move(knobs)) {}
 
   const vgpu::DeviceInfo& info() const override { return info_; }
-  vgpu::Dialect dialect() const noexcept override { return inner_->dialect(); }
   std::unique_ptr<vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override {
     if (knobs_->fail_alloc)
       vgpu::fail(vgpu::ErrorCategory::out_of_memory, info_.id() + " is out of memory (injected).", "free memory.");
@@ -86,11 +85,12 @@ class TestDevice final : public vgpu::DeviceImpl {
             const vgpu::Deadline& dl) override {
     inner_->copy(s, so, d, doff, n, dl);
   }
-  std::unique_ptr<vgpu::KernelImpl> compile(const vgpu::KernelSource& source, const vgpu::CompileOptions& o) override {
+  std::unique_ptr<vgpu::KernelImpl> compile(const vgpu::KernelSource& source, const vgpu::DialectSource& code,
+                                            const vgpu::CompileOptions& o) override {
     if (knobs_->fail_compile)
       vgpu::fail(vgpu::ErrorCategory::compile_error, info_.id() + " cannot compile '" + source.name + "' (injected).",
                  "run it elsewhere.");
-    return inner_->compile(source, o);
+    return inner_->compile(source, code, o);
   }
   std::unique_ptr<vgpu::BindingSetImpl> bind(vgpu::KernelImpl& k, std::span<vgpu::BufferImpl* const> s) override {
     return inner_->bind(k, s);

@@ -3,12 +3,15 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "vgpu/types.hpp"
 
 namespace vgpu {
+
+class OpTuner;  // the backend's tuning of the built-in ops (backend-author API)
 
 /// Compute limits that validation and selection rely on.
 struct DeviceLimits {
@@ -42,7 +45,10 @@ struct DeviceInfo {
   std::uint32_t compute_units = 0;
   DeviceLimits limits;
   std::vector<std::string> features;
+  std::vector<std::string> dialects;  ///< source dialects it compiles, preferred first (vgpu::dialect::…)
   DeviceFingerprint fingerprint;
+  /// How the backend runs the built-in ops (set by the backend; vgpu::ops asks it). Opaque to users.
+  std::shared_ptr<const OpTuner> op_tuner;
 
   /// Returns "backend:index", the form VGPU_DEVICE accepts.
   std::string id() const;

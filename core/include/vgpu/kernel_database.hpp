@@ -39,7 +39,7 @@ enum class PlanStability {
 /// The built-in ops are registered (PlanStability::fixed).
 /// On a fixed device, or with measured selection (Runtime::select per id and size class; a
 /// device that fails in call() is demoted and the call runs on the next one).
-/// A CPU callable in a plan is identified by its type and CpuKernel::version (captured state
+/// A CPU callable in a plan is identified by its type and DialectSource::version (captured state
 /// cannot be compared): bump version when a factory's callable starts behaving differently.
 /// Thread-safety: every member function is safe to call from several threads at once. The
 /// database's mutex guards only its maps and counters: factories (user code), device selection

@@ -7,6 +7,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vgpu/params.hpp"
@@ -71,13 +72,23 @@ struct CpuWorkgroup {
 /// A CPU kernel body, called once per workgroup (workgroups run in parallel).
 using CpuKernelFn = std::function<void(const CpuWorkgroup&)>;
 
-/// The CPU dialect: either a user callable or the name of a built-in CPU kernel.
-struct CpuKernel {
-  CpuKernelFn fn;       ///< user kernel body; empty when builtin is set
-  std::string builtin;  ///< name of a kernel the CPU backend implements itself
+/// Names of the dialects vgpu's own backends accept. The set is open: a backend declares the
+/// dialects it compiles (DeviceInfo::dialects, preferred first), so a new one needs no change here.
+namespace dialect {
+inline constexpr std::string_view glsl = "glsl";  ///< GLSL 450 compute body (Vulkan, OpenGL)
+inline constexpr std::string_view cuda = "cuda";  ///< CUDA C for NVRTC; entry = the extern "C" kernel
+inline constexpr std::string_view cpu = "cpu";    ///< a C++ callable (fn), or a CPU built-in named by entry
+}  // namespace dialect
+
+/// One form of a kernel: its dialect, its code and entry point. A plain value.
+struct DialectSource {
+  std::string dialect;  ///< which dialect the code is in (vgpu::dialect::glsl, …)
+  std::string code;     ///< source text (or bytes, for a binary dialect)
+  std::string entry;    ///< entry point; for dialect::cpu without fn, the built-in kernel's name
+  CpuKernelFn fn;       ///< host callable, for dialects run in-process (dialect::cpu)
   std::string version;  ///< bump when fn's behaviour changes; part of the cache key
-  /// Returns true when this dialect is present.
-  explicit operator bool() const noexcept { return static_cast<bool>(fn) || !builtin.empty(); }
+  /// Returns true when this entry holds something to compile (code, fn or a built-in name).
+  bool present() const noexcept { return !code.empty() || static_cast<bool>(fn) || !entry.empty(); }
 };
 
 /// Bytes a binding needs for one dispatch, computed from its params and group count only:
@@ -94,17 +105,31 @@ struct BindingDecl {
   RequiredBytesFn required_bytes;  ///< optional; empty means "any non-empty buffer"
 };
 
-/// A kernel's sources per dialect plus its binding ABI. A kernel may lack dialects; it then
-/// never runs on backends that need them (they report not_supported).
-/// Thread-safety: a plain value.
+/// A kernel's sources, one entry per dialect, plus its binding ABI. A kernel may lack
+/// dialects; it then never runs on devices that accept none of those it has (they report
+/// not_supported). Thread-safety: a plain value.
 struct KernelSource {
-  std::string name;        ///< identifier for messages and reports (not the cache key alone)
-  std::string glsl;        ///< GLSL 450 compute body shared by OpenGL and Vulkan
-  std::string cuda;        ///< CUDA C for NVRTC
-  std::string cuda_entry;  ///< extern "C" entry point of the CUDA source
-  CpuKernel cpu;           ///< C++ callable or built-in CPU kernel
-  std::vector<BindingDecl> bindings;  ///< every slot the kernel uses
-  std::uint32_t params_size = 0;      ///< exact params bytes every dispatch must pass
+  std::string name;                    ///< identifier for messages and reports (not the cache key alone)
+  std::vector<DialectSource> sources;  ///< at most one entry per dialect
+  std::vector<BindingDecl> bindings;   ///< every slot the kernel uses
+  std::uint32_t params_size = 0;       ///< exact params bytes every dispatch must pass
+
+  /// Returns the entry of dialect d, or nullptr when the kernel has none (or an empty one).
+  const DialectSource* find(std::string_view d) const noexcept;
+  /// Returns the first of preferred (a device's dialects, best first) the kernel has, or nullptr.
+  const DialectSource* pick(std::span<const std::string> preferred) const noexcept;
+  /// Adds entry, replacing an earlier entry of the same dialect; returns *this.
+  KernelSource& add(DialectSource entry);
+  /// Removes the entry of dialect d (if any); returns *this.
+  KernelSource& remove(std::string_view d);
+  /// Adds GLSL compute-shader text (dialect::glsl); returns *this.
+  KernelSource& add_glsl(std::string code);
+  /// Adds CUDA C text with its extern "C" entry point (dialect::cuda); returns *this.
+  KernelSource& add_cuda(std::string code, std::string entry);
+  /// Adds a CPU callable (dialect::cpu); bump version when its behaviour changes. Returns *this.
+  KernelSource& add_cpu(CpuKernelFn fn, std::string version = "1");
+  /// Adds the CPU backend's built-in kernel of that name (dialect::cpu); returns *this.
+  KernelSource& add_cpu_builtin(std::string builtin, std::string version = "1");
 };
 
 /// Specialisation: part of the cache key, unlike data and params.

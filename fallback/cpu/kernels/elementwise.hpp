@@ -1,16 +1,17 @@
 // fallback/cpu/kernels/elementwise.hpp — the built-in "axpy", "add" and "mul" kernels.
-// Each linear group handles kCpuElementsPerGroup consecutive elements (the last one fewer).
+// Each linear group handles kElementsPerGroup consecutive elements (the last one fewer).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "core/kernels/kernel_abi.hpp"
+#include "fallback/cpu/kernels/cpu_tiles.hpp"
 #include "fallback/cpu/kernels/simd.hpp"
 
 namespace vgpu::cpu::builtin {
 
-/// Elementwise float32 kernels over chunks of kCpuElementsPerGroup elements.
+/// Elementwise float32 kernels over chunks of kElementsPerGroup elements.
 template <class Arch>
 struct Elementwise {
   using S = Simd<Arch>;
@@ -24,9 +25,9 @@ struct Elementwise {
   /// Returns the element range of this group.
   static Range range(const CpuWorkgroup& wg) noexcept {
     const std::uint64_t n = wg.params_as<vgpu::kernels::ElementwiseParams>().n;
-    const std::uint64_t begin = S::linear_group(wg) * vgpu::kernels::kCpuElementsPerGroup;
+    const std::uint64_t begin = S::linear_group(wg) * vgpu::cpu::kElementsPerGroup;
     if (begin >= n) return {};
-    return {begin, S::min(n, begin + vgpu::kernels::kCpuElementsPerGroup)};
+    return {begin, S::min(n, begin + vgpu::cpu::kElementsPerGroup)};
   }
 
   /// y = a*x + y; slots 0 = a[1], 1 = x[n], 2 = y[n].

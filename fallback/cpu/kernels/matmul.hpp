@@ -1,6 +1,6 @@
 // fallback/cpu/kernels/matmul.hpp — the built-in "matmul" kernel: a blocked, packed GEMM
 // (GotoBLAS/BLIS structure) with an xsimd register-blocked micro-kernel, templated on the
-// architecture. One workgroup computes one kCpuMatmulTileM × kCpuMatmulTileN tile of C.
+// architecture. One workgroup computes one kMatmulTileM × kMatmulTileN tile of C.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/kernels/kernel_abi.hpp"
+#include "fallback/cpu/kernels/cpu_tiles.hpp"
 #include "fallback/cpu/cpu_parallel.hpp"
 #include "fallback/cpu/kernels/simd.hpp"
 
@@ -34,7 +35,7 @@ struct Matmul {
   using V = typename S::V;
   using Blk = MatmulBlocking<Arch>;
   static constexpr std::size_t W = S::W, MR = Blk::MR, NV = Blk::NV, NR = Blk::NR, KC = Blk::KC;
-  static constexpr std::size_t TM = vgpu::kernels::kCpuMatmulTileM, TN = vgpu::kernels::kCpuMatmulTileN;
+  static constexpr std::size_t TM = vgpu::cpu::kMatmulTileM, TN = vgpu::cpu::kMatmulTileN;
   static constexpr std::size_t MPANELS = (TM + MR - 1) / MR, NPANELS = (TN + NR - 1) / NR;
   static constexpr std::size_t A_FLOATS = MPANELS * MR * KC, B_FLOATS = NPANELS * NR * KC;
 

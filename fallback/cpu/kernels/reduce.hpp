@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/kernels/kernel_abi.hpp"
+#include "fallback/cpu/kernels/cpu_tiles.hpp"
 #include "fallback/cpu/kernels/simd.hpp"
 
 namespace vgpu::cpu::builtin {
@@ -31,13 +32,13 @@ struct Reduce {
   static constexpr std::size_t L = 8;          ///< vectors per leaf
   static constexpr std::size_t LEAF = L * W;   ///< floats per leaf
 
-  /// reduce_sum: slot 0 = in[n], slot 1 = out[ceil(n / kCpuReduceBlock)].
+  /// reduce_sum: slot 0 = in[n], slot 1 = out[ceil(n / kReduceBlock)].
   static void run(const CpuWorkgroup& wg) {
     const std::uint64_t n = wg.params_as<vgpu::kernels::ReduceParams>().n;
     const std::uint64_t g = S::linear_group(wg);
-    const std::uint64_t begin = g * vgpu::kernels::kCpuReduceBlock;
+    const std::uint64_t begin = g * vgpu::cpu::kReduceBlock;
     if (begin >= n) return;
-    const std::uint64_t end = S::min(n, begin + vgpu::kernels::kCpuReduceBlock);
+    const std::uint64_t end = S::min(n, begin + vgpu::cpu::kReduceBlock);
     wg.buffer<float>(1)[g] = sum(wg.buffer<const float>(0) + begin, end - begin);
   }
 

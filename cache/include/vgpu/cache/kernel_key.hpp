@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 
-#include "vgpu/backend/device_impl.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/kernel_source.hpp"
 
@@ -28,10 +27,11 @@ struct KernelKeyHash {
   std::size_t operator()(const KernelKey& key) const noexcept { return static_cast<std::size_t>(key.lo ^ key.hi); }
 };
 
-/// Returns the key of source compiled in dialect with options for the fingerprinted device:
-/// name, the dialect's source text, defines, workgroup size, binding topology, params size,
-/// cache-format version and fingerprint. Never the name alone.
-KernelKey make_kernel_key(const KernelSource& source, Dialect dialect, const CompileOptions& options,
+/// Returns the key of source's entry code (one of source.sources) compiled with options for the
+/// fingerprinted device: name, code's dialect, text, entry point, callable type and version,
+/// defines, workgroup size, binding topology, params size, cache-format version and
+/// fingerprint. Never the name alone.
+KernelKey make_kernel_key(const KernelSource& source, const DialectSource& code, const CompileOptions& options,
                           const DeviceFingerprint& fingerprint);
 
 /// Returns the 64-bit xxHash3 of bytes.

@@ -20,9 +20,6 @@
 
 namespace vgpu {
 
-/// The source dialect a backend consumes.
-enum class Dialect { glsl, cuda, cpu };
-
 /// A backend's buffer allocation.
 class BufferImpl {
  public:
@@ -88,8 +85,6 @@ class DeviceImpl {
   virtual ~DeviceImpl() = default;
   /// Returns the device's description (stable for the device's lifetime).
   virtual const DeviceInfo& info() const = 0;
-  /// Returns the dialect this backend compiles.
-  virtual Dialect dialect() const noexcept = 0;
   /// Allocates bytes (> 0, within limits); throws out_of_memory.
   virtual std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) = 0;
   /// Copies host data into the buffer after earlier submitted work that may use it.
@@ -101,8 +96,10 @@ class DeviceImpl {
   /// Copies between buffers in submission order.
   virtual void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
                     std::uint64_t bytes, const Deadline& deadline) = 0;
-  /// Compiles source (which has this backend's dialect); throws compile_error with the log.
-  virtual std::unique_ptr<KernelImpl> compile(const KernelSource& source, const CompileOptions& options) = 0;
+  /// Compiles code, the entry of source in one of info().dialects (core picks the first the
+  /// kernel has); throws compile_error with the log.
+  virtual std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
+                                              const CompileOptions& options) = 0;
   /// Binds buffers by slot (by_slot[slot], null where the kernel declares no such slot).
   virtual std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) = 0;
   /// Records commands into a resubmittable batch.

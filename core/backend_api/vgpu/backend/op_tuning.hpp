@@ -1,0 +1,40 @@
+// vgpu/backend/op_tuning.hpp — the hook through which a backend tunes the built-in ops.
+// Backend-author interface. core/src/ops.cpp builds each built-in's plan (sources in every
+// dialect vgpu ships, bindings, tensors) and asks the device's OpTuner how to run it at the
+// shape asked: workgroup size, defines, the work one workgroup covers, or its own code.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "vgpu/device_info.hpp"
+#include "vgpu/kernel_source.hpp"
+
+namespace vgpu {
+
+/// One built-in op call as a backend tunes it.
+struct OpShape {
+  std::string_view op;                ///< one of ops::names(): "matmul", "axpy", "add", …
+  std::uint64_t m = 1, k = 1, n = 1;  ///< matmul: M, K, N; softmax_rows: rows (m), cols (n); 1-D ops: n
+};
+
+/// How one device runs one built-in op at one shape.
+struct OpTuning {
+  CompileOptions options;         ///< workgroup size and the defines the kernel's code takes
+  std::uint64_t per_group_x = 1;  ///< work one workgroup covers: elements (1-D ops, reduce block), C columns (matmul)
+  std::uint64_t per_group_y = 1;  ///< C rows one workgroup covers (matmul; 1 elsewhere)
+  /// The backend's own code for the op, for a dialect vgpu's built-ins do not ship (it joins
+  /// the built-in's sources and must follow core/kernels/kernel_abi.hpp); empty for the rest.
+  std::optional<DialectSource> code;
+};
+
+/// A backend's tuning of the built-in ops. Thread-safety: immutable, tune() is safe from any thread.
+class OpTuner {
+ public:
+  virtual ~OpTuner() = default;
+  /// Returns how device runs shape.op; throws not_supported for an op the backend lacks.
+  virtual OpTuning tune(const OpShape& shape, const DeviceInfo& device) const = 0;
+};
+
+}  // namespace vgpu

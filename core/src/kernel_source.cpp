@@ -1,0 +1,51 @@
+// core/src/kernel_source.cpp — finding and adding a kernel's dialect entries.
+#include "vgpu/kernel_source.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace vgpu {
+
+const DialectSource* KernelSource::find(std::string_view d) const noexcept {
+  for (const DialectSource& s : sources)
+    if (s.dialect == d) return s.present() ? &s : nullptr;
+  return nullptr;
+}
+
+const DialectSource* KernelSource::pick(std::span<const std::string> preferred) const noexcept {
+  for (const std::string& d : preferred)
+    if (const DialectSource* s = find(d)) return s;
+  return nullptr;
+}
+
+KernelSource& KernelSource::add(DialectSource entry) {
+  auto same = std::find_if(sources.begin(), sources.end(), [&](const DialectSource& s) { return s.dialect == entry.dialect; });
+  if (same != sources.end())
+    *same = std::move(entry);
+  else
+    sources.push_back(std::move(entry));
+  return *this;
+}
+
+KernelSource& KernelSource::remove(std::string_view d) {
+  std::erase_if(sources, [&](const DialectSource& s) { return s.dialect == d; });
+  return *this;
+}
+
+KernelSource& KernelSource::add_glsl(std::string code) {
+  return add(DialectSource{std::string(dialect::glsl), std::move(code), {}, {}, {}});
+}
+
+KernelSource& KernelSource::add_cuda(std::string code, std::string entry) {
+  return add(DialectSource{std::string(dialect::cuda), std::move(code), std::move(entry), {}, {}});
+}
+
+KernelSource& KernelSource::add_cpu(CpuKernelFn fn, std::string version) {
+  return add(DialectSource{std::string(dialect::cpu), {}, {}, std::move(fn), std::move(version)});
+}
+
+KernelSource& KernelSource::add_cpu_builtin(std::string builtin, std::string version) {
+  return add(DialectSource{std::string(dialect::cpu), {}, std::move(builtin), {}, std::move(version)});
+}
+
+}  // namespace vgpu
