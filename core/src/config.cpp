@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 
 extern char** environ;
@@ -104,14 +105,9 @@ void read_backends(Config& c) {
     const std::string item = lower(trim(rest.substr(0, comma)));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     if (item.empty()) continue;
-    bool known = false;
-    for (BackendKind k : {BackendKind::cuda, BackendKind::vulkan, BackendKind::opengl, BackendKind::cpu,
-                          BackendKind::test}) {
-      if (item != to_string(k)) continue;
-      known = true;
-      if (std::find(c.backends.begin(), c.backends.end(), k) == c.backends.end()) c.backends.push_back(k);
-    }
-    if (!known) {
+    const std::optional<BackendKind> k = find_backend_kind(item);
+    if (k && std::find(c.backends.begin(), c.backends.end(), *k) == c.backends.end()) c.backends.push_back(*k);
+    if (!k) {
       c.backends_error = "VGPU_BACKEND='" + *v + "' names unknown backend '" + item + "'.";
       c.backends.clear();
       return;
@@ -126,10 +122,7 @@ void read_device(Config& c) {
   const std::string id = lower(trim(*v));
   const auto colon = id.find(':');
   const std::string kind = id.substr(0, colon);
-  bool known_kind = false;
-  for (BackendKind k : {BackendKind::cuda, BackendKind::vulkan, BackendKind::opengl, BackendKind::cpu,
-                        BackendKind::test})
-    known_kind = known_kind || kind == to_string(k);
+  const bool known_kind = find_backend_kind(kind).has_value();
   const bool index_ok =
       colon == std::string::npos || config_parse::integer(std::string_view(id).substr(colon + 1), 0, 1u << 20);
   if (!known_kind || !index_ok) {

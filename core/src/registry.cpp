@@ -1,37 +1,77 @@
 // core/src/registry.cpp — the one place that lists backends: ordered, CPU last, no static
-// self-registration (so link order can never change which backends exist).
+// self-registration (so link order can never change which backends exist). Adding a backend
+// is one entry in kRegistry (and its factory's #if below); nothing else in core changes.
 #include "registry.hpp"
 
-#include "vgpu/backend/registry.hpp"
+#include "vgpu/backend/backend_names.hpp"
+
+namespace vgpu {
+// Each backend's factory, defined in its own folder when its CMake option is ON.
+std::unique_ptr<ComputeBackend> make_cuda_backend();
+std::unique_ptr<ComputeBackend> make_vulkan_backend();
+std::unique_ptr<ComputeBackend> make_opengl_backend();
+std::unique_ptr<ComputeBackend> make_cpu_backend();
+}  // namespace vgpu
 
 namespace vgpu::detail {
+namespace {
+
+using Factory = std::unique_ptr<ComputeBackend> (*)();
+
+// A backend built out of this library has no factory (nullptr), only its name and option.
+#if VGPU_WITH_CUDA
+constexpr Factory kCuda = make_cuda_backend;
+#else
+constexpr Factory kCuda = nullptr;
+#endif
+#if VGPU_WITH_VULKAN
+constexpr Factory kVulkan = make_vulkan_backend;
+#else
+constexpr Factory kVulkan = nullptr;
+#endif
+#if VGPU_WITH_OPENGL
+constexpr Factory kOpengl = make_opengl_backend;
+#else
+constexpr Factory kOpengl = nullptr;
+#endif
+
+struct Entry {
+  BackendKind kind;
+  const char* name;    // as in VGPU_BACKEND and device ids
+  const char* option;  // the CMake option that builds it
+  Factory make;        // null when built without it
+};
+
+// Preference order: selection measures, but this order breaks ties and orders listings.
+const Entry kRegistry[] = {
+    {BackendKind::cuda, "cuda", "VGPU_WITH_CUDA", kCuda},
+    {BackendKind::vulkan, "vulkan", "VGPU_WITH_VULKAN", kVulkan},
+    {BackendKind::opengl, "opengl", "VGPU_WITH_OPENGL", kOpengl},
+    {BackendKind::cpu, "cpu", "(always built)", make_cpu_backend},
+};
+
+}  // namespace
 
 std::vector<BackendKind> known_backends() {
-  return {BackendKind::cuda, BackendKind::vulkan, BackendKind::opengl, BackendKind::cpu};
+  std::vector<BackendKind> kinds;
+  for (const Entry& e : kRegistry) {
+    register_backend_name(e.kind, e.name);
+    kinds.push_back(e.kind);
+  }
+  return kinds;
 }
 
 std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends() {
   std::vector<std::unique_ptr<ComputeBackend>> backends;
-#if VGPU_WITH_CUDA
-  backends.push_back(make_cuda_backend());
-#endif
-#if VGPU_WITH_VULKAN
-  backends.push_back(make_vulkan_backend());
-#endif
-#if VGPU_WITH_OPENGL
-  backends.push_back(make_opengl_backend());
-#endif
-  backends.push_back(make_cpu_backend());
+  for (const Entry& e : kRegistry)
+    if (e.make) backends.push_back(e.make());
   return backends;
 }
 
 const char* build_option(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::cuda: return "VGPU_WITH_CUDA";
-    case BackendKind::vulkan: return "VGPU_WITH_VULKAN";
-    case BackendKind::opengl: return "VGPU_WITH_OPENGL";
-    default: return "(always built)";
-  }
+  for (const Entry& e : kRegistry)
+    if (e.kind == kind) return e.option;
+  return "(not in this build's registry)";
 }
 
 }  // namespace vgpu::detail

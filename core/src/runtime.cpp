@@ -7,6 +7,7 @@
 #include "device_core.hpp"
 #include "registry.hpp"
 #include "selection_service.hpp"
+#include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
@@ -96,7 +97,9 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
       if (!b)
         fail(ErrorCategory::invalid_argument, "RuntimeOptions::backends holds a null backend.",
              "pass only constructed backends, or leave the list empty for the compiled-in ones.");
-      state_->kinds.push_back(b->kind());
+      const BackendKind kind = b->kind();
+      if (kind > BackendKind::cpu) register_backend_name(kind, b->name());
+      state_->kinds.push_back(kind);
     }
   }
   // Selection sees the runtime only through these three calls (it sits a layer above).

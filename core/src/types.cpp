@@ -1,21 +1,65 @@
 // core/src/types.cpp — names and sizes of the small public value types.
 #include "vgpu/types.hpp"
 
+#include <deque>
+#include <mutex>
 #include <string>
+#include <utility>
 
+#include "vgpu/backend/backend_names.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu {
 
+namespace {
+
+// Backend names by kind: vgpu's own four, then those other backends registered. Names are
+// never removed, so the views to_string returns stay valid for the life of the process.
+struct BackendNames {
+  std::mutex mutex;
+  std::deque<std::pair<BackendKind, std::string>> names{
+      {BackendKind::cuda, "cuda"}, {BackendKind::vulkan, "vulkan"}, {BackendKind::opengl, "opengl"}, {BackendKind::cpu, "cpu"}};
+  std::deque<std::string> unnamed;  // "backend#N" texts handed out for unregistered kinds
+};
+
+BackendNames& backend_names() {
+  static auto* names = new BackendNames();  // never destroyed: views into it outlive static teardown
+  return *names;
+}
+
+}  // namespace
+
 std::string_view to_string(BackendKind kind) noexcept {
-  switch (kind) {
-    case BackendKind::cuda: return "cuda";
-    case BackendKind::vulkan: return "vulkan";
-    case BackendKind::opengl: return "opengl";
-    case BackendKind::cpu: return "cpu";
-    case BackendKind::test: return "test";
+  BackendNames& t = backend_names();
+  std::lock_guard lock(t.mutex);
+  for (const auto& [k, name] : t.names)
+    if (k == kind) return name;
+  const std::string text = "backend#" + std::to_string(static_cast<int>(kind));
+  for (const std::string& u : t.unnamed)
+    if (u == text) return u;
+  try {
+    return t.unnamed.emplace_back(text);
+  } catch (...) {
+    return "backend#?";
   }
-  return "unknown";
+}
+
+void register_backend_name(BackendKind kind, std::string_view name) {
+  if (name.empty() || name.find_first_of(":, ") != std::string_view::npos)
+    fail(ErrorCategory::invalid_argument,
+         "backend name '" + std::string(name) + "' is empty or holds ':', ',' or a space.",
+         "name the backend with a plain word (it forms device ids such as name:0).");
+  BackendNames& t = backend_names();
+  std::lock_guard lock(t.mutex);
+  for (const auto& [k, n] : t.names) {
+    if (k == kind && n == name) return;
+    if (k == kind || n == name)
+      fail(ErrorCategory::invalid_argument,
+           "backend '" + std::string(name) + "' (kind " + std::to_string(static_cast<int>(kind)) +
+               ") clashes with backend '" + n + "' (kind " + std::to_string(static_cast<int>(k)) + ").",
+           "give each backend its own BackendKind value and name.");
+  }
+  t.names.emplace_back(kind, std::string(name));
 }
 
 std::string_view to_string(DeviceType type) noexcept {
@@ -48,11 +92,24 @@ std::string_view to_string(Access access) noexcept {
   return "unknown";
 }
 
+std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept {
+  BackendNames& t = backend_names();
+  std::lock_guard lock(t.mutex);
+  for (const auto& [k, n] : t.names)
+    if (n == name) return k;
+  return std::nullopt;
+}
+
 BackendKind parse_backend_kind(std::string_view name) {
-  for (BackendKind k : {BackendKind::cuda, BackendKind::vulkan, BackendKind::opengl, BackendKind::cpu, BackendKind::test})
-    if (name == to_string(k)) return k;
+  if (const auto kind = find_backend_kind(name)) return *kind;
+  std::string known;
+  {
+    BackendNames& t = backend_names();
+    std::lock_guard lock(t.mutex);
+    for (const auto& [k, n] : t.names) known += (known.empty() ? "" : ", ") + n;
+  }
   fail(ErrorCategory::invalid_argument, "unknown backend name '" + std::string(name) + "'.",
-       "use one of cuda, vulkan, opengl, cpu (as in VGPU_BACKEND=vulkan,cpu).");
+       "use one of " + known + " (as in VGPU_BACKEND=vulkan,cpu).");
 }
 
 std::size_t dtype_size(DType) noexcept { return 4; }  // every supported dtype is 32-bit

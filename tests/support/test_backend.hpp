@@ -25,6 +25,10 @@
 
 namespace vgpu_test {
 
+/// The test backend's kind: a value outside vgpu's own four, named "test" (as a third-party
+/// backend would be).
+inline constexpr vgpu::BackendKind kTestBackend = static_cast<vgpu::BackendKind>(42);
+
 /// What one test device does; shared between the test and the device.
 struct TestDeviceKnobs {
   std::atomic<std::uint64_t> latency_us{0};  ///< added to every dispatch
@@ -144,8 +148,9 @@ class TestBackend final : public vgpu::ComputeBackend {
   explicit TestBackend(std::vector<std::shared_ptr<TestDeviceKnobs>> knobs)
       : knobs_(std::move(knobs)), cpu_(vgpu::make_cpu_backend()) {}
 
-  vgpu::BackendKind kind() const noexcept override { return vgpu::BackendKind::test; }
-  vgpu::BackendStatus status() override { return {vgpu::BackendKind::test, true, true, {}}; }
+  vgpu::BackendKind kind() const noexcept override { return kTestBackend; }
+  std::string name() const override { return "test"; }
+  vgpu::BackendStatus status() override { return {kTestBackend, true, true, {}}; }
   std::vector<vgpu::DeviceInfo> enumerate() override {
     std::vector<vgpu::DeviceInfo> out;
     for (std::uint32_t i = 0; i < knobs_.size(); ++i) out.push_back(info(i));
@@ -158,7 +163,7 @@ class TestBackend final : public vgpu::ComputeBackend {
  private:
   vgpu::DeviceInfo info(std::uint32_t i) const {
     vgpu::DeviceInfo d = cpu_->enumerate().at(0);
-    d.backend = vgpu::BackendKind::test;
+    d.backend = kTestBackend;
     d.index = i;
     d.name = "test device " + std::to_string(i);
     d.type = knobs_[i]->type;

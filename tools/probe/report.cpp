@@ -98,6 +98,7 @@ void print_inventory(std::ostream& os, const ProbeReport& report) {
     row(os, "max shared memory", format_bytes(i.limits.max_shared_memory_bytes));
     row(os, "max buffer", format_bytes(i.limits.max_buffer_bytes));
     row(os, "features", join(i.features));
+    row(os, "dialects", join(i.dialects));
     row(os, "fingerprint", i.fingerprint.hex());
   }
 }
@@ -152,6 +153,7 @@ nlohmann::ordered_json to_json(const DeviceReport& d) {
                               {"compute_units", i.compute_units},
                               {"limits", std::move(limits)},
                               {"features", i.features},
+                              {"dialects", i.dialects},
                               {"fingerprint", {{"hex", i.fingerprint.hex()}, {"text", i.fingerprint.text}}}};
   j["self_test"] = d.self_test ? to_json(*d.self_test) : nlohmann::ordered_json(nullptr);
   return j;

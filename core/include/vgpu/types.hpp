@@ -4,14 +4,18 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace vgpu {
 
-/// The compute APIs vgpu can drive. Order here is not priority; the registry decides that.
-enum class BackendKind { cuda, vulkan, opengl, cpu, test };
+/// Which compute API a device belongs to: vgpu's own backends by name here. The set is open: a
+/// backend outside this list (one more registry entry, or one passed in RuntimeOptions::backends)
+/// takes another value and its name (ComputeBackend::name). Order is not priority; the registry
+/// (core/src/registry.cpp) decides that.
+enum class BackendKind : std::uint8_t { cuda, vulkan, opengl, cpu };
 
 /// What sort of hardware a device is; selection ranks by this, never by display name.
 enum class DeviceType { discrete_gpu, integrated_gpu, virtual_gpu, software, cpu, other };
@@ -22,7 +26,8 @@ enum class DType { f32, i32, u32 };
 /// How a kernel uses a binding slot.
 enum class Access { read, write, read_write };
 
-/// Returns "cuda", "vulkan", "opengl", "cpu" or "test".
+/// Returns "cuda", "vulkan", "opengl", "cpu", or the name another backend registered
+/// ("backend#N" for a value no backend named).
 std::string_view to_string(BackendKind kind) noexcept;
 /// Returns "discrete_gpu", "integrated_gpu", "virtual_gpu", "software", "cpu" or "other".
 std::string_view to_string(DeviceType type) noexcept;
@@ -30,8 +35,11 @@ std::string_view to_string(DeviceType type) noexcept;
 std::string_view to_string(DType dtype) noexcept;
 /// Returns "read", "write" or "read_write".
 std::string_view to_string(Access access) noexcept;
-/// Parses a backend name as printed by to_string; throws invalid_argument on anything else.
+/// Parses a backend name as printed by to_string (vgpu's own or a registered one); throws
+/// invalid_argument on anything else.
 BackendKind parse_backend_kind(std::string_view name);
+/// Returns the kind named name (as parse_backend_kind), or nothing when no backend has that name.
+std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept;
 /// Returns the size in bytes of one element of dtype.
 std::size_t dtype_size(DType dtype) noexcept;
 
