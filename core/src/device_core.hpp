@@ -102,9 +102,6 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   BindingSetState& own(const BindingSet& bindings) const;
   BatchState& own(const Batch& batch) const;
 
-  /// Returns the L1 cache's counters (size, capacity, evictions).
-  cache::MemoryCacheStats l1_stats() const { return l1_.stats(); }
-
  private:
   std::shared_ptr<KernelState> build_kernel(const KernelSource& source, const CompileOptions& options,
                                             const cache::KernelKey& key);
