@@ -10,18 +10,19 @@ std::vector<BackendKind> known_backends() {
   return {BackendKind::cuda, BackendKind::vulkan, BackendKind::opengl, BackendKind::cpu};
 }
 
-std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends() {
+std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends(
+    const std::shared_ptr<const BackendSettings>& settings) {
   std::vector<std::unique_ptr<ComputeBackend>> backends;
 #if VGPU_WITH_CUDA
-  backends.push_back(make_cuda_backend());
+  backends.push_back(make_cuda_backend(settings));
 #endif
 #if VGPU_WITH_VULKAN
-  backends.push_back(make_vulkan_backend());
+  backends.push_back(make_vulkan_backend(settings));
 #endif
 #if VGPU_WITH_OPENGL
-  backends.push_back(make_opengl_backend());
+  backends.push_back(make_opengl_backend(settings));
 #endif
-  backends.push_back(make_cpu_backend());
+  backends.push_back(make_cpu_backend(settings));
   return backends;
 }
 
