@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/capture_stderr.hpp"
 #include "support/helper_path.hpp"
 #include "support/scoped_env.hpp"
 #include "vgpu/config.hpp"
@@ -23,43 +24,10 @@
 #endif
 
 using vgpu::Config;
+using vgpu_test::CaptureStderr;
 using vgpu_test::ScopedEnv;
 
 namespace {
-
-/// Collects what is written to stderr (fd 2) during its lifetime.
-class CaptureStderr {
- public:
-  CaptureStderr() {
-    std::fflush(stderr);
-    saved_ = ::dup(2);
-    std::FILE* f = std::tmpfile();
-    REQUIRE(f != nullptr);
-    file_ = f;
-    ::dup2(::fileno(f), 2);
-  }
-  ~CaptureStderr() { restore(); }
-  /// Stops capturing and returns everything captured.
-  std::string text() {
-    restore();
-    std::rewind(file_);
-    std::string out;
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, file_)) > 0;) out.append(buf, n);
-    return out;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    ::dup2(saved_, 2);
-    ::close(saved_);
-    saved_ = -1;
-  }
-  int saved_ = -1;
-  std::FILE* file_ = nullptr;
-};
 
 /// Reads the environment with name=value set and returns the config and the warnings printed.
 std::pair<Config, std::string> read_with(const std::string& name, const std::string& value) {
@@ -194,7 +162,7 @@ TEST_CASE("config: restricting to an unavailable backend says why in the selecti
 }
 
 TEST_CASE("config: an unknown VGPU_CPU_ISA keeps the CPU device, with a warning", "[config]") {
-  // The ISA is chosen once per process: ask a fresh vgpu-probe.
+  // Warnings about a value are printed once per process: ask a fresh vgpu-probe.
   const std::string out =
       (std::filesystem::temp_directory_path() / ("vgpu-config-test-" + std::to_string(::getpid()))).string();
   const std::string cmd = "VGPU_CPU_ISA=avx9 VGPU_BACKEND=cpu " + vgpu::test::helper_path(VGPU_PROBE) + " --json >" + out +

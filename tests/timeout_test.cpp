@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/capture_stderr.hpp"
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/scoped_env.hpp"
@@ -104,27 +105,6 @@ void check_doubling(vgpu::PersistentKernel& pk, const std::vector<float>& in,
   CHECK(wrong == 0);
 }
 
-/// Runs f with stderr redirected to a file; returns what was written there.
-template <class F>
-std::string stderr_of(F&& f) {
-  char path[] = "/tmp/vgpu-timeout-stderr-XXXXXX";
-  const int fd = ::mkstemp(path);
-  REQUIRE(fd >= 0);
-  std::fflush(stderr);
-  const int saved = ::dup(2);
-  ::dup2(fd, 2);
-  f();
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  ::close(fd);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ::unlink(path);
-  return text.str();
-}
-
 }  // namespace
 
 TEST_CASE("timeout is an error category of its own", "[timeout]") {
@@ -157,12 +137,12 @@ TEST_CASE("VGPU_TIMEOUT_MS: digits only, 0 = no limit, default 60000 ms, a bad v
   }
   {
     ScopedEnv env("VGPU_TIMEOUT_MS", std::nullopt);
-    CHECK(vgpu::configured_timeout() == vgpu::kDefaultTimeout);
+    CHECK(vgpu::Config::from_env().timeout == vgpu::kDefaultTimeout);
     CHECK(vgpu::kDefaultTimeout == 60000ms);
   }
   {
     ScopedEnv env("VGPU_TIMEOUT_MS", "0");
-    CHECK(vgpu::configured_timeout() == 0ms);
+    CHECK(vgpu::Config::from_env().timeout == 0ms);
     vgpu::Runtime runtime(cpu_only());
     CHECK(runtime.open("cpu:0").timeout() == 0ms);
   }
@@ -174,7 +154,7 @@ TEST_CASE("VGPU_TIMEOUT_MS: digits only, 0 = no limit, default 60000 ms, a bad v
   {
     ScopedEnv env("VGPU_TIMEOUT_MS", "-1");
     std::chrono::milliseconds got{};
-    const std::string err = stderr_of([&] { got = vgpu::configured_timeout(); });
+    const std::string err = stderr_of([&] { got = vgpu::Config::from_env().timeout; });
     INFO(err);
     CHECK(got == vgpu::kDefaultTimeout);
     CHECK_THAT(err, Catch::Matchers::Contains("VGPU_TIMEOUT_MS='-1'") && Catch::Matchers::Contains("Fix: "));
@@ -240,7 +220,7 @@ TEST_CASE(
     "[timeout][cpu][steady]") {
   vgpu::Runtime runtime(cpu_only());
   vgpu::Device device = runtime.open("cpu:0");
-  REQUIRE(device.timeout() == vgpu::configured_timeout());  // the ctest environment leaves it unset: 60 s
+  REQUIRE(device.timeout() == vgpu::Config::from_env().timeout);  // the ctest environment leaves it unset: 60 s
   const std::uint64_t n = 64 * 1024;                        // 64 workgroups
   vgpu::PersistentKernel pk(device, doubling_plan(n));
   check_doubling(pk, doubling_input(n, 0, 3));  // first call: anything lazy happens here

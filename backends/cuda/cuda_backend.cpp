@@ -80,6 +80,9 @@ DeviceInfo describe(const DriverFns& f, const NvrtcFns& nv, CUdevice d, std::uin
 /// Thread-safety: all members are safe to call concurrently.
 class CudaBackend final : public ComputeBackend {
  public:
+  /// Opens its devices with settings (one runtime's).
+  explicit CudaBackend(std::shared_ptr<const BackendSettings> settings) : settings_(std::move(settings)) {}
+
   BackendKind kind() const noexcept override { return BackendKind::cuda; }
 
   BackendStatus status() override {
@@ -107,7 +110,7 @@ class CudaBackend final : public ComputeBackend {
       fail(ErrorCategory::invalid_argument, "there is no CUDA device " + std::to_string(index) + ".",
            "use an index from vgpu-probe's device list.");
     const Found& d = devices_[index];
-    return std::make_unique<CudaDevice>(*driver_, nvrtc_, d.device, d.info, d.cc_major, d.cc_minor);
+    return std::make_unique<CudaDevice>(*driver_, nvrtc_, d.device, d.info, d.cc_major, d.cc_minor, settings_);
   }
 
  private:
@@ -148,6 +151,7 @@ class CudaBackend final : public ComputeBackend {
     });
   }
 
+  std::shared_ptr<const BackendSettings> settings_;
   std::once_flag once_;
   const DriverFns* driver_ = nullptr;
   const NvrtcFns* nvrtc_ = nullptr;
@@ -158,6 +162,8 @@ class CudaBackend final : public ComputeBackend {
 }  // namespace
 }  // namespace cuda
 
-std::unique_ptr<ComputeBackend> make_cuda_backend() { return std::make_unique<cuda::CudaBackend>(); }
+std::unique_ptr<ComputeBackend> make_cuda_backend(std::shared_ptr<const BackendSettings> settings) {
+  return std::make_unique<cuda::CudaBackend>(std::move(settings));
+}
 
 }  // namespace vgpu

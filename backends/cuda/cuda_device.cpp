@@ -10,7 +10,7 @@
 #include <string_view>
 #include <thread>
 
-#include "vgpu/config.hpp"
+#include "vgpu/backend/backend_settings.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -31,10 +31,16 @@ CudaBatchImpl::~CudaBatchImpl() {
 }
 
 CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice device, DeviceInfo info, int cc_major,
-                       int cc_minor)
-    : fn_(fns), nvrtc_(nvrtc), device_(device), info_(std::move(info)), cc_major_(cc_major), cc_minor_(cc_minor) {
-  use_graphs_ = config().cuda_graphs;
-  zero_copy_ = config().cuda_zero_copy;
+                       int cc_minor, std::shared_ptr<const BackendSettings> settings)
+    : DeviceImpl(std::move(settings)),
+      fn_(fns),
+      nvrtc_(nvrtc),
+      device_(device),
+      info_(std::move(info)),
+      cc_major_(cc_major),
+      cc_minor_(cc_minor) {
+  use_graphs_ = this->settings().config.cuda_graphs;
+  zero_copy_ = this->settings().config.cuda_zero_copy;
   check_cu(fn_, fn_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
   make_current();
   const CUresult r = fn_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING);

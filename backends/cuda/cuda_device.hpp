@@ -101,7 +101,8 @@ class CudaBatchImpl final : public RecordedBatchImpl {
 class CudaDevice final : public DeviceImpl {
  public:
   /// Retains the primary context of ordinal and creates the stream.
-  CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice device, DeviceInfo info, int cc_major, int cc_minor);
+  CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice device, DeviceInfo info, int cc_major, int cc_minor,
+             std::shared_ptr<const BackendSettings> settings);
   ~CudaDevice() override;
 
   const DeviceInfo& info() const override { return info_; }

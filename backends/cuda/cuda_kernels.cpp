@@ -26,7 +26,7 @@ void CudaDevice::unload(CUmodule module) {
 std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, const DialectSource& code,
                                                 const CompileOptions& options, bool use_l2, bool* from_l2) {
   *from_l2 = false;
-  KernelL2Entry l2(counters(), cache::EntryKind::cuda_binary,
+  KernelL2Entry l2(counters(), l2_store(), cache::EntryKind::cuda_binary,
                    cache::make_kernel_key(source, code, options, info_.fingerprint), info_.fingerprint);
   if (l2.enabled() && use_l2) {
     if (auto blob = l2.load()) {
@@ -112,7 +112,7 @@ CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source
   }
   if (r != CUDA_SUCCESS && from_l2) {
     // The driver refused a cached image: drop it and build from source.
-    KernelL2Entry(counters(), cache::EntryKind::cuda_binary,
+    KernelL2Entry(counters(), l2_store(), cache::EntryKind::cuda_binary,
                   cache::make_kernel_key(source, code, options, info_.fingerprint), info_.fingerprint)
         .reject("driver");
     log(LogLevel::warn, "CUDA: the driver refused a cached module for '" + source.name + "' (" + error_text(fn_, r) +

@@ -171,6 +171,9 @@ const Discovery& discover() {
 /// Thread-safety: all members are safe to call concurrently.
 class OpenGLBackend final : public ComputeBackend {
  public:
+  /// Opens its devices with settings (one runtime's).
+  explicit OpenGLBackend(std::shared_ptr<const BackendSettings> settings) : settings_(std::move(settings)) {}
+
   BackendKind kind() const noexcept override { return BackendKind::opengl; }
 
   BackendStatus status() override {
@@ -196,8 +199,11 @@ class OpenGLBackend final : public ComputeBackend {
     if (index >= d.devices.size())
       fail(ErrorCategory::invalid_argument, "there is no OpenGL device " + std::to_string(index) + ".",
            "use an index from vgpu-probe's device list.");
-    return std::make_unique<GlDevice>(d.devices[index]);
+    return std::make_unique<GlDevice>(d.devices[index], settings_);
   }
+
+ private:
+  std::shared_ptr<const BackendSettings> settings_;
 };
 
 }  // namespace
@@ -245,6 +251,8 @@ GlCaps query_caps(int major, int minor) {
 
 }  // namespace opengl
 
-std::unique_ptr<ComputeBackend> make_opengl_backend() { return std::make_unique<opengl::OpenGLBackend>(); }
+std::unique_ptr<ComputeBackend> make_opengl_backend(std::shared_ptr<const BackendSettings> settings) {
+  return std::make_unique<opengl::OpenGLBackend>(std::move(settings));
+}
 
 }  // namespace vgpu

@@ -34,7 +34,8 @@ GlBufferImpl::~GlBufferImpl() { device_.release_buffer(name); }
 
 void register_exit_handler() { std::atexit(shut_down_live_devices); }
 
-GlDevice::GlDevice(const GlDeviceDesc& desc) : desc_(desc), worker_("vgpu-gl") {
+GlDevice::GlDevice(const GlDeviceDesc& desc, std::shared_ptr<const BackendSettings> settings)
+    : DeviceImpl(std::move(settings)), desc_(desc), worker_("vgpu-gl") {
   l2_binaries_ = !desc_.caps.binary_formats.empty();
   try {
     worker_.run([this] { start_w(); }, default_deadline());

@@ -126,9 +126,9 @@ class GlBatchImpl final : public RecordedBatchImpl {
 /// ending in _w and every GL object run on the worker thread only.
 class GlDevice final : public DeviceImpl {
  public:
-  /// Starts the worker, creates the context on desc's display and the params ring; throws
-  /// unavailable when the context cannot be created there.
-  explicit GlDevice(const GlDeviceDesc& desc);
+  /// Starts the worker, creates the context on desc's display and the params ring, with its
+  /// runtime's settings; throws unavailable when the context cannot be created there.
+  GlDevice(const GlDeviceDesc& desc, std::shared_ptr<const BackendSettings> settings);
   /// Deletes the remaining GL objects and the context on the worker, then joins it.
   ~GlDevice() override;
 

@@ -133,7 +133,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
   auto kernel = std::make_unique<GlKernelImpl>(*this);
   kernel->params_size = source.params_size;
   const DeviceFingerprint& fp = desc_.info.fingerprint;
-  KernelL2Entry l2(counters(), cache::EntryKind::gl_program_binary,
+  KernelL2Entry l2(counters(), l2_store(), cache::EntryKind::gl_program_binary,
                    l2_binaries_ ? cache::make_kernel_key(source, code, options, fp) : cache::KernelKey{}, fp);
   const bool use_l2 = l2_binaries_ && l2.enabled();
 

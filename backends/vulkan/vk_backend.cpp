@@ -13,6 +13,9 @@ namespace {
 /// every device. Thread-safety: all members are safe to call concurrently.
 class VulkanBackend final : public ComputeBackend {
  public:
+  /// Opens its devices with settings (one runtime's).
+  explicit VulkanBackend(std::shared_ptr<const BackendSettings> settings) : settings_(std::move(settings)) {}
+
   BackendKind kind() const noexcept override { return BackendKind::vulkan; }
 
   BackendStatus status() override {
@@ -37,7 +40,7 @@ class VulkanBackend final : public ComputeBackend {
     if (index >= inst->devices().size())
       fail(ErrorCategory::invalid_argument, "there is no Vulkan device " + std::to_string(index) + ".",
            "use an index from vgpu-probe's device list.");
-    return std::make_unique<VulkanDevice>(inst, inst->devices()[index]);
+    return std::make_unique<VulkanDevice>(inst, inst->devices()[index], settings_);
   }
 
  private:
@@ -46,6 +49,7 @@ class VulkanBackend final : public ComputeBackend {
     return instance_;
   }
 
+  std::shared_ptr<const BackendSettings> settings_;
   std::once_flag once_;
   std::shared_ptr<Instance> instance_;
   std::string reason_;
@@ -54,6 +58,8 @@ class VulkanBackend final : public ComputeBackend {
 }  // namespace
 }  // namespace vulkan
 
-std::unique_ptr<ComputeBackend> make_vulkan_backend() { return std::make_unique<vulkan::VulkanBackend>(); }
+std::unique_ptr<ComputeBackend> make_vulkan_backend(std::shared_ptr<const BackendSettings> settings) {
+  return std::make_unique<vulkan::VulkanBackend>(std::move(settings));
+}
 
 }  // namespace vgpu

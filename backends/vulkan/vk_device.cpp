@@ -11,8 +11,9 @@
 
 namespace vgpu::vulkan {
 
-VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDevice& physical)
-    : instance_(std::move(instance)), physical_(physical) {
+VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDevice& physical,
+                           std::shared_ptr<const BackendSettings> settings)
+    : DeviceImpl(std::move(settings)), instance_(std::move(instance)), physical_(physical) {
   const InstanceFns& f = instance_->fns();
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -83,7 +83,8 @@ class VkBatchImpl final : public RecordedBatchImpl {
 class VulkanDevice final : public DeviceImpl {
  public:
   /// Creates the VkDevice, queue, pools and the pipeline cache (loaded from L2).
-  VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDevice& physical);
+  VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDevice& physical,
+               std::shared_ptr<const BackendSettings> settings);
   ~VulkanDevice() override;
 
   const DeviceInfo& info() const override { return physical_.info; }

@@ -26,7 +26,6 @@ namespace vgpu::vulkan {
 #define VGPU_VK_DEVICE_FNS(X)      \
   X(vkDestroyDevice)               \
   X(vkGetDeviceQueue)              \
-  X(vkDeviceWaitIdle)              \
   X(vkCreateBuffer)                \
   X(vkDestroyBuffer)               \
   X(vkGetBufferMemoryRequirements) \
@@ -35,11 +34,9 @@ namespace vgpu::vulkan {
   X(vkBindBufferMemory)            \
   X(vkMapMemory)                   \
   X(vkUnmapMemory)                 \
-  X(vkInvalidateMappedMemoryRanges)\
   X(vkCreateCommandPool)           \
   X(vkDestroyCommandPool)          \
   X(vkAllocateCommandBuffers)      \
-  X(vkFreeCommandBuffers)          \
   X(vkBeginCommandBuffer)          \
   X(vkEndCommandBuffer)            \
   X(vkResetCommandBuffer)          \

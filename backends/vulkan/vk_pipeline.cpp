@@ -36,7 +36,7 @@ VkKernelImpl::~VkKernelImpl() { device_.destroy_kernel(*this); }
 
 // Runs in the constructor: what it finds is counted once core attaches the counters.
 void VulkanDevice::load_pipeline_cache() {
-  auto& store = cache::DiskStore::global();
+  cache::DiskStore& store = l2_store();
   std::vector<std::uint8_t> data;
   cache::LoadOutcome outcome;
   if (auto blob = store.load(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint),
@@ -80,7 +80,7 @@ void VulkanDevice::load_pipeline_cache() {
 
 void VulkanDevice::save_pipeline_cache() {
   std::lock_guard lock(cache_save_mutex_);
-  auto& store = cache::DiskStore::global();
+  cache::DiskStore& store = l2_store();
   if (!store.enabled() || pipeline_cache_ == VK_NULL_HANDLE) return;
   std::size_t size = 0;
   if (fn_.vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS || size == saved_cache_bytes_)
@@ -145,7 +145,8 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
   }
   // L2: SPIR-V of user kernels compiled by an earlier process; the store has validated it.
   const DeviceFingerprint& fp = physical_.info.fingerprint;
-  KernelL2Entry l2(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, code, options, fp), fp);
+  KernelL2Entry l2(counters(), l2_store(), cache::EntryKind::spirv,
+                   cache::make_kernel_key(source, code, options, fp), fp);
   if (l2.enabled() && use_l2) {
     if (auto blob = l2.load()) {
       std::vector<std::uint32_t> words(blob->size() / 4);
@@ -216,7 +217,8 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
     // A cached entry the driver refuses (at module or pipeline creation) costs a recompile,
     // never a failure: drop it and build from the GLSL source.
     const DeviceFingerprint& fp = physical_.info.fingerprint;
-    KernelL2Entry(counters(), cache::EntryKind::spirv, cache::make_kernel_key(source, code, options, fp), fp)
+    KernelL2Entry(counters(), l2_store(), cache::EntryKind::spirv,
+                  cache::make_kernel_key(source, code, options, fp), fp)
         .reject("driver");
     words = spirv_for(source, code, options, pipeline, false, &from_l2);
     r = build_pipeline(*k, words, options);

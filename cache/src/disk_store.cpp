@@ -43,14 +43,15 @@ void warn_unusable(const fs::path& dir, const std::string& why, const std::strin
 
 }  // namespace
 
-DiskStoreOptions DiskStoreOptions::from_env() {
-  const Config c = Config::from_env();  // validates and warns about bad values
+DiskStoreOptions DiskStoreOptions::from(const Config& c) {
   DiskStoreOptions o;
   o.directory = c.cache_dir;
   o.enabled = c.cache_enabled;
   o.max_bytes = c.cache_max_bytes;
   return o;
 }
+
+DiskStoreOptions DiskStoreOptions::from_env() { return from(Config::from_env()); }  // validates, warns
 
 detail::OpenedDir DiskStore::Impl::open_root(bool create) const {
   detail::OpenedDir base = detail::open_base_dir(options.directory, create);
@@ -191,6 +192,8 @@ DiskStore::~DiskStore() = default;
 bool DiskStore::enabled() const noexcept { return impl_->usable; }
 
 const std::filesystem::path& DiskStore::directory() const noexcept { return impl_->options.directory; }
+
+const DiskStoreOptions& DiskStore::options() const noexcept { return impl_->options; }
 
 std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const KernelKey& key,
                                                          const DeviceFingerprint& fp, LoadOutcome* outcome) {

@@ -224,12 +224,6 @@ std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKin
 
 bool is_entry_kind(std::uint32_t value) noexcept { return value >= 1 && value <= 5; }
 
-std::optional<EntryKind> kind_from_string(std::string_view name) noexcept {
-  for (EntryKind k : kAllKinds)
-    if (to_string(k) == name) return k;
-  return std::nullopt;
-}
-
 std::optional<KernelKey> key_from_hex(std::string_view hex) noexcept {
   if (hex.size() != 32) return std::nullopt;
   std::uint64_t half[2] = {0, 0};

@@ -77,8 +77,6 @@ std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKin
 
 /// Returns whether value names an EntryKind.
 bool is_entry_kind(std::uint32_t value) noexcept;
-/// Returns the kind whose directory name is name.
-std::optional<EntryKind> kind_from_string(std::string_view name) noexcept;
 /// Parses 32 lower-case hex digits.
 std::optional<KernelKey> key_from_hex(std::string_view hex) noexcept;
 /// Every kind, in enum order.

@@ -158,8 +158,9 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
   }
 }
 
-DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl)
-    : impl_(std::shared_ptr<DeviceImpl>(impl.release(), retire)), l1_(Config::from_env().l1_capacity) {
+DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config)
+    : impl_(std::shared_ptr<DeviceImpl>(impl.release(), retire)), l1_(config.l1_capacity) {
+  impl_->set_timeout(config.timeout);  // also for a backend made without the runtime's settings
   impl_->attach_counters(&counters_);
 }
 

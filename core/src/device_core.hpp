@@ -11,6 +11,7 @@
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/memory_cache.hpp"
+#include "vgpu/config.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
 
@@ -64,8 +65,8 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
 /// Thread-safety: every member function is safe to call from several threads.
 class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
  public:
-  /// Wraps an opened backend device.
-  explicit DeviceCore(std::unique_ptr<DeviceImpl> impl);
+  /// Wraps an opened backend device, with its runtime's L1 capacity and time limit.
+  DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config);
   ~DeviceCore();
 
   /// Returns a public handle to this device.
@@ -101,9 +102,6 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   KernelState& own(const Kernel& kernel) const;
   BindingSetState& own(const BindingSet& bindings) const;
   BatchState& own(const Batch& batch) const;
-
-  /// Returns the L1 cache's counters (size, capacity, evictions).
-  cache::MemoryCacheStats l1_stats() const { return l1_.stats(); }
 
  private:
   std::shared_ptr<KernelState> build_kernel(const KernelSource& source, const DialectSource& code,

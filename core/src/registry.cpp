@@ -4,19 +4,20 @@
 #include "registry.hpp"
 
 #include "vgpu/backend/backend_names.hpp"
+#include "vgpu/backend/registry.hpp"
 
 namespace vgpu {
-// Each backend's factory, defined in its own folder when its CMake option is ON.
-std::unique_ptr<ComputeBackend> make_cuda_backend();
-std::unique_ptr<ComputeBackend> make_vulkan_backend();
-std::unique_ptr<ComputeBackend> make_opengl_backend();
-std::unique_ptr<ComputeBackend> make_cpu_backend();
+// Each backend's factory, defined in its own folder when its CMake option is ON (the CPU one,
+// which tests also call, is declared in vgpu/backend/registry.hpp).
+std::unique_ptr<ComputeBackend> make_cuda_backend(std::shared_ptr<const BackendSettings> settings);
+std::unique_ptr<ComputeBackend> make_vulkan_backend(std::shared_ptr<const BackendSettings> settings);
+std::unique_ptr<ComputeBackend> make_opengl_backend(std::shared_ptr<const BackendSettings> settings);
 }  // namespace vgpu
 
 namespace vgpu::detail {
 namespace {
 
-using Factory = std::unique_ptr<ComputeBackend> (*)();
+using Factory = std::unique_ptr<ComputeBackend> (*)(std::shared_ptr<const BackendSettings>);
 
 // A backend built out of this library has no factory (nullptr), only its name and option.
 #if VGPU_WITH_CUDA
@@ -61,10 +62,11 @@ std::vector<BackendKind> known_backends() {
   return kinds;
 }
 
-std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends() {
+std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends(
+    const std::shared_ptr<const BackendSettings>& settings) {
   std::vector<std::unique_ptr<ComputeBackend>> backends;
   for (const Entry& e : kRegistry)
-    if (e.make) backends.push_back(e.make());
+    if (e.make) backends.push_back(e.make(settings));
   return backends;
 }
 

@@ -2,18 +2,42 @@
 #include "vgpu/runtime.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "device_core.hpp"
 #include "registry.hpp"
 #include "selection_service.hpp"
 #include "vgpu/backend/backend_names.hpp"
+#include "vgpu/backend/backend_settings.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
 namespace vgpu {
+namespace {
+
+/// Throws invalid_argument saying that RuntimeOptions::field holds value, not what it must be.
+[[noreturn]] void bad_override(const std::string& field, const std::string& value, const std::string& expected,
+                               const char* variable) {
+  fail(ErrorCategory::invalid_argument, "RuntimeOptions::" + field + " is " + value + "; it must be " + expected + ".",
+       "set it to " + expected + ", or leave it unset to use " + variable + " (or its default).");
+}
+
+void check_log_level(const std::optional<LogLevel>& level) {
+  if (!level) return;
+  const int v = static_cast<int>(*level);
+  if (v < static_cast<int>(LogLevel::error) || v > static_cast<int>(LogLevel::debug))
+    bad_override("log_level", std::to_string(v), "one of LogLevel's values (error, warn, info, debug)", "VGPU_LOG");
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
 
 RuntimeOptions RuntimeOptions::from_env() {
   // Running on other devices than the ones asked for would surprise: these are errors.
@@ -29,8 +53,46 @@ RuntimeOptions RuntimeOptions::from_env() {
   return o;
 }
 
+Config RuntimeOptions::resolve(const Config& env) const {
+  Config c = env;
+  c.backends = allowed;
+  c.backends_error.clear();
+  c.device = forced_device;
+  c.device_error.clear();
+  if (cache_dir) {
+    if (cache_dir->empty()) bad_override("cache_dir", "an empty path", "a directory", "VGPU_CACHE_DIR");
+    c.cache_dir = *cache_dir;
+  }
+  if (cache_enabled) c.cache_enabled = *cache_enabled;
+  if (cache_max_bytes) {
+    if (*cache_max_bytes == 0)
+      bad_override("cache_max_bytes", "0", "a positive number of bytes", "VGPU_CACHE_MAX_BYTES");
+    c.cache_max_bytes = *cache_max_bytes;
+  }
+  if (l1_capacity) {
+    if (*l1_capacity < 1 || *l1_capacity > (std::size_t{1} << 20))
+      bad_override("l1_capacity", std::to_string(*l1_capacity), "a number of kernels from 1 to 1048576",
+                   "VGPU_L1_CAPACITY");
+    c.l1_capacity = *l1_capacity;
+  }
+  if (cpu_isa) c.cpu_isa = lower(*cpu_isa);  // its names are the CPU backend's to check
+  if (timeout) {
+    if (timeout->count() < 0 || *timeout > kMaxTimeout)
+      bad_override("timeout", std::to_string(timeout->count()) + " ms",
+                   "0 ms (no limit) up to " + std::to_string(kMaxTimeout.count()) + " ms", "VGPU_TIMEOUT_MS");
+    c.timeout = *timeout;
+  }
+  if (cuda_graphs) c.cuda_graphs = *cuda_graphs;
+  if (cuda_zero_copy) c.cuda_zero_copy = *cuda_zero_copy;
+  check_log_level(log_level);
+  if (log_level) c.log_level = *log_level;
+  return c;
+}
+
 struct Runtime::State {
   RuntimeOptions options;
+  std::shared_ptr<const BackendSettings> settings;  // options over the environment; the L2 store
+  std::uint64_t log_token = 0;                      // the log route options asked for (0: none)
   std::mutex mutex;
   std::vector<std::shared_ptr<ComputeBackend>> backends;
   std::vector<BackendKind> kinds;  // registry order: known_backends(), or the injected ones
@@ -87,28 +149,58 @@ struct Runtime::State {
 };
 
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
-  state_->options = std::move(options);
-  if (state_->options.backends.empty()) {
-    for (auto& b : detail::make_compiled_backends()) state_->backends.push_back(std::move(b));
-    state_->kinds = detail::known_backends();
-  } else {
-    state_->backends = state_->options.backends;
-    for (auto& b : state_->backends) {
-      if (!b)
-        fail(ErrorCategory::invalid_argument, "RuntimeOptions::backends holds a null backend.",
-             "pass only constructed backends, or leave the list empty for the compiled-in ones.");
-      const BackendKind kind = b->kind();
-      if (kind > BackendKind::cpu) register_backend_name(kind, b->name());
-      state_->kinds.push_back(kind);
+  State& st = *state_;
+  st.options = std::move(options);
+  const RuntimeOptions& o = st.options;
+  // The log route comes first, so that what reading the environment and opening the cache
+  // directory warn about reaches the sink.
+  check_log_level(o.log_level);
+  if (o.log_sink || o.log_level) st.log_token = set_log_sink(o.log_sink, o.log_level);
+  try {
+    auto settings = std::make_shared<BackendSettings>();
+    settings->config = o.resolve(Config::from_env());
+    settings->cpu_isa_from_code = o.cpu_isa.has_value();
+    if (o.cache_dir || o.cache_enabled || o.cache_max_bytes) {
+      settings->store = std::make_shared<cache::DiskStore>(cache::DiskStoreOptions::from(settings->config));
+    } else {  // the process-wide store, read from the environment once
+      settings->store = BackendSettings::process()->store;
+      const cache::DiskStoreOptions& used = settings->store->options();
+      settings->config.cache_dir = used.directory;
+      settings->config.cache_enabled = used.enabled;
+      settings->config.cache_max_bytes = used.max_bytes;
     }
+    st.settings = settings;
+    if (o.backends.empty()) {
+      for (auto& b : detail::make_compiled_backends(st.settings)) st.backends.push_back(std::move(b));
+      st.kinds = detail::known_backends();
+    } else {
+      st.backends = o.backends;
+      for (auto& b : st.backends) {
+        if (!b)
+          fail(ErrorCategory::invalid_argument, "RuntimeOptions::backends holds a null backend.",
+               "pass only constructed backends, or leave the list empty for the compiled-in ones.");
+        const BackendKind kind = b->kind();
+        if (kind > BackendKind::cpu) register_backend_name(kind, b->name());  // not one of vgpu's own
+        st.kinds.push_back(kind);
+      }
+    }
+    // Selection sees the runtime only through these three calls (it sits a layer above).
+    detail::DeviceSource source{[this] { return devices(); }, [this] { return backends(); },
+                                [this](const std::string& id) { return open(id); }};
+    st.selection = std::make_unique<detail::SelectionService>(std::move(source), o.forced_device, settings->store);
+  } catch (...) {
+    restore_log_sink(st.log_token);  // the destructor does not run for a constructor that throws
+    throw;
   }
-  // Selection sees the runtime only through these three calls (it sits a layer above).
-  detail::DeviceSource source{[this] { return devices(); }, [this] { return backends(); },
-                              [this](const std::string& id) { return open(id); }};
-  state_->selection = std::make_unique<detail::SelectionService>(std::move(source), state_->options.forced_device);
 }
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  const std::uint64_t token = state_->log_token;
+  state_.reset();  // what closing the devices logs still reaches the sink
+  restore_log_sink(token);
+}
+
+const Config& Runtime::config() const noexcept { return state_->settings->config; }
 
 Runtime& Runtime::global() {
   // Never destroyed: GPU drivers tear themselves down in their own exit handlers, and
@@ -161,7 +253,7 @@ Device Runtime::open(const std::string& id) {
     log(LogLevel::info, match->id() + " was lost; opening it again.");
   }
   ComputeBackend* backend = state_->backend_locked(match->backend);
-  auto core = std::make_shared<detail::DeviceCore>(backend->open(match->index));
+  auto core = std::make_shared<detail::DeviceCore>(backend->open(match->index), state_->settings->config);
   state_->open[match->id()] = core;
   return core->handle();
 }

@@ -74,13 +74,13 @@ std::string selection_key_text(const std::string& op, std::uint32_t size_class, 
 
 std::optional<Selection> SelectionService::load_locked(const std::string& key_text, const std::string& op,
                                                        std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
-  auto loaded = load_selection(key_text);
+  auto loaded = load_selection(*store_, key_text);
   if (!loaded) return std::nullopt;
   // The key holds every device's id and fingerprint, so a sound entry names only devices of
   // this set; one naming another (written so by hand, a tool or another build) is dropped
   // and calibrated over, never followed to a device that is not there.
   if (std::string why = persisted_problem(*loaded, op, size_class, devices); !why.empty()) {
-    drop_selection(key_text, why);
+    drop_selection(*store_, key_text, why);
     return std::nullopt;
   }
   return loaded;
@@ -99,7 +99,7 @@ SelectionService::Entry& SelectionService::entry_locked(const std::string& op, c
     return entries_[key] = Entry{*loaded, {}};
   }
   Selection s = calibration::calibrate({op, shape, factory, work}, source_, {});
-  if (worth_storing(s)) store_selection(key_text, s);
+  if (worth_storing(s)) store_selection(*store_, key_text, s);
   log(LogLevel::info, op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
                           std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms)");
   return entries_[key] = Entry{std::move(s), {}};

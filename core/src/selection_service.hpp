@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "calibration.hpp"
+#include "vgpu/cache/disk_store.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
 #include "vgpu/selection.hpp"
@@ -25,8 +27,10 @@ namespace vgpu::detail {
 /// would spoil both), lookups of known classes never wait for one.
 class SelectionService {
  public:
-  /// Selects among source's devices; forced is VGPU_DEVICE's id (or empty).
-  SelectionService(DeviceSource source, std::string forced) : source_(std::move(source)), forced_(std::move(forced)) {}
+  /// Selects among source's devices; forced is VGPU_DEVICE's id (or empty); selections persist
+  /// in store (the runtime's L2 store).
+  SelectionService(DeviceSource source, std::string forced, std::shared_ptr<cache::DiskStore> store)
+      : source_(std::move(source)), forced_(std::move(forced)), store_(std::move(store)) {}
 
   /// Returns the selection for op at shape, calibrating or loading it on first use.
   Selection explain(const std::string& op, const Shape& shape, const PlanFactory& factory);
@@ -51,6 +55,7 @@ class SelectionService {
 
   DeviceSource source_;
   std::string forced_;
+  std::shared_ptr<cache::DiskStore> store_;
   std::mutex mutex_;  // guards entries_; held through a calibration
   std::map<std::string, Entry> entries_;  // by "op#size_class"
   std::atomic<std::uint64_t> epoch_{0};

@@ -22,8 +22,7 @@ cache::KernelKey key_of(const std::string& key_text) {
 
 }  // namespace
 
-std::optional<Selection> load_selection(const std::string& key_text) {
-  auto& store = cache::DiskStore::global();
+std::optional<Selection> load_selection(cache::DiskStore& store, const std::string& key_text) {
   if (!store.enabled()) return std::nullopt;
   auto blob = store.load(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text));
   if (!blob) return std::nullopt;
@@ -32,13 +31,13 @@ std::optional<Selection> load_selection(const std::string& key_text) {
   if (!s) {
     // The checksums passed, so this was written so (another vgpu build, a tool, a hand edit):
     // drop it, and the caller calibrates again and stores a fresh one.
-    drop_selection(key_text, why);
+    drop_selection(store, key_text, why);
     return std::nullopt;
   }
   return s;
 }
 
-void drop_selection(const std::string& key_text, const std::string& why) {
+void drop_selection(cache::DiskStore& store, const std::string& key_text, const std::string& why) {
   // The key text reads "select;v=1;op=<op>;class=<class>;devices=...": name the op and class.
   const auto from = key_text.find("op="), to = key_text.find(";devices=");
   std::string what = from != std::string::npos && to != std::string::npos && to > from
@@ -47,11 +46,10 @@ void drop_selection(const std::string& key_text, const std::string& why) {
   if (const auto semi = what.find(";class="); semi != std::string::npos) what.replace(semi, 7, " class ");
   log(LogLevel::warn,
       "selection cache: ignoring the stored selection for " + what + " (" + why + "); calibrating again.");
-  cache::DiskStore::global().reject(cache::EntryKind::selection, key_of(key_text), "invalid");
+  store.reject(cache::EntryKind::selection, key_of(key_text), "invalid");
 }
 
-void store_selection(const std::string& key_text, const Selection& selection) {
-  auto& store = cache::DiskStore::global();
+void store_selection(cache::DiskStore& store, const std::string& key_text, const Selection& selection) {
   if (!store.enabled()) return;
   const std::string text = selection_to_json(selection);
   const auto cost_us = static_cast<std::uint64_t>(selection.calibration_seconds * 1e6);

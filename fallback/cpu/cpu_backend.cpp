@@ -65,10 +65,9 @@ std::uint64_t physical_memory() {
   return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) : 0;
 }
 
-/// Describes the one CPU device; throws when VGPU_CPU_ISA is invalid (see cpu_isa.hpp).
-DeviceInfo describe() {
+/// Describes the one CPU device, whose built-in kernels use isa.
+DeviceInfo describe(const std::string& isa) {
   const CpuIdentity id = read_identity();
-  const std::string isa(cpu::selected_isa());
   DeviceInfo info;
   info.backend = BackendKind::cpu;
   info.index = 0;
@@ -95,9 +94,21 @@ DeviceInfo describe() {
 }
 
 /// The CPU fallback: always compiled in, always available, exactly one device.
-/// Thread-safety: stateless; every member is safe to call from several threads.
+/// Thread-safety: immutable after construction; every member is safe to call from several threads.
 class CpuBackend final : public ComputeBackend {
  public:
+  /// Chooses the instruction set the settings name (or the best); an unknown name set in code
+  /// throws invalid_argument here, one this CPU cannot run is kept for enumerate() and open().
+  explicit CpuBackend(std::shared_ptr<const BackendSettings> settings)
+      : settings_(settings ? std::move(settings) : BackendSettings::process()) {
+    try {
+      kernels_ = &cpu::resolve_kernels(settings_->config.cpu_isa, settings_->cpu_isa_from_code);
+    } catch (const Error& e) {
+      if (e.category() == ErrorCategory::invalid_argument) throw;
+      unusable_ = std::make_shared<Error>(e);
+    }
+  }
+
   /// Returns BackendKind::cpu.
   BackendKind kind() const noexcept override { return BackendKind::cpu; }
 
@@ -110,21 +121,34 @@ class CpuBackend final : public ComputeBackend {
     return s;
   }
 
-  /// Returns the one CPU device; throws when VGPU_CPU_ISA is invalid.
-  std::vector<DeviceInfo> enumerate() override { return {describe()}; }
+  /// Returns the one CPU device; throws not_supported when the ISA asked for cannot run here.
+  std::vector<DeviceInfo> enumerate() override { return {describe(isa())}; }
 
   /// Opens cpu:0 (the only index); throws invalid_argument for any other.
   std::unique_ptr<DeviceImpl> open(std::uint32_t index) override {
     if (index != 0)
       fail(ErrorCategory::invalid_argument, "the CPU backend has one device (cpu:0); cpu:" + std::to_string(index) + " does not exist.",
            "use VGPU_DEVICE=cpu:0 (the CPU backend spreads work over every core itself).");
-    return std::make_unique<cpu::CpuDevice>(describe(), cpu::selected_kernels());
+    return std::make_unique<cpu::CpuDevice>(describe(isa()), *kernels_, settings_);
   }
+
+ private:
+  /// Returns the chosen ISA's name; throws why the ISA asked for cannot run here.
+  std::string isa() const {
+    if (unusable_) throw *unusable_;
+    return std::string(kernels_->isa);
+  }
+
+  std::shared_ptr<const BackendSettings> settings_;
+  const cpu::KernelTable* kernels_ = nullptr;
+  std::shared_ptr<const Error> unusable_;  // set instead of kernels_ when the ISA cannot run here
 };
 
 }  // namespace
 
 /// Creates the CPU fallback backend (declared in vgpu/backend/registry.hpp).
-std::unique_ptr<ComputeBackend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<ComputeBackend> make_cpu_backend(std::shared_ptr<const BackendSettings> settings) {
+  return std::make_unique<CpuBackend>(std::move(settings));
+}
 
 }  // namespace vgpu

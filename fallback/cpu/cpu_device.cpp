@@ -27,7 +27,8 @@ CpuBindingSet::CpuBindingSet(std::span<BufferImpl* const> by_slot) {
   }
 }
 
-CpuDevice::CpuDevice(DeviceInfo info, const KernelTable& kernels) : info_(std::move(info)), kernels_(kernels) {}
+CpuDevice::CpuDevice(DeviceInfo info, const KernelTable& kernels, std::shared_ptr<const BackendSettings> settings)
+    : DeviceImpl(std::move(settings)), info_(std::move(info)), kernels_(kernels) {}
 
 std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const DialectSource& code,
                                                const CompileOptions& options) {

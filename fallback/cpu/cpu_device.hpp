@@ -102,8 +102,8 @@ class CpuBatch final : public RecordedBatchImpl {
 /// every member is safe to call concurrently; concurrent submits share the TBB thread pool.
 class CpuDevice final : public DeviceImpl {
  public:
-  /// Creates the device described by info, running built-ins from kernels.
-  CpuDevice(DeviceInfo info, const KernelTable& kernels);
+  /// Creates the device described by info, running built-ins from kernels, with its runtime's settings.
+  CpuDevice(DeviceInfo info, const KernelTable& kernels, std::shared_ptr<const BackendSettings> settings);
 
   /// Returns the description made at open() (CPU model, ISA, limits).
   const DeviceInfo& info() const override { return info_; }

@@ -62,63 +62,52 @@ std::string join_names(Filter filter) {
 }
 
 /// Returns the option called name; throws invalid_argument when the build has no such ISA
-/// and not_supported when this machine cannot run it. `origin` says where the name came from.
-const IsaOption& find_option(std::string_view name, std::string_view origin) {
+/// and not_supported when this machine cannot run it. from_code: the name came from
+/// RuntimeOptions::cpu_isa, else from VGPU_CPU_ISA (the messages name where).
+const IsaOption& find_option(std::string_view name, bool from_code) {
   const std::string all = join_names([](const IsaOption&) { return true; });
   const std::string usable = join_names([](const IsaOption& o) { return o.supported; });
+  const std::string origin = from_code ? "RuntimeOptions::cpu_isa=" : "VGPU_CPU_ISA=";
+  const std::string unset = from_code ? "leave RuntimeOptions::cpu_isa unset" : "unset VGPU_CPU_ISA";
   for (const IsaOption& o : options()) {
     if (o.name != name) continue;
     if (!o.supported)
       fail(ErrorCategory::not_supported,
-           std::string(origin) + std::string(name) + " selects an instruction set this CPU (or its OS) does not support.",
-           "use one this machine supports (" + usable + "), or unset VGPU_CPU_ISA to pick the best automatically.");
+           origin + std::string(name) + " selects an instruction set this CPU (or its OS) does not support.",
+           "use one this machine supports (" + usable + "), or " + unset + " to pick the best automatically.");
     return o;
   }
   fail(ErrorCategory::invalid_argument,
-       std::string(origin) + "'" + std::string(name) + "' is not an instruction set of vgpu's CPU backend.",
-       "use one of " + all + " (this machine supports " + usable + "), or unset VGPU_CPU_ISA.");
+       origin + "'" + std::string(name) + "' is not an instruction set of vgpu's CPU backend.",
+       "use one of " + all + " (this machine supports " + usable + "), or " + unset + ".");
 }
 
-/// Resolves VGPU_CPU_ISA (or, when unset, the best supported ISA) to an option.
-/// An unknown name is a warning (the best ISA is used); a known one this machine cannot run
-/// leaves the CPU backend unavailable with that reason, and is logged too: never silent.
-const IsaOption& resolve() {
-  const std::string& forced = config().cpu_isa;
+}  // namespace
+
+const KernelTable& resolve_kernels(std::string_view forced, bool from_code) {
   const IsaOption* best = &options().front();  // the baseline is always supported
   for (const IsaOption& o : options())
     if (o.supported) best = &o;
-  if (forced.empty()) return *best;
+  if (forced.empty()) return best->table();
   try {
-    return find_option(forced, "VGPU_CPU_ISA=");
+    return find_option(forced, from_code).table();
   } catch (const Error& e) {
+    if (from_code) throw;
     if (e.category() == ErrorCategory::invalid_argument) {
       config_warning(e.problem() + " Using " + std::string(best->name) + " instead. Fix: " + e.fix());
-      return *best;
+      return best->table();
     }
     config_warning(std::string("the CPU backend is unavailable: ") + e.what());
     throw;
   }
 }
 
-}  // namespace
-
-std::string_view selected_isa() { return selected_kernels().isa; }
-
-const KernelTable& selected_kernels() {
-  // Initialised on the first successful call; a throwing resolve() leaves it unset, so a
-  // fixed environment is picked up by the next call.
-  static const KernelTable& table = resolve().table();
-  return table;
+std::string_view selected_isa() {
+  // The process's choice (vgpu::config(), read once); a throwing resolve leaves it unset, so
+  // the next call tries again.
+  static const KernelTable& table = resolve_kernels(config().cpu_isa, false);
+  return table.isa;
 }
-
-std::vector<std::string> supported_isas() {
-  std::vector<std::string> out;
-  for (const IsaOption& o : options())
-    if (o.supported) out.emplace_back(o.name);
-  return out;
-}
-
-const KernelTable& kernels_for(std::string_view isa) { return find_option(isa, "ISA ").table(); }
 
 std::vector<std::string> cpu_features() {
   std::vector<std::string> out;

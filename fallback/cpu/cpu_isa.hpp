@@ -1,7 +1,7 @@
 // fallback/cpu/cpu_isa.hpp — which SIMD instruction set the CPU backend's built-in kernels use.
 // The kernels are compiled once per ISA; the best one the CPU and OS support is chosen at run
-// time, unless VGPU_CPU_ISA=sse2|avx2|avx512 overrides it. Exposed for tests and benchmarks.
-// Thread-safety: every function is safe to call from several threads (the choice is made once).
+// time, unless the runtime's settings (RuntimeOptions::cpu_isa, else VGPU_CPU_ISA=sse2|avx2|avx512)
+// name one. Thread-safety: every function is safe to call from several threads.
 #pragma once
 
 #include <string>
@@ -12,19 +12,15 @@
 
 namespace vgpu::cpu {
 
-/// Returns the ISA the built-in kernels run with ("sse2", "avx2", "avx512"); throws
-/// invalid_argument for an unknown VGPU_CPU_ISA, not_supported for one this CPU lacks.
+/// Returns the kernel table of the ISA named forced, or of the best one this CPU and OS support
+/// when forced is empty. from_code: the name came from RuntimeOptions::cpu_isa, and an unknown
+/// one throws invalid_argument; from VGPU_CPU_ISA it is a warning and the best ISA is used. A
+/// known ISA this machine cannot run throws not_supported (from VGPU_CPU_ISA also logged).
+const KernelTable& resolve_kernels(std::string_view forced, bool from_code);
+
+/// Returns the ISA the process's CPU backend uses by default (VGPU_CPU_ISA through
+/// vgpu::config(), else the best): "sse2", "avx2", "avx512"; throws like resolve_kernels.
 std::string_view selected_isa();
-
-/// Returns the ISAs this CPU and OS can run, worst first (e.g. {"sse2", "avx2", "avx512"}).
-std::vector<std::string> supported_isas();
-
-/// Returns the kernel table of the selected ISA (throws like selected_isa()).
-const KernelTable& selected_kernels();
-
-/// Returns the kernel table of a named ISA; throws invalid_argument for an unknown name and
-/// not_supported for one this CPU lacks. Lets tests run every ISA in one process.
-const KernelTable& kernels_for(std::string_view isa);
 
 /// Returns the CPU feature flags relevant to the kernels, usable on this OS ("sse2", "avx2",
 /// "fma", "avx512f", ...), for DeviceInfo::features.

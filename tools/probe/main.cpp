@@ -43,7 +43,7 @@ constexpr const char* kFooter =
     "that select reports; VGPU_TIMEOUT_MS limits every wait for a device (default 60000,\n"
     "0 = no limit).";
 
-/// Options shared by the default action and, later, by subcommands.
+/// Options shared by the default action and the subcommands.
 struct Options {
   bool json = false;
   bool self_test = true;

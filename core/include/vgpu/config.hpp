@@ -26,7 +26,8 @@ inline constexpr std::chrono::milliseconds kDefaultTimeout{60000};
 /// The largest VGPU_TIMEOUT_MS accepted: 10^12 ms (about 31 years; larger values are typos).
 inline constexpr std::chrono::milliseconds kMaxTimeout{1'000'000'000'000};
 
-/// The validated settings of the VGPU_* environment variables. A plain value.
+/// The validated settings of the VGPU_* environment variables, which RuntimeOptions may
+/// override per runtime (RuntimeOptions::resolve, Runtime::config()). A plain value.
 struct Config {
   /// VGPU_BACKEND: backends to use; empty means every compiled-in one.
   std::vector<BackendKind> backends;

@@ -1,6 +1,9 @@
 // vgpu/runtime.hpp — the registry of backends and the devices they found.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -8,22 +11,62 @@
 #include <vector>
 
 #include "vgpu/backend.hpp"
+#include "vgpu/config.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
+#include "vgpu/log.hpp"
 #include "vgpu/selection.hpp"
 
 namespace vgpu {
 
-/// Settings normally read from the environment (VGPU_BACKEND, VGPU_DEVICE).
+/// How a Runtime is set up. The first three fields are plain values (RuntimeOptions::from_env()
+/// fills allowed and forced_device from VGPU_BACKEND and VGPU_DEVICE; a default-constructed
+/// RuntimeOptions uses every backend and forces no device). Every std::optional field is an
+/// override: set, it wins over its VGPU_* variable for this runtime; unset, the variable (or
+/// its default) applies, as the environment reads when the Runtime is constructed. The Runtime
+/// constructor checks them (invalid_argument, naming the field). Runtime::config() returns the
+/// result. A plain value; every field has a default member initialiser, so aggregate and
+/// designated initialisation may name just a few.
 struct RuntimeOptions {
-  std::vector<BackendKind> allowed;  ///< empty: every compiled-in backend (VGPU_BACKEND)
-  std::string forced_device;         ///< "vulkan:1" style id, or empty (VGPU_DEVICE)
+  std::vector<BackendKind> allowed{};  ///< empty: every compiled-in backend (VGPU_BACKEND)
+  std::string forced_device{};         ///< "vulkan:1" style id, or empty (VGPU_DEVICE)
   /// Backends to use instead of the compiled-in registry, in preference order (the tests inject
   /// one whose speed and failures they control). Empty: the registry.
-  std::vector<std::shared_ptr<ComputeBackend>> backends;
+  std::vector<std::shared_ptr<ComputeBackend>> backends{};
+
+  /// VGPU_CACHE_DIR: the on-disk (L2) cache directory of this runtime's kernels and selections.
+  std::optional<std::filesystem::path> cache_dir{};
+  /// VGPU_CACHE_DISABLE (inverted): false keeps compiled kernels and selections in memory only.
+  std::optional<bool> cache_enabled{};
+  /// VGPU_CACHE_MAX_BYTES: cap on the bytes of the on-disk cache's entry files (> 0).
+  std::optional<std::uint64_t> cache_max_bytes{};
+  /// VGPU_L1_CAPACITY: compiled kernels the in-RAM cache keeps per device (1 ... 1048576).
+  std::optional<std::size_t> l1_capacity{};
+  /// VGPU_CPU_ISA: the CPU backend's instruction set ("sse2", "avx2", "avx512"; empty: the best).
+  /// Unlike the variable, an unknown name is an error; one this CPU cannot run leaves the CPU
+  /// backend unavailable (Runtime::backends() says why).
+  std::optional<std::string> cpu_isa{};
+  /// VGPU_TIMEOUT_MS: the limit each device of this runtime starts with (0: none; at most kMaxTimeout).
+  std::optional<std::chrono::milliseconds> timeout{};
+  /// VGPU_CUDA_GRAPHS / VGPU_CUDA_ZERO_COPY: the CUDA backend's graph replay and zero-copy staging.
+  std::optional<bool> cuda_graphs{};
+  std::optional<bool> cuda_zero_copy{};
+  /// Logging is process-wide (vgpu/log.hpp): when log_level or log_sink is set, the Runtime
+  /// routes every log line of the process (set_log_sink) from its construction until its
+  /// destruction, unless a later route replaced it; it then restores stderr at VGPU_LOG's level.
+  /// VGPU_LOG: the threshold of the lines routed (unset: VGPU_LOG's).
+  std::optional<LogLevel> log_level{};
+  /// Receives each log line instead of stderr (empty: stderr). Called one line at a time, on the
+  /// thread that logs; see set_log_sink for what it may do.
+  LogSink log_sink{};
+
   /// Reads VGPU_BACKEND (comma list) and VGPU_DEVICE; throws invalid_argument on bad values.
+  /// Leaves every override unset (the environment applies to those anyway).
   static RuntimeOptions from_env();
+  /// Returns env with allowed, forced_device and every set override in place; throws
+  /// invalid_argument with a Fix hint naming an override that is out of range.
+  Config resolve(const Config& env) const;
 };
 
 /// The ordered registry of backends (CUDA, Vulkan, OpenGL, CPU last) and the devices they
@@ -31,7 +74,8 @@ struct RuntimeOptions {
 /// to call from several threads at once.
 class Runtime {
  public:
-  /// Builds a runtime over the compiled-in backends, filtered by options.
+  /// Builds a runtime over the compiled-in backends, filtered by options, with options'
+  /// overrides over the environment as it reads now; throws invalid_argument for a bad override.
   explicit Runtime(RuntimeOptions options = RuntimeOptions::from_env());
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -41,6 +85,8 @@ class Runtime {
   /// destroyed (drivers may already be gone when static destructors run).
   static Runtime& global();
 
+  /// Returns the settings this runtime uses: RuntimeOptions' overrides over the environment.
+  const Config& config() const noexcept;
   /// Returns every compiled-in backend with its availability and reason, in registry order.
   std::vector<BackendStatus> backends();
   /// Returns every device of every allowed, available backend, in registry order.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/config.hpp"
 #include "vgpu/device_info.hpp"
 
 namespace vgpu::cache {
@@ -45,7 +46,9 @@ struct DiskStoreOptions {
   bool enabled = true;                     ///< false: every load/store is a no-op (L1 only)
   std::uint64_t max_bytes = 512ull << 20;  ///< cap on the bytes of all entry files of this format
 
-  /// Reads the environment through vgpu::Config::from_env(): VGPU_CACHE_DIR (else
+  /// Returns the cache settings of config (cache_dir, cache_enabled, cache_max_bytes).
+  static DiskStoreOptions from(const Config& config);
+  /// Reads the environment now, through vgpu::Config::from_env(): VGPU_CACHE_DIR (else
   /// $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu), VGPU_CACHE_DISABLE, VGPU_CACHE_MAX_BYTES;
   /// a bad value logs a warning with a Fix hint and keeps the default.
   static DiskStoreOptions from_env();
@@ -116,6 +119,8 @@ class DiskStore {
   bool enabled() const noexcept;
   /// Returns the root directory from the options.
   const std::filesystem::path& directory() const noexcept;
+  /// Returns the options the store was made with.
+  const DiskStoreOptions& options() const noexcept;
 
   /// Returns the payload stored for (kind, key) on the device fp, or nothing when absent or
   /// invalid. Checks magic, format version, header checksum, kind, key, fingerprint text, exact

@@ -1,12 +1,13 @@
 // vgpu/backend/deadline.hpp — when a blocking call must give up, and the one way a backend
 // reports that it did. Backend-author interface: included by backends/*, fallback/* and core.
 //
-// Core turns the limit of each call (its own, else the device's Device::set_timeout, else
-// VGPU_TIMEOUT_MS) into one Deadline when the call starts, and hands it to every backend member
-// that may wait for submitted work; every wait of that call ends at it. A backend whose wait
-// gives up throws fail_timeout(): when nothing of the call's work is still running, the device
-// stays usable; when work is still in flight (a GPU wait gave up), the backend first calls
-// DeviceImpl::mark_lost(), and core then refuses every later call with device_lost.
+// Core turns the limit of each call (its own, else the device's Device::set_timeout, else its
+// runtime's: RuntimeOptions::timeout or VGPU_TIMEOUT_MS) into one Deadline when the call
+// starts, and hands it to every backend member that may wait for submitted work; every wait of
+// that call ends at it. A backend whose wait gives up throws fail_timeout(): when nothing of the
+// call's work is still running, the device stays usable; when work is still in flight (a GPU
+// wait gave up), the backend first calls DeviceImpl::mark_lost(), and core then refuses every
+// later call with device_lost.
 #pragma once
 
 #include <time.h>
@@ -16,7 +17,6 @@
 #include <cstdint>
 #include <string_view>
 
-#include "vgpu/config.hpp"
 #include "vgpu/device_info.hpp"
 
 namespace vgpu {
@@ -65,11 +65,6 @@ class Deadline {
   Clock::time_point when_ = Clock::time_point::max();
   std::chrono::milliseconds limit_{0};
 };
-
-/// The limit a device starts with: VGPU_TIMEOUT_MS as Config::from_env() reads it (digits only,
-/// 0 = no limit), else kDefaultTimeout (vgpu/config.hpp). A bad value logs a warning with its
-/// Fix hint and keeps the default. Thread-safe.
-std::chrono::milliseconds configured_timeout();
 
 /// Throws Error(timeout) saying that device ran past deadline's limit while doing what (e.g.
 /// "waiting for submitted work"), with the Fix hint (raise the limit, split the work, check the

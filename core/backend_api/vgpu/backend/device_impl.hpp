@@ -20,6 +20,13 @@
 
 namespace vgpu {
 
+// vgpu/backend/backend_settings.hpp defines these; it includes the cache, whose kernel_key.hpp
+// includes this header, so they are only declared here.
+struct BackendSettings;
+namespace cache {
+class DiskStore;
+}  // namespace cache
+
 /// A backend's buffer allocation.
 class BufferImpl {
  public:
@@ -81,7 +88,9 @@ struct HostReadOp {
 /// safe from any thread.
 class DeviceImpl {
  public:
-  DeviceImpl() : timeout_ms_(configured_timeout().count()) {}
+  /// Starts with settings' timeout; settings are the opening runtime's (the backend got them
+  /// from its factory), or, when null or left out, BackendSettings::process().
+  explicit DeviceImpl(std::shared_ptr<const BackendSettings> settings = nullptr);
   virtual ~DeviceImpl() = default;
   /// Returns the device's description (stable for the device's lifetime).
   virtual const DeviceInfo& info() const = 0;
@@ -130,7 +139,8 @@ class DeviceImpl {
   virtual bool release() noexcept { return true; }
 
   /// Sets the limit of the waits that get no deadline from their call (0: none). Core sets it
-  /// from Device::set_timeout; it starts as configured_timeout().
+  /// from Device::set_timeout and from its runtime's timeout when it wraps the device; it
+  /// starts as the settings' timeout (RuntimeOptions::timeout, else VGPU_TIMEOUT_MS).
   void set_timeout(std::chrono::milliseconds limit) noexcept {
     timeout_ms_.store(limit.count(), std::memory_order_relaxed);
   }
@@ -175,7 +185,13 @@ class DeviceImpl {
   /// Returns the device's live counters (a private sink once core has detached them).
   Counters& counters() noexcept { return counters_ ? *counters_ : detached_; }
 
+  /// Returns the settings of the runtime that opened the device.
+  const BackendSettings& settings() const noexcept { return *settings_; }
+  /// Returns the L2 store of the runtime that opened the device (KernelL2Entry takes it).
+  cache::DiskStore& l2_store() const noexcept;
+
  private:
+  std::shared_ptr<const BackendSettings> settings_;
   Counters* counters_ = nullptr;
   Counters detached_;  // backend objects can outlive the DeviceCore that owned the counters
   std::atomic<std::int64_t> timeout_ms_;
