@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/kernel_sources.hpp"
 #include "support/scoped_env.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/memory_cache.hpp"
@@ -177,11 +178,9 @@ TEST_CASE("KernelKey: differs whenever an input differs, equal for identical inp
   using vgpu::cache::make_kernel_key;
   vgpu::KernelSource src;
   src.name = "k";
-  src.glsl = "void main() {}";
-  src.cuda = "extern \"C\" __global__ void k() {}";
-  src.cuda_entry = "k";
-  src.cpu.builtin = "add";
-  src.cpu.version = "1";
+  set_glsl(src, "void main() {}");
+  set_cuda(src, "extern \"C\" __global__ void k() {}", "k");
+  set_cpu_builtin(src, "add", "1");
   src.bindings = {{0, vgpu::Access::read, "a", {}}, {1, vgpu::Access::write, "b", {}}};
   src.params_size = 16;
   vgpu::CompileOptions opt;
@@ -193,7 +192,7 @@ TEST_CASE("KernelKey: differs whenever an input differs, equal for identical inp
   auto differs = [&](vgpu::KernelSource s, vgpu::CompileOptions o, vgpu::DeviceFingerprint f,
                      vgpu::Dialect d = vgpu::Dialect::glsl) { return !(make_kernel_key(s, d, o, f) == base); };
   auto s = src;
-  s.glsl += " ";
+  set_glsl(s, glsl_of(src) + " ");
   CHECK(differs(s, opt, fp));
   s = src, s.name = "k2";
   CHECK(differs(s, opt, fp));
@@ -218,14 +217,14 @@ TEST_CASE("KernelKey: differs whenever an input differs, equal for identical inp
   CHECK(differs(src, opt, fp, vgpu::Dialect::cuda));
   // Each dialect's key covers that dialect's source.
   const auto cuda = make_kernel_key(src, vgpu::Dialect::cuda, opt, fp);
-  s = src, s.cuda += " ";
+  s = src, set_cuda(s, cuda_of(src) + " ", cuda_entry_of(src));
   CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cuda, opt, fp) == cuda);
-  s = src, s.cuda_entry = "k2";
+  s = src, set_cuda(s, cuda_of(src), "k2");
   CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cuda, opt, fp) == cuda);
   const auto cpu = make_kernel_key(src, vgpu::Dialect::cpu, opt, fp);
-  s = src, s.cpu.builtin = "mul";
+  s = src, set_cpu_builtin(s, "mul", cpu_version_of(src));
   CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cpu, opt, fp) == cpu);
-  s = src, s.cpu.version = "2";
+  s = src, set_cpu_builtin(s, cpu_builtin_of(src), "2");
   CHECK_FALSE(make_kernel_key(s, vgpu::Dialect::cpu, opt, fp) == cpu);
 }
 

@@ -1,0 +1,55 @@
+// tests/support/kernel_sources.hpp — the one place where tests write and read the dialect
+// entries of a vgpu::KernelSource. Tests build sources only through these helpers, never by
+// assigning KernelSource's fields, so that a change of how a source stores its dialects (fixed
+// fields today, a list of dialect entries later) touches this header alone.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "vgpu/kernel_source.hpp"
+
+namespace vgpu_test {
+
+/// Sets the GLSL body (Vulkan and OpenGL) of s.
+inline void set_glsl(vgpu::KernelSource& s, std::string body) { s.glsl = std::move(body); }
+
+/// Sets the CUDA C source of s and its extern "C" entry point.
+inline void set_cuda(vgpu::KernelSource& s, std::string code, std::string entry) {
+  s.cuda = std::move(code);
+  s.cuda_entry = std::move(entry);
+}
+
+/// Sets the CPU dialect of s to the user callable fn, whose behaviour version (part of the cache
+/// key) is version; replaces any built-in CPU kernel s named.
+inline void set_cpu(vgpu::KernelSource& s, vgpu::CpuKernelFn fn, std::string version) {
+  s.cpu = vgpu::CpuKernel{std::move(fn), std::string(), std::move(version)};
+}
+
+/// Sets the CPU dialect of s to the CPU backend's built-in kernel name, at version.
+inline void set_cpu_builtin(vgpu::KernelSource& s, std::string name, std::string version) {
+  s.cpu = vgpu::CpuKernel{vgpu::CpuKernelFn(), std::move(name), std::move(version)};
+}
+
+/// Removes the CPU dialect from s (the CPU backend then refuses it with not_supported).
+inline void clear_cpu(vgpu::KernelSource& s) { s.cpu = vgpu::CpuKernel{}; }
+
+/// Returns the GLSL body of s ("" when it has none).
+inline const std::string& glsl_of(const vgpu::KernelSource& s) { return s.glsl; }
+
+/// Returns the CUDA C source of s ("" when it has none).
+inline const std::string& cuda_of(const vgpu::KernelSource& s) { return s.cuda; }
+
+/// Returns the CUDA entry point of s ("" when it has none).
+inline const std::string& cuda_entry_of(const vgpu::KernelSource& s) { return s.cuda_entry; }
+
+/// Returns the name of the CPU built-in s uses ("" for a callable or no CPU dialect).
+inline const std::string& cpu_builtin_of(const vgpu::KernelSource& s) { return s.cpu.builtin; }
+
+/// Returns the version of the CPU dialect of s.
+inline const std::string& cpu_version_of(const vgpu::KernelSource& s) { return s.cpu.version; }
+
+/// Returns whether s has a CPU dialect (a callable or a built-in).
+inline bool has_cpu(const vgpu::KernelSource& s) { return static_cast<bool>(s.cpu); }
+
+}  // namespace vgpu_test
