@@ -47,7 +47,6 @@
 namespace vgpu_test {
 namespace {
 
-using vgpu::DeviceFingerprint;
 using vgpu::cache::DiskStoreOptions;
 using vgpu::test::fingerprint;
 using vgpu::test::read_bytes;

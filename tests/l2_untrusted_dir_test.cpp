@@ -41,7 +41,6 @@
 namespace vgpu_test {
 namespace {
 
-using vgpu::DeviceFingerprint;
 using vgpu::cache::DiskEntryInfo;
 using vgpu::cache::DiskLeftover;
 using vgpu::cache::LoadOutcome;

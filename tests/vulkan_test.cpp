@@ -1,8 +1,8 @@
 // tests/vulkan_test.cpp — what only the Vulkan backend does, beyond the backend contract
 // (tests/contract/, which runs the user-kernel, L2, steady-state, batch, thread and device-info
 // themes on Vulkan too): the built-ins' embedded SPIR-V (L3), and the device's VkPipelineCache
-// entry in L2 (its 32-byte header checked before the driver sees it, a damaged body survived,
-// a rejection counted). Part of vgpu-test-backends (lavapipe in CI, so sizes stay small).
+// entry in L2 (its 32-byte header checked before the driver sees it and the rejection counted,
+// a damaged body survived). Part of vgpu-test-backends (lavapipe in CI, so sizes stay small).
 #include <set>
 #include <string>
 #include <vector>
@@ -74,40 +74,45 @@ BACKEND_CASE(vulkan, "L3: every built-in op compiles from embedded SPIR-V with n
   CHECK(cs.ok());
 }
 
-BACKEND_CASE(vulkan, "L2 damage: a garbage pipeline-cache entry is rejected before the driver sees it",
-             "[l2][corrupt]") {
+BACKEND_CASE(vulkan, "L2 damage: a garbage pipeline-cache entry is rejected before the driver sees it, and counted",
+             "[l2][corrupt][counters]") {
   // In process: the global store is this test's private directory (ctest environment).
   DiskStore& store = DiskStore::global();
   if (!store.enabled())
     return skip("the L2 store is disabled here (VGPU_CACHE_DISABLE or an unusable VGPU_CACHE_DIR); nothing to test");
-  vgpu::Runtime probe(vgpu::test::only(vgpu::BackendKind::vulkan));
-  const vgpu::DeviceInfo info = probe.devices().at(0);
-  Bytes garbage(256);
-  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<std::uint8_t>(i * 37 + 11);
-  REQUIRE(store.store(EntryKind::vk_pipeline_cache, pipeline_cache_key(info), info.fingerprint, garbage, 0));
+  Bytes pattern(256);
+  for (std::size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  for (const Bytes& garbage : {pattern, Bytes(64, 0xee)}) {
+    INFO(garbage.size() << " bytes of garbage");
+    vgpu::Runtime probe(vgpu::test::only(vgpu::BackendKind::vulkan));
+    const vgpu::DeviceInfo info = probe.devices().at(0);
+    REQUIRE(store.store(EntryKind::vk_pipeline_cache, pipeline_cache_key(info), info.fingerprint, garbage, 0));
 
-  // The store's payload check refuses it (its header size is not 32): "invalid".
-  const auto header_rejects = [&] {
-    const auto r = store.stats().rejected;
-    const auto it = r.find("invalid");
-    return it == r.end() ? std::uint64_t{0} : it->second;
-  };
-  const std::uint64_t rejected_before = header_rejects();
-  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
-  vgpu::Device device = runtime.open("vulkan:0");  // must not throw or crash
+    // The store's payload check refuses it (its header size is not 32): "invalid".
+    const auto header_rejects = [&] {
+      const auto r = store.stats().rejected;
+      const auto it = r.find("invalid");
+      return it == r.end() ? std::uint64_t{0} : it->second;
+    };
+    const std::uint64_t rejected_before = header_rejects();
+    vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
+    vgpu::Device device = runtime.open("vulkan:0");  // must not throw or crash
 
-  // The device works; a built-in and a user kernel give right results. The pipeline cache is
-  // read (and checked) at the device's first compile.
-  const auto plan = vgpu::ops::add(device.info(), 1000);
-  HostTensors args{random_floats(1000, 7), random_floats(1000, 8), std::vector<float>(1000)};
-  run_raw(device, plan, args);
-  CHECK(header_rejects() == rejected_before + 1);
-  const Comparison c = compare(args[2], binary_reference(args[0], args[1], false));
-  INFO(c.describe());
-  CHECK(c.ok());
-  check_scale_add(device,
-                  device.compile(scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl), scale_add_options()), 1000,
-                  64);
+    // The device works; a built-in and a user kernel give right results. The pipeline cache is
+    // read (and checked) at the device's first compile, once core has attached the device's
+    // counters: its rejection counts in l2_rejected (counters.hpp: "on-disk entries dropped").
+    const auto plan = vgpu::ops::add(device.info(), 1000);
+    HostTensors args{random_floats(1000, 7), random_floats(1000, 8), std::vector<float>(1000)};
+    run_raw(device, plan, args);
+    CHECK(header_rejects() == rejected_before + 1);
+    CHECK(device.counters().l2_rejected == 1);
+    const Comparison c = compare(args[2], binary_reference(args[0], args[1], false));
+    INFO(c.describe());
+    CHECK(c.ok());
+    check_scale_add(device,
+                    device.compile(scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl), scale_add_options()),
+                    1000, 64);
+  }
 }
 
 BACKEND_CASE(vulkan, "L2 damage: a pipeline-cache blob with this device's header but a garbage body is survived",
@@ -135,25 +140,6 @@ BACKEND_CASE(vulkan, "L2 damage: a pipeline-cache blob with this device's header
     CHECK(r.ok());
     CHECK(r.count("source_compiles") == 0);  // the SPIR-V entry is untouched
   }
-}
-
-BACKEND_CASE(vulkan, "L2 rejections are counted in Device::counters().l2_rejected: the pipeline-cache entry",
-             "[l2][counters]") {
-  // counters.hpp: l2_rejected counts "on-disk entries dropped (bad header/checksum, driver
-  // refused)": the pipeline-cache entry must be loaded once core has attached the device's
-  // counters. (A kernel entry dropped for its checksum: the contract's L2 damage cases.)
-  DiskStore& store = DiskStore::global();
-  if (!store.enabled())
-    return skip("the L2 store is disabled here (VGPU_CACHE_DISABLE or an unusable VGPU_CACHE_DIR); nothing to test");
-  vgpu::Runtime probe(vgpu::test::only(vgpu::BackendKind::vulkan));
-  const vgpu::DeviceInfo info = probe.devices().at(0);
-  const Bytes garbage(64, 0xee);
-  REQUIRE(store.store(EntryKind::vk_pipeline_cache, pipeline_cache_key(info), info.fingerprint, garbage, 0));
-  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
-  vgpu::Device device = runtime.open("vulkan:0");
-  const auto plan = vgpu::ops::add(device.info(), 16);  // the first compile reads the pipeline cache
-  device.compile(plan.source, plan.options);
-  CHECK(device.counters().l2_rejected == 1);
 }
 
 }  // namespace vgpu_test::contract

@@ -1,7 +1,9 @@
 // tests/contract/batch_test.cpp — a Batch is recorded once and resubmitted: each submit runs its
 // dispatches in order (each reading what the one before wrote), with each dispatch's own params,
 // on the buffers' current data, and compiles, binds and allocates nothing.
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <utility>
 
 #include "contract/contract.hpp"
@@ -33,6 +35,26 @@ struct AxpyAdd {
   }
 };
 
+/// A buffer to read back after a submit, into values (its size says how many floats).
+struct Readback {
+  const vgpu::Buffer& buffer;
+  std::vector<float>& values;
+};
+
+/// Submits batch once (then waits with synchronize() when asked) and reads each readback (NaN
+/// first, so an element never written fails); returns what the submit and the reads counted.
+vgpu::CounterSnapshot submit_and_read(vgpu::Device& device, const vgpu::Batch& batch,
+                                      std::initializer_list<Readback> readbacks, bool synchronize = false) {
+  const vgpu::CounterSnapshot before = device.counters();
+  device.submit(batch);
+  if (synchronize) device.synchronize();
+  for (const Readback& r : readbacks) {
+    std::fill(r.values.begin(), r.values.end(), kNaN);
+    device.read(r.buffer, r.values.data(), r.values.size() * 4);
+  }
+  return device.counters() - before;
+}
+
 }  // namespace
 
 CONTRACT_CASE("batch: three dependent built-in dispatches recorded once, resubmitted with new data", "[batch]",
@@ -57,13 +79,8 @@ CONTRACT_CASE("batch: three dependent built-in dispatches recorded once, resubmi
   // Submits the batch once and checks y, z, o against in (the values the batch starts from).
   auto submit_and_check = [&](const Inputs& in, const char* what) {
     INFO(what);
-    const vgpu::CounterSnapshot before = device.counters();
-    device.submit(batch);
-    std::vector<float> gy(n, kNaN), gz(n, kNaN), go(n, kNaN);
-    device.read(y, gy.data(), n * 4);
-    device.read(z, gz.data(), n * 4);
-    device.read(o, go.data(), n * 4);
-    const vgpu::CounterSnapshot d = device.counters() - before;
+    std::vector<float> gy(n), gz(n), go(n);
+    const vgpu::CounterSnapshot d = submit_and_read(device, batch, {{y, gy}, {z, gz}, {o, go}});
     INFO(d.to_string());
     CHECK(d.submits == 1);
     CHECK(d.dispatches == 3);
@@ -131,14 +148,8 @@ CONTRACT_CASE("batch: dependent dispatches of one user kernel with different par
     std::vector<float> xs(n);
     for (std::uint32_t i = 0; i < n; ++i) xs[i] = static_cast<float>((i * (round + 3)) % 101) - 50.0f;  // exact
     device.write(x, xs.data(), n * 4);
-    const vgpu::CounterSnapshot before = device.counters();
-    device.submit(batch);
-    device.synchronize();
     std::vector<float> gy(n), gz(n), gy2(n);
-    device.read(y, gy.data(), n * 4);
-    device.read(z, gz.data(), n * 4);
-    device.read(y2, gy2.data(), n * 4);
-    const vgpu::CounterSnapshot d = device.counters() - before;
+    const vgpu::CounterSnapshot d = submit_and_read(device, batch, {{y, gy}, {z, gz}, {y2, gy2}}, true);
     INFO(d.to_string());
     CHECK(d.submits == 1);
     CHECK(d.dispatches == 3);
@@ -167,11 +178,8 @@ CONTRACT_CASE("batch: two dependent launches recorded once, resubmitted five tim
     device.write(a, &av, 4);
     device.write(x, xv.data(), n * 4);
     device.write(y, yv.data(), n * 4);
-    const vgpu::CounterSnapshot before = device.counters();
-    device.submit(batch);
-    std::vector<float> go(n, kNaN);
-    device.read(o, go.data(), n * 4);
-    const vgpu::CounterSnapshot d = device.counters() - before;
+    std::vector<float> go(n);
+    const vgpu::CounterSnapshot d = submit_and_read(device, batch, {{o, go}});
     INFO(d.to_string());
     CHECK(d.dispatches == 2);
     CHECK(d.compiles + d.binds + d.allocations == 0);

@@ -252,6 +252,7 @@ namespace vgpu_test {
 // The vocabulary of the cache, selection and backend tests, declared once for all of them.
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
+using vgpu::DeviceFingerprint;
 using vgpu::cache::DiskStore;
 using vgpu::cache::EntryKind;
 using vgpu::cache::KernelKey;
