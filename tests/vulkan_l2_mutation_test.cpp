@@ -28,7 +28,6 @@
 namespace vgpu_test::contract {
 namespace {
 
-
 /// One seeded mutation: 1 to 4 bytes at or after offset `from` replaced by other values.
 struct Mutation {
   Bytes bytes;
@@ -53,8 +52,9 @@ Mutation mutate(const Bytes& original, std::uint32_t seed, std::size_t from) {
 
 }  // namespace
 
-BACKEND_CASE(vulkan, "L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V never crash, each is rejected or right",
-             "[l2][corrupt][mutation]") {
+BACKEND_CASE(
+    vulkan, "L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V never crash, each is rejected or right",
+    "[l2][corrupt][mutation]") {
   TempDir tmp("vk-mut-");
   const vgpu::DeviceInfo info = open_device(backend).info();
   const KernelKey key = scale_add_key(info);
@@ -91,7 +91,7 @@ BACKEND_CASE(vulkan, "L2 mutations: 40 resealed byte mutations of a user kernel'
     std::printf("spirv mutation seed %u (%s): %s\n", seed, m.what.c_str(),
                 run.rejected("invalid")  ? "rejected: invalid"
                 : run.rejected("driver") ? "rejected: driver"
-                                          : "used, right");
+                                         : "used, right");
   }
   std::printf("spirv mutations: %d rejected as invalid, %d refused by the driver, %d used with the right result\n",
               invalid, driver, used);
@@ -99,7 +99,8 @@ BACKEND_CASE(vulkan, "L2 mutations: 40 resealed byte mutations of a user kernel'
   CHECK(invalid + driver + used == 40);
 }
 
-BACKEND_CASE(vulkan, "L2 mutations: 40 resealed mutations of the pipeline-cache entry never crash and the kernel stays right",
+BACKEND_CASE(vulkan,
+             "L2 mutations: 40 resealed mutations of the pipeline-cache entry never crash and the kernel stays right",
              "[l2][corrupt][mutation]") {
   TempDir tmp("vk-mut-");
   const vgpu::DeviceInfo info = open_device(backend).info();

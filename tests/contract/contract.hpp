@@ -13,6 +13,12 @@
 // binaries), it prints "SKIPPED <test>: <why>", WARNs the same, and main() makes the run exit
 // 77 when every case it ran was skipped: ctest reports a skip with the reason, never a pass.
 //
+// The themes, one file each: user_kernel_test.cpp (awkward sizes, compiled once, then L1),
+// compile_errors_test.cpp (the compiler's log; nothing cached), l2_round_trip_test.cpp (a fresh
+// Runtime and a second process load L2; VGPU_CACHE_DISABLE), l2_damage_test.cpp (checksum,
+// invalid and driver-refused entries), steady_test.cpp, batch_test.cpp, threads_test.cpp,
+// device_info_test.cpp. registry.cpp runs the cases; backends.cpp holds the traits.
+//
 // Thread-safety: the registry is built during static initialisation; the rest is called from the
 // test thread (cases that start threads pass them devices, not these helpers).
 #pragma once
@@ -59,7 +65,7 @@ struct Backend {
                                                         ///< captures cannot be hashed, so it bypasses L1 by design)
   std::function<std::vector<BadSource>()> bad_sources;  ///< sources its compiler refuses (with compiles_source)
 
-  // --- L2 (with none of these the backend keeps nothing on disk)
+  // --- L2 (without l2 the backend keeps nothing on disk and the L2 themes do not apply)
   std::optional<vgpu::cache::EntryKind> l2;  ///< the entry kind of a compiled user kernel
   bool l2_extra_writes = false;         ///< a compile may write more than the kernel's entry (Vulkan's pipeline cache)
   Bytes l2_payload_prefix;              ///< how every kernel payload it stores begins (empty: no fixed start)
@@ -84,7 +90,7 @@ struct Backend {
   bool has_l2() const { return l2.has_value(); }
 };
 
-/// Returns the traits of every backend the suite knows (cuda, vulkan, opengl, cpu).
+/// Returns the traits of every backend the suite knows (cpu, vulkan, opengl, cuda; backends.cpp).
 const std::vector<Backend>& backends();
 
 /// Returns "" when backend's device 0 can be opened here, else why not.
@@ -126,7 +132,7 @@ std::optional<Bytes> entry_after_child(const Backend& backend, const std::filesy
 
 /// Registers fn as the test case "<backend>.<name>" for each backend applies(backend) accepts.
 struct Registrar {
-  Registrar(void (*fn)(const Backend&), const char* name, const char* tags, bool contract,
+  Registrar(void (*fn)(const Backend&), const char* name, const char* tags, bool is_contract,
             const std::function<bool(const Backend&)>& applies, const char* file, std::size_t line);
 };
 

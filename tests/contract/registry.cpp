@@ -22,6 +22,7 @@ std::atomic<int> g_run{0}, g_skipped{0};
 class CaseInvoker final : public Catch::ITestInvoker {
  public:
   CaseInvoker(void (*fn)(const Backend&), const Backend* backend) : fn_(fn), backend_(backend) {}
+  /// Counts the case, then runs it, or skips it with the reason there is no device.
   void invoke() const override {
     ++g_run;
     if (const std::string& why = why_unavailable(*backend_); !why.empty())
@@ -55,12 +56,12 @@ vgpu::Runtime& runtime_locked(const Backend& backend, Shared& s) {
 
 }  // namespace
 
-Registrar::Registrar(void (*fn)(const Backend&), const char* name, const char* tags, bool contract,
+Registrar::Registrar(void (*fn)(const Backend&), const char* name, const char* tags, bool is_contract,
                      const std::function<bool(const Backend&)>& applies, const char* file, std::size_t line) {
   for (const Backend& b : backends()) {
     if (!applies(b)) continue;
     const std::string test = b.name + "." + name;
-    const std::string all_tags = std::string(tags) + "[" + b.name + "]" + (contract ? "[contract]" : "");
+    const std::string all_tags = std::string(tags) + "[" + b.name + "]" + (is_contract ? "[contract]" : "");
     Catch::AutoReg(new CaseInvoker(fn, &b), Catch::SourceLineInfo(file, line), "", Catch::NameAndTags(test, all_tags));
   }
 }

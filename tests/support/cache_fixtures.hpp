@@ -40,7 +40,9 @@ struct TempDir {
   /// Creates <root>/<prefix>XXXXXX.
   explicit TempDir(const std::string& prefix) {
     std::filesystem::create_directories(VGPU_TEST_TMP_ROOT);
-    std::string pattern = std::string(VGPU_TEST_TMP_ROOT) + "/" + prefix + "XXXXXX";
+    // Appended piecewise: GCC 12 misreads the inlined chain of operator+ (a false -Warray-bounds).
+    std::string pattern = VGPU_TEST_TMP_ROOT "/";
+    pattern.append(prefix).append("XXXXXX");
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     path = pattern;
   }
