@@ -1,6 +1,7 @@
 // tests/backend_child_main.cpp — vgpu-test-backend-child: the second process of the
-// cross-process cache tests of the GPU-backend suites (vulkan_test.cpp, opengl_test.cpp,
-// cuda_test.cpp).
+// cross-process cache tests of the backend suite (tests/contract/l2_*_test.cpp and the
+// backends' own vulkan_test.cpp, vulkan_l2_mutation_test.cpp, opengl_test.cpp; run through
+// tests/support/backend_child.hpp).
 //
 //   vgpu-test-backend-child <backend> <source-file> <n>      (backend: vulkan, opengl or cuda)
 //
@@ -19,7 +20,7 @@
 // as '_'). Exit 0 when the result is right, 3 when it is wrong, 4 when vgpu threw (the message
 // goes to stderr), 2 on a usage error, 77 when there is no such device.
 //
-// The kernel comes from scale_add_kernel.hpp, as in the suites, so both sides compute the same
+// The kernel comes from scale_add_kernel.hpp, as in the suite, so both sides compute the same
 // cache key (the tests check that they agree).
 #include <algorithm>
 #include <cstdint>

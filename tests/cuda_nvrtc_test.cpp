@@ -15,6 +15,7 @@
 #include "vgpu/cache/precompiled.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
+#include "support/kernel_sources.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vgpu_test {
@@ -53,10 +54,8 @@ std::string tiling(const vgpu::KernelPlan& plan) {
 TEST_CASE("every built-in op plan carries CUDA source and compiles for sm_90", "[cuda][nvrtc]") {
   for (const auto& plan : cuda_plans()) {
     INFO(plan.source.name);
-    const vgpu::DialectSource* cu = plan.source.find(vgpu::dialect::cuda);
-    REQUIRE(cu != nullptr);
-    REQUIRE(!cu->code.empty());
-    REQUIRE(!cu->entry.empty());
+    REQUIRE(!cuda_of(plan.source).empty());
+    REQUIRE(!cuda_entry_of(plan.source).empty());
     const auto image = vgpu::cuda::compile_cuda(nvrtc(), plan.source, plan.options, 90);
     CHECK(image.size() > 4);
     CHECK(image[0] == 0x7f);  // an ELF cubin, not PTX
@@ -90,21 +89,21 @@ TEST_CASE("L3: every built-in CUDA plan finds its build-time fatbin, and only it
   CHECK(vgpu::cache::precompiled_cuda_archs().find("90") != std::string_view::npos);
   for (const auto& plan : cuda_plans()) {
     INFO(plan.source.name);
-    const vgpu::DialectSource* cu = plan.source.find(vgpu::dialect::cuda);
-    REQUIRE(cu != nullptr);
-    const auto fatbin = vgpu::cache::find_precompiled_cuda(cu->code, cu->entry, plan.options);
+    const auto fatbin =
+        vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), cuda_entry_of(plan.source), plan.options);
     REQUIRE(fatbin.size() > 16);
     // The fatbin container's magic, 0xBA55ED50 little-endian.
     CHECK((fatbin[0] == 0x50 && fatbin[1] == 0xed && fatbin[2] == 0x55 && fatbin[3] == 0xba));
     // Any other text, entry, define or block size is not this binary.
-    CHECK(vgpu::cache::find_precompiled_cuda(cu->code + " ", cu->entry, plan.options).empty());
-    CHECK(vgpu::cache::find_precompiled_cuda(cu->code, "other_entry", plan.options).empty());
+    CHECK(vgpu::cache::find_precompiled_cuda(cuda_of(plan.source) + " ", cuda_entry_of(plan.source), plan.options)
+              .empty());
+    CHECK(vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), "other_entry", plan.options).empty());
     vgpu::CompileOptions extra = plan.options;
     extra.defines["EXTRA"] = "1";
-    CHECK(vgpu::cache::find_precompiled_cuda(cu->code, cu->entry, extra).empty());
+    CHECK(vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), cuda_entry_of(plan.source), extra).empty());
     vgpu::CompileOptions block = plan.options;
     block.workgroup_size[2] = 2;
-    CHECK(vgpu::cache::find_precompiled_cuda(cu->code, cu->entry, block).empty());
+    CHECK(vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), cuda_entry_of(plan.source), block).empty());
   }
 #else
   // Built without nvcc (or with VGPU_CUDA_FATBIN=OFF): the table must be empty, never stale.
@@ -121,7 +120,7 @@ TEST_CASE("every built-in CUDA kernel compiles for the oldest and newest support
       INFO(k.name << " for sm_" << sm);
       vgpu::KernelSource s;
       s.name = std::string(k.name);
-      s.add_cuda(std::string(k.source), std::string(k.entry));
+      set_cuda(s, std::string(k.source), std::string(k.entry));
       vgpu::CompileOptions o;
       o.workgroup_size = {256, 1, 1};
       CHECK(!vgpu::cuda::compile_cuda(nvrtc(), s, o, sm).empty());
@@ -131,7 +130,7 @@ TEST_CASE("every built-in CUDA kernel compiles for the oldest and newest support
 TEST_CASE("an SM newer than NVRTC knows falls back to PTX", "[cuda][nvrtc]") {
   vgpu::KernelSource s;
   s.name = "axpy";
-  s.add_cuda(std::string(vgpu::kernels::builtin_cuda("axpy").source), "vgpu_axpy");
+  set_cuda(s, std::string(vgpu::kernels::builtin_cuda("axpy").source), "vgpu_axpy");
   const auto image = vgpu::cuda::compile_cuda(nvrtc(), s, vgpu::CompileOptions{}, 999);
   const std::string text(image.begin(), image.end());
   CHECK(text.find(".entry vgpu_axpy") != std::string::npos);
@@ -141,7 +140,7 @@ TEST_CASE("an SM newer than NVRTC knows falls back to PTX", "[cuda][nvrtc]") {
 TEST_CASE("a CUDA syntax error is a compile_error with NVRTC's log", "[cuda][nvrtc]") {
   vgpu::KernelSource s;
   s.name = "test.broken";
-  s.add_cuda("extern \"C\" __global__ void f(float* x) {\n  x[0] = undefined_thing;\n}\n", "f");
+  set_cuda(s, "extern \"C\" __global__ void f(float* x) {\n  x[0] = undefined_thing;\n}\n", "f");
   REQUIRE_VGPU_ERROR(compile_error, "CUDA kernel 'test.broken' failed to compile:\n",
                      vgpu::cuda::compile_cuda(nvrtc(), s, vgpu::CompileOptions{}, 90));
   REQUIRE_VGPU_ERROR(compile_error, "undefined_thing",

@@ -7,6 +7,7 @@
 
 #include "core/kernels/kernel_abi.hpp"
 #include "support/expect_error.hpp"
+#include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "support/scoped_env.hpp"
@@ -202,7 +203,7 @@ TEST_CASE("errors: unknown ops, kernels, shapes and missing dialects", "[errors]
   REQUIRE_VGPU_ERROR(invalid_argument, "non-empty id", db.add("", nullptr));
   vgpu::KernelSource glsl_only;
   glsl_only.name = "test.glsl_only";
-  glsl_only.add_glsl("void main() {}");
+  set_glsl(glsl_only, "void main() {}");
   REQUIRE_VGPU_ERROR(not_supported, "no cpu source", device.compile(glsl_only));
   vgpu::KernelSource nameless = vgpu::ops::add(device.info(), 4).source;
   nameless.name.clear();

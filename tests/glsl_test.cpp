@@ -1,13 +1,13 @@
 // tests/glsl_test.cpp — GLSL assembly, the embedded built-in kernels, the L3 precompiled SPIR-V
 // table and (with Vulkan) the run-time GLSL compiler, including the OpenGL flavour of the text.
+// The kernel files themselves are compiled into this test (tests/CMakeLists.txt embeds their
+// bytes), so it reads no source path at run time and runs wherever its binary is copied.
 #include <catch2/catch.hpp>
 
 #include <array>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <map>
-#include <sstream>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,13 +48,29 @@ const std::vector<Variant>& builtin_variants() {
   return v;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// core/kernels/glsl/* as the build saw them, byte for byte (cmake/VgpuEmbedBinary.cmake: a
+// byte list, another route than the raw strings libvgpu embeds them as).
+const unsigned char kPreludeFile[] = {
+#include "glsl-files/prelude.glsl.inc"
+};
+const unsigned char kMatmulFile[] = {
+#include "glsl-files/matmul.comp.inc"
+};
+const unsigned char kAxpyFile[] = {
+#include "glsl-files/axpy.comp.inc"
+};
+const unsigned char kElementwiseFile[] = {
+#include "glsl-files/elementwise.comp.inc"
+};
+const unsigned char kReduceSumFile[] = {
+#include "glsl-files/reduce_sum.comp.inc"
+};
+const unsigned char kSoftmaxRowsFile[] = {
+#include "glsl-files/softmax_rows.comp.inc"
+};
+
+/// Returns the embedded file as text.
+std::string text_of(std::span<const unsigned char> bytes) { return std::string(bytes.begin(), bytes.end()); }
 
 const std::string kBody = "VGPU_PARAMS { uint n; uint pad0; uint pad1; uint pad2; } p;\nvoid main() {}\n";
 
@@ -127,12 +143,17 @@ TEST_CASE("assemble_glsl rejects bad defines, a zero workgroup size and a #versi
 }
 
 TEST_CASE("built-in GLSL kernels and the prelude are embedded byte for byte", "[glsl]") {
-  const std::string dir = VGPU_TEST_GLSL_DIR;
-  for (const char* name : {"matmul", "axpy", "elementwise", "reduce_sum", "softmax_rows"}) {
+  const std::map<std::string, std::string> files = {{"matmul", text_of(kMatmulFile)},
+                                                    {"axpy", text_of(kAxpyFile)},
+                                                    {"elementwise", text_of(kElementwiseFile)},
+                                                    {"reduce_sum", text_of(kReduceSumFile)},
+                                                    {"softmax_rows", text_of(kSoftmaxRowsFile)}};
+  for (const auto& [name, file] : files) {
     INFO(name);
-    CHECK(builtin_glsl(name) == read_file(dir + "/" + name + ".comp"));
+    REQUIRE(!file.empty());
+    CHECK(builtin_glsl(name) == file);
   }
-  CHECK(vgpu::kernels::glsl_prelude() == read_file(dir + "/prelude.glsl"));
+  CHECK(vgpu::kernels::glsl_prelude() == text_of(kPreludeFile));
   CHECK(builtin_glsl("prelude").empty());
   CHECK(builtin_glsl("matmul.comp").empty());
   CHECK(builtin_glsl("").empty());
@@ -181,7 +202,7 @@ TEST_CASE("every built-in variant has precompiled SPIR-V, matched on exact body 
     changed[changed.size() / 2] = changed[changed.size() / 2] == 'x' ? 'y' : 'x';
     CHECK(vgpu::cache::find_precompiled_spirv(changed, v.defines) == nullptr);
     Defines extra = v.defines;
-    extra["EXTRA"] = "1";
+    extra.emplace("EXTRA", "1");  // (operator[] = "1" trips a false -Wrestrict in GCC 12)
     CHECK(vgpu::cache::find_precompiled_spirv(body, extra) == nullptr);
   }
   const std::string elementwise(builtin_glsl("elementwise"));

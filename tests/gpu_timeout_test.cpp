@@ -20,15 +20,12 @@
 #include "support/cache_fixtures.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
+#include "support/kernel_sources.hpp"
+#include "support/timing.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vgpu_test {
 namespace {
-
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// The backend under test: VGPU_TEST_BACKENDS (one GPU backend name).
 vgpu::BackendKind backend_under_test() {
@@ -67,7 +64,7 @@ vgpu::KernelSource spin_source() {
   for (int i = 0; i < 16; ++i) rounds16 += round;
   vgpu::KernelSource s;
   s.name = "test.spin";
-  s.add_glsl(
+  const std::string glsl =
       "VGPU_PARAMS { uint n; uint outer; uint inner; uint pad0; } p;\n"
       "layout(std430, binding = 0) buffer Data { uint data[]; };\n"
       "void main() {\n"
@@ -79,8 +76,8 @@ vgpu::KernelSource spin_source() {
       rounds16 +
       "}\n"
       "  data[i] = x;\n"
-      "}\n");
-  s.add_cuda(
+      "}\n";
+  const std::string cuda =
       "struct SpinParams { unsigned n, outer, inner, pad0; };\n"
       "extern \"C\" __global__ void spin(unsigned* data, SpinParams p) {\n"
       "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
@@ -91,8 +88,9 @@ vgpu::KernelSource spin_source() {
       rounds16 +
       "}\n"
       "  data[i] = x;\n"
-      "}\n",
-      "spin");
+      "}\n";
+  set_glsl(s, glsl);
+  set_cuda(s, cuda, "spin");
   s.params_size = sizeof(SpinParams);
   s.bindings = {
       {0, vgpu::Access::read_write, "data", [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {

@@ -31,16 +31,9 @@
 namespace vgpu_test {
 namespace {
 
-namespace fs = std::filesystem;
-using vgpu::cache::DiskStore;
-using vgpu::cache::EntryKind;
-using vgpu::cache::KernelKey;
-using vgpu::test::options_for;
-using vgpu::test::quoted;
-using vgpu::test::TempDir;
-using Bytes = std::vector<std::uint8_t>;
+using vgpu::test::run_command;
 
-const vgpu::DeviceFingerprint kDevice{"backend=test;model=payload", vgpu::cache::hash64("backend=test;model=payload")};
+const vgpu::DeviceFingerprint kDevice = vgpu::test::fingerprint("backend=test;model=payload");
 constexpr KernelKey kKey{0xabcdefull, 0x123456ull};
 
 /// The embedded SPIR-V of the built-in axpy kernel (empty without the Vulkan backend).
@@ -50,16 +43,6 @@ Bytes builtin_spirv() {
   Bytes b(words->size() * 4);
   std::memcpy(b.data(), words->data(), b.size());
   return b;
-}
-
-std::pair<int, std::string> run_command(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 void put16(Bytes& b, std::size_t at, std::uint16_t v) { std::memcpy(b.data() + at, &v, 2); }

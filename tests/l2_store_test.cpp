@@ -47,25 +47,12 @@
 namespace vgpu_test {
 namespace {
 
-namespace fs = std::filesystem;
-using vgpu::test::options_for;
-using vgpu::test::quoted;
-using vgpu::test::TempDir;
-using vgpu::DeviceFingerprint;
-using vgpu::cache::DiskStore;
 using vgpu::cache::DiskStoreOptions;
-using vgpu::cache::EntryKind;
-using vgpu::cache::KernelKey;
-using Bytes = std::vector<std::uint8_t>;
+using vgpu::test::fingerprint;
+using vgpu::test::read_bytes;
+using vgpu::test::run_command;
+using vgpu::test::write_bytes;
 using Reasons = std::map<std::string, std::uint64_t>;
-
-/// A fresh directory for one test, removed at the end of it.
-DeviceFingerprint fingerprint(const std::string& text) {
-  DeviceFingerprint fp;
-  fp.text = text;
-  fp.hash = vgpu::cache::hash64(text);
-  return fp;
-}
 
 const DeviceFingerprint kDevice = fingerprint("backend=test;model=l2;vgpu_cache_format=1");
 const DeviceFingerprint kOtherDevice = fingerprint("backend=test;model=other;vgpu_cache_format=1");
@@ -100,30 +87,8 @@ fs::path entry_path(const fs::path& dir, EntryKind kind, const KernelKey& key) {
          (key.hex() + ".vgc");
 }
 
-Bytes read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_file(const fs::path& p, const Bytes& b) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  REQUIRE(out.good());
-}
-
 /// Header bytes of an entry written for fp (docs/cache-format.md: 44 + text + 32).
 std::size_t header_bytes(const DeviceFingerprint& fp) { return 44 + fp.text.size() + 32; }
-
-/// Runs a shell command; returns its exit status and stdout.
-std::pair<int, std::string> run_command(const std::string& command) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 /// An environment prefix that points vgpu at dir with no other cache settings.
 std::string cache_env(const fs::path& dir) {
@@ -171,7 +136,7 @@ TEST_CASE("round trip: a stored payload loads back byte for byte", "[l2]") {
   const fs::path file = entry_path(t.path, kAnyBytes, kKey);
   REQUIRE(fs::exists(file));
   CHECK(fs::file_size(file) == header_bytes(kDevice) + payload.size());
-  CHECK(read_file(file).size() == fs::file_size(file));
+  CHECK(read_bytes(file).size() == fs::file_size(file));
   CHECK(files_named(t.path, ".tmp-") == 0);
 
   // Another key or another kind of the same key is a miss, not a rejection.
@@ -238,7 +203,7 @@ TEST_CASE("entries round trip through another process", "[l2][processes]") {
 
   // Written by the helper process, read here.
   const Bytes theirs = make_payload(70000, 4);
-  write_file(t.path / "theirs.bin", theirs);
+  write_bytes(t.path / "theirs.bin", theirs);
   const std::string write_cmd = writer + " write " + quoted(dir.string()) + " glbin " + kKey.hex() + " " +
                                 quoted(kDevice.text) + " " + quoted((t.path / "theirs.bin").string()) + " 77";
   REQUIRE(std::system(write_cmd.c_str()) == 0);
@@ -256,7 +221,7 @@ TEST_CASE("entries round trip through another process", "[l2][processes]") {
   const int rc = std::system(read_cmd.c_str());
   REQUIRE(WIFEXITED(rc));
   REQUIRE(WEXITSTATUS(rc) == 0);
-  CHECK(read_file(out) == ours);
+  CHECK(read_bytes(out) == ours);
 
   // The helper on another device misses (and drops the foreign entry).
   const std::string foreign_cmd = writer + " read " + quoted(dir.string()) + " glbin " + kKey2.hex() + " " +
@@ -303,9 +268,9 @@ void expect_rejected(const std::string& reason, const std::function<void(const f
 }
 
 void modify(const fs::path& file, const std::function<void(Bytes&)>& change) {
-  Bytes b = read_file(file);
+  Bytes b = read_bytes(file);
   change(b);
-  write_file(file, b);
+  write_bytes(file, b);
 }
 
 }  // namespace
@@ -336,8 +301,8 @@ TEST_CASE("extra bytes after the payload are rejected as size", "[l2][corrupt]")
 }
 
 TEST_CASE("a garbage file in an entry's place is rejected as magic", "[l2][corrupt]") {
-  expect_rejected("magic", [](const fs::path& f) { write_file(f, make_payload(4096, 7)); });
-  expect_rejected("magic", [](const fs::path& f) { write_file(f, Bytes{'h', 'i', '\n'}); });
+  expect_rejected("magic", [](const fs::path& f) { write_bytes(f, make_payload(4096, 7)); });
+  expect_rejected("magic", [](const fs::path& f) { write_bytes(f, Bytes{'h', 'i', '\n'}); });
 }
 
 TEST_CASE("a wrong magic is rejected as magic", "[l2][corrupt]") {
@@ -401,7 +366,7 @@ TEST_CASE("reject() deletes an entry the driver refused and counts the reason", 
 
 TEST_CASE("an unusable directory disables the store: loads and stores are no-ops", "[l2]") {
   TempDir t("l2-");
-  write_file(t.path / "file", Bytes{1});
+  write_bytes(t.path / "file", Bytes{1});
   const fs::path dir = t.path / "file" / "cache";  // a path under a regular file: never creatable
   DiskStore store(options_for(dir));
   CHECK_FALSE(store.enabled());
@@ -431,13 +396,13 @@ TEST_CASE("an unusable directory disables the store: loads and stores are no-ops
 
 TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices keep working", "[l2][processes]") {
   TempDir t("l2-");
-  write_file(t.path / "file", Bytes{1});
+  write_bytes(t.path / "file", Bytes{1});
   const fs::path dir = t.path / "file" / "cache";
   const fs::path out = t.path / "out.txt", err = t.path / "err.txt";
   const std::string cmd =
       cache_env(dir) + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" + quoted(out.string()) + " 2>" + quoted(err.string());
   const int rc = std::system(cmd.c_str());
-  const std::string stdout_text(reinterpret_cast<const char*>(read_file(out).data()), read_file(out).size());
+  const std::string stdout_text(reinterpret_cast<const char*>(read_bytes(out).data()), read_bytes(out).size());
   std::ifstream err_in(err);
   std::vector<std::string> cache_warnings;
   std::string all_err;
@@ -461,7 +426,7 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
     const std::string c2 = cache_env(use) + extra + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" + quoted(out.string()) +
                            " 2>" + quoted(err.string());
     const int rc2 = std::system(c2.c_str());
-    const Bytes o = read_file(out), e = read_file(err);
+    const Bytes o = read_bytes(out), e = read_bytes(err);
     const std::string o_text(o.begin(), o.end()), e_text(e.begin(), e.end());
     INFO("env: " << extra << "\nstdout:\n" << o_text << "stderr:\n" << e_text);
     REQUIRE(WIFEXITED(rc2));
@@ -720,8 +685,8 @@ fs::path fill_for_maintenance(const fs::path& dir) {
   REQUIRE(store.store(kAnyBytes, KernelKey{5, 4}, kDevice, make_payload(500, 33), 1));
   const fs::path corrupt = entry_path(dir, kAnyBytes, KernelKey{5, 4});
   modify(corrupt, [](Bytes& b) { b.back() ^= 1; });
-  write_file(corrupt.parent_path() / "notes.txt", Bytes{'x'});
-  write_file(corrupt.parent_path() / kTempName, Bytes{'y'});
+  write_bytes(corrupt.parent_path() / "notes.txt", Bytes{'x'});
+  write_bytes(corrupt.parent_path() / kTempName, Bytes{'y'});
   return corrupt;
 }
 

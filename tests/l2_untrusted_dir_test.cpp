@@ -41,26 +41,11 @@
 namespace vgpu_test {
 namespace {
 
-namespace fs = std::filesystem;
-using vgpu::DeviceFingerprint;
 using vgpu::cache::DiskEntryInfo;
 using vgpu::cache::DiskLeftover;
-using vgpu::cache::DiskStore;
-using vgpu::cache::EntryKind;
-using vgpu::cache::KernelKey;
 using vgpu::cache::LoadOutcome;
-using vgpu::test::options_for;
-using vgpu::test::TempDir;
-using Bytes = std::vector<std::uint8_t>;
 
-DeviceFingerprint fingerprint(const std::string& text) {
-  DeviceFingerprint fp;
-  fp.text = text;
-  fp.hash = vgpu::cache::hash64(text);
-  return fp;
-}
-
-const DeviceFingerprint kDevice = fingerprint("backend=test;model=untrusted;vgpu_cache_format=1");
+const DeviceFingerprint kDevice = vgpu::test::fingerprint("backend=test;model=untrusted;vgpu_cache_format=1");
 constexpr KernelKey kKey{0x0123456789abcdefull, 0x0011223344556677ull};
 
 using vgpu_test::payload_for;  // payloads each kind's payload check accepts

@@ -27,17 +27,6 @@ namespace vgpu_test {
 namespace {
 
 using nlohmann::json;
-using vgpu::cache::DiskStore;
-using vgpu::cache::EntryKind;
-using vgpu::test::ChildRun;
-using vgpu::test::options_for;
-using vgpu::test::quoted;
-using vgpu::test::TempDir;
-
-std::string unique_salt(const std::string& what) {
-  return what + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
 
 ChildRun run_child(const std::filesystem::path& cache_dir, const std::string& salt) {
   return vgpu::test::run_child_command(
@@ -77,7 +66,7 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 void expect_recalibrated(const std::string& what, const std::function<void(json&)>& edit) {
   INFO(what);
   TempDir dir("select-bad-");
-  const std::string salt = unique_salt("bad");
+  const std::string salt = vgpu::test::unique_name("bad");
   const ChildRun first = run_child(dir.path, salt);
   INFO(first.output);
   REQUIRE(first.status == 0);

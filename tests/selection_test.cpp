@@ -18,6 +18,7 @@
 #include "support/cache_fixtures.hpp"
 #include "support/expect_error.hpp"
 #include "support/helper_path.hpp"
+#include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
 #include "support/scoped_env.hpp"
 #include "support/test_backend.hpp"
@@ -32,15 +33,9 @@ namespace vgpu_test {
 namespace {
 
 using Knobs = std::vector<std::shared_ptr<TestDeviceKnobs>>;
-using vgpu::test::ChildRun;
-using vgpu::test::quoted;
-using vgpu::test::TempDir;
 
 /// A salt no other test (or earlier run) used.
-std::string fresh_salt(const std::string& what) {
-  return what + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
+std::string fresh_salt(const std::string& what) { return vgpu::test::unique_name(what); }
 
 Knobs devices(const std::vector<std::uint64_t>& latencies_us, const std::string& salt) {
   Knobs k;
@@ -229,7 +224,7 @@ TEST_CASE("a device whose dialect the kernel lacks is not eligible, and never ru
   // A kernel family whose plan for test:1 carries no CPU kernel (as a GLSL-only kernel on a CPU).
   const vgpu::PlanFactory factory = [](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {
     vgpu::KernelPlan p = vgpu::ops::axpy(d, shape.at(0));
-    if (d.index == 1) p.source.remove(vgpu::dialect::cpu);
+    if (d.index == 1) clear_cpu(p.source);
     return p;
   };
   const vgpu::Selection s = runtime.explain("my_axpy", {4096}, factory);
@@ -242,7 +237,7 @@ TEST_CASE("a device whose dialect the kernel lacks is not eligible, and never ru
 
   const vgpu::PlanFactory none = [&](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {
     vgpu::KernelPlan p = factory(d, shape);
-    p.source.remove(vgpu::dialect::cpu);
+    clear_cpu(p.source);
     return p;
   };
   REQUIRE_VGPU_ERROR(unavailable, "no device can run 'my_axpy2'", runtime.explain("my_axpy2", {4096}, none));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <thread>
 
+#include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "vgpu/vgpu.hpp"
@@ -222,7 +223,7 @@ TEST_CASE("KernelDatabase: a re-registered or changed factory recompiles", "[ste
   std::string version = "1";
   db.add("callable", [&version](const vgpu::DeviceInfo& info, const vgpu::Shape& s) {
     auto p = vgpu::ops::mul(info, s[0]);
-    p.source.add_cpu([](const vgpu::CpuWorkgroup&) {}, version);  // replaces the built-in
+    set_cpu(p.source, [](const vgpu::CpuWorkgroup&) {}, version);
     return p;
   });
   auto c1 = db.get("callable", {10});

@@ -20,19 +20,16 @@
 
 #include "support/capture_stderr.hpp"
 #include "support/expect_error.hpp"
+#include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
 #include "support/scoped_env.hpp"
 #include "support/test_backend.hpp"
+#include "support/timing.hpp"
 #include "vgpu/backend/deadline.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vgpu_test {
 namespace {
-
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 vgpu::RuntimeOptions cpu_only() {
   vgpu::RuntimeOptions o;
@@ -44,10 +41,10 @@ vgpu::RuntimeOptions cpu_only() {
 vgpu::KernelSource sleeping_source(std::atomic<int>* started, int sleep_ms) {
   vgpu::KernelSource s;
   s.name = "test.sleeping_groups";
-  s.add_cpu([started, sleep_ms](const vgpu::CpuWorkgroup&) {
+  set_cpu(s, [started, sleep_ms](const vgpu::CpuWorkgroup&) {
     started->fetch_add(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-  });
+  }, "");
   return s;
 }
 
@@ -67,7 +64,7 @@ void dispatch_sleeping(vgpu::Device& device, std::atomic<int>* started, int slee
 vgpu::KernelPlan doubling_plan(std::uint64_t n) {
   vgpu::KernelPlan p;
   p.source.name = "test.doubling";
-  p.source.add_cpu([](const vgpu::CpuWorkgroup& wg) {
+  set_cpu(p.source, [](const vgpu::CpuWorkgroup& wg) {
     const float* in = wg.buffer<const float>(0);
     float* out = wg.buffer<float>(1);
     const auto count = static_cast<std::uint64_t>(wg.buffers[0].bytes / 4);
@@ -75,7 +72,7 @@ vgpu::KernelPlan doubling_plan(std::uint64_t n) {
     wg.for_each_invocation([&](auto gid, auto) {
       if (gid[0] < count) out[gid[0]] = 2.0f * in[gid[0]];
     });
-  });
+  }, "");
   p.source.bindings = {{0, vgpu::Access::read, "in", {}}, {1, vgpu::Access::write, "out", {}}};
   p.options.workgroup_size = {1024, 1, 1};
   p.tensors = {{"in", vgpu::DType::f32, {n}, vgpu::Access::read, false},
@@ -191,14 +188,14 @@ TEST_CASE("CPU: a workgroup polling CpuWorkgroup::expired() ends early and the c
   std::atomic<bool> saw_expiry{false};
   vgpu::KernelSource s;
   s.name = "test.polling";
-  s.add_cpu([&saw_expiry](const vgpu::CpuWorkgroup& wg) {
+  set_cpu(s, [&saw_expiry](const vgpu::CpuWorkgroup& wg) {
     const auto until = Clock::now() + 30s;  // without a working expired(), a 30 s spin
     while (Clock::now() < until)
       if (wg.expired()) {
         saw_expiry = true;
         return;
       }
-  });
+  }, "");
   const vgpu::Kernel k = device.compile(s, {});
   const vgpu::BindingSet set = device.bind(k, std::span<const vgpu::Binding>{});
   const auto t0 = Clock::now();

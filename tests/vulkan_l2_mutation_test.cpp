@@ -1,63 +1,32 @@
-// tests/vulkan_l2_mutation_test.cpp — part of vgpu-test-vulkan: L2 entries whose payload was
-// damaged and then resealed with valid header and payload checksums (what a bit flip before
-// the write, a buggy tool or a hostile user leaves behind). Seeded random byte mutations of a
-// user kernel's SPIR-V entry and of the device's pipeline-cache entry each run in a child
-// process (vgpu-test-backend-child), so a crash fails the test instead of killing it: each run
-// must either reject the entry (counted "invalid", or "driver"/"header" where the backend
-// refused it) and rebuild, or use it and give the right result. Also: valid SPIR-V that does
-// not fit its pipeline (an undeclared binding) is rejected from L2, and is a compile_error when
-// the kernel's own GLSL produces it.
+// tests/vulkan_l2_mutation_test.cpp — Vulkan's own L2 tests, part of vgpu-test-backends: L2
+// entries whose payload was damaged and then resealed with valid header and payload checksums
+// (what a bit flip before the write, a buggy tool or a hostile user leaves behind). Seeded
+// random byte mutations of a user kernel's SPIR-V entry and of the device's pipeline-cache entry
+// each run in a child process (vgpu-test-backend-child), so a crash fails the test instead of
+// killing it: each run must either reject the entry (counted "invalid", or "driver"/"header"
+// where the backend refused it) and rebuild, or use it and give the right result. Also: valid
+// SPIR-V that does not fit its pipeline (an undeclared binding) is rejected from L2, and is a
+// compile_error when the kernel's own GLSL produces it.
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "contract/contract.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/expect_error.hpp"
-#include "support/helper_path.hpp"
 #include "support/scale_add_kernel.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/payload_check.hpp"
 #include "vgpu/vgpu.hpp"
 
-#ifndef VGPU_BACKEND_CHILD
-#error "VGPU_BACKEND_CHILD (path of vgpu-test-backend-child) must be defined by the build"
-#endif
-
-namespace vgpu_test {
+namespace vgpu_test::contract {
 namespace {
-
-namespace fs = std::filesystem;
-using vgpu::cache::DiskStore;
-using vgpu::cache::EntryKind;
-using vgpu::cache::KernelKey;
-using vgpu::test::ChildRun;
-using vgpu::test::options_for;
-using vgpu::test::TempDir;
-using Bytes = std::vector<std::uint8_t>;
-
-/// The Vulkan device the child opens (vulkan:0), as this process sees it.
-const vgpu::DeviceInfo& device_info() {
-  static const vgpu::DeviceInfo info = [] {
-    vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
-    return runtime.devices().at(0);
-  }();
-  return info;
-}
-
-/// Runs the child on the scale-add kernel with its L2 store in cache_dir.
-ChildRun run_child(const fs::path& cache_dir) {
-  return vgpu::test::run_backend_child(vgpu::test::helper_path(VGPU_BACKEND_CHILD), "vulkan",
-                                       cache_dir.parent_path() / (cache_dir.filename().string() + ".glsl"),
-                                       kScaleAddGlsl, cache_dir, false, kChildN);
-}
 
 /// One seeded mutation: 1 to 4 bytes at or after offset `from` replaced by other values.
 struct Mutation {
@@ -81,32 +50,18 @@ Mutation mutate(const Bytes& original, std::uint32_t seed, std::size_t from) {
   return m;
 }
 
-/// Returns how often the child counted reason in store_rejected ("a:1,b:2").
-std::uint64_t rejected(const ChildRun& run, const std::string& reason) {
-  std::istringstream in(run.text("store_rejected"));
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (item.starts_with(reason + ":")) return std::stoull(item.substr(reason.size() + 1));
-  return 0;
-}
-
 }  // namespace
 
-TEST_CASE("L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V never crash, each is rejected or right",
-          "[vulkan][l2][corrupt][mutation]") {
+BACKEND_CASE(
+    vulkan, "L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V never crash, each is rejected or right",
+    "[l2][corrupt][mutation]") {
   TempDir tmp("vk-mut-");
-  const fs::path good_dir = tmp.path / "good";
-  REQUIRE(run_child(good_dir).ok());
-  const vgpu::DeviceInfo& info = device_info();
+  const vgpu::DeviceInfo info = open_device(backend).info();
   const KernelKey key = scale_add_key(info);
-  Bytes spirv;
-  {
-    DiskStore store(options_for(good_dir));
-    auto payload = store.load(EntryKind::spirv, key, info.fingerprint);
-    REQUIRE(payload);
-    REQUIRE(payload->size() > 64);
-    spirv = std::move(*payload);
-  }
+  auto payload = entry_after_child(backend, tmp.path / "good", EntryKind::spirv, key);
+  REQUIRE(payload);
+  REQUIRE(payload->size() > 64);
+  const Bytes spirv = std::move(*payload);
 
   int invalid = 0, driver = 0, used = 0;
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
@@ -117,15 +72,15 @@ TEST_CASE("L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V ne
       DiskStore store(options_for(dir));
       REQUIRE(store.store(EntryKind::spirv, key, info.fingerprint, m.bytes, 1));
     }
-    const ChildRun run = run_child(dir);
+    const ChildRun run = run_child(backend, dir);
     INFO("seed " << seed << " (" << m.what << "):\n" << run.output);
     REQUIRE(run.status == 0);  // not a crash (signal), not a wrong result (3), not an error (4)
     REQUIRE(run.ok());
-    if (rejected(run, "invalid") == 1) {
+    if (run.rejected("invalid") == 1) {
       ++invalid;
       CHECK(run.count("source_compiles") == 1);
       CHECK(run.count("l2_rejected") == 1);
-    } else if (rejected(run, "driver") == 1) {
+    } else if (run.rejected("driver") == 1) {
       ++driver;
       CHECK(run.count("source_compiles") == 1);
     } else {
@@ -134,9 +89,9 @@ TEST_CASE("L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V ne
       CHECK(run.text("store_rejected") == "none");
     }
     std::printf("spirv mutation seed %u (%s): %s\n", seed, m.what.c_str(),
-                rejected(run, "invalid")  ? "rejected: invalid"
-                : rejected(run, "driver") ? "rejected: driver"
-                                          : "used, right");
+                run.rejected("invalid")  ? "rejected: invalid"
+                : run.rejected("driver") ? "rejected: driver"
+                                         : "used, right");
   }
   std::printf("spirv mutations: %d rejected as invalid, %d refused by the driver, %d used with the right result\n",
               invalid, driver, used);
@@ -144,23 +99,15 @@ TEST_CASE("L2 mutations: 40 resealed byte mutations of a user kernel's SPIR-V ne
   CHECK(invalid + driver + used == 40);
 }
 
-TEST_CASE("L2 mutations: 40 resealed mutations of the pipeline-cache entry never crash and the kernel stays right",
-          "[vulkan][l2][corrupt][mutation]") {
+BACKEND_CASE(vulkan,
+             "L2 mutations: 40 resealed mutations of the pipeline-cache entry never crash and the kernel stays right",
+             "[l2][corrupt][mutation]") {
   TempDir tmp("vk-mut-");
-  const fs::path good_dir = tmp.path / "good";
-  REQUIRE(run_child(good_dir).ok());
-  const vgpu::DeviceInfo& info = device_info();
-  const KernelKey key{vgpu::cache::hash64("vk-pipeline-cache"), info.fingerprint.hash};
-  Bytes blob;
-  {
-    DiskStore store(options_for(good_dir));
-    auto payload = store.load(EntryKind::vk_pipeline_cache, key, info.fingerprint);
-    if (!payload) {
-      WARN("the driver saved no pipeline cache; nothing to mutate");
-      return;
-    }
-    blob = std::move(*payload);
-  }
+  const vgpu::DeviceInfo info = open_device(backend).info();
+  const KernelKey key = vgpu::test::pipeline_cache_key(info);
+  auto payload = entry_after_child(backend, tmp.path / "good", EntryKind::vk_pipeline_cache, key);
+  if (!payload) return skip("the driver saved no pipeline cache; nothing to mutate");
+  const Bytes blob = std::move(*payload);
   REQUIRE(blob.size() >= 32);
   int rejected_runs = 0, used = 0;
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
@@ -186,12 +133,12 @@ TEST_CASE("L2 mutations: 40 resealed mutations of the pipeline-cache entry never
       DiskStore store(options_for(dir));
       REQUIRE(store.store(EntryKind::vk_pipeline_cache, key, info.fingerprint, m.bytes, 0));
     }
-    const ChildRun run = run_child(dir);
+    const ChildRun run = run_child(backend, dir);
     INFO("seed " << seed << " (" << m.what << "):\n" << run.output);
     REQUIRE(run.status == 0);
     REQUIRE(run.ok());
     CHECK(run.count("source_compiles") == 1);  // only the pipeline cache was planted
-    const std::uint64_t refused = rejected(run, "invalid") + rejected(run, "header") + rejected(run, "driver");
+    const std::uint64_t refused = run.rejected("invalid") + run.rejected("header") + run.rejected("driver");
     CHECK(refused <= 1);
     refused ? ++rejected_runs : ++used;
     // A damaged header never stays: refused (and replaced by the device's own data), or it was
@@ -207,18 +154,13 @@ TEST_CASE("L2 mutations: 40 resealed mutations of the pipeline-cache entry never
   std::fflush(stdout);
 }
 
-TEST_CASE("L2: valid SPIR-V whose binding the kernel does not declare is rejected as invalid and recompiled",
-          "[vulkan][l2][corrupt]") {
+BACKEND_CASE(vulkan, "L2: valid SPIR-V whose binding the kernel does not declare is rejected as invalid and recompiled",
+             "[l2][corrupt]") {
   TempDir tmp("vk-mut-");
   const fs::path dir = tmp.path / "cache";
-  REQUIRE(run_child(dir).ok());
-  const vgpu::DeviceInfo& info = device_info();
+  const vgpu::DeviceInfo info = open_device(backend).info();
   const KernelKey key = scale_add_key(info);
-  Bytes spirv;
-  {
-    DiskStore store(options_for(dir));
-    spirv = store.load(EntryKind::spirv, key, info.fingerprint).value();
-  }
+  Bytes spirv = entry_after_child(backend, dir, EntryKind::spirv, key).value();
   // OpDecorate %var Binding 2 (opcode 71, 4 words; Binding is decoration 33) → Binding 7: still
   // valid SPIR-V, but the pipeline layout has no binding 7.
   std::vector<std::uint32_t> words(spirv.size() / 4);
@@ -233,20 +175,20 @@ TEST_CASE("L2: valid SPIR-V whose binding the kernel does not declare is rejecte
     DiskStore store(options_for(dir));
     REQUIRE(store.store(EntryKind::spirv, key, info.fingerprint, spirv, 1));
   }
-  const ChildRun run = run_child(dir);
+  const ChildRun run = run_child(backend, dir);
   INFO(run.output);
   REQUIRE(run.ok());
   CHECK(run.count("source_compiles") == 1);
   CHECK(run.count("l2_rejected") == 1);
-  CHECK(rejected(run, "invalid") == 1);
-  const ChildRun again = run_child(dir);
+  CHECK(run.rejected("invalid") == 1);
+  const ChildRun again = run_child(backend, dir);
   INFO(again.output);
   REQUIRE(again.ok());
   CHECK(again.count("source_compiles") == 0);
 }
 
-TEST_CASE("user GLSL kernel using a buffer it does not declare fails with compile_error, not in the driver",
-          "[vulkan][user][errors]") {
+BACKEND_CASE(vulkan, "user GLSL kernel using a buffer it does not declare fails with compile_error, not in the driver",
+             "[user][errors]") {
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
   vgpu::Device device = runtime.open("vulkan:0");
   vgpu::KernelSource source = scale_add_source(vgpu::BackendKind::vulkan, kScaleAddGlsl);
@@ -266,4 +208,4 @@ TEST_CASE("user GLSL kernel using a buffer it does not declare fails with compil
   CHECK(run_scale_add(device, good, 1000, 64).ok());
 }
 
-}  // namespace vgpu_test
+}  // namespace vgpu_test::contract

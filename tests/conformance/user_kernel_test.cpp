@@ -9,6 +9,7 @@
 
 #include "conformance/conformance.hpp"
 #include "support/expect_error.hpp"
+#include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 
@@ -31,14 +32,14 @@ vgpu::RequiredBytesFn n_floats() {
 vgpu::KernelSource scale_add_index_source() {
   vgpu::KernelSource s;
   s.name = "test.scale_add_index";
-  s.add_cpu([](const vgpu::CpuWorkgroup& wg) {
+  set_cpu(s, [](const vgpu::CpuWorkgroup& wg) {
     const auto& p = wg.params_as<ScaleParams>();
     const float* in = wg.buffer<const float>(0);
     float* out = wg.buffer<float>(1);
     wg.for_each_invocation([&](const std::array<std::uint32_t, 3>& g, const std::array<std::uint32_t, 3>&) {
       if (g[0] < p.n) out[g[0]] = p.alpha * in[g[0]] + static_cast<float>(g[0]);
     });
-  });
+  }, "1");
   s.bindings = {{0, vgpu::Access::read, "in", n_floats()}, {1, vgpu::Access::write, "out", n_floats()}};
   s.params_size = sizeof(ScaleParams);
   return s;
@@ -48,7 +49,7 @@ vgpu::KernelSource scale_add_index_source() {
 vgpu::KernelSource grid_probe_source() {
   vgpu::KernelSource s;
   s.name = "test.grid_probe";
-  s.add_cpu([](const vgpu::CpuWorkgroup& wg) {
+  set_cpu(s, [](const vgpu::CpuWorkgroup& wg) {
     const auto& p = wg.params_as<ScaleParams>();  // n = width, pad0 = height
     float* ids = wg.buffer<float>(0);
     float* grid = wg.buffer<float>(1);
@@ -58,7 +59,7 @@ vgpu::KernelSource grid_probe_source() {
       grid[g[1] * p.n + g[0]] = static_cast<float>(wg.num_workgroups[0] * 100 + wg.num_workgroups[1] +
                                                    (l[0] < wg.workgroup_size[0] && l[1] < wg.workgroup_size[1] ? 0 : 1e6));
     });
-  });
+  }, "1");
   auto image = [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
     return std::uint64_t{pb.as<ScaleParams>().n} * pb.as<ScaleParams>().pad0 * 4;
   };
@@ -150,10 +151,10 @@ TEST_CASE("user CPU kernel: 2-D workgroups see the right ids and grid", "[user]"
 TEST_CASE("broken GPU sources fail with compile_error and missing dialects with not_supported", "[user][errors]") {
   vgpu::KernelSource glsl_only;
   glsl_only.name = "test.broken_glsl";
-  glsl_only.add_glsl("void main() { this is not GLSL; }\n");
+  set_glsl(glsl_only, "void main() { this is not GLSL; }\n");
   vgpu::KernelSource cuda_only;
   cuda_only.name = "test.broken_cuda";
-  cuda_only.add_cuda("extern \"C\" __global__ void broken() { this is not CUDA; }\n", "broken");
+  set_cuda(cuda_only, "extern \"C\" __global__ void broken() { this is not CUDA; }\n", "broken");
   for (vgpu::Device device : devices_under_test()) {
     INFO(device.info().id());
     const auto kind = device.info().backend;

@@ -1,24 +1,31 @@
-// tests/support/cache_fixtures.hpp — what the L2 and GPU-backend tests share: private temp
-// directories, disk-store options and listings, shell quoting, backend-only runtimes, and
-// running a child program that reports one key=value line.
+// tests/support/cache_fixtures.hpp — what the L2, selection and backend tests share: private
+// temp directories, disk-store options and listings, file bytes, fingerprints, shell quoting,
+// running commands and child programs that report one key=value line, backend-only runtimes,
+// and the names those tests use everywhere (imported into vgpu_test at the end).
 // Test files that include it define VGPU_TEST_TMP_ROOT (the build gives each its own root).
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/vgpu.hpp"
 
 #ifndef VGPU_TEST_TMP_ROOT
@@ -33,7 +40,9 @@ struct TempDir {
   /// Creates <root>/<prefix>XXXXXX.
   explicit TempDir(const std::string& prefix) {
     std::filesystem::create_directories(VGPU_TEST_TMP_ROOT);
-    std::string pattern = std::string(VGPU_TEST_TMP_ROOT) + "/" + prefix + "XXXXXX";
+    // Appended piecewise: GCC 12 misreads the inlined chain of operator+ (a false -Warray-bounds).
+    std::string pattern = VGPU_TEST_TMP_ROOT "/";
+    pattern.append(prefix).append("XXXXXX");
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     path = pattern;
   }
@@ -44,6 +53,26 @@ struct TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 };
+
+/// Returns a fingerprint whose text is text (hashed as devices hash theirs).
+inline DeviceFingerprint fingerprint(const std::string& text) {
+  DeviceFingerprint fp;
+  fp.text = text;
+  fp.hash = cache::hash64(text);
+  return fp;
+}
+
+/// Returns what, made unique to this process and moment (a salt, a kernel's version or comment
+/// no other test and no earlier run used).
+inline std::string unique_name(const std::string& what) {
+  return what + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+/// Returns the key of a Vulkan device's one pipeline-cache entry (docs/cache-format.md).
+inline cache::KernelKey pipeline_cache_key(const DeviceInfo& info) {
+  return cache::KernelKey{cache::hash64("vk-pipeline-cache"), info.fingerprint.hash};
+}
 
 /// Returns s quoted for /bin/sh.
 inline std::string quoted(const std::string& s) {
@@ -68,6 +97,19 @@ inline std::vector<cache::DiskEntryInfo> entries(const std::filesystem::path& di
   for (auto& e : store.list(verify))
     if (e.kind == kind) out.push_back(std::move(e));
   return out;
+}
+
+/// Returns the bytes of the file at p (empty when it cannot be read).
+inline std::vector<std::uint8_t> read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// Replaces the file at p with bytes.
+inline void write_bytes(const std::filesystem::path& p, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
 }
 
 /// Runtime options that allow only kind, whatever the environment says.
@@ -111,20 +153,36 @@ struct ChildRun {
     const auto it = values.find(key);
     return it == values.end() ? std::string() : it->second;
   }
+  /// Returns how often the store rejected an entry for reason, from the "store_rejected" value
+  /// ("a:1,b:2", or "none") that vgpu-test-backend-child prints.
+  std::uint64_t rejected(const std::string& reason) const {
+    std::istringstream in(text("store_rejected"));
+    std::string item;
+    while (std::getline(in, item, ','))
+      if (item.starts_with(reason + ":")) return std::stoull(item.substr(reason.size() + 1));
+    return 0;
+  }
   /// Returns whether the child exited 0 and reported result=ok.
   bool ok() const { return status == 0 && text("result") == "ok"; }
 };
 
-/// Runs command (a /bin/sh line; end it with 2>&1 to keep stderr too) and returns its output,
-/// exit status and the key=value pairs of the line that holds "result=".
-inline ChildRun run_child_command(const std::string& command) {
-  ChildRun run;
+/// Runs command (a /bin/sh line; end it with 2>&1 to keep stderr too); returns its exit status
+/// (-1 when a signal ended it) and its output.
+inline std::pair<int, std::string> run_command(const std::string& command) {
+  std::string out;
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) run.output.append(buf, n);
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
   const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+/// Runs command as run_command does and returns its output, exit status and the key=value
+/// pairs of the line that holds "result=".
+inline ChildRun run_child_command(const std::string& command) {
+  ChildRun run;
+  std::tie(run.status, run.output) = run_command(command);
   std::istringstream lines(run.output);
   std::string line;
   while (std::getline(lines, line)) {
@@ -178,10 +236,10 @@ inline void check_single_entry(const std::filesystem::path& dir, cache::EntryKin
   CHECK(found[0].fingerprint_text == fp.text);
 }
 
-/// Checks the second child run on the same directory: it loaded the kernel from L2, compiled
-/// nothing and rejected nothing.
+/// Checks a later child run on the same directory (the second, or the one after a repair): it
+/// loaded the kernel from L2, compiled nothing and rejected nothing.
 inline void check_loaded_from_l2(const ChildRun& second) {
-  INFO("second run:\n" << second.output);
+  INFO("run on the stored entry:\n" << second.output);
   REQUIRE(second.ok());
   CHECK(second.count("source_compiles") == 0);
   CHECK(second.count("l2_hits") >= 1);
@@ -190,3 +248,19 @@ inline void check_loaded_from_l2(const ChildRun& second) {
 }
 
 }  // namespace vgpu::test
+
+namespace vgpu_test {
+
+// The vocabulary of the cache, selection and backend tests, declared once for all of them.
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::uint8_t>;
+using vgpu::DeviceFingerprint;
+using vgpu::cache::DiskStore;
+using vgpu::cache::EntryKind;
+using vgpu::cache::KernelKey;
+using vgpu::test::ChildRun;
+using vgpu::test::options_for;
+using vgpu::test::quoted;
+using vgpu::test::TempDir;
+
+}  // namespace vgpu_test

@@ -1,10 +1,11 @@
-// tests/support/scale_add_kernel.hpp — the "scale-add" user kernel of the GPU-backend suites
-// (vulkan_test.cpp, opengl_test.cpp, cuda_test.cpp) and of vgpu-test-backend-child:
+// tests/support/scale_add_kernel.hpp — the "scale-add" user kernel of the backend suite
+// (tests/contract/, tests/<backend>_test.cpp) and of vgpu-test-backend-child:
 //   out[i] = a[i] * p.scale + b[i]   (slots 0 = a, 1 = b read; 2 = out write;
 //                                     params {uint n; float scale; uint pad0, pad1})
-// in GLSL (Vulkan, OpenGL) and CUDA C, how it is run, and its double reference. It is defined
-// once so that a suite and the child compute the same cache key for the same device (the
-// cross-process tests check that they agree). No Catch here: the child includes it too.
+// in GLSL (Vulkan, OpenGL), CUDA C and as a C++ callable (CPU), how it is run, and its double
+// reference. It is defined once so that a suite and the child compute the same cache key for
+// the same device (the cross-process tests check that they agree). No Catch here: the child
+// includes it too.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/vgpu.hpp"
@@ -47,20 +49,48 @@ inline const std::string kScaleAddCuda =
     "  if (i < p.n) out[i] = a[i] * p.scale + b[i];\n"
     "}\n";
 
+/// The CPU callable: one invocation per element, indexed as the GLSL prelude's
+/// VGPU_LINEAR_GROUP does (x + y * groups along x), so the same spread() grids work.
+inline void scale_add_cpu(const vgpu::CpuWorkgroup& wg) {
+  const auto& p = wg.params_as<ScaleAddParams>();
+  const float* a = wg.buffer<const float>(0);
+  const float* b = wg.buffer<const float>(1);
+  float* out = wg.buffer<float>(2);
+  const std::uint64_t group = wg.workgroup_id[0] + std::uint64_t{wg.workgroup_id[1]} * wg.num_workgroups[0];
+  for (std::uint32_t x = 0; x < wg.workgroup_size[0]; ++x) {
+    const std::uint64_t i = group * wg.workgroup_size[0] + x;
+    if (i < p.n) out[i] = a[i] * p.scale + b[i];
+  }
+}
+
+/// The CPU callable's version (part of its cache key): the CPU dialect has no text, so where the
+/// GPU dialects vary the text, the CPU varies this.
+inline const std::string kScaleAddCpuVersion = "1";
+
 /// How many elements the cross-process tests ask the child to compute.
 inline constexpr std::uint32_t kChildN = 1000;
 
-/// Returns the dialect backend compiles the kernel from: CUDA C for cuda, else GLSL.
+/// Returns the dialect backend compiles the kernel from: CUDA C for cuda, the callable for cpu,
+/// else GLSL.
 inline std::string_view scale_add_dialect(vgpu::BackendKind backend) {
-  return backend == vgpu::BackendKind::cuda ? vgpu::dialect::cuda : vgpu::dialect::glsl;
+  switch (backend) {
+    case vgpu::BackendKind::cuda: return vgpu::dialect::cuda;
+    case vgpu::BackendKind::cpu: return vgpu::dialect::cpu;
+    default: return vgpu::dialect::glsl;
+  }
 }
 
-/// Returns the suites' source text for backend's dialect (kScaleAddCuda or kScaleAddGlsl).
+/// Returns the suites' source text for backend's dialect (kScaleAddCuda, kScaleAddGlsl, or for
+/// the CPU the callable's version kScaleAddCpuVersion).
 inline const std::string& scale_add_text(vgpu::BackendKind backend) {
-  return scale_add_dialect(backend) == vgpu::dialect::cuda ? kScaleAddCuda : kScaleAddGlsl;
+  const std::string_view d = scale_add_dialect(backend);
+  if (d == vgpu::dialect::cuda) return kScaleAddCuda;
+  if (d == vgpu::dialect::cpu) return kScaleAddCpuVersion;
+  return kScaleAddGlsl;
 }
 
-/// Returns the kernel for backend with text as its GLSL body or CUDA C source (entry "scale_add").
+/// Returns the kernel for backend with text as its GLSL body or CUDA C source (entry
+/// "scale_add"), or for the CPU the callable scale_add_cpu with text as its version.
 inline vgpu::KernelSource scale_add_source(vgpu::BackendKind backend, const std::string& text) {
   // Only n sizes the buffers: the function must not capture anything (kernel_source.hpp says why).
   auto n_floats = [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
@@ -74,11 +104,13 @@ inline vgpu::KernelSource scale_add_source(vgpu::BackendKind backend, const std:
     case vgpu::BackendKind::cuda: s.name = "test.cuda_scale_add"; break;
     default: s.name = "test." + std::string(vgpu::to_string(backend)) + "_scale_add"; break;
   }
-  if (scale_add_dialect(backend) == vgpu::dialect::cuda) {
-    s.add_cuda(text, "scale_add");
-  } else {
-    s.add_glsl(text);
-  }
+  const std::string_view d = scale_add_dialect(backend);
+  if (d == vgpu::dialect::cuda)
+    set_cuda(s, text, "scale_add");
+  else if (d == vgpu::dialect::cpu)
+    set_cpu(s, scale_add_cpu, text);
+  else
+    set_glsl(s, text);
   s.bindings = {{0, vgpu::Access::read, "a", n_floats},
                 {1, vgpu::Access::read, "b", n_floats},
                 {2, vgpu::Access::write, "out", n_floats}};

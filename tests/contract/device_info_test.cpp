@@ -1,0 +1,79 @@
+// tests/contract/device_info_test.cpp — what a backend's devices report: their kind and id, a type
+// (software for llvmpipe/lavapipe, never the CPU fallback's unless it is the CPU), names, the
+// API version, limits at least the backend's minimums, and a fingerprint that is the same in
+// two runtimes, hashes its text and names the facts that identify the device; two devices opened
+// from two runtimes give a kernel the same key (what L2 sharing relies on) and both compute.
+#include <algorithm>
+#include <string>
+
+#include "contract/contract.hpp"
+#include "support/cache_fixtures.hpp"
+#include "support/scale_add_kernel.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+
+namespace vgpu_test::contract {
+
+CONTRACT_CASE("device info: type, limits, stable fingerprint, and two runtimes agree on a kernel's key", "[info]",
+              every_backend) {
+  vgpu::Runtime r1(vgpu::test::only(backend.kind)), r2(vgpu::test::only(backend.kind));
+  const auto d1 = r1.devices(), d2 = r2.devices();
+  REQUIRE(!d1.empty());
+  REQUIRE(d1.size() == d2.size());
+  for (std::size_t i = 0; i < d1.size(); ++i) {
+    const vgpu::DeviceInfo& info = d1[i];
+    INFO(info.id() << " '" << info.name << "' " << vgpu::to_string(info.type) << " " << info.driver_version);
+    CHECK(info.backend == backend.kind);
+    CHECK(info.id() == backend.name + ":" + std::to_string(i));
+    if (info.name.find("llvmpipe") != std::string::npos) CHECK(info.type == vgpu::DeviceType::software);
+    CHECK((info.type == vgpu::DeviceType::cpu) == backend.cpu_device);  // only the CPU fallback is a cpu
+    CHECK(!info.name.empty());
+    CHECK(!info.vendor.empty());
+    CHECK(!info.driver_version.empty());
+    CHECK_THAT(info.api_version, Catch::Matchers::StartsWith(backend.api_prefix));
+    if (backend.reports_memory) CHECK(info.memory_bytes > 0);
+    if (backend.reports_compute_units) CHECK(info.compute_units > 0);
+
+    const vgpu::DeviceLimits& l = info.limits;
+    const vgpu::DeviceLimits& min = backend.min_limits;
+    for (int k = 0; k < 3; ++k) {
+      INFO("dimension " << k);
+      CHECK(l.max_workgroup_size[k] > 0);
+      CHECK(l.max_workgroup_count[k] > 0);
+      CHECK(l.max_workgroup_size[k] >= min.max_workgroup_size[k]);
+      CHECK(l.max_workgroup_count[k] >= min.max_workgroup_count[k]);
+    }
+    CHECK(l.max_workgroup_invocations >= min.max_workgroup_invocations);
+    CHECK(l.max_shared_memory_bytes >= min.max_shared_memory_bytes);
+    CHECK(l.max_buffer_bytes >= min.max_buffer_bytes);
+    CHECK(l.max_bindings >= min.max_bindings);
+    CHECK(l.max_bindings <= backend.max_bindings);
+    if (!backend.one_feature_of.empty()) {
+      const auto has = [&](const std::string& f) {
+        return std::find(info.features.begin(), info.features.end(), f) != info.features.end();
+      };
+      CHECK(std::count_if(backend.one_feature_of.begin(), backend.one_feature_of.end(), has) == 1);
+    }
+
+    CHECK(info.fingerprint.text == d2[i].fingerprint.text);
+    CHECK(info.fingerprint.hash == d2[i].fingerprint.hash);
+    CHECK(info.fingerprint.hash == vgpu::cache::hash64(info.fingerprint.text));
+    CHECK(info.fingerprint.hex().size() == 16);
+    CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("backend=" + backend.name));
+    CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("vgpu_cache_format="));
+    for (const std::string& field : backend.fingerprint_fields(info))
+      CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains(field));
+  }
+  // Two opened devices (one per runtime, each with its own context) agree on keys.
+  vgpu::Device a = r1.open(backend.name + ":0"), b = r2.open(backend.name + ":0");
+  CHECK(a != b);
+  CHECK(a.info().fingerprint.hash == b.info().fingerprint.hash);
+  const vgpu::KernelSource source = scale_add_source(backend.kind, scale_add_text(backend.kind));
+  const vgpu::Kernel ka = a.compile(source, scale_add_options());
+  const vgpu::Kernel kb = b.compile(source, scale_add_options());
+  CHECK(ka.key_hex() == kb.key_hex());
+  CHECK(ka.key_hex() == scale_add_key(a.info()).hex());
+  check_scale_add(a, ka, 100, 64);
+  check_scale_add(b, kb, 100, 64);
+}
+
+}  // namespace vgpu_test::contract
