@@ -243,7 +243,6 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_CACHE_MAX_BYTES", "cap on the on-disk cache, bytes or with K/M/G suffix (default 512M)"},
       {"VGPU_TIMEOUT_MS", "limit on any wait for device work, in ms; 0: no limit (default 60000)"},
       {"VGPU_TEST_BACKENDS", "tests: comma list of backends the conformance suite runs against"},
-      {"VGPU_TEST_OPENGL_CHILD", "tests: internal, set by the OpenGL suite for its child process"},
       {"VGPU_BENCH_BACKENDS", "benchmarks: comma list of backends vgpu-bench-gpu measures"},
       {"VGPU_BENCH_OPENBLAS_ENV", "benchmarks: internal, set when vgpu-bench-cpu-matmul re-executes itself"},
       {"VGPU_BENCH_OPENBLAS_AUTODETECTED", "benchmarks: internal, set when vgpu-bench-cpu-matmul re-executes itself"},
