@@ -164,9 +164,11 @@ class CudaDevice final : public DeviceImpl {
   // point, is dropped and rebuilt); returns the last cuModuleLoadData result.
   CUresult load_compiled(CudaKernelImpl& k, const KernelSource& source, const DialectSource& code,
                          const CompileOptions& options);
-  // Module image (cubin or PTX) from L2 or NVRTC; *from_l2 says which.
+  // Module image (cubin or PTX) from L2 or NVRTC; *from_l2 says which, *compile_us what NVRTC
+  // took (the caller stores a compiled image once it proved loadable).
   std::vector<std::uint8_t> image_for(const KernelSource& source, const DialectSource& code,
-                                      const CompileOptions& options, bool use_l2, bool* from_l2);
+                                      const CompileOptions& options, bool use_l2, bool* from_l2,
+                                      std::uint64_t* compile_us);
 
   const DriverFns& fn_;
   const NvrtcFns* nvrtc_;  // null when NVRTC is missing: compile() then reports it

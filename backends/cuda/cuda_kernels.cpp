@@ -24,7 +24,8 @@ void CudaDevice::unload(CUmodule module) {
 }
 
 std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, const DialectSource& code,
-                                                const CompileOptions& options, bool use_l2, bool* from_l2) {
+                                                const CompileOptions& options, bool use_l2, bool* from_l2,
+                                                std::uint64_t* compile_us) {
   *from_l2 = false;
   KernelL2Entry l2(counters(), l2_store(), cache::EntryKind::cuda_binary,
                    cache::make_kernel_key(source, code, options, info_.fingerprint), info_.fingerprint);
@@ -48,7 +49,7 @@ std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, cons
   std::vector<std::uint8_t> image = compile_cuda(*nvrtc_, source, options, cc_major_ * 10 + cc_minor_);
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  l2.store(image, static_cast<std::uint64_t>(us.count()));
+  *compile_us = static_cast<std::uint64_t>(us.count());
   return image;
 }
 
@@ -97,7 +98,8 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
 CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source, const DialectSource& code,
                                    const CompileOptions& options) {
   bool from_l2 = false;
-  std::vector<std::uint8_t> image = image_for(source, code, options, true, &from_l2);
+  std::uint64_t compile_us = 0;
+  std::vector<std::uint8_t> image = image_for(source, code, options, true, &from_l2, &compile_us);
   make_current();
   CUresult r = fn_.cuModuleLoadData(&k.module, image.data());
   if (r == CUDA_SUCCESS && from_l2) {
@@ -117,10 +119,17 @@ CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source
         .reject("driver");
     log(LogLevel::warn, "CUDA: the driver refused a cached module for '" + source.name + "' (" + error_text(fn_, r) +
                             "); recompiling.");
-    image = image_for(source, code, options, false, &from_l2);
+    image = image_for(source, code, options, false, &from_l2, &compile_us);
     make_current();
     r = fn_.cuModuleLoadData(&k.module, image.data());
   }
+  // A compiled module goes to L2 only once it loads and has the entry point: a kernel that can
+  // never run leaves nothing behind for later processes to trip over.
+  CUfunction entry = nullptr;
+  if (r == CUDA_SUCCESS && !from_l2 && fn_.cuModuleGetFunction(&entry, k.module, code.entry.c_str()) == CUDA_SUCCESS)
+    KernelL2Entry(counters(), l2_store(), cache::EntryKind::cuda_binary,
+                  cache::make_kernel_key(source, code, options, info_.fingerprint), info_.fingerprint)
+        .store(image, compile_us);
   return r;
 }
 
