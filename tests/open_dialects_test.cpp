@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/expect_error.hpp"
+#include "support/forwarding_device.hpp"
 #include "vgpu/backend.hpp"
 #include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/device_impl.hpp"
@@ -23,42 +24,18 @@ constexpr const char* kHostDialect = "host_fn";
 
 // A device of a backend from outside vgpu: it compiles only "host_fn" entries (a callable, as
 // the CPU dialect holds) by handing them to the CPU device underneath.
-class HostDevice final : public vgpu::DeviceImpl {
+class HostDevice final : public vgpu_test::ForwardingDevice {
  public:
-  HostDevice(std::unique_ptr<vgpu::DeviceImpl> cpu, vgpu::DeviceInfo info) : cpu_(std::move(cpu)), info_(std::move(info)) {}
-  const vgpu::DeviceInfo& info() const override { return info_; }
-  std::unique_ptr<vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override { return cpu_->create_buffer(bytes); }
-  void write(vgpu::BufferImpl& b, std::uint64_t o, const void* d, std::uint64_t n, const vgpu::Deadline& dl) override {
-    cpu_->write(b, o, d, n, dl);
-  }
-  void read(vgpu::BufferImpl& b, std::uint64_t o, void* out, std::uint64_t n, const vgpu::Deadline& dl) override {
-    cpu_->read(b, o, out, n, dl);
-  }
-  void copy(vgpu::BufferImpl& s, std::uint64_t so, vgpu::BufferImpl& d, std::uint64_t dof, std::uint64_t n,
-            const vgpu::Deadline& dl) override {
-    cpu_->copy(s, so, d, dof, n, dl);
-  }
+  using ForwardingDevice::ForwardingDevice;
   std::unique_ptr<vgpu::KernelImpl> compile(const vgpu::KernelSource& source, const vgpu::DialectSource& code,
                                             const vgpu::CompileOptions& options) override {
     compiled.push_back(code.dialect);
     vgpu::DialectSource as_cpu = code;
     as_cpu.dialect = std::string(vgpu::dialect::cpu);
-    return cpu_->compile(source, as_cpu, options);
+    return inner_->compile(source, as_cpu, options);
   }
-  std::unique_ptr<vgpu::BindingSetImpl> bind(vgpu::KernelImpl& k, std::span<vgpu::BufferImpl* const> s) override {
-    return cpu_->bind(k, s);
-  }
-  std::unique_ptr<vgpu::RecordedBatchImpl> record(std::span<const vgpu::DispatchCommand> c) override {
-    return cpu_->record(c);
-  }
-  void submit(vgpu::RecordedBatchImpl& b, const vgpu::Deadline& dl) override { cpu_->submit(b, dl); }
-  void synchronize(const vgpu::Deadline& dl) override { cpu_->synchronize(dl); }
 
   std::vector<std::string> compiled;  // the dialect of every entry compile() got
-
- private:
-  std::unique_ptr<vgpu::DeviceImpl> cpu_;
-  vgpu::DeviceInfo info_;
 };
 
 // Its op tuner: the built-ins run as the CPU's, but from the backend's own code entry (here the

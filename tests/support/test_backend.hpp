@@ -22,6 +22,7 @@
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/runtime.hpp"
+#include "support/forwarding_device.hpp"
 
 namespace vgpu_test {
 
@@ -67,27 +68,15 @@ class TestBatch final : public vgpu::RecordedBatchImpl {
   std::uint64_t dispatches = 0;
 };
 
-class TestDevice final : public vgpu::DeviceImpl {
+class TestDevice final : public ForwardingDevice {
  public:
   TestDevice(std::unique_ptr<vgpu::DeviceImpl> inner, vgpu::DeviceInfo info, std::shared_ptr<TestDeviceKnobs> knobs)
-      : inner_(std::move(inner)), info_(std::move(info)), knobs_(std::move(knobs)) {}
+      : ForwardingDevice(std::move(inner), std::move(info)), knobs_(std::move(knobs)) {}
 
-  const vgpu::DeviceInfo& info() const override { return info_; }
   std::unique_ptr<vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override {
     if (knobs_->fail_alloc)
       vgpu::fail(vgpu::ErrorCategory::out_of_memory, info_.id() + " is out of memory (injected).", "free memory.");
     return inner_->create_buffer(bytes);
-  }
-  void write(vgpu::BufferImpl& b, std::uint64_t off, const void* data, std::uint64_t bytes,
-             const vgpu::Deadline& dl) override {
-    inner_->write(b, off, data, bytes, dl);
-  }
-  void read(vgpu::BufferImpl& b, std::uint64_t off, void* out, std::uint64_t bytes, const vgpu::Deadline& dl) override {
-    inner_->read(b, off, out, bytes, dl);
-  }
-  void copy(vgpu::BufferImpl& s, std::uint64_t so, vgpu::BufferImpl& d, std::uint64_t doff, std::uint64_t n,
-            const vgpu::Deadline& dl) override {
-    inner_->copy(s, so, d, doff, n, dl);
   }
   std::unique_ptr<vgpu::KernelImpl> compile(const vgpu::KernelSource& source, const vgpu::DialectSource& code,
                                             const vgpu::CompileOptions& o) override {
@@ -95,9 +84,6 @@ class TestDevice final : public vgpu::DeviceImpl {
       vgpu::fail(vgpu::ErrorCategory::compile_error, info_.id() + " cannot compile '" + source.name + "' (injected).",
                  "run it elsewhere.");
     return inner_->compile(source, code, o);
-  }
-  std::unique_ptr<vgpu::BindingSetImpl> bind(vgpu::KernelImpl& k, std::span<vgpu::BufferImpl* const> s) override {
-    return inner_->bind(k, s);
   }
   std::unique_ptr<vgpu::RecordedBatchImpl> record(std::span<const vgpu::DispatchCommand> commands) override {
     auto b = std::make_unique<TestBatch>();
@@ -121,7 +107,6 @@ class TestDevice final : public vgpu::DeviceImpl {
     if (b) before_dispatch(b->dispatches);
     inner_->round_trip(writes, b ? b->inner.get() : nullptr, reads, dl);
   }
-  void synchronize(const vgpu::Deadline& dl) override { inner_->synchronize(dl); }
 
  private:
   void before_dispatch(std::uint64_t n) {
@@ -135,8 +120,6 @@ class TestDevice final : public vgpu::DeviceImpl {
     wait_us(knobs_->latency_us * n);
   }
 
-  std::unique_ptr<vgpu::DeviceImpl> inner_;
-  vgpu::DeviceInfo info_;
   std::shared_ptr<TestDeviceKnobs> knobs_;
 };
 
