@@ -9,25 +9,30 @@
 namespace vgpu::cpu {
 namespace {
 
-// A CPU "workgroup" is one task: a single invocation whose kernel walks its whole tile or chunk.
+// The work one CPU "workgroup" (one task, a single invocation walking its tile or chunk)
+// covers per op: x elements or C columns, y C rows. softmax_rows: one task per row.
+struct Row {
+  std::string_view op;
+  std::uint64_t per_x, per_y;
+};
+
+constexpr Row kRows[] = {{"matmul", kMatmulTileN, kMatmulTileM}, {"axpy", kElementsPerGroup, 1},
+                         {"add", kElementsPerGroup, 1},          {"mul", kElementsPerGroup, 1},
+                         {"reduce_sum", kReduceBlock, 1},       {"softmax_rows", 1, 1}};
+
 class CpuOpTuner final : public OpTuner {
  public:
   OpTuning tune(const OpShape& shape, const DeviceInfo& /*device*/) const override {
-    OpTuning t;
-    t.options.workgroup_size = {1, 1, 1};
-    const std::string_view op = shape.op;
-    if (op == "matmul") {
-      t.per_group_x = kMatmulTileN;
-      t.per_group_y = kMatmulTileM;
-    } else if (op == "axpy" || op == "add" || op == "mul") {
-      t.per_group_x = kElementsPerGroup;
-    } else if (op == "reduce_sum") {
-      t.per_group_x = kReduceBlock;
-    } else if (op != "softmax_rows") {  // softmax: one task per row
-      fail(ErrorCategory::not_supported, "the CPU backend has no built-in op '" + std::string(op) + "'.",
-           "use one of vgpu::ops::names().");
+    for (const Row& r : kRows) {
+      if (r.op != shape.op) continue;
+      OpTuning t;
+      t.options.workgroup_size = {1, 1, 1};
+      t.per_group_x = r.per_x;
+      t.per_group_y = r.per_y;
+      return t;
     }
-    return t;
+    fail(ErrorCategory::not_supported, "the CPU backend has no built-in op '" + std::string(shape.op) + "'.",
+         "use one of vgpu::ops::names().");
   }
 };
 
