@@ -167,7 +167,6 @@ void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* dat
                        const Deadline& deadline) {
   auto& b = static_cast<CudaBufferImpl&>(buffer);
   make_current();
-  ++enqueued_;
   // Uploads go through a pinned ring so the copy is truly asynchronous; when the ring is full,
   // wait for the stream (which frees it all) and start over.
   if (upload_head_ + bytes > upload_.size) {
@@ -178,6 +177,7 @@ void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* dat
   }
   auto* dst = static_cast<std::uint8_t*>(upload_.ptr) + upload_head_;
   std::memcpy(dst, data, bytes);
+  ++enqueued_;  // after the waits above, which complete everything enqueued before
   check_cu(fn_, fn_.cuMemcpyHtoDAsync(b.ptr + offset, dst, bytes, stream_), "cuMemcpyHtoDAsync");
   upload_head_ += staged_size(bytes);
 }

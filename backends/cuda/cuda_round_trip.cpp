@@ -124,7 +124,6 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
   }
 
   make_current();
-  ++enqueued_;
   // The trip's data sits at offset 0 of both staging rings, so a repeated trip issues exactly
   // the same copies and its graph can be replayed as is.
   if (upload_head_ != 0) sync(deadline, "waiting for queued uploads to free the staging ring");
@@ -149,6 +148,7 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
     sig.push_back(r.bytes);
   }
   upload_head_ = up;  // until the sync below, the staged data is in use
+  ++enqueued_;        // after the waits above, which complete everything enqueued before
   const bool repeated = sig == batch->trip_signature;
   if (!repeated && batch->trip_exec) {
     // Made for other buffers, sizes or staging: it will not be replayed again.

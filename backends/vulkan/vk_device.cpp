@@ -220,6 +220,8 @@ std::uint64_t VulkanDevice::completed_serial() noexcept {
   } catch (...) {  // a full free list (no memory): keep them in flight, polled again later
     return completed_serial_;
   }
+  // Nothing in flight: every flushed serial has run (or never reached the queue: a failed submit).
+  if (in_flight_.empty()) completed_serial_ = next_serial_ - 1;
   if (idle()) staging_head_ = 0;
   return completed_serial_;
 }

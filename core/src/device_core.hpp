@@ -20,7 +20,11 @@ namespace vgpu::detail {
 // Each state holds its device's host first so it is destroyed last: backend objects
 // (pipelines, allocations) must go before the device that made them, whatever order handles die
 // in. A state's backend object is retired to the host, never destroyed in place: the host frees
-// it once the work that may use it has completed (deferred destruction, device_host.hpp).
+// it once the work that may use it has completed (deferred destruction, device_host.hpp), so a
+// handle may die on any thread, under any lock, without waiting.
+// Thread-safety: a state is written while it is made and read-only after (a BatchState's
+// commands and recorded form are guarded by its mutex); its backend object is used only under
+// the device's call lock.
 
 /// Hands object to host for deferred destruction (nothing when either is null).
 inline void retire(const std::shared_ptr<DeviceHost>& host, std::unique_ptr<DeviceObject> object) noexcept {

@@ -69,7 +69,9 @@ void DeviceHost::unlock() noexcept {
   owner_.store(std::thread::id(), std::memory_order_relaxed);
   call_mutex_.unlock();
   // An object retired after the check above was left for this thread: free it now (or leave
-  // it to whoever holds the lock next).
+  // it to whoever holds the lock next). Without a fence between the unlock and this load the
+  // check may, rarely, miss one that is just arriving: it then waits for the next call or the
+  // device's close, which is late but never lost (no fence on every call's path for that).
   if (has_incoming_.load(std::memory_order_acquire)) reclaim_if_free();
 }
 
