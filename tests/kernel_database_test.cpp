@@ -14,40 +14,13 @@
 #include <vector>
 
 #include "support/expect_error.hpp"
+#include "support/finishes.hpp"
 #include "support/test_backend.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vgpu_test {
-namespace {
 
 using namespace std::chrono_literals;
-
-// A generous "did not hang" bound: nothing here takes more than milliseconds when it works.
-constexpr auto kHang = 30s;
-
-// Runs fn on its own thread and returns whether it finished within kHang. On a hang the thread
-// is left behind with what it uses (the caller keeps that alive on the heap) and the test fails.
-bool finishes(std::function<void()> fn) {
-  struct Done {
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
-  };
-  auto d = std::make_shared<Done>();
-  std::thread([d, fn = std::move(fn)] {
-    try {
-      fn();
-    } catch (...) {
-    }
-    std::lock_guard lock(d->m);
-    d->done = true;
-    d->cv.notify_all();
-  }).detach();
-  std::unique_lock lock(d->m);
-  return d->cv.wait_for(lock, kHang, [&] { return d->done; });
-}
-
-}  // namespace
 
 TEST_CASE("KernelDatabase: a fixed factory is asked once per (id, shape), a varying one on every get", "[db]") {
   vgpu::Device device = vgpu::Runtime::global().open("cpu:0");

@@ -52,18 +52,13 @@ CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice dev
 
 bool CudaDevice::release() noexcept {
   if (process_exiting()) return true;  // the destructor leaves everything to the OS
-  std::lock_guard lock(mutex_);
-  return settle_locked();
+  return settle();
 }
 
 CudaDevice::~CudaDevice() {
   // At exit the driver may already be tearing down: leave everything to the OS; and never
-  // free what a kernel the device gave up on may still use.
-  if (process_exiting()) return;
-  {
-    std::lock_guard lock(mutex_);
-    if (!settle_locked()) return;  // release() normally did this already
-  }
+  // free what a kernel the device gave up on may still use (release() normally settled).
+  if (process_exiting() || !settle()) return;
   if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
   if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
   if (copy_module_) fn_.cuModuleUnload(copy_module_);
@@ -77,7 +72,7 @@ void CudaDevice::make_current() const {
   check_cu(fn_, fn_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
-bool CudaDevice::try_sync_locked(const Deadline& deadline) {
+bool CudaDevice::try_sync(const Deadline& deadline) {
   if (!deadline.limited()) {
     check_cu(fn_, fn_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   } else {
@@ -99,11 +94,26 @@ bool CudaDevice::try_sync_locked(const Deadline& deadline) {
     }
   }
   upload_head_ = 0;  // nothing queued reads the upload ring any more
+  completed_ = enqueued_;
   return true;
 }
 
-void CudaDevice::sync_locked(const Deadline& deadline, const char* what) {
-  if (try_sync_locked(deadline)) return;
+std::uint64_t CudaDevice::completed_serial() noexcept {
+  if (completed_ == enqueued_) return completed_;
+  try {
+    make_current();
+    // One stream: once it is idle, everything enqueued so far has run.
+    if (fn_.cuStreamQuery(stream_) == CUDA_SUCCESS) {
+      upload_head_ = 0;
+      completed_ = enqueued_;
+    }
+  } catch (const Error&) {  // no context on this thread: ask again later
+  }
+  return completed_;
+}
+
+void CudaDevice::sync(const Deadline& deadline, const char* what) {
+  if (try_sync(deadline)) return;
   // The stream still runs the work: nothing it uses may be reused or freed, so the device
   // takes no more calls.
   mark_lost(std::string("a wait for its stream ran past the ") + std::to_string(deadline.limit().count()) +
@@ -111,13 +121,13 @@ void CudaDevice::sync_locked(const Deadline& deadline, const char* what) {
   fail_timeout(info_, deadline, what, true);
 }
 
-bool CudaDevice::settle_locked() noexcept {
+bool CudaDevice::settle() noexcept {
   if (process_exiting() || abandoned_) return false;
   const Deadline deadline = default_deadline();
   std::string why;
   try {
     make_current();
-    if (try_sync_locked(deadline)) return true;
+    if (try_sync(deadline)) return true;
     why = "its work was still running after " + std::to_string(deadline.limit().count()) + " ms";
     mark_lost(why);
   } catch (const std::exception& e) {
@@ -131,9 +141,9 @@ bool CudaDevice::settle_locked() noexcept {
   return false;
 }
 
-void CudaDevice::reserve_locked(Pinned& p, std::uint64_t bytes, const Deadline& deadline) {
+void CudaDevice::reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadline) {
   if (p.size >= bytes) return;
-  sync_locked(deadline, "waiting for queued copies before growing the staging memory");
+  sync(deadline, "waiting for queued copies before growing the staging memory");
   if (p.ptr) fn_.cuMemFreeHost(p.ptr);
   p = Pinned{};
   const std::uint64_t size = std::max<std::uint64_t>(std::bit_ceil(bytes), kMinStaging);
@@ -153,28 +163,27 @@ std::unique_ptr<BufferImpl> CudaDevice::create_buffer(std::uint64_t bytes) {
 }
 
 void CudaDevice::free_buffer(CUdeviceptr ptr) {
+  // Core frees a buffer only after the work that used it has run (cuMemFree would wait for
+  // it, without a limit).
   if (!ptr || process_exiting()) return;
-  std::lock_guard lock(mutex_);
-  // Queued work may still use the buffer; cuMemFree would also wait, but without a limit.
-  if (!settle_locked()) return;
   fn_.cuMemFree(ptr);
 }
 
 void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
                        const Deadline& deadline) {
   auto& b = static_cast<CudaBufferImpl&>(buffer);
-  std::lock_guard lock(mutex_);
   make_current();
   // Uploads go through a pinned ring so the copy is truly asynchronous; when the ring is full,
   // wait for the stream (which frees it all) and start over.
   if (upload_head_ + bytes > upload_.size) {
     if (bytes > upload_.size)
-      reserve_locked(upload_, bytes, deadline);
+      reserve(upload_, bytes, deadline);
     else
-      sync_locked(deadline, "waiting for queued uploads to free the staging ring");
+      sync(deadline, "waiting for queued uploads to free the staging ring");
   }
   auto* dst = static_cast<std::uint8_t*>(upload_.ptr) + upload_head_;
   std::memcpy(dst, data, bytes);
+  ++enqueued_;  // after the waits above, which complete everything enqueued before
   check_cu(fn_, fn_.cuMemcpyHtoDAsync(b.ptr + offset, dst, bytes, stream_), "cuMemcpyHtoDAsync");
   upload_head_ += staged_size(bytes);
 }
@@ -182,11 +191,11 @@ void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* dat
 void CudaDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
                       const Deadline& deadline) {
   auto& b = static_cast<CudaBufferImpl&>(buffer);
-  std::lock_guard lock(mutex_);
   make_current();
-  reserve_locked(download_, bytes, deadline);
+  reserve(download_, bytes, deadline);
+  ++enqueued_;
   check_cu(fn_, fn_.cuMemcpyDtoHAsync(download_.ptr, b.ptr + offset, bytes, stream_), "cuMemcpyDtoHAsync");
-  sync_locked(deadline, "waiting for submitted work to read a buffer");
+  sync(deadline, "waiting for submitted work to read a buffer");
   std::memcpy(out, download_.ptr, bytes);
 }
 
@@ -194,8 +203,8 @@ void CudaDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst
                       std::uint64_t bytes, const Deadline& /*deadline*/) {  // queued, never waits
   auto& s = static_cast<CudaBufferImpl&>(src);
   auto& d = static_cast<CudaBufferImpl&>(dst);
-  std::lock_guard lock(mutex_);
   make_current();
+  ++enqueued_;
   check_cu(fn_, fn_.cuMemcpyDtoDAsync(d.ptr + dst_offset, s.ptr + src_offset, bytes, stream_), "cuMemcpyDtoDAsync");
 }
 
@@ -219,7 +228,7 @@ std::unique_ptr<RecordedBatchImpl> CudaDevice::record(std::span<const DispatchCo
   return batch;
 }
 
-void CudaDevice::launch_locked(CudaBatchImpl& batch) {
+void CudaDevice::launch(CudaBatchImpl& batch) {
   // cuLaunchKernel copies the argument values at the call, so the args array can live here.
   void* args[kMaxArgs];
   for (auto& l : batch.launches) {
@@ -233,8 +242,8 @@ void CudaDevice::launch_locked(CudaBatchImpl& batch) {
   }
 }
 
-CUgraphExec CudaDevice::capture_locked(const std::function<void()>& enqueue) {
-  // Thread-local capture: only this thread (which holds the mutex) is restricted meanwhile.
+CUgraphExec CudaDevice::capture(const std::function<void()>& enqueue) {
+  // Thread-local capture: only this thread (which holds the call lock) is restricted meanwhile.
   if (fn_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return nullptr;
   bool queued = true;
   try {
@@ -252,33 +261,31 @@ CUgraphExec CudaDevice::capture_locked(const std::function<void()>& enqueue) {
 
 void CudaDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {  // queued, never waits
   auto& batch = static_cast<CudaBatchImpl&>(recorded);
-  std::lock_guard lock(mutex_);
   make_current();
+  ++enqueued_;
   // A batch of several launches submitted more than once is replayed as a CUDA graph: one
   // cuGraphLaunch instead of a launch per kernel. The first submission launches directly, so
   // one-off dispatches never pay for instantiation.
   if (use_graphs_ && !batch.graph_failed && batch.launches.size() > 1 && batch.submits++ > 0) {
-    if (!batch.exec) batch.exec = capture_locked([&] { launch_locked(batch); });
+    if (!batch.exec) batch.exec = capture([&] { launch(batch); });
     if (batch.exec) {
       check_cu(fn_, fn_.cuGraphLaunch(batch.exec, stream_), "cuGraphLaunch");
       return;
     }
     batch.graph_failed = true;
   }
-  launch_locked(batch);
+  launch(batch);
 }
 
 void CudaDevice::destroy_graph(CUgraphExec exec) {
+  // No queued replay runs it any more (core frees a batch after its last run has finished).
   if (!exec || process_exiting()) return;
-  std::lock_guard lock(mutex_);
-  if (!settle_locked()) return;  // a queued replay may still run it
   fn_.cuGraphExecDestroy(exec);
 }
 
 void CudaDevice::synchronize(const Deadline& deadline) {
-  std::lock_guard lock(mutex_);
   make_current();
-  sync_locked(deadline, "waiting for submitted work (synchronize)");
+  sync(deadline, "waiting for submitted work (synchronize)");
 }
 
 }  // namespace vgpu::cuda

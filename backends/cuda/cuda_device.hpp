@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "cuda_loader.hpp"
@@ -27,7 +26,8 @@ inline std::uint64_t staged_size(std::uint64_t bytes) { return (bytes + 255) & ~
 
 class CudaDevice;
 
-/// A cuMemAlloc'ed device buffer (never managed memory). Thread-safety: owned by core.
+/// A cuMemAlloc'ed device buffer (never managed memory). Thread-safety: owned by core, freed
+/// under the call lock once the work that used it has run.
 class CudaBufferImpl final : public BufferImpl {
  public:
   CudaBufferImpl(CudaDevice& device, CUdeviceptr ptr, std::uint64_t bytes) : device_(device), ptr(ptr), bytes(bytes) {}
@@ -58,8 +58,8 @@ class CudaBindingSetImpl final : public BindingSetImpl {
 
 /// A recorded batch: the launches to replay on the stream, and from its second submission on
 /// (when it has several launches) a CUDA graph captured from them, replayed with one
-/// cuGraphLaunch; likewise a graph of a repeated round trip. Thread-safety: guarded by the
-/// device mutex.
+/// cuGraphLaunch; likewise a graph of a repeated round trip. Thread-safety: used under the
+/// device's call lock only.
 class CudaBatchImpl final : public RecordedBatchImpl {
  public:
   explicit CudaBatchImpl(CudaDevice& device) : device_(device) {}
@@ -96,8 +96,12 @@ class CudaBatchImpl final : public RecordedBatchImpl {
 /// modules and stream are leaked with a log line, never freed under a running kernel).
 /// A fresh device of the same ordinal shares the GPU (and its primary context) with the
 /// runaway work, which keeps running beside the new work until it ends.
-/// Thread-safety: every member may be called concurrently; stream and staging are guarded by
-/// one mutex, compilation runs outside it.
+/// Every enqueuing call counts one serial (submitted_serial); a stream found idle, or a wait
+/// for it that returned, completes them all: that is when core frees destroyed objects, so
+/// destroying never waits for the stream.
+/// Thread-safety: core's call lock serialises every member (stream, staging, serials) except
+/// compile(), which may run beside them: it touches only NVRTC, the L2 store, module loading
+/// (thread-safe in the driver) and immutable state.
 class CudaDevice final : public DeviceImpl {
  public:
   /// Retains the primary context of ordinal and creates the stream.
@@ -121,10 +125,14 @@ class CudaDevice final : public DeviceImpl {
   void synchronize(const Deadline& deadline) override;
   void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
                   const Deadline& deadline) override;
+  /// Returns the serial of the newest enqueued work.
+  std::uint64_t submitted_serial() noexcept override { return enqueued_; }
+  /// Returns enqueued_ once the stream is idle (cuStreamQuery, never waits), else the last known.
+  std::uint64_t completed_serial() noexcept override;
   /// Waits (within timeout()) for the stream; false when the device is abandoned.
   bool release() noexcept override;
 
-  // Used by the object destructors above.
+  // Used by the object destructors above (core calls them once no queued work uses the object).
   void free_buffer(CUdeviceptr ptr);
   void unload(CUmodule module);
   void destroy_graph(CUgraphExec exec);
@@ -137,27 +145,27 @@ class CudaDevice final : public DeviceImpl {
   };
   void make_current() const;
   // Grows p to at least bytes (waiting for the stream first, since queued copies may use it).
-  void reserve_locked(Pinned& p, std::uint64_t bytes, const Deadline& deadline);
+  void reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadline);
   // Waits for the stream until deadline; false when it passed first (the work still runs).
-  bool try_sync_locked(const Deadline& deadline);
-  // try_sync_locked, or: marks the device lost and throws timeout (what: for the message).
-  void sync_locked(const Deadline& deadline, const char* what);
-  // Before an object queued work may use is freed: waits for the stream within timeout().
-  // Returns false, never throwing, when the object must be leaked: the process is exiting, or
-  // the work did not finish (the device is then abandoned).
-  bool settle_locked() noexcept;
-  void launch_locked(CudaBatchImpl& batch);
+  bool try_sync(const Deadline& deadline);
+  // try_sync, or: marks the device lost and throws timeout (what: for the message).
+  void sync(const Deadline& deadline, const char* what);
+  // Before the device goes: waits for the stream within timeout(). Returns false, never
+  // throwing, when its objects must be leaked: the process is exiting, or the work did not
+  // finish (the device is then abandoned).
+  bool settle() noexcept;
+  void launch(CudaBatchImpl& batch);
   // Captures what enqueue queues on the stream into an instantiated graph; null (with the
   // stream usable) when capture or instantiation fails.
-  CUgraphExec capture_locked(const std::function<void()>& enqueue);
+  CUgraphExec capture(const std::function<void()>& enqueue);
   // Queues a round trip whose uploads are staged at offset 0 of the upload ring: the copies in,
   // the batch's launches, the copies out to offset 0 of the download ring. by_kernel: the
   // copies are copy_segments launches on the mapped staging instead of memcpys.
-  void enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
+  void enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
                            std::span<const HostReadOp> reads, bool by_kernel);
   // Launches copy_segments over ranges {src, dst, bytes} (at most 8).
-  void launch_copies_locked(std::span<const std::array<CUdeviceptr, 3>> ranges);
-  // Loads the copy_segments kernel once (L3 fatbin, else NVRTC); leaves copy_fn_ null when
+  void launch_copies(std::span<const std::array<CUdeviceptr, 3>> ranges);
+  // Loads the copy_segments kernel (L3 fatbin, else NVRTC); leaves copy_fn_ null when
   // neither works, and small round trips then use memcpys.
   void load_copy_kernel();
   // Loads k.module from L2 or NVRTC (an L2 image the driver refuses, or that lacks the entry
@@ -178,15 +186,17 @@ class CudaDevice final : public DeviceImpl {
   CUcontext ctx_ = nullptr;
   bool use_graphs_ = true;  // VGPU_CUDA_GRAPHS=0 turns graph replay off
 
-  std::mutex mutex_;
+  // Used under core's call lock only.
   CUstream stream_ = nullptr;
+  std::uint64_t enqueued_ = 0;   // serials of enqueued work (submitted_serial)
+  std::uint64_t completed_ = 0;  // every serial up to this has run
   Pinned upload_;  // host → device staging ring
   std::uint64_t upload_head_ = 0;
   Pinned download_;  // device → host staging
   std::vector<std::uint64_t> trip_signature_;  // scratch for round_trip, reused
   bool zero_copy_ = true;  // VGPU_CUDA_ZERO_COPY=0: small round trips use memcpys too
   bool abandoned_ = false;  // lost, and its work outlived a bounded wait: leak, never free
-  std::once_flag copy_once_;
+  bool copy_loaded_ = false;  // load_copy_kernel() ran
   CUmodule copy_module_ = nullptr;
   CUfunction copy_fn_ = nullptr;
 };

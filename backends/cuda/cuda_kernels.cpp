@@ -17,9 +17,8 @@
 namespace vgpu::cuda {
 
 void CudaDevice::unload(CUmodule module) {
+  // No queued launch uses it any more: core frees a kernel only after its last use has run.
   if (!module || process_exiting()) return;
-  std::lock_guard lock(mutex_);
-  if (!settle_locked()) return;  // a queued launch may still use the module
   fn_.cuModuleUnload(module);
 }
 

@@ -61,7 +61,7 @@ void CudaDevice::load_copy_kernel() {
   copy_fn_ = fn;
 }
 
-void CudaDevice::launch_copies_locked(std::span<const std::array<CUdeviceptr, 3>> ranges) {
+void CudaDevice::launch_copies(std::span<const std::array<CUdeviceptr, 3>> ranges) {
   if (ranges.empty()) return;
   CopySegmentsParams p{};
   std::uint64_t largest = 0;
@@ -75,7 +75,7 @@ void CudaDevice::launch_copies_locked(std::span<const std::array<CUdeviceptr, 3>
   check_cu(fn_, fn_.cuLaunchKernel(copy_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "cuLaunchKernel");
 }
 
-void CudaDevice::enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
+void CudaDevice::enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
                                      std::span<const HostReadOp> reads, bool by_kernel) {
   std::array<std::array<CUdeviceptr, 3>, kMaxSegments> ranges;
   std::size_t n = 0;
@@ -89,8 +89,8 @@ void CudaDevice::enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostW
                "cuMemcpyHtoDAsync");
     at += staged_size(w.bytes);
   }
-  if (by_kernel) launch_copies_locked({ranges.data(), n});
-  launch_locked(batch);
+  if (by_kernel) launch_copies({ranges.data(), n});
+  launch(batch);
   n = 0;
   at = 0;
   for (const HostReadOp& r : reads) {
@@ -102,7 +102,7 @@ void CudaDevice::enqueue_trip_locked(CudaBatchImpl& batch, std::span<const HostW
                "cuMemcpyDtoHAsync");
     at += staged_size(r.bytes);
   }
-  if (by_kernel) launch_copies_locked({ranges.data(), n});
+  if (by_kernel) launch_copies({ranges.data(), n});
 }
 
 void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* recorded,
@@ -117,15 +117,17 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
   for (const HostReadOp& r : reads) down += staged_size(r.bytes);
   bool by_kernel = zero_copy_ && up <= kZeroCopyMax && down <= kZeroCopyMax && writes.size() <= kMaxSegments &&
                    reads.size() <= kMaxSegments;
-  if (by_kernel) std::call_once(copy_once_, [this] { load_copy_kernel(); });
+  if (by_kernel && !copy_loaded_) {
+    copy_loaded_ = true;  // once, successful or not
+    load_copy_kernel();
+  }
 
-  std::lock_guard lock(mutex_);
   make_current();
   // The trip's data sits at offset 0 of both staging rings, so a repeated trip issues exactly
   // the same copies and its graph can be replayed as is.
-  if (upload_head_ != 0) sync_locked(deadline, "waiting for queued uploads to free the staging ring");
-  reserve_locked(upload_, up, deadline);
-  reserve_locked(download_, down, deadline);
+  if (upload_head_ != 0) sync(deadline, "waiting for queued uploads to free the staging ring");
+  reserve(upload_, up, deadline);
+  reserve(download_, down, deadline);
   by_kernel = by_kernel && copy_fn_ && upload_.dev && download_.dev;
   auto& sig = trip_signature_;
   sig.clear();
@@ -145,6 +147,7 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
     sig.push_back(r.bytes);
   }
   upload_head_ = up;  // until the sync below, the staged data is in use
+  ++enqueued_;        // after the waits above, which complete everything enqueued before
   const bool repeated = sig == batch->trip_signature;
   if (!repeated && batch->trip_exec) {
     // Made for other buffers, sizes or staging: it will not be replayed again.
@@ -152,16 +155,16 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
     batch->trip_exec = nullptr;
   }
   if (repeated && !batch->trip_exec) {
-    batch->trip_exec = capture_locked([&] { enqueue_trip_locked(*batch, writes, reads, by_kernel); });
+    batch->trip_exec = capture([&] { enqueue_trip(*batch, writes, reads, by_kernel); });
     batch->trip_graph_failed = !batch->trip_exec;
   }
   if (repeated && batch->trip_exec) {
     check_cu(fn_, fn_.cuGraphLaunch(batch->trip_exec, stream_), "cuGraphLaunch");
   } else {
-    enqueue_trip_locked(*batch, writes, reads, by_kernel);
+    enqueue_trip(*batch, writes, reads, by_kernel);
     batch->trip_signature = sig;
   }
-  sync_locked(deadline, "waiting for a round trip's work");
+  sync(deadline, "waiting for a round trip's work");
   at = 0;
   for (const HostReadOp& r : reads) {
     std::memcpy(r.out, static_cast<std::uint8_t*>(download_.ptr) + at, r.bytes);

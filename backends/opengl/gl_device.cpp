@@ -14,8 +14,9 @@ namespace {
 
 constexpr std::uint32_t kParamsSlots = 1024;  // dispatches in flight before the ring wraps
 
-// Live devices, so the exit handler can shut them down; the mutex also orders a device's own
-// shutdown in its destructor against the exit handler's.
+// Live devices, so the exit handler can shut them down. The mutex guards the set and the
+// shut_down_/stopped_ flags of the devices in it: a device leaves the set (under the mutex)
+// before its owner shuts it down, so no wait for one device's worker holds up another device.
 std::mutex g_live_mutex;
 std::set<GlDevice*> g_live;
 
@@ -51,16 +52,22 @@ GlDevice::GlDevice(const GlDeviceDesc& desc, std::shared_ptr<const BackendSettin
 }
 
 GlDevice::~GlDevice() {
-  std::lock_guard lock(g_live_mutex);
-  g_live.erase(this);
+  {
+    std::lock_guard lock(g_live_mutex);
+    g_live.erase(this);
+  }
   // Core calls release() first, which bounds the wait; a device deleted directly waits for its
   // worker as long as it takes, since the worker's tasks use this object.
   shut_down(Deadline());
 }
 
 bool GlDevice::release() noexcept {
-  std::lock_guard lock(g_live_mutex);
-  g_live.erase(this);  // a leaked device must not be shut down again at exit
+  {
+    // Out of the set first (a leaked device must not be shut down again at exit); after that
+    // only this thread touches the device, so the wait below holds no lock.
+    std::lock_guard lock(g_live_mutex);
+    g_live.erase(this);
+  }
   // The worker's last task (stop_w) itself waits up to timeout() for the GPU: allow for it.
   if (shut_down(Deadline::after(timeout() * 2))) return true;
   try {

@@ -122,8 +122,12 @@ class GlBatchImpl final : public RecordedBatchImpl {
 /// signal means work is still running: either way the device is marked lost and the worker
 /// abandoned (queued tasks dropped). Shutting down waits at most 2 × timeout() for the worker;
 /// a worker still busy then is left to end by itself, and the device object is leaked for it.
-/// Thread-safety: every DeviceImpl member may be called concurrently from any thread; members
-/// ending in _w and every GL object run on the worker thread only.
+/// Destruction: deleting a GL object is queued behind the tasks that use it, and GL keeps an
+/// object that queued commands use alive until they have run, so core's deferred destruction
+/// has nothing to wait for here (the default submitted_serial/completed_serial).
+/// Thread-safety: core's call lock serialises the DeviceImpl members except compile(), which
+/// may run beside them; either way each member marshals its GL work to the worker, whose queue
+/// is thread-safe. Members ending in _w and every GL object run on the worker thread only.
 class GlDevice final : public DeviceImpl {
  public:
   /// Starts the worker, creates the context on desc's display and the params ring, with its
@@ -196,7 +200,7 @@ class GlDevice final : public DeviceImpl {
   GlDeviceDesc desc_;
   GlWorker worker_;
   bool l2_binaries_ = false;  // the driver offers program binary formats
-  bool shut_down_ = false;    // guarded by the live-device registry's mutex (gl_device.cpp)
+  bool shut_down_ = false;    // guarded by the live-device registry's mutex while in it (gl_device.cpp)
   bool stopped_ = false;      // the worker ended and was joined (same guard)
 
   // Worker-thread state.

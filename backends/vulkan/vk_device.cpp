@@ -47,22 +47,13 @@ void VulkanDevice::on_counters_attached() noexcept {
 
 bool VulkanDevice::release() noexcept {
   if (process_exiting()) return true;  // the destructor leaves everything to the OS
-  std::lock_guard lock(mutex_);
-  return settle_locked();
+  return settle();
 }
 
 VulkanDevice::~VulkanDevice() {
-  bool leave = process_exiting();
-  if (!leave) {
-    std::lock_guard lock(mutex_);
-    leave = !settle_locked();  // release() normally did this already
-  }
-  if (leave) {
-    // Leave every Vulkan object to the OS (or to the abandoned device); the handles below must
-    // not touch the driver either.
-    for (auto& b : owned_) b->cmd = VK_NULL_HANDLE;
-    return;
-  }
+  // Leave every Vulkan object to the OS at exit, or to the abandoned device (release()
+  // normally settled already).
+  if (process_exiting() || !settle()) return;
   save_pipeline_cache();
   destroy_buffer(staging_);
   destroy_buffer(readback_);
@@ -93,7 +84,7 @@ void VulkanDevice::barrier(VkCommandBuffer cmd, bool to_host) const {
                            0, nullptr, 0, nullptr);
 }
 
-VkCommandBuffer VulkanDevice::take_cmd_locked() {
+VkCommandBuffer VulkanDevice::take_cmd() {
   if (!free_cmds_.empty()) {
     VkCommandBuffer cmd = free_cmds_.back();
     free_cmds_.pop_back();
@@ -108,8 +99,8 @@ VkCommandBuffer VulkanDevice::take_cmd_locked() {
   return cmd;
 }
 
-VkCommandBuffer VulkanDevice::transient_cmd_locked() {
-  VkCommandBuffer cmd = take_cmd_locked();
+VkCommandBuffer VulkanDevice::transient_cmd() {
+  VkCommandBuffer cmd = take_cmd();
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check_vk(fn_.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
@@ -117,27 +108,27 @@ VkCommandBuffer VulkanDevice::transient_cmd_locked() {
   return cmd;
 }
 
-VkCommandBuffer VulkanDevice::pending_upload_locked() {
-  if (pending_upload_ == VK_NULL_HANDLE) pending_upload_ = transient_cmd_locked();
+VkCommandBuffer VulkanDevice::pending_upload() {
+  if (pending_upload_ == VK_NULL_HANDLE) pending_upload_ = transient_cmd();
   return pending_upload_;
 }
 
-void VulkanDevice::close_upload_locked() {
+void VulkanDevice::close_upload() {
   if (pending_upload_ == VK_NULL_HANDLE) return;
   check_vk(fn_.vkEndCommandBuffer(pending_upload_), "vkEndCommandBuffer");
-  pending_.push_back(PendingCmd{pending_upload_, true, nullptr});
+  pending_.push_back(PendingCmd{pending_upload_, true});
   pending_upload_ = VK_NULL_HANDLE;
 }
 
-void VulkanDevice::queue_batch_locked(VkBatchImpl& batch) {
-  close_upload_locked();  // uploads recorded before this submit must run before it
-  pending_.push_back(PendingCmd{batch.cmd, false, &batch});
-  if (pending_.size() >= 64) flush_locked();  // a caller that never syncs still gets its work started
+void VulkanDevice::queue_batch(VkBatchImpl& batch) {
+  close_upload();  // uploads recorded before this submit must run before it
+  pending_.push_back(PendingCmd{batch.cmd, false});
+  if (pending_.size() >= 64) flush();  // a caller that never syncs still gets its work started
 }
 
-std::uint64_t VulkanDevice::flush_locked(VkCommandBuffer extra, bool extra_is_transient) {
-  close_upload_locked();
-  if (extra != VK_NULL_HANDLE) pending_.push_back(PendingCmd{extra, extra_is_transient, nullptr});
+std::uint64_t VulkanDevice::flush(VkCommandBuffer extra, bool extra_is_transient) {
+  close_upload();
+  if (extra != VK_NULL_HANDLE) pending_.push_back(PendingCmd{extra, extra_is_transient});
   if (pending_.empty()) return 0;
   InFlight flight{next_serial_++, VK_NULL_HANDLE, {}};
   std::vector<VkCommandBuffer> cmds;
@@ -145,7 +136,6 @@ std::uint64_t VulkanDevice::flush_locked(VkCommandBuffer extra, bool extra_is_tr
   for (const PendingCmd& p : pending_) {
     cmds.push_back(p.cmd);
     if (p.transient) flight.recycle.push_back(p.cmd);
-    if (p.batch) p.batch->last_serial = flight.serial;
   }
   pending_.clear();
   if (!free_fences_.empty()) {
@@ -171,7 +161,7 @@ std::uint64_t VulkanDevice::flush_locked(VkCommandBuffer extra, bool extra_is_tr
   return in_flight_.back().serial;
 }
 
-bool VulkanDevice::try_wait_serial_locked(std::uint64_t serial, const Deadline& deadline) {
+bool VulkanDevice::try_wait_serial(std::uint64_t serial, const Deadline& deadline) {
   std::size_t n = 0;
   std::vector<VkFence> fences;
   while (n < in_flight_.size() && in_flight_[n].serial <= serial) fences.push_back(in_flight_[n++].fence);
@@ -187,34 +177,58 @@ bool VulkanDevice::try_wait_serial_locked(std::uint64_t serial, const Deadline& 
         fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE, deadline.remaining_ns());
     if (r == VK_TIMEOUT) return false;
     if (r != VK_SUCCESS) fail_vk(r, "vkWaitForFences");
-    fn_.vkResetFences(device_, static_cast<std::uint32_t>(n), fences.data());
-    for (std::size_t i = 0; i < n; ++i) {
-      free_fences_.push_back(in_flight_[i].fence);
-      for (VkCommandBuffer c : in_flight_[i].recycle) {
-        fn_.vkResetCommandBuffer(c, 0);
-        free_cmds_.push_back(c);
-      }
-      completed_serial_ = in_flight_[i].serial;
-    }
-    in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(n));
-    // One-off batches whose run has finished give their command buffers back. Their
-    // destructors then find nothing to release (and so never take the lock held here).
-    std::erase_if(owned_, [&](std::unique_ptr<VkBatchImpl>& b) {
-      const bool queued = std::any_of(pending_.begin(), pending_.end(), [&](const PendingCmd& p) { return p.batch == b.get(); });
-      if (queued || b->last_serial > completed_serial_) return false;
-      fn_.vkResetCommandBuffer(b->cmd, 0);
-      free_cmds_.push_back(b->cmd);
-      b->cmd = VK_NULL_HANDLE;
-      return true;
-    });
+    retire_front(n);
   }
   // The staging ring can restart once nothing queued or pending still reads from it.
-  if (idle_locked()) staging_head_ = 0;
+  if (idle()) staging_head_ = 0;
   return true;
 }
 
-void VulkanDevice::wait_serial_locked(std::uint64_t serial, const Deadline& deadline, const char* what) {
-  if (try_wait_serial_locked(serial, deadline)) return;
+void VulkanDevice::retire_front(std::size_t n) {
+  if (n == 0) return;
+  // Room first, so that nothing below throws halfway through (a retry would recycle twice).
+  std::size_t recycled = 0;
+  for (std::size_t i = 0; i < n; ++i) recycled += in_flight_[i].recycle.size();
+  std::vector<VkFence> fences;
+  fences.reserve(n);
+  free_fences_.reserve(free_fences_.size() + n);
+  free_cmds_.reserve(free_cmds_.size() + recycled);
+  for (std::size_t i = 0; i < n; ++i) {
+    fences.push_back(in_flight_[i].fence);
+    for (VkCommandBuffer c : in_flight_[i].recycle) {
+      fn_.vkResetCommandBuffer(c, 0);
+      free_cmds_.push_back(c);
+    }
+    completed_serial_ = in_flight_[i].serial;
+  }
+  fn_.vkResetFences(device_, static_cast<std::uint32_t>(n), fences.data());
+  free_fences_.insert(free_fences_.end(), fences.begin(), fences.end());
+  in_flight_.erase(in_flight_.begin(), in_flight_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+std::uint64_t VulkanDevice::submitted_serial() noexcept {
+  // Recorded work not yet flushed goes to the queue with the next serial.
+  return idle_pending() ? next_serial_ - 1 : next_serial_;
+}
+
+std::uint64_t VulkanDevice::completed_serial() noexcept {
+  std::size_t n = 0;
+  // Submissions complete in order; a fence that is not signalled (or errs: a lost device's
+  // work may still run) ends the scan.
+  while (n < in_flight_.size() && fn_.vkGetFenceStatus(device_, in_flight_[n].fence) == VK_SUCCESS) ++n;
+  try {
+    retire_front(n);
+  } catch (...) {  // a full free list (no memory): keep them in flight, polled again later
+    return completed_serial_;
+  }
+  // Nothing in flight: every flushed serial has run (or never reached the queue: a failed submit).
+  if (in_flight_.empty()) completed_serial_ = next_serial_ - 1;
+  if (idle()) staging_head_ = 0;
+  return completed_serial_;
+}
+
+void VulkanDevice::wait_serial(std::uint64_t serial, const Deadline& deadline, const char* what) {
+  if (try_wait_serial(serial, deadline)) return;
   // The queue still runs the work: nothing waited for may be reused or freed, so the device
   // takes no more calls.
   mark_lost(std::string("a wait for its queue ran past the ") + std::to_string(deadline.limit().count()) +
@@ -222,12 +236,12 @@ void VulkanDevice::wait_serial_locked(std::uint64_t serial, const Deadline& dead
   fail_timeout(physical_.info, deadline, what, true);
 }
 
-void VulkanDevice::finish_locked(const Deadline& deadline, const char* what) {
-  flush_locked();
-  wait_serial_locked(next_serial_, deadline, what);
+void VulkanDevice::finish(const Deadline& deadline, const char* what) {
+  flush();
+  wait_serial(next_serial_, deadline, what);
 }
 
-bool VulkanDevice::settle_locked(std::uint64_t serial) noexcept {
+bool VulkanDevice::settle() noexcept {
   if (process_exiting() || abandoned_) return false;
   const Deadline deadline = default_deadline();
   std::string why;
@@ -236,10 +250,10 @@ bool VulkanDevice::settle_locked(std::uint64_t serial) noexcept {
       // Recorded work that never reached the queue never will: only what runs is waited for.
       pending_.clear();
       pending_upload_ = VK_NULL_HANDLE;  // its command buffer goes with the pool
-    } else if (serial == kAllWork) {
-      flush_locked();
+    } else {
+      flush();
     }
-    if (try_wait_serial_locked(serial, deadline)) return true;
+    if (try_wait_serial(UINT64_MAX, deadline)) return true;
     why = "its work was still running after " + std::to_string(deadline.limit().count()) + " ms";
     mark_lost(why);
   } catch (const std::exception& e) {
@@ -253,13 +267,10 @@ bool VulkanDevice::settle_locked(std::uint64_t serial) noexcept {
   return false;
 }
 
-bool VulkanDevice::idle_locked() const {
-  return in_flight_.empty() && pending_.empty() && pending_upload_ == VK_NULL_HANDLE;
-}
+bool VulkanDevice::idle_pending() const { return pending_.empty() && pending_upload_ == VK_NULL_HANDLE; }
 
-void VulkanDevice::synchronize(const Deadline& deadline) {
-  std::lock_guard lock(mutex_);
-  finish_locked(deadline, "waiting for submitted work (synchronize)");
-}
+bool VulkanDevice::idle() const { return in_flight_.empty() && idle_pending(); }
+
+void VulkanDevice::synchronize(const Deadline& deadline) { finish(deadline, "waiting for submitted work (synchronize)"); }
 
 }  // namespace vgpu::vulkan

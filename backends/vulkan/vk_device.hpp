@@ -24,7 +24,8 @@ struct Allocation {
   std::uint64_t size = 0;
 };
 
-/// A user buffer. Thread-safety: owned by core's BufferState; destroyed once.
+/// A user buffer. Thread-safety: owned by core's BufferState; destroyed once, under the device's
+/// call lock, after the work that used it (core's deferred destruction).
 class VkBufferImpl final : public BufferImpl {
  public:
   VkBufferImpl(VulkanDevice& device, Allocation a) : device_(device), alloc(a) {}
@@ -33,7 +34,8 @@ class VkBufferImpl final : public BufferImpl {
   Allocation alloc;
 };
 
-/// A compute pipeline with its layouts. Thread-safety: immutable after compile.
+/// A compute pipeline with its layouts. Thread-safety: immutable after compile; destroyed
+/// under the call lock once no queued work uses it.
 class VkKernelImpl final : public KernelImpl {
  public:
   explicit VkKernelImpl(VulkanDevice& device) : device_(device) {}
@@ -47,7 +49,8 @@ class VkKernelImpl final : public KernelImpl {
   std::uint32_t push_bytes = 0;                       // params size rounded up to 4
 };
 
-/// A descriptor set. Thread-safety: immutable after bind.
+/// A descriptor set. Thread-safety: immutable after bind; freed under the call lock once no
+/// queued work uses it.
 class VkBindingSetImpl final : public BindingSetImpl {
  public:
   explicit VkBindingSetImpl(VulkanDevice& device) : device_(device) {}
@@ -57,14 +60,14 @@ class VkBindingSetImpl final : public BindingSetImpl {
   VkDescriptorSet set = VK_NULL_HANDLE;
 };
 
-/// A recorded, resubmittable command buffer. Thread-safety: guarded by the device mutex.
+/// A recorded, resubmittable command buffer. Thread-safety: used under the call lock; its
+/// command buffer goes back to the pool once no queued work runs it.
 class VkBatchImpl final : public RecordedBatchImpl {
  public:
   explicit VkBatchImpl(VulkanDevice& device) : device_(device) {}
   ~VkBatchImpl() override;
   VulkanDevice& device_;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
-  std::uint64_t last_serial = 0;  // submission that last used cmd
 };
 
 /// One opened Vulkan device: a queue, memory, pipelines, descriptor sets and submissions.
@@ -73,13 +76,17 @@ class VkBatchImpl final : public RecordedBatchImpl {
 /// cheaper. Uploads and submitted batches are recorded and queued together at the next point
 /// that needs results (read, synchronize, copy), so a steady upload-dispatch-readback call is
 /// one vkQueueSubmit and one fence wait. Work therefore starts at that point, not at submit().
+/// Each flush is one submission with a serial and a fence (submitted_serial/completed_serial),
+/// which is how core knows when a destroyed object's last use has run: destroying never waits.
 /// Time limits: fence waits end at the call's deadline; one that gives up (VK_TIMEOUT) leaves
 /// the work running, so the device is marked lost. Its objects are then destroyed only once
-/// the queue has drained, within timeout() (bounded); a device still busy after that is
-/// abandoned: its Vulkan objects are leaked, with a log line, never destroyed under the GPU.
-/// Thread-safety: every DeviceImpl member may be called concurrently; queue, command pool,
-/// descriptor pools, staging and fences are guarded by one mutex; pipeline creation runs
-/// outside it (the driver synchronises the pipeline cache internally).
+/// their work has finished; release() waits for the queue within timeout() (bounded), and a
+/// device still busy after that is abandoned: its Vulkan objects are leaked, with a log line,
+/// never destroyed under the GPU.
+/// Thread-safety: core's call lock serialises every member (queue, command pool, descriptor
+/// pools, staging, fences and serials need no lock of their own) except compile(), which may
+/// run beside them: it touches only the layout cache (layout_mutex_), the pipeline cache (the
+/// driver synchronises it; snapshots to L2 under cache_save_mutex_) and immutable state.
 class VulkanDevice final : public DeviceImpl {
  public:
   /// Creates the VkDevice, queue, pools and the pipeline cache (loaded from L2).
@@ -104,11 +111,14 @@ class VulkanDevice final : public DeviceImpl {
   void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
   void synchronize(const Deadline& deadline) override;
   void on_counters_attached() noexcept override;
-  void submit_owned(std::unique_ptr<RecordedBatchImpl> batch, const Deadline& deadline) override;
+  /// The serial the next flush gets while work waits to be flushed, else the last flushed one.
+  std::uint64_t submitted_serial() noexcept override;
+  /// Retires the submissions whose fences have signalled (never waits); returns the newest.
+  std::uint64_t completed_serial() noexcept override;
   /// Waits (within timeout()) for the queue to drain; false when the device is abandoned.
   bool release() noexcept override;
 
-  // Used by the object destructors above.
+  // Used by the object destructors above (core calls them once no queued work uses the object).
   void destroy_buffer(Allocation& a);
   void destroy_kernel(VkKernelImpl& k);
   void free_binding_set(VkBindingSetImpl& b);
@@ -138,30 +148,32 @@ class VulkanDevice final : public DeviceImpl {
   void load_pipeline_cache();
   void save_pipeline_cache();
 
-  // All *_locked members need mutex_ held.
-  VkCommandBuffer take_cmd_locked();       // a reset command buffer from the free list or the pool
-  VkCommandBuffer transient_cmd_locked();  // one begun for one-time submission
-  VkCommandBuffer pending_upload_locked();
+  VkCommandBuffer take_cmd();       // a reset command buffer from the free list or the pool
+  VkCommandBuffer transient_cmd();  // one begun for one-time submission
+  VkCommandBuffer pending_upload();
   // Submitted batches wait in pending_ until the next point that needs their results (a read,
   // synchronize, a copy, a write into memory they may use): then everything pending goes to the
   // queue in one vkQueueSubmit, so a steady write-submit-read call costs one submit, one wait.
-  void close_upload_locked();
-  void queue_batch_locked(VkBatchImpl& batch);
-  std::uint64_t flush_locked(VkCommandBuffer extra = VK_NULL_HANDLE, bool extra_is_transient = false);
+  void close_upload();
+  void queue_batch(VkBatchImpl& batch);
+  std::uint64_t flush(VkCommandBuffer extra = VK_NULL_HANDLE, bool extra_is_transient = false);
+  // Retires the first n submissions in flight (their fences have signalled): fences and
+  // transient command buffers go back to the free lists.
+  void retire_front(std::size_t n);
   // Waits for the submissions up to serial until deadline and retires them; returns false,
   // retiring nothing, when the deadline passed first.
-  bool try_wait_serial_locked(std::uint64_t serial, const Deadline& deadline);
-  // try_wait_serial_locked, or: marks the device lost and throws timeout (what: for the message).
-  void wait_serial_locked(std::uint64_t serial, const Deadline& deadline, const char* what);
-  void finish_locked(const Deadline& deadline, const char* what);  // flush, then wait for everything queued
-  bool idle_locked() const;
-  // Before an object that queued work may use is destroyed: flushes and waits, within
-  // timeout(), for the submissions up to serial (kAllWork: everything queued; on a lost device
-  // only what already runs). Returns false, never throwing, when the object must be leaked:
-  // the process is exiting, or the work did not finish (the device is then abandoned).
-  static constexpr std::uint64_t kAllWork = UINT64_MAX;
-  bool settle_locked(std::uint64_t serial = kAllWork) noexcept;
-  void ensure_capacity_locked(Allocation& buffer, std::uint64_t bytes, MemoryUse use, const Deadline& deadline);
+  bool try_wait_serial(std::uint64_t serial, const Deadline& deadline);
+  // try_wait_serial, or: marks the device lost and throws timeout (what: for the message).
+  void wait_serial(std::uint64_t serial, const Deadline& deadline, const char* what);
+  void finish(const Deadline& deadline, const char* what);  // flush, then wait for everything queued
+  bool idle() const;          // nothing in flight or waiting to be flushed
+  bool idle_pending() const;  // nothing waiting to be flushed
+  // Before the device goes: flushes and waits, within timeout(), for everything queued (on a
+  // lost device only for what already runs). Returns false, never throwing, when its objects
+  // must be leaked: the process is exiting, or the work did not finish (the device is then
+  // abandoned).
+  bool settle() noexcept;
+  void ensure_capacity(Allocation& buffer, std::uint64_t bytes, MemoryUse use, const Deadline& deadline);
   void barrier(VkCommandBuffer cmd, bool to_host) const;
 
   std::shared_ptr<Instance> instance_;
@@ -175,10 +187,10 @@ class VulkanDevice final : public DeviceImpl {
   std::mutex cache_save_mutex_;  // serialises pipeline-cache snapshots to L2
   std::uint64_t open_l2_hits_ = 0, open_l2_rejected_ = 0;  // counted before core attached counters
 
-  std::mutex layout_mutex_;
+  std::mutex layout_mutex_;  // compile() runs beside other calls: guards layouts_
   std::map<std::string, Layouts> layouts_;
 
-  std::mutex mutex_;
+  // Used under core's call lock only.
   VkCommandPool pool_ = VK_NULL_HANDLE;
   std::vector<VkCommandBuffer> free_cmds_;
   std::vector<VkFence> free_fences_;
@@ -187,11 +199,9 @@ class VulkanDevice final : public DeviceImpl {
   std::uint64_t next_serial_ = 1, completed_serial_ = 0;
   struct PendingCmd {
     VkCommandBuffer cmd;
-    bool transient;      // recycled after it runs
-    VkBatchImpl* batch;  // the recorded batch it belongs to, if any
+    bool transient;  // recycled after it runs
   };
   std::vector<PendingCmd> pending_;                  // recorded work not yet queued, in call order
-  std::vector<std::unique_ptr<VkBatchImpl>> owned_;  // one-off batches kept until they have run
   VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads being recorded for the next flush
   bool abandoned_ = false;                           // lost, and its work outlived a bounded wait: leak, never destroy
   Allocation staging_;                               // host-visible upload ring

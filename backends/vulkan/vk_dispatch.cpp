@@ -18,32 +18,29 @@ VkBatchImpl::~VkBatchImpl() { device_.release_batch(*this); }
 std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) {
   auto& k = static_cast<VkKernelImpl&>(kernel);
   auto set = std::make_unique<VkBindingSetImpl>(*this);
-  {
-    std::lock_guard lock(mutex_);
-    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorSetCount = 1;
-    ai.pSetLayouts = &k.set_layout;
-    VkResult r = VK_ERROR_OUT_OF_POOL_MEMORY;
-    for (auto it = descriptor_pools_.rbegin(); it != descriptor_pools_.rend() && r != VK_SUCCESS; ++it) {
-      ai.descriptorPool = *it;
-      r = fn_.vkAllocateDescriptorSets(device_, &ai, &set->set);
-      if (r == VK_SUCCESS) set->pool = *it;
-    }
-    if (r != VK_SUCCESS) {
-      // Pools grow by chaining: a full pool is kept for the sets it holds.
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
-      VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-      pci.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
-      pci.maxSets = kSetsPerPool;
-      pci.poolSizeCount = 1;
-      pci.pPoolSizes = &size;
-      VkDescriptorPool pool = VK_NULL_HANDLE;
-      check_vk(fn_.vkCreateDescriptorPool(device_, &pci, nullptr, &pool), "vkCreateDescriptorPool");
-      descriptor_pools_.push_back(pool);
-      ai.descriptorPool = pool;
-      check_vk(fn_.vkAllocateDescriptorSets(device_, &ai, &set->set), "vkAllocateDescriptorSets");
-      set->pool = pool;
-    }
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &k.set_layout;
+  VkResult r = VK_ERROR_OUT_OF_POOL_MEMORY;
+  for (auto it = descriptor_pools_.rbegin(); it != descriptor_pools_.rend() && r != VK_SUCCESS; ++it) {
+    ai.descriptorPool = *it;
+    r = fn_.vkAllocateDescriptorSets(device_, &ai, &set->set);
+    if (r == VK_SUCCESS) set->pool = *it;
+  }
+  if (r != VK_SUCCESS) {
+    // Pools grow by chaining: a full pool is kept for the sets it holds.
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
+    VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    pci.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
+    pci.maxSets = kSetsPerPool;
+    pci.poolSizeCount = 1;
+    pci.pPoolSizes = &size;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    check_vk(fn_.vkCreateDescriptorPool(device_, &pci, nullptr, &pool), "vkCreateDescriptorPool");
+    descriptor_pools_.push_back(pool);
+    ai.descriptorPool = pool;
+    check_vk(fn_.vkAllocateDescriptorSets(device_, &ai, &set->set), "vkAllocateDescriptorSets");
+    set->pool = pool;
   }
   std::vector<VkDescriptorBufferInfo> infos(k.slots.size());
   std::vector<VkWriteDescriptorSet> writes(k.slots.size());
@@ -62,17 +59,14 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
 }
 
 void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
+  // No queued dispatch reads the set any more (core frees it after its last use has run).
   if (b.set == VK_NULL_HANDLE || process_exiting()) return;
-  std::lock_guard lock(mutex_);
-  if (!idle_locked() && !settle_locked()) return;  // a queued dispatch may still read the set
-  if (abandoned_) return;
   fn_.vkFreeDescriptorSets(device_, b.pool, 1, &b.set);
 }
 
 std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const DispatchCommand> commands) {
   auto batch = std::make_unique<VkBatchImpl>(*this);
-  std::lock_guard lock(mutex_);
-  batch->cmd = take_cmd_locked();
+  batch->cmd = take_cmd();
   // Simultaneous use lets a resubmitted batch be queued again before its last run finished.
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
@@ -98,25 +92,17 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
 }
 
 void VulkanDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {  // queues, never waits
-  auto& batch = static_cast<VkBatchImpl&>(recorded);
-  std::lock_guard lock(mutex_);
-  queue_batch_locked(batch);
-}
-
-void VulkanDevice::submit_owned(std::unique_ptr<RecordedBatchImpl> recorded, const Deadline& /*deadline*/) {
-  std::unique_ptr<VkBatchImpl> batch(static_cast<VkBatchImpl*>(recorded.release()));
-  std::lock_guard lock(mutex_);
-  queue_batch_locked(*batch);
-  owned_.push_back(std::move(batch));
+  queue_batch(static_cast<VkBatchImpl&>(recorded));
 }
 
 void VulkanDevice::release_batch(VkBatchImpl& b) {
+  // Nothing queued runs it any more (core frees a batch after its last run has finished).
   if (b.cmd == VK_NULL_HANDLE || process_exiting()) return;
-  std::lock_guard lock(mutex_);
-  const bool queued = std::any_of(pending_.begin(), pending_.end(), [&](const PendingCmd& p) { return p.batch == &b; });
-  if (!settle_locked(queued ? kAllWork : b.last_serial)) return;  // abandoned work may still run it: leaked
   fn_.vkResetCommandBuffer(b.cmd, 0);
-  free_cmds_.push_back(b.cmd);
+  try {
+    free_cmds_.push_back(b.cmd);
+  } catch (...) {  // no room in the free list: the pool frees it with the device
+  }
 }
 
 }  // namespace vgpu::vulkan

@@ -75,13 +75,8 @@ Allocation VulkanDevice::allocate(std::uint64_t bytes, MemoryUse use, VkBufferUs
 }
 
 void VulkanDevice::destroy_buffer(Allocation& a) {
+  // No queued work uses it any more: core frees a buffer only after its last use has run.
   if (a.buffer == VK_NULL_HANDLE || process_exiting()) return;
-  {
-    // A queued dispatch may still use the buffer; freeing it under the GPU would be a crash.
-    std::lock_guard lock(mutex_);
-    if (!idle_locked() && !settle_locked()) return;  // still in use by abandoned work: leaked
-    if (abandoned_) return;
-  }
   if (a.mapped) fn_.vkUnmapMemory(device_, a.memory);
   fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
   fn_.vkFreeMemory(device_, a.memory, nullptr);
@@ -95,18 +90,17 @@ std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
   auto buffer = std::make_unique<VkBufferImpl>(*this, a);
   if (!a.mapped) {
     // Zero device-local memory with a queued fill so no buffer ever exposes stale data.
-    std::lock_guard lock(mutex_);
-    VkCommandBuffer cmd = pending_upload_locked();
+    VkCommandBuffer cmd = pending_upload();
     fn_.vkCmdFillBuffer(cmd, a.buffer, 0, VK_WHOLE_SIZE, 0);
     barrier(cmd, false);  // a later upload into this buffer must land after the fill
   }
   return buffer;
 }
 
-void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes, MemoryUse use,
+void VulkanDevice::ensure_capacity(Allocation& host, std::uint64_t bytes, MemoryUse use,
                                           const Deadline& deadline) {
   if (host.size >= bytes) return;
-  finish_locked(deadline, "waiting for queued copies before growing the staging memory");
+  finish(deadline, "waiting for queued copies before growing the staging memory");
   const std::uint64_t size = std::max<std::uint64_t>(round_up(bytes, 1 << 20), host.size * 2);
   Allocation old = host;
   host = allocate(size, use, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
@@ -120,20 +114,19 @@ void VulkanDevice::ensure_capacity_locked(Allocation& host, std::uint64_t bytes,
 void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
                          const Deadline& deadline) {
   auto& dst = static_cast<VkBufferImpl&>(buffer).alloc;
-  std::lock_guard lock(mutex_);
   if (dst.mapped) {
     // Earlier queued work may read or write these bytes: wait for it before touching them.
-    if (!idle_locked()) finish_locked(deadline, "waiting for earlier work before writing a buffer");
+    if (!idle()) finish(deadline, "waiting for earlier work before writing a buffer");
     std::memcpy(static_cast<char*>(dst.mapped) + offset, data, bytes);
     return;
   }
   if (staging_head_ + bytes > staging_.size) {
-    finish_locked(deadline, "waiting for queued uploads to free the staging ring");
-    ensure_capacity_locked(staging_, bytes, MemoryUse::upload, deadline);
+    finish(deadline, "waiting for queued uploads to free the staging ring");
+    ensure_capacity(staging_, bytes, MemoryUse::upload, deadline);
   }
   std::memcpy(static_cast<char*>(staging_.mapped) + staging_head_, data, bytes);
   const VkBufferCopy region{staging_head_, offset, bytes};
-  VkCommandBuffer cmd = pending_upload_locked();
+  VkCommandBuffer cmd = pending_upload();
   fn_.vkCmdCopyBuffer(cmd, staging_.buffer, dst.buffer, 1, &region);
   barrier(cmd, false);  // two uploads to one buffer before a submit must land in call order
   staging_head_ = round_up(staging_head_ + bytes, 16);
@@ -142,21 +135,20 @@ void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* d
 void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
                         const Deadline& deadline) {
   auto& src = static_cast<VkBufferImpl&>(buffer).alloc;
-  std::lock_guard lock(mutex_);
   if (src.mapped) {
-    finish_locked(deadline, "waiting for submitted work to read a buffer");
+    finish(deadline, "waiting for submitted work to read a buffer");
     std::memcpy(out, static_cast<const char*>(src.mapped) + offset, bytes);
     return;
   }
-  if (readback_.size < bytes) ensure_capacity_locked(readback_, bytes, MemoryUse::readback, deadline);
-  VkCommandBuffer cmd = transient_cmd_locked();
+  if (readback_.size < bytes) ensure_capacity(readback_, bytes, MemoryUse::readback, deadline);
+  VkCommandBuffer cmd = transient_cmd();
   const VkBufferCopy region{offset, 0, bytes};
   fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
   barrier(cmd, true);
   check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   // Pending uploads and batches ride along: a steady call is one submit and one wait.
-  flush_locked(cmd, true);
-  finish_locked(deadline, "waiting for submitted work to read a buffer");
+  flush(cmd, true);
+  finish(deadline, "waiting for submitted work to read a buffer");
   std::memcpy(out, readback_.mapped, bytes);
 }
 
@@ -164,12 +156,11 @@ void VulkanDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& d
                         std::uint64_t bytes, const Deadline& /*deadline*/) {  // queued, never waits
   auto& s = static_cast<VkBufferImpl&>(src).alloc;
   auto& d = static_cast<VkBufferImpl&>(dst).alloc;
-  std::lock_guard lock(mutex_);
-  VkCommandBuffer cmd = transient_cmd_locked();
+  VkCommandBuffer cmd = transient_cmd();
   const VkBufferCopy region{src_offset, dst_offset, bytes};
   fn_.vkCmdCopyBuffer(cmd, s.buffer, d.buffer, 1, &region);
   check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-  flush_locked(cmd, true);
+  flush(cmd, true);
 }
 
 }  // namespace vgpu::vulkan

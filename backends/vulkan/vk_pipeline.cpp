@@ -235,12 +235,8 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
 }
 
 void VulkanDevice::destroy_kernel(VkKernelImpl& k) {
+  // No queued work runs it any more: core frees a kernel only after its last use has run.
   if (process_exiting()) return;
-  {
-    std::lock_guard lock(mutex_);
-    if (!idle_locked() && !settle_locked()) return;  // abandoned work may still run it: leaked
-    if (abandoned_) return;
-  }
   if (k.pipeline) fn_.vkDestroyPipeline(device_, k.pipeline, nullptr);
   if (k.module) fn_.vkDestroyShaderModule(device_, k.module, nullptr);
 }

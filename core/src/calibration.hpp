@@ -2,17 +2,22 @@
 // "Calibration"): eligibility → probe → timed runs → refinement → ordering, one file each
 // (calibrate_*.cpp), run in that order by calibrate() (calibrator.cpp). They are split so that
 // each rule — and the reason for it — can be read, changed and bounded on its own.
-// Thread-safety: the phases share no state beyond their arguments; the caller
-// (SelectionService) runs one calibration at a time, since two would spoil each other's times.
+// Thread-safety: the phases share no state beyond their arguments. Calibrations of different
+// ops may run at once (SelectionService holds no lock over one); they take turns at the timed
+// phases through TimingTurns, since two timing at once would spoil each other's times.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "call_data.hpp"
@@ -52,6 +57,44 @@ inline constexpr double kPredictSkip = 4, kRunCheap = 0.5;
 inline constexpr double kCloseFactor = 1.3;
 inline constexpr int kRefineRounds = 8;
 inline constexpr double kRefineBudget = 0.5;
+
+/// How long a calibration waits for another's timing turn before it times anyway: longer than
+/// the timed phases of a calibration take (a few device budgets, kRefineBudget, warm-ups), so
+/// turns normally never overlap, yet bounded, since a turn runs user code (the factory at a
+/// probe shape, CPU kernels) that could itself wait for the calibration waiting here.
+inline constexpr std::chrono::seconds kTurnWait{10};
+
+/// Lets calibrations take turns at timing devices. Not a lock that can deadlock: take() waits
+/// at most kTurnWait for the turn, then goes ahead without it; a calibration nested in one on
+/// the same thread (a factory selecting another op) shares its thread's turn.
+/// Thread-safety: safe from any thread.
+class TimingTurns {
+ public:
+  /// The turn while it is held (or the bounded wait that gave up on it).
+  class [[nodiscard]] Turn {
+   public:
+    explicit Turn(TimingTurns* turns) noexcept : turns_(turns) {}
+    Turn(Turn&& other) noexcept : turns_(std::exchange(other.turns_, nullptr)) {}
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+    Turn& operator=(Turn&&) = delete;
+    ~Turn() {
+      if (turns_) turns_->give_back();
+    }
+
+   private:
+    TimingTurns* turns_;
+  };
+  /// Waits (at most kTurnWait) until no other thread's calibration is timing, and takes the turn.
+  Turn take();
+
+ private:
+  void give_back() noexcept;
+  std::mutex mutex_;  // a leaf: guards owner_ and depth_ only
+  std::condition_variable free_;
+  std::thread::id owner_;
+  int depth_ = 0;
+};
 
 /// What is being calibrated: op at shape, its plans from factory, its work (selection_work).
 struct Request {
@@ -126,7 +169,10 @@ Selection single_candidate(const Request& r, Field field, Clock::time_point t0);
 
 /// Runs the phases: times every eligible device for r except the demoted ones and returns the
 /// selection, fastest first (a single eligible device is returned untimed, source only).
-Selection calibrate(const Request& r, const DeviceSource& source, const std::set<std::string>& demoted);
+/// Phases 2-4 run in a turn of turns (when given); eligibility, which asks the factory for
+/// every device, runs outside it.
+Selection calibrate(const Request& r, const DeviceSource& source, const std::set<std::string>& demoted,
+                    TimingTurns* turns = nullptr);
 
 }  // namespace calibration
 }  // namespace vgpu::detail

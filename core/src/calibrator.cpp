@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <string>
 
 #include "calibration.hpp"
+#include "vgpu/log.hpp"
 
 namespace vgpu::detail::calibration {
 
@@ -22,10 +24,33 @@ std::string fmt_ratio(double r) {
   return buf;
 }
 
-Selection calibrate(const Request& r, const DeviceSource& source, const std::set<std::string>& demoted) {
+TimingTurns::Turn TimingTurns::take() {
+  const std::thread::id self = std::this_thread::get_id();
+  std::unique_lock lock(mutex_);
+  if (owner_ != self &&
+      !free_.wait_for(lock, kTurnWait, [&] { return owner_ == std::thread::id(); })) {
+    log(LogLevel::debug, "a calibration waited " + std::to_string(kTurnWait.count()) +
+                             " s for another one's timed runs; timing beside it.");
+    return Turn(nullptr);
+  }
+  owner_ = self;
+  ++depth_;
+  return Turn(this);
+}
+
+void TimingTurns::give_back() noexcept {
+  std::lock_guard lock(mutex_);
+  if (--depth_ > 0) return;
+  owner_ = std::thread::id();
+  free_.notify_one();
+}
+
+Selection calibrate(const Request& r, const DeviceSource& source, const std::set<std::string>& demoted,
+                    TimingTurns* turns) {
   const auto t0 = Clock::now();
   Field field = find_eligible(r, source, demoted);
   if (field.eligible.size() == 1) return single_candidate(r, std::move(field), t0);
+  const TimingTurns::Turn turn = turns ? turns->take() : TimingTurns::Turn(nullptr);
   HostDataPool data;
   double best = std::numeric_limits<double>::infinity();
   const std::optional<Shape> pshape = probe_shape(r);

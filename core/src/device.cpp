@@ -36,10 +36,10 @@ void Batch::dispatch(const Kernel& kernel, const BindingSet& bindings, const Par
   if (!bindings.state_ || bindings.state_->device != state_->device)
     fail(ErrorCategory::invalid_argument, "binding set is empty or from another device than the batch.",
          "record binding sets made on the batch's device.");
-  detail::validate_dispatch(state_->device->info(), *kernel.state_, *bindings.state_, params, groups);
+  detail::validate_dispatch(state_->device->impl().info(), *kernel.state_, *bindings.state_, params, groups);
   std::lock_guard lock(state_->mutex);
   state_->commands.push_back(detail::BatchCommand{kernel.state_, bindings.state_, params, groups});
-  state_->recorded.reset();  // the recorded form no longer matches
+  detail::retire(state_->device, std::move(state_->recorded));  // no longer matches; may still be queued
 }
 
 std::size_t Batch::size() const noexcept {
@@ -52,7 +52,7 @@ void Batch::clear() {
   if (!state_) return;
   std::lock_guard lock(state_->mutex);
   state_->commands.clear();
-  state_->recorded.reset();
+  detail::retire(state_->device, std::move(state_->recorded));
 }
 
 const DeviceInfo& Device::info() const { return core_of(core_).info(); }

@@ -1,7 +1,6 @@
 // core/src/device_core.cpp — validation, counters and the L1 cache in front of every backend.
 #include "device_core.hpp"
 
-#include <cstdlib>
 #include <mutex>
 #include <new>
 #include <set>
@@ -35,34 +34,6 @@ std::vector<std::string> dialects_of(const KernelSource& source) {
   return out;
 }
 
-// Backend devices that could not be released: kept, never freed, for the life of the process.
-// Held here (not just dropped) so that the memory stays reachable: a leak checker then sees a
-// deliberate keep, not a leak, and still reports every real one.
-void keep_forever(DeviceImpl* impl) noexcept {
-  static std::mutex mutex;
-  static auto* kept = new std::vector<DeviceImpl*>();  // never destroyed either
-  std::lock_guard lock(mutex);
-  try {
-    kept->push_back(impl);
-  } catch (...) {  // out of memory: the device is still never freed, only unlisted
-  }
-}
-
-// The deleter of the backend device: the backend may have to leak it (work it gave up on still
-// runs in the driver and uses its memory); it says why, core notes the leak.
-void retire(DeviceImpl* impl) noexcept {
-  if (impl->release()) {
-    delete impl;
-    return;
-  }
-  keep_forever(impl);
-  try {
-    log(LogLevel::warn, "leaking the lost " + device_label(impl->info()) +
-                            " (work it gave up waiting for may still run in the driver).");
-  } catch (...) {  // nothing left to do for a log line that cannot be built
-  }
-}
-
 void check_range(const BufferState& b, std::uint64_t offset, std::uint64_t bytes, const char* op) {
   if (offset > b.size || bytes > b.size - offset) {
     fail(ErrorCategory::invalid_argument,
@@ -83,15 +54,15 @@ auto DeviceCore::guarded(const char* what, F&& f) -> decltype(f()) {
     fail(ErrorCategory::out_of_memory, std::string("host memory ran out while ") + what + ".",
          "free memory or use smaller buffers.");
   } catch (const Error& e) {
-    if (e.category() == ErrorCategory::device_lost) impl_->mark_lost(e.problem());
+    if (e.category() == ErrorCategory::device_lost) impl_.mark_lost(e.problem());
     throw;
   }
 }
 
 void DeviceCore::check_usable() const {
-  if (!impl_->lost()) return;
+  if (!impl_.lost()) return;
   const DeviceInfo& di = info();
-  std::string why = impl_->lost_reason();
+  std::string why = impl_.lost_reason();
   while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
   fail(ErrorCategory::device_lost, device_label(di) + " (" + di.id() + ") is lost: " + why + ".",
        "open the device again: Runtime::global().open(\"" + di.id() +
@@ -109,7 +80,7 @@ Deadline DeviceCore::deadline_for(std::chrono::milliseconds limit, const char* c
 
 void DeviceCore::set_timeout(std::chrono::milliseconds limit) {
   deadline_for(limit, "Device::set_timeout");
-  impl_->set_timeout(limit);
+  impl_.set_timeout(limit);
 }
 
 void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const BindingSetState& bindings,
@@ -159,19 +130,21 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
 }
 
 DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config)
-    : impl_(std::shared_ptr<DeviceImpl>(impl.release(), retire)), l1_(config.l1_capacity) {
-  impl_->set_timeout(config.timeout);  // also for a backend made without the runtime's settings
-  impl_->attach_counters(&counters_);
+    : host_(make_device_host(std::move(impl))),
+      impl_(host_->impl()),
+      counters_(host_->counters()),
+      l1_(config.l1_capacity) {
+  impl_.set_timeout(config.timeout);  // also for a backend made without the runtime's settings
 }
 
-// Handles may keep the backend device alive after this core; it must not count into freed memory.
-DeviceCore::~DeviceCore() { impl_->attach_counters(nullptr); }
+// The L1 cache's kernels are retired to the host, which outlives this core while handles live.
+DeviceCore::~DeviceCore() = default;
 
 BufferState& DeviceCore::own(const Buffer& buffer, const char* what) const {
   if (!buffer.state_)
     fail(ErrorCategory::invalid_argument, std::string(what) + " is an empty Buffer handle.",
          "pass a buffer returned by Device::create_buffer().");
-  if (buffer.state_->device != impl_)
+  if (buffer.state_->device != host_)
     fail(ErrorCategory::invalid_argument, std::string(what) + " belongs to another device than " + device_label(info()) + ".",
          "create the buffer on the device you use it with, or copy its data through the host.");
   return *buffer.state_;
@@ -180,7 +153,7 @@ BufferState& DeviceCore::own(const Buffer& buffer, const char* what) const {
 KernelState& DeviceCore::own(const Kernel& kernel) const {
   if (!kernel.state_)
     fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
-  if (kernel.state_->device != impl_)
+  if (kernel.state_->device != host_)
     fail(ErrorCategory::invalid_argument, "kernel '" + kernel.state_->source.name + "' was compiled for another device.",
          "compile the kernel on the device you dispatch it on.");
   return *kernel.state_;
@@ -189,7 +162,7 @@ KernelState& DeviceCore::own(const Kernel& kernel) const {
 BindingSetState& DeviceCore::own(const BindingSet& bindings) const {
   if (!bindings.state_)
     fail(ErrorCategory::invalid_argument, "empty BindingSet handle.", "pass a binding set returned by Device::bind().");
-  if (bindings.state_->device != impl_)
+  if (bindings.state_->device != host_)
     fail(ErrorCategory::invalid_argument, "binding set belongs to another device.",
          "bind buffers on the device you dispatch on.");
   return *bindings.state_;
@@ -198,13 +171,14 @@ BindingSetState& DeviceCore::own(const BindingSet& bindings) const {
 BatchState& DeviceCore::own(const Batch& batch) const {
   if (!batch.state_)
     fail(ErrorCategory::invalid_argument, "empty Batch handle.", "pass a batch returned by Device::create_batch().");
-  if (batch.state_->device != impl_)
+  if (batch.state_->device != host_)
     fail(ErrorCategory::invalid_argument, "batch was created on another device.",
          "submit a batch to the device that created it.");
   return *batch.state_;
 }
 
 Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
+  const CallLock call = host_->lock();
   check_usable();
   if (bytes == 0)
     fail(ErrorCategory::invalid_argument, "cannot create a zero-byte buffer.",
@@ -216,8 +190,8 @@ Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
              device_label(info()) + ".",
          "split the data into smaller buffers or use a device with more memory (vgpu-probe lists limits).");
   auto state = std::make_shared<BufferState>();
-  state->device = impl_;
-  state->impl = guarded("allocating a buffer", [&] { return impl_->create_buffer(bytes); });
+  state->device = host_;
+  state->impl = guarded("allocating a buffer", [&] { return impl_.create_buffer(bytes); });
   state->size = bytes;
   counters_.allocations.fetch_add(1, std::memory_order_relaxed);
   return Buffer(std::move(state));
@@ -246,25 +220,28 @@ BufferState* DeviceCore::checked_read(const Buffer& buffer, const void* out, std
 }
 
 void DeviceCore::write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset) {
+  const CallLock call = host_->lock();
   check_usable();
   BufferState* b = checked_write(buffer, data, bytes, offset, "write target");
   if (!b) return;
-  const Deadline deadline = impl_->default_deadline();
-  guarded("writing a buffer", [&] { impl_->write(*b->impl, offset, data, bytes, deadline); });
+  const Deadline deadline = impl_.default_deadline();
+  guarded("writing a buffer", [&] { impl_.write(*b->impl, offset, data, bytes, deadline); });
   counters_.bytes_up.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void DeviceCore::read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset) {
+  const CallLock call = host_->lock();
   check_usable();
   BufferState* b = checked_read(buffer, out, bytes, offset, "read source");
   if (!b) return;
-  const Deadline deadline = impl_->default_deadline();
-  guarded("reading a buffer", [&] { impl_->read(*b->impl, offset, out, bytes, deadline); });
+  const Deadline deadline = impl_.default_deadline();
+  guarded("reading a buffer", [&] { impl_.read(*b->impl, offset, out, bytes, deadline); });
   counters_.bytes_down.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void DeviceCore::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
                       std::uint64_t dst_offset) {
+  const CallLock call = host_->lock();
   check_usable();
   BufferState& s = own(src, "copy source");
   BufferState& d = own(dst, "copy destination");
@@ -274,8 +251,8 @@ void DeviceCore::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes,
   if (&s == &d && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes)
     fail(ErrorCategory::invalid_argument, "copy source and destination ranges overlap in one buffer.",
          "copy through a second buffer, or use ranges that do not overlap.");
-  const Deadline deadline = impl_->default_deadline();
-  guarded("copying a buffer", [&] { impl_->copy(*s.impl, src_offset, *d.impl, dst_offset, bytes, deadline); });
+  const Deadline deadline = impl_.default_deadline();
+  guarded("copying a buffer", [&] { impl_.copy(*s.impl, src_offset, *d.impl, dst_offset, bytes, deadline); });
 }
 
 const DialectSource& DeviceCore::check_compilable(const KernelSource& source, const CompileOptions& options) const {
@@ -333,11 +310,11 @@ const DialectSource& DeviceCore::check_compilable(const KernelSource& source, co
 std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source, const DialectSource& code,
                                                       const CompileOptions& options, const cache::KernelKey& key) {
   auto state = std::make_shared<KernelState>();
-  state->device = impl_;
+  state->device = host_;
   state->source = source;
   state->options = options;
   state->key = key;
-  state->impl = guarded("compiling a kernel", [&] { return impl_->compile(source, code, options); });
+  state->impl = guarded("compiling a kernel", [&] { return impl_.compile(source, code, options); });
   counters_.compiles.fetch_add(1, std::memory_order_relaxed);
   return state;
 }
@@ -364,12 +341,13 @@ Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& opt
 }
 
 BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindings) {
+  const CallLock call = host_->lock();
   check_usable();
   KernelState& k = own(kernel);
   std::uint32_t max_slot = 0;
   for (const BindingDecl& d : k.source.bindings) max_slot = std::max(max_slot, d.slot + 1);
   auto state = std::make_shared<BindingSetState>();
-  state->device = impl_;
+  state->device = host_;
   state->kernel = kernel.state_;
   state->by_slot.resize(max_slot);
   for (const Binding& b : bindings) {
@@ -395,21 +373,32 @@ BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindi
            "add Binding{" + to_string(d.slot) + ", buffer} to the bind() call.");
     raw[d.slot] = state->by_slot[d.slot]->impl.get();
   }
-  state->impl = guarded("binding buffers", [&] { return impl_->bind(*k.impl, raw); });
+  state->impl = guarded("binding buffers", [&] { return impl_.bind(*k.impl, raw); });
   counters_.binds.fetch_add(1, std::memory_order_relaxed);
   return BindingSet(std::move(state));
 }
 
 void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
                           Groups groups) {
+  const CallLock call = host_->lock();
   check_usable();
   KernelState& k = own(kernel);
   BindingSetState& b = own(bindings);
   validate_dispatch(info(), k, b, params, groups);
   const DispatchCommand cmd{k.impl.get(), b.impl.get(), params, groups};
-  const Deadline deadline = impl_->default_deadline();
-  guarded("dispatching",
-          [&] { impl_->submit_owned(impl_->record(std::span<const DispatchCommand>(&cmd, 1)), deadline); });
+  const Deadline deadline = impl_.default_deadline();
+  guarded("dispatching", [&] {
+    // A one-off batch: retired right away, so it is freed once its run has completed. Retired
+    // on failure too, since the backend may have queued it before failing.
+    std::unique_ptr<RecordedBatchImpl> once = impl_.record(std::span<const DispatchCommand>(&cmd, 1));
+    try {
+      impl_.submit(*once, deadline);
+    } catch (...) {
+      host_->retire(std::move(once));
+      throw;
+    }
+    host_->retire(std::move(once));
+  });
   counters_.submits.fetch_add(1, std::memory_order_relaxed);
   counters_.dispatches.fetch_add(1, std::memory_order_relaxed);
 }
@@ -417,19 +406,20 @@ void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, cons
 Batch DeviceCore::create_batch() {
   check_usable();
   auto state = std::make_shared<BatchState>();
-  state->device = impl_;
+  state->device = host_;
   return Batch(std::move(state));
 }
 
 void DeviceCore::submit(const Batch& batch) {
+  const CallLock call = host_->lock();
   check_usable();
   BatchState& s = own(batch);
   std::lock_guard lock(s.mutex);
   if (s.commands.empty()) return;
-  const Deadline deadline = impl_->default_deadline();
+  const Deadline deadline = impl_.default_deadline();
   guarded("submitting a batch", [&] {
     record_locked(s);
-    impl_->submit(*s.recorded, deadline);
+    impl_.submit(*s.recorded, deadline);
   });
   counters_.submits.fetch_add(1, std::memory_order_relaxed);
   counters_.dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
@@ -441,13 +431,14 @@ void DeviceCore::record_locked(BatchState& s) {
   cmds.reserve(s.commands.size());
   for (const BatchCommand& c : s.commands)
     cmds.push_back(DispatchCommand{c.kernel->impl.get(), c.bindings->impl.get(), c.params, c.groups});
-  s.recorded = impl_->record(cmds);
+  s.recorded = impl_.record(cmds);
 }
 
 void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
                             std::chrono::milliseconds limit) {
+  const CallLock call = host_->lock();
   check_usable();
-  const Deadline deadline = deadline_for(limit, "Device::round_trip");  // the trip's start
+  const Deadline deadline = deadline_for(limit, "Device::round_trip");  // the trip's start, once it has the device
   // Everything is checked before anything runs, so a bad argument leaves buffers untouched.
   // The op lists are reused per thread: a steady round trip allocates nothing.
   thread_local std::vector<HostWriteOp> write_ops;
@@ -475,7 +466,7 @@ void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batc
       record_locked(s);
       recorded = s.recorded.get();
     }
-    impl_->round_trip(write_ops, recorded, read_ops, deadline);
+    impl_.round_trip(write_ops, recorded, read_ops, deadline);
   });
   counters_.bytes_up.fetch_add(up, std::memory_order_relaxed);
   counters_.bytes_down.fetch_add(down, std::memory_order_relaxed);
@@ -486,9 +477,10 @@ void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batc
 }
 
 void DeviceCore::synchronize(std::chrono::milliseconds limit) {
+  const CallLock call = host_->lock();
   check_usable();
   const Deadline deadline = deadline_for(limit, "Device::synchronize");
-  guarded("synchronizing", [&] { impl_->synchronize(deadline); });
+  guarded("synchronizing", [&] { impl_.synchronize(deadline); });
 }
 
 }  // namespace vgpu::detail

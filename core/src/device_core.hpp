@@ -1,5 +1,5 @@
 // core/src/device_core.hpp — the runtime state behind a Device handle: validation, counters,
-// the L1 kernel cache, and the handle states that keep backend objects alive.
+// the L1 kernel cache, the call lock, and the handle states that keep backend objects alive.
 #pragma once
 
 #include <chrono>
@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "device_host.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/memory_cache.hpp"
@@ -17,28 +18,42 @@
 
 namespace vgpu::detail {
 
-// Each state holds the DeviceImpl first so it is destroyed last: backend objects (pipelines,
-// allocations) must go before the device that made them, whatever order handles die in.
+// Each state holds its device's host first so it is destroyed last: backend objects
+// (pipelines, allocations) must go before the device that made them, whatever order handles die
+// in. A state's backend object is retired to the host, never destroyed in place: the host frees
+// it once the work that may use it has completed (deferred destruction, device_host.hpp), so a
+// handle may die on any thread, under any lock, without waiting.
+// Thread-safety: a state is written while it is made and read-only after (a BatchState's
+// commands and recorded form are guarded by its mutex); its backend object is used only under
+// the device's call lock.
+
+/// Hands object to host for deferred destruction (nothing when either is null).
+inline void retire(const std::shared_ptr<DeviceHost>& host, std::unique_ptr<DeviceObject> object) noexcept {
+  if (host && object) host->retire(std::move(object));
+}
 
 struct BufferState {
-  std::shared_ptr<DeviceImpl> device;
+  std::shared_ptr<DeviceHost> device;
   std::unique_ptr<BufferImpl> impl;
   std::uint64_t size = 0;
+  ~BufferState() { retire(device, std::move(impl)); }
 };
 
 struct KernelState {
-  std::shared_ptr<DeviceImpl> device;
+  std::shared_ptr<DeviceHost> device;
   KernelSource source;  // kept for validating binds and dispatches against its declarations
   CompileOptions options;
   cache::KernelKey key;
   std::unique_ptr<KernelImpl> impl;
+  ~KernelState() { retire(device, std::move(impl)); }
 };
 
 struct BindingSetState {
-  std::shared_ptr<DeviceImpl> device;
+  std::shared_ptr<DeviceHost> device;
   std::shared_ptr<KernelState> kernel;
   std::vector<std::shared_ptr<BufferState>> by_slot;  // index = slot; null where unbound
   std::unique_ptr<BindingSetImpl> impl;
+  ~BindingSetState() { retire(device, std::move(impl)); }
 };
 
 struct BatchCommand {
@@ -49,10 +64,11 @@ struct BatchCommand {
 };
 
 struct BatchState {
-  std::shared_ptr<DeviceImpl> device;
+  std::shared_ptr<DeviceHost> device;
   std::mutex mutex;  // guards commands/recorded between recording threads and submitters
   std::vector<BatchCommand> commands;
   std::unique_ptr<RecordedBatchImpl> recorded;  // null until first submit or after a change
+  ~BatchState() { retire(device, std::move(recorded)); }
 };
 
 /// Validates one dispatch against the kernel's declarations and the device's limits.
@@ -62,7 +78,12 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
 /// Owns one opened device: forwards validated calls to the backend, keeps counters and the
 /// L1 cache, turns each call's time limit into the Deadline the backend waits against, and
 /// refuses every call once the backend has marked the device lost.
-/// Thread-safety: every member function is safe to call from several threads.
+/// Thread-safety: every member function is safe to call from several threads. Each call that
+/// reaches the backend holds the device's call lock (DeviceHost::lock) throughout, so the
+/// backend sees one call at a time — except compile(), which takes no lock of its own (the L1
+/// cache's single-flight build and DeviceImpl::compile run without it), so a long compile does
+/// not hold up dispatches. A call's time limit starts once it holds the lock. Dropping a handle
+/// never waits: its backend object is retired to the host.
 class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
  public:
   /// Wraps an opened backend device, with its runtime's L1 capacity and time limit.
@@ -72,9 +93,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// Returns a public handle to this device.
   Device handle() { return Device(shared_from_this()); }
   /// Returns the backend device's description.
-  const DeviceInfo& info() const { return impl_->info(); }
+  const DeviceInfo& info() const { return impl_.info(); }
   /// Returns the live counters.
-  Counters& counters() { return counters_; }
+  Counters& counters() { return host_->counters(); }
 
   Buffer create_buffer(std::uint64_t bytes);
   void write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset);
@@ -93,9 +114,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// Sets the limit of calls that bring none of their own; throws invalid_argument when negative.
   void set_timeout(std::chrono::milliseconds limit);
   /// Returns the limit of calls that bring none of their own (0: none).
-  std::chrono::milliseconds timeout() const noexcept { return impl_->timeout(); }
+  std::chrono::milliseconds timeout() const noexcept { return impl_.timeout(); }
   /// Returns true once the backend marked the device lost.
-  bool lost() const noexcept { return impl_->lost(); }
+  bool lost() const noexcept { return impl_.lost(); }
 
   /// Returns the state behind a handle after checking it belongs to this device.
   BufferState& own(const Buffer& buffer, const char* what) const;
@@ -114,7 +135,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
                              const char* what) const;
   BufferState* checked_read(const Buffer& buffer, const void* out, std::uint64_t bytes, std::uint64_t offset,
                             const char* what) const;
-  // Records batch's commands into s.recorded if that has not happened since the last change.
+  // Records batch's commands into s.recorded if that has not happened since the last change
+  // (s.mutex and the call lock held).
   void record_locked(BatchState& s);
   // Throws device_lost (with how to get a fresh device) once the device is lost.
   void check_usable() const;
@@ -125,8 +147,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // Returns a deadline limit from now, after checking limit is not negative.
   static Deadline deadline_for(std::chrono::milliseconds limit, const char* call);
 
-  std::shared_ptr<DeviceImpl> impl_;
-  Counters counters_;
+  std::shared_ptr<DeviceHost> host_;
+  DeviceImpl& impl_;  // host_->impl()
+  Counters& counters_;  // host_->counters()
   cache::MemoryCache<cache::KernelKey, std::shared_ptr<KernelState>, cache::KernelKeyHash> l1_;
 };
 

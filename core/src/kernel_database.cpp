@@ -4,6 +4,8 @@
 
 #include <xxhash.h>
 
+#include <utility>
+
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/runtime.hpp"
@@ -98,6 +100,43 @@ std::uint64_t device_key_of(const Device& device) {
 
 }  // namespace
 
+KernelDatabase::FreeDropped::~FreeDropped() {
+  if (!db.has_dropped_.load(std::memory_order_acquire)) return;
+  std::vector<std::shared_ptr<const void>> dropped;
+  {
+    std::lock_guard lock(db.mutex_);
+    dropped.swap(db.dropped_);
+    db.has_dropped_.store(false, std::memory_order_release);
+  }
+  // dropped goes here, without the lock
+}
+
+void KernelDatabase::drop_locked(std::shared_ptr<const void> held) const {
+  if (!held) return;
+  dropped_.push_back(std::move(held));
+  has_dropped_.store(true, std::memory_order_release);
+}
+
+void KernelDatabase::drop_locked(Device device) const {
+  if (device) drop_locked(std::make_shared<const Device>(std::move(device)));
+}
+
+void KernelDatabase::drop_locked(PlanFactory factory) const {
+  if (factory) drop_locked(std::make_shared<const PlanFactory>(std::move(factory)));
+}
+
+template <class Pred>
+void KernelDatabase::erase_kernels_locked(Pred pred) {
+  for (auto it = kernels_.begin(); it != kernels_.end();) {
+    if (pred(it->second)) {
+      drop_locked(std::move(it->second.kernel));
+      it = kernels_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 KernelDatabase::KernelDatabase(Device device) : device_(std::move(device)) {
   if (!device_)
     fail(ErrorCategory::invalid_argument, "KernelDatabase needs an open device.",
@@ -143,10 +182,9 @@ void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<c
       if (!used) used = device();  // selection itself failed
       if (!used || !runtime_->demote(id, shape, used, e.what())) throw;
       // The failed device's kernels for id go; the next get() selects (and builds) elsewhere.
+      FreeDropped free_dropped{*this};
       std::lock_guard lock(mutex_);
-      std::erase_if(kernels_, [&](const auto& kv) {
-        return kv.second.id == id && kv.second.kernel && kv.second.kernel->device() == used;
-      });
+      erase_kernels_locked([&](const Entry& e) { return e.id == id && e.kernel && e.kernel->device() == used; });
     }
   }
 }
@@ -155,12 +193,22 @@ void KernelDatabase::add(const std::string& id, PlanFactory factory, PlanStabili
   if (id.empty() || !factory)
     fail(ErrorCategory::invalid_argument, "KernelDatabase::add needs a non-empty id and a factory.",
          "pass an id such as \"my_kernel\" and a function (DeviceInfo, Shape) -> KernelPlan.");
+  FreeDropped free_dropped{*this};
   std::lock_guard lock(mutex_);
   // A new generation: a build of the old factory still in flight is returned to its caller
   // but not kept.
-  factories_[id] = Factory{std::move(factory), stability, ++generation_};
-  std::erase_if(kernels_, [&](const auto& kv) { return kv.second.id == id; });
-  std::erase_if(chosen_, [&](const auto& kv) { return kv.second.id == id; });
+  Factory& f = factories_[id];
+  drop_locked(std::move(f.make));
+  f = Factory{std::move(factory), stability, ++generation_};
+  erase_kernels_locked([&](const Entry& e) { return e.id == id; });
+  for (auto it = chosen_.begin(); it != chosen_.end();) {
+    if (it->second.id == id) {
+      drop_locked(std::move(it->second.device));
+      it = chosen_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 const KernelDatabase::Factory& KernelDatabase::factory_locked(const std::string& id) const {
@@ -212,8 +260,10 @@ std::shared_ptr<PersistentKernel> KernelDatabase::build_locked(std::unique_lock<
   if (kernel) {
     ++misses_;
     auto cur = factories_.find(id);
-    if (cur != factories_.end() && cur->second.generation == generation)
+    if (cur != factories_.end() && cur->second.generation == generation) {
+      if (auto old = kernels_.find(key); old != kernels_.end()) drop_locked(std::move(old->second.kernel));
       kernels_.insert_or_assign(key, Entry{id, shape, device_key, kernel});
+    }
   }
   flight->finished = true;
   flight->error = error;
@@ -229,6 +279,7 @@ std::shared_ptr<PersistentKernel> KernelDatabase::get(const std::string& id, con
 
 std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, const Shape& shape, Device* used) {
   const std::uint64_t slot = runtime_ ? key_of(id, shape, kSlotSeed) : 0;
+  FreeDropped free_dropped{*this};
   std::unique_lock lock(mutex_);
   for (;;) {
     // 1. The device: fixed, or the one selected for (id, shape) while the selection epoch
@@ -242,7 +293,7 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
         select_locked(lock, slot, id, shape, epoch, used);
         continue;
       }
-      if (!(device_ == c->second.device)) device_ = c->second.device;
+      if (!(device_ == c->second.device)) drop_locked(std::exchange(device_, c->second.device));
       device_key = c->second.device_key;
     }
 
@@ -255,7 +306,8 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
           ++hits_;
           return e.kernel;
         }
-        kernels_.erase(it);  // built on a device that is lost since: build it again on this one
+        drop_locked(std::move(it->second.kernel));  // built on a device that is lost since: build it again
+        kernels_.erase(it);
       }
     }
     const Factory& f = factory_locked(id);
@@ -285,6 +337,7 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
         ++hits_;
         return it->second.kernel;
       }
+      drop_locked(std::move(it->second.kernel));
       kernels_.erase(it);
     }
     if (auto fl = flights_.find(content); fl != flights_.end()) {
@@ -325,6 +378,7 @@ void KernelDatabase::select_locked(std::unique_lock<std::mutex>& lock, std::uint
   lock.lock();
   selecting_.erase(slot);
   if (!error) {
+    if (auto old = chosen_.find(slot); old != chosen_.end()) drop_locked(std::move(old->second.device));
     chosen_.insert_or_assign(slot, Chosen{id, shape, chosen, device_key, epoch});
     if (used) *used = chosen;
   }
@@ -355,15 +409,17 @@ std::string KernelDatabase::report() const {
 }
 
 void KernelDatabase::evict(const std::string& id) {
+  FreeDropped free_dropped{*this};
   std::lock_guard lock(mutex_);
-  std::erase_if(kernels_, [&](const auto& kv) { return kv.second.id == id; });
+  erase_kernels_locked([&](const Entry& e) { return e.id == id; });
   // A build of id in flight now is returned to its caller but not kept.
   if (auto f = factories_.find(id); f != factories_.end()) f->second.generation = ++generation_;
 }
 
 void KernelDatabase::evict() {
+  FreeDropped free_dropped{*this};
   std::lock_guard lock(mutex_);
-  kernels_.clear();
+  erase_kernels_locked([](const Entry&) { return true; });
   for (auto& [_, f] : factories_) f.generation = ++generation_;
 }
 

@@ -223,6 +223,9 @@ std::vector<DeviceInfo> Runtime::devices() {
 }
 
 Device Runtime::open(const std::string& id) {
+  // A lost device replaced below goes after the lock is released: closing it may wait (within
+  // its timeout) for work it gave up on, which must not hold up other devices' opens.
+  std::shared_ptr<detail::DeviceCore> replaced;
   std::lock_guard lock(state_->mutex);
   state_->probe_locked();
   const auto colon = id.find(':');
@@ -251,6 +254,8 @@ Device Runtime::open(const std::string& id) {
   if (auto it = state_->open.find(match->id()); it != state_->open.end()) {
     if (!it->second->lost()) return it->second->handle();
     log(LogLevel::info, match->id() + " was lost; opening it again.");
+    replaced = std::move(it->second);
+    state_->open.erase(it);
   }
   ComputeBackend* backend = state_->backend_locked(match->backend);
   auto core = std::make_shared<detail::DeviceCore>(backend->open(match->index), state_->settings->config);

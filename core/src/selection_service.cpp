@@ -72,8 +72,8 @@ std::string selection_key_text(const std::string& op, std::uint32_t size_class, 
   return text;
 }
 
-std::optional<Selection> SelectionService::load_locked(const std::string& key_text, const std::string& op,
-                                                       std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
+std::optional<Selection> SelectionService::load(const std::string& key_text, const std::string& op,
+                                                std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
   auto loaded = load_selection(*store_, key_text);
   if (!loaded) return std::nullopt;
   // The key holds every device's id and fingerprint, so a sound entry names only devices of
@@ -86,23 +86,27 @@ std::optional<Selection> SelectionService::load_locked(const std::string& key_te
   return loaded;
 }
 
-SelectionService::Entry& SelectionService::entry_locked(const std::string& op, const Shape& shape,
-                                                        const PlanFactory& factory) {
-  const std::string key = entry_key(op, shape);
-  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-  const std::uint64_t work = selection_work(op, shape);
+Selection SelectionService::find_out(const std::string& op, const Shape& shape, const PlanFactory& factory,
+                                     std::uint64_t work, bool recalibrate, const std::set<std::string>& demoted) {
+  if (recalibrate) {
+    // The order of the others came from a calibration that may have stopped them after one
+    // noisy warm-up against the now demoted device: measure them again, without it.
+    Selection s = calibration::calibrate({op, shape, factory, work}, source_, demoted, &turns_);
+    s.source = SelectionSource::fallback;
+    return s;
+  }
   const std::uint32_t cls = size_class_of_work(work);
   const std::vector<DeviceInfo> devices = source_.devices();
   const std::string key_text = selection_key_text(op, cls, devices);
-  if (auto loaded = load_locked(key_text, op, cls, devices)) {
+  if (auto loaded = load(key_text, op, cls, devices)) {
     loaded->shape = shape;
-    return entries_[key] = Entry{*loaded, {}};
+    return *loaded;
   }
-  Selection s = calibration::calibrate({op, shape, factory, work}, source_, {});
+  Selection s = calibration::calibrate({op, shape, factory, work}, source_, {}, &turns_);
   if (worth_storing(s)) store_selection(*store_, key_text, s);
   log(LogLevel::info, op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
                           std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms)");
-  return entries_[key] = Entry{std::move(s), {}};
+  return s;
 }
 
 Selection SelectionService::forced_selection(const std::string& op, const Shape& shape) {
@@ -129,40 +133,81 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
     s.lookup_seconds = seconds_since(t0);
     return s;
   }
-  std::lock_guard lock(mutex_);
-  Entry& e = entry_locked(op, shape, factory);
-  if (e.recalibrate) {
-    // The order of the others came from a calibration that may have stopped them after one
-    // noisy warm-up against the now demoted device: measure them again, without it.
-    e.recalibrate = false;
-    e.selection = calibration::calibrate({op, shape, factory, work}, source_, e.demoted);
-    e.selection.source = SelectionSource::fallback;
+  const std::string key = entry_key(op, shape);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    auto it = entries_.find(key);
+    if (it != entries_.end() && !it->second.recalibrate) {
+      Selection s = it->second.selection;
+      const std::set<std::string> demoted = it->second.demoted;
+      lock.unlock();
+      s.shape = shape;
+      apply_demotions(s, demoted, op, shape);
+      s.lookup_seconds = seconds_since(t0);
+      return s;
+    }
+    if (auto f = flights_.find(key); f != flights_.end()) {
+      const std::shared_ptr<Flight> flight = f->second;
+      if (flight->runner == std::this_thread::get_id())
+        fail(ErrorCategory::invalid_argument,
+             "the device for '" + op + "' at " + to_string(shape) +
+                 " was asked for while this thread is choosing it (its factory selected the same op and size class).",
+             "build the plan without selecting a device for the op being calibrated; other ops are fine.");
+      done_.wait(lock, [&] { return flight->finished; });
+      if (flight->error) std::rethrow_exception(flight->error);
+      continue;  // now in the table
+    }
+    // This thread finds it out, without the lock. When recalibrating, other lookups meanwhile
+    // get the old order with the demotions applied.
+    const bool recalibrate = it != entries_.end();
+    std::set<std::string> demoted;
+    if (recalibrate) {
+      it->second.recalibrate = false;
+      demoted = it->second.demoted;
+    }
+    auto flight = std::make_shared<Flight>();
+    flights_.emplace(key, flight);
+    lock.unlock();
+    std::optional<Selection> found;
+    std::exception_ptr error;
+    try {
+      found = find_out(op, shape, factory, work, recalibrate, demoted);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    flights_.erase(key);
+    if (found) {
+      Entry& e = entries_[key];  // a demotion meanwhile kept its devices (and maybe asked again)
+      e.selection = std::move(*found);
+    }
+    flight->finished = true;
+    flight->error = error;
+    done_.notify_all();
+    if (error) std::rethrow_exception(error);
   }
-  Selection s = e.selection;
-  s.shape = shape;
-  apply_demotions(s, e.demoted, op, shape);
-  s.lookup_seconds = seconds_since(t0);
-  return s;
 }
 
 bool SelectionService::demote(const std::string& op, const Shape& shape, const std::string& device_id,
                               const std::string& reason) {
   const std::string key = entry_key(op, shape);
-  std::lock_guard lock(mutex_);
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return false;
-  Entry& e = it->second;
-  e.demoted.insert(device_id);
-  epoch_.fetch_add(1, std::memory_order_acq_rel);
-  for (const auto& c : e.selection.candidates) {
-    if (!c.eligible || e.demoted.contains(c.device)) continue;
-    e.recalibrate = true;
-    log(LogLevel::warn, device_id + " failed for '" + op + "' (" + first_line(reason) +
-                            "); the other devices are measured again for this size class.");
-    return true;
+  bool other_left = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return false;
+    Entry& e = it->second;
+    e.demoted.insert(device_id);
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+    other_left = std::any_of(e.selection.candidates.begin(), e.selection.candidates.end(),
+                             [&](const SelectionCandidate& c) { return c.eligible && !e.demoted.contains(c.device); });
+    if (other_left) e.recalibrate = true;
   }
-  log(LogLevel::warn, device_id + " failed for '" + op + "' (" + first_line(reason) + "); no other device is left for it.");
-  return false;
+  // Logged without the lock (the log is a leaf: nothing else is locked under it).
+  log(LogLevel::warn, device_id + " failed for '" + op + "' (" + first_line(reason) + "); " +
+                          (other_left ? "the other devices are measured again for this size class."
+                                      : "no other device is left for it."));
+  return other_left;
 }
 
 }  // namespace vgpu::detail

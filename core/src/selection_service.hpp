@@ -7,11 +7,14 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "calibration.hpp"
@@ -23,8 +26,15 @@
 namespace vgpu::detail {
 
 /// Chooses devices for (op, size class). Thread-safety: every member is safe to call from
-/// several threads; calibrations run one at a time (they time devices, so running two at once
-/// would spoil both), lookups of known classes never wait for one.
+/// several threads. The service's mutex guards only its table and the calibrations in flight:
+/// loading a selection from disk and calibrating (which runs the user's factory, builds and
+/// times PersistentKernels) happen without it, once per (op, size class) — single flight:
+/// concurrent first calls for one class wait for that calibration, lookups of known classes
+/// and calibrations of other classes go on. So a factory may select another op (a calibration
+/// nested in a calibration); asking for the very class being calibrated on the same thread
+/// throws invalid_argument instead of waiting for itself. Calibrations take turns at their
+/// timed phases (calibration::TimingTurns, a bounded wait), since two timing at once would
+/// spoil each other's times.
 class SelectionService {
  public:
   /// Selects among source's devices; forced is VGPU_DEVICE's id (or empty); selections persist
@@ -45,19 +55,30 @@ class SelectionService {
     std::set<std::string> demoted;  // devices that failed for this class in this process
     bool recalibrate = false;       // a device was demoted: measure the others again
   };
+  // One load or calibration in progress; the threads that need its result wait on done_.
+  struct Flight {
+    std::thread::id runner = std::this_thread::get_id();
+    bool finished = false;
+    std::exception_ptr error;
+  };
   // The selection VGPU_DEVICE forces (no table, no timing).
   Selection forced_selection(const std::string& op, const Shape& shape);
-  // Returns the entry for op's class at shape, loading it from the disk or calibrating when absent.
-  Entry& entry_locked(const std::string& op, const Shape& shape, const PlanFactory& factory);
+  // Finds the selection for op's class at shape without the lock: loaded from the disk, or
+  // calibrated (again, without the demoted devices, when recalibrating).
+  Selection find_out(const std::string& op, const Shape& shape, const PlanFactory& factory, std::uint64_t work,
+                     bool recalibrate, const std::set<std::string>& demoted);
   // Returns the sound selection stored for key_text, or nothing (a bad one is dropped).
-  std::optional<Selection> load_locked(const std::string& key_text, const std::string& op, std::uint32_t size_class,
-                                       const std::vector<DeviceInfo>& devices);
+  std::optional<Selection> load(const std::string& key_text, const std::string& op, std::uint32_t size_class,
+                                const std::vector<DeviceInfo>& devices);
 
   DeviceSource source_;
   std::string forced_;
   std::shared_ptr<cache::DiskStore> store_;
-  std::mutex mutex_;  // guards entries_; held through a calibration
-  std::map<std::string, Entry> entries_;  // by "op#size_class"
+  std::mutex mutex_;  // guards entries_ and flights_ only; never held while loading or calibrating
+  std::condition_variable done_;  // a flight finished
+  std::map<std::string, Entry> entries_;                   // by "op#size_class"
+  std::map<std::string, std::shared_ptr<Flight>> flights_;  // by the same key
+  calibration::TimingTurns turns_;
   std::atomic<std::uint64_t> epoch_{0};
 };
 

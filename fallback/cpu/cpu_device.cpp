@@ -60,7 +60,7 @@ void CpuDevice::submit(RecordedBatchImpl& batch, const Deadline& deadline) {
   // In order: each dispatch sees the writes of the ones before it, since each finishes
   // (TBB joins every task) before the next starts. One deadline bounds the whole batch.
   detail::CpuDispatchControl control{deadline, {}};
-  for (const DispatchCommand& cmd : static_cast<const CpuBatch&>(batch).commands()) run_dispatch(cmd, control, info_);
+  for (const DispatchCommand& cmd : static_cast<const CpuBatch&>(batch).commands()) run_dispatch(cmd, control, *this);
 }
 
 }  // namespace vgpu::cpu

@@ -81,7 +81,7 @@ class CpuBindingSet final : public BindingSetImpl {
 };
 
 /// A recorded batch: the validated commands, copied, run in order by submit().
-/// Thread-safety: immutable after construction; several threads may submit it at once.
+/// Thread-safety: immutable after construction.
 class CpuBatch final : public RecordedBatchImpl {
  public:
   /// Copies the commands (their kernel/binding pointers stay owned by core).
@@ -98,8 +98,10 @@ class CpuBatch final : public RecordedBatchImpl {
 /// call's deadline between workgroups (no thread hop, no extra task); once it has passed, no
 /// further workgroup starts, the dispatch throws timeout, and the device stays usable: it is
 /// never lost, since nothing it started is still running when submit() returns.
-/// Thread-safety: the device holds only immutable data (its DeviceInfo and kernel table), so
-/// every member is safe to call concurrently; concurrent submits share the TBB thread pool.
+/// Thread-safety: core's call lock serialises its calls (a dispatch already spreads its
+/// workgroups over every core), compile() aside; the device holds only immutable data (its
+/// DeviceInfo and kernel table), so nothing here needs a lock of its own. Destroyed objects are
+/// freed at once (the default serials): no work outlives the call that started it.
 class CpuDevice final : public DeviceImpl {
  public:
   /// Creates the device described by info, running built-ins from kernels, with its runtime's settings.
@@ -137,9 +139,10 @@ class CpuDevice final : public DeviceImpl {
   const KernelTable& kernels_;
 };
 
-/// Runs one dispatch: every workgroup of cmd.groups, in parallel on the TBB pool, starting no
-/// workgroup once control's deadline has passed (then throws timeout naming device); rethrows
-/// a kernel's exception as vgpu::Error. Used by CpuDevice::submit, with one control per submit.
-void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& control, const DeviceInfo& device);
+/// Runs one dispatch of device: every workgroup of cmd.groups, in parallel on the TBB pool,
+/// starting no workgroup once control's deadline has passed (then throws timeout naming the
+/// device); rethrows a kernel's exception as vgpu::Error. Workgroups run in a KernelScope of
+/// device. Used by CpuDevice::submit, with one control per submit.
+void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& control, const CpuDevice& device);
 
 }  // namespace vgpu::cpu

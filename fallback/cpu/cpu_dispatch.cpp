@@ -1,6 +1,7 @@
 // fallback/cpu/cpu_dispatch.cpp — running one dispatch: the workgroup grid on oneTBB.
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <chrono>
 #include <cstdint>
@@ -28,8 +29,9 @@ std::uint64_t grain_for(const CpuKernelImpl& kernel) {
 /// flag is read before every group (one relaxed load), the clock every stride groups (a few ns
 /// on the coarse clock, so a check per ~1024 invocations costs nothing measurable), and before
 /// every group once a stride is seen to take milliseconds (slow workgroups).
-void run_range(const CpuKernelImpl& kernel, CpuWorkgroup wg, std::uint64_t begin, std::uint64_t end,
-               std::uint64_t stride) {
+void run_range(const CpuDevice& device, const CpuKernelImpl& kernel, CpuWorkgroup wg, std::uint64_t begin,
+               std::uint64_t end, std::uint64_t stride) {
+  const DeviceImpl::KernelScope scope(device);  // on a TBB thread too: a call on the device is refused
   detail::CpuDispatchControl& control = *wg.control;
   const bool timed = control.deadline.limited();
   std::uint64_t until_check = 0;  // every range checks first: nothing starts after the deadline
@@ -68,7 +70,8 @@ void run_range(const CpuKernelImpl& kernel, CpuWorkgroup wg, std::uint64_t begin
 
 }  // namespace
 
-void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& control, const DeviceInfo& device) {
+void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& control, const CpuDevice& cpu) {
+  const DeviceInfo& device = cpu.info();
   const auto& kernel = static_cast<const CpuKernelImpl&>(*cmd.kernel);
   const auto& bindings = static_cast<const CpuBindingSet&>(*cmd.bindings);
   const std::uint64_t total = cmd.groups.total();
@@ -84,13 +87,19 @@ void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& contro
 
   try {
     if (total == 1) {
+      const DeviceImpl::KernelScope scope(cpu);
       kernel(proto);  // one tile: no task and no loop (its deadline check is the one below)
     } else {
       // A stopped range returns at once, so the tasks TBB still starts after the deadline
       // cost a flag read each; no task_group_context (and its registration) per dispatch.
-      tbb::parallel_for(
-          tbb::blocked_range<std::uint64_t>(0, total, grain),
-          [&](const tbb::blocked_range<std::uint64_t>& r) { run_range(kernel, proto, r.begin(), r.end(), grain); });
+      // Isolated: this thread holds the device's call lock, so while it waits for its groups it
+      // must not pick up an outer task of the caller's (say, another iteration of a
+      // tbb::parallel_for that dispatches on this device), which would wait for that lock.
+      tbb::this_task_arena::isolate([&] {
+        tbb::parallel_for(
+            tbb::blocked_range<std::uint64_t>(0, total, grain),
+            [&](const tbb::blocked_range<std::uint64_t>& r) { run_range(cpu, kernel, proto, r.begin(), r.end(), grain); });
+      });
     }
   } catch (const Error&) {
     throw;  // already vgpu's own, with its category and fix (TBB rethrows the original)

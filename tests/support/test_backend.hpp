@@ -96,11 +96,6 @@ class TestDevice final : public ForwardingDevice {
     before_dispatch(b.dispatches);
     inner_->submit(*b.inner, dl);
   }
-  void submit_owned(std::unique_ptr<vgpu::RecordedBatchImpl> batch, const vgpu::Deadline& dl) override {
-    auto& b = static_cast<TestBatch&>(*batch);
-    before_dispatch(b.dispatches);
-    inner_->submit_owned(std::move(b.inner), dl);
-  }
   void round_trip(std::span<const vgpu::HostWriteOp> writes, vgpu::RecordedBatchImpl* batch,
                   std::span<const vgpu::HostReadOp> reads, const vgpu::Deadline& dl) override {
     auto* b = static_cast<TestBatch*>(batch);

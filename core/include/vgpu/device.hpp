@@ -24,8 +24,10 @@ struct BatchState;
 }  // namespace detail
 
 /// A device memory allocation. A shared handle: copies refer to the same memory, which is
-/// freed when the last handle goes. Thread-safety: the handle may be copied between threads;
-/// concurrent writes to the same bytes are the caller's race, as with any memory.
+/// freed once the last handle has gone and the work submitted before that has finished
+/// (dropping the last handle never waits for the device). Thread-safety: the handle may be
+/// copied between threads; concurrent writes to the same bytes are the caller's race, as with
+/// any memory.
 class Buffer {
  public:
   Buffer() = default;
@@ -125,7 +127,8 @@ struct HostRead {
 /// Time limits: no call waits for the device without a limit. Each call that may wait (write,
 /// read, copy, dispatch, submit, synchronize, round_trip; on OpenGL every call, as they queue
 /// behind earlier work on the context's thread) gives up once its limit has passed since it
-/// started: its own where it takes one (synchronize, round_trip, PersistentKernel's call),
+/// started (since it got the device, when calls from other threads came first): its own where
+/// it takes one (synchronize, round_trip, PersistentKernel's call),
 /// else the device's (set_timeout), which starts as VGPU_TIMEOUT_MS (default 60000 ms;
 /// 0 = no limit). A call that gives up throws ErrorCategory::timeout. Then either nothing of
 /// its work is still running and the device stays usable (CPU: no further workgroup starts;
@@ -133,7 +136,13 @@ struct HostRead {
 /// (Vulkan, OpenGL, CUDA): lost() turns true, every later call throws device_lost, and
 /// Runtime::open() of the same id gives a fresh, working device. A backend that reports
 /// device_lost for any other reason marks the device lost the same way.
-/// Thread-safety: every member function is safe to call from several threads at once.
+/// Thread-safety: every member function is safe to call from several threads at once. Calls on
+/// one device run one at a time, in the order they get the device: a call that waits for it
+/// (a read, synchronize) holds up later calls on the same device, never another device's.
+/// compile() runs beside them, so a long compile never holds up dispatches. Dropping a handle
+/// (Buffer, Kernel, BindingSet, Batch) never waits: what it owns is freed once the work that
+/// uses it has finished. A CPU kernel must not call the device it runs on (that throws
+/// invalid_argument rather than wait for itself).
 class Device {
  public:
   Device() = default;

@@ -1,6 +1,7 @@
 // vgpu/kernel_database.hpp — persistent kernels looked up by kernel id and shape.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -11,6 +12,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
@@ -47,6 +49,8 @@ enum class PlanStability {
 /// flight: concurrent first calls for one key build once, the others wait for that build;
 /// calls for other keys go on meanwhile). So a factory may call back into the database, except
 /// for the very kernel it is building (that throws invalid_argument instead of deadlocking).
+/// What the database drops (kernels, devices, factories) is freed after the mutex is released:
+/// a kernel's last reference may close a lost device, which waits for it within its timeout.
 class KernelDatabase {
  public:
   /// Creates a database of kernels on device, with the built-in ops registered.
@@ -118,8 +122,20 @@ class KernelDatabase {
   };
   using KernelFlight = Flight<std::shared_ptr<PersistentKernel>>;
   using SelectFlight = Flight<bool>;
+  // Declared before a method's lock: frees what the method dropped once the lock is released.
+  struct FreeDropped {
+    const KernelDatabase& db;
+    ~FreeDropped();
+  };
 
   void register_builtins();
+  // Keeps what the caller took out of the maps until the lock is released (see FreeDropped).
+  void drop_locked(std::shared_ptr<const void> held) const;
+  void drop_locked(Device device) const;
+  void drop_locked(PlanFactory factory) const;
+  // Erases the kernels pred picks, dropping them (lock held).
+  template <class Pred>
+  void erase_kernels_locked(Pred pred);
   // get() that also says the device it used or was building on (for call()'s demotion).
   std::shared_ptr<PersistentKernel> lookup(const std::string& id, const Shape& shape, Device* used);
   // The factory registered under id; throws invalid_argument (listing the ids) when none is.
@@ -153,6 +169,8 @@ class KernelDatabase {
   std::uint64_t hits_ = 0, misses_ = 0;
   std::unordered_map<std::uint64_t, Chosen> chosen_;  // key: hash of (id, shape)
   std::unordered_map<std::uint64_t, std::shared_ptr<SelectFlight>> selecting_;
+  mutable std::vector<std::shared_ptr<const void>> dropped_;  // freed by FreeDropped, outside the lock
+  mutable std::atomic<bool> has_dropped_{false};
 };
 
 }  // namespace vgpu

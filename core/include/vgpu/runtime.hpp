@@ -71,7 +71,9 @@ struct RuntimeOptions {
 
 /// The ordered registry of backends (CUDA, Vulkan, OpenGL, CPU last) and the devices they
 /// found. Devices are opened once and shared. Thread-safety: every member function is safe
-/// to call from several threads at once.
+/// to call from several threads at once. The runtime's mutex guards the backend list and the
+/// open devices; it is held while backends are probed and a device is opened (both bounded by
+/// the backends), never while a device works or a selection calibrates.
 class Runtime {
  public:
   /// Builds a runtime over the compiled-in backends, filtered by options, with options'

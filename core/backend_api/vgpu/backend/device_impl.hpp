@@ -27,29 +27,25 @@ namespace cache {
 class DiskStore;
 }  // namespace cache
 
-/// A backend's buffer allocation.
-class BufferImpl {
+/// What every backend object below is to core: something it frees once no handle uses it and
+/// the work that last used it has completed (deferred destruction, DeviceImpl). Destructors
+/// therefore free at once and never wait; core runs them under the device's call lock.
+class DeviceObject {
  public:
-  virtual ~BufferImpl() = default;
+  virtual ~DeviceObject() = default;
 };
+
+/// A backend's buffer allocation.
+class BufferImpl : public DeviceObject {};
 
 /// A backend's compiled kernel (pipeline, program, module function, CPU entry).
-class KernelImpl {
- public:
-  virtual ~KernelImpl() = default;
-};
+class KernelImpl : public DeviceObject {};
 
 /// A backend's binding of buffers to a kernel's slots (descriptor set, argument pack).
-class BindingSetImpl {
- public:
-  virtual ~BindingSetImpl() = default;
-};
+class BindingSetImpl : public DeviceObject {};
 
 /// A backend's recorded batch (command buffer, CUDA graph), resubmittable.
-class RecordedBatchImpl {
- public:
-  virtual ~RecordedBatchImpl() = default;
-};
+class RecordedBatchImpl : public DeviceObject {};
 
 /// One validated dispatch handed to a backend. Pointers stay valid for the recorded batch's
 /// lifetime (core keeps the owning handles alive beside it).
@@ -78,14 +74,27 @@ struct HostReadOp {
 
 /// One opened device as its backend implements it.
 /// Time limits: every member that may wait for submitted work gets the call's Deadline and
-/// must give up there (fail_timeout); members without one (compile, create_buffer, the
-/// destructors of a backend's objects) bound their waits by timeout(). A backend whose wait
+/// must give up there (fail_timeout); members without one (compile, create_buffer, release)
+/// bound their waits by timeout(), and the destructors of a backend's objects never wait (see
+/// below). A backend whose wait
 /// gives up while work is still in flight calls mark_lost() first; core then refuses every
 /// later call, and Runtime::open() opens a fresh device for the same id.
-/// Thread-safety: core calls every member from any thread, possibly concurrently, except
-/// that calls on one BufferImpl/RecordedBatchImpl are ordered by the caller's own ordering.
-/// Implementations must be safe under that contract; the timeout and lost state below are
-/// safe from any thread.
+/// Thread-safety (docs/architecture.md, "Locking policy"): core serialises the calls on one
+/// device: it holds the device's call lock around every member below, so an implementation is
+/// single-threaded, with these exceptions, which may run concurrently with any member
+/// (another compile included) and keep what they touch safe themselves:
+///   - compile(): a long compile must not hold up dispatches (Vulkan guards its layout and
+///     pipeline-cache state, OpenGL queues on its context's thread, CUDA and the CPU share no
+///     state with other calls);
+///   - info(): immutable;
+///   - timeout(), lost(), lost_reason(), mark_lost() and the counters: safe from any thread.
+/// A backend's own threads (OpenGL's context thread) are the backend's to synchronise.
+/// Waiting (read, synchronize, round_trip, a full staging ring) holds the lock, so later calls
+/// on this device wait behind it — they would be ordered after it anyway — while other devices
+/// never do; destroying an object never waits (see submitted_serial()).
+/// Destruction is deferred: core frees a BufferImpl, KernelImpl, BindingSetImpl or
+/// RecordedBatchImpl (under the lock) only once completed_serial() has reached the
+/// submitted_serial() read when its last handle went, so destructors free without waiting.
 class DeviceImpl {
  public:
   /// Starts with settings' timeout; settings are the opening runtime's (the backend got them
@@ -127,15 +136,20 @@ class DeviceImpl {
     if (batch) submit(*batch, deadline);
     for (const HostReadOp& r : reads) read(*r.buffer, r.offset, r.out, r.bytes, deadline);
   }
-  /// Submits a one-off batch the backend now owns (Device::dispatch); the default submits it
-  /// and lets it go, backends that run asynchronously keep it alive until it has run.
-  virtual void submit_owned(std::unique_ptr<RecordedBatchImpl> batch, const Deadline& deadline) {
-    submit(*batch, deadline);
-  }
-  /// Called by core once no handle uses the device any more, just before it is deleted:
-  /// finishes (within timeout()) or gives up outstanding work. Returns false when work the
-  /// driver still runs uses this object's memory; vgpu then leaks the object (the backend logs
-  /// why) rather than free what the driver still touches. The default has nothing to wait for.
+  /// Returns the serial of the newest work submitted so far, counting work the backend has
+  /// queued but not yet handed to the driver (it gets the next serial): an object whose last
+  /// handle goes now is used by nothing newer. Serials only grow. The default (0, with
+  /// completed_serial() always past it) suits a backend whose calls finish their work before
+  /// returning, or whose driver keeps deleted objects alive while queued work uses them (GL).
+  virtual std::uint64_t submitted_serial() noexcept { return 0; }
+  /// Returns a serial up to which every submitted work has finished, polling without waiting
+  /// (on a lost device it may never grow: its objects then wait for release()).
+  virtual std::uint64_t completed_serial() noexcept { return UINT64_MAX; }
+  /// Called by core once no handle uses the device any more, before the objects still waiting
+  /// for their work are freed and the device is deleted: finishes (within timeout()) or gives
+  /// up outstanding work. Returns false when work the driver still runs uses this object's
+  /// memory; vgpu then leaks the device and those objects (the backend logs why) rather than
+  /// free what the driver still touches. The default has nothing to wait for.
   virtual bool release() noexcept { return true; }
 
   /// Sets the limit of the waits that get no deadline from their call (0: none). Core sets it
@@ -171,6 +185,22 @@ class DeviceImpl {
     lost_.store(true, std::memory_order_release);
   }
 
+  /// Marks the calling thread as running this device's kernel code (a CPU workgroup) while it
+  /// lives: core refuses a call on the device from there (it holds the device's call lock for
+  /// the dispatch, so the call would wait for itself) with invalid_argument. Nests.
+  class KernelScope {
+   public:
+    explicit KernelScope(const DeviceImpl& device) noexcept : outer_(running_kernel_) { running_kernel_ = &device; }
+    ~KernelScope() { running_kernel_ = outer_; }
+    KernelScope(const KernelScope&) = delete;
+    KernelScope& operator=(const KernelScope&) = delete;
+
+   private:
+    const DeviceImpl* outer_;
+  };
+  /// Returns the device whose kernel code the calling thread runs (KernelScope), or null.
+  static const DeviceImpl* running_kernel() noexcept { return running_kernel_; }
+
   /// Called once by core before any other call: the device's live counters, which the
   /// backend bumps for what only it sees (source compiles, L2/L3 hits).
   void attach_counters(Counters* counters) noexcept {
@@ -192,6 +222,7 @@ class DeviceImpl {
 
  private:
   std::shared_ptr<const BackendSettings> settings_;
+  inline static thread_local const DeviceImpl* running_kernel_ = nullptr;
   Counters* counters_ = nullptr;
   Counters detached_;  // backend objects can outlive the DeviceCore that owned the counters
   std::atomic<std::int64_t> timeout_ms_;
