@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "support/expect_error.hpp"
-#include "vgpu/backend.hpp"
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"
