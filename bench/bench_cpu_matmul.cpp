@@ -30,7 +30,7 @@
 #endif
 
 #if VGPU_BENCH_HAVE_CPU_ISA
-#include "fallback/cpu/cpu_isa.hpp"
+#include "cpu_isa.hpp"
 #endif
 
 namespace {

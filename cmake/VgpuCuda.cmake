@@ -1,6 +1,6 @@
 # Built-in CUDA kernels (core/kernels/cuda/<name>.cu). Included by the top-level CMakeLists.txt
-# after add_library(vgpu).
-#  - Always: their text is embedded into vgpu (kernels::builtin_cuda), which NVRTC compiles at
+# after core/ defined the layer vgpu_kernels.
+#  - Always: their text is embedded into vgpu_kernels (kernels::builtin_cuda), which NVRTC compiles at
 #    run time; regenerated whenever a .cu changes.
 #  - L3 (VGPU_WITH_CUDA, and nvcc found unless VGPU_CUDA_FATBIN=OFF): every variant that
 #    core/src/ops.cpp compiles is built by nvcc into a fatbin — SASS for each architecture in
@@ -48,9 +48,9 @@ add_custom_command(
   COMMENT "Embedding the built-in CUDA kernels"
   VERBATIM)
 add_custom_target(vgpu_cuda_embedded DEPENDS ${VGPU_CUDA_EMBEDDED})
-target_sources(vgpu PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/cuda_source.cpp)
-target_include_directories(vgpu PRIVATE ${VGPU_CUDA_GENERATED_DIR})
-add_dependencies(vgpu vgpu_cuda_embedded)
+target_sources(vgpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/cuda_source.cpp)
+target_include_directories(vgpu_kernels PRIVATE ${VGPU_CUDA_GENERATED_DIR})
+add_dependencies(vgpu_kernels vgpu_cuda_embedded)
 
 # --- L3: precompiled fatbins --------------------------------------------------------------
 set(VGPU_CUDA_FATBIN_ENABLED OFF)
@@ -114,11 +114,11 @@ if(VGPU_CUDA_FATBIN_ENABLED)
     math(EXPR index "${index} + 1")
   endforeach()
   add_custom_target(vgpu_cuda_fatbin DEPENDS ${fatbin_outputs})
-  add_dependencies(vgpu vgpu_cuda_fatbin)
+  add_dependencies(vgpu_kernels vgpu_cuda_fatbin)
   list(JOIN VGPU_CUDA_FATBIN_ARCHS ", " VGPU_CUDA_FATBIN_ARCH_TEXT)
 else()
   set(VGPU_CUDA_FATBIN_ARCH_TEXT "")
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/VgpuPrecompiledCuda.cpp.in
                ${VGPU_CUDA_GENERATED_DIR}/precompiled_cuda.cpp @ONLY)
-target_sources(vgpu PRIVATE ${VGPU_CUDA_GENERATED_DIR}/precompiled_cuda.cpp)
+target_sources(vgpu_kernels PRIVATE ${VGPU_CUDA_GENERATED_DIR}/precompiled_cuda.cpp)

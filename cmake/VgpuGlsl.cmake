@@ -1,6 +1,6 @@
 # Built-in GLSL kernels (core/kernels/glsl/) and the GLSL toolchain. Included by the top-level
-# CMakeLists.txt after add_library(vgpu).
-#  - Always: their text is embedded into vgpu (kernels::builtin_glsl, kernels::glsl_prelude),
+# CMakeLists.txt after core/ defined the layer vgpu_kernels.
+#  - Always: their text is embedded into vgpu_kernels (kernels::builtin_glsl, kernels::glsl_prelude),
 #    regenerated whenever a .comp or the prelude changes.
 #  - L3 (only with VGPU_WITH_VULKAN): each built-in variant is assembled by the host tool
 #    vgpu-glsl-assemble (the very assemble_glsl vgpu runs), compiled by glslc, and its SPIR-V
@@ -9,7 +9,7 @@
 #  - Run-time GLSL compiler (only with VGPU_WITH_VULKAN): interface target vgpu_glsl_compiler
 #    (backends/vulkan/glsl_compiler.cpp + shaderc's static archives, their symbols kept out
 #    of libvgpu's exports). The Vulkan backend links it:
-#      target_link_libraries(vgpu PRIVATE vgpu_glsl_compiler)
+#      target_link_libraries(vgpu_backend_vulkan PRIVATE vgpu_glsl_compiler)
 #    vgpu_shaderc is the bare archives (+ include dir), for tests that call shaderc directly.
 
 include(${CMAKE_CURRENT_LIST_DIR}/VgpuVariantDefines.cmake)
@@ -44,24 +44,24 @@ add_custom_command(
   DEPENDS ${vgpu_glsl_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake ${CMAKE_CURRENT_LIST_DIR}/VgpuWriteIfChanged.cmake
   COMMENT "Embedding the built-in GLSL kernels"
   VERBATIM)
-# One target drives the command, so vgpu and vgpu-glsl-assemble never run it twice at once.
+# One target drives the command, so vgpu_kernels and vgpu-glsl-assemble never run it twice at once.
 add_custom_target(vgpu_glsl_embedded DEPENDS ${VGPU_GLSL_EMBEDDED})
 
-target_sources(vgpu PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp)
-target_include_directories(vgpu PRIVATE ${VGPU_GLSL_GENERATED_DIR})
-add_dependencies(vgpu vgpu_glsl_embedded)
+target_sources(vgpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp)
+target_include_directories(vgpu_kernels PRIVATE ${VGPU_GLSL_GENERATED_DIR})
+add_dependencies(vgpu_kernels vgpu_glsl_embedded)
 
 # --- L3: precompiled SPIR-V ---------------------------------------------------------------
 set(VGPU_PRECOMPILED_WORDS "")
 set(VGPU_PRECOMPILED_ENTRIES "")
 if(VGPU_WITH_VULKAN)
-  # Host tool: the same glsl_source.cpp as vgpu, so the text glslc compiles is byte-identical.
+  # Host tool: the same glsl_source.cpp as vgpu_kernels, so the text glslc compiles is byte-identical.
   add_executable(vgpu-glsl-assemble
     ${PROJECT_SOURCE_DIR}/core/kernels/glsl_assemble_main.cpp
     ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp
     ${PROJECT_SOURCE_DIR}/core/src/error.cpp)
   target_include_directories(vgpu-glsl-assemble PRIVATE
-    ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/core/include ${VGPU_GLSL_GENERATED_DIR})
+    ${PROJECT_SOURCE_DIR}/core/kernels/include ${PROJECT_SOURCE_DIR}/core/include ${VGPU_GLSL_GENERATED_DIR})
   target_link_libraries(vgpu-glsl-assemble PRIVATE vgpu_warnings)
   add_dependencies(vgpu-glsl-assemble vgpu_glsl_embedded)
 
@@ -98,11 +98,11 @@ if(VGPU_WITH_VULKAN)
     math(EXPR index "${index} + 1")
   endforeach()
   add_custom_target(vgpu_glsl_spirv DEPENDS ${spirv_outputs})
-  add_dependencies(vgpu vgpu_glsl_spirv)
+  add_dependencies(vgpu_kernels vgpu_glsl_spirv)
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/VgpuPrecompiledSpirv.cpp.in
                ${VGPU_GLSL_GENERATED_DIR}/precompiled_spirv.cpp @ONLY)
-target_sources(vgpu PRIVATE ${VGPU_GLSL_GENERATED_DIR}/precompiled_spirv.cpp)
+target_sources(vgpu_kernels PRIVATE ${VGPU_GLSL_GENERATED_DIR}/precompiled_spirv.cpp)
 
 # --- Run-time GLSL compiler ---------------------------------------------------------------
 if(VGPU_WITH_VULKAN)
@@ -113,7 +113,7 @@ if(VGPU_WITH_VULKAN)
 
   # What linking vgpu_glsl_compiler gives: glsl_compiler.cpp compiled into the linking target
   # with its flags, and the archives. IMPORTED, so install(EXPORT) never asks for it to join
-  # the export set (a static libvgpu links it through $<LINK_ONLY:>, sources excluded).
+  # the export set.
   add_library(vgpu_glsl_compiler INTERFACE IMPORTED)
   set_target_properties(vgpu_glsl_compiler PROPERTIES
     INTERFACE_SOURCES ${PROJECT_SOURCE_DIR}/backends/vulkan/glsl_compiler.cpp

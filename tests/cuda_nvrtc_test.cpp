@@ -3,15 +3,15 @@
 // NVRTC supports, so CI on a CPU-only machine catches CUDA source errors; and every built-in
 // plan finds its L3 fatbin (when the build had nvcc). Exits 77 with the reason when NVRTC
 // cannot be loaded.
-#include "backends/cuda/cuda_nvrtc.hpp"
-#include "backends/cuda/cuda_op_tuner.hpp"
+#include "cuda_nvrtc.hpp"
+#include "cuda_op_tuner.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
 
-#include "core/kernels/cuda_source.hpp"
-#include "core/kernels/kernel_abi.hpp"
+#include "vgpu/kernels/cuda_source.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
 #include "vgpu/cache/precompiled.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstddef>
 
-#include "core/kernels/kernel_abi.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
 #include "support/expect_error.hpp"
 #include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"

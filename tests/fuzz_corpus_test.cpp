@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/kernels/glsl_source.hpp"
-#include "core/src/selection_json.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
+#include "selection_json.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/scale_add_kernel.hpp"
 #include "support/test_backend.hpp"
@@ -25,8 +25,8 @@
 #include "vgpu/cache/precompiled.hpp"
 #include "vgpu/vgpu.hpp"
 #if VGPU_WITH_VULKAN
-#include "backends/vulkan/glsl_compiler.hpp"
-#include "backends/vulkan/spirv_interface.hpp"
+#include "glsl_compiler.hpp"
+#include "spirv_interface.hpp"
 #endif
 
 #ifndef VGPU_FUZZ_CORPUS_DIR

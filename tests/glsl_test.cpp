@@ -12,14 +12,14 @@
 #include <thread>
 #include <vector>
 
-#include "core/kernels/glsl_source.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
 #include "support/expect_error.hpp"
 #include "vgpu/cache/precompiled.hpp"
 
 #if VGPU_WITH_VULKAN
 #include <shaderc/shaderc.h>
 
-#include "backends/vulkan/glsl_compiler.hpp"
+#include "glsl_compiler.hpp"
 #endif
 
 namespace vgpu_test {

@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/kernels/glsl_source.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/helper_path.hpp"
 #include "vgpu/cache/disk_store.hpp"

@@ -9,7 +9,7 @@
 
 #include "support/expect_error.hpp"
 #include "support/forwarding_device.hpp"
-#include "vgpu/backend.hpp"
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"

@@ -8,7 +8,7 @@
 #include <set>
 #include <type_traits>
 
-#include "core/kernels/kernel_abi.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"

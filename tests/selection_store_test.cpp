@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/src/selection_json.hpp"
+#include "selection_json.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/helper_path.hpp"
 #include "vgpu/cache/disk_store.hpp"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/src/size_class.hpp"
+#include "size_class.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/expect_error.hpp"
 #include "support/helper_path.hpp"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/kernels/gpu_tuning.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu::cuda {
 namespace {

@@ -5,7 +5,7 @@
 // inside a graph a kernel follows a kernel far sooner than a memcpy node does.
 #include <cstring>
 
-#include "core/kernels/cuda_source.hpp"
+#include "vgpu/kernels/cuda_source.hpp"
 #include "cuda_device.hpp"
 #include "cuda_nvrtc.hpp"
 #include "vgpu/cache/precompiled.hpp"

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/kernels/gpu_tuning.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 #include "gl_device.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <optional>
 
-#include "core/kernels/glsl_source.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
 #include "gl_device.hpp"
 #include "gl_glsl_check.hpp"
 #include "vgpu/backend/kernel_l2.hpp"

@@ -1,5 +1,5 @@
 // backends/vulkan/glsl_compiler.cpp — shaderc's C API behind vgpu's error model.
-#include "backends/vulkan/glsl_compiler.hpp"
+#include "glsl_compiler.hpp"
 
 #include <shaderc/shaderc.h>
 

@@ -1,7 +1,7 @@
 // backends/vulkan/spirv_interface.cpp — a module's descriptors, push constants and workgroup
 // size, read with SPIRV-Tools' parser (spvBinaryParse: it splits the words into instructions
 // and operands; this file only interprets the few that make up the pipeline interface).
-#include "backends/vulkan/spirv_interface.hpp"
+#include "spirv_interface.hpp"
 
 #include <spirv-tools/libspirv.h>
 #include <spirv/unified1/spirv.h>

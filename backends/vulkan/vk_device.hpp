@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/vulkan/spirv_interface.hpp"
+#include "spirv_interface.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vk_instance.hpp"
 

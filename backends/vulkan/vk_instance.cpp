@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/kernels/gpu_tuning.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/version.hpp"
 

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <cstring>
 
-#include "backends/vulkan/glsl_compiler.hpp"
-#include "backends/vulkan/spirv_interface.hpp"
-#include "core/kernels/glsl_source.hpp"
+#include "glsl_compiler.hpp"
+#include "spirv_interface.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"

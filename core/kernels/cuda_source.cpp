@@ -2,7 +2,7 @@
 // of core/kernels/glsl/*.comp), embedded at build time. Each entry takes one pointer per
 // binding slot (ascending slot order) and then its params struct by value; the linear group of
 // a 1-D problem spread over x and y is blockIdx.x + blockIdx.y * gridDim.x.
-#include "core/kernels/cuda_source.hpp"
+#include "vgpu/kernels/cuda_source.hpp"
 
 #include <string>
 

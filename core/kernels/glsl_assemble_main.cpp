@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "core/kernels/glsl_source.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

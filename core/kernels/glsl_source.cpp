@@ -1,5 +1,5 @@
 // core/kernels/glsl_source.cpp — GLSL assembly and the built-in kernels' embedded text.
-#include "core/kernels/glsl_source.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
 
 #include <algorithm>
 #include <set>

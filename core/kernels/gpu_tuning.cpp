@@ -1,5 +1,5 @@
 // core/kernels/gpu_tuning.cpp — the GPU built-ins' workgroup sizes, defines and work per group.
-#include "core/kernels/gpu_tuning.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 
 #include <array>
 #include <string>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "call_data.hpp"
-#include "vgpu/backend.hpp"
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
 #include "vgpu/persistent_kernel.hpp"

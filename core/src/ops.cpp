@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/kernels/cuda_source.hpp"
-#include "core/kernels/glsl_source.hpp"
-#include "core/kernels/kernel_abi.hpp"
+#include "vgpu/kernels/cuda_source.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
 #include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/error.hpp"
 

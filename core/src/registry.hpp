@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "vgpu/backend.hpp"
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/backend/backend_settings.hpp"
 
 namespace vgpu::detail {

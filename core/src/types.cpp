@@ -6,8 +6,11 @@
 #include <string>
 #include <utility>
 
-#include "vgpu/backend/backend_names.hpp"
 #include "vgpu/error.hpp"
+
+// register_backend_name is declared in the backend-author header vgpu/backend/backend_names.hpp,
+// a layer above this one (docs/architecture.md, "Layers and targets"); it is defined here because
+// it fills the table to_string reads. A signature that drifted from the header fails to link.
 
 namespace vgpu {
 

@@ -11,9 +11,9 @@
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/version.h>
 
-#include "fallback/cpu/cpu_device.hpp"
-#include "fallback/cpu/cpu_isa.hpp"
-#include "fallback/cpu/cpu_op_tuner.hpp"
+#include "cpu_device.hpp"
+#include "cpu_isa.hpp"
+#include "cpu_op_tuner.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"

@@ -1,6 +1,6 @@
 // fallback/cpu/cpu_device.cpp — CpuDevice's kernels, bindings and batches.
 // Buffers live in cpu_memory.cpp and dispatch in cpu_dispatch.cpp.
-#include "fallback/cpu/cpu_device.hpp"
+#include "cpu_device.hpp"
 
 #include <string>
 #include <utility>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fallback/cpu/kernels/builtin_table.hpp"
+#include "kernels/builtin_table.hpp"
 #include "vgpu/backend/device_impl.hpp"
 
 namespace vgpu::cpu {

@@ -9,7 +9,7 @@
 #include <new>
 #include <string>
 
-#include "fallback/cpu/cpu_device.hpp"
+#include "cpu_device.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::cpu {

@@ -1,6 +1,6 @@
 // fallback/cpu/cpu_isa.cpp — run-time choice among the per-ISA kernel tables.
 // Compiled with baseline flags: it must run on every CPU, including ones it then rejects.
-#include "fallback/cpu/cpu_isa.hpp"
+#include "cpu_isa.hpp"
 
 #include <string>
 

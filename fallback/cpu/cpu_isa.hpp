@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fallback/cpu/kernels/builtin_table.hpp"
+#include "kernels/builtin_table.hpp"
 
 namespace vgpu::cpu {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "fallback/cpu/kernels/cpu_tiles.hpp"
+#include "kernels/cpu_tiles.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::cpu {

@@ -1,5 +1,5 @@
 // fallback/cpu/cpu_parallel.cpp — nested parallel loops for built-in kernels, on oneTBB.
-#include "fallback/cpu/cpu_parallel.hpp"
+#include "cpu_parallel.hpp"
 
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/src/selection_json.hpp"
+#include "selection_json.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/vulkan/spirv_interface.hpp"
+#include "spirv_interface.hpp"
 #include "vgpu/cache/payload_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

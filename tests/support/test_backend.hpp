@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "vgpu/backend.hpp"
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/backend/deadline.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"

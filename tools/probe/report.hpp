@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "self_test.hpp"
-#include "vgpu/backend.hpp"
+#include "vgpu/backend_status.hpp"
 #include "vgpu/device_info.hpp"
 
 namespace vgpu::probe {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "vgpu/backend.hpp"
+#include "vgpu/backend_status.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
@@ -19,6 +19,8 @@
 #include "vgpu/selection.hpp"
 
 namespace vgpu {
+
+class ComputeBackend;  // vgpu/backend/compute_backend.hpp (backend-author interface)
 
 /// How a Runtime is set up. The first three fields are plain values (RuntimeOptions::from_env()
 /// fills allowed and forced_device from VGPU_BACKEND and VGPU_DEVICE; a default-constructed

@@ -1,7 +1,7 @@
 // vgpu/vgpu.hpp — the whole public API in one include.
 #pragma once
 
-#include "vgpu/backend.hpp"
+#include "vgpu/backend_status.hpp"
 #include "vgpu/cache.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/counters.hpp"

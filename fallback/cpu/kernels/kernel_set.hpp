@@ -4,11 +4,11 @@
 
 #include <string_view>
 
-#include "fallback/cpu/kernels/builtin_table.hpp"
-#include "fallback/cpu/kernels/elementwise.hpp"
-#include "fallback/cpu/kernels/matmul.hpp"
-#include "fallback/cpu/kernels/reduce.hpp"
-#include "fallback/cpu/kernels/softmax.hpp"
+#include "kernels/builtin_table.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/reduce.hpp"
+#include "kernels/softmax.hpp"
 
 namespace vgpu::cpu::builtin {
 

@@ -1,7 +1,7 @@
 // fallback/cpu/kernels/kernels_avx2.cpp — built-in kernels for AVX2 + FMA (Haswell and later).
 // CMake compiles this file alone with -mavx2 -mfma; it runs only after cpu_isa.cpp has
 // checked that the CPU and OS support both.
-#include "fallback/cpu/kernels/kernel_set.hpp"
+#include "kernels/kernel_set.hpp"
 
 #if !XSIMD_WITH_FMA3_AVX2
 #error "kernels_avx2.cpp must be compiled with -mavx2 -mfma"

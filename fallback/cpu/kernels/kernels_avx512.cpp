@@ -9,7 +9,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#include "fallback/cpu/kernels/kernel_set.hpp"
+#include "kernels/kernel_set.hpp"
 
 #if !XSIMD_WITH_AVX512BW
 #error "kernels_avx512.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma"

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/kernels/kernel_abi.hpp"
-#include "fallback/cpu/kernels/cpu_tiles.hpp"
-#include "fallback/cpu/cpu_parallel.hpp"
-#include "fallback/cpu/kernels/simd.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
+#include "kernels/cpu_tiles.hpp"
+#include "cpu_parallel.hpp"
+#include "kernels/simd.hpp"
 
 namespace vgpu::cpu::builtin {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/kernels/kernel_abi.hpp"
-#include "fallback/cpu/kernels/cpu_tiles.hpp"
-#include "fallback/cpu/kernels/simd.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
+#include "kernels/cpu_tiles.hpp"
+#include "kernels/simd.hpp"
 
 namespace vgpu::cpu::builtin {
 

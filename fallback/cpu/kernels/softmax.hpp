@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/kernels/kernel_abi.hpp"
-#include "fallback/cpu/kernels/simd.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
+#include "kernels/simd.hpp"
 
 namespace vgpu::cpu::builtin {
 

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "vgpu/backend.hpp"
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/backend/backend_settings.hpp"
 
 namespace vgpu {

@@ -1,24 +1,18 @@
-// vgpu/backend.hpp — one compute API (CUDA, Vulkan, OpenGL, CPU) as the registry sees it.
+// vgpu/backend/compute_backend.hpp — one compute API (CUDA, Vulkan, OpenGL, CPU) as the registry sees it.
+// Backend-author interface.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "vgpu/backend_status.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/types.hpp"
 
 namespace vgpu {
 
 class DeviceImpl;
-
-/// Whether a backend can run here, and why not.
-struct BackendStatus {
-  BackendKind kind = BackendKind::cpu;
-  bool compiled_in = false;  ///< built with this backend (VGPU_WITH_*)
-  bool available = false;    ///< its runtime and at least one device were found
-  std::string reason;        ///< why it is unavailable (empty when available)
-};
 
 /// One compute API. Backends load their vendor runtime at run time, so a missing driver is a
 /// reported reason, never a link error. Thread-safety: implementations make every member safe
