@@ -34,8 +34,7 @@ std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, cons
       // length). DiskStore::load has checked that already (cache::payload_problem); checked
       // again here because the driver reads past the end of anything else.
       if (cache::cuda_image_problem(*blob).empty()) {
-        l2.hit();
-        *from_l2 = true;
+        *from_l2 = true;  // counted as a hit once the driver took it (load_compiled)
         return std::move(*blob);
       }
       l2.reject("invalid");
@@ -109,6 +108,8 @@ CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source
     if (r != CUDA_SUCCESS) {
       fn_.cuModuleUnload(k.module);
       k.module = nullptr;
+    } else {
+      counters().l2_hits.fetch_add(1, std::memory_order_relaxed);  // a hit is a cached module in use
     }
   }
   if (r != CUDA_SUCCESS && from_l2) {
