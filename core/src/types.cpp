@@ -2,6 +2,7 @@
 #include "vgpu/types.hpp"
 
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -16,12 +17,19 @@ namespace vgpu {
 
 namespace {
 
+// vgpu's own backends' names, indexed by their BackendKind value (to_string needs no lock for them).
+constexpr std::string_view kOwnNames[] = {"cuda", "vulkan", "opengl", "cpu"};
+static_assert(std::size(kOwnNames) == static_cast<std::size_t>(BackendKind::cpu) + 1);
+
 // Backend names by kind: vgpu's own four, then those other backends registered. Names are
 // never removed, so the views to_string returns stay valid for the life of the process.
 struct BackendNames {
+  BackendNames() {
+    for (std::size_t i = 0; i < std::size(kOwnNames); ++i)
+      names.emplace_back(static_cast<BackendKind>(i), std::string(kOwnNames[i]));
+  }
   std::mutex mutex;
-  std::deque<std::pair<BackendKind, std::string>> names{
-      {BackendKind::cuda, "cuda"}, {BackendKind::vulkan, "vulkan"}, {BackendKind::opengl, "opengl"}, {BackendKind::cpu, "cpu"}};
+  std::deque<std::pair<BackendKind, std::string>> names;
   std::deque<std::string> unnamed;  // "backend#N" texts handed out for unregistered kinds
 };
 
@@ -33,6 +41,7 @@ BackendNames& backend_names() {
 }  // namespace
 
 std::string_view to_string(BackendKind kind) noexcept {
+  if (kind <= BackendKind::cpu) return kOwnNames[static_cast<std::size_t>(kind)];
   BackendNames& t = backend_names();
   std::lock_guard lock(t.mutex);
   for (const auto& [k, name] : t.names)
