@@ -8,6 +8,7 @@
 #    generated table (vgpu/cache/precompiled.hpp), so built-in ops need no NVRTC at all.
 
 include(${CMAKE_CURRENT_LIST_DIR}/VgpuVariantDefines.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedKernelText.cmake)
 
 set(VGPU_CUDA_DIR ${PROJECT_SOURCE_DIR}/core/kernels/cuda)
 set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
@@ -34,23 +35,11 @@ set(VGPU_CUDA_FATBIN_ARCHS "75;80;86;89;90" CACHE STRING
 file(MAKE_DIRECTORY ${VGPU_CUDA_GENERATED_DIR})
 
 # --- Embedded CUDA text -------------------------------------------------------------------
-set(vgpu_cuda_inputs "")
-foreach(name IN LISTS VGPU_CUDA_BUILTINS)
-  list(APPEND vgpu_cuda_inputs ${VGPU_CUDA_DIR}/${name}.cu)
-endforeach()
-list(JOIN VGPU_CUDA_BUILTINS "," vgpu_cuda_names)
 set(VGPU_CUDA_EMBEDDED ${VGPU_CUDA_GENERATED_DIR}/vgpu_cuda_embedded.inc)
-add_custom_command(
-  OUTPUT ${VGPU_CUDA_EMBEDDED}
-  COMMAND ${CMAKE_COMMAND} -DCUDA_DIR=${VGPU_CUDA_DIR} -DNAMES=${vgpu_cuda_names} -DOUTPUT=${VGPU_CUDA_EMBEDDED}
-          -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake
-  DEPENDS ${vgpu_cuda_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake ${CMAKE_CURRENT_LIST_DIR}/VgpuWriteIfChanged.cmake
-  COMMENT "Embedding the built-in CUDA kernels"
-  VERBATIM)
-add_custom_target(vgpu_cuda_embedded DEPENDS ${VGPU_CUDA_EMBEDDED})
-target_sources(vgpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/cuda_source.cpp)
-target_include_directories(vgpu_kernels PRIVATE ${VGPU_CUDA_GENERATED_DIR})
-add_dependencies(vgpu_kernels vgpu_cuda_embedded)
+vgpu_embed_kernel_text(
+  LANGUAGE CUDA DIR_VAR CUDA_DIR DIR ${VGPU_CUDA_DIR} EXT cu NAMES ${VGPU_CUDA_BUILTINS}
+  SCRIPT ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake OUTPUT ${VGPU_CUDA_EMBEDDED}
+  SOURCE ${PROJECT_SOURCE_DIR}/core/kernels/cuda_source.cpp TARGET vgpu_cuda_embedded)
 
 # --- L3: precompiled fatbins --------------------------------------------------------------
 set(VGPU_CUDA_FATBIN_ENABLED OFF)

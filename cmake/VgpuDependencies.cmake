@@ -18,30 +18,36 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 
 # Backends: AUTO turns a backend on where its build-time dependencies exist.
-function(vgpu_resolve_backend var found what)
+# vgpu_resolve_backend(<option> <dir> <missing> <found_what>): settles the backend option (ON,
+# OFF or AUTO) from what its build needs: its sources in <dir>, and what the caller looked for;
+# missing lists what was not found (empty: everything is there), found_what names what was.
+function(vgpu_resolve_backend var dir missing found_what)
+  if(NOT EXISTS "${PROJECT_SOURCE_DIR}/${dir}/CMakeLists.txt")
+    list(APPEND missing "the backend sources (${dir})")
+  endif()
+  list(JOIN missing ", " missing_what)
   if(${var} STREQUAL "AUTO")
-    if(${found})
+    if(NOT missing)
       set(${var} ON PARENT_SCOPE)
-      message(STATUS "vgpu: ${var}=ON (${what} found)")
+      message(STATUS "vgpu: ${var}=ON (${found_what} found)")
     else()
       set(${var} OFF PARENT_SCOPE)
-      message(STATUS "vgpu: ${var}=OFF (${what} not found)")
+      message(STATUS "vgpu: ${var}=OFF (${missing_what} not found)")
     endif()
-  elseif(${var} AND NOT ${found})
-    message(FATAL_ERROR "vgpu: ${var}=ON but ${what} was not found")
+  elseif(${var} AND missing)
+    message(FATAL_ERROR "vgpu: ${var}=ON but ${missing_what} was not found")
   endif()
 endfunction()
 
 # CUDA needs only cuda.h and nvrtc.h to build (libcuda.so.1 and NVRTC are dlopen'ed at run
 # time), plus the backend's sources.
-set(VGPU_CUDA_DEPS_FOUND FALSE)
+set(vgpu_cuda_missing "")
 if(VGPU_WITH_CUDA)  # ON or AUTO
   find_path(VGPU_CUDA_INCLUDE_DIR NAMES cuda.h nvrtc.h
             HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES include
             PATHS /usr/local/cuda/include /usr/local/cuda /usr/include)
-  if(VGPU_CUDA_INCLUDE_DIR AND EXISTS "${VGPU_CUDA_INCLUDE_DIR}/nvrtc.h"
-     AND EXISTS "${PROJECT_SOURCE_DIR}/backends/cuda/CMakeLists.txt")
-    set(VGPU_CUDA_DEPS_FOUND TRUE)
+  if(NOT VGPU_CUDA_INCLUDE_DIR OR NOT EXISTS "${VGPU_CUDA_INCLUDE_DIR}/nvrtc.h")
+    list(APPEND vgpu_cuda_missing "cuda.h and nvrtc.h (the CUDA toolkit's headers)")
   endif()
 endif()
 
@@ -54,19 +60,6 @@ if(VGPU_WITH_OPENGL)  # ON or AUTO
   if(NOT VGPU_GLAD)
     list(APPEND vgpu_opengl_missing "the glad generator (package python3-glad)")
   endif()
-  if(NOT EXISTS "${PROJECT_SOURCE_DIR}/backends/opengl/CMakeLists.txt")
-    list(APPEND vgpu_opengl_missing "the OpenGL backend sources")
-  endif()
-endif()
-if(NOT VGPU_WITH_OPENGL)
-  set(VGPU_OPENGL_DEPS_FOUND FALSE)
-  set(vgpu_opengl_what "the OpenGL backend")
-elseif(vgpu_opengl_missing)
-  set(VGPU_OPENGL_DEPS_FOUND FALSE)
-  list(JOIN vgpu_opengl_missing ", " vgpu_opengl_what)
-else()
-  set(VGPU_OPENGL_DEPS_FOUND TRUE)
-  set(vgpu_opengl_what "glad and the OpenGL backend sources")
 endif()
 
 # Vulkan needs: the Vulkan headers (the loader itself is opened at run time), glslc for the
@@ -113,25 +106,12 @@ if(VGPU_WITH_VULKAN)  # ON or AUTO
   if(NOT vgpu_shaderc_ok)
     list(APPEND vgpu_vulkan_missing "the static shaderc/glslang/SPIRV-Tools libraries (packages libshaderc-dev, glslang-dev, spirv-tools)")
   endif()
-
-  if(NOT EXISTS "${PROJECT_SOURCE_DIR}/backends/vulkan/CMakeLists.txt")
-    list(APPEND vgpu_vulkan_missing "the Vulkan backend sources")
-  endif()
-endif()
-if(NOT VGPU_WITH_VULKAN)
-  set(VGPU_VULKAN_DEPS_FOUND FALSE)
-  set(vgpu_vulkan_what "the Vulkan backend")
-elseif(vgpu_vulkan_missing)
-  set(VGPU_VULKAN_DEPS_FOUND FALSE)
-  list(JOIN vgpu_vulkan_missing ", " vgpu_vulkan_what)
-else()
-  set(VGPU_VULKAN_DEPS_FOUND TRUE)
-  set(vgpu_vulkan_what "Vulkan headers, glslc, static shaderc and the Vulkan backend sources")
 endif()
 
-vgpu_resolve_backend(VGPU_WITH_OPENGL VGPU_OPENGL_DEPS_FOUND "${vgpu_opengl_what}")
-vgpu_resolve_backend(VGPU_WITH_VULKAN VGPU_VULKAN_DEPS_FOUND "${vgpu_vulkan_what}")
-vgpu_resolve_backend(VGPU_WITH_CUDA VGPU_CUDA_DEPS_FOUND "cuda.h, nvrtc.h and the CUDA backend sources")
+vgpu_resolve_backend(VGPU_WITH_OPENGL backends/opengl "${vgpu_opengl_missing}" "glad and the OpenGL backend sources")
+vgpu_resolve_backend(VGPU_WITH_VULKAN backends/vulkan "${vgpu_vulkan_missing}"
+                     "Vulkan headers, glslc, static shaderc and the Vulkan backend sources")
+vgpu_resolve_backend(VGPU_WITH_CUDA backends/cuda "${vgpu_cuda_missing}" "cuda.h, nvrtc.h and the CUDA backend sources")
 
 # SPIRV-Tools' validator checks SPIR-V payloads read from L2 before a driver sees them
 # (cache/src/spirv_check.cpp, through its C API). Debian's spirv-tools ships only the static

@@ -13,6 +13,7 @@
 #    vgpu_shaderc is the bare archives (+ include dir), for tests that call shaderc directly.
 
 include(${CMAKE_CURRENT_LIST_DIR}/VgpuVariantDefines.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedKernelText.cmake)
 
 set(VGPU_GLSL_DIR ${PROJECT_SOURCE_DIR}/core/kernels/glsl)
 set(VGPU_GLSL_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/glsl)
@@ -31,25 +32,12 @@ set(VGPU_GLSL_PRECOMPILED
 file(MAKE_DIRECTORY ${VGPU_GLSL_GENERATED_DIR})
 
 # --- Embedded GLSL text -------------------------------------------------------------------
-set(vgpu_glsl_inputs ${VGPU_GLSL_DIR}/prelude.glsl)
-foreach(name IN LISTS VGPU_GLSL_BUILTINS)
-  list(APPEND vgpu_glsl_inputs ${VGPU_GLSL_DIR}/${name}.comp)
-endforeach()
-list(JOIN VGPU_GLSL_BUILTINS "," vgpu_glsl_names)
 set(VGPU_GLSL_EMBEDDED ${VGPU_GLSL_GENERATED_DIR}/vgpu_glsl_embedded.inc)
-add_custom_command(
-  OUTPUT ${VGPU_GLSL_EMBEDDED}
-  COMMAND ${CMAKE_COMMAND} -DGLSL_DIR=${VGPU_GLSL_DIR} -DNAMES=${vgpu_glsl_names} -DOUTPUT=${VGPU_GLSL_EMBEDDED}
-          -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake
-  DEPENDS ${vgpu_glsl_inputs} ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake ${CMAKE_CURRENT_LIST_DIR}/VgpuWriteIfChanged.cmake
-  COMMENT "Embedding the built-in GLSL kernels"
-  VERBATIM)
-# One target drives the command, so vgpu_kernels and vgpu-glsl-assemble never run it twice at once.
-add_custom_target(vgpu_glsl_embedded DEPENDS ${VGPU_GLSL_EMBEDDED})
-
-target_sources(vgpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp)
-target_include_directories(vgpu_kernels PRIVATE ${VGPU_GLSL_GENERATED_DIR})
-add_dependencies(vgpu_kernels vgpu_glsl_embedded)
+vgpu_embed_kernel_text(
+  LANGUAGE GLSL DIR_VAR GLSL_DIR DIR ${VGPU_GLSL_DIR} EXT comp NAMES ${VGPU_GLSL_BUILTINS}
+  EXTRA_INPUTS ${VGPU_GLSL_DIR}/prelude.glsl
+  SCRIPT ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake OUTPUT ${VGPU_GLSL_EMBEDDED}
+  SOURCE ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp TARGET vgpu_glsl_embedded)
 
 # --- L3: precompiled SPIR-V ---------------------------------------------------------------
 set(VGPU_PRECOMPILED_WORDS "")

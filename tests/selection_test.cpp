@@ -66,10 +66,16 @@ void check_axpy(vgpu::KernelDatabase& db, std::uint64_t seed) {
 
 ChildRun run_child(const std::string& cache_dir, const std::string& salt, const std::string& latencies,
                    bool disable = false) {
-  return vgpu::test::run_child_command("env -u VGPU_CACHE_DISABLE -u VGPU_DEVICE -u VGPU_BACKEND VGPU_CACHE_DIR=" +
-                                       quoted(cache_dir) + (disable ? " VGPU_CACHE_DISABLE=1 " : " ") +
-                                       quoted(vgpu::test::helper_path(VGPU_SELECT_CHILD)) + " " + quoted(salt) + " " +
-                                       latencies + " 2>&1");
+  return vgpu::test::run_child_command(
+      "env -u VGPU_CACHE_DISABLE -u VGPU_DEVICE -u VGPU_BACKEND VGPU_CACHE_DIR=" + quoted(cache_dir) +
+      (disable ? " VGPU_CACHE_DISABLE=1 " : " ") + quoted(vgpu::test::helper_path(VGPU_SELECT_CHILD)) + " " +
+      quoted(salt) + " " + latencies + " 2>&1");
+}
+
+/// Returns the selection a fresh runtime over the devices of k makes for axpy at 1000 elements.
+vgpu::Selection calibrate_axpy(const Knobs& k) {
+  vgpu::Runtime runtime(test_runtime_options(k));
+  return runtime.explain("axpy", {1000});
 }
 
 }  // namespace
@@ -95,8 +101,7 @@ TEST_CASE("the fastest device is chosen, and far slower ones stop early", "[sele
     // Once a fast device is measured, 3 ms against a few µs shows in one warm-up call, and the
     // slow device runs nothing more.
     Knobs k = devices({0, 3000, 3000}, fresh_salt("fastest-first"));
-    vgpu::Runtime runtime(test_runtime_options(k));
-    const vgpu::Selection s = runtime.explain("axpy", {1000});
+    const vgpu::Selection s = calibrate_axpy(k);
     INFO(s.describe());
     CHECK(s.device == "test:0");
     CHECK(candidate(s, "test:0").runs >= 1);
@@ -114,8 +119,7 @@ TEST_CASE("devices within 30% of the best are timed again round-robin before the
   // microseconds a sleep overshoots by on a loaded machine (at 1.25 vs 1 ms, CI once measured
   // 1.62 ms and so never refined). 60 ms is over the 4x that stops a device after one run.
   Knobs k = devices({11500, 10000, 60000}, fresh_salt("close"));
-  vgpu::Runtime runtime(test_runtime_options(k));
-  const vgpu::Selection s = runtime.explain("axpy", {1000});
+  const vgpu::Selection s = calibrate_axpy(k);
   INFO(s.describe());
   CHECK(s.device == "test:1");
   for (const char* id : {"test:0", "test:1"}) {
@@ -336,7 +340,8 @@ TEST_CASE("on this machine's devices, matmul at N=16 and N=256 goes where it run
     } else {
       // Close devices swap places with machine noise; the choice must still be one of the close ones.
       WARN("no decisive winner at N=" << n << " (within 3x):\n" << table << "chosen: " << s.device);
-      const double chosen = std::find_if(medians.begin(), medians.end(), [&](auto& m) { return m.second == s.device; })->first;
+      const double chosen =
+          std::find_if(medians.begin(), medians.end(), [&](auto& m) { return m.second == s.device; })->first;
       CHECK(chosen <= 3 * medians[0].first);
     }
   }

@@ -20,7 +20,6 @@ namespace {
 constexpr std::uint64_t kMinStaging = 1ull << 20;
 constexpr std::size_t kMaxArgs = 64;  // slots (max_bindings is 16) + the params block
 
-
 }  // namespace
 
 CudaBufferImpl::~CudaBufferImpl() { device_.free_buffer(ptr); }
@@ -52,13 +51,13 @@ CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice dev
 
 bool CudaDevice::release() noexcept {
   if (process_exiting()) return true;  // the destructor leaves everything to the OS
-  return settle();
+  return settle_work();
 }
 
 CudaDevice::~CudaDevice() {
   // At exit the driver may already be tearing down: leave everything to the OS; and never
   // free what a kernel the device gave up on may still use (release() normally settled).
-  if (process_exiting() || !settle()) return;
+  if (process_exiting() || !settle_work()) return;
   if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
   if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
   if (copy_module_) fn_.cuModuleUnload(copy_module_);
@@ -121,24 +120,12 @@ void CudaDevice::sync(const Deadline& deadline, const char* what) {
   fail_timeout(info_, deadline, what, true);
 }
 
-bool CudaDevice::settle() noexcept {
-  if (process_exiting() || abandoned_) return false;
-  const Deadline deadline = default_deadline();
-  std::string why;
-  try {
+bool CudaDevice::settle_work() noexcept {
+  if (process_exiting()) return false;
+  return settle("CUDA", "memory, modules and stream", [this](const Deadline& deadline) {
     make_current();
-    if (try_sync(deadline)) return true;
-    why = "its work was still running after " + std::to_string(deadline.limit().count()) + " ms";
-    mark_lost(why);
-  } catch (const std::exception& e) {
-    why = e.what();
-    mark_lost(why);
-  }
-  abandoned_ = true;
-  log(LogLevel::warn, "CUDA device '" + info_.name + "' is lost (" + why +
-                          "): its memory, modules and stream are left to the driver, not freed under work that may "
-                          "still use them.");
-  return false;
+    return try_sync(deadline);
+  });
 }
 
 void CudaDevice::reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadline) {

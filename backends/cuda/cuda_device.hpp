@@ -110,19 +110,7 @@ class CudaDevice final : public DeviceImpl {
   ~CudaDevice() override;
 
   const DeviceInfo& info() const override { return info_; }
-  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
-             const Deadline& deadline) override;
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
-                                      const CompileOptions& options) override;
-  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
-  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
-  void synchronize(const Deadline& deadline) override;
+  VGPU_DEVICE_IMPL_OVERRIDES;
   void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
                   const Deadline& deadline) override;
   /// Returns the serial of the newest enqueued work.
@@ -152,8 +140,8 @@ class CudaDevice final : public DeviceImpl {
   void sync(const Deadline& deadline, const char* what);
   // Before the device goes: waits for the stream within timeout(). Returns false, never
   // throwing, when its objects must be leaked: the process is exiting, or the work did not
-  // finish (the device is then abandoned).
-  bool settle() noexcept;
+  // finish (the device is then abandoned: DeviceImpl::settle).
+  bool settle_work() noexcept;
   void launch(CudaBatchImpl& batch);
   // Captures what enqueue queues on the stream into an instantiated graph; null (with the
   // stream usable) when capture or instantiation fails.
@@ -195,7 +183,6 @@ class CudaDevice final : public DeviceImpl {
   Pinned download_;  // device → host staging
   std::vector<std::uint64_t> trip_signature_;  // scratch for round_trip, reused
   bool zero_copy_ = true;  // VGPU_CUDA_ZERO_COPY=0: small round trips use memcpys too
-  bool abandoned_ = false;  // lost, and its work outlived a bounded wait: leak, never free
   bool copy_loaded_ = false;  // load_copy_kernel() ran
   CUmodule copy_module_ = nullptr;
   CUfunction copy_fn_ = nullptr;

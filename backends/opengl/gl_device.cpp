@@ -201,14 +201,7 @@ void GlDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data,
     // A dispatch may still use the buffer, and the driver would then block in glBufferSubData
     // with no limit: wait for it here, within the deadline.
     finish_w(deadline, "waiting for earlier dispatches before writing a buffer");
-    barrier_w();
-    if (desc_.caps.dsa) {
-      glNamedBufferSubData(name, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), data);
-    } else {
-      glBindBuffer(GL_COPY_WRITE_BUFFER, name);
-      glBufferSubData(GL_COPY_WRITE_BUFFER, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), data);
-      glBindBuffer(GL_COPY_WRITE_BUFFER, 0);
-    }
+    transfer_w(name, offset, bytes, const_cast<void*>(data), true);  // only read from, as its const says
   });
 }
 
@@ -219,16 +212,29 @@ void GlDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::ui
     // The read would wait for the dispatches that write the buffer, without a limit: wait for
     // them on a fence first, within the deadline, so it never blocks on GPU work.
     finish_w(deadline, "waiting for submitted work to read a buffer");
-    barrier_w();
-    if (desc_.caps.dsa) {
-      glGetNamedBufferSubData(name, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), out);
-    } else {
-      glBindBuffer(GL_COPY_READ_BUFFER, name);
-      glGetBufferSubData(GL_COPY_READ_BUFFER, static_cast<GLintptr>(offset), static_cast<GLsizeiptr>(bytes), out);
-      glBindBuffer(GL_COPY_READ_BUFFER, 0);
-    }
+    transfer_w(name, offset, bytes, out, false);
     check_errors_w("reading a buffer");
   });
+}
+
+void GlDevice::transfer_w(GLuint name, std::uint64_t offset, std::uint64_t bytes, void* host, bool into_buffer) {
+  barrier_w();
+  const auto at = static_cast<GLintptr>(offset);
+  const auto size = static_cast<GLsizeiptr>(bytes);
+  if (desc_.caps.dsa) {
+    if (into_buffer)
+      glNamedBufferSubData(name, at, size, host);
+    else
+      glGetNamedBufferSubData(name, at, size, host);
+    return;
+  }
+  const GLenum target = into_buffer ? GL_COPY_WRITE_BUFFER : GL_COPY_READ_BUFFER;
+  glBindBuffer(target, name);
+  if (into_buffer)
+    glBufferSubData(target, at, size, host);
+  else
+    glGetBufferSubData(target, at, size, host);
+  glBindBuffer(target, 0);
 }
 
 void GlDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,

@@ -137,19 +137,7 @@ class GlDevice final : public DeviceImpl {
   ~GlDevice() override;
 
   const DeviceInfo& info() const override { return desc_.info; }
-  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
-             const Deadline& deadline) override;
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
-                                      const CompileOptions& options) override;
-  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
-  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
-  void synchronize(const Deadline& deadline) override;
+  VGPU_DEVICE_IMPL_OVERRIDES;
   /// Shuts down within twice timeout() (the context's own last wait takes up to one); false
   /// when the worker is still busy then (the device is then leaked).
   bool release() noexcept override;
@@ -186,6 +174,9 @@ class GlDevice final : public DeviceImpl {
   GLuint create_buffer_w(std::uint64_t bytes);
   /// Issues the memory barrier a dispatch since the last one requires, if any.
   void barrier_w();
+  /// Copies bytes between host memory and buffer name at offset (into the buffer when
+  /// into_buffer, else out of it), after barrier_w(); DSA where the context has it.
+  void transfer_w(GLuint name, std::uint64_t offset, std::uint64_t bytes, void* host, bool into_buffer);
   /// Replays recorded commands: program, bindings, params slot, dispatch, barrier.
   void replay_w(const std::vector<GlCommand>& commands);
   /// Throws the vgpu::Error matching a pending GL error (out of memory, context lost, ...).

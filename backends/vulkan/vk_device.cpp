@@ -47,13 +47,13 @@ void VulkanDevice::on_counters_attached() noexcept {
 
 bool VulkanDevice::release() noexcept {
   if (process_exiting()) return true;  // the destructor leaves everything to the OS
-  return settle();
+  return settle_work();
 }
 
 VulkanDevice::~VulkanDevice() {
   // Leave every Vulkan object to the OS at exit, or to the abandoned device (release()
   // normally settled already).
-  if (process_exiting() || !settle()) return;
+  if (process_exiting() || !settle_work()) return;
   save_pipeline_cache();
   destroy_buffer(staging_);
   destroy_buffer(readback_);
@@ -169,7 +169,8 @@ bool VulkanDevice::try_wait_serial(std::uint64_t serial, const Deadline& deadlin
     // Short GPU work finishes in microseconds, but a blocking fence wait can take tens of
     // microseconds to wake up: poll the newest fence briefly before blocking on all of them.
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
-    while (fn_.vkGetFenceStatus(device_, fences.back()) == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until) {
+    while (fn_.vkGetFenceStatus(device_, fences.back()) == VK_NOT_READY &&
+           std::chrono::steady_clock::now() < spin_until) {
     }
     // Bounded: a runaway kernel must not block the caller forever (VK_TIMEOUT once it passes;
     // work that has finished by then is success, however late the deadline).
@@ -241,11 +242,9 @@ void VulkanDevice::finish(const Deadline& deadline, const char* what) {
   wait_serial(next_serial_, deadline, what);
 }
 
-bool VulkanDevice::settle() noexcept {
-  if (process_exiting() || abandoned_) return false;
-  const Deadline deadline = default_deadline();
-  std::string why;
-  try {
+bool VulkanDevice::settle_work() noexcept {
+  if (process_exiting()) return false;
+  return settle("Vulkan", "buffers, pipelines and queue", [this](const Deadline& deadline) {
     if (lost()) {
       // Recorded work that never reached the queue never will: only what runs is waited for.
       pending_.clear();
@@ -253,24 +252,16 @@ bool VulkanDevice::settle() noexcept {
     } else {
       flush();
     }
-    if (try_wait_serial(UINT64_MAX, deadline)) return true;
-    why = "its work was still running after " + std::to_string(deadline.limit().count()) + " ms";
-    mark_lost(why);
-  } catch (const std::exception& e) {
-    why = e.what();
-    mark_lost(why);
-  }
-  abandoned_ = true;
-  log(LogLevel::warn, "Vulkan device '" + physical_.info.name + "' is lost (" + why +
-                          "): its buffers, pipelines and queue are left to the driver, not destroyed under work "
-                          "that may still use them.");
-  return false;
+    return try_wait_serial(UINT64_MAX, deadline);
+  });
 }
 
 bool VulkanDevice::idle_pending() const { return pending_.empty() && pending_upload_ == VK_NULL_HANDLE; }
 
 bool VulkanDevice::idle() const { return in_flight_.empty() && idle_pending(); }
 
-void VulkanDevice::synchronize(const Deadline& deadline) { finish(deadline, "waiting for submitted work (synchronize)"); }
+void VulkanDevice::synchronize(const Deadline& deadline) {
+  finish(deadline, "waiting for submitted work (synchronize)");
+}
 
 }  // namespace vgpu::vulkan

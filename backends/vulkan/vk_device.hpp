@@ -95,21 +95,9 @@ class VulkanDevice final : public DeviceImpl {
   ~VulkanDevice() override;
 
   const DeviceInfo& info() const override { return physical_.info; }
-  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
-             const Deadline& deadline) override;
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
-                                      const CompileOptions& options) override;
+  VGPU_DEVICE_IMPL_OVERRIDES;
   /// Builds the shader module and pipeline of k from words; returns the failing call's result.
   VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const CompileOptions& options);
-  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
-  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
-  void synchronize(const Deadline& deadline) override;
   void on_counters_attached() noexcept override;
   /// The serial the next flush gets while work waits to be flushed, else the last flushed one.
   std::uint64_t submitted_serial() noexcept override;
@@ -171,8 +159,8 @@ class VulkanDevice final : public DeviceImpl {
   // Before the device goes: flushes and waits, within timeout(), for everything queued (on a
   // lost device only for what already runs). Returns false, never throwing, when its objects
   // must be leaked: the process is exiting, or the work did not finish (the device is then
-  // abandoned).
-  bool settle() noexcept;
+  // abandoned: DeviceImpl::settle).
+  bool settle_work() noexcept;
   void ensure_capacity(Allocation& buffer, std::uint64_t bytes, MemoryUse use, const Deadline& deadline);
   void barrier(VkCommandBuffer cmd, bool to_host) const;
 
@@ -203,7 +191,6 @@ class VulkanDevice final : public DeviceImpl {
   };
   std::vector<PendingCmd> pending_;                  // recorded work not yet queued, in call order
   VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads being recorded for the next flush
-  bool abandoned_ = false;                           // lost, and its work outlived a bounded wait: leak, never destroy
   Allocation staging_;                               // host-visible upload ring
   std::uint64_t staging_head_ = 0;
   Allocation readback_;                              // host-visible readback area

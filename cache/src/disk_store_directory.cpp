@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -311,31 +312,50 @@ void remove_if_stale(const OpenedDir& d, EntryKind kind, const std::string& name
   if (e != 0 && e != ENOENT) left.push_back(delete_failed(describe(kind, d, name, &st, 0), d.path, e));
 }
 
-}  // namespace
-
-std::uint64_t DiskStore::remove_invalid(std::vector<DiskLeftover>* left_out) {
-  Impl& s = *impl_;
-  std::vector<DiskLeftover> left;
+/// Walks t deleting what choose picks. A temp file older than stale_age_s goes (a younger one
+/// may be a write in progress); for every other entry choose returns its description when it
+/// is to go (nullopt keeps it), and deleted(info) runs once it went. What may not, or could
+/// not, be deleted goes to left, as do the folders that could not be read. Returns how many
+/// entries went.
+template <class Choose, class Deleted>
+std::uint64_t delete_walk(const Tree& t, std::int64_t stale_age_s, std::vector<DiskLeftover>& left, Choose&& choose,
+                          Deleted&& deleted) {
   std::uint64_t removed = 0;
-  const Tree t = s.open_tree();
   walk(
       t,
       [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
         if (st && S_ISREG(st->st_mode) && detail::is_temp_name(name))
-          return remove_if_stale(d, kind, name, *st, 600, left);
-        auto info = inspect(kind, d, name, st, stat_errno, true);
-        if (!info || info->valid) return;
+          return remove_if_stale(d, kind, name, *st, stale_age_s, left);
+        std::optional<DiskEntryInfo> info = choose(kind, d, name, st, stat_errno);
+        if (!info) return;
         if (!info->deletable) return left.push_back(left_alone(std::move(*info)));
         const int e = unlink_if_same(d, name, *st);
         if (e == ENOENT) return;  // gone or replaced meanwhile
         if (e != 0) return left.push_back(delete_failed(std::move(*info), d.path, e));
         ++removed;
-        std::lock_guard lock(s.mutex);
-        ++s.stats.rejected[info->problem.substr(0, info->problem.find(':'))];
-        s.forget_locked(info->path.string());
+        deleted(*info);
       },
       [&](const fs::path& path, EntryKind kind, const std::string& problem, const std::string& fix) {
         left.push_back(left_alone(folder_item(path, kind, problem, fix)));
+      });
+  return removed;
+}
+
+}  // namespace
+
+std::uint64_t DiskStore::remove_invalid(std::vector<DiskLeftover>* left_out) {
+  Impl& s = *impl_;
+  std::vector<DiskLeftover> left;
+  const std::uint64_t removed = delete_walk(
+      s.open_tree(), 600, left,
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
+        auto info = inspect(kind, d, name, st, stat_errno, true);
+        return info && !info->valid ? info : std::nullopt;
+      },
+      [&](const DiskEntryInfo& info) {
+        std::lock_guard lock(s.mutex);
+        ++s.stats.rejected[info.problem.substr(0, info.problem.find(':'))];
+        s.forget_locked(info.path.string());
       });
   if (left_out) *left_out = std::move(left);
   return removed;
@@ -344,24 +364,12 @@ std::uint64_t DiskStore::remove_invalid(std::vector<DiskLeftover>* left_out) {
 std::uint64_t DiskStore::clear(std::vector<DiskLeftover>* left_out) {
   Impl& s = *impl_;
   std::vector<DiskLeftover> left;
-  std::uint64_t removed = 0;
-  const Tree t = s.open_tree();
-  walk(
-      t,
+  const std::uint64_t removed = delete_walk(
+      s.open_tree(), 60, left,
       [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
-        if (st && S_ISREG(st->st_mode) && detail::is_temp_name(name))
-          return remove_if_stale(d, kind, name, *st, 60, left);
-        DiskEntryInfo info = describe(kind, d, name, st, stat_errno);  // nothing is opened
-        if (!info.deletable) return left.push_back(left_alone(std::move(info)));
-        const int e = unlink_if_same(d, name, *st);
-        if (e == 0)
-          ++removed;
-        else if (e != ENOENT)
-          left.push_back(delete_failed(std::move(info), d.path, e));
+        return std::optional<DiskEntryInfo>(describe(kind, d, name, st, stat_errno));  // nothing is opened
       },
-      [&](const fs::path& path, EntryKind kind, const std::string& problem, const std::string& fix) {
-        left.push_back(left_alone(folder_item(path, kind, problem, fix)));
-      });
+      [](const DiskEntryInfo&) {});
   {
     std::lock_guard lock(s.mutex);
     s.bytes_of.clear();

@@ -140,41 +140,50 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config)
 // The L1 cache's kernels are retired to the host, which outlives this core while handles live.
 DeviceCore::~DeviceCore() = default;
 
+namespace {
+
+/// Returns a handle's state once it is set (else invalid_argument: empty(), fix_empty) and made
+/// by host (else invalid_argument: foreign(), fix_foreign); no message is built unless a check fails.
+template <class State, class Empty, class Foreign>
+State& checked_state(const std::shared_ptr<State>& state, const std::shared_ptr<DeviceHost>& host, Empty&& empty,
+                     const char* fix_empty, Foreign&& foreign, const char* fix_foreign) {
+  if (!state) fail(ErrorCategory::invalid_argument, empty(), fix_empty);
+  if (state->device != host) fail(ErrorCategory::invalid_argument, foreign(), fix_foreign);
+  return *state;
+}
+
+}  // namespace
+
 BufferState& DeviceCore::own(const Buffer& buffer, const char* what) const {
-  if (!buffer.state_)
-    fail(ErrorCategory::invalid_argument, std::string(what) + " is an empty Buffer handle.",
-         "pass a buffer returned by Device::create_buffer().");
-  if (buffer.state_->device != host_)
-    fail(ErrorCategory::invalid_argument, std::string(what) + " belongs to another device than " + device_label(info()) + ".",
-         "create the buffer on the device you use it with, or copy its data through the host.");
-  return *buffer.state_;
+  return checked_state(
+      buffer.state_, host_, [&] { return std::string(what) + " is an empty Buffer handle."; },
+      "pass a buffer returned by Device::create_buffer().",
+      [&] { return std::string(what) + " belongs to another device than " + device_label(info()) + "."; },
+      "create the buffer on the device you use it with, or copy its data through the host.");
 }
 
 KernelState& DeviceCore::own(const Kernel& kernel) const {
-  if (!kernel.state_)
-    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
-  if (kernel.state_->device != host_)
-    fail(ErrorCategory::invalid_argument, "kernel '" + kernel.state_->source.name + "' was compiled for another device.",
-         "compile the kernel on the device you dispatch it on.");
-  return *kernel.state_;
+  return checked_state(
+      kernel.state_, host_, [] { return std::string("empty Kernel handle."); },
+      "pass a kernel returned by Device::compile().",
+      [&] { return "kernel '" + kernel.state_->source.name + "' was compiled for another device."; },
+      "compile the kernel on the device you dispatch it on.");
 }
 
 BindingSetState& DeviceCore::own(const BindingSet& bindings) const {
-  if (!bindings.state_)
-    fail(ErrorCategory::invalid_argument, "empty BindingSet handle.", "pass a binding set returned by Device::bind().");
-  if (bindings.state_->device != host_)
-    fail(ErrorCategory::invalid_argument, "binding set belongs to another device.",
-         "bind buffers on the device you dispatch on.");
-  return *bindings.state_;
+  return checked_state(
+      bindings.state_, host_, [] { return std::string("empty BindingSet handle."); },
+      "pass a binding set returned by Device::bind().",
+      [] { return std::string("binding set belongs to another device."); },
+      "bind buffers on the device you dispatch on.");
 }
 
 BatchState& DeviceCore::own(const Batch& batch) const {
-  if (!batch.state_)
-    fail(ErrorCategory::invalid_argument, "empty Batch handle.", "pass a batch returned by Device::create_batch().");
-  if (batch.state_->device != host_)
-    fail(ErrorCategory::invalid_argument, "batch was created on another device.",
-         "submit a batch to the device that created it.");
-  return *batch.state_;
+  return checked_state(
+      batch.state_, host_, [] { return std::string("empty Batch handle."); },
+      "pass a batch returned by Device::create_batch().",
+      [] { return std::string("batch was created on another device."); },
+      "submit a batch to the device that created it.");
 }
 
 Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
@@ -208,8 +217,8 @@ BufferState* DeviceCore::checked_write(const Buffer& buffer, const void* data, s
   return &b;
 }
 
-BufferState* DeviceCore::checked_read(const Buffer& buffer, const void* out, std::uint64_t bytes,
-                                      std::uint64_t offset, const char* what) const {
+BufferState* DeviceCore::checked_read(const Buffer& buffer, const void* out, std::uint64_t bytes, std::uint64_t offset,
+                                      const char* what) const {
   BufferState& b = own(buffer, what);
   check_range(b, offset, bytes, "read");
   if (bytes == 0) return nullptr;
@@ -295,7 +304,8 @@ const DialectSource& DeviceCore::check_compilable(const KernelSource& source, co
                " supports slots 0.." + to_string(di.limits.max_bindings - 1) + ".",
            "number binding slots from 0 without gaps.");
     if (!slots.insert(b.slot).second)
-      fail(ErrorCategory::invalid_argument, "kernel '" + source.name + "' declares slot " + to_string(b.slot) + " twice.",
+      fail(ErrorCategory::invalid_argument,
+           "kernel '" + source.name + "' declares slot " + to_string(b.slot) + " twice.",
            "give each BindingDecl its own slot.");
   }
   std::set<std::string_view> dialects;
@@ -358,8 +368,7 @@ BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindi
            "kernel '" + k.source.name + "' has no binding slot " + to_string(b.slot) + ".",
            "bind only the slots listed in KernelSource::bindings.");
     if (state->by_slot[b.slot])
-      fail(ErrorCategory::invalid_argument, "slot " + to_string(b.slot) + " is bound twice.",
-           "bind each slot once.");
+      fail(ErrorCategory::invalid_argument, "slot " + to_string(b.slot) + " is bound twice.", "bind each slot once.");
     const std::string what = "buffer for slot " + to_string(b.slot);
     own(b.buffer, what.c_str());
     state->by_slot[b.slot] = b.buffer.state_;
@@ -378,8 +387,7 @@ BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindi
   return BindingSet(std::move(state));
 }
 
-void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
-                          Groups groups) {
+void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups) {
   const CallLock call = host_->lock();
   check_usable();
   KernelState& k = own(kernel);

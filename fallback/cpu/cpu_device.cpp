@@ -30,6 +30,8 @@ CpuBindingSet::CpuBindingSet(std::span<BufferImpl* const> by_slot) {
 CpuDevice::CpuDevice(DeviceInfo info, const KernelTable& kernels, std::shared_ptr<const BackendSettings> settings)
     : DeviceImpl(std::move(settings)), info_(std::move(info)), kernels_(kernels) {}
 
+/// Wraps code.fn, or resolves the built-in named code.entry in this device's ISA table;
+/// throws not_supported.
 std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const DialectSource& code,
                                                const CompileOptions& options) {
   if (code.fn) return std::make_unique<CpuKernelImpl>(source.name, code.fn, options.workgroup_size);
@@ -41,26 +43,34 @@ std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const
   if (fn == nullptr) {
     std::string names;
     for (const BuiltinEntry& e : kernels_.entries) names += (names.empty() ? "" : ", ") + std::string(e.name);
-    fail(ErrorCategory::not_supported,
-         "kernel '" + source.name + "' asks for CPU built-in '" + code.entry + "', which the CPU backend does not have.",
-         "use one of " + names + ", or pass a callable instead (KernelSource::add_cpu).");
+    fail(
+        ErrorCategory::not_supported,
+        "kernel '" + source.name + "' asks for CPU built-in '" + code.entry + "', which the CPU backend does not have.",
+        "use one of " + names + ", or pass a callable instead (KernelSource::add_cpu).");
   }
   return std::make_unique<CpuKernelImpl>(source.name, fn, options.workgroup_size);
 }
 
+/// Captures the bound buffers as CpuBufferViews indexed by slot.
 std::unique_ptr<BindingSetImpl> CpuDevice::bind(KernelImpl& /*kernel*/, std::span<BufferImpl* const> by_slot) {
   return std::make_unique<CpuBindingSet>(by_slot);
 }
 
+/// Copies the commands; the batch can be submitted any number of times.
 std::unique_ptr<RecordedBatchImpl> CpuDevice::record(std::span<const DispatchCommand> commands) {
   return std::make_unique<CpuBatch>(commands);
 }
 
+/// Runs every command in order and returns when all have finished; throws timeout (after
+/// starting no further workgroup) once deadline has passed.
 void CpuDevice::submit(RecordedBatchImpl& batch, const Deadline& deadline) {
   // In order: each dispatch sees the writes of the ones before it, since each finishes
   // (TBB joins every task) before the next starts. One deadline bounds the whole batch.
   detail::CpuDispatchControl control{deadline, {}};
   for (const DispatchCommand& cmd : static_cast<const CpuBatch&>(batch).commands()) run_dispatch(cmd, control, *this);
 }
+
+/// Returns at once: submit() is synchronous, so nothing is ever in flight.
+void CpuDevice::synchronize(const Deadline& /*deadline*/) {}
 
 }  // namespace vgpu::cpu

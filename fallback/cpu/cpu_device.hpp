@@ -109,30 +109,7 @@ class CpuDevice final : public DeviceImpl {
 
   /// Returns the description made at open() (CPU model, ISA, limits).
   const DeviceInfo& info() const override { return info_; }
-  /// Allocates a zeroed, 64-byte-aligned host buffer; throws out_of_memory.
-  std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) override;
-  /// Copies host bytes in (memcpy; no submitted work can still be running, so nothing waits).
-  void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
-             const Deadline& deadline) override;
-  /// Copies bytes out (memcpy; every submitted dispatch has already finished).
-  void read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  /// Copies between buffers (memmove, so overlapping ranges of one buffer are fine).
-  void copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset, std::uint64_t bytes,
-            const Deadline& deadline) override;
-  /// Wraps code.fn, or resolves the built-in named code.entry in this device's ISA table;
-  /// throws not_supported.
-  std::unique_ptr<KernelImpl> compile(const KernelSource& source, const DialectSource& code,
-                                      const CompileOptions& options) override;
-  /// Captures the bound buffers as CpuBufferViews indexed by slot.
-  std::unique_ptr<BindingSetImpl> bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) override;
-  /// Copies the commands; the batch can be submitted any number of times.
-  std::unique_ptr<RecordedBatchImpl> record(std::span<const DispatchCommand> commands) override;
-  /// Runs every command in order and returns when all have finished; throws timeout (after
-  /// starting no further workgroup) once deadline has passed.
-  void submit(RecordedBatchImpl& batch, const Deadline& deadline) override;
-  /// Returns at once: submit() is synchronous, so nothing is ever in flight.
-  void synchronize(const Deadline& /*deadline*/) override {}
+  VGPU_DEVICE_IMPL_OVERRIDES;
 
  private:
   DeviceInfo info_;

@@ -25,15 +25,16 @@ constexpr std::size_t kAlignment = 64;
 
 CpuBuffer::CpuBuffer(std::uint64_t bytes) : bytes_(bytes) {
   if (bytes > std::numeric_limits<std::size_t>::max()) fail_alloc(bytes);
-  void* p = ::operator new(static_cast<std::size_t>(bytes), std::align_val_t{kAlignment}, std::nothrow);
+  void* p = ::operator new (static_cast<std::size_t>(bytes), std::align_val_t{kAlignment}, std::nothrow);
   if (p == nullptr) fail_alloc(bytes);
   // Zeroed like a fresh GPU allocation under vgpu's contract, so no stale data leaks through.
   std::memset(p, 0, static_cast<std::size_t>(bytes));
   data_ = static_cast<std::byte*>(p);
 }
 
-CpuBuffer::~CpuBuffer() { ::operator delete(data_, std::align_val_t{kAlignment}); }
+CpuBuffer::~CpuBuffer() { ::operator delete (data_, std::align_val_t{kAlignment}); }
 
+/// Allocates a zeroed, 64-byte-aligned host buffer; throws out_of_memory.
 std::unique_ptr<BufferImpl> CpuDevice::create_buffer(std::uint64_t bytes) {
   try {
     return std::make_unique<CpuBuffer>(bytes);
@@ -42,16 +43,19 @@ std::unique_ptr<BufferImpl> CpuDevice::create_buffer(std::uint64_t bytes) {
   }
 }
 
+/// Copies host bytes in (memcpy; no submitted work can still be running, so nothing waits).
 void CpuDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
                       const Deadline& /*deadline*/) {
   std::memcpy(static_cast<CpuBuffer&>(buffer).data() + offset, data, bytes);
 }
 
+/// Copies bytes out (memcpy; every submitted dispatch has already finished).
 void CpuDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
                      const Deadline& /*deadline*/) {
   std::memcpy(out, static_cast<CpuBuffer&>(buffer).data() + offset, bytes);
 }
 
+/// Copies between buffers (memmove, so overlapping ranges of one buffer are fine).
 void CpuDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
                      std::uint64_t bytes, const Deadline& /*deadline*/) {
   // memmove: src and dst may be one buffer with overlapping ranges.

@@ -51,13 +51,16 @@ void row(std::ostream& os, const char* key, const std::string& value) {
   os << "  " << std::left << std::setw(12) << key << value << "\n";
 }
 
-/// Returns a leftover as one JSON object.
-nlohmann::ordered_json leftover_json(const cache::DiskLeftover& l) {
-  return {{"path", l.item.path.string()},
-          {"kind", to_string(l.item.kind)},
-          {"problem", l.item.problem},
-          {"why", l.why},
-          {"failed", l.failed}};
+/// Returns what a maintenance command left in place as a JSON array, one object each.
+nlohmann::ordered_json leftovers_json(const std::vector<cache::DiskLeftover>& left) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& l : left)
+    list.push_back({{"path", l.item.path.string()},
+                    {"kind", to_string(l.item.kind)},
+                    {"problem", l.item.problem},
+                    {"why", l.why},
+                    {"failed", l.failed}});
+  return list;
 }
 
 /// Prints what a maintenance command left in place, one line each, and a closing summary.
@@ -143,9 +146,7 @@ int run_clear(const CacheOptions& o) {
     nlohmann::ordered_json j;
     j["directory"] = store.directory().string();
     j["removed"] = removed;
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const auto& l : left) list.push_back(leftover_json(l));
-    j["left"] = list;
+    j["left"] = leftovers_json(left);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "removed " << removed << " entr" << (removed == 1 ? "y" : "ies") << " from " << format_directory(store)
@@ -180,9 +181,7 @@ int run_verify(const CacheOptions& o) {
     j["bad"] = list;
     j["fix"] = o.fix;
     j["removed"] = removed;
-    nlohmann::ordered_json kept = nlohmann::ordered_json::array();
-    for (const auto& l : left) kept.push_back(leftover_json(l));
-    j["left"] = kept;
+    j["left"] = leftovers_json(left);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "verifying " << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << " in "

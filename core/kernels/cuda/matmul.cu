@@ -52,39 +52,36 @@ using TileB = float[2][BK][BN];
 
 __device__ __forceinline__ float load_checked(const float* p, size_t index, bool ok) { return ok ? p[index] : 0.0f; }
 
+// Loads the tile of WIDTH columns starting at (r0, c0) of the rows x cols row-major matrix M
+// into registers: COUNT float4s spread over the block's threads, zeros where the tile leaves M
+// (kFull: it lies wholly inside, so no check is made).
+template <bool kFull, unsigned WIDTH, unsigned COUNT, unsigned LOADS>
+__device__ __forceinline__ void load_tile(const float* __restrict__ M, unsigned rows, unsigned cols, unsigned r0,
+                                          unsigned c0, unsigned tid, float4 (&out)[LOADS]) {
+#pragma unroll
+  for (unsigned l = 0; l < LOADS; ++l) {
+    const unsigned idx = tid + l * THREADS;
+    if (COUNT % THREADS != 0 && idx >= COUNT) break;
+    const unsigned r = r0 + idx / (WIDTH / 4), c = c0 + (idx % (WIDTH / 4)) * 4;
+    const size_t at = (size_t)r * cols + c;
+    if (kFull) {
+      out[l] = *reinterpret_cast<const float4*>(M + at);
+    } else {
+      const bool row_ok = r < rows;
+      out[l] = make_float4(load_checked(M, at, row_ok && c < cols), load_checked(M, at + 1, row_ok && c + 1 < cols),
+                           load_checked(M, at + 2, row_ok && c + 2 < cols),
+                           load_checked(M, at + 3, row_ok && c + 3 < cols));
+    }
+  }
+}
+
 // Loads the A and B tiles of step k0 into registers.
 template <bool kFull>
 __device__ __forceinline__ void load_tiles(const float* __restrict__ A, const float* __restrict__ B,
                                            const MatmulParams& p, unsigned row0, unsigned col0, unsigned k0,
                                            unsigned tid, float4 (&ra)[A_LOADS], float4 (&rb)[B_LOADS]) {
-#pragma unroll
-  for (unsigned l = 0; l < A_LOADS; ++l) {
-    const unsigned idx = tid + l * THREADS;
-    if (A_VEC % THREADS != 0 && idx >= A_VEC) break;
-    const unsigned r = row0 + idx / (BK / 4), c = k0 + (idx % (BK / 4)) * 4;
-    const size_t at = (size_t)r * p.k + c;
-    if (kFull) {
-      ra[l] = *reinterpret_cast<const float4*>(A + at);
-    } else {
-      const bool row_ok = r < p.m;
-      ra[l] = make_float4(load_checked(A, at, row_ok && c < p.k), load_checked(A, at + 1, row_ok && c + 1 < p.k),
-                          load_checked(A, at + 2, row_ok && c + 2 < p.k), load_checked(A, at + 3, row_ok && c + 3 < p.k));
-    }
-  }
-#pragma unroll
-  for (unsigned l = 0; l < B_LOADS; ++l) {
-    const unsigned idx = tid + l * THREADS;
-    if (B_VEC % THREADS != 0 && idx >= B_VEC) break;
-    const unsigned r = k0 + idx / (BN / 4), c = col0 + (idx % (BN / 4)) * 4;
-    const size_t at = (size_t)r * p.n + c;
-    if (kFull) {
-      rb[l] = *reinterpret_cast<const float4*>(B + at);
-    } else {
-      const bool row_ok = r < p.k;
-      rb[l] = make_float4(load_checked(B, at, row_ok && c < p.n), load_checked(B, at + 1, row_ok && c + 1 < p.n),
-                          load_checked(B, at + 2, row_ok && c + 2 < p.n), load_checked(B, at + 3, row_ok && c + 3 < p.n));
-    }
-  }
+  load_tile<kFull, BK, A_VEC>(A, p.m, p.k, row0, k0, tid, ra);
+  load_tile<kFull, BN, B_VEC>(B, p.k, p.n, k0, col0, tid, rb);
 }
 
 // Stores the registers of load_tiles into shared buffer buf (A transposed).
@@ -106,6 +103,20 @@ __device__ __forceinline__ void store_tiles(TileA& As, TileB& Bs, unsigned buf, 
     if (B_VEC % THREADS != 0 && idx >= B_VEC) break;
     const unsigned r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
     *reinterpret_cast<float4*>(&Bs[buf][r][c]) = rb[l];
+  }
+}
+
+// Reads a thread's COUNT values of one row of a shared tile: float4 groups SPREAD float4s
+// apart, the first at float4 lane (so a warp's reads of one group are contiguous).
+template <unsigned COUNT, unsigned SPREAD>
+__device__ __forceinline__ void read_fragment(const float* row, unsigned lane, float (&out)[COUNT]) {
+#pragma unroll
+  for (unsigned g = 0; g < COUNT / 4; ++g) {
+    const float4 v = *reinterpret_cast<const float4*>(row + g * 4 * SPREAD + lane * 4);
+    out[g * 4 + 0] = v.x;
+    out[g * 4 + 1] = v.y;
+    out[g * 4 + 2] = v.z;
+    out[g * 4 + 3] = v.w;
   }
 }
 
@@ -133,22 +144,8 @@ __device__ __forceinline__ void matmul_tile(const float* __restrict__ A, const f
 #pragma unroll
     for (unsigned kk = 0; kk < BK; ++kk) {
       float a[TM], b[TN];
-#pragma unroll
-      for (unsigned g = 0; g < TM / 4; ++g) {
-        const float4 v = *reinterpret_cast<const float4*>(&As[cur][kk][g * 4 * TY + ty * 4]);
-        a[g * 4 + 0] = v.x;
-        a[g * 4 + 1] = v.y;
-        a[g * 4 + 2] = v.z;
-        a[g * 4 + 3] = v.w;
-      }
-#pragma unroll
-      for (unsigned h = 0; h < TN / 4; ++h) {
-        const float4 v = *reinterpret_cast<const float4*>(&Bs[cur][kk][h * 4 * TX + tx * 4]);
-        b[h * 4 + 0] = v.x;
-        b[h * 4 + 1] = v.y;
-        b[h * 4 + 2] = v.z;
-        b[h * 4 + 3] = v.w;
-      }
+      read_fragment<TM, TY>(&As[cur][kk][0], ty, a);
+      read_fragment<TN, TX>(&Bs[cur][kk][0], tx, b);
 #pragma unroll
       for (unsigned i = 0; i < TM; ++i)
 #pragma unroll

@@ -26,3 +26,13 @@ constexpr KernelTable make_table(std::string_view isa) {
 }
 
 }  // namespace vgpu::cpu::builtin
+
+/// Defines vgpu::cpu::fn() (declared in kernels/builtin_table.hpp), returning the constant
+/// table of Arch's kernels named isa: the one definition each per-ISA translation unit makes.
+#define VGPU_CPU_DEFINE_KERNEL_TABLE(fn, Arch, isa)                                \
+  namespace vgpu::cpu {                                                           \
+  const KernelTable& fn() noexcept {                                              \
+    static constexpr KernelTable table = builtin::make_table<Arch>(isa);          \
+    return table;                                                                 \
+  }                                                                               \
+  }

@@ -7,11 +7,4 @@
 #error "kernels_avx2.cpp must be compiled with -mavx2 -mfma"
 #endif
 
-namespace vgpu::cpu {
-
-const KernelTable& avx2_kernels() noexcept {
-  static constexpr KernelTable table = builtin::make_table<xsimd::fma3<xsimd::avx2>>("avx2");
-  return table;
-}
-
-}  // namespace vgpu::cpu
+VGPU_CPU_DEFINE_KERNEL_TABLE(avx2_kernels, xsimd::fma3<xsimd::avx2>, "avx2")

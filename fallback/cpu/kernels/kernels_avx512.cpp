@@ -15,13 +15,6 @@
 #error "kernels_avx512.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma"
 #endif
 
-namespace vgpu::cpu {
-
-const KernelTable& avx512_kernels() noexcept {
-  static constexpr KernelTable table = builtin::make_table<xsimd::avx512bw>("avx512");
-  return table;
-}
-
-}  // namespace vgpu::cpu
+VGPU_CPU_DEFINE_KERNEL_TABLE(avx512_kernels, xsimd::avx512bw, "avx512")
 
 #pragma GCC diagnostic pop

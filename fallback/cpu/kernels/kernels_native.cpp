@@ -13,9 +13,6 @@ using NativeArch = xsimd::neon;
 #error "vgpu's CPU kernels need x86-64 or ARM NEON; no SIMD architecture xsimd 8.1 supports was found"
 #endif
 
-const KernelTable& native_kernels() noexcept {
-  static constexpr KernelTable table = builtin::make_table<NativeArch>(NativeArch::name());
-  return table;
-}
-
 }  // namespace vgpu::cpu
+
+VGPU_CPU_DEFINE_KERNEL_TABLE(native_kernels, NativeArch, NativeArch::name())

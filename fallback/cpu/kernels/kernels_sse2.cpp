@@ -6,11 +6,4 @@
 #error "kernels_sse2.cpp needs SSE2 (x86-64 baseline)"
 #endif
 
-namespace vgpu::cpu {
-
-const KernelTable& sse2_kernels() noexcept {
-  static constexpr KernelTable table = builtin::make_table<xsimd::sse2>("sse2");
-  return table;
-}
-
-}  // namespace vgpu::cpu
+VGPU_CPU_DEFINE_KERNEL_TABLE(sse2_kernels, xsimd::sse2, "sse2")

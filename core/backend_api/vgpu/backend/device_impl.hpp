@@ -7,10 +7,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "vgpu/backend/deadline.hpp"
 #include "vgpu/counters.hpp"
@@ -212,6 +214,16 @@ class DeviceImpl {
   /// Lets a backend add what it counted while opening (before core attached the counters).
   virtual void on_counters_attached() noexcept {}
 
+  /// Lets the device's work finish before its objects are freed (release(), the destructor):
+  /// runs drain, which waits within the deadline it gets (timeout() from now) and returns
+  /// whether the work finished. When it did not, or threw, the device is marked lost and
+  /// abandoned for good: one warning says that `left` (e.g. "memory, modules and stream") of
+  /// the `api` device is left to the driver, and this and every later call return false, so
+  /// the backend leaks rather than frees what running work may still use.
+  bool settle(std::string_view api, std::string_view left, const std::function<bool(const Deadline&)>& drain) noexcept;
+  /// Returns true once settle() gave up on the device's work.
+  bool abandoned() const noexcept { return abandoned_; }
+
   /// Returns the device's live counters (a private sink once core has detached them).
   Counters& counters() noexcept { return counters_ ? *counters_ : detached_; }
 
@@ -228,7 +240,27 @@ class DeviceImpl {
   std::atomic<std::int64_t> timeout_ms_;
   std::atomic<bool> lost_{false};
   mutable std::mutex lost_mutex_;
+  bool abandoned_ = false;  // settle() gave up: work outlived a bounded wait (call lock or destructor only)
   std::string lost_reason_;
 };
+
+/// Declares, inside a backend's DeviceImpl subclass, the override of every pure DeviceImpl
+/// member but info(): the signatures are written once, here, and each backend documents how it
+/// does each call where it defines it (its .cpp) and in its class comment.
+#define VGPU_DEVICE_IMPL_OVERRIDES                                                                                   \
+  std::unique_ptr<::vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override;                                  \
+  void write(::vgpu::BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,                \
+             const ::vgpu::Deadline& deadline) override;                                                             \
+  void read(::vgpu::BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,                        \
+            const ::vgpu::Deadline& deadline) override;                                                              \
+  void copy(::vgpu::BufferImpl& src, std::uint64_t src_offset, ::vgpu::BufferImpl& dst, std::uint64_t dst_offset,    \
+            std::uint64_t bytes, const ::vgpu::Deadline& deadline) override;                                         \
+  std::unique_ptr<::vgpu::KernelImpl> compile(const ::vgpu::KernelSource& source, const ::vgpu::DialectSource& code, \
+                                              const ::vgpu::CompileOptions& options) override;                       \
+  std::unique_ptr<::vgpu::BindingSetImpl> bind(::vgpu::KernelImpl& kernel,                                           \
+                                               std::span<::vgpu::BufferImpl* const> by_slot) override;               \
+  std::unique_ptr<::vgpu::RecordedBatchImpl> record(std::span<const ::vgpu::DispatchCommand> commands) override;     \
+  void submit(::vgpu::RecordedBatchImpl& batch, const ::vgpu::Deadline& deadline) override;                          \
+  void synchronize(const ::vgpu::Deadline& deadline) override
 
 }  // namespace vgpu
