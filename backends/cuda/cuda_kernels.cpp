@@ -62,7 +62,7 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
   for (const auto& b : source.bindings) k->slots.push_back(b.slot);
   std::sort(k->slots.begin(), k->slots.end());
   k->params_size = source.params_size;
-  k->block = options.workgroup_size;
+  k->block = options.workgroup_size_or_default();
 
   CUresult r = CUDA_ERROR_NOT_FOUND;
   // L3: a built-in variant nvcc compiled at build time; the driver picks this SM's SASS or JITs

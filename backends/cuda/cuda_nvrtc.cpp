@@ -19,9 +19,10 @@ std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const CompileOptio
       if (a < sm) arch = a;
   }
   opts.push_back((exact ? "-arch=sm_" : "-arch=compute_") + std::to_string(arch));
-  opts.push_back("-DVGPU_LOCAL_SIZE_X=" + std::to_string(options.workgroup_size[0]));
-  opts.push_back("-DVGPU_LOCAL_SIZE_Y=" + std::to_string(options.workgroup_size[1]));
-  opts.push_back("-DVGPU_LOCAL_SIZE_Z=" + std::to_string(options.workgroup_size[2]));
+  const std::array<std::uint32_t, 3> size = options.workgroup_size_or_default();
+  opts.push_back("-DVGPU_LOCAL_SIZE_X=" + std::to_string(size[0]));
+  opts.push_back("-DVGPU_LOCAL_SIZE_Y=" + std::to_string(size[1]));
+  opts.push_back("-DVGPU_LOCAL_SIZE_Z=" + std::to_string(size[2]));
   for (const auto& [name, value] : options.defines) opts.push_back("-D" + name + "=" + value);
   return opts;
 }

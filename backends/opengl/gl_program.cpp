@@ -156,7 +156,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
   check_glsl_for_gl(source.name, code.code, options.defines);
   const auto start = std::chrono::steady_clock::now();
   const std::string text =
-      for_glsl_version(kernels::assemble_glsl(code.code, options.defines, options.workgroup_size,
+      for_glsl_version(kernels::assemble_glsl(code.code, options.defines, options.workgroup_size_or_default(),
                                               kernels::GlslTarget::opengl, desc_.caps.params_binding()),
                        desc_.caps.glsl);
   Bytes binary;

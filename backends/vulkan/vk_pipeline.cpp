@@ -163,7 +163,7 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  const std::string text = kernels::assemble_glsl(code.code, options.defines, options.workgroup_size,
+  const std::string text = kernels::assemble_glsl(code.code, options.defines, options.workgroup_size_or_default(),
                                                   kernels::GlslTarget::vulkan, 0);
   std::vector<std::uint32_t> words = check(compile_glsl(text, source.name));
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
@@ -179,7 +179,8 @@ VkResult VulkanDevice::build_pipeline(VkKernelImpl& k, const std::vector<std::ui
   mci.pCode = words.data();
   if (const VkResult r = fn_.vkCreateShaderModule(device_, &mci, nullptr, &k.module); r != VK_SUCCESS) return r;
   // The workgroup size is a specialisation constant, so one SPIR-V serves every size.
-  const std::uint32_t wg[3] = {options.workgroup_size[0], options.workgroup_size[1], options.workgroup_size[2]};
+  const std::array<std::uint32_t, 3> size = options.workgroup_size_or_default();
+  const std::uint32_t wg[3] = {size[0], size[1], size[2]};
   const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
   VkSpecializationInfo spec{3, entries, sizeof wg, wg};
   VkComputePipelineCreateInfo pci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
@@ -209,7 +210,7 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
   k->set_layout = l.set_layout;
 
   bool from_l2 = false;
-  const PipelineInterface pipeline{k->slots, k->push_bytes, options.workgroup_size};
+  const PipelineInterface pipeline{k->slots, k->push_bytes, options.workgroup_size_or_default()};
   std::vector<std::uint32_t> words = spirv_for(source, code, options, pipeline, true, &from_l2);
   VkResult r = build_pipeline(*k, words, options);
   const bool out_of_memory = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;

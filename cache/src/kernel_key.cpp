@@ -52,6 +52,12 @@ KernelKey make_kernel_key(const KernelSource& source, const DialectSource& code,
     put(text, value);
   }
   for (auto v : options.workgroup_size) put(text, std::uint64_t{v});
+  put(text, std::uint64_t{options.spec_constants.size()});
+  for (const auto& c : options.spec_constants) {
+    put(text, c.id ? std::uint64_t{*c.id} : ~std::uint64_t{0});
+    put(text, c.name);
+    put(text, std::uint64_t(static_cast<int>(c.value.type)) << 32 | c.value.bits);
+  }
   put(text, std::uint64_t{source.bindings.size()});
   for (const auto& b : source.bindings) {
     put(text, std::uint64_t{b.slot});

@@ -281,9 +281,12 @@ const DialectSource& DeviceCore::check_compilable(const KernelSource& source, co
          "kernel '" + source.name + "' declares a " + to_string(source.params_size) + "-byte params block; at most " +
              to_string(kMaxParamsBytes) + " bytes are allowed.",
          "move large or variable-size arguments into a buffer binding.");
+  // Unset: the backend takes the shader's own size (checked against the limits by its driver)
+  // or the default, which every device supports.
+  const std::array<std::uint32_t, 3> size = options.workgroup_size_or_default();
   std::uint64_t invocations = 1;
   for (int d = 0; d < 3; ++d) {
-    const auto w = options.workgroup_size[d];
+    const auto w = size[d];
     if (w == 0 || w > di.limits.max_workgroup_size[d])
       fail(ErrorCategory::invalid_argument,
            "workgroup size " + to_string(w) + " along " + "xyz"[d] + " for kernel '" + source.name +

@@ -62,6 +62,12 @@ std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPl
     h.text(v);
   }
   for (auto w : p.options.workgroup_size) h.num(w);
+  h.num(p.options.spec_constants.size());
+  for (const auto& c : p.options.spec_constants) {
+    h.num(c.id ? *c.id : ~std::uint64_t{0});
+    h.text(c.name);
+    h.num(std::uint64_t(static_cast<int>(c.value.type)) << 32 | c.value.bits);
+  }
   h.num(p.tensors.size());
   for (const auto& t : p.tensors) {
     h.text(t.name);

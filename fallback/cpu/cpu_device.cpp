@@ -34,7 +34,7 @@ CpuDevice::CpuDevice(DeviceInfo info, const KernelTable& kernels, std::shared_pt
 /// throws not_supported.
 std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const DialectSource& code,
                                                const CompileOptions& options) {
-  if (code.fn) return std::make_unique<CpuKernelImpl>(source.name, code.fn, options.workgroup_size);
+  if (code.fn) return std::make_unique<CpuKernelImpl>(source.name, code.fn, options.workgroup_size_or_default());
   if (!code.code.empty())
     fail(ErrorCategory::not_supported,
          "kernel '" + source.name + "' gives the CPU dialect source text, which the CPU backend cannot compile.",
@@ -48,7 +48,7 @@ std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const
         "kernel '" + source.name + "' asks for CPU built-in '" + code.entry + "', which the CPU backend does not have.",
         "use one of " + names + ", or pass a callable instead (KernelSource::add_cpu).");
   }
-  return std::make_unique<CpuKernelImpl>(source.name, fn, options.workgroup_size);
+  return std::make_unique<CpuKernelImpl>(source.name, fn, options.workgroup_size_or_default());
 }
 
 /// Captures the bound buffers as CpuBufferViews indexed by slot.

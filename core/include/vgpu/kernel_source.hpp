@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vgpu/params.hpp"
+#include "vgpu/specialization.hpp"
 #include "vgpu/types.hpp"
 
 namespace vgpu {
@@ -75,10 +76,20 @@ using CpuKernelFn = std::function<void(const CpuWorkgroup&)>;
 /// Names of the dialects vgpu's own backends accept. The set is open: a backend declares the
 /// dialects it compiles (DeviceInfo::dialects, preferred first), so a new one needs no change here.
 namespace dialect {
-inline constexpr std::string_view glsl = "glsl";  ///< GLSL 450 compute body (Vulkan, OpenGL)
+inline constexpr std::string_view glsl = "glsl";  ///< GLSL 450 compute body under vgpu's prelude (Vulkan, OpenGL)
+/// A complete GLSL compute shader exactly as written: its own #version, #extension, #pragma,
+/// local size, set/binding qualifiers, push-constant block, UBOs and SSBOs (Vulkan, OpenGL).
+inline constexpr std::string_view glsl_shader = "glsl_shader";
+/// A SPIR-V module: code holds its bytes (little-endian words), entry its entry point.
+inline constexpr std::string_view spirv = "spirv";
 inline constexpr std::string_view cuda = "cuda";  ///< CUDA C for NVRTC; entry = the extern "C" kernel
 inline constexpr std::string_view cpu = "cpu";    ///< a C++ callable (fn), or a CPU built-in named by entry
 }  // namespace dialect
+
+/// Specialization-constant ids vgpu keeps for itself (the body form's local size takes the
+/// first three); a kernel whose own constants use one of them is refused with a Fix hint.
+inline constexpr std::uint32_t kReservedSpecIdFirst = 2040;
+inline constexpr std::uint32_t kReservedSpecIdLast = 2047;
 
 /// One form of a kernel: its dialect, its code and entry point. A plain value.
 struct DialectSource {
@@ -122,8 +133,13 @@ struct KernelSource {
   KernelSource& add(DialectSource entry);
   /// Removes the entry of dialect d (if any); returns *this.
   KernelSource& remove(std::string_view d);
-  /// Adds GLSL compute-shader text (dialect::glsl); returns *this.
+  /// Adds a GLSL compute body for vgpu's prelude (dialect::glsl); returns *this.
   KernelSource& add_glsl(std::string code);
+  /// Adds a complete GLSL compute shader, taken exactly as written (dialect::glsl_shader);
+  /// returns *this.
+  KernelSource& add_glsl_shader(std::string text, std::string entry = "main");
+  /// Adds a SPIR-V module (dialect::spirv); returns *this.
+  KernelSource& add_spirv(std::span<const std::uint32_t> words, std::string entry = "main");
   /// Adds CUDA C text with its extern "C" entry point (dialect::cuda); returns *this.
   KernelSource& add_cuda(std::string code, std::string entry);
   /// Adds a CPU callable (dialect::cpu); bump version when its behaviour changes. Returns *this.
@@ -134,8 +150,37 @@ struct KernelSource {
 
 /// Specialisation: part of the cache key, unlike data and params.
 struct CompileOptions {
-  std::map<std::string, std::string> defines;                 ///< -D NAME=VALUE
-  std::array<std::uint32_t, 3> workgroup_size{64, 1, 1};      ///< local size of one workgroup
+  /// The local size a body gets when workgroup_size is left unset.
+  static constexpr std::array<std::uint32_t, 3> kDefaultWorkgroupSize{64, 1, 1};
+
+  std::map<std::string, std::string> defines;  ///< -D NAME=VALUE
+  /// Local size of one workgroup. Left unset ({0, 0, 0}): a shader's own (a complete GLSL
+  /// shader or SPIR-V that declares one), else kDefaultWorkgroupSize. Set while the shader
+  /// declares a fixed size: the two must match (else invalid_argument).
+  std::array<std::uint32_t, 3> workgroup_size{0, 0, 0};
+  /// Specialization constants (Vulkan: VkSpecializationInfo; OpenGL: glSpecializeShader or
+  /// the cross-compiled text; CUDA: -D<name>=<value>; CPU: not used). A new value costs a
+  /// pipeline, never a GLSL front-end compile.
+  std::vector<SpecConstant> spec_constants;
+
+  /// Returns true when workgroup_size was set.
+  bool has_workgroup_size() const noexcept { return workgroup_size != std::array<std::uint32_t, 3>{0, 0, 0}; }
+  /// Returns workgroup_size, or kDefaultWorkgroupSize when it is unset.
+  std::array<std::uint32_t, 3> workgroup_size_or_default() const noexcept {
+    return has_workgroup_size() ? workgroup_size : kDefaultWorkgroupSize;
+  }
+  /// Sets constant id to value (replacing an earlier setting of id); returns *this.
+  template <class T>
+  CompileOptions& specialize(std::uint32_t id, T value) {
+    return set_spec(SpecConstant{id, {}, SpecValue::of(value)});
+  }
+  /// Sets the constant named name to value (replacing an earlier setting of name); returns *this.
+  template <class T>
+  CompileOptions& specialize(std::string_view name, T value) {
+    return set_spec(SpecConstant{std::nullopt, std::string(name), SpecValue::of(value)});
+  }
+  /// Adds c, replacing an earlier constant with the same id (or, by name, the same name).
+  CompileOptions& set_spec(SpecConstant c);
 };
 
 }  // namespace vgpu
