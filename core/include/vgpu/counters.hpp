@@ -25,6 +25,7 @@ struct CounterSnapshot {
   std::uint64_t l2_writes = 0;    ///< artifacts written to the on-disk cache
   std::uint64_t l2_rejected = 0;  ///< on-disk entries dropped (bad header/checksum, driver refused)
   std::uint64_t l3_hits = 0;      ///< kernels built from precompiled, embedded SPIR-V/fatbin
+  std::uint64_t pipeline_builds = 0;  ///< pipelines/specialisations built from an already compiled module
 
   /// Returns this minus an earlier snapshot, field by field.
   CounterSnapshot operator-(const CounterSnapshot& earlier) const noexcept;
@@ -39,7 +40,7 @@ struct CounterSnapshot {
 struct Counters {
   std::atomic<std::uint64_t> compiles{0}, l1_hits{0}, l1_misses{0}, l1_evictions{0}, binds{0},
       allocations{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0}, source_compiles{0}, l2_hits{0},
-      l2_misses{0}, l2_writes{0}, l2_rejected{0}, l3_hits{0};
+      l2_misses{0}, l2_writes{0}, l2_rejected{0}, l3_hits{0}, pipeline_builds{0};
 
   /// Returns a consistent-enough copy of all fields (each read is atomic).
   CounterSnapshot snapshot() const noexcept;
