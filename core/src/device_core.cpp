@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "reflected_bindings.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -329,6 +330,14 @@ std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source
   state->key = key;
   state->impl = guarded("compiling a kernel", [&] { return impl_.compile(source, code, options); });
   counters_.compiles.fetch_add(1, std::memory_order_relaxed);
+  state->workgroup_size = options.workgroup_size_or_default();
+  if (const KernelReflection* r = state->impl->reflection()) {
+    // A mismatch throws here: the state (and the backend's kernel with it) is retired, and L1
+    // keeps nothing for the key.
+    apply_reflection(state->source, options, *r, info());
+    state->reflection = *r;
+    state->workgroup_size = r->local_size;
+  }
   return state;
 }
 
@@ -369,7 +378,7 @@ BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindi
     if (!declared)
       fail(ErrorCategory::invalid_argument,
            "kernel '" + k.source.name + "' has no binding slot " + to_string(b.slot) + ".",
-           "bind only the slots listed in KernelSource::bindings.");
+           "bind only the slots the kernel declares (Kernel::bindings() lists them).");
     if (state->by_slot[b.slot])
       fail(ErrorCategory::invalid_argument, "slot " + to_string(b.slot) + " is bound twice.", "bind each slot once.");
     const std::string what = "buffer for slot " + to_string(b.slot);

@@ -2,9 +2,11 @@
 // the L1 kernel cache, the call lock, and the handle states that keep backend objects alive.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -41,10 +43,12 @@ struct BufferState {
 
 struct KernelState {
   std::shared_ptr<DeviceHost> device;
-  KernelSource source;  // kept for validating binds and dispatches against its declarations
+  KernelSource source;  // kept for validating binds and dispatches: its declarations, or those reflected
   CompileOptions options;
   cache::KernelKey key;
   std::unique_ptr<KernelImpl> impl;
+  std::optional<KernelReflection> reflection;   // the backend's, copied so handles never touch impl
+  std::array<std::uint32_t, 3> workgroup_size{};  // the local size it runs with
   ~KernelState() { retire(device, std::move(impl)); }
 };
 

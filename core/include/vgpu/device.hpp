@@ -1,6 +1,7 @@
 // vgpu/device.hpp — one opened device: buffers, kernels, bindings, dispatch and batches.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
@@ -51,6 +52,20 @@ class Kernel {
   const std::string& name() const;
   /// Returns the cache key (hex) this kernel was compiled under.
   std::string key_hex() const;
+  /// Returns the kernel's interface as its backend reflected it from the compiled form
+  /// (bindings, push-constant size, local size, specialization constants), or null when the
+  /// backend does not reflect (CUDA, CPU). Valid while a handle to the kernel lives.
+  const KernelReflection* reflection() const;
+  /// Returns the local size the kernel runs with: the reflected one when the backend reflects,
+  /// else CompileOptions::workgroup_size, or its default when that was left unset. Divide the
+  /// problem size by it to get group counts.
+  std::array<std::uint32_t, 3> workgroup_size() const;
+  /// Returns the binding declarations dispatches are checked against: KernelSource::bindings,
+  /// or, when those were left empty and the backend reflects, the ones derived from reflection.
+  const std::vector<BindingDecl>& bindings() const;
+  /// Returns the params bytes every dispatch must pass (KernelSource::params_size, or the
+  /// reflected push-constant block's size when that was left 0).
+  std::uint32_t params_size() const;
   /// Returns true when the handle refers to a kernel.
   explicit operator bool() const noexcept { return static_cast<bool>(state_); }
 
