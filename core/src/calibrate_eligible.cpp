@@ -25,10 +25,12 @@ std::string memory_problem(const DeviceInfo& d, const KernelPlan& plan) {
 
 // Why d cannot run plan (dialect, memory), or empty.
 std::string plan_problem(const DeviceInfo& d, const KernelPlan& plan) {
-  if (!plan.source.pick(d.dialects)) {
+  for (std::size_t i = 0; i < plan.kernel_count(); ++i) {
+    if (plan.kernel_source(i).pick(d.dialects)) continue;
     std::string accepts;
     for (const std::string& name : d.dialects) accepts += (accepts.empty() ? "" : ", ") + name;
-    return "the kernel has no source in " + std::string(to_string(d.backend)) + "'s dialect (" +
+    const std::string which = i == 0 ? "the kernel" : "its kernel '" + plan.kernel_source(i).name + "'";
+    return which + " has no source in " + std::string(to_string(d.backend)) + "'s dialect (" +
            (accepts.empty() ? "none" : accepts) + ")";
   }
   return memory_problem(d, plan);

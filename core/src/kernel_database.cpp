@@ -14,8 +14,9 @@ namespace vgpu {
 namespace {
 
 // Streams every field that decides what a persistent kernel is into one xxHash3 state:
-// source text per dialect, specialisation, tensors (dtype, shape, access) and the binding
-// topology, params and groups of every step. Length prefixes keep fields from running together.
+// every kernel's source text per dialect and specialisation, tensors (dtype, shape, access) and
+// the binding topology, kernel, params and groups of every step. Length prefixes keep fields
+// from running together.
 class PlanHasher {
  public:
   PlanHasher() { XXH3_64bits_reset(state_); }
@@ -36,38 +37,44 @@ class PlanHasher {
   XXH3_state_t* state_ = XXH3_createState();
 };
 
-std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPlan& p) {
-  PlanHasher h;
-  h.text(id);
-  h.num(shape.size());
-  for (auto d : shape) h.num(d);
-  h.text(p.source.name);
-  h.num(p.source.sources.size());
-  for (const DialectSource& s : p.source.sources) {
+// Streams one kernel of a plan: its source text per dialect, binding ABI and specialisation.
+void hash_kernel(PlanHasher& h, const KernelSource& source, const CompileOptions& options) {
+  h.text(source.name);
+  h.num(source.sources.size());
+  for (const DialectSource& s : source.sources) {
     h.text(s.dialect);
     h.text(s.code);
     h.text(s.entry);
     h.text(s.version);
     h.text(s.fn ? s.fn.target_type().name() : "");
   }
-  h.num(p.source.bindings.size());
-  for (const auto& b : p.source.bindings) {
+  h.num(source.bindings.size());
+  for (const auto& b : source.bindings) {
     h.num(b.slot);
     h.num(static_cast<std::uint64_t>(b.access));
   }
-  h.num(p.source.params_size);
-  h.num(p.options.defines.size());
-  for (const auto& [k, v] : p.options.defines) {
+  h.num(source.params_size);
+  h.num(options.defines.size());
+  for (const auto& [k, v] : options.defines) {
     h.text(k);
     h.text(v);
   }
-  for (auto w : p.options.workgroup_size) h.num(w);
-  h.num(p.options.spec_constants.size());
-  for (const auto& c : p.options.spec_constants) {
+  for (auto w : options.workgroup_size) h.num(w);  // {0, 0, 0}: unset, the shader's own or the default
+  h.num(options.spec_constants.size());
+  for (const auto& c : options.spec_constants) {
     h.num(c.id ? *c.id : ~std::uint64_t{0});
     h.text(c.name);
     h.num(std::uint64_t(static_cast<int>(c.value.type)) << 32 | c.value.bits);
   }
+}
+
+std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPlan& p) {
+  PlanHasher h;
+  h.text(id);
+  h.num(shape.size());
+  for (auto d : shape) h.num(d);
+  h.num(p.kernel_count());
+  for (std::size_t i = 0; i < p.kernel_count(); ++i) hash_kernel(h, p.kernel_source(i), p.kernel_options(i));
   h.num(p.tensors.size());
   for (const auto& t : p.tensors) {
     h.text(t.name);
@@ -84,6 +91,7 @@ std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPl
     h.num(st.groups.x);
     h.num(st.groups.y);
     h.num(st.groups.z);
+    h.num(st.kernel);
   }
   return h.digest();
 }

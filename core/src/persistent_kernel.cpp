@@ -11,6 +11,13 @@ namespace {
 
 using std::to_string;
 
+// "step 2 (kernel 1, 'reduce.pass2')": where a plan error is.
+std::string step_label(const KernelPlan& plan, std::size_t index, const PlanStep& step) {
+  std::string s = "step " + to_string(index) + " (kernel " + to_string(step.kernel);
+  if (step.kernel < plan.kernel_count()) s += ", '" + plan.kernel_source(step.kernel).name + "'";
+  return s + ")";
+}
+
 void validate_plan(const KernelPlan& plan) {
   const std::string& name = plan.source.name;
   if (plan.tensors.empty())
@@ -25,18 +32,38 @@ void validate_plan(const KernelPlan& plan) {
            "tensor '" + t.name + "' of kernel '" + name + "' has shape " + vgpu::to_string(t.shape) + " with no elements.",
            "give every tensor a shape with all dimensions ≥ 1.");
   }
-  for (const PlanStep& step : plan.steps) {
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& step = plan.steps[i];
+    if (step.kernel >= plan.kernel_count())
+      fail(ErrorCategory::invalid_argument,
+           step_label(plan, i, step) + " of the plan for '" + name + "' runs kernel " + to_string(step.kernel) +
+               ", but the plan has " + to_string(plan.kernel_count()) + " kernel(s).",
+           "number kernels 0 (KernelPlan::source) and 1.. (KernelPlan::more_kernels[i - 1]).");
     std::set<std::uint32_t> slots;
     for (const auto& [slot, tensor] : step.slot_tensor) {
       if (tensor >= plan.tensors.size())
         fail(ErrorCategory::invalid_argument,
-             "a step of kernel '" + name + "' binds slot " + to_string(slot) + " to tensor " + to_string(tensor) +
-                 ", but the plan has " + to_string(plan.tensors.size()) + " tensors.",
+             step_label(plan, i, step) + " of the plan for '" + name + "' binds slot " + to_string(slot) +
+                 " to tensor " + to_string(tensor) + ", but the plan has " + to_string(plan.tensors.size()) +
+                 " tensors.",
              "refer to tensors by their index in KernelPlan::tensors.");
       if (!slots.insert(slot).second)
-        fail(ErrorCategory::invalid_argument, "a step of kernel '" + name + "' binds slot " + to_string(slot) + " twice.",
+        fail(ErrorCategory::invalid_argument,
+             step_label(plan, i, step) + " of the plan for '" + name + "' binds slot " + to_string(slot) + " twice.",
              "bind each slot once per step.");
     }
+  }
+}
+
+// Runs f; in a plan of several kernels, a vgpu::Error it throws gets where (the step or kernel)
+// before its message (a one-kernel plan's errors read as they always did).
+template <class F>
+auto in_plan(const KernelPlan& plan, const std::string& where, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (plan.kernel_count() == 1) throw;
+    throw Error(e.category(), where + ": " + e.problem(), e.fix());
   }
 }
 
@@ -47,7 +74,11 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
     fail(ErrorCategory::invalid_argument, "PersistentKernel needs an open device.",
          "pass Runtime::global().default_device() or a device from Runtime::open().");
   validate_plan(plan_);
-  kernel_ = device_.compile(plan_.source, plan_.options);
+  kernels_.reserve(plan_.kernel_count());
+  for (std::size_t i = 0; i < plan_.kernel_count(); ++i) {
+    const std::string where = "kernel " + to_string(i) + " of the plan for '" + plan_.source.name + "'";
+    kernels_.push_back(in_plan(plan_, where, [&] { return device_.compile(plan_.kernel_source(i), plan_.kernel_options(i)); }));
+  }
   buffers_.reserve(plan_.tensors.size());
   for (std::uint32_t i = 0; i < plan_.tensors.size(); ++i) {
     const TensorSpec& t = plan_.tensors[i];
@@ -67,10 +98,15 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
     }
   }
   batch_ = device_.create_batch();
-  for (const PlanStep& step : plan_.steps) {
+  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+    const PlanStep& step = plan_.steps[i];
+    const Kernel& kernel = kernels_[step.kernel];
     std::vector<Binding> bindings;
     for (const auto& [slot, tensor] : step.slot_tensor) bindings.push_back(Binding{slot, buffers_[tensor]});
-    batch_.dispatch(kernel_, device_.bind(kernel_, bindings), step.params, step.groups);
+    in_plan(plan_, step_label(plan_, i, step) + " of the plan for '" + plan_.source.name + "'", [&] {
+      batch_.dispatch(kernel, device_.bind(kernel, bindings), step.params, step.groups);
+      return 0;
+    });
   }
 }
 
@@ -103,8 +139,10 @@ void PersistentKernel::validate(std::span<const TensorArg> args) const {
            "pass a pointer to " + to_string(element_count(t.shape)) + " elements.");
     if (t.access != Access::read && arg.out == nullptr)
       fail(ErrorCategory::invalid_argument,
-           label() + " is an output but was passed as read-only (const or null) data.",
-           "pass a mutable pointer to " + to_string(element_count(t.shape)) + " elements.");
+           label() + (t.access == Access::read_write ? " is read and written in place" : " is an output") +
+               " but was passed as read-only (const or null) data.",
+           "pass a mutable pointer to " + to_string(element_count(t.shape)) + " elements" +
+               (t.access == Access::read_write ? " holding the input; the results replace it." : "."));
   }
 }
 

@@ -76,7 +76,9 @@ inline void run_persistent(vgpu::PersistentKernel& kernel, HostTensors& args) {
 /// with NaN before the dispatches, and host outputs NaN-filled before the read back.
 inline void run_raw(vgpu::Device& device, const vgpu::KernelPlan& plan, HostTensors& args) {
   detail::check_args(plan, args);
-  vgpu::Kernel kernel = device.compile(plan.source, plan.options);
+  std::vector<vgpu::Kernel> kernels;
+  for (std::size_t k = 0; k < plan.kernel_count(); ++k)
+    kernels.push_back(device.compile(plan.kernel_source(k), plan.kernel_options(k)));
   std::vector<vgpu::Buffer> buffers;
   std::vector<int> host_of;  // tensor index -> args index (-1 for scratch)
   std::size_t a = 0;
@@ -96,6 +98,7 @@ inline void run_raw(vgpu::Device& device, const vgpu::KernelPlan& plan, HostTens
   for (const auto& step : plan.steps) {
     std::vector<vgpu::Binding> bindings;
     for (const auto& [slot, tensor] : step.slot_tensor) bindings.push_back({slot, buffers[tensor]});
+    const vgpu::Kernel& kernel = kernels.at(step.kernel);
     device.dispatch(kernel, device.bind(kernel, bindings), step.params, step.groups);
   }
   for (std::size_t t = 0; t < plan.tensors.size(); ++t) {

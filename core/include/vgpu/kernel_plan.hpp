@@ -24,20 +24,39 @@ struct TensorSpec {
   bool scratch = false;
 };
 
-/// One dispatch of a plan: which tensor sits at which binding slot, its params and groups.
+/// One dispatch of a plan: which kernel it runs, which tensor sits at which binding slot, its
+/// params and groups.
 struct PlanStep {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> slot_tensor;  ///< (slot, tensor index)
   ParamsBlock params;
   Groups groups;
+  std::uint32_t kernel = 0;  ///< 0: KernelPlan::source; i ≥ 1: KernelPlan::more_kernels[i - 1]
 };
 
-/// A kernel specialised for fixed shapes: compiled, allocated and bound once by
-/// PersistentKernel, then run as one batch per call. A plain value.
+/// One more kernel of a plan (a pass of a multi-pass algorithm), with its own specialisation.
+struct PlanKernel {
+  KernelSource source;
+  CompileOptions options;
+};
+
+/// Kernels specialised for fixed shapes: compiled, allocated and bound once by
+/// PersistentKernel, then run as one batch per call. Kernel 0 is source/options, kernel i ≥ 1
+/// is more_kernels[i - 1]; each step names the kernel it runs. A plain value.
 struct KernelPlan {
   KernelSource source;
   CompileOptions options;
   std::vector<TensorSpec> tensors;
   std::vector<PlanStep> steps;
+  std::vector<PlanKernel> more_kernels;  ///< kernels 1, 2, … (empty for a one-kernel plan)
+
+  /// Returns the number of kernels (1 + more_kernels.size()).
+  std::size_t kernel_count() const noexcept { return 1 + more_kernels.size(); }
+  /// Returns kernel i's source (i < kernel_count()).
+  const KernelSource& kernel_source(std::size_t i) const { return i == 0 ? source : more_kernels.at(i - 1).source; }
+  /// Returns kernel i's options (i < kernel_count()).
+  const CompileOptions& kernel_options(std::size_t i) const {
+    return i == 0 ? options : more_kernels.at(i - 1).options;
+  }
 };
 
 /// Builds a plan for one kernel family at one shape on one device.

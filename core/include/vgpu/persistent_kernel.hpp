@@ -46,8 +46,9 @@ class TensorArg {
 /// internal mutex (they share one set of device buffers); safe to call from any thread.
 class PersistentKernel {
  public:
-  /// Compiles plan.source, allocates every tensor and binds and records every step;
-  /// throws invalid_argument for a malformed plan and whatever the device reports.
+  /// Compiles each of the plan's kernels once, allocates every tensor and binds and records
+  /// every step (all into one batch); throws invalid_argument for a malformed plan (naming the
+  /// step and kernel) and whatever the device reports.
   PersistentKernel(Device device, KernelPlan plan);
 
   /// Runs the kernel on the given tensors (the plan's non-scratch tensors, in order);
@@ -77,6 +78,8 @@ class PersistentKernel {
   const KernelPlan& plan() const noexcept { return plan_; }
   /// Returns the device the kernel lives on.
   const Device& device() const noexcept { return device_; }
+  /// Returns the compiled kernel i of the plan (0: KernelPlan::source; i ≥ 1: more_kernels[i - 1]).
+  const Kernel& kernel(std::size_t i = 0) const { return kernels_.at(i); }
 
  private:
   void validate(std::span<const TensorArg> args) const;
@@ -85,7 +88,7 @@ class PersistentKernel {
 
   Device device_;
   KernelPlan plan_;
-  Kernel kernel_;
+  std::vector<Kernel> kernels_;         // one per plan kernel
   std::vector<Buffer> buffers_;         // one per plan tensor
   std::vector<std::uint32_t> visible_;  // tensor indices the caller passes, in order
   Batch batch_;
