@@ -12,8 +12,12 @@ namespace vgpu::cpu {
 CpuKernelImpl::CpuKernelImpl(std::string name, BuiltinFn builtin, std::array<std::uint32_t, 3> workgroup_size)
     : name_(std::move(name)), builtin_(builtin), workgroup_size_(workgroup_size) {}
 
-CpuKernelImpl::CpuKernelImpl(std::string name, CpuKernelFn fn, std::array<std::uint32_t, 3> workgroup_size)
-    : name_(std::move(name)), fn_(std::move(fn)), workgroup_size_(workgroup_size) {}
+CpuKernelImpl::CpuKernelImpl(std::string name, CpuKernelFn fn, std::array<std::uint32_t, 3> workgroup_size,
+                             std::vector<SpecConstant> spec_constants)
+    : name_(std::move(name)),
+      fn_(std::move(fn)),
+      workgroup_size_(workgroup_size),
+      spec_constants_(std::move(spec_constants)) {}
 
 CpuBindingSet::CpuBindingSet(std::span<BufferImpl* const> by_slot) {
   views_.reserve(by_slot.size());
@@ -34,7 +38,9 @@ CpuDevice::CpuDevice(DeviceInfo info, const KernelTable& kernels, std::shared_pt
 /// throws not_supported.
 std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const DialectSource& code,
                                                const CompileOptions& options) {
-  if (code.fn) return std::make_unique<CpuKernelImpl>(source.name, code.fn, options.workgroup_size_or_default());
+  if (code.fn)
+    return std::make_unique<CpuKernelImpl>(source.name, code.fn, options.workgroup_size_or_default(),
+                                           options.spec_constants);
   if (!code.code.empty())
     fail(ErrorCategory::not_supported,
          "kernel '" + source.name + "' gives the CPU dialect source text, which the CPU backend cannot compile.",

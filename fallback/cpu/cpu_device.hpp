@@ -43,8 +43,9 @@ class CpuKernelImpl final : public KernelImpl {
  public:
   /// Wraps a built-in kernel.
   CpuKernelImpl(std::string name, BuiltinFn builtin, std::array<std::uint32_t, 3> workgroup_size);
-  /// Wraps a user callable.
-  CpuKernelImpl(std::string name, CpuKernelFn fn, std::array<std::uint32_t, 3> workgroup_size);
+  /// Wraps a user callable, which gets spec_constants in every CpuWorkgroup.
+  CpuKernelImpl(std::string name, CpuKernelFn fn, std::array<std::uint32_t, 3> workgroup_size,
+                std::vector<SpecConstant> spec_constants);
 
   /// Runs the kernel body for one workgroup.
   void operator()(const CpuWorkgroup& wg) const {
@@ -59,12 +60,15 @@ class CpuKernelImpl final : public KernelImpl {
   bool is_builtin() const noexcept { return builtin_ != nullptr; }
   /// Returns the workgroup size from the CompileOptions.
   const std::array<std::uint32_t, 3>& workgroup_size() const noexcept { return workgroup_size_; }
+  /// Returns the compile's specialization constants (CpuWorkgroup::spec_constants).
+  std::span<const SpecConstant> spec_constants() const noexcept { return spec_constants_; }
 
  private:
   std::string name_;
   BuiltinFn builtin_ = nullptr;  // preferred over fn_: no std::function indirection
   CpuKernelFn fn_;
   std::array<std::uint32_t, 3> workgroup_size_;
+  std::vector<SpecConstant> spec_constants_;
 };
 
 /// Buffers bound to slots, as the views a CpuWorkgroup carries (null where unbound).

@@ -82,6 +82,7 @@ void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& contro
   proto.params = cmd.params.data();  // the command (and its ParamsBlock) outlives the dispatch
   proto.num_workgroups = {cmd.groups.x, cmd.groups.y, cmd.groups.z};
   proto.workgroup_size = kernel.workgroup_size();
+  proto.spec_constants = kernel.spec_constants();
   proto.control = &control;
   const std::uint64_t grain = grain_for(kernel);
 

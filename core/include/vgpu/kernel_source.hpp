@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <span>
@@ -19,6 +20,20 @@ namespace vgpu {
 namespace detail {
 struct CpuDispatchControl;
 }  // namespace detail
+
+/// Returns v as T: bool, an integer type or a floating type, converting between them as C++ does.
+template <class T>
+T spec_as(const SpecValue& v) noexcept {
+  float f = 0;
+  std::memcpy(&f, &v.bits, 4);
+  switch (v.type) {
+    case SpecValue::Type::boolean: return static_cast<T>(v.bits != 0);
+    case SpecValue::Type::i32: return static_cast<T>(static_cast<std::int32_t>(v.bits));
+    case SpecValue::Type::u32: return static_cast<T>(v.bits);
+    case SpecValue::Type::f32: return static_cast<T>(f);
+  }
+  return T{};
+}
 
 /// One bound buffer as a CPU kernel sees it.
 struct CpuBufferView {
@@ -39,6 +54,9 @@ struct CpuWorkgroup {
   std::array<std::uint32_t, 3> num_workgroups{};
   std::array<std::uint32_t, 3> workgroup_size{};
   detail::CpuDispatchControl* control = nullptr;  ///< the dispatch's deadline (vgpu-internal; null: none)
+  /// The compile's CompileOptions::spec_constants, as given (by id or by name): a callable's
+  /// specialisation, read with spec().
+  std::span<const SpecConstant> spec_constants;
 
   /// Returns true once the call this workgroup belongs to has run past its time limit (a few
   /// ns to ask): return early, the call raises timeout anyway; no further workgroup starts.
@@ -53,6 +71,26 @@ struct CpuWorkgroup {
   template <class P>
   const P& params_as() const noexcept {
     return *static_cast<const P*>(params);
+  }
+  /// Returns the specialization constant with that id as T (bool, an integer or float;
+  /// converted from the type it was set with), or fallback when the compile set none.
+  template <class T>
+  T spec(std::uint32_t id, T fallback) const noexcept {
+    for (const SpecConstant& c : spec_constants)
+      if (c.id && *c.id == id) return spec_as<T>(c.value);
+    return fallback;
+  }
+  /// Returns the specialization constant set by that name as T, or fallback when none was.
+  template <class T>
+  T spec(std::string_view name, T fallback) const noexcept {
+    for (const SpecConstant& c : spec_constants)
+      if (!c.id && c.name == name) return spec_as<T>(c.value);
+    return fallback;
+  }
+  /// Overload for a string literal name (else it would convert to a pointer, not a name).
+  template <class T>
+  T spec(const char* name, T fallback) const noexcept {
+    return spec<T>(std::string_view(name), fallback);
   }
   /// Calls f(global_id, local_id) for every invocation of this workgroup, x fastest.
   template <class F>
