@@ -5,6 +5,7 @@
 // cannot be loaded.
 #include "cuda_nvrtc.hpp"
 #include "cuda_op_tuner.hpp"
+#include "cuda_spec.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -145,6 +146,66 @@ TEST_CASE("a CUDA syntax error is a compile_error with NVRTC's log", "[cuda][nvr
                      vgpu::cuda::compile_cuda(nvrtc(), s, vgpu::CompileOptions{}, 90));
   REQUIRE_VGPU_ERROR(compile_error, "undefined_thing",
                      vgpu::cuda::compile_cuda(nvrtc(), s, vgpu::CompileOptions{}, 90));
+}
+
+// Two kernels in one complete .cu text; static_asserts fail the compile unless every spec
+// constant arrived as the macro of its name with its exact value.
+const char* kTwoKernels = R"(
+extern "C" __global__ void vgpu_test_first(float* x) {
+  static_assert(COUNT == 7u, "COUNT");
+  static_assert(FLAG == 1, "FLAG");
+  static_assert(NEG == -3, "NEG");
+  static_assert(SCALE == 0.1f, "SCALE");
+  static_assert(WHOLE == 2.0f, "WHOLE");
+  x[threadIdx.x] = SCALE * COUNT;
+}
+extern "C" __global__ void vgpu_test_second(float* x) { x[threadIdx.x] = WHOLE + NEG; }
+)";
+
+vgpu::CompileOptions two_kernel_options() {
+  vgpu::CompileOptions o;
+  o.specialize("COUNT", 7u).specialize("FLAG", true).specialize("NEG", -3).specialize("SCALE", 0.1f);
+  o.specialize("WHOLE", 2.0f);
+  return o;
+}
+
+TEST_CASE("CUDA: spec constants by name are -D macros of their exact value", "[cuda][nvrtc][spec]") {
+  CHECK(vgpu::cuda::cuda_literal(vgpu::SpecValue::of(true)) == "1");
+  CHECK(vgpu::cuda::cuda_literal(vgpu::SpecValue::of(false)) == "0");
+  CHECK(vgpu::cuda::cuda_literal(vgpu::SpecValue::of(-3)) == "(-3)");
+  CHECK(vgpu::cuda::cuda_literal(vgpu::SpecValue::of(7u)) == "7u");
+  CHECK(vgpu::cuda::cuda_literal(vgpu::SpecValue::of(1.5f)) == "1.5f");
+  CHECK(vgpu::cuda::cuda_literal(vgpu::SpecValue::of(2.0f)) == "2.0f");
+  CHECK(vgpu::cuda::cuda_literal(vgpu::SpecValue::of(0.1f)) == "0.100000001f");
+  vgpu::KernelSource s;
+  s.name = "test.two_kernels";
+  set_cuda(s, kTwoKernels, "vgpu_test_second");
+  // PTX (an SM newer than NVRTC knows) shows both entries; without the constants it fails.
+  const auto image = vgpu::cuda::compile_cuda(nvrtc(), s, two_kernel_options(), 999);
+  const std::string text(image.begin(), image.end());
+  CHECK(text.find(".entry vgpu_test_first") != std::string::npos);
+  CHECK(text.find(".entry vgpu_test_second") != std::string::npos);
+  CHECK(!vgpu::cuda::compile_cuda(nvrtc(), s, two_kernel_options(), 90).empty());
+  vgpu::CompileOptions wrong = two_kernel_options();
+  wrong.specialize("COUNT", 8u);
+  REQUIRE_VGPU_ERROR(compile_error, "COUNT", vgpu::cuda::compile_cuda(nvrtc(), s, wrong, 90));
+}
+
+TEST_CASE("CUDA: a spec constant by id, or by a name that is no macro, is refused", "[cuda][nvrtc][spec][errors]") {
+  vgpu::KernelSource s;
+  s.name = "test.two_kernels";
+  set_cuda(s, kTwoKernels, "vgpu_test_first");
+  vgpu::CompileOptions by_id = two_kernel_options();
+  by_id.specialize(3u, 1u);
+  REQUIRE_VGPU_ERROR(not_supported, "sets specialization constant id 3, but CUDA C has no constant ids",
+                     vgpu::cuda::compile_cuda(nvrtc(), s, by_id, 90));
+  vgpu::CompileOptions bad_name;
+  bad_name.specialize("2x", 1u);
+  REQUIRE_VGPU_ERROR(invalid_argument, "'2x', which is no C identifier", vgpu::cuda::compile_cuda(nvrtc(), s, bad_name, 90));
+  vgpu::CompileOptions twice = two_kernel_options();
+  twice.defines["COUNT"] = "7u";
+  REQUIRE_VGPU_ERROR(invalid_argument, "sets 'COUNT' both as a specialization constant and as a define",
+                     vgpu::cuda::compile_cuda(nvrtc(), s, twice, 90));
 }
 
 }  // namespace vgpu_test

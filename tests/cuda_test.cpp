@@ -12,6 +12,7 @@
 
 #include "contract/contract.hpp"
 #include "support/cache_fixtures.hpp"
+#include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "support/scoped_env.hpp"
@@ -55,6 +56,45 @@ BACKEND_CASE(cuda, "L3: every built-in op loads from the embedded fatbin, with n
   CHECK(vgpu::cache::precompiled_cuda_count() == 0);
   skip("built without nvcc: no CUDA fatbins; built-ins compile with NVRTC (checked by cuda.nvrtc_builtins)");
 #endif
+}
+
+BACKEND_CASE(cuda, "a complete .cu text with several extern \"C\" kernels runs the entry asked for, specialised by name",
+             "[user][spec]") {
+  vgpu::Device device = open_device(backend);
+  const std::string text =
+      "extern \"C\" __global__ void vgpu_test_fill(float* v, unsigned n) {\n"
+      "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < n) v[i] = FILL_VALUE;\n"
+      "}\n"
+      "extern \"C\" __global__ void vgpu_test_scale(float* v, unsigned n) {\n"
+      "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < n && USE_SCALE) v[i] *= SCALE;\n"
+      "}\n";
+  auto source = [&](const char* entry) {
+    vgpu::KernelSource s;
+    s.name = std::string("test.cuda_two_entries.") + entry;
+    s.add_cuda(text, entry);
+    s.bindings = {{0, vgpu::Access::read_write, "v", {}}};
+    s.params_size = 4;
+    return s;
+  };
+  vgpu::CompileOptions o;
+  o.workgroup_size = {64, 1, 1};
+  o.specialize("FILL_VALUE", 1.5f).specialize("SCALE", -2.0f).specialize("USE_SCALE", true);
+  const vgpu::Kernel fill = device.compile(source("vgpu_test_fill"), o);
+  const vgpu::Kernel scale = device.compile(source("vgpu_test_scale"), o);
+  const std::uint32_t n = 1000;
+  vgpu::Buffer b = device.create_buffer(n * 4);
+  const vgpu::BindingSet set = device.bind(fill, {{0, b}});
+  const vgpu::Groups groups{(n + 63) / 64};
+  device.dispatch(fill, set, vgpu::ParamsBlock::of(n), groups);
+  device.dispatch(scale, device.bind(scale, {{0, b}}), vgpu::ParamsBlock::of(n), groups);
+  std::vector<float> out(n);
+  device.read(b, out.data(), n * 4);
+  for (float v : out) REQUIRE(v == -3.0f);
+  vgpu::CompileOptions by_id = o;
+  by_id.specialize(0u, 1u);
+  REQUIRE_VGPU_ERROR(not_supported, "CUDA C has no constant ids", device.compile(source("vgpu_test_fill"), by_id));
 }
 
 BACKEND_CASE(cuda, "matmul: every CUDA tiling is right at awkward and tile-sized shapes, on both paths", "[matmul]") {

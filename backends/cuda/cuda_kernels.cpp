@@ -6,6 +6,7 @@
 
 #include "cuda_device.hpp"
 #include "cuda_nvrtc.hpp"
+#include "cuda_spec.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
@@ -58,6 +59,7 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
          "kernel '" + source.name + "' has no CUDA source with an entry point.",
          "pass the CUDA C text and its extern \"C\" kernel name (KernelSource::add_cuda), or run it on another "
          "backend.");
+  spec_defines(source.name, options);  // refuses a constant set by id before any cache lookup
   auto k = std::make_unique<CudaKernelImpl>(*this);
   for (const auto& b : source.bindings) k->slots.push_back(b.slot);
   std::sort(k->slots.begin(), k->slots.end());

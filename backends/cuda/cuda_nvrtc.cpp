@@ -1,5 +1,6 @@
 // backends/cuda/cuda_nvrtc.cpp — NVRTC compilation to cubin for the exact SM, PTX fallback.
 #include "cuda_nvrtc.hpp"
+#include "cuda_spec.hpp"
 
 #include <algorithm>
 
@@ -7,7 +8,8 @@
 
 namespace vgpu::cuda {
 
-std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const CompileOptions& options, int sm, bool* cubin) {
+std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const std::string& kernel, const CompileOptions& options,
+                                       int sm, bool* cubin) {
   std::vector<std::string> opts;
   const bool exact = std::find(nvrtc.archs.begin(), nvrtc.archs.end(), sm) != nvrtc.archs.end();
   *cubin = exact;
@@ -24,13 +26,14 @@ std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const CompileOptio
   opts.push_back("-DVGPU_LOCAL_SIZE_Y=" + std::to_string(size[1]));
   opts.push_back("-DVGPU_LOCAL_SIZE_Z=" + std::to_string(size[2]));
   for (const auto& [name, value] : options.defines) opts.push_back("-D" + name + "=" + value);
+  for (std::string& d : spec_defines(kernel, options)) opts.push_back(std::move(d));
   return opts;
 }
 
 std::vector<std::uint8_t> compile_cuda(const NvrtcFns& nv, const KernelSource& source, const CompileOptions& options,
                                        int sm) {
   bool cubin = false;
-  const std::vector<std::string> opts = nvrtc_options(nv, options, sm, &cubin);
+  const std::vector<std::string> opts = nvrtc_options(nv, source.name, options, sm, &cubin);
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
 

@@ -14,8 +14,10 @@ namespace vgpu::cuda {
 
 /// Returns the NVRTC options for sm (e.g. 90): -arch=sm_90 when NVRTC supports that SM
 /// (a cubin), else -arch=compute_XY for the newest supported SM below it (PTX the driver JITs);
-/// *cubin says which. Then -DNAME=VALUE per define and VGPU_LOCAL_SIZE_X/Y/Z.
-std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const CompileOptions& options, int sm, bool* cubin);
+/// *cubin says which. Then VGPU_LOCAL_SIZE_X/Y/Z, -DNAME=VALUE per define and per spec constant
+/// (cuda_spec.hpp; throws for one set by id). kernel names the kernel in errors.
+std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const std::string& kernel, const CompileOptions& options,
+                                       int sm, bool* cubin);
 
 /// Compiles source's CUDA entry (dialect::cuda) for sm and returns the cubin (or NUL-terminated PTX, see
 /// nvrtc_options). Throws Error(compile_error) "CUDA kernel '<name>' failed to compile:\n<log>".
