@@ -51,6 +51,8 @@ KernelKey make_kernel_key(const KernelSource& source, const DialectSource& code,
     put(text, name);
     put(text, value);
   }
+  // As given: unset ({0, 0, 0}) is its own value (the backend resolves it to the shader's own
+  // local size or the default), so it never shares a key with an explicit 64x1x1.
   for (auto v : options.workgroup_size) put(text, std::uint64_t{v});
   put(text, std::uint64_t{options.spec_constants.size()});
   for (const auto& c : options.spec_constants) {

@@ -21,7 +21,7 @@ struct OpShape {
 
 /// How one device runs one built-in op at one shape.
 struct OpTuning {
-  CompileOptions options;         ///< workgroup size and the defines the kernel's code takes
+  CompileOptions options;         ///< workgroup size (always set: ops compute group counts from it) and defines
   std::uint64_t per_group_x = 1;  ///< work one workgroup covers: elements (1-D ops, reduce block), C columns (matmul)
   std::uint64_t per_group_y = 1;  ///< C rows one workgroup covers (matmul; 1 elsewhere)
   /// The backend's own code for the op, for a dialect vgpu's built-ins do not ship (it joins
