@@ -136,7 +136,7 @@ TEST_CASE("declared bindings that disagree with the reflection are refused, nami
   CHECK(f.device.compile(scale_table("test.checked"), same).workgroup_size() == std::array<std::uint32_t, 3>{16, 1, 1});
 }
 
-TEST_CASE("uniform blocks are read-only bindings; an unreflected kernel keeps its declarations", "[reflection]") {
+TEST_CASE("uniform blocks are read-only bindings, and an unreflected kernel keeps its declarations", "[reflection]") {
   vgpu::KernelReflection r = scale_table_reflection();
   r.bindings[1].kind = vgpu::ResourceKind::uniform_buffer;
   r.bindings[1].access = vgpu::Access::read_write;  // reflection reports no qualifier on a UBO
