@@ -148,13 +148,15 @@ class Interface {
     }
   }
 
-  /// The value constant id has once vgpu's specialisation (workgroup size as constants 0–2)
-  /// is applied; nothing for anything but a 32-bit integer constant.
+  /// The value constant id has once vgpu's specialisation (workgroup size as constants
+  /// 2040–2042) is applied; nothing for anything but a 32-bit integer constant.
   std::optional<std::uint32_t> specialised(std::uint32_t id, const std::array<std::uint32_t, 3>& wg) const {
     const Words* c = def(id);
     if (!c || (opcode(*c) != SpvOpConstant && opcode(*c) != SpvOpSpecConstant) || c->size() != 4) return std::nullopt;
     if (opcode(*c) == SpvOpSpecConstant)
-      if (const auto spec = decoration(id, SpvDecorationSpecId); spec && *spec < 3) return wg[*spec];
+      if (const auto spec = decoration(id, SpvDecorationSpecId);
+          spec && *spec >= kBodyLocalSizeId && *spec < kBodyLocalSizeId + 3)
+        return wg[*spec - kBodyLocalSizeId];
     return at(*c, 3);
   }
 
@@ -208,9 +210,9 @@ std::string check_descriptors(const Interface& in, const PipelineInterface& p) {
 }
 
 std::string check_workgroup(const Interface& in, const PipelineInterface& p, std::uint32_t main_id) {
-  // Constants 0–2 receive 4-byte values (the specialisation map); they must be 32-bit integers.
+  // Constants 2040–2042 receive 4-byte values (the specialisation map); they must be 32-bit integers.
   for (const Words& w : in.module().decorations) {
-    if (at(w, 2) != SpvDecorationSpecId || at(w, 3) >= 3) continue;
+    if (at(w, 2) != SpvDecorationSpecId || at(w, 3) < kBodyLocalSizeId || at(w, 3) >= kBodyLocalSizeId + 3) continue;
     const Words* c = in.def(at(w, 1));
     const Words* type = c ? in.def(at(*c, 1)) : nullptr;
     if (!c || opcode(*c) != SpvOpSpecConstant || !type || opcode(*type) != SpvOpTypeInt || at(*type, 2) != 32)

@@ -16,7 +16,10 @@ namespace vgpu::vulkan {
 
 /// The pipeline a module is built into: descriptor set 0 holds one storage buffer per slot,
 /// push_bytes of push constants, and the workgroup size given as specialisation constants
-/// 0, 1 and 2 (32-bit integers each).
+/// kBodyLocalSizeId.. +2 (32-bit integers each).
+/// The first of the three specialisation ids the body prelude takes its local size from.
+inline constexpr std::uint32_t kBodyLocalSizeId = 2040;  // == vgpu::kReservedSpecIdFirst
+
 struct PipelineInterface {
   std::span<const std::uint32_t> slots;  ///< the storage-buffer bindings of set 0
   std::uint32_t push_bytes = 0;
@@ -27,9 +30,9 @@ struct PipelineInterface {
 /// its GLCompute entry point "main" exists; every buffer variable is a single storage buffer
 /// (StorageBuffer, or Uniform with BufferBlock) in set 0 at one of pipeline.slots, and there is
 /// no other descriptor (uniform buffer, image, sampler); push constants, if any, are one block
-/// that ends within push_bytes; specialisation constants 0–2 are 32-bit integers; and the
+/// that ends within push_bytes; specialisation constants 2040–2042 are 32-bit integers; and the
 /// workgroup size the module runs with, once specialised, is pipeline.workgroup_size (vgpu's
-/// prelude takes it from constants 0–2).
+/// prelude takes it from constants 2040–2042; other constants keep their defaults).
 std::string spirv_interface_problem(std::span<const std::uint32_t> words, const PipelineInterface& pipeline);
 
 }  // namespace vgpu::vulkan

@@ -59,7 +59,7 @@ VulkanDevice::~VulkanDevice() {
   destroy_buffer(readback_);
   for (auto& [key, l] : layouts_) {
     fn_.vkDestroyPipelineLayout(device_, l.pipeline_layout, nullptr);
-    fn_.vkDestroyDescriptorSetLayout(device_, l.set_layout, nullptr);
+    for (VkDescriptorSetLayout s : l.set_layouts) fn_.vkDestroyDescriptorSetLayout(device_, s, nullptr);
   }
   for (VkDescriptorPool p : descriptor_pools_) fn_.vkDestroyDescriptorPool(device_, p, nullptr);
   for (VkFence fence : free_fences_) fn_.vkDestroyFence(device_, fence, nullptr);

@@ -5,11 +5,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "spirv_interface.hpp"
 #include "vgpu/backend/device_impl.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/shader/shader_tools.hpp"
 #include "vk_instance.hpp"
 
 namespace vgpu::vulkan {
@@ -34,19 +37,30 @@ class VkBufferImpl final : public BufferImpl {
   Allocation alloc;
 };
 
+/// One descriptor a pipeline layout holds: a buffer at (set, binding); binding is vgpu's slot.
+struct Descriptor {
+  std::uint32_t set = 0;
+  std::uint32_t binding = 0;
+  VkDescriptorType type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  friend bool operator==(const Descriptor&, const Descriptor&) = default;
+};
+
 /// A compute pipeline with its layouts. Thread-safety: immutable after compile; destroyed
 /// under the call lock once no queued work uses it.
 class VkKernelImpl final : public KernelImpl {
  public:
   explicit VkKernelImpl(VulkanDevice& device) : device_(device) {}
   ~VkKernelImpl() override;
+  /// The reflected interface of a complete shader or SPIR-V kernel; null for the body form.
+  const KernelReflection* reflection() const override { return reflected ? &*reflected : nullptr; }
   VulkanDevice& device_;
   VkShaderModule module = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  VkPipelineLayout layout = VK_NULL_HANDLE;          // owned by the device's layout cache
-  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;  // owned by the device's layout cache
-  std::vector<std::uint32_t> slots;                   // declared binding slots, ascending
-  std::uint32_t push_bytes = 0;                       // params size rounded up to 4
+  VkPipelineLayout layout = VK_NULL_HANDLE;                // owned by the device's layout cache
+  std::vector<VkDescriptorSetLayout> set_layouts;          // by set number; owned by the layout cache
+  std::vector<Descriptor> descriptors;                     // ascending by binding
+  std::uint32_t push_bytes = 0;                            // pushed bytes, a multiple of 4
+  std::optional<KernelReflection> reflected;               // glsl_shader / spirv kernels only
 };
 
 /// A descriptor set. Thread-safety: immutable after bind; freed under the call lock once no
@@ -57,7 +71,7 @@ class VkBindingSetImpl final : public BindingSetImpl {
   ~VkBindingSetImpl() override;
   VulkanDevice& device_;
   VkDescriptorPool pool = VK_NULL_HANDLE;
-  VkDescriptorSet set = VK_NULL_HANDLE;
+  std::vector<VkDescriptorSet> sets;  // by set number, from one pool
 };
 
 /// A recorded, resubmittable command buffer. Thread-safety: used under the call lock; its
@@ -96,8 +110,10 @@ class VulkanDevice final : public DeviceImpl {
 
   const DeviceInfo& info() const override { return physical_.info; }
   VGPU_DEVICE_IMPL_OVERRIDES;
-  /// Builds the shader module and pipeline of k from words; returns the failing call's result.
-  VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const CompileOptions& options);
+  /// Builds the shader module and pipeline of k from words with entry point entry, specialised
+  /// by spec; returns the failing call's result.
+  VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const std::string& entry,
+                          const std::vector<shader::SpecEntry>& spec);
   void on_counters_attached() noexcept override;
   /// The serial the next flush gets while work waits to be flushed, else the last flushed one.
   std::uint64_t submitted_serial() noexcept override;
@@ -119,20 +135,35 @@ class VulkanDevice final : public DeviceImpl {
     std::vector<VkCommandBuffer> recycle;  // transient command buffers to reuse after it
   };
   struct Layouts {
-    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    std::vector<VkDescriptorSetLayout> set_layouts;  // by set number (empty ones fill gaps)
     VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
+  };
+  using Words = std::shared_ptr<const std::vector<std::uint32_t>>;
+  /// A compiled module and where it came from.
+  struct Module {
+    Words words;
+    bool from_l2 = false;
   };
 
   enum class MemoryUse { device, shared, upload, readback };  // who reads the memory decides its type
   Allocation allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage);
   std::uint32_t memory_type(std::uint32_t bits, VkMemoryPropertyFlags want) const;
-  Layouts layouts_for(const std::vector<std::uint32_t>& slots, std::uint32_t push_bytes);
-  // SPIR-V from L3, L2 (when use_l2) or the GLSL compiler that fits pipeline (an L2 module
-  // that does not is dropped; a compiled one that does not throws compile_error); *from_l2
-  // tells whether the disk supplied it, so a driver refusal can drop that entry and compile.
-  std::vector<std::uint32_t> spirv_for(const KernelSource& source, const DialectSource& code,
-                                       const CompileOptions& options, const PipelineInterface& pipeline, bool use_l2,
-                                       bool* from_l2);
+  Layouts layouts_for(const std::vector<Descriptor>& descriptors, std::uint32_t push_bytes);
+  // The SPIR-V of (code, defines): from L3, this device's module cache (RAM), L2 (when
+  // use_l2) or the front end (GLSL compiler, SPIR-V validator). Specialization never enters
+  // its key, so a new value costs a pipeline, not a compile. A body-form module must fit
+  // pipeline (an L2 one that does not is dropped; a compiled one that does not throws).
+  Module module_for(const KernelSource& source, const DialectSource& code, const CompileOptions& options,
+                    const PipelineInterface* pipeline, bool use_l2);
+  // The key of a module: the kernel key of (source, code, options) without the
+  // specialization constants, which only pipelines take.
+  static cache::KernelKey module_key(const KernelSource& source, const DialectSource& code,
+                                     const CompileOptions& options, const DeviceFingerprint& fp);
+  void forget_module(const KernelSource& source, const DialectSource& code, const CompileOptions& options);
+  // Sets k's descriptors, push bytes, reflection and specialization for a complete shader or
+  // SPIR-V module words (the body form: for its declared slots); returns the specialization.
+  std::vector<shader::SpecEntry> interface_for(VkKernelImpl& k, const KernelSource& source, const DialectSource& code,
+                                               const CompileOptions& options, const std::vector<std::uint32_t>& words);
   void load_pipeline_cache();
   void save_pipeline_cache();
 
@@ -177,6 +208,8 @@ class VulkanDevice final : public DeviceImpl {
 
   std::mutex layout_mutex_;  // compile() runs beside other calls: guards layouts_
   std::map<std::string, Layouts> layouts_;
+  std::mutex module_mutex_;  // guards modules_ (compile() runs beside other calls)
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Words> modules_;  // module key → SPIR-V, for the device's life
 
   // Used under core's call lock only.
   VkCommandPool pool_ = VK_NULL_HANDLE;

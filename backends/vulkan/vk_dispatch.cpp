@@ -17,41 +17,54 @@ VkBatchImpl::~VkBatchImpl() { device_.release_batch(*this); }
 
 std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) {
   auto& k = static_cast<VkKernelImpl&>(kernel);
+  // Core binds every slot the kernel declares; a reflected binding it was not told of is the
+  // caller's error, never a null descriptor.
+  for (const Descriptor& d : k.descriptors)
+    if (d.binding >= by_slot.size() || !by_slot[d.binding])
+      fail(ErrorCategory::invalid_argument,
+           "the kernel uses binding " + std::to_string(d.binding) + " (set " + std::to_string(d.set) +
+               "), but no buffer is bound to slot " + std::to_string(d.binding) + ".",
+           "bind a buffer to every binding the shader declares (Kernel::bindings() lists them).");
   auto set = std::make_unique<VkBindingSetImpl>(*this);
-  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  ai.descriptorSetCount = 1;
-  ai.pSetLayouts = &k.set_layout;
-  VkResult r = VK_ERROR_OUT_OF_POOL_MEMORY;
-  for (auto it = descriptor_pools_.rbegin(); it != descriptor_pools_.rend() && r != VK_SUCCESS; ++it) {
-    ai.descriptorPool = *it;
-    r = fn_.vkAllocateDescriptorSets(device_, &ai, &set->set);
-    if (r == VK_SUCCESS) set->pool = *it;
+  set->sets.resize(k.set_layouts.size());
+  if (!k.set_layouts.empty()) {
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorSetCount = static_cast<std::uint32_t>(k.set_layouts.size());
+    ai.pSetLayouts = k.set_layouts.data();
+    VkResult r = VK_ERROR_OUT_OF_POOL_MEMORY;
+    for (auto it = descriptor_pools_.rbegin(); it != descriptor_pools_.rend() && r != VK_SUCCESS; ++it) {
+      ai.descriptorPool = *it;
+      r = fn_.vkAllocateDescriptorSets(device_, &ai, set->sets.data());
+      if (r == VK_SUCCESS) set->pool = *it;
+    }
+    if (r != VK_SUCCESS) {
+      // Pools grow by chaining: a full pool is kept for the sets it holds.
+      const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool},
+                                             {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kDescriptorsPerPool / 4}};
+      VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      pci.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
+      pci.maxSets = kSetsPerPool;
+      pci.poolSizeCount = 2;
+      pci.pPoolSizes = sizes;
+      VkDescriptorPool pool = VK_NULL_HANDLE;
+      check_vk(fn_.vkCreateDescriptorPool(device_, &pci, nullptr, &pool), "vkCreateDescriptorPool");
+      descriptor_pools_.push_back(pool);
+      ai.descriptorPool = pool;
+      check_vk(fn_.vkAllocateDescriptorSets(device_, &ai, set->sets.data()), "vkAllocateDescriptorSets");
+      set->pool = pool;
+    }
   }
-  if (r != VK_SUCCESS) {
-    // Pools grow by chaining: a full pool is kept for the sets it holds.
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerPool};
-    VkDescriptorPoolCreateInfo pci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-    pci.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
-    pci.maxSets = kSetsPerPool;
-    pci.poolSizeCount = 1;
-    pci.pPoolSizes = &size;
-    VkDescriptorPool pool = VK_NULL_HANDLE;
-    check_vk(fn_.vkCreateDescriptorPool(device_, &pci, nullptr, &pool), "vkCreateDescriptorPool");
-    descriptor_pools_.push_back(pool);
-    ai.descriptorPool = pool;
-    check_vk(fn_.vkAllocateDescriptorSets(device_, &ai, &set->set), "vkAllocateDescriptorSets");
-    set->pool = pool;
-  }
-  std::vector<VkDescriptorBufferInfo> infos(k.slots.size());
-  std::vector<VkWriteDescriptorSet> writes(k.slots.size());
-  for (std::size_t i = 0; i < k.slots.size(); ++i) {
-    const auto& a = static_cast<VkBufferImpl*>(by_slot[k.slots[i]])->alloc;
+  std::vector<VkDescriptorBufferInfo> infos(k.descriptors.size());
+  std::vector<VkWriteDescriptorSet> writes(k.descriptors.size());
+  for (std::size_t i = 0; i < k.descriptors.size(); ++i) {
+    const Descriptor& d = k.descriptors[i];
+    const auto& a = static_cast<VkBufferImpl*>(by_slot[d.binding])->alloc;
     infos[i] = VkDescriptorBufferInfo{a.buffer, 0, VK_WHOLE_SIZE};
     writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes[i].dstSet = set->set;
-    writes[i].dstBinding = k.slots[i];
+    writes[i].dstSet = set->sets[d.set];
+    writes[i].dstBinding = d.binding;
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].descriptorType = d.type;
     writes[i].pBufferInfo = &infos[i];
   }
   fn_.vkUpdateDescriptorSets(device_, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
@@ -59,9 +72,9 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
 }
 
 void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
-  // No queued dispatch reads the set any more (core frees it after its last use has run).
-  if (b.set == VK_NULL_HANDLE || process_exiting()) return;
-  fn_.vkFreeDescriptorSets(device_, b.pool, 1, &b.set);
+  // No queued dispatch reads the sets any more (core frees them after their last use has run).
+  if (b.sets.empty() || b.pool == VK_NULL_HANDLE || process_exiting()) return;
+  fn_.vkFreeDescriptorSets(device_, b.pool, static_cast<std::uint32_t>(b.sets.size()), b.sets.data());
 }
 
 std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const DispatchCommand> commands) {
@@ -82,7 +95,9 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
       fn_.vkCmdBindPipeline(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
       bound = k.pipeline;
     }
-    fn_.vkCmdBindDescriptorSets(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &b.set, 0, nullptr);
+    if (!b.sets.empty())
+      fn_.vkCmdBindDescriptorSets(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
+                                  static_cast<std::uint32_t>(b.sets.size()), b.sets.data(), 0, nullptr);
     if (k.push_bytes) fn_.vkCmdPushConstants(batch->cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, c.params.data());
     fn_.vkCmdDispatch(batch->cmd, c.groups.x, c.groups.y, c.groups.z);
   }

@@ -85,7 +85,7 @@ DeviceInfo describe(const PhysicalDevice& pd, std::uint32_t index, const std::st
   d.limits.max_buffer_bytes = std::min<std::uint64_t>(l.maxStorageBufferRange, device_local ? device_local : ~0ull);
   d.limits.max_bindings = std::min<std::uint32_t>(l.maxPerStageDescriptorStorageBuffers, 32);
   if (l.maxPushConstantsSize >= 128) d.features.push_back("push_constants_128");
-  d.dialects = {std::string(dialect::glsl)};
+  d.dialects = {std::string(dialect::glsl), std::string(dialect::glsl_shader), std::string(dialect::spirv)};
   d.op_tuner = kernels::gpu_builtin_tuner();
   d.fingerprint = make_fingerprint({{"backend", "vulkan"},
                                     {"vendor_id", std::to_string(p.vendorID)},

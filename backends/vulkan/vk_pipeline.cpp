@@ -1,33 +1,23 @@
-// backends/vulkan/vk_pipeline.cpp — SPIR-V from L3/L2/run-time GLSL, layouts and pipelines,
-// and the VkPipelineCache persisted in L2.
-#include <chrono>
+// backends/vulkan/vk_pipeline.cpp — layouts and specialised pipelines (their SPIR-V comes from
+// vk_module.cpp), and the VkPipelineCache persisted in L2.
+#include <algorithm>
 #include <cstring>
 
-#include "glsl_compiler.hpp"
 #include "spirv_interface.hpp"
-#include "vgpu/kernels/glsl_source.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/payload_check.hpp"
-#include "vgpu/cache/precompiled.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
+#include "vgpu/shader/shader_tools.hpp"
 #include "vk_device.hpp"
 
 namespace vgpu::vulkan {
 namespace {
 
-constexpr std::uint32_t kSpirvMagic = 0x07230203;
-
 cache::KernelKey pipeline_cache_key(const DeviceFingerprint& fp) {
   return cache::KernelKey{cache::hash64("vk-pipeline-cache"), fp.hash};
-}
-
-std::vector<std::uint8_t> as_bytes(const std::vector<std::uint32_t>& words) {
-  std::vector<std::uint8_t> b(words.size() * 4);
-  std::memcpy(b.data(), words.data(), b.size());
-  return b;
 }
 
 }  // namespace
@@ -94,29 +84,37 @@ void VulkanDevice::save_pipeline_cache() {
   saved_cache_bytes_ = size;
 }
 
-VulkanDevice::Layouts VulkanDevice::layouts_for(const std::vector<std::uint32_t>& slots, std::uint32_t push_bytes) {
+VulkanDevice::Layouts VulkanDevice::layouts_for(const std::vector<Descriptor>& descriptors, std::uint32_t push_bytes) {
   std::string key = std::to_string(push_bytes);
-  for (auto s : slots) key += "," + std::to_string(s);
+  for (const Descriptor& d : descriptors)
+    key += "," + std::to_string(d.set) + ":" + std::to_string(d.binding) + ":" + std::to_string(d.type);
   std::lock_guard lock(layout_mutex_);
   if (auto it = layouts_.find(key); it != layouts_.end()) return it->second;
-  std::vector<VkDescriptorSetLayoutBinding> bindings;
-  for (auto s : slots) {
-    VkDescriptorSetLayoutBinding b{};
-    b.binding = s;
-    b.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    b.descriptorCount = 1;
-    b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-    bindings.push_back(b);
-  }
+  std::uint32_t set_count = 0;
+  for (const Descriptor& d : descriptors) set_count = std::max(set_count, d.set + 1);
   Layouts l;
-  VkDescriptorSetLayoutCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  dci.bindingCount = static_cast<std::uint32_t>(bindings.size());
-  dci.pBindings = bindings.data();
-  check_vk(fn_.vkCreateDescriptorSetLayout(device_, &dci, nullptr, &l.set_layout), "vkCreateDescriptorSetLayout");
+  for (std::uint32_t set = 0; set < set_count; ++set) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings;
+    for (const Descriptor& d : descriptors) {
+      if (d.set != set) continue;
+      VkDescriptorSetLayoutBinding b{};
+      b.binding = d.binding;
+      b.descriptorType = d.type;
+      b.descriptorCount = 1;
+      b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+      bindings.push_back(b);
+    }
+    VkDescriptorSetLayoutCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    dci.bindingCount = static_cast<std::uint32_t>(bindings.size());
+    dci.pBindings = bindings.data();
+    VkDescriptorSetLayout layout = VK_NULL_HANDLE;
+    check_vk(fn_.vkCreateDescriptorSetLayout(device_, &dci, nullptr, &layout), "vkCreateDescriptorSetLayout");
+    l.set_layouts.push_back(layout);
+  }
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
   VkPipelineLayoutCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pci.setLayoutCount = 1;
-  pci.pSetLayouts = &l.set_layout;
+  pci.setLayoutCount = set_count;
+  pci.pSetLayouts = l.set_layouts.data();
   pci.pushConstantRangeCount = push_bytes ? 1 : 0;
   pci.pPushConstantRanges = push_bytes ? &range : nullptr;
   check_vk(fn_.vkCreatePipelineLayout(device_, &pci, nullptr, &l.pipeline_layout), "vkCreatePipelineLayout");
@@ -124,77 +122,35 @@ VulkanDevice::Layouts VulkanDevice::layouts_for(const std::vector<std::uint32_t>
   return l;
 }
 
-std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, const DialectSource& code,
-                                                   const CompileOptions& options, const PipelineInterface& pipeline, bool use_l2, bool* from_l2) {
-  *from_l2 = false;
-  // The driver only ever sees a module whose descriptors, push constants and workgroup size
-  // match the pipeline built for it: a mismatch is undefined behaviour (lavapipe crashed on
-  // resealed L2 entries with a damaged Binding literal). From L2 it costs a recompile; from L3
-  // or the GLSL compiler it is the kernel's own error, and nothing is stored.
-  auto check = [&](const std::vector<std::uint32_t>& words) {
-    if (std::string mismatch = spirv_interface_problem(words, pipeline); !mismatch.empty())
-      fail(ErrorCategory::compile_error, "GLSL kernel '" + source.name + "' compiled, but " + mismatch + ".",
-           "declare every buffer the GLSL uses in KernelSource::bindings (set 0, its binding as the slot), keep the "
-           "VGPU_PARAMS block within KernelSource::params_size, and leave the workgroup size to CompileOptions.");
-    return words;
-  };
-  // L3: built-in kernels ship as SPIR-V compiled by glslc at build time.
-  if (const auto* pre = cache::find_precompiled_spirv(code.code, options.defines)) {
-    counters().l3_hits.fetch_add(1, std::memory_order_relaxed);
-    return check(*pre);
-  }
-  // L2: SPIR-V of user kernels compiled by an earlier process; the store has validated it.
-  const DeviceFingerprint& fp = physical_.info.fingerprint;
-  KernelL2Entry l2(counters(), l2_store(), cache::EntryKind::spirv,
-                   cache::make_kernel_key(source, code, options, fp), fp);
-  if (l2.enabled() && use_l2) {
-    if (auto blob = l2.load()) {
-      std::vector<std::uint32_t> words(blob->size() / 4);
-      if (blob->size() % 4 == 0 && !words.empty()) std::memcpy(words.data(), blob->data(), blob->size());
-      if (words.empty() || words[0] != kSpirvMagic) {
-        l2.reject("not SPIR-V");  // the store's check refuses these first; kept for safety
-      } else if (!spirv_interface_problem(words, pipeline).empty()) {
-        l2.reject("invalid");
-      } else {
-        l2.hit();
-        *from_l2 = true;
-        return words;
-      }
-    }
-  }
-  const auto start = std::chrono::steady_clock::now();
-  const std::string text = kernels::assemble_glsl(code.code, options.defines, options.workgroup_size_or_default(),
-                                                  kernels::GlslTarget::vulkan, 0);
-  std::vector<std::uint32_t> words = check(compile_glsl(text, source.name));
-  counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
-  const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  l2.store(as_bytes(words), static_cast<std::uint64_t>(cost.count()));
-  return words;
-}
-
 VkResult VulkanDevice::build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words,
-                                      const CompileOptions& options) {
+                                      const std::string& entry, const std::vector<shader::SpecEntry>& spec) {
   VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mci.codeSize = words.size() * 4;
   mci.pCode = words.data();
   if (const VkResult r = fn_.vkCreateShaderModule(device_, &mci, nullptr, &k.module); r != VK_SUCCESS) return r;
-  // The workgroup size is a specialisation constant, so one SPIR-V serves every size.
-  const std::array<std::uint32_t, 3> size = options.workgroup_size_or_default();
-  const std::uint32_t wg[3] = {size[0], size[1], size[2]};
-  const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
-  VkSpecializationInfo spec{3, entries, sizeof wg, wg};
+  // Specialization (the body form's local size at ids 2040..2042, a shader's own constants) is
+  // applied here, so one module serves every value.
+  std::vector<VkSpecializationMapEntry> entries;
+  std::vector<std::uint32_t> data;
+  for (const shader::SpecEntry& e : spec) {
+    entries.push_back({e.id, static_cast<std::uint32_t>(data.size() * 4), 4});
+    data.push_back(e.bits);
+  }
+  VkSpecializationInfo info{static_cast<std::uint32_t>(entries.size()), entries.data(), data.size() * 4, data.data()};
   VkComputePipelineCreateInfo pci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   pci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   pci.stage.module = k.module;
-  pci.stage.pName = "main";
-  pci.stage.pSpecializationInfo = &spec;
+  pci.stage.pName = entry.c_str();
+  pci.stage.pSpecializationInfo = entries.empty() ? nullptr : &info;
   pci.layout = k.layout;
   const VkResult r = fn_.vkCreateComputePipelines(device_, pipeline_cache_, 1, &pci, nullptr, &k.pipeline);
   if (r != VK_SUCCESS) {
     fn_.vkDestroyShaderModule(device_, k.module, nullptr);
     k.module = VK_NULL_HANDLE;
     k.pipeline = VK_NULL_HANDLE;
+  } else {
+    counters().pipeline_builds.fetch_add(1, std::memory_order_relaxed);
   }
   return r;
 }
@@ -202,27 +158,31 @@ VkResult VulkanDevice::build_pipeline(VkKernelImpl& k, const std::vector<std::ui
 std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, const DialectSource& code,
                                                   const CompileOptions& options) {
   auto k = std::make_unique<VkKernelImpl>(*this);
-  for (const BindingDecl& b : source.bindings) k->slots.push_back(b.slot);
-  std::sort(k->slots.begin(), k->slots.end());
-  k->push_bytes = (source.params_size + 3u) & ~3u;
-  const Layouts l = layouts_for(k->slots, k->push_bytes);
-  k->layout = l.pipeline_layout;
-  k->set_layout = l.set_layout;
+  const bool body = code.dialect == dialect::glsl;
+  const std::string entry = body || code.entry.empty() ? std::string("main") : code.entry;
+  std::vector<std::uint32_t> slots;
+  for (const BindingDecl& b : source.bindings) slots.push_back(b.slot);
+  std::sort(slots.begin(), slots.end());
+  const std::array<std::uint32_t, 3> body_size = options.workgroup_size_or_default();
+  const PipelineInterface pipeline{slots, (source.params_size + 3u) & ~3u, body_size};
 
-  bool from_l2 = false;
-  const PipelineInterface pipeline{k->slots, k->push_bytes, options.workgroup_size_or_default()};
-  std::vector<std::uint32_t> words = spirv_for(source, code, options, pipeline, true, &from_l2);
-  VkResult r = build_pipeline(*k, words, options);
+  Module m = module_for(source, code, options, body ? &pipeline : nullptr, true);
+  std::vector<shader::SpecEntry> spec = interface_for(*k, source, code, options, *m.words);
+  const Layouts l = layouts_for(k->descriptors, k->push_bytes);
+  k->layout = l.pipeline_layout;
+  k->set_layouts = l.set_layouts;
+
+  VkResult r = build_pipeline(*k, *m.words, entry, spec);
   const bool out_of_memory = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY;
-  if (r != VK_SUCCESS && from_l2 && !out_of_memory) {
+  if (r != VK_SUCCESS && m.from_l2 && !out_of_memory) {
     // A cached entry the driver refuses (at module or pipeline creation) costs a recompile,
     // never a failure: drop it and build from the GLSL source.
     const DeviceFingerprint& fp = physical_.info.fingerprint;
-    KernelL2Entry(counters(), l2_store(), cache::EntryKind::spirv,
-                  cache::make_kernel_key(source, code, options, fp), fp)
+    KernelL2Entry(counters(), l2_store(), cache::EntryKind::spirv, module_key(source, code, options, fp), fp)
         .reject("driver");
-    words = spirv_for(source, code, options, pipeline, false, &from_l2);
-    r = build_pipeline(*k, words, options);
+    forget_module(source, code, options);
+    m = module_for(source, code, options, body ? &pipeline : nullptr, false);
+    r = build_pipeline(*k, *m.words, entry, spec);
   }
   if (r != VK_SUCCESS) {
     if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY) fail_vk(r, "vkCreateComputePipelines");
