@@ -41,7 +41,11 @@ class DeviceObject {
 class BufferImpl : public DeviceObject {};
 
 /// A backend's compiled kernel (pipeline, program, module function, CPU entry).
-class KernelImpl : public DeviceObject {};
+class KernelImpl : public DeviceObject {
+ public:
+  /// Returns the kernel's interface as reflected from its compiled form, or null when the backend does not reflect it.
+  virtual const KernelReflection* reflection() const { return nullptr; }
+};
 
 /// A backend's binding of buffers to a kernel's slots (descriptor set, argument pack).
 class BindingSetImpl : public DeviceObject {};
