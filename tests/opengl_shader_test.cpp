@@ -53,12 +53,12 @@ struct Spec {
   std::uint32_t taps = 4;
 };
 
-/// A per-process comment after #version, so no earlier run's L2 entry answers.
-std::string fresh(const std::string& text) {
+/// text with a per-process comment (and tag) after #version, so no earlier run's L2 entry answers.
+std::string fresh(const std::string& text, const std::string& tag = "") {
   static const std::string run = std::to_string(::getpid()) + "-" +
                                  std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   const auto eol = text.find('\n');
-  return text.substr(0, eol + 1) + "// run " + run + "\n" + text.substr(eol + 1);
+  return text.substr(0, eol + 1) + "// run " + run + " " + tag + "\n" + text.substr(eol + 1);
 }
 
 vgpu::KernelSource with_bindings(vgpu::KernelSource s) {
@@ -142,7 +142,7 @@ BACKEND_CASE(opengl, "a complete Vulkan-flavoured shader runs unchanged by both 
     const bool path_a = spirv && has_feature(device.info(), "gl_spirv");
     INFO((path_a ? "path A: GL_ARB_gl_spirv" : "path B: SPIRV-Cross GLSL") << " on " << device.info().name);
     if (spirv && !path_a) WARN("the driver lacks GL_ARB_gl_spirv: only the cross-compiled path runs here");
-    const vgpu::KernelSource source = shader_source("test.gl_shader", fresh(kShader));
+    const vgpu::KernelSource source = shader_source("test.gl_shader", fresh(kShader, spirv ? "a" : "b"));
     // Defaults (the constants at ids 0..2 keep their own values: 7, 8, 9), then set values.
     check_run(device, device.compile(source, spec_options({}, false)), Spec{}, 1000);
     const Spec set{3, -2, 0.5f, 6};
@@ -182,7 +182,7 @@ BACKEND_CASE(opengl, "three specialization values of one shader: one source comp
     std::unique_ptr<vgpu::Runtime> runtime;
     vgpu::Device device = open_gl(spirv, &lines, &runtime);
     INFO((spirv ? "SPIR-V path where the driver has it" : "SPIRV-Cross path"));
-    const vgpu::KernelSource source = shader_source("test.gl_spec_count", fresh(kShader));
+    const vgpu::KernelSource source = shader_source("test.gl_spec_count", fresh(kShader, spirv ? "a" : "b"));
     const vgpu::CounterSnapshot before = device.counters();
     const std::vector<Spec> values = {{1, 1, 1.0f, 1}, {2, -4, 0.25f, 3}, {5, 2, 2.0f, 8}};
     for (const Spec& s : values) check_run(device, device.compile(source, spec_options(s, true)), s, 100);
@@ -192,6 +192,62 @@ BACKEND_CASE(opengl, "three specialization values of one shader: one source comp
     CHECK(d.pipeline_builds == 3);
     CHECK(d.compiles == 3);
   }
+}
+
+BACKEND_CASE(opengl, "a complete shader in a fresh runtime: its SPIR-V and program binary come from L2, no front end",
+             "[user][shader][l2]") {
+  // Path B: Mesa keeps no binaries of SPIR-V programs (path A), see gl_program.cpp.
+  const vgpu::KernelSource source = shader_source("test.gl_shader_l2", fresh(kShader, "l2"));
+  const Spec set{4, 5, 0.5f, 3};
+  for (int run = 0; run < 2; ++run) {
+    INFO("runtime " << run);
+    std::vector<std::string> lines;
+    std::unique_ptr<vgpu::Runtime> runtime;
+    vgpu::Device device = open_gl(false, &lines, &runtime);
+    const bool binaries = has_feature(device.info(), "program_binary");
+    const vgpu::CounterSnapshot before = device.counters();
+    check_run(device, device.compile(source, spec_options(set, true)), set, 200);
+    const vgpu::CounterSnapshot d = device.counters() - before;
+    INFO(d.to_string());
+    if (run == 0) {
+      CHECK(d.source_compiles == 1);
+      CHECK(d.pipeline_builds == 1);
+      CHECK(d.l2_writes == (binaries ? 2u : 1u));  // the SPIR-V, and the program binary
+    } else {
+      CHECK(d.source_compiles == 0);
+      CHECK(d.l2_hits == (binaries ? 2u : 1u));
+      CHECK(d.pipeline_builds == (binaries ? 0u : 1u));
+    }
+  }
+}
+
+BACKEND_CASE(opengl, "GL forms: the push-constant rewrite validates, keeps std430 offsets, refuses a taken binding",
+             "[shader][spirv]") {
+  namespace sh = vgpu::shader;
+  const std::vector<std::uint32_t> words =
+      sh::compile_glsl_shader(kShader, {}, sh::TargetEnv::vulkan1_1, "test.gl_forms");
+  const std::vector<std::uint32_t> gl = sh::push_constants_to_storage_buffer(words, 7);
+  // Still valid SPIR-V, and what it declares: the params block a read-only storage buffer at 7.
+  const std::string_view bytes(reinterpret_cast<const char*>(gl.data()), gl.size() * 4);
+  const vgpu::KernelReflection r = sh::reflect(sh::spirv_words(bytes, sh::TargetEnv::vulkan1_1, "test.gl_forms"),
+                                               "main", "test.gl_forms");
+  CHECK(r.push_constant_bytes == 0);
+  REQUIRE(r.bindings.size() == 4);
+  const vgpu::ReflectedBinding& params = r.bindings.back();
+  CHECK(params.binding == 7);
+  CHECK(params.set == 0);
+  CHECK(params.kind == vgpu::ResourceKind::storage_buffer);
+  CHECK(params.access == vgpu::Access::read);
+  CHECK(params.fixed_bytes == sizeof(Push));
+  // The cross-compiled text bakes the values in.
+  const std::vector<sh::SpecEntry> spec = {{0, 41u}, {9, 3u}};
+  const std::string text = sh::to_opengl_glsl(gl, "main", spec, 430, "test.gl_forms");
+  CHECK_THAT(text, Catch::Matchers::StartsWith("#version 430"));
+  CHECK_THAT(text, Catch::Matchers::Contains("41u"));
+  CHECK_THAT(text, Catch::Matchers::Contains("binding = 7"));
+  CHECK_THAT(text, Catch::Matchers::Contains("readonly buffer Push"));
+  // A shader buffer at the params binding cannot be remapped silently.
+  REQUIRE_VGPU_ERROR(invalid_argument, "binding 1", sh::push_constants_to_storage_buffer(words, 1));
 }
 
 BACKEND_CASE(opengl, "a complete shader that does not compile: compile_error with the user's own line number",
