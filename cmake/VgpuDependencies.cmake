@@ -63,8 +63,7 @@ if(VGPU_WITH_OPENGL)  # ON or AUTO
 endif()
 
 # Vulkan needs: the Vulkan headers (the loader itself is opened at run time), glslc for the
-# built-in kernels' SPIR-V (L3), shaderc + glslang + SPIRV-Tools as static archives for user
-# GLSL at run time (Debian's libshaderc.so.1 crashes when linked directly), and its sources.
+# built-in kernels' SPIR-V (L3), the shader layer's libraries (below) and its sources.
 set(vgpu_vulkan_missing "")
 if(VGPU_WITH_VULKAN)  # ON or AUTO
   find_package(Vulkan QUIET)
@@ -82,7 +81,13 @@ if(VGPU_WITH_VULKAN)  # ON or AUTO
   if(NOT VGPU_GLSLC)
     list(APPEND vgpu_vulkan_missing "glslc (package glslc)")
   endif()
+endif()
 
+# The shader layer (core/shader: GLSL -> SPIR-V, reflection), built with either GPU API:
+# shaderc + glslang + SPIRV-Tools as static archives (Debian's libshaderc.so.1 crashes when
+# linked directly) and SPIRV-Cross's C API (package libspirv-cross-c-shared-dev).
+set(vgpu_shader_missing "")
+if(VGPU_WITH_VULKAN OR VGPU_WITH_OPENGL)  # ON or AUTO
   # Link order matters for static archives: shaderc first, SPIRV-Tools last. Newer glslang
   # releases fold some of the middle ones into libglslang.a, so those are optional.
   find_path(VGPU_SHADERC_INCLUDE_DIR shaderc/shaderc.h)
@@ -104,8 +109,14 @@ if(VGPU_WITH_VULKAN)  # ON or AUTO
     endif()
   endforeach()
   if(NOT vgpu_shaderc_ok)
-    list(APPEND vgpu_vulkan_missing "the static shaderc/glslang/SPIRV-Tools libraries (packages libshaderc-dev, glslang-dev, spirv-tools)")
+    list(APPEND vgpu_shader_missing "the static shaderc/glslang/SPIRV-Tools libraries (packages libshaderc-dev, glslang-dev, spirv-tools)")
   endif()
+  pkg_check_modules(SPIRV_CROSS_C IMPORTED_TARGET spirv-cross-c-shared)
+  if(NOT SPIRV_CROSS_C_FOUND)
+    list(APPEND vgpu_shader_missing "SPIRV-Cross's C API (package libspirv-cross-c-shared-dev)")
+  endif()
+  list(APPEND vgpu_vulkan_missing ${vgpu_shader_missing})
+  list(APPEND vgpu_opengl_missing ${vgpu_shader_missing})
 endif()
 
 vgpu_resolve_backend(VGPU_WITH_OPENGL backends/opengl "${vgpu_opengl_missing}" "glad and the OpenGL backend sources")
@@ -126,8 +137,8 @@ if(VGPU_SPIRV_TOOLS_INCLUDE_DIR AND VGPU_SPIRV_TOOLS_LIBRARY)
   message(STATUS "vgpu: SPIR-V payloads are validated with SPIRV-Tools (${VGPU_SPIRV_TOOLS_LIBRARY})")
 else()
   set(VGPU_HAVE_SPIRV_TOOLS OFF)
-  if(VGPU_WITH_VULKAN)
-    message(FATAL_ERROR "vgpu: the Vulkan backend needs SPIRV-Tools (spirv-tools/libspirv.h and libSPIRV-Tools.a, package spirv-tools) to validate cached SPIR-V")
+  if(VGPU_WITH_VULKAN OR VGPU_WITH_OPENGL)
+    message(FATAL_ERROR "vgpu: the shader layer (Vulkan, OpenGL) needs SPIRV-Tools (spirv-tools/libspirv.h and libSPIRV-Tools.a, package spirv-tools) to validate cached SPIR-V")
   endif()
   message(STATUS "vgpu: SPIRV-Tools not found: cached SPIR-V is checked for its size and magic only")
 endif()

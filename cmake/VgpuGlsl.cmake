@@ -6,10 +6,9 @@
 #    vgpu-glsl-assemble (the very assemble_glsl vgpu runs), compiled by glslc, and its SPIR-V
 #    words embedded in a generated table (vgpu/cache/precompiled.hpp). Without Vulkan the
 #    table is empty.
-#  - Run-time GLSL compiler (only with VGPU_WITH_VULKAN): interface target vgpu_glsl_compiler
-#    (backends/vulkan/glsl_compiler.cpp + shaderc's static archives, their symbols kept out
-#    of libvgpu's exports). The Vulkan backend links it:
-#      target_link_libraries(vgpu_backend_vulkan PRIVATE vgpu_glsl_compiler)
+#  - Run-time GLSL compiler (with VGPU_WITH_VULKAN or VGPU_WITH_OPENGL): interface target
+#    vgpu_glsl_compiler (shaderc's static archives, their symbols kept out of libvgpu's
+#    exports), linked by the shader layer (core/shader/CMakeLists.txt).
 #    vgpu_shaderc is the bare archives (+ include dir), for tests that call shaderc directly.
 
 include(${CMAKE_CURRENT_LIST_DIR}/VgpuVariantDefines.cmake)
@@ -93,18 +92,17 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/VgpuPrecompiledSpirv.cpp.in
 target_sources(vgpu_kernels PRIVATE ${VGPU_GLSL_GENERATED_DIR}/precompiled_spirv.cpp)
 
 # --- Run-time GLSL compiler ---------------------------------------------------------------
-if(VGPU_WITH_VULKAN)
+if(VGPU_WITH_VULKAN OR VGPU_WITH_OPENGL)
   # The bare archives, for code that calls shaderc itself (tests checking the OpenGL flavour).
   add_library(vgpu_shaderc INTERFACE)
   target_include_directories(vgpu_shaderc SYSTEM INTERFACE ${VGPU_SHADERC_INCLUDE_DIR})
   target_link_libraries(vgpu_shaderc INTERFACE ${VGPU_SHADERC_LIBRARIES} Threads::Threads)
 
-  # What linking vgpu_glsl_compiler gives: glsl_compiler.cpp compiled into the linking target
-  # with its flags, and the archives. IMPORTED, so install(EXPORT) never asks for it to join
-  # the export set.
+  # What linking vgpu_glsl_compiler gives: shaderc's archives and include directory (the shader
+  # layer, core/shader, links it). IMPORTED, so install(EXPORT) never asks for it to join the
+  # export set.
   add_library(vgpu_glsl_compiler INTERFACE IMPORTED)
   set_target_properties(vgpu_glsl_compiler PROPERTIES
-    INTERFACE_SOURCES ${PROJECT_SOURCE_DIR}/backends/vulkan/glsl_compiler.cpp
     INTERFACE_INCLUDE_DIRECTORIES ${VGPU_SHADERC_INCLUDE_DIR}
     INTERFACE_LINK_LIBRARIES "${VGPU_SHADERC_LIBRARIES};Threads::Threads"
     # glslang and SPIRV-Tools must not leak out of a shared libvgpu: an application with its

@@ -25,7 +25,7 @@
 #include "vgpu/cache/precompiled.hpp"
 #include "vgpu/vgpu.hpp"
 #if VGPU_WITH_VULKAN
-#include "glsl_compiler.hpp"
+#include "vgpu/shader/shader_tools.hpp"
 #include "spirv_interface.hpp"
 #endif
 
@@ -77,7 +77,7 @@ std::vector<std::uint32_t> scale_add_spirv() {
   const auto options = scale_add_options();
   const std::string text = vgpu::kernels::assemble_glsl(kScaleAddGlsl, options.defines, options.workgroup_size,
                                                         vgpu::kernels::GlslTarget::vulkan, 0);
-  return vgpu::vulkan::compile_glsl(text, "test.vk_scale_add");
+  return vgpu::shader::compile_glsl_body(text, "test.vk_scale_add");
 #else
   return {};
 #endif

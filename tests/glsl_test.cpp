@@ -19,7 +19,7 @@
 #if VGPU_WITH_VULKAN
 #include <shaderc/shaderc.h>
 
-#include "glsl_compiler.hpp"
+#include "vgpu/shader/shader_tools.hpp"
 #endif
 
 namespace vgpu_test {
@@ -216,11 +216,11 @@ TEST_CASE("every built-in variant has precompiled SPIR-V, matched on exact body 
   CHECK(vgpu::cache::find_precompiled_spirv("", {}) == nullptr);
 }
 
-TEST_CASE("compile_glsl compiles every built-in variant to SPIR-V", "[glsl][compiler]") {
+TEST_CASE("compile_glsl_body compiles every built-in variant to SPIR-V", "[glsl][compiler]") {
   for (const auto& v : builtin_variants()) {
     INFO(v.kernel);
     const std::string text = assemble_glsl(builtin_glsl(v.kernel), v.defines, {16, 16, 1}, GlslTarget::vulkan, 0);
-    const auto spirv = vgpu::vulkan::compile_glsl(text, std::string("vgpu.") + v.kernel);
+    const auto spirv = vgpu::shader::compile_glsl_body(text, std::string("vgpu.") + v.kernel);
     CHECK(valid_spirv(spirv));
     CHECK(spirv[1] == 0x00010300u);  // Vulkan 1.1 gives SPIR-V 1.3
     // glslc and the linked shaderc normally come from one release and then agree word for
@@ -251,8 +251,8 @@ TEST_CASE("a GLSL error throws compile_error with the log and the body's line nu
       "  v[0] = undeclared_thing;\n"
       "}\n";
   const std::string text = assemble_glsl(body, {{"SOME_DEFINE", "1"}}, {64, 1, 1}, GlslTarget::vulkan, 0);
-  REQUIRE_VGPU_ERROR(compile_error, "my.kernel:4: error:", vgpu::vulkan::compile_glsl(text, "my.kernel"));
-  const auto e = catch_error([&] { vgpu::vulkan::compile_glsl(text, "my.kernel"); });
+  REQUIRE_VGPU_ERROR(compile_error, "my.kernel:4: error:", vgpu::shader::compile_glsl_body(text, "my.kernel"));
+  const auto e = catch_error([&] { vgpu::shader::compile_glsl_body(text, "my.kernel"); });
   REQUIRE(e.has_value());
   CHECK(e->problem().starts_with("GLSL kernel 'my.kernel' failed to compile:\n"));
   CHECK_THAT(e->problem(), Catch::Matchers::Contains("undeclared_thing"));
@@ -264,22 +264,22 @@ TEST_CASE("a GLSL error throws compile_error with the log and the body's line nu
 
   // A syntax error on line 1, and a missing main().
   REQUIRE_VGPU_ERROR(compile_error, "bad:1:",
-                     vgpu::vulkan::compile_glsl(
+                     vgpu::shader::compile_glsl_body(
                          assemble_glsl("void main() { int x = ; }\n", {}, {1, 1, 1}, GlslTarget::vulkan, 0), "bad"));
   REQUIRE_VGPU_ERROR(
       compile_error, "nomain",
-      vgpu::vulkan::compile_glsl(assemble_glsl("void f() {}\n", {}, {1, 1, 1}, GlslTarget::vulkan, 0), "nomain"));
+      vgpu::shader::compile_glsl_body(assemble_glsl("void f() {}\n", {}, {1, 1, 1}, GlslTarget::vulkan, 0), "nomain"));
 }
 
-TEST_CASE("compile_glsl is safe from several threads at once", "[glsl][compiler]") {
+TEST_CASE("compile_glsl_body is safe from several threads at once", "[glsl][compiler]") {
   const std::string text = assemble_glsl(builtin_glsl("axpy"), {}, {64, 1, 1}, GlslTarget::vulkan, 0);
-  const auto expected = vgpu::vulkan::compile_glsl(text, "axpy");
+  const auto expected = vgpu::shader::compile_glsl_body(text, "axpy");
   constexpr int kThreads = 4;
   std::array<std::vector<std::uint32_t>, kThreads> results;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 3; ++i) results[t] = vgpu::vulkan::compile_glsl(text, "axpy");
+      for (int i = 0; i < 3; ++i) results[t] = vgpu::shader::compile_glsl_body(text, "axpy");
     });
   for (auto& th : threads) th.join();
   for (const auto& r : results) CHECK(r == expected);

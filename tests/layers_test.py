@@ -17,9 +17,13 @@ BELOW = {
     "backend_api": {"base", "cache", "backend_api"},
     "kernels": {"base", "cache", "backend_api", "kernels"},
     "core": {"base", "cache", "backend_api", "kernels", "core"},
+    "shader": {"base", "cache", "backend_api", "shader"},
 }
 for backend in ("backend_cpu", "backend_vulkan", "backend_opengl", "backend_cuda"):
     BELOW[backend] = {"base", "cache", "backend_api", "kernels", backend}
+# The GPU-API backends also sit over the shader layer (core/shader: SPIR-V compile, reflect).
+for backend in ("backend_vulkan", "backend_opengl"):
+    BELOW[backend].add("shader")
 
 # Folders (relative to the root) and the layer their files belong to; the longest match wins.
 # core/src holds several layers' sources: its .cpp files are assigned from core/CMakeLists.txt.
@@ -28,6 +32,7 @@ FOLDERS = {
     "cache": "cache",
     "core/backend_api": "backend_api",
     "core/kernels": "kernels",
+    "core/shader": "shader",
     "core/src": "core",
     "fallback/cpu": "backend_cpu",
     "backends/vulkan": "backend_vulkan",
@@ -38,13 +43,15 @@ FOLDERS = {
 OWN_DIRS = {
     "cache": ["cache/src"],
     "core": ["core/src"],
+    "shader": ["core/shader/src"],
     "backend_cpu": ["fallback/cpu"],
     "backend_vulkan": ["backends/vulkan"],
     "backend_opengl": ["backends/opengl"],
     "backend_cuda": ["backends/cuda"],
 }
 # vgpu/<prefix>/... headers and the layer that owns them; other vgpu/*.hpp are base's.
-PREFIXES = {"vgpu/cache/": "cache", "vgpu/backend/": "backend_api", "vgpu/kernels/": "kernels"}
+PREFIXES = {"vgpu/cache/": "cache", "vgpu/backend/": "backend_api", "vgpu/kernels/": "kernels",
+            "vgpu/shader/": "shader"}
 ROOT_DIRS = ("core/", "cache/", "backends/", "fallback/", "tests/", "tools/", "bench/")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

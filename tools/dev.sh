@@ -19,7 +19,8 @@ set -euo pipefail
 PACKAGES=(
   g++ cmake ninja-build pkg-config python3-glad
   libegl1 libegl-mesa0 libgl1-mesa-dri libvulkan-dev mesa-vulkan-drivers
-  glslc glslang-tools libshaderc-dev spirv-tools spirv-headers
+  glslc glslang-tools libshaderc-dev spirv-tools spirv-headers libspirv-cross-c-shared-dev spirv-cross
+  vulkan-validationlayers
   libtbb-dev libxsimd-dev catch2 libxxhash-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev vulkan-tools mesa-utils
   clang-14 libclang-rt-14-dev

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "glsl_compiler.hpp"
 #include "spirv_interface.hpp"
 #include "vgpu/kernels/glsl_source.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
@@ -13,6 +12,7 @@
 #include "vgpu/cache/precompiled.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
+#include "vgpu/shader/shader_tools.hpp"
 #include "vk_device.hpp"
 
 namespace vgpu::vulkan {
@@ -165,7 +165,7 @@ std::vector<std::uint32_t> VulkanDevice::spirv_for(const KernelSource& source, c
   const auto start = std::chrono::steady_clock::now();
   const std::string text = kernels::assemble_glsl(code.code, options.defines, options.workgroup_size_or_default(),
                                                   kernels::GlslTarget::vulkan, 0);
-  std::vector<std::uint32_t> words = check(compile_glsl(text, source.name));
+  std::vector<std::uint32_t> words = check(shader::compile_glsl_body(text, source.name));
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   l2.store(as_bytes(words), static_cast<std::uint64_t>(cost.count()));

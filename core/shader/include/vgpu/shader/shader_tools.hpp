@@ -37,20 +37,23 @@ std::vector<std::uint32_t> compile_glsl_body(const std::string& assembled_text, 
 /// env; throws compile_error naming the problem (the validator's message) otherwise.
 std::vector<std::uint32_t> spirv_words(std::string_view bytes, TargetEnv env, const std::string& kernel_name);
 
+/// One constant's final value for a pipeline (what VkSpecializationMapEntry / glSpecializeShader take).
+struct SpecEntry {
+  std::uint32_t id = 0;
+  std::uint32_t bits = 0;
+};
+
 /// Reflects module words (valid SPIR-V) through SPIRV-Cross: the GLCompute entry point entry
 /// (compile_error when missing), its buffer bindings (storage/uniform, access from
 /// NonReadable/NonWritable, fixed size and runtime-array stride), push-constant size, local
 /// size (with the ids of constants that set it), specialization constants (id, name, type,
 /// default) and declared capabilities. Throws not_supported naming any other kind of
 /// resource (images, samplers, atomic counters…) and invalid_argument for two bindings that
-/// share one binding number in different sets.
-KernelReflection reflect(std::span<const std::uint32_t> words, const std::string& entry, const std::string& kernel_name);
-
-/// One constant's final value for a pipeline (what VkSpecializationMapEntry / glSpecializeShader take).
-struct SpecEntry {
-  std::uint32_t id = 0;
-  std::uint32_t bits = 0;
-};
+/// share one binding number in different sets. With spec (resolve_specialization's output),
+/// what depends on specialization constants (local size, arrays they size, their values) is
+/// reported as specialised; without, at the module's defaults.
+KernelReflection reflect(std::span<const std::uint32_t> words, const std::string& entry, const std::string& kernel_name,
+                         std::span<const SpecEntry> spec = {});
 
 /// Resolves what a compile specialises, against the module's reflection:
 /// - options.spec_constants by id or name (name unknown → invalid_argument listing the

@@ -1,5 +1,7 @@
-// backends/vulkan/glsl_compiler.cpp — shaderc's C API behind vgpu's error model.
-#include "glsl_compiler.hpp"
+// core/shader/src/glsl_compile.cpp — GLSL → SPIR-V through shaderc's C API (linked statically:
+// Debian's libshaderc.so.1 crashes when linked directly) behind vgpu's error model: the body
+// form (vgpu's prelude, already assembled) and complete shaders taken exactly as written.
+#include "vgpu/shader/shader_tools.hpp"
 
 #include <shaderc/shaderc.h>
 
@@ -9,7 +11,7 @@
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
-namespace vgpu::vulkan {
+namespace vgpu::shader {
 namespace {
 
 constexpr std::uint32_t kSpirvMagic = 0x07230203u;
@@ -64,21 +66,38 @@ std::string_view status_name(shaderc_compilation_status status) {
   return "unknown status";
 }
 
-}  // namespace
+struct Request {
+  std::string_view text;
+  const std::map<std::string, std::string>* defines = nullptr;
+  shaderc_env_version env = shaderc_env_version_vulkan_1_1;
+  shaderc_target_env target = shaderc_target_env_vulkan;
+  const std::string* kernel_name = nullptr;
+  const char* fix = "";
+  // The body form is optimised as glslc -O builds L3; a complete shader is not: the optimiser
+  // strips OpName, and constants are specialised by name (the driver optimises anyway).
+  shaderc_optimization_level optimization = shaderc_optimization_level_performance;
+};
 
-std::vector<std::uint32_t> compile_glsl(const std::string& assembled_text, const std::string& kernel_name) {
+// One compile, its log tagged "<kernel_name>:<line>:" with the line numbers of text itself
+// (shaderc gets text unchanged and defines as -D, so nothing shifts them).
+std::vector<std::uint32_t> compile(const Request& r) {
+  const std::string& kernel_name = *r.kernel_name;
   const shaderc_compiler_t compiler = shared_compiler();
   const std::unique_ptr<shaderc_compile_options, OptionsDeleter> options(shaderc_compile_options_initialize());
   if (!options)
     fail(ErrorCategory::out_of_memory, "shaderc could not allocate compile options.",
          "free host memory and try again.");
   shaderc_compile_options_set_source_language(options.get(), shaderc_source_language_glsl);
-  shaderc_compile_options_set_target_env(options.get(), shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
-  shaderc_compile_options_set_optimization_level(options.get(), shaderc_optimization_level_performance);
+  shaderc_compile_options_set_target_env(options.get(), r.target, r.env);
+  shaderc_compile_options_set_optimization_level(options.get(), r.optimization);
+  if (r.defines)
+    for (const auto& [name, value] : *r.defines)
+      shaderc_compile_options_add_macro_definition(options.get(), name.data(), name.size(), value.data(),
+                                                   value.size());
 
   const std::unique_ptr<shaderc_compilation_result, ResultDeleter> result(
-      shaderc_compile_into_spv(compiler, assembled_text.data(), assembled_text.size(), shaderc_compute_shader,
-                               kernel_name.c_str(), "main", options.get()));
+      shaderc_compile_into_spv(compiler, r.text.data(), r.text.size(), shaderc_compute_shader, kernel_name.c_str(),
+                               "main", options.get()));
   if (!result)
     fail(ErrorCategory::out_of_memory, "shaderc could not allocate a result for GLSL kernel '" + kernel_name + "'.",
          "free host memory and try again.");
@@ -92,8 +111,7 @@ std::vector<std::uint32_t> compile_glsl(const std::string& assembled_text, const
     if (status != shaderc_compilation_status_compilation_error)
       problem += " (" + std::string(status_name(status)) + ")";
     problem += ":\n" + (compiler_log.empty() ? std::string("(the compiler gave no log)") : compiler_log);
-    fail(ErrorCategory::compile_error, problem,
-         "fix the GLSL error at the line shown (line numbers count from the first line of the GLSL source).");
+    fail(ErrorCategory::compile_error, problem, r.fix);
   }
   if (!compiler_log.empty())
     log(LogLevel::debug, "GLSL kernel '" + kernel_name + "' compiled with warnings:\n" + compiler_log);
@@ -110,4 +128,41 @@ std::vector<std::uint32_t> compile_glsl(const std::string& assembled_text, const
   return spirv;
 }
 
-}  // namespace vgpu::vulkan
+}  // namespace
+
+std::vector<std::uint32_t> compile_glsl_body(const std::string& assembled_text, const std::string& kernel_name) {
+  Request r;
+  r.text = assembled_text;
+  r.kernel_name = &kernel_name;
+  r.fix = "fix the GLSL error at the line shown (line numbers count from the first line of the GLSL source).";
+  return compile(r);
+}
+
+std::vector<std::uint32_t> compile_glsl_shader(std::string_view text, const std::map<std::string, std::string>& defines,
+                                               TargetEnv env, const std::string& kernel_name) {
+  Request r;
+  r.text = text;
+  r.defines = &defines;
+  r.kernel_name = &kernel_name;
+  r.optimization = shaderc_optimization_level_zero;
+  r.fix = "fix the GLSL error at the line shown (line numbers are those of the shader text as given, its "
+          "#version line being line 1).";
+  switch (env) {
+    case TargetEnv::vulkan1_1:
+      r.env = shaderc_env_version_vulkan_1_1;
+      break;
+    case TargetEnv::vulkan1_2:
+      r.env = shaderc_env_version_vulkan_1_2;
+      break;
+    case TargetEnv::vulkan1_3:
+      r.env = shaderc_env_version_vulkan_1_3;
+      break;
+    case TargetEnv::opengl4_5:
+      r.target = shaderc_target_env_opengl;
+      r.env = shaderc_env_version_opengl_4_5;
+      break;
+  }
+  return compile(r);
+}
+
+}  // namespace vgpu::shader
