@@ -76,7 +76,8 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   const GLint usable = std::min(c.ssbo_bindings - 1, c.compute_ssbo_blocks - 1);
   l.max_bindings = std::min<std::uint32_t>(clamp_u32(usable), 32);
   d.features.push_back("egl_" + src.platform);
-  d.dialects = {std::string(dialect::glsl)};
+  // The body form first (as before); a module form costs no front-end compile when given as SPIR-V.
+  d.dialects = {std::string(dialect::glsl), std::string(dialect::spirv), std::string(dialect::glsl_shader)};
   d.op_tuner = kernels::gpu_builtin_tuner();
   if (!c.binary_formats.empty()) d.features.push_back("program_binary");
   if (c.dsa) d.features.push_back("direct_state_access");

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "vgpu/backend/backend_settings.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -106,6 +107,10 @@ void GlDevice::start_w() {
          "run vgpu-probe; if it lists the device, another process may hold the GPU exclusively.");
   gl_ready_ = true;
   take_gl_error();
+  // SPIR-V goes to the driver where it takes it (4.6 core or GL_ARB_gl_spirv), unless the
+  // settings ask for the cross-compiled GLSL path.
+  spirv_path_ = desc_.caps.gl_spirv && settings().config.gl_spirv &&
+                (glad_glSpecializeShader != nullptr || glad_glSpecializeShaderARB != nullptr);
   bound_.assign(static_cast<std::size_t>(std::max(desc_.caps.ssbo_bindings, 1)), 0);
   // One ring slot per dispatch holds its params block; a slot is never shorter than the
   // largest block, and starts at the binding offset alignment.
@@ -263,6 +268,7 @@ void GlDevice::release_buffer(GLuint name) {
     glDeleteBuffers(1, &name);
     // Deleting unbinds it; a new buffer may get the same name, so forget the binding.
     std::replace(bound_.begin(), bound_.end(), name, GLuint{0});
+    std::replace(bound_uniform_.begin(), bound_uniform_.end(), name, GLuint{0});
   });
 }
 

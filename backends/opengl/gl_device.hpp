@@ -4,7 +4,10 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,20 +69,31 @@ class GlBufferImpl final : public BufferImpl {
   std::uint64_t size;
 };
 
+/// A complete shader's or SPIR-V kernel's module as one device keeps it, per (dialect, code,
+/// entry, defines): built once, specialised per compile. Thread-safety: immutable once made.
+struct GlModule {
+  std::vector<std::uint32_t> source_words;  ///< as the front end gave them (what reflection reads)
+  std::vector<std::uint32_t> words;         ///< for GL: params block at the params binding, every set 0
+  KernelReflection reflection;              ///< of the user's module, at its defaults
+};
+
 /// A linked compute program. Thread-safety: immutable after compile.
 class GlKernelImpl final : public KernelImpl {
  public:
   explicit GlKernelImpl(GlDevice& device) : device_(device) {}
   ~GlKernelImpl() override;
+  const KernelReflection* reflection() const override { return reflected ? &*reflected : nullptr; }
   GlDevice& device_;
   GLuint program = 0;
   std::uint32_t params_size = 0;
+  std::optional<KernelReflection> reflected;  ///< complete shaders and SPIR-V only (specialised local size)
 };
 
-/// One buffer at one SSBO binding.
+/// One buffer at one binding: a shader storage block's, or a uniform block's (uniform).
 struct SlotBuffer {
   GLuint slot = 0;
   GLuint buffer = 0;
+  bool uniform = false;
 };
 
 /// Buffers by binding; shared with the recorded commands that use them (GL names only, so a
@@ -109,8 +123,10 @@ class GlBatchImpl final : public RecordedBatchImpl {
 /// marshals its work to that thread: run() waits for the result (compile, buffer creation,
 /// read, write, copy, synchronize), submit() queues the dispatches and returns, and object
 /// deletion is queued too. Tasks run in queue order, which gives the device's call-order
-/// semantics across threads. Programs are built from GLSL with GlslTarget::opengl, via the
-/// L2 program-binary cache when the driver offers binary formats. Params go through a
+/// semantics across threads. Programs are built from GLSL with GlslTarget::opengl (the body
+/// form), or from a complete shader's or SPIR-V's module (kept per source in RAM, so a new
+/// specialization value only specialises and links), via the L2 program-binary cache when
+/// the driver offers binary formats. Params go through a
 /// device-wide ring SSBO at the reserved last binding, refreshed with glBufferSubData before
 /// each dispatch, so steady calls allocate nothing. Devices still open at process exit
 /// release their context from an atexit handler (register_exit_handler).
@@ -152,6 +168,21 @@ class GlDevice final : public DeviceImpl {
   void release_program(GLuint program);
 
  private:
+  /// Returns the module of a complete shader or SPIR-V entry (code) with options' defines:
+  /// from this device's RAM, else compiled (GLSL: one source compile), validated, reflected
+  /// and rewritten for GL (gl_module.cpp). Any thread.
+  std::shared_ptr<const GlModule> module_for(const KernelSource& source, const DialectSource& code,
+                                             const CompileOptions& options);
+  /// Resolves options' specialization against module (errors before any driver work), and
+  /// gives kernel the reflection with the local size it runs with; returns (id, bits) pairs.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> specialise(const KernelSource& source, const GlModule& module,
+                                                                  const CompileOptions& options, GlKernelImpl& kernel);
+  /// Builds the program of module specialised by spec: path A (glShaderBinary +
+  /// glSpecializeShader) or path B (SPIRV-Cross GLSL compiled by the driver), counted in
+  /// pipeline_builds; fills *binary when given. Any thread (GL work goes to the worker).
+  GLuint program_from_module(const KernelSource& source, const DialectSource& code, const GlModule& module,
+                             const std::vector<std::pair<std::uint32_t, std::uint32_t>>& spec,
+                             std::vector<std::uint8_t>* binary);
   /// Runs f on the worker within deadline; when it could not start by then, loses the device
   /// and throws timeout (what says what the call was doing).
   template <class F>
@@ -191,6 +222,9 @@ class GlDevice final : public DeviceImpl {
   GlDeviceDesc desc_;
   GlWorker worker_;
   bool l2_binaries_ = false;  // the driver offers program binary formats
+  bool spirv_path_ = false;   // modules go to the driver as SPIR-V (GL_ARB_gl_spirv and VGPU_GL_SPIRV)
+  std::mutex modules_mutex_;  // guards modules_
+  std::map<std::string, std::shared_ptr<const GlModule>> modules_;  // by module_key (gl_module.cpp)
   bool shut_down_ = false;    // guarded by the live-device registry's mutex while in it (gl_device.cpp)
   bool stopped_ = false;      // the worker ended and was joined (same guard)
 
@@ -201,6 +235,7 @@ class GlDevice final : public DeviceImpl {
   bool unfinished_ = false;       // GPU work issued since the last completed fence wait
   GLuint current_program_ = 0;
   std::vector<GLuint> bound_;  // buffer bound at each SSBO binding (0: unknown/none)
+  std::vector<GLuint> bound_uniform_;  // buffer bound at each uniform-buffer binding (grows)
   GLuint params_ring_ = 0;
   GLsizeiptr params_stride_ = 0;
   std::uint32_t params_slots_ = 0, params_head_ = 0;

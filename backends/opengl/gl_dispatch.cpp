@@ -8,11 +8,21 @@
 
 namespace vgpu::opengl {
 
-std::unique_ptr<BindingSetImpl> GlDevice::bind(KernelImpl&, std::span<BufferImpl* const> by_slot) {
-  // SSBO bindings are context state, set at each dispatch: a binding set is just the list.
+std::unique_ptr<BindingSetImpl> GlDevice::bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) {
+  // Buffer bindings are context state, set at each dispatch: a binding set is just the list.
+  // A slot the kernel's reflection names a uniform block binds as a uniform buffer.
+  const KernelReflection* reflection = static_cast<GlKernelImpl&>(kernel).reflection();
+  auto is_uniform = [&](std::size_t slot) {
+    if (!reflection) return false;
+    return std::any_of(reflection->bindings.begin(), reflection->bindings.end(), [&](const ReflectedBinding& b) {
+      return b.binding == slot && b.kind == ResourceKind::uniform_buffer;
+    });
+  };
   auto list = std::make_shared<std::vector<SlotBuffer>>();
   for (std::size_t slot = 0; slot < by_slot.size(); ++slot)
-    if (by_slot[slot]) list->push_back(SlotBuffer{static_cast<GLuint>(slot), static_cast<GlBufferImpl*>(by_slot[slot])->name});
+    if (by_slot[slot])
+      list->push_back(SlotBuffer{static_cast<GLuint>(slot), static_cast<GlBufferImpl*>(by_slot[slot])->name,
+                                 is_uniform(slot)});
   auto set = std::make_unique<GlBindingSetImpl>();
   set->buffers = std::move(list);
   return set;
@@ -43,11 +53,14 @@ void GlDevice::replay_w(const std::vector<GlCommand>& commands) {
       glUseProgram(c.program);
       current_program_ = c.program;
     }
-    for (const SlotBuffer& b : *c.buffers)
-      if (bound_[b.slot] != b.buffer) {
-        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, b.slot, b.buffer);
-        bound_[b.slot] = b.buffer;
+    for (const SlotBuffer& b : *c.buffers) {
+      std::vector<GLuint>& bound = b.uniform ? bound_uniform_ : bound_;
+      if (bound.size() <= b.slot) bound.resize(b.slot + 1, 0);
+      if (bound[b.slot] != b.buffer) {
+        glBindBufferBase(b.uniform ? GL_UNIFORM_BUFFER : GL_SHADER_STORAGE_BUFFER, b.slot, b.buffer);
+        bound[b.slot] = b.buffer;
       }
+    }
     if (c.params.size() > 0) {
       // A fresh ring slot per dispatch; glBufferSubData into a slot an earlier, still queued
       // dispatch reads is ordered by GL itself (the driver renames or waits).

@@ -15,6 +15,8 @@
 #include "vgpu/kernels/glsl_source.hpp"
 #include "gl_device.hpp"
 #include "gl_glsl_check.hpp"
+#include "gl_program.hpp"
+#include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
@@ -30,16 +32,6 @@ std::string trimmed(std::string log) {
   while (!log.empty() && (log.back() == '\n' || log.back() == ' ' || log.back() == '\0' || log.back() == '\r'))
     log.pop_back();
   return log.empty() ? "(the driver gave no log)" : log;
-}
-
-std::string shader_log(GLuint shader) {
-  GLint length = 0;
-  glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
-  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
-  GLsizei got = 0;
-  glGetShaderInfoLog(shader, static_cast<GLsizei>(log.size()), &got, log.data());
-  log.resize(static_cast<std::size_t>(got));
-  return trimmed(std::move(log));
 }
 
 std::string program_log(GLuint program) {
@@ -77,8 +69,19 @@ GLuint program_from_binary_w(const Bytes& payload, const std::vector<GLint>& for
   return 0;
 }
 
-// Compiles and links text; fills *binary ([u32 format][bytes]) when binary is given.
-GLuint program_from_source_w(const std::string& name, const std::string& text, Bytes* binary, Counters& counters) {
+}  // namespace
+
+std::string shader_log(GLuint shader) {
+  GLint length = 0;
+  glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
+  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
+  GLsizei got = 0;
+  glGetShaderInfoLog(shader, static_cast<GLsizei>(log.size()), &got, log.data());
+  log.resize(static_cast<std::size_t>(got));
+  return trimmed(std::move(log));
+}
+
+GLuint compile_text_w(const std::string& name, const std::string& text, std::string_view fix) {
   const GLuint shader = glCreateShader(GL_COMPUTE_SHADER);
   const char* src = text.c_str();
   const auto length = static_cast<GLint>(text.size());
@@ -89,16 +92,19 @@ GLuint program_from_source_w(const std::string& name, const std::string& text, B
   if (ok != GL_TRUE) {
     const std::string log = shader_log(shader);
     glDeleteShader(shader);
-    fail(ErrorCategory::compile_error, "GLSL kernel '" + name + "' failed to compile:\n" + log,
-         "correct the GLSL; line numbers count from the first line of the GLSL source.");
+    fail(ErrorCategory::compile_error, "GLSL kernel '" + name + "' failed to compile:\n" + log, fix);
   }
-  counters.source_compiles.fetch_add(1, std::memory_order_relaxed);
+  return shader;
+}
+
+GLuint link_program_w(const std::string& name, GLuint shader, Bytes* binary) {
   const GLuint program = glCreateProgram();
   glAttachShader(program, shader);
   if (binary) glProgramParameteri(program, GL_PROGRAM_BINARY_RETRIEVABLE_HINT, GL_TRUE);
   glLinkProgram(program);
   glDetachShader(program, shader);
   glDeleteShader(shader);
+  GLint ok = GL_FALSE;
   glGetProgramiv(program, GL_LINK_STATUS, &ok);
   if (ok != GL_TRUE) {
     const std::string log = program_log(program);
@@ -124,6 +130,16 @@ GLuint program_from_source_w(const std::string& name, const std::string& text, B
   return program;
 }
 
+namespace {
+
+// Compiles and links text; fills *binary ([u32 format][bytes]) when binary is given.
+GLuint program_from_source_w(const std::string& name, const std::string& text, Bytes* binary, Counters& counters) {
+  const GLuint shader =
+      compile_text_w(name, text, "correct the GLSL; line numbers count from the first line of the GLSL source.");
+  counters.source_compiles.fetch_add(1, std::memory_order_relaxed);
+  return link_program_w(name, shader, binary);
+}
+
 }  // namespace
 
 GlKernelImpl::~GlKernelImpl() { device_.release_program(program); }
@@ -132,10 +148,25 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
                                               const CompileOptions& options) {
   auto kernel = std::make_unique<GlKernelImpl>(*this);
   kernel->params_size = source.params_size;
+  // A complete shader or SPIR-V: its module (from RAM after the first compile) and the
+  // specialization are resolved before L2, so a bad value fails the same way on every call.
+  const bool module_form = code.dialect != dialect::glsl;
+  std::shared_ptr<const GlModule> module;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> spec;
+  if (module_form) {
+    module = module_for(source, code, options);
+    spec = specialise(source, *module, options, *kernel);
+  }
   const DeviceFingerprint& fp = desc_.info.fingerprint;
+  // The two module paths build different programs: each keys its own binaries.
+  const DeviceFingerprint key_fp =
+      module_form ? make_fingerprint({{"device", fp.text}, {"gl_form", spirv_path_ ? "spirv" : "cross_glsl"}}) : fp;
   KernelL2Entry l2(counters(), l2_store(), cache::EntryKind::gl_program_binary,
-                   l2_binaries_ ? cache::make_kernel_key(source, code, options, fp) : cache::KernelKey{}, fp);
-  const bool use_l2 = l2_binaries_ && l2.enabled();
+                   l2_binaries_ ? cache::make_kernel_key(source, code, options, key_fp) : cache::KernelKey{}, fp);
+  // Mesa (22.3, llvmpipe) crashes in glGetProgramiv(GL_PROGRAM_BINARY_LENGTH) on a program
+  // linked from SPIR-V: path A keeps no binaries there (Mesa's own shader cache still works).
+  const bool binaries = l2_binaries_ && !(module_form && spirv_path_ && desc_.caps.version.find("Mesa") != std::string::npos);
+  const bool use_l2 = binaries && l2.enabled();
 
   if (use_l2) {
     if (std::optional<Bytes> payload = l2.load()) {
@@ -153,16 +184,20 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
     }
   }
 
-  check_glsl_for_gl(source.name, code.code, options.defines);
   const auto start = std::chrono::steady_clock::now();
-  const std::string text =
-      for_glsl_version(kernels::assemble_glsl(code.code, options.defines, options.workgroup_size_or_default(),
-                                              kernels::GlslTarget::opengl, desc_.caps.params_binding()),
-                       desc_.caps.glsl);
   Bytes binary;
-  kernel->program = call(default_deadline(), "compiling a kernel", [&] {
-    return program_from_source_w(source.name, text, use_l2 ? &binary : nullptr, counters());
-  });
+  if (module_form) {
+    kernel->program = program_from_module(source, code, *module, spec, use_l2 ? &binary : nullptr);
+  } else {
+    check_glsl_for_gl(source.name, code.code, options.defines);
+    const std::string text =
+        for_glsl_version(kernels::assemble_glsl(code.code, options.defines, options.workgroup_size_or_default(),
+                                                kernels::GlslTarget::opengl, desc_.caps.params_binding()),
+                         desc_.caps.glsl);
+    kernel->program = call(default_deadline(), "compiling a kernel", [&] {
+      return program_from_source_w(source.name, text, use_l2 ? &binary : nullptr, counters());
+    });
+  }
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   if (use_l2 && !binary.empty()) l2.store(binary, static_cast<std::uint64_t>(cost.count()));
   return kernel;

@@ -84,6 +84,7 @@ Config RuntimeOptions::resolve(const Config& env) const {
   }
   if (cuda_graphs) c.cuda_graphs = *cuda_graphs;
   if (cuda_zero_copy) c.cuda_zero_copy = *cuda_zero_copy;
+  if (gl_spirv) c.gl_spirv = *gl_spirv;
   check_log_level(log_level);
   if (log_level) c.log_level = *log_level;
   return c;

@@ -47,6 +47,9 @@ struct Config {
   /// VGPU_CUDA_GRAPHS / VGPU_CUDA_ZERO_COPY: the CUDA backend's graph replay and zero-copy staging.
   bool cuda_graphs = true;
   bool cuda_zero_copy = true;
+  /// VGPU_GL_SPIRV: whether the OpenGL backend hands SPIR-V to drivers with GL_ARB_gl_spirv
+  /// (false: it always cross-compiles complete shaders and SPIR-V to GLSL with SPIRV-Cross).
+  bool gl_spirv = true;
   /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
   std::filesystem::path cache_dir;
   /// !VGPU_CACHE_DISABLE: whether the on-disk (L2) cache is used.

@@ -54,6 +54,8 @@ struct RuntimeOptions {
   /// VGPU_CUDA_GRAPHS / VGPU_CUDA_ZERO_COPY: the CUDA backend's graph replay and zero-copy staging.
   std::optional<bool> cuda_graphs{};
   std::optional<bool> cuda_zero_copy{};
+  /// VGPU_GL_SPIRV: false makes OpenGL cross-compile complete shaders and SPIR-V to GLSL.
+  std::optional<bool> gl_spirv{};
   /// Logging is process-wide (vgpu/log.hpp): when log_level or log_sink is set, the Runtime
   /// routes every log line of the process (set_log_sink) from its construction until its
   /// destruction, unless a later route replaced it; it then restores stderr at VGPU_LOG's level.
