@@ -189,10 +189,10 @@ TEST_CASE("buffer_copy: vec4 SSBOs at set 0, no params; declared bindings are ch
       CHECK(mismatches(buffers[1].as<float>(), src) == 0);
       vgpu::KernelSource wrong = corpus_source("buffer_copy", form);
       wrong.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::read, "dst", {}}};
-      REQUIRE_VGPU_ERROR(invalid_argument, "1", device.compile(wrong));
+      REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 1", device.compile(wrong));
       vgpu::KernelSource missing = corpus_source("buffer_copy", form);
       missing.bindings = {{0, vgpu::Access::read, "src", {}}, {5, vgpu::Access::write, "dst", {}}};
-      REQUIRE_VGPU_ERROR(invalid_argument, "5", device.compile(missing));
+      REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 5", device.compile(missing));
       note_ran(device, "buffer_copy", form);
     }
 }
@@ -330,7 +330,7 @@ TEST_CASE("saxpy_push: the shader's own push-constant block and local size 16, w
       CHECK(device.compile(source, same));
       vgpu::CompileOptions other;
       other.workgroup_size = {32, 1, 1};
-      REQUIRE_VGPU_ERROR(invalid_argument, "16", device.compile(source, other));
+      REQUIRE_VGPU_ERROR(invalid_argument, "local size 16x1x1", device.compile(source, other));
       // y in place through a PersistentKernel.
       constexpr std::uint32_t n = 100;
       vgpu::KernelPlan plan;
