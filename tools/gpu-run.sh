@@ -25,7 +25,17 @@ stage() {
   for l in build/lib/libvgpu.so*; do
     if [ -L "$l" ]; then cp -P "$l" "$stage_dir/lib/"; else strip -o "$stage_dir/lib/$(basename "$l")" "$l"; fi
   done
-  bash ../shared/gpu/bundle-libs.sh "$stage_dir/lib" >/dev/null
+  # libvgpu links SPIRV-Cross (reflection, GL cross-compiles), which the GPU machine lacks.
+  bash ../shared/gpu/bundle-libs.sh "$stage_dir/lib" libspirv-cross-c-shared.so.0 >/dev/null
+  # The Khronos validation layer, so the Vulkan corpus runs under it there as in CI.
+  local layer=/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so
+  local manifest=/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
+  if [ -f "$layer" ] && [ -f "$manifest" ]; then
+    mkdir -p "$stage_dir/layers"
+    cp "$layer" "$manifest" "$stage_dir/layers/"
+    sed -i 's|"library_path": *"[^"]*"|"library_path": "./libVkLayer_khronos_validation.so"|' \
+      "$stage_dir/layers/$(basename "$manifest")"
+  fi
   du -sh "$stage_dir"
 }
 
@@ -52,8 +62,24 @@ remote() {
       set +e; VGPU_TEST_BACKENDS=$backend "$bin/vgpu-conformance"; status=$?; set -e
       summary+=("conformance.$backend: $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
     done
+    # The user-shader corpus as ctest runs it: Vulkan under the validation layer (any message
+    # fails), OpenGL by GL_ARB_gl_spirv and again through SPIRV-Cross.
+    for run in vulkan opengl opengl.spirv_cross; do
+      echo "=== user_shaders.$run"
+      set +e
+      case $run in
+        vulkan) VGPU_TEST_BACKENDS=vulkan VK_LAYER_PATH=$PWD/$stage_dir/layers VGPU_VULKAN_VALIDATION=1 \
+                  VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation "$bin/vgpu-test-user-shaders" 2>&1 | tee /tmp/us.log
+                status=${PIPESTATUS[0]}
+                if grep -qE "Validation Error|VUID-" /tmp/us.log; then status=99; fi ;;
+        opengl) VGPU_TEST_BACKENDS=opengl "$bin/vgpu-test-user-shaders"; status=$? ;;
+        *) VGPU_TEST_BACKENDS=opengl VGPU_GL_SPIRV=0 "$bin/vgpu-test-user-shaders"; status=$? ;;
+      esac
+      set -e
+      summary+=("user_shaders.$run: $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
+    done
     for t in "$bin"/vgpu-test-*; do
-      case $t in *-child) continue ;; esac
+      case $t in *-child|*-user-shaders) continue ;; esac
       echo "=== $(basename "$t")"
       set +e; (cd "$bin" && "$t"); status=$?; set -e
       summary+=("$(basename "$t"): $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
