@@ -47,6 +47,9 @@ struct Config {
   /// VGPU_CUDA_GRAPHS / VGPU_CUDA_ZERO_COPY: the CUDA backend's graph replay and zero-copy staging.
   bool cuda_graphs = true;
   bool cuda_zero_copy = true;
+  /// VGPU_VULKAN_VALIDATION: enable VK_LAYER_KHRONOS_validation and log each of its messages as
+  /// an error ("Vulkan validation: ..."). Read when the process's VkInstance is created.
+  bool vulkan_validation = false;
   /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
   std::filesystem::path cache_dir;
   /// !VGPU_CACHE_DISABLE: whether the on-disk (L2) cache is used.
