@@ -3,6 +3,7 @@
 // size), their specialization constants keep ids 0 and up (the body prelude's local size took
 // ids 0..2 and silently overrode them), and a new specialization value costs a pipeline, never
 // a front-end compile. Part of vgpu-test-backends (lavapipe in CI).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -221,4 +222,109 @@ BACKEND_CASE(vulkan, "bad SPIR-V bytes and a missing entry point are compile err
 }
 
 }  // namespace
+// Device features follow the shader: the Vulkan memory model (workgroup and device scope) and
+// 16-bit storage are enabled on the device where supported (lavapipe has both), so these run
+// as written, with no validation message (ctest runs them under VGPU_VULKAN_VALIDATION=1).
+const char* const kMemoryModel = R"(#version 450
+#pragma use_vulkan_memory_model
+#extension GL_KHR_memory_scope_semantics : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer Data { uint v[]; } d;
+layout(set = 0, binding = 1) buffer Count { uint n; } c;
+shared uint tile[64];
+void main() {
+  uint i = gl_LocalInvocationID.x;
+  tile[i] = d.v[gl_GlobalInvocationID.x];
+  controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease);
+  d.v[gl_GlobalInvocationID.x] = tile[63u - i] + 1u;
+  atomicAdd(c.n, 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+}
+)";
+
+BACKEND_CASE(vulkan, "a shader under the Vulkan memory model pragma runs as written", "[user][shader][features]") {
+  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
+  vgpu::Device device = runtime.open("vulkan:0");
+  const auto& features = device.info().features;
+  if (std::find(features.begin(), features.end(), "vulkan_memory_model_device_scope") == features.end()) {
+    skip("vulkan:0 lacks the vulkanMemoryModelDeviceScope feature");
+    return;
+  }
+  vgpu::KernelSource source;
+  source.name = "test.vk_memory_model";
+  source.add_glsl_shader(kMemoryModel);
+  source.bindings = {decl(0, vgpu::Access::read_write), decl(1, vgpu::Access::read_write)};
+  const vgpu::Kernel k = device.compile(source);
+  std::vector<std::uint32_t> data(128);
+  for (std::uint32_t i = 0; i < data.size(); ++i) data[i] = i * 5;
+  const auto out = run_uints(device, k, {data, {0}}, {}, {2, 1, 1});
+  for (std::uint32_t i = 0; i < data.size(); ++i) {
+    INFO("element " << i);
+    CHECK(out[0][i] == data[(i / 64) * 64 + 63 - i % 64] + 1);
+  }
+  CHECK(out[1][0] == 128u);
+}
+
+const char* const kHalfStorage = R"(#version 450
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0) readonly buffer In { float16_t a[]; } src;
+layout(set = 0, binding = 1) writeonly buffer Out { float16_t b[]; } dst;
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  dst.b[i] = src.a[i] * float16_t(2.0) + float16_t(1.0);
+}
+)";
+
+BACKEND_CASE(vulkan, "a float16-storage shader runs as written", "[user][shader][features]") {
+  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
+  vgpu::Device device = runtime.open("vulkan:0");
+  const auto& features = device.info().features;
+  for (const char* needed : {"storage_buffer_16bit", "shader_float16"})
+    if (std::find(features.begin(), features.end(), needed) == features.end()) {
+      skip(std::string("vulkan:0 lacks ") + needed);
+      return;
+    }
+  vgpu::KernelSource source;
+  source.name = "test.vk_half_storage";
+  source.add_glsl_shader(kHalfStorage);
+  source.bindings = {decl(0, vgpu::Access::read), decl(1, vgpu::Access::write)};
+  const vgpu::Kernel k = device.compile(source);
+  // Halves, two to a word (element 0 in the low half): 1.5, -2, 0.25, 3 → 4, -3, 1.5, 7.
+  const auto out = run_uints(device, k, {{0xC0003E00u, 0x42003400u}, {0, 0}}, {}, {1, 1, 1});
+  CHECK(out[1] == std::vector<std::uint32_t>{0xC2004400u, 0x47003E00u});
+}
+
+// A capability the device lacks is refused at compile, naming it, before any module exists.
+// lavapipe has no clustered subgroup operations; a device that has them runs the shader.
+const char* const kClustered = R"(#version 450
+#extension GL_KHR_shader_subgroup_clustered : require
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0) buffer B { uint v[]; } b;
+void main() { b.v[gl_LocalInvocationID.x] = subgroupClusteredAdd(b.v[gl_LocalInvocationID.x], 4); }
+)";
+
+BACKEND_CASE(vulkan, "a shader needing a capability the device lacks is refused naming it", "[user][shader][features]") {
+  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
+  vgpu::Device device = runtime.open("vulkan:0");
+  vgpu::KernelSource source;
+  source.name = "test.vk_clustered";
+  source.add_glsl_shader(kClustered);
+  source.bindings = {decl(0, vgpu::Access::read_write)};
+  const auto& features = device.info().features;
+  if (std::find(features.begin(), features.end(), "subgroup_clustered") == features.end()) {
+    REQUIRE_VGPU_ERROR(not_supported, "GroupNonUniformClustered", device.compile(source));
+    // The device is intact: a shader within its features still runs.
+    vgpu::KernelSource fine;
+    fine.name = "test.vk_after_refusal";
+    fine.add_glsl_shader(kProbeShader);
+    fine.bindings = {decl(0, vgpu::Access::write)};
+    CHECK(run_uints(device, device.compile(fine), {{0, 0, 0, 0}}, {}, {1, 1, 1})[0] ==
+          std::vector<std::uint32_t>{7, 8, 9, 16});
+  } else {
+    const auto out = run_uints(device, device.compile(source), {{1, 2, 3, 4}}, {}, {1, 1, 1});
+    CHECK(out[0] == std::vector<std::uint32_t>{10, 10, 10, 10});
+  }
+}
+
 }  // namespace vgpu_test::contract

@@ -20,9 +20,15 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
   qci.queueFamilyIndex = physical_.queue_family;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
+  // Every supported shader feature a user module may need (vk_features.hpp): compile() then
+  // only checks a module's capabilities against them, never recreating the device.
+  const FeatureChain features(physical_.features);
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = features.head();
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<std::uint32_t>(physical_.features.extensions.size());
+  dci.ppEnabledExtensionNames = physical_.features.extensions.data();
   check_vk(f.vkCreateDevice(physical_.handle, &dci, nullptr, &device_), "vkCreateDevice");
   load_device(f, device_, fn_);
   fn_.vkGetDeviceQueue(device_, physical_.queue_family, 0, &queue_);

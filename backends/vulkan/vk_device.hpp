@@ -164,6 +164,8 @@ class VulkanDevice final : public DeviceImpl {
   // SPIR-V module words (the body form: for its declared slots); returns the specialization.
   std::vector<shader::SpecEntry> interface_for(VkKernelImpl& k, const KernelSource& source, const DialectSource& code,
                                                const CompileOptions& options, const std::vector<std::uint32_t>& words);
+  // Throws not_supported naming the first capability of r the device's features do not cover.
+  void check_capabilities(const KernelReflection& r, const std::string& name) const;
   void load_pipeline_cache();
   void save_pipeline_cache();
 

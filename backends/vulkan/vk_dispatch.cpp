@@ -59,7 +59,12 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
   for (std::size_t i = 0; i < k.descriptors.size(); ++i) {
     const Descriptor& d = k.descriptors[i];
     const auto& a = static_cast<VkBufferImpl*>(by_slot[d.binding])->alloc;
-    infos[i] = VkDescriptorBufferInfo{a.buffer, 0, VK_WHOLE_SIZE};
+    // A uniform buffer's range may not pass maxUniformBufferRange (VUID-VkWriteDescriptorSet-descriptorType-00332),
+    // however large the buffer; the shader's block is what it reads.
+    const VkDeviceSize range = d.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                   ? std::min<VkDeviceSize>(a.size, physical_.properties.limits.maxUniformBufferRange)
+                                   : VK_WHOLE_SIZE;
+    infos[i] = VkDescriptorBufferInfo{a.buffer, 0, range};
     writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set->sets[d.set];
     writes[i].dstBinding = d.binding;

@@ -7,6 +7,7 @@
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/version.hpp"
+#include "vk_validation.hpp"
 
 namespace vgpu::vulkan {
 namespace {
@@ -85,6 +86,7 @@ DeviceInfo describe(const PhysicalDevice& pd, std::uint32_t index, const std::st
   d.limits.max_buffer_bytes = std::min<std::uint64_t>(l.maxStorageBufferRange, device_local ? device_local : ~0ull);
   d.limits.max_bindings = std::min<std::uint32_t>(l.maxPerStageDescriptorStorageBuffers, 32);
   if (l.maxPushConstantsSize >= 128) d.features.push_back("push_constants_128");
+  for (std::string& f : pd.features.names()) d.features.push_back(std::move(f));
   d.dialects = {std::string(dialect::glsl), std::string(dialect::glsl_shader), std::string(dialect::spirv)};
   d.op_tuner = kernels::gpu_builtin_tuner();
   d.fingerprint = make_fingerprint({{"backend", "vulkan"},
@@ -112,9 +114,18 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
   app.pApplicationName = "vgpu";
   app.pEngineName = "vgpu";
   app.engineVersion = VK_MAKE_API_VERSION(0, kVersionMajor, kVersionMinor, kVersionPatch);
-  app.apiVersion = VK_API_VERSION_1_1;
+  // The highest API vgpu uses (a device's own is the lesser of this and its apiVersion): 1.2+
+  // carries the shader features of VkPhysicalDeviceVulkan11/12Features without extensions.
+  app.apiVersion = std::min<std::uint32_t>(loader_version, VK_API_VERSION_1_3);
+  const ValidationSetup validation = validation_setup(f);
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
+  ci.enabledLayerCount = static_cast<std::uint32_t>(validation.layers.size());
+  ci.ppEnabledLayerNames = validation.layers.data();
+  ci.enabledExtensionCount = static_cast<std::uint32_t>(validation.extensions.size());
+  ci.ppEnabledExtensionNames = validation.extensions.data();
+  // Chained too, so that instance creation and destruction are validated as well.
+  if (validation.messenger) ci.pNext = &validation.messenger_info;
   const VkResult r = f.vkCreateInstance(&ci, nullptr, &inst->instance_);
   watch_process_exit();
   if (r != VK_SUCCESS) {
@@ -128,6 +139,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
     return nullptr;
   }
   if (!load_instance(f, inst->instance_, reason)) return nullptr;
+  inst->messenger_ = create_messenger(f, inst->instance_, validation);
 
   std::uint32_t count = 0;
   f.vkEnumeratePhysicalDevices(inst->instance_, &count, nullptr);
@@ -139,6 +151,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
     f.vkGetPhysicalDeviceProperties(h, &pd.properties);
     if (pd.properties.apiVersion < VK_API_VERSION_1_1) continue;
     f.vkGetPhysicalDeviceMemoryProperties(h, &pd.memory);
+    pd.features = query_features(f, h, std::min(app.apiVersion, pd.properties.apiVersion));
     std::uint32_t qcount = 0;
     f.vkGetPhysicalDeviceQueueFamilyProperties(h, &qcount, nullptr);
     std::vector<VkQueueFamilyProperties> families(qcount);
@@ -157,7 +170,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     std::string driver_info;
-    if (pd.properties.apiVersion >= VK_API_VERSION_1_2) {
+    if (pd.features.api_version >= VK_API_VERSION_1_2) {
       p2.pNext = &driver;
       f.vkGetPhysicalDeviceProperties2(h, &p2);
       driver_info = std::string(driver.driverName) + " " + driver.driverInfo;
@@ -175,6 +188,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
 
 Instance::~Instance() {
   if (process_exiting()) return;  // the driver may be gone already
+  if (messenger_ != VK_NULL_HANDLE) fns_.vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
   if (instance_ != VK_NULL_HANDLE && fns_.vkDestroyInstance) fns_.vkDestroyInstance(instance_, nullptr);
 }
 

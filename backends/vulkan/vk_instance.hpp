@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "vgpu/device_info.hpp"
+#include "vk_features.hpp"
 #include "vk_loader.hpp"
 
 namespace vgpu::vulkan {
@@ -16,10 +17,12 @@ struct PhysicalDevice {
   std::uint32_t queue_family = 0;
   VkPhysicalDeviceProperties properties{};
   VkPhysicalDeviceMemoryProperties memory{};
+  DeviceFeatures features;  // the shader features (and extensions) its VkDevice is created with
   DeviceInfo info;
 };
 
-/// The VkInstance (API 1.1+) and its compute-capable devices, created once and shared by the
+/// The VkInstance (API 1.1+, up to 1.3 where the loader has it; with the validation layer and
+/// its messenger under VGPU_VULKAN_VALIDATION=1) and its compute-capable devices, created once and shared by the
 /// backend and every device opened from it. Thread-safety: immutable after creation.
 class Instance {
  public:
@@ -40,6 +43,7 @@ class Instance {
   Instance() = default;
   InstanceFns fns_;
   VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   std::vector<PhysicalDevice> devices_;
 };
 

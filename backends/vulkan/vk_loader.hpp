@@ -9,15 +9,19 @@
 
 namespace vgpu::vulkan {
 
-#define VGPU_VK_GLOBAL_FNS(X) \
-  X(vkCreateInstance)         \
-  X(vkEnumerateInstanceVersion)
+#define VGPU_VK_GLOBAL_FNS(X)           \
+  X(vkCreateInstance)                   \
+  X(vkEnumerateInstanceVersion)         \
+  X(vkEnumerateInstanceLayerProperties) \
+  X(vkEnumerateInstanceExtensionProperties)
 
 #define VGPU_VK_INSTANCE_FNS(X)                  \
   X(vkDestroyInstance)                           \
   X(vkEnumeratePhysicalDevices)                  \
   X(vkGetPhysicalDeviceProperties)               \
   X(vkGetPhysicalDeviceProperties2)              \
+  X(vkGetPhysicalDeviceFeatures2)                \
+  X(vkEnumerateDeviceExtensionProperties)        \
   X(vkGetPhysicalDeviceQueueFamilyProperties)    \
   X(vkGetPhysicalDeviceMemoryProperties)         \
   X(vkCreateDevice)                              \
@@ -77,6 +81,9 @@ struct InstanceFns {
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;
   VGPU_VK_GLOBAL_FNS(VGPU_VK_DECLARE)
   VGPU_VK_INSTANCE_FNS(VGPU_VK_DECLARE)
+  // VK_EXT_debug_utils, present only when validation (VGPU_VULKAN_VALIDATION) enabled it.
+  PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT = nullptr;
+  PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT = nullptr;
 };
 
 /// Device-level functions, resolved through vkGetDeviceProcAddr for one VkDevice.

@@ -42,6 +42,18 @@ shader::TargetEnv target_env(std::uint32_t api_version) {
 
 }  // namespace
 
+void VulkanDevice::check_capabilities(const KernelReflection& r, const std::string& name) const {
+  // Before any VkShaderModule exists: a module needing a feature the device was not created
+  // with is invalid to create, whatever the driver would make of it.
+  for (const std::string& cap : r.capabilities)
+    if (const std::string need = capability_problem(cap, physical_.features); !need.empty())
+      fail(ErrorCategory::not_supported,
+           "kernel '" + name + "' declares the SPIR-V capability " + cap + ", which needs " + need + "; " +
+               physical_.info.name + " does not have it.",
+           "rewrite the shader without what needs " + cap + " (vgpu-probe lists the device's features), or run it "
+           "on a device that has it (VGPU_DEVICE).");
+}
+
 cache::KernelKey VulkanDevice::module_key(const KernelSource& source, const DialectSource& code,
                                           const CompileOptions& options, const DeviceFingerprint& fp) {
   return cache::make_kernel_key(source, code, module_options(options), fp);
@@ -91,7 +103,7 @@ VulkanDevice::Module VulkanDevice::module_for(const KernelSource& source, const 
   if (code.dialect == dialect::spirv) {
     // The module is the source: validated once per device, never stored again in L2.
     return remember(Module{std::make_shared<const std::vector<std::uint32_t>>(
-                               shader::spirv_words(code.code, target_env(physical_.properties.apiVersion), source.name)),
+                               shader::spirv_words(code.code, target_env(physical_.features.api_version), source.name)),
                            false});
   }
   // L2: SPIR-V of user kernels compiled by an earlier process; the store has validated it.
@@ -135,6 +147,7 @@ std::vector<shader::SpecEntry> VulkanDevice::interface_for(VkKernelImpl& k, cons
   const bool body = code.dialect == dialect::glsl;
   const std::string entry = body || code.entry.empty() ? std::string("main") : code.entry;
   const KernelReflection defaults = shader::reflect(words, entry, source.name);
+  check_capabilities(defaults, source.name);
   std::array<std::uint32_t, 3> size{};
   if (body) {
     // The prelude's local size takes ids 2040..2042; any other reserved id is the body's own.

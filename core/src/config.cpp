@@ -239,6 +239,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_CUDA_GRAPHS", "0: the CUDA backend replays nothing as a CUDA graph (default 1)"},
       {"VGPU_CUDA_ZERO_COPY", "0: small CUDA round trips copy with memcpys, not the copy kernel (default 1)"},
       {"VGPU_GL_SPIRV", "0: OpenGL runs complete shaders and SPIR-V as GLSL cross-compiled by SPIRV-Cross, never through GL_ARB_gl_spirv (default 1)"},
+      {"VGPU_VULKAN_VALIDATION", "1: Vulkan runs with VK_LAYER_KHRONOS_validation, each message logged as an error (default 0)"},
       {"VGPU_CACHE_DIR", "the on-disk kernel cache directory (default $XDG_CACHE_HOME/vgpu or ~/.cache/vgpu)"},
       {"VGPU_CACHE_DISABLE", "1: no on-disk cache, compiled kernels stay in memory (default 0)"},
       {"VGPU_CACHE_MAX_BYTES", "cap on the on-disk cache, bytes or with K/M/G suffix (default 512M)"},
@@ -263,6 +264,7 @@ Config read_env(Warnings& w) {
   c.cuda_graphs = read_bool(w, "VGPU_CUDA_GRAPHS", true);
   c.cuda_zero_copy = read_bool(w, "VGPU_CUDA_ZERO_COPY", true);
   c.gl_spirv = read_bool(w, "VGPU_GL_SPIRV", true);
+  c.vulkan_validation = read_bool(w, "VGPU_VULKAN_VALIDATION", false);
   c.cache_dir = default_cache_dir();
   c.cache_enabled = !read_bool(w, "VGPU_CACHE_DISABLE", false);
   read_numbers(c, w);

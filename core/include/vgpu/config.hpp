@@ -50,6 +50,9 @@ struct Config {
   /// VGPU_GL_SPIRV: whether the OpenGL backend hands SPIR-V to drivers with GL_ARB_gl_spirv
   /// (false: it always cross-compiles complete shaders and SPIR-V to GLSL with SPIRV-Cross).
   bool gl_spirv = true;
+  /// VGPU_VULKAN_VALIDATION: enable VK_LAYER_KHRONOS_validation and log each of its messages as
+  /// an error ("Vulkan validation: ..."). Read when the process's VkInstance is created.
+  bool vulkan_validation = false;
   /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
   std::filesystem::path cache_dir;
   /// !VGPU_CACHE_DISABLE: whether the on-disk (L2) cache is used.

@@ -1,0 +1,232 @@
+// backends/vulkan/vk_features.cpp — device feature query, the chain that enables them, and the
+// table from SPIR-V capabilities to the features they need.
+#include "vk_features.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace vgpu::vulkan {
+namespace {
+
+constexpr const char* kExt8Bit = "VK_KHR_8bit_storage";
+constexpr const char* kExtFloat16Int8 = "VK_KHR_shader_float16_int8";
+constexpr const char* kExtMemoryModel = "VK_KHR_vulkan_memory_model";
+constexpr const char* kExtSubgroupTypes = "VK_KHR_shader_subgroup_extended_types";
+constexpr const char* kExtAtomicInt64 = "VK_KHR_shader_atomic_int64";
+
+bool has(const std::vector<const char*>& list, const char* name) {
+  return std::any_of(list.begin(), list.end(), [&](const char* e) { return std::strcmp(e, name) == 0; });
+}
+
+// Appends s to the chain that ends at *tail.
+template <class T>
+void append(void**& tail, T& s) {
+  s.pNext = nullptr;
+  *tail = &s;
+  tail = &s.pNext;
+}
+
+}  // namespace
+
+FeatureChain::FeatureChain(std::uint32_t api_version, const std::vector<const char*>& extensions) {
+  link(api_version, extensions);
+}
+
+void FeatureChain::link(std::uint32_t api_version, const std::vector<const char*>& extensions) {
+  void** tail = &features2_.pNext;
+  if (api_version >= VK_API_VERSION_1_2) {
+    // On 1.2+ the per-version structs carry everything; the older ones must not be chained too.
+    append(tail, v11_);
+    append(tail, v12_);
+    return;
+  }
+  append(tail, s16_);
+  append(tail, vp_);
+  if (has(extensions, kExt8Bit)) append(tail, s8_);
+  if (has(extensions, kExtFloat16Int8)) append(tail, f16_);
+  if (has(extensions, kExtMemoryModel)) append(tail, vmm_);
+  if (has(extensions, kExtSubgroupTypes)) append(tail, sub_);
+  if (has(extensions, kExtAtomicInt64)) append(tail, a64_);
+}
+
+// The one list of which struct member each feature is, for both directions (query and enable).
+#define VGPU_VK_FEATURE_FIELDS(X, v12)                                                                           \
+  X(shader_int16, features2_.features.shaderInt16)                                                               \
+  X(shader_int64, features2_.features.shaderInt64)                                                               \
+  X(shader_float64, features2_.features.shaderFloat64)                                                           \
+  X(storage_buffer_array_dynamic_indexing, features2_.features.shaderStorageBufferArrayDynamicIndexing)          \
+  X(uniform_buffer_array_dynamic_indexing, features2_.features.shaderUniformBufferArrayDynamicIndexing)          \
+  X(storage_buffer_16, (v12 ? v11_.storageBuffer16BitAccess : s16_.storageBuffer16BitAccess))                    \
+  X(uniform_and_storage_buffer_16,                                                                               \
+    (v12 ? v11_.uniformAndStorageBuffer16BitAccess : s16_.uniformAndStorageBuffer16BitAccess))                   \
+  X(push_constant_16, (v12 ? v11_.storagePushConstant16 : s16_.storagePushConstant16))                           \
+  X(variable_pointers_storage_buffer,                                                                            \
+    (v12 ? v11_.variablePointersStorageBuffer : vp_.variablePointersStorageBuffer))                              \
+  X(variable_pointers, (v12 ? v11_.variablePointers : vp_.variablePointers))                                     \
+  X(storage_buffer_8, (v12 ? v12_.storageBuffer8BitAccess : s8_.storageBuffer8BitAccess))                        \
+  X(uniform_and_storage_buffer_8,                                                                                \
+    (v12 ? v12_.uniformAndStorageBuffer8BitAccess : s8_.uniformAndStorageBuffer8BitAccess))                      \
+  X(push_constant_8, (v12 ? v12_.storagePushConstant8 : s8_.storagePushConstant8))                               \
+  X(shader_float16, (v12 ? v12_.shaderFloat16 : f16_.shaderFloat16))                                            \
+  X(shader_int8, (v12 ? v12_.shaderInt8 : f16_.shaderInt8))                                                      \
+  X(vulkan_memory_model, (v12 ? v12_.vulkanMemoryModel : vmm_.vulkanMemoryModel))                                \
+  X(vulkan_memory_model_device_scope,                                                                            \
+    (v12 ? v12_.vulkanMemoryModelDeviceScope : vmm_.vulkanMemoryModelDeviceScope))                               \
+  X(vulkan_memory_model_chains,                                                                                  \
+    (v12 ? v12_.vulkanMemoryModelAvailabilityVisibilityChains : vmm_.vulkanMemoryModelAvailabilityVisibilityChains)) \
+  X(subgroup_extended_types, (v12 ? v12_.shaderSubgroupExtendedTypes : sub_.shaderSubgroupExtendedTypes))        \
+  X(buffer_int64_atomics, (v12 ? v12_.shaderBufferInt64Atomics : a64_.shaderBufferInt64Atomics))                 \
+  X(shared_int64_atomics, (v12 ? v12_.shaderSharedInt64Atomics : a64_.shaderSharedInt64Atomics))
+
+FeatureChain::FeatureChain(const DeviceFeatures& f) {
+  link(f.api_version, f.extensions);
+  const bool v12 = f.api_version >= VK_API_VERSION_1_2;
+#define VGPU_VK_SET(name, member) member = f.name ? VK_TRUE : VK_FALSE;
+  VGPU_VK_FEATURE_FIELDS(VGPU_VK_SET, v12)
+#undef VGPU_VK_SET
+}
+
+void FeatureChain::read(DeviceFeatures& f) const {
+  const bool v12 = f.api_version >= VK_API_VERSION_1_2;
+  // A struct left out of the chain (its extension is absent) reads as all VK_FALSE.
+#define VGPU_VK_GET(name, member) f.name = (member) == VK_TRUE;
+  VGPU_VK_FEATURE_FIELDS(VGPU_VK_GET, v12)
+#undef VGPU_VK_GET
+}
+
+#undef VGPU_VK_FEATURE_FIELDS
+
+DeviceFeatures query_features(const InstanceFns& fns, VkPhysicalDevice device, std::uint32_t api_version) {
+  DeviceFeatures f;
+  f.api_version = api_version;
+  std::vector<const char*> available;
+  if (api_version < VK_API_VERSION_1_2) {
+    std::uint32_t n = 0;
+    fns.vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> props(n);
+    if (n) fns.vkEnumerateDeviceExtensionProperties(device, nullptr, &n, props.data());
+    props.resize(n);
+    for (const char* e : {kExt8Bit, kExtFloat16Int8, kExtMemoryModel, kExtSubgroupTypes, kExtAtomicInt64})
+      if (std::any_of(props.begin(), props.end(),
+                      [&](const VkExtensionProperties& p) { return std::strcmp(p.extensionName, e) == 0; }))
+        available.push_back(e);
+  }
+  FeatureChain chain(api_version, available);
+  fns.vkGetPhysicalDeviceFeatures2(device, &chain.features2_);
+  chain.read(f);
+  // An extension is enabled only where one of its features is.
+  auto want = [&](const char* e, bool used) {
+    if (used && has(available, e)) f.extensions.push_back(e);
+  };
+  want(kExt8Bit, f.storage_buffer_8 || f.uniform_and_storage_buffer_8 || f.push_constant_8);
+  want(kExtFloat16Int8, f.shader_float16 || f.shader_int8);
+  want(kExtMemoryModel, f.vulkan_memory_model);
+  want(kExtSubgroupTypes, f.subgroup_extended_types);
+  want(kExtAtomicInt64, f.buffer_int64_atomics || f.shared_int64_atomics);
+
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &subgroup;
+  fns.vkGetPhysicalDeviceProperties2(device, &p2);
+  if (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) f.subgroup_operations = subgroup.supportedOperations;
+  return f;
+}
+
+std::vector<std::string> DeviceFeatures::names() const {
+  std::vector<std::string> out;
+  auto add = [&](bool on, const char* name) {
+    if (on) out.emplace_back(name);
+  };
+  add(shader_int16, "shader_int16");
+  add(shader_int64, "shader_int64");
+  add(shader_float64, "shader_float64");
+  add(shader_float16, "shader_float16");
+  add(shader_int8, "shader_int8");
+  add(storage_buffer_16, "storage_buffer_16bit");
+  add(uniform_and_storage_buffer_16, "uniform_buffer_16bit");
+  add(push_constant_16, "push_constant_16bit");
+  add(storage_buffer_8, "storage_buffer_8bit");
+  add(uniform_and_storage_buffer_8, "uniform_buffer_8bit");
+  add(push_constant_8, "push_constant_8bit");
+  add(vulkan_memory_model, "vulkan_memory_model");
+  add(vulkan_memory_model_device_scope, "vulkan_memory_model_device_scope");
+  add(variable_pointers, "variable_pointers");
+  add(buffer_int64_atomics, "buffer_int64_atomics");
+  add(subgroup_extended_types, "subgroup_extended_types");
+  const std::pair<VkSubgroupFeatureFlagBits, const char*> ops[] = {
+      {VK_SUBGROUP_FEATURE_BASIC_BIT, "subgroup_basic"},
+      {VK_SUBGROUP_FEATURE_VOTE_BIT, "subgroup_vote"},
+      {VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "subgroup_arithmetic"},
+      {VK_SUBGROUP_FEATURE_BALLOT_BIT, "subgroup_ballot"},
+      {VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "subgroup_shuffle"},
+      {VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "subgroup_shuffle_relative"},
+      {VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "subgroup_clustered"},
+      {VK_SUBGROUP_FEATURE_QUAD_BIT, "subgroup_quad"}};
+  for (const auto& [bit, name] : ops) add(subgroup_operations & bit, name);
+  return out;
+}
+
+std::string capability_problem(std::string_view capability, const DeviceFeatures& f) {
+  // What each capability a compute module may declare needs. Capabilities only other stages,
+  // images or OpenCL use are absent on purpose: vgpu binds buffers only, so a module declaring
+  // one is refused rather than handed to the driver.
+  struct Need {
+    bool DeviceFeatures::*feature;  // null: always available on a Vulkan 1.1 device
+    VkSubgroupFeatureFlags subgroup;
+    const char* what;
+  };
+  using F = DeviceFeatures;
+  static const std::map<std::string_view, Need> kNeeds{
+      {"Shader", {nullptr, 0, ""}},
+      {"Matrix", {nullptr, 0, ""}},
+      {"StorageImageExtendedFormats", {nullptr, 0, ""}},
+      {"DeviceGroup", {nullptr, 0, ""}},
+      {"Int16", {&F::shader_int16, 0, "the shaderInt16 feature"}},
+      {"Int64", {&F::shader_int64, 0, "the shaderInt64 feature"}},
+      {"Float64", {&F::shader_float64, 0, "the shaderFloat64 feature"}},
+      {"Float16", {&F::shader_float16, 0, "the shaderFloat16 feature"}},
+      {"Int8", {&F::shader_int8, 0, "the shaderInt8 feature"}},
+      {"Int64Atomics", {&F::buffer_int64_atomics, 0, "the shaderBufferInt64Atomics feature"}},
+      {"StorageBufferArrayDynamicIndexing",
+       {&F::storage_buffer_array_dynamic_indexing, 0, "the shaderStorageBufferArrayDynamicIndexing feature"}},
+      {"UniformBufferArrayDynamicIndexing",
+       {&F::uniform_buffer_array_dynamic_indexing, 0, "the shaderUniformBufferArrayDynamicIndexing feature"}},
+      {"StorageBuffer16BitAccess", {&F::storage_buffer_16, 0, "the storageBuffer16BitAccess feature"}},
+      {"UniformAndStorageBuffer16BitAccess",
+       {&F::uniform_and_storage_buffer_16, 0, "the uniformAndStorageBuffer16BitAccess feature"}},
+      {"StorageUniform16", {&F::uniform_and_storage_buffer_16, 0, "the uniformAndStorageBuffer16BitAccess feature"}},
+      {"StoragePushConstant16", {&F::push_constant_16, 0, "the storagePushConstant16 feature"}},
+      {"StorageBuffer8BitAccess", {&F::storage_buffer_8, 0, "the storageBuffer8BitAccess feature"}},
+      {"UniformAndStorageBuffer8BitAccess",
+       {&F::uniform_and_storage_buffer_8, 0, "the uniformAndStorageBuffer8BitAccess feature"}},
+      {"StoragePushConstant8", {&F::push_constant_8, 0, "the storagePushConstant8 feature"}},
+      {"VariablePointersStorageBuffer",
+       {&F::variable_pointers_storage_buffer, 0, "the variablePointersStorageBuffer feature"}},
+      {"VariablePointers", {&F::variable_pointers, 0, "the variablePointers feature"}},
+      {"VulkanMemoryModel", {&F::vulkan_memory_model, 0, "the vulkanMemoryModel feature"}},
+      {"VulkanMemoryModelDeviceScope",
+       {&F::vulkan_memory_model_device_scope, 0, "the vulkanMemoryModelDeviceScope feature"}},
+      {"GroupNonUniform", {nullptr, VK_SUBGROUP_FEATURE_BASIC_BIT, "basic subgroup operations in compute shaders"}},
+      {"GroupNonUniformVote", {nullptr, VK_SUBGROUP_FEATURE_VOTE_BIT, "subgroup vote operations in compute shaders"}},
+      {"GroupNonUniformArithmetic",
+       {nullptr, VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "subgroup arithmetic operations in compute shaders"}},
+      {"GroupNonUniformBallot",
+       {nullptr, VK_SUBGROUP_FEATURE_BALLOT_BIT, "subgroup ballot operations in compute shaders"}},
+      {"GroupNonUniformShuffle",
+       {nullptr, VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "subgroup shuffle operations in compute shaders"}},
+      {"GroupNonUniformShuffleRelative",
+       {nullptr, VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "relative subgroup shuffles in compute shaders"}},
+      {"GroupNonUniformClustered",
+       {nullptr, VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "clustered subgroup operations in compute shaders"}},
+      {"GroupNonUniformQuad", {nullptr, VK_SUBGROUP_FEATURE_QUAD_BIT, "subgroup quad operations in compute shaders"}},
+  };
+  const auto it = kNeeds.find(capability);
+  if (it == kNeeds.end()) return "support that vgpu does not know how to check or enable";
+  const Need& n = it->second;
+  if (n.feature && !(f.*n.feature)) return n.what;
+  if (n.subgroup && (f.subgroup_operations & n.subgroup) != n.subgroup) return n.what;
+  return {};
+}
+
+}  // namespace vgpu::vulkan

@@ -1,0 +1,88 @@
+// backends/vulkan/vk_validation.cpp — the validation layer and its messenger.
+#include "vk_validation.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "vgpu/config.hpp"
+#include "vgpu/log.hpp"
+
+namespace vgpu::vulkan {
+namespace {
+
+constexpr const char* kLayer = "VK_LAYER_KHRONOS_validation";
+
+// Every message is an error line, so that a test (or a user) sees it whatever the threshold;
+// the tests fail on any line that starts with "Vulkan validation:".
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT,
+                                          VkDebugUtilsMessageTypeFlagsEXT,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+  log(LogLevel::error, std::string("Vulkan validation: ") + (data && data->pMessage ? data->pMessage : "(no text)"));
+  return VK_FALSE;  // the call goes on as the application made it
+}
+
+bool has_extension(const InstanceFns& fns, const char* layer, const char* name) {
+  std::uint32_t n = 0;
+  if (fns.vkEnumerateInstanceExtensionProperties(layer, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> props(n);
+  if (n && fns.vkEnumerateInstanceExtensionProperties(layer, &n, props.data()) != VK_SUCCESS) return false;
+  props.resize(n);
+  return std::any_of(props.begin(), props.end(),
+                     [&](const VkExtensionProperties& p) { return std::strcmp(p.extensionName, name) == 0; });
+}
+
+}  // namespace
+
+ValidationSetup validation_setup(const InstanceFns& fns) {
+  ValidationSetup s;
+  if (!config().vulkan_validation) return s;
+  std::uint32_t n = 0;
+  fns.vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  if (n) fns.vkEnumerateInstanceLayerProperties(&n, layers.data());
+  layers.resize(n);
+  const bool have_layer = std::any_of(layers.begin(), layers.end(),
+                                      [](const VkLayerProperties& l) { return std::strcmp(l.layerName, kLayer) == 0; });
+  if (!have_layer) {
+    log(LogLevel::warn,
+        "VGPU_VULKAN_VALIDATION=1, but the Vulkan validation layer VK_LAYER_KHRONOS_validation is not installed: "
+        "Vulkan runs without it. Fix: install it (Debian: vulkan-validationlayers), or unset VGPU_VULKAN_VALIDATION.");
+    return s;
+  }
+  s.layers.push_back(kLayer);
+  if (!has_extension(fns, nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) &&
+      !has_extension(fns, kLayer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) {
+    log(LogLevel::warn,
+        "VGPU_VULKAN_VALIDATION=1, but VK_EXT_debug_utils is missing: the validation layer reports on its own, "
+        "not through vgpu's log. Fix: update the Vulkan loader and validation layer.");
+    return s;
+  }
+  s.extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  s.messenger = true;
+  s.messenger_info.messageSeverity =
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  // General messages are the loader's (which ICDs it found), not findings about vgpu's calls.
+  s.messenger_info.messageType =
+      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  s.messenger_info.pfnUserCallback = on_message;
+  return s;
+}
+
+VkDebugUtilsMessengerEXT create_messenger(InstanceFns& fns, VkInstance instance, const ValidationSetup& setup) {
+  if (!setup.messenger) return VK_NULL_HANDLE;
+  fns.vkCreateDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      fns.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+  fns.vkDestroyDebugUtilsMessengerEXT = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+      fns.vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+  VkDebugUtilsMessengerEXT m = VK_NULL_HANDLE;
+  if (!fns.vkCreateDebugUtilsMessengerEXT ||
+      fns.vkCreateDebugUtilsMessengerEXT(instance, &setup.messenger_info, nullptr, &m) != VK_SUCCESS) {
+    log(LogLevel::warn, "VGPU_VULKAN_VALIDATION=1, but the validation messenger could not be created: messages go "
+                        "to the layer's own output. Fix: update the Vulkan validation layer.");
+    return VK_NULL_HANDLE;
+  }
+  return m;
+}
+
+}  // namespace vgpu::vulkan
