@@ -152,6 +152,24 @@ BACKEND_CASE(opengl, "a complete Vulkan-flavoured shader runs unchanged by both 
   }
 }
 
+BACKEND_CASE(opengl, "a capability outside OpenGL's SPIR-V environment (VulkanMemoryModel) never reaches the driver as SPIR-V",
+             "[user][shader][capabilities]") {
+  // llvmpipe died with SIGSEGV in glSpecializeShader on such a module: it must take path B.
+  std::string text = kShader;
+  text.insert(text.find('\n') + 1, "#pragma use_vulkan_memory_model\n");
+  for (const bool spirv : {true, false}) {
+    INFO((spirv ? "SPIR-V path where the driver has it" : "SPIRV-Cross path"));
+    std::vector<std::string> lines;
+    std::unique_ptr<vgpu::Runtime> runtime;
+    vgpu::Device device = open_gl(spirv, &lines, &runtime);
+    const vgpu::KernelSource source = shader_source("test.gl_vmm", fresh(text, spirv ? "a" : "b"));
+    const Spec set{3, -2, 0.5f, 6};
+    check_run(device, device.compile(source, spec_options(set, true)), set, 100);
+    CHECK(logged(lines, "cross-compiled by SPIRV-Cross"));
+    CHECK_FALSE(logged(lines, "through GL_ARB_gl_spirv"));
+  }
+}
+
 BACKEND_CASE(opengl, "SPIR-V compiled by the shader layer runs through dialect spirv, by both paths",
              "[user][shader][spirv]") {
   const std::vector<std::uint32_t> words = vgpu::shader::compile_glsl_shader(

@@ -246,6 +246,15 @@ GlCaps query_caps(int major, int minor) {
     c.memory_kib = kib;
   }
   if (has_extension(ext, "GL_NV_shader_thread_group")) glGetIntegerv(GL_SM_COUNT_NV, &c.sm_count);
+  c.shader_features.version = c.major * 10 + c.minor;
+  c.shader_features.extensions = ext;
+  if (c.shader_features.version >= 46 || has_extension(ext, "GL_ARB_spirv_extensions")) {
+    GLint spv = 0;
+    glGetIntegerv(GL_NUM_SPIR_V_EXTENSIONS, &spv);
+    for (GLint i = 0; i < spv; ++i)
+      if (const GLubyte* s = glGetStringi(GL_SPIR_V_EXTENSIONS, static_cast<GLuint>(i)))
+        c.shader_features.spirv_extensions.emplace_back(reinterpret_cast<const char*>(s));
+  }
   take_gl_error();  // a query a driver does not know must not leak into the device's first call
   return c;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gl_api.hpp"
+#include "gl_capabilities.hpp"
 #include "gl_egl.hpp"
 #include "gl_worker.hpp"
 #include "vgpu/backend/device_impl.hpp"
@@ -35,6 +36,7 @@ struct GlCaps {
   GLint wg_invocations = 0, shared_memory = 0;
   GLint64 memory_kib = 0;  ///< GL_NVX_gpu_memory_info's total, 0 when unknown
   GLint sm_count = 0;      ///< GL_NV_shader_thread_group's SM count, 0 when unknown
+  GlCapabilityContext shader_features;  ///< version and extensions the SPIR-V capability tables read
 
   /// Returns the binding reserved for the params block: the last SSBO binding.
   GLuint params_binding() const noexcept { return static_cast<GLuint>(ssbo_bindings - 1); }
@@ -75,6 +77,8 @@ struct GlModule {
   std::vector<std::uint32_t> source_words;  ///< as the front end gave them (what reflection reads)
   std::vector<std::uint32_t> words;         ///< for GL: params block at the params binding, every set 0
   KernelReflection reflection;              ///< of the user's module, at its defaults
+  bool via_spirv = false;                   ///< path A (GL_ARB_gl_spirv); else path B (SPIRV-Cross GLSL)
+  std::string spirv_refusal;                ///< why path A may not take it (a capability), empty when it may
 };
 
 /// A linked compute program. Thread-safety: immutable after compile.
@@ -173,6 +177,9 @@ class GlDevice final : public DeviceImpl {
   /// and rewritten for GL (gl_module.cpp). Any thread.
   std::shared_ptr<const GlModule> module_for(const KernelSource& source, const DialectSource& code,
                                              const CompileOptions& options);
+  /// Sets module's path from its capabilities (path A only for what OpenGL's SPIR-V
+  /// environment takes); throws not_supported naming the capability neither path can run.
+  void choose_path(const KernelSource& source, GlModule& module) const;
   /// Resolves options' specialization against module (errors before any driver work), and
   /// gives kernel the reflection with the local size it runs with; returns (id, bits) pairs.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> specialise(const KernelSource& source, const GlModule& module,

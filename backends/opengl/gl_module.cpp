@@ -6,7 +6,9 @@
 // module is reflected and rewritten for GL (push constants → vgpu's params SSBO, every
 // descriptor set 0). Each compile then only specialises it:
 //  - path A (GL_ARB_gl_spirv, unless VGPU_GL_SPIRV=0): glShaderBinary + glSpecializeShader;
-//  - path B: SPIRV-Cross GLSL with the constants baked in, compiled by the driver.
+//  - path B: SPIRV-Cross GLSL with the constants baked in, compiled by the driver; also for
+//    a module declaring a SPIR-V capability outside OpenGL's SPIR-V environment
+//    (gl_capabilities.hpp), which path A must never hand to the driver.
 // Either is one pipeline_builds; only the GLSL front end counts in source_compiles. The front
 // end's SPIR-V goes to L2 too (EntryKind::spirv, keyed without the specialization), beside the
 // program binaries of each specialisation (gl_program.cpp).
@@ -14,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "gl_capabilities.hpp"
 #include "gl_device.hpp"
 #include "gl_program.hpp"
 #include "vgpu/backend/kernel_l2.hpp"
@@ -115,10 +118,34 @@ std::shared_ptr<const GlModule> GlDevice::module_for(const KernelSource& source,
            "kernel '" + source.name + "' declares buffer '" + b.name + "' at binding " + std::to_string(b.binding) +
                ", beyond the " + std::to_string(limit) + " bindings OpenGL device '" + desc_.info.name + "' offers.",
            "use bindings below " + std::to_string(limit) + " (vgpu-probe lists max_bindings).");
+  choose_path(source, *module);
   module->words = shader::push_constants_to_storage_buffer(words, desc_.caps.params_binding());
   module->source_words = std::move(words);
   std::lock_guard lock(modules_mutex_);
   return modules_.emplace(key, std::move(module)).first->second;
+}
+
+void GlDevice::choose_path(const KernelSource& source, GlModule& module) const {
+  // A driver given SPIR-V with a capability outside OpenGL's SPIR-V environment may crash
+  // rather than refuse (llvmpipe: SIGSEGV on VulkanMemoryModel): such a module takes path B.
+  const GlCapabilityContext& features = desc_.caps.shader_features;
+  const std::vector<std::string>& caps = module.reflection.capabilities;
+  if (spirv_path_) module.spirv_refusal = capability_outside_gl_spirv(caps, features);
+  module.via_spirv = spirv_path_ && module.spirv_refusal.empty();
+  if (module.via_spirv) return;
+  // Checked before cross-compiling: SPIRV-Cross would write an #error the driver reports as
+  // a compile error, where the truth is that this device lacks the extension.
+  const std::string missing = capability_outside_cross_glsl(caps, features);
+  if (missing.empty()) return;
+  fail(ErrorCategory::not_supported,
+       "kernel '" + source.name + "' cannot run on OpenGL device '" + desc_.info.name + "': its SPIR-V capability " +
+           missing + " is more than the GLSL cross-compiled from it by SPIRV-Cross can express there" +
+           (module.spirv_refusal.empty() ? std::string()
+                                         : ", and the driver's GL_ARB_gl_spirv cannot take its capability " +
+                                               module.spirv_refusal) +
+           ".",
+       "run the kernel on a device whose OpenGL driver offers the extension named, or on Vulkan; or write it without "
+       "that capability (vgpu-probe lists the devices).");
 }
 
 SpecPairs GlDevice::specialise(const KernelSource& source, const GlModule& module, const CompileOptions& options,
@@ -140,14 +167,23 @@ GLuint GlDevice::program_from_module(const KernelSource& source, const DialectSo
                                      const SpecPairs& spec, std::vector<std::uint8_t>* binary) {
   const std::string entry = code.entry.empty() ? "main" : code.entry;
   GLuint program = 0;
-  if (spirv_path_) {
+  if (module.via_spirv) {
     program = call(default_deadline(), "building a SPIR-V program",
                    [&] { return spirv_program_w(source.name, entry, module.words, spec, binary); });
   } else {
     std::vector<shader::SpecEntry> entries;
     for (const auto& [id, bits] : spec) entries.push_back(shader::SpecEntry{id, bits});
-    const std::string text =
-        shader::to_opengl_glsl(module.words, entry, entries, cross_glsl_version(desc_.caps.glsl), source.name);
+    std::string text;
+    try {
+      text = shader::to_opengl_glsl(module.words, entry, entries, cross_glsl_version(desc_.caps.glsl), source.name);
+    } catch (const Error& e) {
+      if (module.spirv_refusal.empty() || e.category() != ErrorCategory::not_supported) throw;
+      // Path A was ruled out by a capability: the message names it, beside SPIRV-Cross's reason.
+      fail(ErrorCategory::not_supported,
+           e.problem() + " (OpenGL device '" + desc_.info.name + "' cannot take it as SPIR-V either: it declares " +
+               module.spirv_refusal + ")",
+           e.fix());
+    }
     program = call(default_deadline(), "compiling a cross-compiled kernel", [&] {
       const GLuint shader = compile_text_w(
           source.name, text,
@@ -158,7 +194,7 @@ GLuint GlDevice::program_from_module(const KernelSource& source, const DialectSo
   }
   counters().pipeline_builds.fetch_add(1, std::memory_order_relaxed);
   log(LogLevel::debug, "OpenGL kernel '" + source.name + "' built " +
-                           (spirv_path_ ? "from SPIR-V through GL_ARB_gl_spirv" : "from GLSL cross-compiled by SPIRV-Cross") +
+                           (module.via_spirv ? "from SPIR-V through GL_ARB_gl_spirv" : "from GLSL cross-compiled by SPIRV-Cross") +
                            " (" + std::to_string(spec.size()) + " specialization constants)");
   return program;
 }
