@@ -139,6 +139,9 @@ vgpu::KernelPlan reduction_plan(const Backend& backend, std::uint32_t n) {
       kernel_for(backend, "test.reduce_pass2", kPass2Glsl, kReduceCuda, "reduce_pass2", reduce_pass2_cpu);
   pass2.source.bindings = {{0, vgpu::Access::read, "partial", {}}, {1, vgpu::Access::write, "sum", {}}};
   pass2.options.workgroup_size = {32, 1, 1};
+  // One .cu text holds both entries, and NVRTC compiles all of it for either: pass 2 needs
+  // pass 1's ITEMS too.
+  if (backend.kind == vgpu::BackendKind::cuda) pass2.options.specialize("ITEMS", kItems);
 
   vgpu::KernelPlan plan;
   plan.source = pass1.source;
