@@ -13,10 +13,19 @@ namespace {
 using Requirement = std::vector<const char*>;
 using Table = std::map<std::string, Requirement, std::less<>>;
 
+// GL_KHR_shader_subgroup adds the same eight GroupNonUniform* capabilities on both paths.
+Table with_khr_shader_subgroup(Table table) {
+  for (const char* capability : {"GroupNonUniform", "GroupNonUniformVote", "GroupNonUniformArithmetic",
+                                 "GroupNonUniformBallot", "GroupNonUniformShuffle", "GroupNonUniformShuffleRelative",
+                                 "GroupNonUniformClustered", "GroupNonUniformQuad"})
+    table.emplace(capability, Requirement{"GL_KHR_shader_subgroup"});
+  return table;
+}
+
 // Path A: OpenGL 4.6's SPIR-V environment (appendix C; GL_ARB_gl_spirv's list for 4.5) —
 // the capabilities a driver must accept, and those an extension adds. Not listed: refused.
 const Table& gl_spirv_table() {
-  static const Table kTable{
+  static const Table kTable = with_khr_shader_subgroup({
       {"Matrix", {}},
       {"Shader", {}},
       {"Geometry", {}},
@@ -63,14 +72,6 @@ const Table& gl_spirv_table() {
       {"ShaderClockKHR", {"GL_ARB_shader_clock"}},
       {"Float16", {"GL_AMD_gpu_shader_half_float"}},
       {"Int16", {"GL_AMD_gpu_shader_int16"}},
-      {"GroupNonUniform", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformVote", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformArithmetic", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformBallot", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformShuffle", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformShuffleRelative", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformClustered", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformQuad", {"GL_KHR_shader_subgroup"}},
       {"StorageBuffer16BitAccess", {"SPV_KHR_16bit_storage"}},
       {"StorageUniform16", {"SPV_KHR_16bit_storage"}},
       {"StoragePushConstant16", {"SPV_KHR_16bit_storage"}},
@@ -83,14 +84,14 @@ const Table& gl_spirv_table() {
       {"DeviceGroup", {"SPV_KHR_device_group"}},
       {"MultiView", {"SPV_KHR_multiview"}},
       {"AtomicFloat32AddEXT", {"SPV_EXT_shader_atomic_float_add"}},
-  };
+  });
   return kTable;
 }
 
 // Path B: the capabilities whose GLSL SPIRV-Cross writes with an extension (its own
 // "#extension … : require" choices); the rest it writes in core GLSL or refuses itself.
 const Table& cross_glsl_table() {
-  static const Table kTable{
+  static const Table kTable = with_khr_shader_subgroup({
       {"Float16", {"GL_AMD_gpu_shader_half_float", "GL_NV_gpu_shader5"}},
       {"Int16", {"GL_AMD_gpu_shader_int16", "GL_NV_gpu_shader5"}},
       // 16-bit storage needs the 16-bit type it stores (half or int16) in the text.
@@ -109,15 +110,7 @@ const Table& cross_glsl_table() {
       {"ShaderClockKHR", {"GL_ARB_shader_clock"}},
       {"StorageImageReadWithoutFormat", {"GL_EXT_shader_image_load_formatted"}},
       {"AtomicFloat32AddEXT", {"GL_NV_shader_atomic_float"}},
-      {"GroupNonUniform", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformVote", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformArithmetic", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformBallot", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformShuffle", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformShuffleRelative", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformClustered", {"GL_KHR_shader_subgroup"}},
-      {"GroupNonUniformQuad", {"GL_KHR_shader_subgroup"}},
-  };
+  });
   return kTable;
 }
 

@@ -174,52 +174,53 @@ std::string capability_problem(std::string_view capability, const DeviceFeatures
   struct Need {
     bool DeviceFeatures::*feature;  // null: always available on a Vulkan 1.1 device
     VkSubgroupFeatureFlags subgroup;
-    const char* what;
+    std::string what;
   };
   using F = DeviceFeatures;
+  // The refusal names the Vulkan feature (or the subgroup operations) the capability needs.
+  const auto feature = [](bool F::*member, std::string_view vk_name) {
+    return Need{member, 0, "the " + std::string(vk_name) + " feature"};
+  };
+  const auto subgroup = [](VkSubgroupFeatureFlags bit, std::string_view operations) {
+    return Need{nullptr, bit, std::string(operations) + " in compute shaders"};
+  };
   static const std::map<std::string_view, Need> kNeeds{
       {"Shader", {nullptr, 0, ""}},
       {"Matrix", {nullptr, 0, ""}},
       {"StorageImageExtendedFormats", {nullptr, 0, ""}},
       {"DeviceGroup", {nullptr, 0, ""}},
-      {"Int16", {&F::shader_int16, 0, "the shaderInt16 feature"}},
-      {"Int64", {&F::shader_int64, 0, "the shaderInt64 feature"}},
-      {"Float64", {&F::shader_float64, 0, "the shaderFloat64 feature"}},
-      {"Float16", {&F::shader_float16, 0, "the shaderFloat16 feature"}},
-      {"Int8", {&F::shader_int8, 0, "the shaderInt8 feature"}},
-      {"Int64Atomics", {&F::buffer_int64_atomics, 0, "the shaderBufferInt64Atomics feature"}},
+      {"Int16", feature(&F::shader_int16, "shaderInt16")},
+      {"Int64", feature(&F::shader_int64, "shaderInt64")},
+      {"Float64", feature(&F::shader_float64, "shaderFloat64")},
+      {"Float16", feature(&F::shader_float16, "shaderFloat16")},
+      {"Int8", feature(&F::shader_int8, "shaderInt8")},
+      {"Int64Atomics", feature(&F::buffer_int64_atomics, "shaderBufferInt64Atomics")},
       {"StorageBufferArrayDynamicIndexing",
-       {&F::storage_buffer_array_dynamic_indexing, 0, "the shaderStorageBufferArrayDynamicIndexing feature"}},
+       feature(&F::storage_buffer_array_dynamic_indexing, "shaderStorageBufferArrayDynamicIndexing")},
       {"UniformBufferArrayDynamicIndexing",
-       {&F::uniform_buffer_array_dynamic_indexing, 0, "the shaderUniformBufferArrayDynamicIndexing feature"}},
-      {"StorageBuffer16BitAccess", {&F::storage_buffer_16, 0, "the storageBuffer16BitAccess feature"}},
+       feature(&F::uniform_buffer_array_dynamic_indexing, "shaderUniformBufferArrayDynamicIndexing")},
+      {"StorageBuffer16BitAccess", feature(&F::storage_buffer_16, "storageBuffer16BitAccess")},
       {"UniformAndStorageBuffer16BitAccess",
-       {&F::uniform_and_storage_buffer_16, 0, "the uniformAndStorageBuffer16BitAccess feature"}},
-      {"StorageUniform16", {&F::uniform_and_storage_buffer_16, 0, "the uniformAndStorageBuffer16BitAccess feature"}},
-      {"StoragePushConstant16", {&F::push_constant_16, 0, "the storagePushConstant16 feature"}},
-      {"StorageBuffer8BitAccess", {&F::storage_buffer_8, 0, "the storageBuffer8BitAccess feature"}},
+       feature(&F::uniform_and_storage_buffer_16, "uniformAndStorageBuffer16BitAccess")},
+      {"StorageUniform16", feature(&F::uniform_and_storage_buffer_16, "uniformAndStorageBuffer16BitAccess")},
+      {"StoragePushConstant16", feature(&F::push_constant_16, "storagePushConstant16")},
+      {"StorageBuffer8BitAccess", feature(&F::storage_buffer_8, "storageBuffer8BitAccess")},
       {"UniformAndStorageBuffer8BitAccess",
-       {&F::uniform_and_storage_buffer_8, 0, "the uniformAndStorageBuffer8BitAccess feature"}},
-      {"StoragePushConstant8", {&F::push_constant_8, 0, "the storagePushConstant8 feature"}},
-      {"VariablePointersStorageBuffer",
-       {&F::variable_pointers_storage_buffer, 0, "the variablePointersStorageBuffer feature"}},
-      {"VariablePointers", {&F::variable_pointers, 0, "the variablePointers feature"}},
-      {"VulkanMemoryModel", {&F::vulkan_memory_model, 0, "the vulkanMemoryModel feature"}},
-      {"VulkanMemoryModelDeviceScope",
-       {&F::vulkan_memory_model_device_scope, 0, "the vulkanMemoryModelDeviceScope feature"}},
-      {"GroupNonUniform", {nullptr, VK_SUBGROUP_FEATURE_BASIC_BIT, "basic subgroup operations in compute shaders"}},
-      {"GroupNonUniformVote", {nullptr, VK_SUBGROUP_FEATURE_VOTE_BIT, "subgroup vote operations in compute shaders"}},
-      {"GroupNonUniformArithmetic",
-       {nullptr, VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "subgroup arithmetic operations in compute shaders"}},
-      {"GroupNonUniformBallot",
-       {nullptr, VK_SUBGROUP_FEATURE_BALLOT_BIT, "subgroup ballot operations in compute shaders"}},
-      {"GroupNonUniformShuffle",
-       {nullptr, VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "subgroup shuffle operations in compute shaders"}},
+       feature(&F::uniform_and_storage_buffer_8, "uniformAndStorageBuffer8BitAccess")},
+      {"StoragePushConstant8", feature(&F::push_constant_8, "storagePushConstant8")},
+      {"VariablePointersStorageBuffer", feature(&F::variable_pointers_storage_buffer, "variablePointersStorageBuffer")},
+      {"VariablePointers", feature(&F::variable_pointers, "variablePointers")},
+      {"VulkanMemoryModel", feature(&F::vulkan_memory_model, "vulkanMemoryModel")},
+      {"VulkanMemoryModelDeviceScope", feature(&F::vulkan_memory_model_device_scope, "vulkanMemoryModelDeviceScope")},
+      {"GroupNonUniform", subgroup(VK_SUBGROUP_FEATURE_BASIC_BIT, "basic subgroup operations")},
+      {"GroupNonUniformVote", subgroup(VK_SUBGROUP_FEATURE_VOTE_BIT, "subgroup vote operations")},
+      {"GroupNonUniformArithmetic", subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "subgroup arithmetic operations")},
+      {"GroupNonUniformBallot", subgroup(VK_SUBGROUP_FEATURE_BALLOT_BIT, "subgroup ballot operations")},
+      {"GroupNonUniformShuffle", subgroup(VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "subgroup shuffle operations")},
       {"GroupNonUniformShuffleRelative",
-       {nullptr, VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "relative subgroup shuffles in compute shaders"}},
-      {"GroupNonUniformClustered",
-       {nullptr, VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "clustered subgroup operations in compute shaders"}},
-      {"GroupNonUniformQuad", {nullptr, VK_SUBGROUP_FEATURE_QUAD_BIT, "subgroup quad operations in compute shaders"}},
+       subgroup(VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "relative subgroup shuffles")},
+      {"GroupNonUniformClustered", subgroup(VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "clustered subgroup operations")},
+      {"GroupNonUniformQuad", subgroup(VK_SUBGROUP_FEATURE_QUAD_BIT, "subgroup quad operations")},
   };
   const auto it = kNeeds.find(capability);
   if (it == kNeeds.end()) return "support that vgpu does not know how to check or enable";
