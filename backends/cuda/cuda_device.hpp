@@ -38,11 +38,10 @@ class CudaBufferImpl final : public BufferImpl {
 };
 
 /// A loaded module and its entry function. Thread-safety: immutable after compile.
-class CudaKernelImpl final : public KernelImpl {
+class CudaKernelImpl final : public DeviceBound<KernelImpl, CudaDevice> {
  public:
-  explicit CudaKernelImpl(CudaDevice& device) : device_(device) {}
+  using DeviceBound::DeviceBound;
   ~CudaKernelImpl() override;
-  CudaDevice& device_;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   std::vector<std::uint32_t> slots;  ///< declared slots, ascending: the pointer arguments
@@ -60,11 +59,10 @@ class CudaBindingSetImpl final : public BindingSetImpl {
 /// (when it has several launches) a CUDA graph captured from them, replayed with one
 /// cuGraphLaunch; likewise a graph of a repeated round trip. Thread-safety: used under the
 /// device's call lock only.
-class CudaBatchImpl final : public RecordedBatchImpl {
+class CudaBatchImpl final : public DeviceBound<RecordedBatchImpl, CudaDevice> {
  public:
-  explicit CudaBatchImpl(CudaDevice& device) : device_(device) {}
+  using DeviceBound::DeviceBound;
   ~CudaBatchImpl() override;
-  CudaDevice& device_;
   CUgraphExec exec = nullptr;
   std::uint64_t submits = 0;
   bool graph_failed = false;  // capture or instantiation failed once: keep plain launches

@@ -82,15 +82,12 @@ struct GlModule {
 };
 
 /// A linked compute program. Thread-safety: immutable after compile.
-class GlKernelImpl final : public KernelImpl {
+class GlKernelImpl final : public DeviceBound<KernelImpl, GlDevice> {
  public:
-  explicit GlKernelImpl(GlDevice& device) : device_(device) {}
+  using DeviceBound::DeviceBound;
   ~GlKernelImpl() override;
-  const KernelReflection* reflection() const override { return reflected ? &*reflected : nullptr; }
-  GlDevice& device_;
   GLuint program = 0;
   std::uint32_t params_size = 0;
-  std::optional<KernelReflection> reflected;  ///< complete shaders and SPIR-V only (specialised local size)
 };
 
 /// One buffer at one binding: a shader storage block's, or a uniform block's (uniform).

@@ -47,40 +47,34 @@ struct Descriptor {
 
 /// A compute pipeline with its layouts. Thread-safety: immutable after compile; destroyed
 /// under the call lock once no queued work uses it.
-class VkKernelImpl final : public KernelImpl {
+class VkKernelImpl final : public DeviceBound<KernelImpl, VulkanDevice> {
  public:
-  explicit VkKernelImpl(VulkanDevice& device) : device_(device) {}
+  using DeviceBound::DeviceBound;
   ~VkKernelImpl() override;
-  /// The reflected interface of a complete shader or SPIR-V kernel; null for the body form.
-  const KernelReflection* reflection() const override { return reflected ? &*reflected : nullptr; }
-  VulkanDevice& device_;
   VkShaderModule module = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;                // owned by the device's layout cache
   std::vector<VkDescriptorSetLayout> set_layouts;          // by set number; owned by the layout cache
   std::vector<Descriptor> descriptors;                     // ascending by binding
   std::uint32_t push_bytes = 0;                            // pushed bytes, a multiple of 4
-  std::optional<KernelReflection> reflected;               // glsl_shader / spirv kernels only
 };
 
 /// A descriptor set. Thread-safety: immutable after bind; freed under the call lock once no
 /// queued work uses it.
-class VkBindingSetImpl final : public BindingSetImpl {
+class VkBindingSetImpl final : public DeviceBound<BindingSetImpl, VulkanDevice> {
  public:
-  explicit VkBindingSetImpl(VulkanDevice& device) : device_(device) {}
+  using DeviceBound::DeviceBound;
   ~VkBindingSetImpl() override;
-  VulkanDevice& device_;
   VkDescriptorPool pool = VK_NULL_HANDLE;
   std::vector<VkDescriptorSet> sets;  // by set number, from one pool
 };
 
 /// A recorded, resubmittable command buffer. Thread-safety: used under the call lock; its
 /// command buffer goes back to the pool once no queued work runs it.
-class VkBatchImpl final : public RecordedBatchImpl {
+class VkBatchImpl final : public DeviceBound<RecordedBatchImpl, VulkanDevice> {
  public:
-  explicit VkBatchImpl(VulkanDevice& device) : device_(device) {}
+  using DeviceBound::DeviceBound;
   ~VkBatchImpl() override;
-  VulkanDevice& device_;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
 };
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,7 +45,19 @@ class BufferImpl : public DeviceObject {};
 class KernelImpl : public DeviceObject {
  public:
   /// Returns the kernel's interface as reflected from its compiled form, or null when the backend does not reflect it.
-  virtual const KernelReflection* reflection() const { return nullptr; }
+  const KernelReflection* reflection() const { return reflected ? &*reflected : nullptr; }
+  /// Set by backends that reflect complete shaders and SPIR-V (Vulkan, OpenGL), at the
+  /// specialised local size; empty for the body form and for backends that do not reflect.
+  std::optional<KernelReflection> reflected;
+};
+
+/// A backend object (Base: one of the *Impl classes above) that keeps the device that made it,
+/// which its destructor frees it through. Thread-safety: as Base.
+template <class Base, class Device>
+class DeviceBound : public Base {
+ public:
+  explicit DeviceBound(Device& device) : device_(device) {}
+  Device& device_;
 };
 
 /// A backend's binding of buffers to a kernel's slots (descriptor set, argument pack).
