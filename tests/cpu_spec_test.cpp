@@ -21,7 +21,9 @@ void spec_probe(const vgpu::CpuWorkgroup& wg) {
   out[7] = static_cast<float>(wg.spec_constants.size());
 }
 
-std::vector<float> run(const vgpu::CompileOptions& options) {
+// Runs spec_probe once (one workgroup of one) compiled with options; returns slot 0's eight floats.
+std::vector<float> run(vgpu::CompileOptions options) {
+  options.workgroup_size = {1, 1, 1};
   vgpu::Runtime runtime;
   vgpu::Device cpu = runtime.open("cpu:0");
   vgpu::KernelSource s;
@@ -40,26 +42,10 @@ std::vector<float> run(const vgpu::CompileOptions& options) {
 
 TEST_CASE("a CPU callable reads its compile's spec constants by id and by name", "[cpu][spec]") {
   vgpu::CompileOptions o;
-  o.workgroup_size = {1, 1, 1};
   o.specialize(0u, 7u).specialize(7u, -3).specialize("SCALE", 2.5f).specialize("FLAG", true);
-  const std::vector<float> out = run(o);
-  CHECK(out[0] == 7.0f);
-  CHECK(out[1] == -3.0f);
-  CHECK(out[2] == 2.5f);
-  CHECK(out[3] == 1.0f);
-  CHECK(out[4] == 42.0f);
-  CHECK(out[5] == 5.0f);
-  CHECK(out[6] == 2.0f);
-  CHECK(out[7] == 4.0f);
+  CHECK(run(o) == std::vector<float>{7.0f, -3.0f, 2.5f, 1.0f, 42.0f, 5.0f, 2.0f, 4.0f});
 }
 
 TEST_CASE("a CPU callable compiled without spec constants reads every fallback", "[cpu][spec]") {
-  vgpu::CompileOptions o;
-  o.workgroup_size = {1, 1, 1};
-  const std::vector<float> out = run(o);
-  CHECK(out[0] == 111.0f);
-  CHECK(out[1] == -1.0f);
-  CHECK(out[2] == 0.0f);
-  CHECK(out[3] == 0.0f);
-  CHECK(out[7] == 0.0f);
+  CHECK(run({}) == std::vector<float>{111.0f, -1.0f, 0.0f, 0.0f, 42.0f, 5.0f, 0.0f, 0.0f});
 }

@@ -45,6 +45,21 @@ std::vector<std::vector<std::uint32_t>> run_uints(vgpu::Device& device, const vg
 
 vgpu::BindingDecl decl(std::uint32_t slot, vgpu::Access access) { return {slot, access, "b" + std::to_string(slot), {}}; }
 
+/// A complete GLSL shader named name, with the given declared bindings.
+vgpu::KernelSource shader_source(const char* name, const char* text, std::vector<vgpu::BindingDecl> bindings) {
+  vgpu::KernelSource source;
+  source.name = name;
+  source.add_glsl_shader(text);
+  source.bindings = std::move(bindings);
+  return source;
+}
+
+/// Whether device lists feature in DeviceInfo::features.
+bool has_feature(const vgpu::Device& device, const char* feature) {
+  const auto& features = device.info().features;
+  return std::find(features.begin(), features.end(), feature) != features.end();
+}
+
 // The issue's probe: constants at ids 0..2 with defaults 7, 8, 9, read back unchanged.
 const char* const kProbeBody = R"(
 layout(constant_id = 0) const uint A = 7;
@@ -244,16 +259,12 @@ void main() {
 BACKEND_CASE(vulkan, "a shader under the Vulkan memory model pragma runs as written", "[user][shader][features]") {
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
   vgpu::Device device = runtime.open("vulkan:0");
-  const auto& features = device.info().features;
-  if (std::find(features.begin(), features.end(), "vulkan_memory_model_device_scope") == features.end()) {
+  if (!has_feature(device, "vulkan_memory_model_device_scope")) {
     skip("vulkan:0 lacks the vulkanMemoryModelDeviceScope feature");
     return;
   }
-  vgpu::KernelSource source;
-  source.name = "test.vk_memory_model";
-  source.add_glsl_shader(kMemoryModel);
-  source.bindings = {decl(0, vgpu::Access::read_write), decl(1, vgpu::Access::read_write)};
-  const vgpu::Kernel k = device.compile(source);
+  const vgpu::Kernel k = device.compile(shader_source(
+      "test.vk_memory_model", kMemoryModel, {decl(0, vgpu::Access::read_write), decl(1, vgpu::Access::read_write)}));
   std::vector<std::uint32_t> data(128);
   for (std::uint32_t i = 0; i < data.size(); ++i) data[i] = i * 5;
   const auto out = run_uints(device, k, {data, {0}}, {}, {2, 1, 1});
@@ -279,17 +290,13 @@ void main() {
 BACKEND_CASE(vulkan, "a float16-storage shader runs as written", "[user][shader][features]") {
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
   vgpu::Device device = runtime.open("vulkan:0");
-  const auto& features = device.info().features;
   for (const char* needed : {"storage_buffer_16bit", "shader_float16"})
-    if (std::find(features.begin(), features.end(), needed) == features.end()) {
+    if (!has_feature(device, needed)) {
       skip(std::string("vulkan:0 lacks ") + needed);
       return;
     }
-  vgpu::KernelSource source;
-  source.name = "test.vk_half_storage";
-  source.add_glsl_shader(kHalfStorage);
-  source.bindings = {decl(0, vgpu::Access::read), decl(1, vgpu::Access::write)};
-  const vgpu::Kernel k = device.compile(source);
+  const vgpu::Kernel k = device.compile(
+      shader_source("test.vk_half_storage", kHalfStorage, {decl(0, vgpu::Access::read), decl(1, vgpu::Access::write)}));
   // Halves, two to a word (element 0 in the low half): 1.5, -2, 0.25, 3 → 4, -3, 1.5, 7.
   const auto out = run_uints(device, k, {{0xC0003E00u, 0x42003400u}, {0, 0}}, {}, {1, 1, 1});
   CHECK(out[1] == std::vector<std::uint32_t>{0xC2004400u, 0x47003E00u});
@@ -307,18 +314,13 @@ void main() { b.v[gl_LocalInvocationID.x] = subgroupClusteredAdd(b.v[gl_LocalInv
 BACKEND_CASE(vulkan, "a shader needing a capability the device lacks is refused naming it", "[user][shader][features]") {
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
   vgpu::Device device = runtime.open("vulkan:0");
-  vgpu::KernelSource source;
-  source.name = "test.vk_clustered";
-  source.add_glsl_shader(kClustered);
-  source.bindings = {decl(0, vgpu::Access::read_write)};
-  const auto& features = device.info().features;
-  if (std::find(features.begin(), features.end(), "subgroup_clustered") == features.end()) {
+  const vgpu::KernelSource source =
+      shader_source("test.vk_clustered", kClustered, {decl(0, vgpu::Access::read_write)});
+  if (!has_feature(device, "subgroup_clustered")) {
     REQUIRE_VGPU_ERROR(not_supported, "GroupNonUniformClustered", device.compile(source));
     // The device is intact: a shader within its features still runs.
-    vgpu::KernelSource fine;
-    fine.name = "test.vk_after_refusal";
-    fine.add_glsl_shader(kProbeShader);
-    fine.bindings = {decl(0, vgpu::Access::write)};
+    const vgpu::KernelSource fine =
+        shader_source("test.vk_after_refusal", kProbeShader, {decl(0, vgpu::Access::write)});
     CHECK(run_uints(device, device.compile(fine), {{0, 0, 0, 0}}, {}, {1, 1, 1})[0] ==
           std::vector<std::uint32_t>{7, 8, 9, 16});
   } else {
