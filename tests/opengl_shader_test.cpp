@@ -106,26 +106,35 @@ void check_run(vgpu::Device& device, const vgpu::Kernel& kernel, const Spec& spe
   CHECK(wrong == 0);
 }
 
-/// Opens opengl:0 in a runtime of its own whose OpenGL devices take SPIR-V (spirv) or the
-/// cross-compiled GLSL path; *lines gets the runtime's log lines.
-vgpu::Device open_gl(bool spirv, std::vector<std::string>* lines, std::unique_ptr<vgpu::Runtime>* keep) {
-  vgpu::RuntimeOptions options = vgpu::RuntimeOptions::from_env();
-  options.gl_spirv = spirv;
-  options.log_level = vgpu::LogLevel::debug;
-  auto mutex = std::make_shared<std::mutex>();
-  options.log_sink = [lines, mutex](vgpu::LogLevel, std::string_view line) {
-    std::lock_guard lock(*mutex);
-    lines->emplace_back(line);
-  };
-  *keep = std::make_unique<vgpu::Runtime>(options);
-  return (*keep)->open("opengl:0");
-}
-
-bool logged(const std::vector<std::string>& lines, const std::string& what) {
-  for (const std::string& l : lines)
-    if (l.find(what) != std::string::npos) return true;
-  return false;
-}
+/// opengl:0 in a runtime of its own whose OpenGL devices take SPIR-V (spirv) or the
+/// cross-compiled GLSL path, with the runtime's log lines. Thread-safety: the log sink appends
+/// under mutex; read lines from the test's thread once its calls have returned.
+struct GlRun {
+  explicit GlRun(bool spirv) {
+    vgpu::RuntimeOptions options = vgpu::RuntimeOptions::from_env();
+    options.gl_spirv = spirv;
+    options.log_level = vgpu::LogLevel::debug;
+    options.log_sink = [this](vgpu::LogLevel, std::string_view line) {
+      std::lock_guard lock(mutex);
+      lines.emplace_back(line);
+    };
+    runtime = std::make_unique<vgpu::Runtime>(options);
+    device = runtime->open("opengl:0");
+  }
+  GlRun(const GlRun&) = delete;
+  GlRun& operator=(const GlRun&) = delete;
+  /// Returns whether a log line so far contains what.
+  bool logged(const std::string& what) {
+    std::lock_guard lock(mutex);
+    for (const std::string& l : lines)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  }
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  std::unique_ptr<vgpu::Runtime> runtime;
+  vgpu::Device device;
+};
 
 bool has_feature(const vgpu::DeviceInfo& info, const std::string& f) {
   return std::find(info.features.begin(), info.features.end(), f) != info.features.end();
@@ -136,9 +145,8 @@ bool has_feature(const vgpu::DeviceInfo& info, const std::string& f) {
 BACKEND_CASE(opengl, "a complete Vulkan-flavoured shader runs unchanged by both paths (SPIR-V and SPIRV-Cross GLSL)",
              "[user][shader][spec]") {
   for (const bool spirv : {true, false}) {
-    std::vector<std::string> lines;
-    std::unique_ptr<vgpu::Runtime> runtime;
-    vgpu::Device device = open_gl(spirv, &lines, &runtime);
+    GlRun gl(spirv);
+    vgpu::Device& device = gl.device;
     const bool path_a = spirv && has_feature(device.info(), "gl_spirv");
     INFO((path_a ? "path A: GL_ARB_gl_spirv" : "path B: SPIRV-Cross GLSL") << " on " << device.info().name);
     if (spirv && !path_a) WARN("the driver lacks GL_ARB_gl_spirv: only the cross-compiled path runs here");
@@ -148,7 +156,7 @@ BACKEND_CASE(opengl, "a complete Vulkan-flavoured shader runs unchanged by both 
     const Spec set{3, -2, 0.5f, 6};
     check_run(device, device.compile(source, spec_options(set, true)), set, 1000);
     check_run(device, device.compile(source, spec_options(set, true)), set, 33);
-    CHECK(logged(lines, path_a ? "through GL_ARB_gl_spirv" : "cross-compiled by SPIRV-Cross"));
+    CHECK(gl.logged(path_a ? "through GL_ARB_gl_spirv" : "cross-compiled by SPIRV-Cross"));
   }
 }
 
@@ -159,14 +167,13 @@ BACKEND_CASE(opengl, "a capability outside OpenGL's SPIR-V environment (VulkanMe
   text.insert(text.find('\n') + 1, "#pragma use_vulkan_memory_model\n");
   for (const bool spirv : {true, false}) {
     INFO((spirv ? "SPIR-V path where the driver has it" : "SPIRV-Cross path"));
-    std::vector<std::string> lines;
-    std::unique_ptr<vgpu::Runtime> runtime;
-    vgpu::Device device = open_gl(spirv, &lines, &runtime);
+    GlRun gl(spirv);
+    vgpu::Device& device = gl.device;
     const vgpu::KernelSource source = shader_source("test.gl_vmm", fresh(text, spirv ? "a" : "b"));
     const Spec set{3, -2, 0.5f, 6};
     check_run(device, device.compile(source, spec_options(set, true)), set, 100);
-    CHECK(logged(lines, "cross-compiled by SPIRV-Cross"));
-    CHECK_FALSE(logged(lines, "through GL_ARB_gl_spirv"));
+    CHECK(gl.logged("cross-compiled by SPIRV-Cross"));
+    CHECK_FALSE(gl.logged("through GL_ARB_gl_spirv"));
   }
 }
 
@@ -176,9 +183,8 @@ BACKEND_CASE(opengl, "SPIR-V compiled by the shader layer runs through dialect s
       fresh(kShader), {}, vgpu::shader::TargetEnv::vulkan1_1, "test.gl_spirv");
   for (const bool spirv : {true, false}) {
     INFO((spirv ? "SPIR-V path where the driver has it" : "SPIRV-Cross path"));
-    std::vector<std::string> lines;
-    std::unique_ptr<vgpu::Runtime> runtime;
-    vgpu::Device device = open_gl(spirv, &lines, &runtime);
+    GlRun gl(spirv);
+    vgpu::Device& device = gl.device;
     vgpu::KernelSource source;
     source.name = "test.gl_spirv";
     source.add_spirv(words);
@@ -196,9 +202,8 @@ BACKEND_CASE(opengl, "SPIR-V compiled by the shader layer runs through dialect s
 BACKEND_CASE(opengl, "three specialization values of one shader: one source compile, three specialisations",
              "[user][shader][spec][counters]") {
   for (const bool spirv : {true, false}) {
-    std::vector<std::string> lines;
-    std::unique_ptr<vgpu::Runtime> runtime;
-    vgpu::Device device = open_gl(spirv, &lines, &runtime);
+    GlRun gl(spirv);
+    vgpu::Device& device = gl.device;
     INFO((spirv ? "SPIR-V path where the driver has it" : "SPIRV-Cross path"));
     const vgpu::KernelSource source = shader_source("test.gl_spec_count", fresh(kShader, spirv ? "a" : "b"));
     const vgpu::CounterSnapshot before = device.counters();
@@ -219,9 +224,8 @@ BACKEND_CASE(opengl, "a complete shader in a fresh runtime: its SPIR-V and progr
   const Spec set{4, 5, 0.5f, 3};
   for (int run = 0; run < 2; ++run) {
     INFO("runtime " << run);
-    std::vector<std::string> lines;
-    std::unique_ptr<vgpu::Runtime> runtime;
-    vgpu::Device device = open_gl(false, &lines, &runtime);
+    GlRun gl(false);
+    vgpu::Device& device = gl.device;
     const bool binaries = has_feature(device.info(), "program_binary");
     const vgpu::CounterSnapshot before = device.counters();
     check_run(device, device.compile(source, spec_options(set, true)), set, 200);

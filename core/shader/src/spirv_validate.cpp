@@ -21,32 +21,23 @@ struct OptionsDeleter {
   void operator()(spv_validator_options o) const noexcept { spvValidatorOptionsDestroy(o); }
 };
 
-spv_target_env spv_env(TargetEnv env) {
-  switch (env) {
-    case TargetEnv::vulkan1_1:
-      return SPV_ENV_VULKAN_1_1;
-    case TargetEnv::vulkan1_2:
-      return SPV_ENV_VULKAN_1_2;
-    case TargetEnv::vulkan1_3:
-      return SPV_ENV_VULKAN_1_3;
-    case TargetEnv::opengl4_5:
-      return SPV_ENV_OPENGL_4_5;
-  }
-  return SPV_ENV_VULKAN_1_1;
-}
+// Each TargetEnv with SPIRV-Tools' environment and the name messages give it, kept together so
+// the two cannot drift apart.
+struct EnvInfo {
+  TargetEnv env;
+  spv_target_env spv;
+  const char* name;
+};
+constexpr EnvInfo kEnvs[] = {{TargetEnv::vulkan1_1, SPV_ENV_VULKAN_1_1, "Vulkan 1.1"},
+                             {TargetEnv::vulkan1_2, SPV_ENV_VULKAN_1_2, "Vulkan 1.2"},
+                             {TargetEnv::vulkan1_3, SPV_ENV_VULKAN_1_3, "Vulkan 1.3"},
+                             {TargetEnv::opengl4_5, SPV_ENV_OPENGL_4_5, "OpenGL 4.5"}};
 
-const char* env_name(TargetEnv env) {
-  switch (env) {
-    case TargetEnv::vulkan1_1:
-      return "Vulkan 1.1";
-    case TargetEnv::vulkan1_2:
-      return "Vulkan 1.2";
-    case TargetEnv::vulkan1_3:
-      return "Vulkan 1.3";
-    case TargetEnv::opengl4_5:
-      return "OpenGL 4.5";
-  }
-  return "?";
+const EnvInfo& env_info(TargetEnv env) {
+  for (const EnvInfo& e : kEnvs)
+    if (e.env == env) return e;
+  static constexpr EnvInfo kUnknown{TargetEnv::vulkan1_1, SPV_ENV_VULKAN_1_1, "?"};  // as before: no name
+  return kUnknown;
 }
 
 }  // namespace
@@ -66,7 +57,7 @@ std::vector<std::uint32_t> spirv_words(std::string_view bytes, TargetEnv env, co
     fail(ErrorCategory::compile_error,
          what + " starts with " + hex + ", not the SPIR-V magic 0x07230203 (little-endian words).", fix);
   }
-  const std::unique_ptr<spv_context_t, ContextDeleter> context(spvContextCreate(spv_env(env)));
+  const std::unique_ptr<spv_context_t, ContextDeleter> context(spvContextCreate(env_info(env).spv));
   const std::unique_ptr<spv_validator_options_t, OptionsDeleter> options(spvValidatorOptionsCreate());
   if (!context || !options)
     fail(ErrorCategory::out_of_memory, "SPIRV-Tools could not create a validator for " + what + ".",
@@ -78,7 +69,7 @@ std::vector<std::uint32_t> spirv_words(std::string_view bytes, TargetEnv env, co
   spvDiagnosticDestroy(diagnostic);
   if (valid != SPV_SUCCESS)
     fail(ErrorCategory::compile_error,
-         what + " is not valid SPIR-V for " + env_name(env) + ": " +
+         what + " is not valid SPIR-V for " + env_info(env).name + ": " +
              (message.empty() ? std::string("(the validator gave no message)") : message),
          fix);
   return words;
