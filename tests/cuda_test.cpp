@@ -61,15 +61,14 @@ BACKEND_CASE(cuda, "L3: every built-in op loads from the embedded fatbin, with n
 BACKEND_CASE(cuda, "a complete .cu text with several extern \"C\" kernels runs the entry asked for, specialised by name",
              "[user][spec]") {
   vgpu::Device device = open_device(backend);
-  const std::string text =
-      "extern \"C\" __global__ void vgpu_test_fill(float* v, unsigned n) {\n"
-      "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-      "  if (i < n) v[i] = FILL_VALUE;\n"
-      "}\n"
-      "extern \"C\" __global__ void vgpu_test_scale(float* v, unsigned n) {\n"
-      "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-      "  if (i < n && USE_SCALE) v[i] *= SCALE;\n"
-      "}\n";
+  // Both entries index v the same way; each does its own statement where its condition holds.
+  const auto kernel = [](const std::string& name, const std::string& condition, const std::string& statement) {
+    return "extern \"C\" __global__ void " + name + "(float* v, unsigned n) {\n" +
+           "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (" + condition + ") " + statement +
+           ";\n}\n";
+  };
+  const std::string text = kernel("vgpu_test_fill", "i < n", "v[i] = FILL_VALUE") +
+                           kernel("vgpu_test_scale", "i < n && USE_SCALE", "v[i] *= SCALE");
   auto source = [&](const char* entry) {
     vgpu::KernelSource s;
     s.name = std::string("test.cuda_two_entries.") + entry;

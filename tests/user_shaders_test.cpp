@@ -15,6 +15,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "support/expect_error.hpp"
@@ -93,6 +95,30 @@ struct UboParams {  // ubo_scale's std140 uniform block, padded to 16 bytes
   std::uint32_t count, pad;
 };
 
+// Runs body(device, form) on every device under test in both forms, INFO naming the two, and
+// notes that shader ran there (note_ran) once body returns: always when body returns nothing,
+// only when it returns true when it returns bool (false: the device refused the shader).
+template <class Body>
+void on_every_device_and_form(std::string_view shader, Body&& body) {
+  for (vgpu::Device device : devices_under_test())
+    for (Form form : forms()) {
+      INFO(device.info().id() << " " << to_string(form));
+      if constexpr (std::is_void_v<decltype(body(device, form))>) {
+        body(device, form);
+        note_ran(device, shader, form);
+      } else if (body(device, form)) {
+        note_ran(device, shader, form);
+      }
+    }
+}
+
+// Checks got against ref's values within its bounds, INFO describing the comparison.
+void check_close(const std::vector<float>& got, const Reference& ref) {
+  const Comparison c = compare(got, ref);
+  INFO(c.describe());
+  CHECK(c.ok());
+}
+
 // Runs fibonacci in place over n values with its element count left at the default (32) or
 // set to elements; checks that exactly the first count values were replaced.
 void check_fibonacci(vgpu::Device& device, Form form, std::uint32_t n, std::optional<std::uint32_t> elements) {
@@ -133,9 +159,7 @@ void check_matmul(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint32_
   const auto b = random_floats(std::size_t{k} * n, k * 1000 + n);
   std::vector<HostBuffer> buffers{host_buffer(0, a), host_buffer(1, b), host_buffer(2, std::vector<float>(std::size_t{m} * n, kNaN))};
   run_once(device, kernel, buffers, {}, {groups_for(n / 4, 8), groups_for(m, 8), 1});
-  const Comparison c = compare(buffers[2].as<float>(), matmul_reference(a, b, m, n, k));
-  INFO(c.describe());
-  CHECK(c.ok());
+  check_close(buffers[2].as<float>(), matmul_reference(a, b, m, n, k));
 }
 
 // Builds the two-pass reduction as one PersistentKernel: kernel 0 (pass 1) and kernel 1 (pass 2)
@@ -178,116 +202,104 @@ std::optional<float> persistent_reduce(vgpu::Device& device, Form form, const st
 }  // namespace
 
 TEST_CASE("fibonacci: constant id 0 kept at its default, then set; in place", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      for (std::uint32_t n : {1u, 17u, 1000u}) {
-        check_fibonacci(device, form, n, std::nullopt);
-        check_fibonacci(device, form, n, n - n / 4);
-      }
-      // In place through a PersistentKernel: one read_write tensor, uploaded and read back.
-      constexpr std::uint32_t n = 300;
-      vgpu::KernelPlan plan;
-      plan.source = corpus_source("fibonacci", form);
-      plan.options.specialize(0, n);
-      plan.tensors = {{"values", vgpu::DType::u32, {n}, vgpu::Access::read_write, false}};
-      plan.steps = {vgpu::PlanStep{{{0, 0}}, {}, vgpu::Groups{n, 1, 1}}};
-      vgpu::PersistentKernel fib(device, plan);
-      for (int call = 0; call < 2; ++call) {
-        auto values = random_uints(n, 99 + call, 0, 45);
-        std::vector<std::uint32_t> want(n);
-        std::transform(values.begin(), values.end(), want.begin(), fibonacci);
-        fib({vgpu::TensorArg(values.data(), {n})});
-        CHECK(mismatches(values, want) == 0);
-      }
-      note_ran(device, "fibonacci", form);
+  on_every_device_and_form("fibonacci", [](vgpu::Device& device, Form form) {
+    for (std::uint32_t n : {1u, 17u, 1000u}) {
+      check_fibonacci(device, form, n, std::nullopt);
+      check_fibonacci(device, form, n, n - n / 4);
     }
+    // In place through a PersistentKernel: one read_write tensor, uploaded and read back.
+    constexpr std::uint32_t n = 300;
+    vgpu::KernelPlan plan;
+    plan.source = corpus_source("fibonacci", form);
+    plan.options.specialize(0, n);
+    plan.tensors = {{"values", vgpu::DType::u32, {n}, vgpu::Access::read_write, false}};
+    plan.steps = {vgpu::PlanStep{{{0, 0}}, {}, vgpu::Groups{n, 1, 1}}};
+    vgpu::PersistentKernel fib(device, plan);
+    for (int call = 0; call < 2; ++call) {
+      auto values = random_uints(n, 99 + call, 0, 45);
+      std::vector<std::uint32_t> want(n);
+      std::transform(values.begin(), values.end(), want.begin(), fibonacci);
+      fib({vgpu::TensorArg(values.data(), {n})});
+      CHECK(mismatches(values, want) == 0);
+    }
+  });
 }
 
 TEST_CASE("buffer_copy: vec4 SSBOs at set 0, no params; declared bindings are checked against reflection", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      vgpu::Kernel kernel = device.compile(corpus_source("buffer_copy", form));
-      for (std::uint32_t n : {1u, 255u, 1000u}) {
-        INFO("vec4 count " << n);
-        const auto src = random_floats(std::size_t{n} * 4, n);
-        std::vector<HostBuffer> buffers{host_buffer(0, src), host_buffer(1, std::vector<float>(std::size_t{n} * 4, kNaN))};
-        run_once(device, kernel, buffers, {}, {groups_for(n, 64), 1, 1});
-        CHECK(mismatches(buffers[1].as<float>(), src) == 0);
-      }
-      // Declarations that agree with the shader run as before; one that disagrees is refused.
-      vgpu::KernelSource declared = corpus_source("buffer_copy", form);
-      declared.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::write, "dst", {}}};
-      vgpu::Kernel checked = device.compile(declared);
-      const auto src = random_floats(40, 3);
-      std::vector<HostBuffer> buffers{host_buffer(0, src), host_buffer(1, std::vector<float>(40, kNaN))};
-      run_once(device, checked, buffers, {}, {1, 1, 1});
+  on_every_device_and_form("buffer_copy", [](vgpu::Device& device, Form form) {
+    vgpu::Kernel kernel = device.compile(corpus_source("buffer_copy", form));
+    for (std::uint32_t n : {1u, 255u, 1000u}) {
+      INFO("vec4 count " << n);
+      const auto src = random_floats(std::size_t{n} * 4, n);
+      std::vector<HostBuffer> buffers{host_buffer(0, src), host_buffer(1, std::vector<float>(std::size_t{n} * 4, kNaN))};
+      run_once(device, kernel, buffers, {}, {groups_for(n, 64), 1, 1});
       CHECK(mismatches(buffers[1].as<float>(), src) == 0);
-      vgpu::KernelSource wrong = corpus_source("buffer_copy", form);
-      wrong.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::read, "dst", {}}};
-      REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 1", device.compile(wrong));
-      vgpu::KernelSource missing = corpus_source("buffer_copy", form);
-      missing.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::write, "dst", {}}, {5, vgpu::Access::write, "extra", {}}};
-      REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 5", device.compile(missing));
-      note_ran(device, "buffer_copy", form);
     }
+    // Declarations that agree with the shader run as before; one that disagrees is refused.
+    vgpu::KernelSource declared = corpus_source("buffer_copy", form);
+    declared.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::write, "dst", {}}};
+    vgpu::Kernel checked = device.compile(declared);
+    const auto src = random_floats(40, 3);
+    std::vector<HostBuffer> buffers{host_buffer(0, src), host_buffer(1, std::vector<float>(40, kNaN))};
+    run_once(device, checked, buffers, {}, {1, 1, 1});
+    CHECK(mismatches(buffers[1].as<float>(), src) == 0);
+    vgpu::KernelSource wrong = corpus_source("buffer_copy", form);
+    wrong.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::read, "dst", {}}};
+    REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 1", device.compile(wrong));
+    vgpu::KernelSource missing = corpus_source("buffer_copy", form);
+    missing.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::write, "dst", {}}, {5, vgpu::Access::write, "extra", {}}};
+    REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 5", device.compile(missing));
+  });
 }
 
 TEST_CASE("reduce_tree: two passes, each its own specialisation of one module, in one batch and as one PersistentKernel", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      // Pass 1 sets the local size (constant 1, which also sizes the shared array) through
-      // workgroup_size; pass 2 sets the same constant by its name.
-      vgpu::CompileOptions wide;
-      wide.workgroup_size = {128, 1, 1};
-      vgpu::CompileOptions narrow;
-      narrow.specialize("WG", 32u);
-      vgpu::Kernel pass1 = device.compile(corpus_source("reduce_tree", form), wide);
-      vgpu::Kernel pass2 = device.compile(corpus_source("reduce_tree", form), narrow);
-      for (std::uint32_t n : {1u, 1000u, 16383u}) {
-        INFO("n = " << n);
-        const auto x = random_floats(n, n);
-        const std::uint32_t g1 = groups_for(n, 256);  // ≤ 64: pass 2 folds them in one group of 32
-        vgpu::Buffer in = device.create_buffer(std::uint64_t{n} * 4), partial = device.create_buffer(std::uint64_t{g1} * 4),
-                     out = device.create_buffer(4);
-        device.write(in, x.data(), x.size() * 4);
-        const float nan = kNaN;
-        device.write(out, &nan, 4);
-        vgpu::Batch batch = device.create_batch();
-        batch.dispatch(pass1, device.bind(pass1, {{0, in}, {1, partial}}), vgpu::ParamsBlock::of(Uint1{n}), {g1, 1, 1});
-        batch.dispatch(pass2, device.bind(pass2, {{0, partial}, {1, out}}), vgpu::ParamsBlock::of(Uint1{g1}), {1, 1, 1});
-        device.submit(batch);
-        float got = 0;
-        device.read(out, &got, 4);
-        double want = 0, mag = 0;
-        for (float v : x) want += v, mag += std::abs(v);
-        INFO("got " << got << ", want " << want);
-        CHECK(std::abs(got - want) <= n * kEps32 * mag + 1e-30);
-        // The same two passes as one multi-kernel PersistentKernel.
-        const std::optional<float> persistent = persistent_reduce(device, form, x);
-        if (!persistent) WARN("multi-kernel plans are not in this build: PersistentKernel form of reduce_tree not run");
-        if (persistent) CHECK(std::abs(*persistent - want) <= n * kEps32 * mag + 1e-30);
-      }
-      note_ran(device, "reduce_tree", form);
+  on_every_device_and_form("reduce_tree", [](vgpu::Device& device, Form form) {
+    // Pass 1 sets the local size (constant 1, which also sizes the shared array) through
+    // workgroup_size; pass 2 sets the same constant by its name.
+    vgpu::CompileOptions wide;
+    wide.workgroup_size = {128, 1, 1};
+    vgpu::CompileOptions narrow;
+    narrow.specialize("WG", 32u);
+    vgpu::Kernel pass1 = device.compile(corpus_source("reduce_tree", form), wide);
+    vgpu::Kernel pass2 = device.compile(corpus_source("reduce_tree", form), narrow);
+    for (std::uint32_t n : {1u, 1000u, 16383u}) {
+      INFO("n = " << n);
+      const auto x = random_floats(n, n);
+      const std::uint32_t g1 = groups_for(n, 256);  // ≤ 64: pass 2 folds them in one group of 32
+      vgpu::Buffer in = device.create_buffer(std::uint64_t{n} * 4), partial = device.create_buffer(std::uint64_t{g1} * 4),
+                   out = device.create_buffer(4);
+      device.write(in, x.data(), x.size() * 4);
+      const float nan = kNaN;
+      device.write(out, &nan, 4);
+      vgpu::Batch batch = device.create_batch();
+      batch.dispatch(pass1, device.bind(pass1, {{0, in}, {1, partial}}), vgpu::ParamsBlock::of(Uint1{n}), {g1, 1, 1});
+      batch.dispatch(pass2, device.bind(pass2, {{0, partial}, {1, out}}), vgpu::ParamsBlock::of(Uint1{g1}), {1, 1, 1});
+      device.submit(batch);
+      float got = 0;
+      device.read(out, &got, 4);
+      double want = 0, mag = 0;
+      for (float v : x) want += v, mag += std::abs(v);
+      INFO("got " << got << ", want " << want);
+      CHECK(std::abs(got - want) <= n * kEps32 * mag + 1e-30);
+      // The same two passes as one multi-kernel PersistentKernel.
+      const std::optional<float> persistent = persistent_reduce(device, form, x);
+      if (!persistent) WARN("multi-kernel plans are not in this build: PersistentKernel form of reduce_tree not run");
+      if (persistent) CHECK(std::abs(*persistent - want) <= n * kEps32 * mag + 1e-30);
     }
+  });
 }
 
 TEST_CASE("matmul_vec4_tiled: M, N, K at constant ids 0-2 left at their defaults, then set by id and by name", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      const vgpu::KernelSource source = corpus_source("matmul_vec4_tiled", form);
-      check_matmul(device, device.compile(source), 7, 8, 9);  // the shader's defaults
-      vgpu::CompileOptions by_id;
-      by_id.specialize(0, 33u).specialize(1, 20u).specialize(2, 17u);
-      check_matmul(device, device.compile(source, by_id), 33, 20, 17);
-      vgpu::CompileOptions by_name;
-      by_name.specialize("M", 5u).specialize("N", 4u).specialize("K", 40u).specialize("TILE_K", 8u);
-      check_matmul(device, device.compile(source, by_name), 5, 4, 40);
-      note_ran(device, "matmul_vec4_tiled", form);
-    }
+  on_every_device_and_form("matmul_vec4_tiled", [](vgpu::Device& device, Form form) {
+    const vgpu::KernelSource source = corpus_source("matmul_vec4_tiled", form);
+    check_matmul(device, device.compile(source), 7, 8, 9);  // the shader's defaults
+    vgpu::CompileOptions by_id;
+    by_id.specialize(0, 33u).specialize(1, 20u).specialize(2, 17u);
+    check_matmul(device, device.compile(source, by_id), 33, 20, 17);
+    vgpu::CompileOptions by_name;
+    by_name.specialize("M", 5u).specialize("N", 4u).specialize("K", 40u).specialize("TILE_K", 8u);
+    check_matmul(device, device.compile(source, by_name), 5, 4, 40);
+  });
 }
 
 TEST_CASE("conv2d_nhwc: push-constant shape, filter size at constant ids 10 and 11", "[corpus]") {
@@ -299,208 +311,186 @@ TEST_CASE("conv2d_nhwc: push-constant shape, filter size at constant ids 10 and 
       {{2, 7, 5, 3, 5, 7, 5, 1, 1}, std::nullopt, std::nullopt},  // defaults: 3x3, "same" padding
       {{1, 7, 5, 2, 3, 3, 1, 2, 0}, 2, 5},                        // 2x5, stride 2, no padding
   };
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      for (const Conv& cv : convs) {
-        const ConvShape& s = cv.s;
-        const int kh = cv.kh.value_or(3), kw = cv.kw.value_or(3);
-        INFO("kernel " << kh << "x" << kw << ", stride " << s.stride << ", pad " << s.pad);
-        vgpu::CompileOptions options;
-        if (cv.kh) options.specialize(10, *cv.kh);
-        if (cv.kw) options.specialize("KW", *cv.kw);
-        vgpu::Kernel kernel = device.compile(corpus_source("conv2d_nhwc", form), options);
-        const auto x = random_floats(std::size_t(s.batch) * s.height * s.width * s.in_channels, 11);
-        const auto w = random_floats(std::size_t(kh) * kw * s.in_channels * s.out_channels, 12);
-        const auto bias = random_floats(std::size_t(s.out_channels), 13);
-        const std::size_t total = std::size_t(s.batch) * s.out_height * s.out_width * s.out_channels;
-        std::vector<HostBuffer> buffers{host_buffer(0, x), host_buffer(1, w), host_buffer(2, bias),
-                                        host_buffer(3, std::vector<float>(total, kNaN))};
-        run_once(device, kernel, buffers, vgpu::ParamsBlock::of(s), {groups_for(total, 64), 1, 1});
-        Reference ref;
-        for (int n = 0; n < s.batch; ++n)
-          for (int oy = 0; oy < s.out_height; ++oy)
-            for (int ox = 0; ox < s.out_width; ++ox)
-              for (int f = 0; f < s.out_channels; ++f) {
-                double sum = bias[f], mag = std::abs(bias[f]);
-                int terms = 1;
-                for (int ky = 0; ky < kh; ++ky)
-                  for (int kx = 0; kx < kw; ++kx) {
-                    const int iy = oy * s.stride - s.pad + ky, ix = ox * s.stride - s.pad + kx;
-                    if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width) continue;
-                    for (int c = 0; c < s.in_channels; ++c) {
-                      const double p = double(x[((n * s.height + iy) * s.width + ix) * s.in_channels + c]) *
-                                       w[((ky * kw + kx) * s.in_channels + c) * s.out_channels + f];
-                      sum += p, mag += std::abs(p), ++terms;
-                    }
+  on_every_device_and_form("conv2d_nhwc", [](vgpu::Device& device, Form form) {
+    for (const Conv& cv : convs) {
+      const ConvShape& s = cv.s;
+      const int kh = cv.kh.value_or(3), kw = cv.kw.value_or(3);
+      INFO("kernel " << kh << "x" << kw << ", stride " << s.stride << ", pad " << s.pad);
+      vgpu::CompileOptions options;
+      if (cv.kh) options.specialize(10, *cv.kh);
+      if (cv.kw) options.specialize("KW", *cv.kw);
+      vgpu::Kernel kernel = device.compile(corpus_source("conv2d_nhwc", form), options);
+      const auto x = random_floats(std::size_t(s.batch) * s.height * s.width * s.in_channels, 11);
+      const auto w = random_floats(std::size_t(kh) * kw * s.in_channels * s.out_channels, 12);
+      const auto bias = random_floats(std::size_t(s.out_channels), 13);
+      const std::size_t total = std::size_t(s.batch) * s.out_height * s.out_width * s.out_channels;
+      std::vector<HostBuffer> buffers{host_buffer(0, x), host_buffer(1, w), host_buffer(2, bias),
+                                      host_buffer(3, std::vector<float>(total, kNaN))};
+      run_once(device, kernel, buffers, vgpu::ParamsBlock::of(s), {groups_for(total, 64), 1, 1});
+      Reference ref;
+      for (int n = 0; n < s.batch; ++n)
+        for (int oy = 0; oy < s.out_height; ++oy)
+          for (int ox = 0; ox < s.out_width; ++ox)
+            for (int f = 0; f < s.out_channels; ++f) {
+              double sum = bias[f], mag = std::abs(bias[f]);
+              int terms = 1;
+              for (int ky = 0; ky < kh; ++ky)
+                for (int kx = 0; kx < kw; ++kx) {
+                  const int iy = oy * s.stride - s.pad + ky, ix = ox * s.stride - s.pad + kx;
+                  if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width) continue;
+                  for (int c = 0; c < s.in_channels; ++c) {
+                    const double p = double(x[((n * s.height + iy) * s.width + ix) * s.in_channels + c]) *
+                                     w[((ky * kw + kx) * s.in_channels + c) * s.out_channels + f];
+                    sum += p, mag += std::abs(p), ++terms;
                   }
-                ref.value.push_back(sum);
-                ref.bound.push_back(terms * kEps32 * mag + 1e-30);
-              }
-        const Comparison c = compare(buffers[3].as<float>(), ref);
-        INFO(c.describe());
-        CHECK(c.ok());
-      }
-      note_ran(device, "conv2d_nhwc", form);
+                }
+              ref.value.push_back(sum);
+              ref.bound.push_back(terms * kEps32 * mag + 1e-30);
+            }
+      check_close(buffers[3].as<float>(), ref);
     }
+  });
 }
 
 TEST_CASE("saxpy_push: the shader's own push-constant block and local size 16, workgroup_size left unset", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      const vgpu::KernelSource source = corpus_source("saxpy_push", form);
-      vgpu::Kernel kernel = device.compile(source);
-      for (std::uint32_t n : {1u, 15u, 16u, 17u, 1000u}) {
-        INFO("n = " << n);
-        const auto x = random_floats(n, n), y = random_floats(n, n + 1);
-        std::vector<HostBuffer> buffers{host_buffer(0, x), host_buffer(1, y)};
-        run_once(device, kernel, buffers, vgpu::ParamsBlock::of(SaxpyConstants{1.75f, n}), {groups_for(n, 16), 1, 1});
-        Reference ref;
-        for (std::uint32_t i = 0; i < n; ++i) {
-          ref.value.push_back(1.75 * x[i] + y[i]);
-          ref.bound.push_back(2 * kEps32 * (std::abs(1.75 * x[i]) + std::abs(y[i])) + 1e-30);
-        }
-        const Comparison c = compare(buffers[1].as<float>(), ref);
-        INFO(c.describe());
-        CHECK(c.ok());
-      }
-      // workgroup_size may repeat the shader's size, never contradict it.
-      vgpu::CompileOptions same;
-      same.workgroup_size = {16, 1, 1};
-      CHECK(device.compile(source, same));
-      vgpu::CompileOptions other;
-      other.workgroup_size = {32, 1, 1};
-      REQUIRE_VGPU_ERROR(invalid_argument, "16x1x1", device.compile(source, other));
-      // y in place through a PersistentKernel.
-      constexpr std::uint32_t n = 100;
-      vgpu::KernelPlan plan;
-      plan.source = source;
-      plan.tensors = {{"x", vgpu::DType::f32, {n}, vgpu::Access::read, false},
-                      {"y", vgpu::DType::f32, {n}, vgpu::Access::read_write, false}};
-      plan.steps = {vgpu::PlanStep{{{0, 0}, {1, 1}}, vgpu::ParamsBlock::of(SaxpyConstants{-0.5f, n}), {groups_for(n, 16), 1, 1}}};
-      vgpu::PersistentKernel saxpy(device, plan);
-      const auto x = random_floats(n, 5);
-      auto y = random_floats(n, 6);
-      const auto y0 = y;
-      saxpy({vgpu::TensorArg(x.data(), {n}), vgpu::TensorArg(y.data(), {n})});
+  on_every_device_and_form("saxpy_push", [](vgpu::Device& device, Form form) {
+    const vgpu::KernelSource source = corpus_source("saxpy_push", form);
+    vgpu::Kernel kernel = device.compile(source);
+    for (std::uint32_t n : {1u, 15u, 16u, 17u, 1000u}) {
+      INFO("n = " << n);
+      const auto x = random_floats(n, n), y = random_floats(n, n + 1);
+      std::vector<HostBuffer> buffers{host_buffer(0, x), host_buffer(1, y)};
+      run_once(device, kernel, buffers, vgpu::ParamsBlock::of(SaxpyConstants{1.75f, n}), {groups_for(n, 16), 1, 1});
       Reference ref;
       for (std::uint32_t i = 0; i < n; ++i) {
-        ref.value.push_back(-0.5 * x[i] + y0[i]);
-        ref.bound.push_back(2 * kEps32 * (std::abs(0.5 * x[i]) + std::abs(y0[i])) + 1e-30);
+        ref.value.push_back(1.75 * x[i] + y[i]);
+        ref.bound.push_back(2 * kEps32 * (std::abs(1.75 * x[i]) + std::abs(y[i])) + 1e-30);
       }
-      CHECK(compare(y, ref).ok());
-      note_ran(device, "saxpy_push", form);
+      check_close(buffers[1].as<float>(), ref);
     }
+    // workgroup_size may repeat the shader's size, never contradict it.
+    vgpu::CompileOptions same;
+    same.workgroup_size = {16, 1, 1};
+    CHECK(device.compile(source, same));
+    vgpu::CompileOptions other;
+    other.workgroup_size = {32, 1, 1};
+    REQUIRE_VGPU_ERROR(invalid_argument, "16x1x1", device.compile(source, other));
+    // y in place through a PersistentKernel.
+    constexpr std::uint32_t n = 100;
+    vgpu::KernelPlan plan;
+    plan.source = source;
+    plan.tensors = {{"x", vgpu::DType::f32, {n}, vgpu::Access::read, false},
+                    {"y", vgpu::DType::f32, {n}, vgpu::Access::read_write, false}};
+    plan.steps = {vgpu::PlanStep{{{0, 0}, {1, 1}}, vgpu::ParamsBlock::of(SaxpyConstants{-0.5f, n}), {groups_for(n, 16), 1, 1}}};
+    vgpu::PersistentKernel saxpy(device, plan);
+    const auto x = random_floats(n, 5);
+    auto y = random_floats(n, 6);
+    const auto y0 = y;
+    saxpy({vgpu::TensorArg(x.data(), {n}), vgpu::TensorArg(y.data(), {n})});
+    Reference ref;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ref.value.push_back(-0.5 * x[i] + y0[i]);
+      ref.bound.push_back(2 * kEps32 * (std::abs(0.5 * x[i]) + std::abs(y0[i])) + 1e-30);
+    }
+    CHECK(compare(y, ref).ok());
+  });
 }
 
 TEST_CASE("ubo_scale: parameters in a std140 uniform buffer", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      vgpu::Kernel kernel = device.compile(corpus_source("ubo_scale", form));
-      for (std::uint32_t n : {1u, 33u, 1000u}) {
-        INFO("n = " << n);
-        const auto x = random_floats(n, n);
-        const UboParams p{0.5f, -2.0f, n, 0};
-        std::vector<HostBuffer> buffers{host_buffer(0, std::vector<UboParams>{p}), host_buffer(1, x),
-                                        host_buffer(2, std::vector<float>(n, kNaN))};
-        run_once(device, kernel, buffers, {}, {groups_for(n, 32), 1, 1});
-        Reference ref;
-        for (float v : x) {
-          ref.value.push_back(0.5 * v - 2.0);
-          ref.bound.push_back(2 * kEps32 * (std::abs(0.5 * v) + 2.0));
-        }
-        const Comparison c = compare(buffers[2].as<float>(), ref);
-        INFO(c.describe());
-        CHECK(c.ok());
+  on_every_device_and_form("ubo_scale", [](vgpu::Device& device, Form form) {
+    vgpu::Kernel kernel = device.compile(corpus_source("ubo_scale", form));
+    for (std::uint32_t n : {1u, 33u, 1000u}) {
+      INFO("n = " << n);
+      const auto x = random_floats(n, n);
+      const UboParams p{0.5f, -2.0f, n, 0};
+      std::vector<HostBuffer> buffers{host_buffer(0, std::vector<UboParams>{p}), host_buffer(1, x),
+                                      host_buffer(2, std::vector<float>(n, kNaN))};
+      run_once(device, kernel, buffers, {}, {groups_for(n, 32), 1, 1});
+      Reference ref;
+      for (float v : x) {
+        ref.value.push_back(0.5 * v - 2.0);
+        ref.bound.push_back(2 * kEps32 * (std::abs(0.5 * v) + 2.0));
       }
-      note_ran(device, "ubo_scale", form);
+      check_close(buffers[2].as<float>(), ref);
     }
+  });
 }
 
 TEST_CASE("histogram_atomic: Vulkan memory model, atomics, a shared array sized by constant 7", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      for (std::optional<std::uint32_t> bins : {std::optional<std::uint32_t>{}, std::optional<std::uint32_t>{37u}}) {
-        const std::uint32_t nb = bins.value_or(16u);
-        INFO("BINS = " << nb);
-        vgpu::CompileOptions options;
-        if (bins) options.specialize(7, *bins);
-        auto kernel = compile_unless_refused(device, corpus_source("histogram_atomic", form), options,
-                                             {"VulkanMemoryModel", "memory model"});
-        if (!kernel) break;
-        for (std::uint32_t n : {1u, 1000u, 4099u}) {
-          INFO("n = " << n);
-          const auto keys = random_uints(n, n, 0, 0xFFFFFFFFu);
-          std::vector<HostBuffer> buffers{host_buffer(0, keys), host_buffer(1, std::vector<std::uint32_t>(nb, 0u))};
-          run_once(device, *kernel, buffers, vgpu::ParamsBlock::of(Uint1{n}), {groups_for(n, 64), 1, 1});
-          std::vector<std::uint32_t> want(nb, 0);
-          for (std::uint32_t k : keys) ++want[k % nb];
-          CHECK(mismatches(buffers[1].as<std::uint32_t>(), want) == 0);
-        }
-        if (bins) note_ran(device, "histogram_atomic", form);
+  on_every_device_and_form("histogram_atomic", [](vgpu::Device& device, Form form) -> bool {
+    for (std::optional<std::uint32_t> bins : {std::optional<std::uint32_t>{}, std::optional<std::uint32_t>{37u}}) {
+      const std::uint32_t nb = bins.value_or(16u);
+      INFO("BINS = " << nb);
+      vgpu::CompileOptions options;
+      if (bins) options.specialize(7, *bins);
+      auto kernel = compile_unless_refused(device, corpus_source("histogram_atomic", form), options,
+                                           {"VulkanMemoryModel", "memory model"});
+      if (!kernel) return false;
+      for (std::uint32_t n : {1u, 1000u, 4099u}) {
+        INFO("n = " << n);
+        const auto keys = random_uints(n, n, 0, 0xFFFFFFFFu);
+        std::vector<HostBuffer> buffers{host_buffer(0, keys), host_buffer(1, std::vector<std::uint32_t>(nb, 0u))};
+        run_once(device, *kernel, buffers, vgpu::ParamsBlock::of(Uint1{n}), {groups_for(n, 64), 1, 1});
+        std::vector<std::uint32_t> want(nb, 0);
+        for (std::uint32_t k : keys) ++want[k % nb];
+        CHECK(mismatches(buffers[1].as<std::uint32_t>(), want) == 0);
       }
     }
+    return true;
+  });
 }
 
 TEST_CASE("prefix_sum: blocks of the fixed local size 16, workgroup_size left unset", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      vgpu::Kernel kernel = device.compile(corpus_source("prefix_sum", form));
-      for (std::uint32_t n : {1u, 16u, 17u, 1000u}) {
-        INFO("n = " << n);
-        const std::uint32_t blocks = groups_for(n, 16);
-        const auto in = random_uints(n, n, 0, 1000);
-        std::vector<HostBuffer> buffers{host_buffer(0, in), host_buffer(1, std::vector<std::uint32_t>(n, kPoisonU32)),
-                                        host_buffer(2, std::vector<std::uint32_t>(blocks, kPoisonU32))};
-        run_once(device, kernel, buffers, vgpu::ParamsBlock::of(Uint1{n}), {blocks, 1, 1});
-        std::vector<std::uint32_t> scan(n), sums(blocks, 0);
-        for (std::uint32_t i = 0; i < n; ++i) {
-          scan[i] = in[i] + (i % 16 ? scan[i - 1] : 0u);
-          sums[i / 16] = scan[i];
-        }
-        CHECK(mismatches(buffers[1].as<std::uint32_t>(), scan) == 0);
-        CHECK(mismatches(buffers[2].as<std::uint32_t>(), sums) == 0);
+  on_every_device_and_form("prefix_sum", [](vgpu::Device& device, Form form) {
+    vgpu::Kernel kernel = device.compile(corpus_source("prefix_sum", form));
+    for (std::uint32_t n : {1u, 16u, 17u, 1000u}) {
+      INFO("n = " << n);
+      const std::uint32_t blocks = groups_for(n, 16);
+      const auto in = random_uints(n, n, 0, 1000);
+      std::vector<HostBuffer> buffers{host_buffer(0, in), host_buffer(1, std::vector<std::uint32_t>(n, kPoisonU32)),
+                                      host_buffer(2, std::vector<std::uint32_t>(blocks, kPoisonU32))};
+      run_once(device, kernel, buffers, vgpu::ParamsBlock::of(Uint1{n}), {blocks, 1, 1});
+      std::vector<std::uint32_t> scan(n), sums(blocks, 0);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        scan[i] = in[i] + (i % 16 ? scan[i - 1] : 0u);
+        sums[i / 16] = scan[i];
       }
-      note_ran(device, "prefix_sum", form);
+      CHECK(mismatches(buffers[1].as<std::uint32_t>(), scan) == 0);
+      CHECK(mismatches(buffers[2].as<std::uint32_t>(), sums) == 0);
     }
+  });
 }
 
 TEST_CASE("f16_convert: float16 storage both ways, where the device has 16-bit storage", "[corpus]") {
-  for (vgpu::Device device : devices_under_test())
-    for (Form form : forms()) {
-      INFO(device.info().id() << " " << to_string(form));
-      auto kernel = compile_unless_refused(device, corpus_source("f16_convert", form), {},
-                                           {"StorageBuffer16BitAccess", "16BitAccess", "16-bit", "16bit", "Float16"});
-      if (!kernel) continue;
-      for (std::uint32_t n : {1u, 257u, 1000u}) {
-        INFO("n = " << n);
-        // Multiples of 1/64 and 1/32 below 32 in magnitude: exact in float16 before and after.
-        const auto hk = random_uints(n, n, 0, 4096), fk = random_uints(n, n + 1, 0, 4096);
-        std::vector<std::uint16_t> half_in(n);
-        std::vector<float> float_in(n), want_float(n);
-        std::vector<std::uint16_t> want_half(n);
-        for (std::uint32_t i = 0; i < n; ++i) {
-          const float h = (static_cast<float>(hk[i]) - 2048.0f) / 64.0f;
-          half_in[i] = to_half_exact(h);
-          want_float[i] = 2.0f * h;
-          float_in[i] = (static_cast<float>(fk[i]) - 2048.0f) / 32.0f;
-          want_half[i] = to_half_exact(0.5f * float_in[i]);
-        }
-        std::vector<HostBuffer> buffers{host_buffer(0, half_in), host_buffer(1, std::vector<float>(n, kNaN)),
-                                        host_buffer(2, float_in), host_buffer(3, std::vector<std::uint16_t>(n, kPoisonF16))};
-        run_once(device, *kernel, buffers, vgpu::ParamsBlock::of(Uint1{n}), {groups_for(n, 64), 1, 1});
-        CHECK(mismatches(buffers[1].as<float>(), want_float) == 0);
-        const auto got_half = buffers[3].as<std::uint16_t>();
-        std::vector<float> got(n), want(n);
-        for (std::uint32_t i = 0; i < n; ++i) got[i] = from_half(got_half[i]), want[i] = from_half(want_half[i]);
-        CHECK(mismatches(got, want) == 0);
+  on_every_device_and_form("f16_convert", [](vgpu::Device& device, Form form) -> bool {
+    auto kernel = compile_unless_refused(device, corpus_source("f16_convert", form), {},
+                                         {"StorageBuffer16BitAccess", "16BitAccess", "16-bit", "16bit", "Float16"});
+    if (!kernel) return false;
+    for (std::uint32_t n : {1u, 257u, 1000u}) {
+      INFO("n = " << n);
+      // Multiples of 1/64 and 1/32 below 32 in magnitude: exact in float16 before and after.
+      const auto hk = random_uints(n, n, 0, 4096), fk = random_uints(n, n + 1, 0, 4096);
+      std::vector<std::uint16_t> half_in(n);
+      std::vector<float> float_in(n), want_float(n);
+      std::vector<std::uint16_t> want_half(n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const float h = (static_cast<float>(hk[i]) - 2048.0f) / 64.0f;
+        half_in[i] = to_half_exact(h);
+        want_float[i] = 2.0f * h;
+        float_in[i] = (static_cast<float>(fk[i]) - 2048.0f) / 32.0f;
+        want_half[i] = to_half_exact(0.5f * float_in[i]);
       }
-      note_ran(device, "f16_convert", form);
+      std::vector<HostBuffer> buffers{host_buffer(0, half_in), host_buffer(1, std::vector<float>(n, kNaN)),
+                                      host_buffer(2, float_in), host_buffer(3, std::vector<std::uint16_t>(n, kPoisonF16))};
+      run_once(device, *kernel, buffers, vgpu::ParamsBlock::of(Uint1{n}), {groups_for(n, 64), 1, 1});
+      CHECK(mismatches(buffers[1].as<float>(), want_float) == 0);
+      const auto got_half = buffers[3].as<std::uint16_t>();
+      std::vector<float> got(n), want(n);
+      for (std::uint32_t i = 0; i < n; ++i) got[i] = from_half(got_half[i]), want[i] = from_half(want_half[i]);
+      CHECK(mismatches(got, want) == 0);
     }
+    return true;
+  });
 }
 
 TEST_CASE("every corpus shader compiles unchanged, in both forms, on every device", "[corpus]") {
