@@ -202,7 +202,7 @@ std::optional<float> persistent_reduce(vgpu::Device& device, Form form, const st
 }  // namespace
 
 TEST_CASE("fibonacci: constant id 0 kept at its default, then set; in place", "[corpus]") {
-  on_every_device_and_form("fibonacci", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("fibonacci", [&](vgpu::Device& device, Form form) {
     for (std::uint32_t n : {1u, 17u, 1000u}) {
       check_fibonacci(device, form, n, std::nullopt);
       check_fibonacci(device, form, n, n - n / 4);
@@ -226,7 +226,7 @@ TEST_CASE("fibonacci: constant id 0 kept at its default, then set; in place", "[
 }
 
 TEST_CASE("buffer_copy: vec4 SSBOs at set 0, no params; declared bindings are checked against reflection", "[corpus]") {
-  on_every_device_and_form("buffer_copy", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("buffer_copy", [&](vgpu::Device& device, Form form) {
     vgpu::Kernel kernel = device.compile(corpus_source("buffer_copy", form));
     for (std::uint32_t n : {1u, 255u, 1000u}) {
       INFO("vec4 count " << n);
@@ -253,7 +253,7 @@ TEST_CASE("buffer_copy: vec4 SSBOs at set 0, no params; declared bindings are ch
 }
 
 TEST_CASE("reduce_tree: two passes, each its own specialisation of one module, in one batch and as one PersistentKernel", "[corpus]") {
-  on_every_device_and_form("reduce_tree", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("reduce_tree", [&](vgpu::Device& device, Form form) {
     // Pass 1 sets the local size (constant 1, which also sizes the shared array) through
     // workgroup_size; pass 2 sets the same constant by its name.
     vgpu::CompileOptions wide;
@@ -290,7 +290,7 @@ TEST_CASE("reduce_tree: two passes, each its own specialisation of one module, i
 }
 
 TEST_CASE("matmul_vec4_tiled: M, N, K at constant ids 0-2 left at their defaults, then set by id and by name", "[corpus]") {
-  on_every_device_and_form("matmul_vec4_tiled", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("matmul_vec4_tiled", [&](vgpu::Device& device, Form form) {
     const vgpu::KernelSource source = corpus_source("matmul_vec4_tiled", form);
     check_matmul(device, device.compile(source), 7, 8, 9);  // the shader's defaults
     vgpu::CompileOptions by_id;
@@ -311,7 +311,7 @@ TEST_CASE("conv2d_nhwc: push-constant shape, filter size at constant ids 10 and 
       {{2, 7, 5, 3, 5, 7, 5, 1, 1}, std::nullopt, std::nullopt},  // defaults: 3x3, "same" padding
       {{1, 7, 5, 2, 3, 3, 1, 2, 0}, 2, 5},                        // 2x5, stride 2, no padding
   };
-  on_every_device_and_form("conv2d_nhwc", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("conv2d_nhwc", [&](vgpu::Device& device, Form form) {
     for (const Conv& cv : convs) {
       const ConvShape& s = cv.s;
       const int kh = cv.kh.value_or(3), kw = cv.kw.value_or(3);
@@ -353,7 +353,7 @@ TEST_CASE("conv2d_nhwc: push-constant shape, filter size at constant ids 10 and 
 }
 
 TEST_CASE("saxpy_push: the shader's own push-constant block and local size 16, workgroup_size left unset", "[corpus]") {
-  on_every_device_and_form("saxpy_push", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("saxpy_push", [&](vgpu::Device& device, Form form) {
     const vgpu::KernelSource source = corpus_source("saxpy_push", form);
     vgpu::Kernel kernel = device.compile(source);
     for (std::uint32_t n : {1u, 15u, 16u, 17u, 1000u}) {
@@ -397,7 +397,7 @@ TEST_CASE("saxpy_push: the shader's own push-constant block and local size 16, w
 }
 
 TEST_CASE("ubo_scale: parameters in a std140 uniform buffer", "[corpus]") {
-  on_every_device_and_form("ubo_scale", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("ubo_scale", [&](vgpu::Device& device, Form form) {
     vgpu::Kernel kernel = device.compile(corpus_source("ubo_scale", form));
     for (std::uint32_t n : {1u, 33u, 1000u}) {
       INFO("n = " << n);
@@ -417,7 +417,7 @@ TEST_CASE("ubo_scale: parameters in a std140 uniform buffer", "[corpus]") {
 }
 
 TEST_CASE("histogram_atomic: Vulkan memory model, atomics, a shared array sized by constant 7", "[corpus]") {
-  on_every_device_and_form("histogram_atomic", [](vgpu::Device& device, Form form) -> bool {
+  on_every_device_and_form("histogram_atomic", [&](vgpu::Device& device, Form form) -> bool {
     for (std::optional<std::uint32_t> bins : {std::optional<std::uint32_t>{}, std::optional<std::uint32_t>{37u}}) {
       const std::uint32_t nb = bins.value_or(16u);
       INFO("BINS = " << nb);
@@ -441,7 +441,7 @@ TEST_CASE("histogram_atomic: Vulkan memory model, atomics, a shared array sized 
 }
 
 TEST_CASE("prefix_sum: blocks of the fixed local size 16, workgroup_size left unset", "[corpus]") {
-  on_every_device_and_form("prefix_sum", [](vgpu::Device& device, Form form) {
+  on_every_device_and_form("prefix_sum", [&](vgpu::Device& device, Form form) {
     vgpu::Kernel kernel = device.compile(corpus_source("prefix_sum", form));
     for (std::uint32_t n : {1u, 16u, 17u, 1000u}) {
       INFO("n = " << n);
@@ -462,7 +462,7 @@ TEST_CASE("prefix_sum: blocks of the fixed local size 16, workgroup_size left un
 }
 
 TEST_CASE("f16_convert: float16 storage both ways, where the device has 16-bit storage", "[corpus]") {
-  on_every_device_and_form("f16_convert", [](vgpu::Device& device, Form form) -> bool {
+  on_every_device_and_form("f16_convert", [&](vgpu::Device& device, Form form) -> bool {
     auto kernel = compile_unless_refused(device, corpus_source("f16_convert", form), {},
                                          {"StorageBuffer16BitAccess", "16BitAccess", "16-bit", "16bit", "Float16"});
     if (!kernel) return false;

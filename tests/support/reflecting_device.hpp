@@ -33,10 +33,10 @@ namespace detail {
 class ReflectedKernel final : public vgpu::KernelImpl {
  public:
   ReflectedKernel(std::unique_ptr<vgpu::KernelImpl> inner, std::optional<vgpu::KernelReflection> r)
-      : inner(std::move(inner)), reflected(std::move(r)) {}
-  const vgpu::KernelReflection* reflection() const override { return reflected ? &*reflected : nullptr; }
+      : inner(std::move(inner)) {
+    reflected = std::move(r);  // KernelImpl::reflection() reports it
+  }
   std::unique_ptr<vgpu::KernelImpl> inner;
-  std::optional<vgpu::KernelReflection> reflected;
 };
 
 class ReflectingDevice final : public ForwardingDevice {
