@@ -13,14 +13,8 @@ namespace {
 
 using std::to_string;
 
-std::string access_name(Access a) {
-  switch (a) {
-    case Access::read: return "read";
-    case Access::write: return "write";
-    case Access::read_write: return "read_write";
-  }
-  return "?";
-}
+// The access's name ("read", "write", "read_write"), as a string to join messages with.
+std::string access_name(Access a) { return std::string(vgpu::to_string(a)); }
 
 // How the shader declares the binding, in its own words.
 std::string shader_words(const ReflectedBinding& r) {
