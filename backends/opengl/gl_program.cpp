@@ -34,15 +34,21 @@ std::string trimmed(std::string log) {
   return log.empty() ? "(the driver gave no log)" : log;
 }
 
-std::string program_log(GLuint program) {
+// Reads an object's info log through GL's two-call pattern (get_iv for the length, get_log for
+// the text), trimmed: one reader for shaders and programs.
+template <class GetIv, class GetLog>
+std::string info_log(GLuint object, GetIv get_iv, GetLog get_log) {
   GLint length = 0;
-  glGetProgramiv(program, GL_INFO_LOG_LENGTH, &length);
+  get_iv(object, GL_INFO_LOG_LENGTH, &length);
   std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
   GLsizei got = 0;
-  glGetProgramInfoLog(program, static_cast<GLsizei>(log.size()), &got, log.data());
+  get_log(object, static_cast<GLsizei>(log.size()), &got, log.data());
   log.resize(static_cast<std::size_t>(got));
   return trimmed(std::move(log));
 }
+
+// Returns the program's link log.
+std::string program_log(GLuint program) { return info_log(program, glGetProgramiv, glGetProgramInfoLog); }
 
 // assemble_glsl writes "#version 450"; a 4.3/4.4 context only knows GLSL 430/440, where the
 // built-ins compile unchanged (kernels using 4.50-only features then fail with compile_error).
@@ -71,15 +77,7 @@ GLuint program_from_binary_w(const Bytes& payload, const std::vector<GLint>& for
 
 }  // namespace
 
-std::string shader_log(GLuint shader) {
-  GLint length = 0;
-  glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
-  std::string log(static_cast<std::size_t>(std::max(length, 1)), '\0');
-  GLsizei got = 0;
-  glGetShaderInfoLog(shader, static_cast<GLsizei>(log.size()), &got, log.data());
-  log.resize(static_cast<std::size_t>(got));
-  return trimmed(std::move(log));
-}
+std::string shader_log(GLuint shader) { return info_log(shader, glGetShaderiv, glGetShaderInfoLog); }
 
 GLuint compile_text_w(const std::string& name, const std::string& text, std::string_view fix) {
   const GLuint shader = glCreateShader(GL_COMPUTE_SHADER);
