@@ -15,6 +15,7 @@
 #include "vgpu/ops.hpp"
 #include "vgpu/params.hpp"
 #include "vgpu/persistent_kernel.hpp"
+#include "vgpu/persistent_queue.hpp"
 #include "vgpu/runtime.hpp"
 #include "vgpu/selection.hpp"
 #include "vgpu/types.hpp"

@@ -204,6 +204,16 @@ class DeviceImpl {
     lost_.store(true, std::memory_order_release);
   }
 
+  /// Test hook (vgpu::testing::force_device_lost with LossPoint::next_wait): arms a simulated
+  /// loss that the backend's next wait for submitted work (submit of a synchronous backend,
+  /// synchronize, a read, round_trip) reports exactly as its API reports a real one — Vulkan as
+  /// VK_ERROR_DEVICE_LOST, CUDA as a sticky CUDA_ERROR_ILLEGAL_ADDRESS, OpenGL as a context
+  /// reset, the CPU as a failed workgroup — so the backend's own detection path runs. Any thread.
+  void inject_loss() noexcept { injected_loss_.store(true, std::memory_order_release); }
+  /// Returns true once, when a simulated loss is armed (the backend then reports the loss);
+  /// backends call it in their wait paths. Any thread.
+  bool take_injected_loss() noexcept { return injected_loss_.exchange(false, std::memory_order_acq_rel); }
+
   /// Marks the calling thread as running this device's kernel code (a CPU workgroup) while it
   /// lives: core refuses a call on the device from there (it holds the device's call lock for
   /// the dispatch, so the call would wait for itself) with invalid_argument. Nests.
@@ -256,6 +266,7 @@ class DeviceImpl {
   Counters detached_;  // backend objects can outlive the DeviceCore that owned the counters
   std::atomic<std::int64_t> timeout_ms_;
   std::atomic<bool> lost_{false};
+  std::atomic<bool> injected_loss_{false};
   mutable std::mutex lost_mutex_;
   bool abandoned_ = false;  // settle() gave up: work outlived a bounded wait (call lock or destructor only)
   std::string lost_reason_;

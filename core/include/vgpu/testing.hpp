@@ -1,0 +1,23 @@
+// vgpu/testing.hpp — hooks for tests of code built on vgpu (not for production use).
+#pragma once
+
+#include "vgpu/device.hpp"
+
+namespace vgpu::testing {
+
+/// When a simulated device loss strikes.
+enum class LossPoint {
+  now,        ///< the device is marked lost at once, as after a driver report between two calls
+  next_wait,  ///< the backend's next wait for submitted work reports the loss as its API would
+};
+
+/// FOR TESTS ONLY. Simulates losing device, on every backend, so that code built on vgpu can
+/// test its handling of device loss (the design's force_device_lost()). LossPoint::now marks the
+/// device lost (Device::lost() turns true; counters().device_losses grows); LossPoint::next_wait
+/// arms the backend so that its next wait for submitted work reports the loss through the
+/// backend's own detection path (DeviceImpl::inject_loss), i.e. a loss during a run. Either way
+/// the next call on the device recreates it (counters().recoveries grows): see Device for what
+/// recovery restores. Throws invalid_argument for an empty handle. Thread-safety: any thread.
+void force_device_lost(const Device& device, LossPoint when = LossPoint::now);
+
+}  // namespace vgpu::testing
