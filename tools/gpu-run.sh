@@ -3,9 +3,11 @@
 #
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
 #                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
-#   tools/gpu-run.sh remote   (there, from the repo root, with $OUT set) run the probe, every
-#                             test program per backend, the GPU and selection benchmarks and the
-#                             probe's bench/select; logs go to $OUT
+#   tools/gpu-run.sh remote [all|tests]
+#                             (there, from the repo root, with $OUT set) run the probe, every
+#                             test program per backend, then (all, the default) the GPU, dispatch,
+#                             queue, recovery and selection benchmarks and the probe's bench/select,
+#                             or (tests) only the queue and recovery benchmarks; logs go to $OUT
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote".
 # CI never calls this script.
@@ -19,7 +21,8 @@ stage() {
   mkdir -p "$stage_dir/bin" "$stage_dir/lib"
   grep -qx "/$stage_dir/" .git/info/exclude 2>/dev/null || echo "/$stage_dir/" >> .git/info/exclude
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
-           build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select; do
+           build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select \
+           build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -41,6 +44,8 @@ stage() {
 
 remote() {
   : "${OUT:?remote mode needs OUT (the device tool sets it)}"
+  local what=${1:-all}
+  case $what in all|tests) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
   export LD_LIBRARY_PATH=$PWD/$stage_dir/lib:${LD_LIBRARY_PATH:-}
   export VGPU_CACHE_DIR=/tmp/vgpu-cache MESA_SHADER_CACHE_DIR=/tmp/mesa-cache
@@ -85,8 +90,20 @@ remote() {
       summary+=("$(basename "$t"): $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
     done
   } > "$OUT/tests.txt" 2>&1
+  # The queue against separate calls, recovery against a cold start, the hot path: one file
+  # (at most 8 files come back).
+  {
+    for b in queue recovery; do
+      echo "=== vgpu-bench-$b"
+      if [ -x "$bin/vgpu-bench-$b" ]; then "$bin/vgpu-bench-$b" || echo "bench-$b failed"; else echo "not built"; fi
+    done
+    if [ "$what" = all ]; then echo "=== vgpu-bench-dispatch --quick"; "$bin/vgpu-bench-dispatch" --quick || true; fi
+  } > "$OUT/bench-calls.txt" 2>&1
+  if [ "$what" = tests ]; then
+    printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+    return
+  fi
   "$bin/vgpu-bench-gpu" --json "$OUT/bench-gpu.json" > "$OUT/bench-gpu.txt" 2>&1 || echo "bench-gpu failed" >> "$OUT/bench-gpu.txt"
-  "$bin/vgpu-bench-dispatch" --quick > "$OUT/bench-dispatch.txt" 2>&1 || true
   # Device selection: the op × size table, then the probe's per-device bench and one select
   # (the second select in a new process reads the persisted choice).
   {
@@ -102,6 +119,6 @@ remote() {
 
 case "${1:-}" in
   stage) stage ;;
-  remote) remote ;;
+  remote) remote "${2:-all}" ;;
   *) echo "usage: tools/gpu-run.sh stage|remote" >&2; exit 2 ;;
 esac
