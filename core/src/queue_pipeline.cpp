@@ -130,9 +130,13 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
 
   // Grow both buffers before touching the pipeline's state, so a failure leaves it as it was.
   if (need_in > r.in_bytes || need_out > r.out_bytes) {
+    // Doubling from the current size (kMinCapacityBytes at first) until it holds need: a queue
+    // that keeps growing reallocates O(log n) times. Never past the device's buffer limit.
     auto grown = [&](std::uint64_t have, std::uint64_t need) {
       if (need <= have) return have;
-      return std::min(std::max({need, have * 2, kMinCapacityBytes}), std::max(r.buffer_limit, need));
+      std::uint64_t cap = std::max(have, kMinCapacityBytes);
+      while (cap < need) cap *= 2;
+      return std::min(cap, std::max(r.buffer_limit, need));
     };
     const std::uint64_t in_cap = grown(r.in_bytes, need_in), out_cap = grown(r.out_bytes, need_out);
     Buffer in = r.in, out = r.out;

@@ -6,10 +6,13 @@
 // and a program that runs many different kernels should not keep them all. A pipeline being
 // run by another thread stays alive while it runs (shared ownership).
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <list>
 #include <memory>
 #include <mutex>
 
+#include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/persistent_queue.hpp"
 #include "vgpu/runtime.hpp"
@@ -37,8 +40,18 @@ std::list<Entry> g_pipelines;  // most recently used first
 
 std::shared_ptr<QueuePipeline> pipeline_for(const Device& device, const KernelSource& kernel,
                                             const QueueConfig& config) {
-  // The key of the kernel as this device compiles it (an L1 lookup after the first time).
-  const std::string key = Device(device).compile(kernel, config.options).key_hex();
+  const DialectSource* code = kernel.pick(device.info().dialects);
+  if (code == nullptr) return std::make_shared<QueuePipeline>(device, kernel, config);  // throws not_supported
+  // The kernel's cache key, computed without compiling: a CPU callable bypasses L1, so
+  // compiling to learn the key would build it on every run.
+  std::string key = cache::make_kernel_key(kernel, *code, config.options, device.info().fingerprint).hex();
+  if (code->fn) {
+    // The key cannot see a callable's code: add its type (unique per lambda expression) and,
+    // for a plain function, its address. Captured state is the caller's: bump the version.
+    key += std::string("|") + code->fn.target_type().name();
+    if (auto* f = code->fn.target<void (*)(const CpuWorkgroup&)>())
+      key += "@" + std::to_string(reinterpret_cast<std::uintptr_t>(*f));
+  }
   {
     std::lock_guard lock(g_mutex);
     for (auto it = g_pipelines.begin(); it != g_pipelines.end(); ++it)
