@@ -116,7 +116,13 @@ void print_self_test_line(std::ostream& os, const DeviceInfo& info, const SelfTe
   char err[64];
   std::snprintf(err, sizeof err, "max_abs_error %.3g (limit %.3g)", r.max_abs_error, r.tolerance);
   os << "  " << err << "  " << format_seconds(r.seconds) << " (build " << format_seconds(r.build_seconds) << ", run "
-     << format_seconds(r.run_seconds) << ")\n";
+     << format_seconds(r.run_seconds) << ")";
+  if (!r.queue_error.empty())
+    os << "  queue: error: " << r.queue_error;
+  else
+    os << "  queue: " << kQueueSelfTestItems << " items, " << r.queue_launches << " launch"
+       << (r.queue_launches == 1 ? "" : "es") << ", " << (r.queue_passed ? "right" : "WRONG");
+  os << "\n";
 }
 
 nlohmann::ordered_json to_json(const BackendStatus& s) {
@@ -131,6 +137,10 @@ nlohmann::ordered_json to_json(const SelfTestResult& r) {
       {"passed", r.passed},   {"max_abs_error", r.max_abs_error}, {"tolerance", r.tolerance},
       {"seconds", r.seconds}, {"build_seconds", r.build_seconds}, {"run_seconds", r.run_seconds}};
   j["error"] = r.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.error);
+  j["queue"] = {{"passed", r.queue_passed},
+                {"items", kQueueSelfTestItems},
+                {"launches", r.queue_launches},
+                {"error", r.queue_error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.queue_error)}};
   return j;
 }
 

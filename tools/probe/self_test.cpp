@@ -11,6 +11,8 @@
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/persistent_kernel.hpp"
+#include "vgpu/persistent_queue.hpp"
+#include "vgpu/queue_kernels.hpp"
 
 namespace vgpu::probe {
 namespace {
@@ -39,18 +41,38 @@ std::vector<double> reference_matmul(const std::vector<float>& a, const std::vec
   return c;
 }
 
+/// Runs the add-one queue on dev: kQueueSelfTestItems items, ids out of order, one launch.
+void queue_self_test(Device& dev, SelfTestResult& r) {
+  try {
+    QueuePipeline pipeline(dev, queue_add_one_kernel());
+    PersistentQueue q;
+    for (std::uint32_t i = 0; i < kQueueSelfTestItems; ++i) q.push_value(1000 - 7 * i, 3 * i * i + 1);
+    const QueueReport report = pipeline.run(q);
+    r.queue_launches = report.kernel_launches;
+    bool right = report.results.size() == q.size() && report.kernel_launches == 1;
+    for (std::uint32_t i = 0; right && i < q.size(); ++i)
+      right = report.results[i].id == q.id(i) && report.results[i].payload.size() == 4 &&
+              report.results[i].as<std::uint32_t>() == 3 * i * i + 2;
+    r.queue_passed = right;
+  } catch (const Error& e) {
+    r.queue_error = e.what();
+  }
+}
+
 }  // namespace
 
 std::string self_test_description() {
   std::ostringstream os;
   os << kSelfTestSize << "x" << kSelfTestSize << "x" << kSelfTestSize
-     << " float32 matmul, random inputs in [-1,1] (seed " << kSelfTestSeed << "), against a double-precision reference";
+     << " float32 matmul, random inputs in [-1,1] (seed " << kSelfTestSeed << "), against a double-precision reference;\n  "
+     << "an add-one queue of " << kQueueSelfTestItems << " u32 items (docs/queue.md)";
   return os.str();
 }
 
 std::string self_test_criterion() {
   std::ostringstream os;
-  os << "PASS when max|C-ref| <= " << kSelfTestRelTol << " * max(1, max|ref|)";
+  os << "PASS when max|C-ref| <= " << kSelfTestRelTol << " * max(1, max|ref|) and every queue item comes back +1, "
+     << "by id, from one launch";
   return os.str();
 }
 
@@ -75,6 +97,7 @@ SelfTestResult run_self_test(Runtime& runtime, const DeviceInfo& device) {
     const auto run_start = Clock::now();
     kernel({TensorArg(a.data(), {n, n}), TensorArg(b.data(), {n, n}), TensorArg(c.data(), {n, n})});
     r.run_seconds = seconds_since(run_start);
+    queue_self_test(dev, r);
   } catch (const Error& e) {
     r.seconds = seconds_since(start);
     r.error = e.what();
@@ -88,7 +111,7 @@ SelfTestResult run_self_test(Runtime& runtime, const DeviceInfo& device) {
     r.max_abs_error = std::max(r.max_abs_error, std::abs(static_cast<double>(c[i]) - ref[i]));
   }
   // NaN never compares greater, so a non-finite output must fail explicitly.
-  r.passed = finite && r.max_abs_error <= r.tolerance;
+  r.passed = finite && r.max_abs_error <= r.tolerance && r.queue_passed;
   if (!finite) r.max_abs_error = INFINITY;
   return r;
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <span>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "vgpu/device.hpp"
@@ -101,8 +102,7 @@ class PersistentQueue {
   std::vector<std::uint64_t> ids_;
   std::vector<std::uint64_t> starts_;  // byte offset of each payload in bytes_ (size()+1 entries)
   std::vector<std::byte> bytes_;       // the payloads, back to back
-  std::vector<std::uint64_t> sorted_ids_;  // for the duplicate check (kept sorted lazily)
-  std::size_t sorted_upto_ = 0;
+  std::unordered_set<std::uint64_t> seen_;  // the ids, for the duplicate check
 };
 
 /// How a queue kernel runs. A plain value.
@@ -138,8 +138,16 @@ struct QueueResult {
 };
 
 /// What one queue run did: its launches and one result per item, in queue order.
-/// A plain value (results point into storage, which moves with it).
+/// A plain value (results point into storage, which moves with it; a copy points into its own).
 struct QueueReport {
+  QueueReport() = default;
+  /// Copies other, pointing the copy's results into the copy's storage.
+  QueueReport(const QueueReport& other);
+  /// Replaces this with a copy of other (results point into this storage).
+  QueueReport& operator=(const QueueReport& other);
+  QueueReport(QueueReport&&) noexcept = default;
+  QueueReport& operator=(QueueReport&&) noexcept = default;
+
   std::uint64_t kernel_launches = 0;  ///< dispatches made (0 for an empty queue)
   std::uint64_t round_trips = 0;      ///< uploads + read-backs (1 unless buffer limits split the queue)
   std::vector<QueueResult> results;   ///< one per item, in queue order
@@ -174,8 +182,14 @@ class QueuePipeline {
   /// Returns the number of runs so far.
   std::uint64_t runs() const;
 
+  /// Closes the pipeline (its buffers go once the device has finished with them).
+  ~QueuePipeline();
+  QueuePipeline(const QueuePipeline&) = delete;
+  QueuePipeline& operator=(const QueuePipeline&) = delete;
+
  private:
   struct Resources;
+  QueueReport run_once(const PersistentQueue& queue);  // one attempt; mutex_ held
   Device device_;
   KernelSource source_;
   QueueConfig config_;

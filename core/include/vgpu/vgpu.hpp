@@ -16,6 +16,7 @@
 #include "vgpu/params.hpp"
 #include "vgpu/persistent_kernel.hpp"
 #include "vgpu/persistent_queue.hpp"
+#include "vgpu/queue_kernels.hpp"
 #include "vgpu/runtime.hpp"
 #include "vgpu/selection.hpp"
 #include "vgpu/types.hpp"

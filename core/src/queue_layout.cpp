@@ -1,0 +1,94 @@
+// core/src/queue_layout.cpp — packing tables and splitting a queue (queue_layout.hpp).
+#include "queue_layout.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "vgpu/error.hpp"
+
+namespace vgpu::detail {
+
+namespace {
+
+constexpr std::uint64_t words_of(std::uint64_t bytes) { return (bytes + 3) / 4; }
+
+// Offsets in the tables are 32-bit word counts: no buffer may hold more words than that.
+constexpr std::uint64_t kMaxWords = 0xFFFFFFFFull;
+
+std::uint64_t buffer_word_limit(const QueueLimits& limits) {
+  const std::uint64_t by_device = limits.max_buffer_bytes == 0 ? kMaxWords : limits.max_buffer_bytes / 4;
+  return std::min(by_device, kMaxWords);
+}
+
+}  // namespace
+
+std::uint32_t queue_out_capacity(const PersistentQueue& queue, std::size_t i, const QueueLimits& limits) {
+  return limits.output_bytes != 0 ? limits.output_bytes : static_cast<std::uint32_t>(queue.payload(i).size());
+}
+
+std::vector<QueueChunk> plan_queue(const PersistentQueue& queue, const QueueLimits& limits,
+                                   const std::string& device_id) {
+  std::vector<QueueChunk> chunks;
+  const std::uint64_t limit = buffer_word_limit(limits);
+  const std::uint64_t guard = 2ull * limits.guard_entries;
+  const std::uint64_t n = queue.size();
+  QueueChunk cur;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t in_w = 4 + words_of(queue.payload(i).size());
+    const std::uint64_t out_w = 2 + words_of(queue_out_capacity(queue, i, limits));
+    if (in_w > limit || out_w + guard > limit)
+      fail(ErrorCategory::invalid_argument,
+           "item id " + std::to_string(queue.id(i)) + " (position " + std::to_string(i) + ") needs " +
+               std::to_string(std::max(in_w, out_w + guard) * 4) + " bytes of one buffer (its payload is " +
+               std::to_string(queue.payload(i).size()) + " bytes, its output capacity " +
+               std::to_string(queue_out_capacity(queue, i, limits)) + "), more than " + device_id +
+               " allows in one buffer (" + std::to_string(limit * 4) + " bytes).",
+           "split that payload over several items, or lower QueueConfig::output_bytes.");
+    if (cur.count > 0 && (cur.in_words + in_w > limit || cur.out_words + out_w > limit)) {
+      chunks.push_back(std::move(cur));
+      cur = QueueChunk{};
+    }
+    if (cur.count == 0) {
+      cur.first = i;
+      cur.out_words = guard;
+    }
+    ++cur.count;
+    cur.in_words += in_w;
+    cur.out_words += out_w;
+  }
+  if (cur.count > 0) chunks.push_back(std::move(cur));
+  const std::uint64_t per_launch = std::max<std::uint64_t>(limits.max_items_per_launch, 1);
+  for (QueueChunk& c : chunks)
+    for (std::uint64_t base = 0; base < c.count; base += per_launch)
+      c.launches.push_back(QueueLaunch{static_cast<std::uint32_t>(base),
+                                       static_cast<std::uint32_t>(std::min(per_launch, c.count - base))});
+  return chunks;
+}
+
+void pack_queue_chunk(const PersistentQueue& queue, const QueueChunk& chunk, const QueueLimits& limits,
+                      std::vector<std::uint32_t>& words) {
+  words.resize(chunk.in_words);
+  const std::uint64_t guard = 2ull * limits.guard_entries;
+  std::uint64_t in_at = 4 * chunk.count;             // payloads follow the entries
+  std::uint64_t out_at = 2 * chunk.count + guard;    // output areas follow the results and the guard
+  for (std::uint64_t j = 0; j < chunk.count; ++j) {
+    const std::size_t i = static_cast<std::size_t>(chunk.first + j);
+    const std::span<const std::byte> p = queue.payload(i);
+    const std::uint32_t cap = queue_out_capacity(queue, i, limits);
+    std::uint32_t* e = &words[4 * j];
+    e[0] = static_cast<std::uint32_t>(in_at);
+    e[1] = static_cast<std::uint32_t>(p.size());
+    e[2] = static_cast<std::uint32_t>(out_at);
+    e[3] = cap;
+    const std::uint64_t w = words_of(p.size());
+    if (w > 0) {
+      words[in_at + w - 1] = 0;  // the padding of the last word is zero
+      std::memcpy(&words[in_at], p.data(), p.size());
+    }
+    in_at += w;
+    out_at += words_of(cap);
+  }
+}
+
+}  // namespace vgpu::detail

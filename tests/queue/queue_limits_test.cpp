@@ -1,0 +1,133 @@
+// tests/queue/queue_limits_test.cpp — the queue against device limits it cannot meet here with a
+// real device: a reservation that fails (an injected out-of-memory), a buffer limit that splits
+// a queue into several round trips and refuses one payload too large for it, and a group-count
+// limit that splits launches. Each runs on a test device over the CPU device, so only in the
+// queue.cpu run (the other kinds would run the same thing again).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "queue/queue_suite.hpp"
+#include "support/expect_error.hpp"
+#include "support/queue_test_kernel.hpp"
+#include "support/test_backend.hpp"
+
+namespace vgpu_test {
+namespace {
+
+bool cpu_under_test() {
+  for (const vgpu::Device& d : queue_devices())
+    if (d.info().backend == vgpu::BackendKind::cpu) return true;
+  return false;
+}
+
+// A backend whose one device is the CPU device with a small buffer limit and group-count limit.
+class LimitedBackend final : public vgpu::ComputeBackend {
+ public:
+  LimitedBackend(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x)
+      : cpu_(vgpu::make_cpu_backend()), max_buffer_(max_buffer_bytes), max_groups_(max_groups_x) {}
+  vgpu::BackendKind kind() const noexcept override { return kTestBackend; }
+  std::string name() const override { return "test"; }
+  vgpu::BackendStatus status() override { return {kTestBackend, true, true, {}}; }
+  std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }
+  std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t) override {
+    return std::make_unique<ForwardingDevice>(cpu_->open(0), info());
+  }
+
+ private:
+  vgpu::DeviceInfo info() const {
+    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
+    d.backend = kTestBackend;
+    d.index = 0;
+    d.name = "limited test device";
+    d.limits.max_buffer_bytes = max_buffer_;
+    d.limits.max_workgroup_count[0] = max_groups_;
+    d.fingerprint = vgpu::make_fingerprint({{"queue_limited", std::to_string(max_buffer_) + "/" + std::to_string(max_groups_)}});
+    return d;
+  }
+  std::unique_ptr<vgpu::ComputeBackend> cpu_;
+  std::uint64_t max_buffer_;
+  std::uint32_t max_groups_;
+};
+
+vgpu::RuntimeOptions limited_options(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x) {
+  vgpu::RuntimeOptions o;
+  o.backends.push_back(std::make_shared<LimitedBackend>(max_buffer_bytes, max_groups_x));
+  return o;
+}
+
+vgpu::PersistentQueue counting_queue(std::size_t n) {
+  vgpu::PersistentQueue q;
+  for (std::size_t i = 0; i < n; ++i) q.push_value(3 * i + 1, static_cast<std::uint32_t>(i));
+  return q;
+}
+
+void check_counting(const vgpu::QueueReport& r, const vgpu::PersistentQueue& q) {
+  REQUIRE(r.results.size() == q.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    wrong += r.results[i].id != q.id(i) || r.results[i].as<std::uint32_t>() != i + 1;
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("queue: a reservation the device cannot make fails with 'split the queue', then runs", "[queue]") {
+  if (!cpu_under_test()) return;
+  auto knobs = test_device(0, "queue-oom");
+  vgpu::Runtime rt(test_runtime_options({knobs}));
+  vgpu::Device device = rt.open("test:0");
+  vgpu::QueuePipeline pipeline(device, vgpu::queue_add_one_kernel());
+  const vgpu::PersistentQueue q = counting_queue(1000);
+  knobs->fail_alloc = true;
+  REQUIRE_VGPU_ERROR(out_of_memory, "split the queue", pipeline.run(q));
+  CHECK(q.size() == 1000);
+  knobs->fail_alloc = false;
+  check_counting(pipeline.run(q), q);
+  // Grown once, a queue of the same size needs no allocation, so the knob no longer matters.
+  knobs->fail_alloc = true;
+  check_counting(pipeline.run(q), q);
+  // A larger one must grow: it fails, and the pipeline still runs the smaller one afterwards.
+  const vgpu::PersistentQueue larger = counting_queue(100000);
+  REQUIRE_VGPU_ERROR(out_of_memory, "split the queue", pipeline.run(larger));
+  check_counting(pipeline.run(q), q);
+}
+
+TEST_CASE("queue: a buffer limit splits the queue into round trips and refuses a payload larger than it", "[queue]") {
+  if (!cpu_under_test()) return;
+  constexpr std::uint64_t limit = 64 * 1024;
+  vgpu::Runtime rt(limited_options(limit, 65535));
+  vgpu::Device device = rt.open("test:0");
+  vgpu::QueuePipeline pipeline(device, vgpu::queue_add_one_kernel());
+  // 20 bytes of `in` per item: 10 000 items need 200 000 bytes, at least 4 round trips.
+  const vgpu::PersistentQueue q = counting_queue(10000);
+  const auto r = pipeline.run(q);
+  CHECK(r.round_trips == 4);
+  CHECK(r.kernel_launches == 4);
+  check_counting(r, q);
+  vgpu::PersistentQueue huge;
+  huge.push_value(1, std::uint32_t{1});
+  huge.push(99, std::vector<std::byte>(limit));
+  REQUIRE_VGPU_ERROR(invalid_argument, "item id 99 (position 1)", pipeline.run(huge));
+  check_counting(pipeline.run(q), q);
+}
+
+TEST_CASE("queue: a group-count limit splits a local-size-1 kernel into the fewest launches", "[queue]") {
+  if (!cpu_under_test()) return;
+  vgpu::Runtime rt(limited_options(0, 1000));
+  vgpu::Device device = rt.open("test:0");
+  vgpu::QueueConfig c;
+  c.options.workgroup_size = {1, 1, 1};
+  vgpu::QueuePipeline pipeline(device, vgpu::queue_add_one_kernel(), c);
+  const vgpu::PersistentQueue q = counting_queue(100000);
+  const auto r = pipeline.run(q);
+  CHECK(r.kernel_launches == 100);
+  CHECK(r.round_trips == 1);
+  check_counting(r, q);
+  const vgpu::PersistentQueue odd = counting_queue(2001);
+  const auto r2 = pipeline.run(odd);
+  CHECK(r2.kernel_launches == 3);
+  check_counting(r2, odd);
+}
+
+}  // namespace vgpu_test
