@@ -303,7 +303,12 @@ int main(int argc, char* argv[]) {
       return 77;
     }
     const vgpu::DeviceInfo info = runtime.open(vgpu_test::device_id()).info();
-    std::printf("device fault tests on %s (%s)\n", info.id().c_str(), info.name.c_str());
+    bool reset_notification = false;  // OpenGL: the context learns of GPU resets
+    for (const std::string& f : info.features) reset_notification = reset_notification || f == "reset_notification";
+    std::printf("device fault tests on %s (%s)%s\n", info.id().c_str(), info.name.c_str(),
+                kind == vgpu::BackendKind::opengl
+                    ? (reset_notification ? ", a context with reset notification" : ", a plain context (no reset notification)")
+                    : "");
     std::fflush(stdout);
   }
   return vgpu_test::run_catch_session(argc, argv);
