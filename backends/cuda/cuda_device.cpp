@@ -2,6 +2,8 @@
 // recorded batches and their launches.
 #include "cuda_device.hpp"
 
+#include "cuda_context.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -40,7 +42,7 @@ CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice dev
       cc_minor_(cc_minor) {
   use_graphs_ = this->settings().config.cuda_graphs;
   zero_copy_ = this->settings().config.cuda_zero_copy;
-  check_cu(fn_, fn_.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+  generation_ = retain_primary(fn_, device_, &ctx_);
   make_current();
   const CUresult r = fn_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING);
   if (r != CUDA_SUCCESS) {
@@ -51,13 +53,24 @@ CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice dev
 
 bool CudaDevice::release() noexcept {
   if (process_exiting()) return true;  // the destructor leaves everything to the OS
+  // A poisoned context runs nothing any more (the fault aborted its work), and a reset one
+  // has none: nothing to wait for, and the objects free nothing (context_gone()).
+  if (context_gone()) return true;
   return settle_work();
 }
 
 CudaDevice::~CudaDevice() {
-  // At exit the driver may already be tearing down: leave everything to the OS; and never
-  // free what a kernel the device gave up on may still use (release() normally settled).
-  if (process_exiting() || !settle_work()) return;
+  // At exit the driver may already be tearing down: leave everything to the OS.
+  if (process_exiting()) return;
+  if (context_gone()) {
+    // Its memory, modules and stream die with the context (at the reset the next open of this
+    // ordinal does, or now if this was the last retain); a handle freed individually could
+    // alias the reset context's new allocations. The driver allows releasing after a reset.
+    fn_.cuDevicePrimaryCtxRelease(device_);
+    return;
+  }
+  // Never free what a kernel the device gave up on may still use (release() normally settled).
+  if (!settle_work()) return;
   if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
   if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
   if (copy_module_) fn_.cuModuleUnload(copy_module_);
@@ -65,15 +78,43 @@ CudaDevice::~CudaDevice() {
   fn_.cuDevicePrimaryCtxRelease(device_);
 }
 
-void CudaDevice::make_current() const {
+void CudaDevice::make_current() {
+  // A sticky fault on another device of this ordinal (another Runtime's) reset the context
+  // under this one: everything it held is gone.
+  if (!primary_is_current(device_, generation_)) {
+    mark_lost("its CUDA context was reset after a sticky fault on another device of the same GPU");
+    fail(ErrorCategory::device_lost,
+         "the CUDA context of '" + info_.name + "' was reset after a fault in another handle of the same GPU.",
+         "vgpu recreates the device at its next call; write the data of its buffers again.");
+  }
   // The primary context is shared per device and process: making it current is cheap and lets
   // any thread call in.
-  check_cu(fn_, fn_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+  check(fn_.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+void CudaDevice::check(CUresult r, const char* call) {
+  if (r == CUDA_SUCCESS) return;
+  if (is_sticky(r)) {
+    // The context is unusable for good: the next open of this ordinal resets it, and this
+    // device's objects must not be freed one by one (context_gone()).
+    poisoned_.store(true, std::memory_order_release);
+    poison_primary(device_, generation_);
+    mark_lost(std::string(call) + " failed with " + error_text(fn_, r) + ", which poisons the CUDA context");
+  }
+  fail_cu(fn_, r, call);
+}
+
+bool CudaDevice::context_gone() const noexcept {
+  return poisoned_.load(std::memory_order_acquire) || !primary_is_current(device_, generation_);
 }
 
 bool CudaDevice::try_sync(const Deadline& deadline) {
+  // The test hook: report the loss as the driver reports a kernel's illegal access, a sticky
+  // error, so the path a real fault takes runs (the work queued so far is abandoned with the
+  // context).
+  if (take_injected_loss()) check(CUDA_ERROR_ILLEGAL_ADDRESS, "cuStreamQuery (simulated loss)");
   if (!deadline.limited()) {
-    check_cu(fn_, fn_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    check(fn_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   } else {
     // cuStreamSynchronize cannot give up: poll. Short work ends within microseconds, so spin
     // (yielding the core) at first; then sleep for 1/16 of the time waited so far (at most
@@ -99,6 +140,7 @@ bool CudaDevice::try_sync(const Deadline& deadline) {
 
 std::uint64_t CudaDevice::completed_serial() noexcept {
   if (completed_ == enqueued_) return completed_;
+  if (context_gone()) return completed_;  // its objects wait for release(), which frees nothing
   try {
     make_current();
     // One stream: once it is idle, everything enqueued so far has run.
@@ -136,7 +178,7 @@ void CudaDevice::reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadlin
   const std::uint64_t size = std::max<std::uint64_t>(std::bit_ceil(bytes), kMinStaging);
   void* ptr = nullptr;
   // Mapped into the device's address space too: small round trips copy with a kernel.
-  check_cu(fn_, fn_.cuMemHostAlloc(&ptr, size, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc");
+  check(fn_.cuMemHostAlloc(&ptr, size, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc");
   CUdeviceptr dev = 0;
   if (fn_.cuMemHostGetDevicePointer(&dev, ptr, 0) != CUDA_SUCCESS) dev = 0;
   p = Pinned{ptr, size, dev};
@@ -145,14 +187,14 @@ void CudaDevice::reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadlin
 std::unique_ptr<BufferImpl> CudaDevice::create_buffer(std::uint64_t bytes) {
   make_current();
   CUdeviceptr ptr = 0;
-  check_cu(fn_, fn_.cuMemAlloc(&ptr, bytes), "cuMemAlloc");
+  check(fn_.cuMemAlloc(&ptr, bytes), "cuMemAlloc");
   return std::make_unique<CudaBufferImpl>(*this, ptr, bytes);
 }
 
 void CudaDevice::free_buffer(CUdeviceptr ptr) {
   // Core frees a buffer only after the work that used it has run (cuMemFree would wait for
   // it, without a limit).
-  if (!ptr || process_exiting()) return;
+  if (!ptr || process_exiting() || context_gone()) return;
   fn_.cuMemFree(ptr);
 }
 
@@ -171,7 +213,7 @@ void CudaDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* dat
   auto* dst = static_cast<std::uint8_t*>(upload_.ptr) + upload_head_;
   std::memcpy(dst, data, bytes);
   ++enqueued_;  // after the waits above, which complete everything enqueued before
-  check_cu(fn_, fn_.cuMemcpyHtoDAsync(b.ptr + offset, dst, bytes, stream_), "cuMemcpyHtoDAsync");
+  check(fn_.cuMemcpyHtoDAsync(b.ptr + offset, dst, bytes, stream_), "cuMemcpyHtoDAsync");
   upload_head_ += staged_size(bytes);
 }
 
@@ -181,7 +223,7 @@ void CudaDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::
   make_current();
   reserve(download_, bytes, deadline);
   ++enqueued_;
-  check_cu(fn_, fn_.cuMemcpyDtoHAsync(download_.ptr, b.ptr + offset, bytes, stream_), "cuMemcpyDtoHAsync");
+  check(fn_.cuMemcpyDtoHAsync(download_.ptr, b.ptr + offset, bytes, stream_), "cuMemcpyDtoHAsync");
   sync(deadline, "waiting for submitted work to read a buffer");
   std::memcpy(out, download_.ptr, bytes);
 }
@@ -192,7 +234,7 @@ void CudaDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst
   auto& d = static_cast<CudaBufferImpl&>(dst);
   make_current();
   ++enqueued_;
-  check_cu(fn_, fn_.cuMemcpyDtoDAsync(d.ptr + dst_offset, s.ptr + src_offset, bytes, stream_), "cuMemcpyDtoDAsync");
+  check(fn_.cuMemcpyDtoDAsync(d.ptr + dst_offset, s.ptr + src_offset, bytes, stream_), "cuMemcpyDtoDAsync");
 }
 
 std::unique_ptr<BindingSetImpl> CudaDevice::bind(KernelImpl& kernel, std::span<BufferImpl* const> by_slot) {
@@ -222,8 +264,7 @@ void CudaDevice::launch(CudaBatchImpl& batch) {
     std::size_t n = 0;
     for (CUdeviceptr& p : l.ptrs) args[n++] = &p;
     if (l.params.size() > 0) args[n++] = const_cast<void*>(l.params.data());
-    check_cu(fn_,
-             fn_.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], 0,
+    check(fn_.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], 0,
                                 stream_, args, nullptr),
              "cuLaunchKernel");
   }
@@ -256,7 +297,7 @@ void CudaDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*
   if (use_graphs_ && !batch.graph_failed && batch.launches.size() > 1 && batch.submits++ > 0) {
     if (!batch.exec) batch.exec = capture([&] { launch(batch); });
     if (batch.exec) {
-      check_cu(fn_, fn_.cuGraphLaunch(batch.exec, stream_), "cuGraphLaunch");
+      check(fn_.cuGraphLaunch(batch.exec, stream_), "cuGraphLaunch");
       return;
     }
     batch.graph_failed = true;
@@ -266,7 +307,7 @@ void CudaDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*
 
 void CudaDevice::destroy_graph(CUgraphExec exec) {
   // No queued replay runs it any more (core frees a batch after its last run has finished).
-  if (!exec || process_exiting()) return;
+  if (!exec || process_exiting() || context_gone()) return;
   fn_.cuGraphExecDestroy(exec);
 }
 

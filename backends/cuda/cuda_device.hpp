@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,6 +95,11 @@ class CudaBatchImpl final : public DeviceBound<RecordedBatchImpl, CudaDevice> {
 /// modules and stream are leaked with a log line, never freed under a running kernel).
 /// A fresh device of the same ordinal shares the GPU (and its primary context) with the
 /// runaway work, which keeps running beside the new work until it ends.
+/// Loss: a sticky error (illegal address, trap, ECC, ...; is_sticky) from any call, or a
+/// simulated one (inject_loss: the next stream wait reports CUDA_ERROR_ILLEGAL_ADDRESS),
+/// poisons the primary context: the device is marked lost, the next open of the ordinal
+/// resets the context (cuda_context.hpp) and retains a fresh one, and this device then frees
+/// none of its objects (they died with the context) but only releases its retain.
 /// Every enqueuing call counts one serial (submitted_serial); a stream found idle, or a wait
 /// for it that returned, completes them all: that is when core frees destroyed objects, so
 /// destroying never waits for the stream.
@@ -129,7 +135,14 @@ class CudaDevice final : public DeviceImpl {
     std::uint64_t size = 0;
     CUdeviceptr dev = 0;  // the same memory as the device sees it (0: not mapped)
   };
-  void make_current() const;
+  // Makes the primary context current; throws device_lost when it was reset under this device.
+  void make_current();
+  // check_cu, and for a sticky error first: poisons the context's generation (the next open
+  // of this ordinal resets it) and marks the device lost.
+  void check(CUresult r, const char* call);
+  // True once the context this device's objects live in is poisoned or was reset: they are
+  // then never freed one by one, and nothing is waited for.
+  bool context_gone() const noexcept;
   // Grows p to at least bytes (waiting for the stream first, since queued copies may use it).
   void reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadline);
   // Waits for the stream until deadline; false when it passed first (the work still runs).
@@ -170,6 +183,8 @@ class CudaDevice final : public DeviceImpl {
   DeviceInfo info_;
   int cc_major_, cc_minor_;
   CUcontext ctx_ = nullptr;
+  std::uint64_t generation_ = 0;        // of the primary context retained (cuda_context.hpp)
+  std::atomic<bool> poisoned_{false};  // a sticky error struck (compile() may read it beside)
   bool use_graphs_ = true;  // VGPU_CUDA_GRAPHS=0 turns graph replay off
 
   // Used under core's call lock only.

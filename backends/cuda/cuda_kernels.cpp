@@ -19,7 +19,7 @@ namespace vgpu::cuda {
 
 void CudaDevice::unload(CUmodule module) {
   // No queued launch uses it any more: core frees a kernel only after its last use has run.
-  if (!module || process_exiting()) return;
+  if (!module || process_exiting() || context_gone()) return;
   fn_.cuModuleUnload(module);
 }
 

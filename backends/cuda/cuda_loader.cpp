@@ -112,25 +112,33 @@ std::string error_text(const DriverFns& f, CUresult r) {
   return s;
 }
 
-void fail_cu(const DriverFns& f, CUresult r, const char* call) {
-  const std::string what = std::string(call) + " failed with " + error_text(f, r) + ".";
+bool is_sticky(CUresult r) noexcept {
   switch (r) {
-    case CUDA_ERROR_OUT_OF_MEMORY:
-      fail(ErrorCategory::out_of_memory, what, "free device buffers or use smaller problems.");
     case CUDA_ERROR_ILLEGAL_ADDRESS:
     case CUDA_ERROR_LAUNCH_FAILED:
     case CUDA_ERROR_ECC_UNCORRECTABLE:
     case CUDA_ERROR_HARDWARE_STACK_ERROR:
     case CUDA_ERROR_ILLEGAL_INSTRUCTION:
     case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
     case CUDA_ERROR_INVALID_PC:
     case CUDA_ERROR_LAUNCH_TIMEOUT:
-      fail(ErrorCategory::device_lost, what,
-           "the CUDA context is unusable after this; check the kernel for out-of-bounds accesses, then recreate "
-           "the Runtime.");
+    case CUDA_ERROR_ASSERT:
+      return true;
     default:
-      fail(ErrorCategory::internal, what, "report this with the output of vgpu-probe.");
+      return false;
   }
+}
+
+void fail_cu(const DriverFns& f, CUresult r, const char* call) {
+  const std::string what = std::string(call) + " failed with " + error_text(f, r) + ".";
+  if (is_sticky(r))
+    fail(ErrorCategory::device_lost, what,
+         "the fault poisoned the CUDA context (every later call in it fails): check the kernel for out-of-bounds "
+         "or misaligned accesses; vgpu resets the context and recreates the device at its next call, but data in "
+         "device buffers is gone: write it again.");
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) fail(ErrorCategory::out_of_memory, what, "free device buffers or use smaller problems.");
+  fail(ErrorCategory::internal, what, "report this with the output of vgpu-probe.");
 }
 
 void watch_process_exit() {

@@ -26,7 +26,7 @@ namespace vgpu::cuda {
               X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuStreamCreate) X(cuStreamDestroy)      \
                   X(cuStreamSynchronize) X(cuStreamQuery) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
                       X(cuLaunchKernel) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)            \
-                          X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+                          X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDevicePrimaryCtxReset)
 
 #define VGPU_NVRTC_FNS(X)                                                                                      \
   X(nvrtcGetErrorString)                                                                                       \
@@ -63,7 +63,11 @@ const NvrtcFns* load_nvrtc(std::string* reason);
 /// Returns "CUDA_ERROR_XXX: description" for r (the driver's own names).
 std::string error_text(const DriverFns& f, CUresult r);
 
-/// Throws vgpu::Error for a failed driver call: out_of_memory, device_lost or internal.
+/// Returns true for the errors that leave a CUDA context unusable for good (sticky errors:
+/// every later call in the context fails with the same error).
+bool is_sticky(CUresult r) noexcept;
+
+/// Throws vgpu::Error for a failed driver call: out_of_memory, device_lost (a sticky error) or internal.
 [[noreturn]] void fail_cu(const DriverFns& f, CUresult r, const char* call);
 
 /// Throws via fail_cu when r is not CUDA_SUCCESS.

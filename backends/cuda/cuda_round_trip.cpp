@@ -72,7 +72,7 @@ void CudaDevice::launch_copies(std::span<const std::array<CUdeviceptr, 3>> range
   // One 16-byte chunk per thread of the largest range: many loads in flight over PCIe.
   const auto blocks = static_cast<unsigned>(std::clamp<std::uint64_t>((largest + 4095) / 4096, 1, 1024));
   void* args[] = {&p};
-  check_cu(fn_, fn_.cuLaunchKernel(copy_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "cuLaunchKernel");
+  check(fn_.cuLaunchKernel(copy_fn_, blocks, 1, 1, 256, 1, 1, 0, stream_, args, nullptr), "cuLaunchKernel");
 }
 
 void CudaDevice::enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
@@ -85,7 +85,7 @@ void CudaDevice::enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp>
     if (by_kernel)
       ranges[n++] = {upload_.dev + at, dst, w.bytes};
     else
-      check_cu(fn_, fn_.cuMemcpyHtoDAsync(dst, static_cast<std::uint8_t*>(upload_.ptr) + at, w.bytes, stream_),
+      check(fn_.cuMemcpyHtoDAsync(dst, static_cast<std::uint8_t*>(upload_.ptr) + at, w.bytes, stream_),
                "cuMemcpyHtoDAsync");
     at += staged_size(w.bytes);
   }
@@ -98,7 +98,7 @@ void CudaDevice::enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp>
     if (by_kernel)
       ranges[n++] = {src, download_.dev + at, r.bytes};
     else
-      check_cu(fn_, fn_.cuMemcpyDtoHAsync(static_cast<std::uint8_t*>(download_.ptr) + at, src, r.bytes, stream_),
+      check(fn_.cuMemcpyDtoHAsync(static_cast<std::uint8_t*>(download_.ptr) + at, src, r.bytes, stream_),
                "cuMemcpyDtoHAsync");
     at += staged_size(r.bytes);
   }
@@ -159,7 +159,7 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
     batch->trip_graph_failed = !batch->trip_exec;
   }
   if (repeated && batch->trip_exec) {
-    check_cu(fn_, fn_.cuGraphLaunch(batch->trip_exec, stream_), "cuGraphLaunch");
+    check(fn_.cuGraphLaunch(batch->trip_exec, stream_), "cuGraphLaunch");
   } else {
     enqueue_trip(*batch, writes, reads, by_kernel);
     batch->trip_signature = sig;

@@ -83,6 +83,7 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   if (c.dsa) d.features.push_back("direct_state_access");
   if (c.gl_spirv) d.features.push_back("gl_spirv");
   if (c.nvx_memory) d.features.push_back("nvx_gpu_memory_info");
+  if (c.reset_notification) d.features.push_back("reset_notification");
   std::string formats;
   for (GLint f : c.binary_formats) formats += (formats.empty() ? "" : ",") + std::to_string(f);
   d.fingerprint = make_fingerprint({{"backend", "opengl"},
@@ -102,7 +103,8 @@ std::string probe(const EglDisplaySource& src, GlCaps* caps) {
   if (std::string missing = missing_display_extensions(src.display); !missing.empty()) return src.label + ": " + missing;
   int major = 0, minor = 0;
   std::string why;
-  EGLContext ctx = create_context(src.display, &major, &minor, &why);
+  bool reset_notification = false;  // query_caps reads what the context got
+  EGLContext ctx = create_context(src.display, &major, &minor, &reset_notification, &why);
   if (ctx == EGL_NO_CONTEXT) return src.label + ": " + why;
   if (!make_current(src.display, ctx, &why) || !load_gl_functions(major, minor, &why)) {
     destroy_context(src.display, ctx);
@@ -224,6 +226,11 @@ GlCaps query_caps(int major, int minor) {
   c.dsa = c.major * 10 + c.minor >= 45 || has_extension(ext, "GL_ARB_direct_state_access");
   c.nvx_memory = has_extension(ext, "GL_NVX_gpu_memory_info");
   c.gl_spirv = c.major * 10 + c.minor >= 46 || has_extension(ext, "GL_ARB_gl_spirv");
+  // GL 4.5 / GL_ARB_robustness; an older context without it sets GL_INVALID_ENUM, cleared here.
+  GLint strategy = 0;
+  glGetIntegerv(GL_RESET_NOTIFICATION_STRATEGY, &strategy);
+  take_gl_error();
+  c.reset_notification = strategy == GL_LOSE_CONTEXT_ON_RESET;
   GLint n = 0;
   glGetIntegerv(GL_NUM_PROGRAM_BINARY_FORMATS, &n);
   if (n > 0) {

@@ -100,9 +100,14 @@ void GlDevice::start_w() {
   const EglDisplaySource& src = desc_.source;
   int major = desc_.caps.major, minor = desc_.caps.minor;
   std::string why;
-  context_ = create_context(src.display, &major, &minor, &why);
-  if (context_ == EGL_NO_CONTEXT || !make_current(src.display, context_, &why) ||
-      !load_gl_functions(major, minor, &why))
+  bool reset_notification = false;
+  context_ = create_context(src.display, &major, &minor, &reset_notification, &why);
+  bool current = false, context_lost = false;
+  if (context_ != EGL_NO_CONTEXT) current = make_current(src.display, context_, &why, &context_lost);
+  if (context_lost)
+    fail(ErrorCategory::device_lost, "the new context of " + label(desc_.info) + " was lost at once: " + why + ".",
+         "the GPU was reset or suspended: try again, and check the driver's log if it persists.");
+  if (!current || !load_gl_functions(major, minor, &why))
     fail(ErrorCategory::unavailable, "cannot open " + label(desc_.info) + " on " + src.label + ": " + why + ".",
          "run vgpu-probe; if it lists the device, another process may hold the GPU exclusively.");
   gl_ready_ = true;
@@ -187,11 +192,30 @@ void GlDevice::check_errors_w(const char* what) {
   if (e == GL_OUT_OF_MEMORY)
     fail(ErrorCategory::out_of_memory, "OpenGL ran out of memory" + where + ".",
          "free buffers you no longer need, or use smaller ones.");
-  if (e == GL_CONTEXT_LOST)
-    fail(ErrorCategory::device_lost, "the OpenGL context was lost" + where + ".",
-         "open the device again (Runtime::open); if it keeps happening, check the driver's log.");
+  if (e == GL_CONTEXT_LOST) context_lost_w(reset_status_w(), what);
   fail(ErrorCategory::internal, "OpenGL reported " + gl_error_name(e) + where + ".",
        "report this as a vgpu bug, with the output of vgpu-probe.");
+}
+
+GLenum GlDevice::reset_status_w() {
+  if (take_injected_loss()) return GL_UNKNOWN_CONTEXT_RESET;  // the test hook, as a driver reports a reset
+  if (glad_glGetGraphicsResetStatus) return glGetGraphicsResetStatus();
+  if (glad_glGetGraphicsResetStatusARB) return glGetGraphicsResetStatusARB();
+  return GL_NO_ERROR;
+}
+
+void GlDevice::context_lost_w(GLenum status, const char* what) {
+  const std::string reset = status == GL_GUILTY_CONTEXT_RESET     ? "a reset this context caused"
+                            : status == GL_INNOCENT_CONTEXT_RESET ? "a reset another context caused"
+                            : status == GL_UNKNOWN_CONTEXT_RESET  ? "a reset of unknown cause"
+                                                                  : "GL_CONTEXT_LOST";
+  // The context stays dead: queued tasks are harmless no-ops in it, and its GL objects go with
+  // it when the device is released (a lost context's fence waits return at once).
+  mark_lost("its OpenGL context was lost (" + reset + ") while " + what);
+  fail(ErrorCategory::device_lost,
+       "the OpenGL context of " + label(desc_.info) + " was lost (" + reset + ") while " + what + ".",
+       "vgpu recreates the device at its next call, but data in its buffers is gone (write it again); if it "
+       "recurs, check the kernel for out-of-bounds accesses and the driver's log.");
 }
 
 std::unique_ptr<BufferImpl> GlDevice::create_buffer(std::uint64_t bytes) {

@@ -27,6 +27,7 @@ struct GlCaps {
   bool dsa = false;                   ///< GL 4.5 direct state access (else bind-to-edit)
   bool nvx_memory = false;            ///< GL_NVX_gpu_memory_info
   bool gl_spirv = false;              ///< GL_ARB_gl_spirv
+  bool reset_notification = false;    ///< the context learns of GPU resets (GL_LOSE_CONTEXT_ON_RESET)
   std::vector<GLint> binary_formats;  ///< GL_PROGRAM_BINARY_FORMATS (empty: no L2 for GL)
   GLint ssbo_bindings = 0;            ///< GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS
   GLint compute_ssbo_blocks = 0;      ///< GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS
@@ -219,6 +220,13 @@ class GlDevice final : public DeviceImpl {
   /// Waits on a fence for every command issued so far, until deadline; false when it passed
   /// first (the work still runs). Throws device_lost when the wait fails.
   bool wait_gpu_w(const Deadline& deadline);
+  /// Returns the context's reset status: glGetGraphicsResetStatus (GL 4.5 or
+  /// GL_ARB_robustness; GL_NO_ERROR without either), or GL_UNKNOWN_CONTEXT_RESET once for a
+  /// simulated loss (inject_loss).
+  GLenum reset_status_w();
+  /// Marks the device lost after a context reset (status: what reset_status_w said) and
+  /// throws device_lost (what: what the call was doing).
+  [[noreturn]] void context_lost_w(GLenum status, const char* what);
   /// Before touching memory that dispatches may still use (or always, with force): waits for
   /// the GPU within deadline, or loses the device and throws timeout.
   void finish_w(const Deadline& deadline, const char* what, bool force = false);

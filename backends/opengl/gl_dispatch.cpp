@@ -85,6 +85,8 @@ void GlDevice::replay_w(const std::vector<GlCommand>& commands) {
 }
 
 bool GlDevice::wait_gpu_w(const Deadline& deadline) {
+  // A simulated loss strikes while the work runs, before the fence (the work is abandoned).
+  if (const GLenum reset = reset_status_w(); reset != GL_NO_ERROR) context_lost_w(reset, "waiting for submitted work");
   GLsync fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
   if (fence == nullptr) check_errors_w("creating a fence");
   GLenum status = GL_TIMEOUT_EXPIRED;
@@ -96,10 +98,14 @@ bool GlDevice::wait_gpu_w(const Deadline& deadline) {
     if (status == GL_TIMEOUT_EXPIRED && deadline.expired()) break;
   }
   glDeleteSync(fence);
+  // With GL_LOSE_CONTEXT_ON_RESET a reset ends the wait as if the work were done: ask.
+  if (const GLenum reset = reset_status_w(); reset != GL_NO_ERROR) context_lost_w(reset, "waiting for submitted work");
   if (status == GL_WAIT_FAILED) {
     check_errors_w("waiting for submitted work");
+    mark_lost("a wait for its OpenGL work failed (GL_WAIT_FAILED)");
     fail(ErrorCategory::device_lost, "waiting for OpenGL work on '" + desc_.info.name + "' failed.",
-         "open the device again (Runtime::open); if it keeps happening, check the driver's log.");
+         "vgpu recreates the device at its next call, but data in its buffers is gone (write it again); if it "
+         "recurs, check the driver's log.");
   }
   if (status == GL_TIMEOUT_EXPIRED) return false;
   check_errors_w("running submitted work");

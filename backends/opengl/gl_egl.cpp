@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <utility>
+
 namespace vgpu::opengl {
 namespace {
 
@@ -157,39 +159,63 @@ std::string missing_display_extensions(EGLDisplay dpy) {
   return missing.empty() ? "" : "the EGL display lacks " + missing;
 }
 
-EGLContext create_context(EGLDisplay dpy, int* major, int* minor, std::string* reason) {
+EGLContext create_context(EGLDisplay dpy, int* major, int* minor, bool* reset_notification, std::string* reason) {
+  *reset_notification = false;
   if (!eglBindAPI(EGL_OPENGL_API)) {  // per thread
     *reason = "eglBindAPI(EGL_OPENGL_API) failed (" + egl_error_name(eglGetError()) + "): the EGL driver has no desktop OpenGL";
     return EGL_NO_CONTEXT;
   }
+  // A context that learns of GPU resets (glGetGraphicsResetStatus) lets the device report a
+  // loss instead of computing on in a dead context. Only the notification strategy is asked
+  // for, not robust buffer access, which would bounds-check every SSBO access. EGL 1.5 (and
+  // EGL_KHR_create_context) take it as a core attribute, EGL_EXT_create_context_robustness as
+  // its own; a driver that offers neither gets a plain context.
+  const char* exts = eglQueryString(dpy, EGL_EXTENSIONS);
+  const std::string version = egl_string(dpy, EGL_VERSION);
+  const bool egl15 = version.size() >= 3 && (version[0] > '1' || (version[0] == '1' && version[2] >= '5'));
+  std::vector<std::pair<EGLint, EGLint>> strategies;
+  if (egl15 || has_egl_extension(exts, "EGL_KHR_create_context"))
+    strategies.emplace_back(EGL_CONTEXT_OPENGL_RESET_NOTIFICATION_STRATEGY, EGL_LOSE_CONTEXT_ON_RESET);
+  if (has_egl_extension(exts, "EGL_EXT_create_context_robustness"))
+    strategies.emplace_back(EGL_CONTEXT_OPENGL_RESET_NOTIFICATION_STRATEGY_EXT, EGL_LOSE_CONTEXT_ON_RESET_EXT);
+  strategies.emplace_back(EGL_NONE, EGL_NONE);  // plain
   static constexpr int kVersions[][2] = {{4, 6}, {4, 5}, {4, 3}};
   std::string tried;
   for (const auto& v : kVersions) {
     if (*major != 0 && (v[0] != *major || v[1] != *minor)) continue;
-    const EGLint attributes[] = {EGL_CONTEXT_MAJOR_VERSION,
-                                 v[0],
-                                 EGL_CONTEXT_MINOR_VERSION,
-                                 v[1],
-                                 EGL_CONTEXT_OPENGL_PROFILE_MASK,
-                                 EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
-                                 EGL_NONE};
-    EGLContext ctx = eglCreateContext(dpy, EGL_NO_CONFIG_KHR, EGL_NO_CONTEXT, attributes);
-    if (ctx != EGL_NO_CONTEXT) {
-      *major = v[0];
-      *minor = v[1];
-      return ctx;
+    EGLint error = EGL_SUCCESS;
+    for (const auto& [name, value] : strategies) {
+      const EGLint attributes[] = {EGL_CONTEXT_MAJOR_VERSION,
+                                   v[0],
+                                   EGL_CONTEXT_MINOR_VERSION,
+                                   v[1],
+                                   EGL_CONTEXT_OPENGL_PROFILE_MASK,
+                                   EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
+                                   name,
+                                   value,
+                                   EGL_NONE};
+      EGLContext ctx = eglCreateContext(dpy, EGL_NO_CONFIG_KHR, EGL_NO_CONTEXT, attributes);
+      if (ctx != EGL_NO_CONTEXT) {
+        *major = v[0];
+        *minor = v[1];
+        *reset_notification = name != EGL_NONE;
+        return ctx;
+      }
+      error = eglGetError();  // the plain attempt's error is the one worth reporting
     }
     tried += (tried.empty() ? "" : ", ") + std::to_string(v[0]) + "." + std::to_string(v[1]) + " (" +
-             egl_error_name(eglGetError()) + ")";
+             egl_error_name(error) + ")";
   }
   if (*major != 0 && tried.empty()) tried = std::to_string(*major) + "." + std::to_string(*minor) + " (not a version vgpu tries)";
   *reason = "no OpenGL core context could be created; tried " + tried + "; vgpu needs 4.3+ for compute shaders";
   return EGL_NO_CONTEXT;
 }
 
-bool make_current(EGLDisplay dpy, EGLContext ctx, std::string* reason) {
+bool make_current(EGLDisplay dpy, EGLContext ctx, std::string* reason, bool* context_lost) {
   if (eglMakeCurrent(dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ctx)) return true;
-  *reason = "eglMakeCurrent without surfaces failed (" + egl_error_name(eglGetError()) + ")";
+  const EGLint error = eglGetError();
+  if (context_lost) *context_lost = error == EGL_CONTEXT_LOST;
+  *reason = "eglMakeCurrent without surfaces failed (" + egl_error_name(error) + ")";
   return false;
 }
 

@@ -40,11 +40,14 @@ std::string missing_display_extensions(EGLDisplay dpy);
 
 /// Creates a GL core context on dpy for the calling thread's use (binding the OpenGL API on
 /// this thread). With *major == 0 it tries 4.6, 4.5 and 4.3 in turn; otherwise exactly
-/// *major.*minor. Sets *major/*minor to what it created; returns EGL_NO_CONTEXT with *reason.
-EGLContext create_context(EGLDisplay dpy, int* major, int* minor, std::string* reason);
+/// *major.*minor. Asks for GPU-reset notification (EGL_LOSE_CONTEXT_ON_RESET) where the
+/// display offers it, else a plain context; *reset_notification says which it got. Sets
+/// *major/*minor to what it created; returns EGL_NO_CONTEXT with *reason.
+EGLContext create_context(EGLDisplay dpy, int* major, int* minor, bool* reset_notification, std::string* reason);
 
-/// Makes ctx current on this thread without surfaces; false with *reason on failure.
-bool make_current(EGLDisplay dpy, EGLContext ctx, std::string* reason);
+/// Makes ctx current on this thread without surfaces; false with *reason on failure, and
+/// *context_lost (when given) set when EGL said EGL_CONTEXT_LOST (a power event or GPU reset).
+bool make_current(EGLDisplay dpy, EGLContext ctx, std::string* reason, bool* context_lost = nullptr);
 
 /// Releases and destroys ctx (made current on this thread), and this thread's EGL state.
 void destroy_context(EGLDisplay dpy, EGLContext ctx);

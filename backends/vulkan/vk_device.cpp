@@ -60,7 +60,7 @@ VulkanDevice::~VulkanDevice() {
   // Leave every Vulkan object to the OS at exit, or to the abandoned device (release()
   // normally settled already).
   if (process_exiting() || !settle_work()) return;
-  save_pipeline_cache();
+  if (!lost()) save_pipeline_cache();  // a lost device's driver state is not worth keeping
   destroy_buffer(staging_);
   destroy_buffer(readback_);
   for (auto& [key, l] : layouts_) {
@@ -156,6 +156,11 @@ std::uint64_t VulkanDevice::flush(VkCommandBuffer extra, bool extra_is_transient
   si.pCommandBuffers = cmds.data();
   const VkResult r = fn_.vkQueueSubmit(queue_, 1, &si, flight.fence);
   if (r != VK_SUCCESS) {
+    if (r == VK_ERROR_DEVICE_LOST) {
+      // The command buffers and the fence may be in any state: recycle none of them (they go
+      // with the pool and the device).
+      fail_device(r, "vkQueueSubmit");
+    }
     free_fences_.push_back(flight.fence);
     for (VkCommandBuffer c : flight.recycle) {
       fn_.vkResetCommandBuffer(c, 0);
@@ -172,17 +177,30 @@ bool VulkanDevice::try_wait_serial(std::uint64_t serial, const Deadline& deadlin
   std::vector<VkFence> fences;
   while (n < in_flight_.size() && in_flight_[n].serial <= serial) fences.push_back(in_flight_[n++].fence);
   if (n > 0) {
+    // The test hook: the wait reports VK_ERROR_DEVICE_LOST as a driver does after a GPU reset,
+    // and the path below runs as for a real loss (the work still queued is abandoned).
+    if (take_injected_loss()) fail_device(VK_ERROR_DEVICE_LOST, "vkWaitForFences (simulated loss)");
     // Short GPU work finishes in microseconds, but a blocking fence wait can take tens of
     // microseconds to wake up: poll the newest fence briefly before blocking on all of them.
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
-    while (fn_.vkGetFenceStatus(device_, fences.back()) == VK_NOT_READY &&
+    VkResult status = VK_NOT_READY;
+    while ((status = fn_.vkGetFenceStatus(device_, fences.back())) == VK_NOT_READY &&
            std::chrono::steady_clock::now() < spin_until) {
     }
     // Bounded: a runaway kernel must not block the caller forever (VK_TIMEOUT once it passes;
     // work that has finished by then is success, however late the deadline).
-    const VkResult r =
-        fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE, deadline.remaining_ns());
+    const VkResult r = status == VK_ERROR_DEVICE_LOST ? status
+                       : fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE,
+                                             deadline.remaining_ns());
     if (r == VK_TIMEOUT) return false;
+    if (r == VK_ERROR_DEVICE_LOST) {
+      // A lost device's waits return in finite time and nothing of its work runs on (the
+      // spec's "Lost Device"): once the loss is known, its work counts as over, so release()
+      // can free its objects instead of leaking them.
+      if (!lost()) fail_device(r, "vkWaitForFences");
+      retire_front(n);
+      return true;
+    }
     if (r != VK_SUCCESS) fail_vk(r, "vkWaitForFences");
     retire_front(n);
   }
@@ -232,6 +250,11 @@ std::uint64_t VulkanDevice::completed_serial() noexcept {
   if (in_flight_.empty()) completed_serial_ = next_serial_ - 1;
   if (idle()) staging_head_ = 0;
   return completed_serial_;
+}
+
+void VulkanDevice::fail_device(VkResult r, const char* call) {
+  mark_lost(std::string(call) + " returned " + result_name(r));
+  fail_vk(r, call);
 }
 
 void VulkanDevice::wait_serial(std::uint64_t serial, const Deadline& deadline, const char* what) {

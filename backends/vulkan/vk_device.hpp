@@ -178,6 +178,8 @@ class VulkanDevice final : public DeviceImpl {
   // Waits for the submissions up to serial until deadline and retires them; returns false,
   // retiring nothing, when the deadline passed first.
   bool try_wait_serial(std::uint64_t serial, const Deadline& deadline);
+  // Marks the device lost (a VK_ERROR_DEVICE_LOST from call) and throws device_lost.
+  [[noreturn]] void fail_device(VkResult r, const char* call);
   // try_wait_serial, or: marks the device lost and throws timeout (what: for the message).
   void wait_serial(std::uint64_t serial, const Deadline& deadline, const char* what);
   void finish(const Deadline& deadline, const char* what);  // flush, then wait for everything queued

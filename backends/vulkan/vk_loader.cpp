@@ -118,7 +118,8 @@ void fail_vk(VkResult r, const std::string& call) {
       fail(ErrorCategory::out_of_memory, what, "free device buffers or use smaller ones; vgpu-probe shows device memory.");
     case VK_ERROR_DEVICE_LOST:
       fail(ErrorCategory::device_lost, what,
-           "the GPU reset or the driver crashed: open the device again (a new Runtime) and check the system log.");
+           "the GPU reset or the driver crashed: vgpu recreates the device at its next call, but data in its "
+           "buffers is gone (write it again); if it recurs, check the system log (dmesg) for GPU faults.");
     case VK_ERROR_INCOMPATIBLE_DRIVER:
     case VK_ERROR_INITIALIZATION_FAILED:
       fail(ErrorCategory::unavailable, what, "check the Vulkan driver installation (vulkaninfo), or use VGPU_BACKEND=opengl,cpu.");

@@ -72,8 +72,21 @@ std::unique_ptr<RecordedBatchImpl> CpuDevice::record(std::span<const DispatchCom
 void CpuDevice::submit(RecordedBatchImpl& batch, const Deadline& deadline) {
   // In order: each dispatch sees the writes of the ones before it, since each finishes
   // (TBB joins every task) before the next starts. One deadline bounds the whole batch.
+  const auto& commands = static_cast<const CpuBatch&>(batch).commands();
+  if (take_injected_loss()) {
+    // The test hook: the batch's first workgroup fails as a lost GPU's would, so its work is
+    // abandoned unrun and the loss goes up the path a GPU backend's takes (the CPU itself is
+    // never really lost).
+    const std::string kernel =
+        commands.empty() ? std::string("(none)") : static_cast<const CpuKernelImpl&>(*commands.front().kernel).name();
+    mark_lost("a workgroup of CPU kernel '" + kernel + "' failed (a simulated device loss)");
+    fail(ErrorCategory::device_lost,
+         "a workgroup of CPU kernel '" + kernel + "' on '" + info_.name +
+             "' failed (a simulated device loss: vgpu::testing::force_device_lost); the batch did not run.",
+         "vgpu recreates the device at its next call; write the data of its buffers again.");
+  }
   detail::CpuDispatchControl control{deadline, {}};
-  for (const DispatchCommand& cmd : static_cast<const CpuBatch&>(batch).commands()) run_dispatch(cmd, control, *this);
+  for (const DispatchCommand& cmd : commands) run_dispatch(cmd, control, *this);
 }
 
 /// Returns at once: submit() is synchronous, so nothing is ever in flight.

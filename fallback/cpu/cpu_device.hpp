@@ -101,7 +101,9 @@ class CpuBatch final : public RecordedBatchImpl {
 /// read/write need no waiting and synchronize() has nothing to do. A dispatch checks its
 /// call's deadline between workgroups (no thread hop, no extra task); once it has passed, no
 /// further workgroup starts, the dispatch throws timeout, and the device stays usable: it is
-/// never lost, since nothing it started is still running when submit() returns.
+/// never lost, since nothing it started is still running when submit() returns. Only the
+/// test hook (inject_loss) loses it: the next submit() then fails as a failed workgroup,
+/// with device_lost, running nothing.
 /// Thread-safety: core's call lock serialises its calls (a dispatch already spreads its
 /// workgroups over every core), compile() aside; the device holds only immutable data (its
 /// DeviceInfo and kernel table), so nothing here needs a lock of its own. Destroyed objects are

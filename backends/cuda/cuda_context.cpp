@@ -1,0 +1,57 @@
+// backends/cuda/cuda_context.cpp — primary-context generations and the reset after a sticky fault.
+#include "cuda_context.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "vgpu/log.hpp"
+
+namespace vgpu::cuda {
+namespace {
+
+struct Generation {
+  std::uint64_t current = 1;
+  bool poisoned = false;  // the current generation hit a sticky error
+};
+
+// Per process and ordinal, as the primary contexts themselves are.
+std::mutex g_mutex;
+std::map<CUdevice, Generation>& generations() {
+  static std::map<CUdevice, Generation> g;  // never destroyed before the devices using it: leaked at exit
+  return g;
+}
+
+}  // namespace
+
+std::uint64_t retain_primary(const DriverFns& f, CUdevice device, CUcontext* ctx) {
+  // Held across the reset and the retain, so two devices opening at once never both reset,
+  // nor retain the poisoned context between the other's reset and its retain.
+  std::lock_guard lock(g_mutex);
+  Generation& g = generations()[device];
+  if (g.poisoned) {
+    // Destroys the poisoned context and everything in it; devices still holding a retain of it
+    // only release it later, which the driver allows after a reset. A failed reset is no
+    // reason to refuse the open: the retain below either gets a working context or the
+    // device's first call reports the fault again.
+    if (const CUresult r = f.cuDevicePrimaryCtxReset(device); r != CUDA_SUCCESS)
+      log(LogLevel::warn, "CUDA: cuDevicePrimaryCtxReset after a sticky fault failed with " + error_text(f, r) + ".");
+    g.poisoned = false;
+    ++g.current;
+  }
+  check_cu(f, f.cuDevicePrimaryCtxRetain(ctx, device), "cuDevicePrimaryCtxRetain");
+  return g.current;
+}
+
+void poison_primary(CUdevice device, std::uint64_t generation) noexcept {
+  std::lock_guard lock(g_mutex);
+  Generation& g = generations()[device];
+  if (g.current == generation) g.poisoned = true;
+}
+
+bool primary_is_current(CUdevice device, std::uint64_t generation) noexcept {
+  std::lock_guard lock(g_mutex);
+  const auto it = generations().find(device);
+  return it == generations().end() ? generation == 1 : it->second.current == generation;
+}
+
+}  // namespace vgpu::cuda
