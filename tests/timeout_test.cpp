@@ -109,7 +109,7 @@ TEST_CASE("timeout is an error category of its own", "[timeout]") {
   const vgpu::DeviceInfo info = vgpu::Runtime::global().open("cpu:0").info();
   const vgpu::Deadline d = vgpu::Deadline::after(250ms);
   REQUIRE_VGPU_ERROR(timeout, "time limit of 250 ms", vgpu::fail_timeout(info, d, "testing", false));
-  REQUIRE_VGPU_ERROR(timeout, "open(\"cpu:0\") gives a fresh one", vgpu::fail_timeout(info, d, "testing", true));
+  REQUIRE_VGPU_ERROR(timeout, "the next call on the Device recreates it", vgpu::fail_timeout(info, d, "testing", true));
 }
 
 TEST_CASE("VGPU_TIMEOUT_MS: digits only, 0 = no limit, default 60000 ms, a bad value warns with a Fix hint",
