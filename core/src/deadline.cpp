@@ -35,15 +35,15 @@ void fail_timeout(const DeviceInfo& device, const Deadline& deadline, std::strin
   std::string problem = std::string(to_string(device.backend)) + " device '" + device.name + "' (" + device.id() +
                         ") ran past its time limit of " + std::to_string(deadline.limit().count()) + " ms while " +
                         std::string(what);
-  problem += lost ? "; its work is still running, so the device is now lost (every later call on it raises "
-                    "device_lost)."
+  problem += lost ? "; its work is still running, so the device is now lost (the next call on it recreates it "
+                    "in place)."
                   : "; nothing of that work is still running and the device stays usable, but the call's results are "
                     "incomplete.";
   std::string fix =
       "raise the limit (VGPU_TIMEOUT_MS, Device::set_timeout, or the call's own timeout argument; 0 = no limit), "
       "split the work into smaller dispatches, or check the kernel for an endless loop";
   fix +=
-      lost ? "; then open the device again: Runtime::global().open(\"" + device.id() + "\") gives a fresh one." : ".";
+      lost ? "; the next call on the Device recreates it (write the buffers you filled again)." : ".";
   fail(ErrorCategory::timeout, problem, fix);
 }
 

@@ -16,6 +16,8 @@ detail::DeviceCore& core_of(const std::shared_ptr<detail::DeviceCore>& core) {
 
 }  // namespace
 
+detail::DeviceCore& detail::DeviceAccess::core(const Device& device) { return core_of(device.core_); }
+
 std::uint64_t Buffer::size() const noexcept { return state_ ? state_->size : 0; }
 
 const std::string& Kernel::name() const {
@@ -50,13 +52,13 @@ std::uint32_t Kernel::params_size() const {
 
 void Batch::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups) {
   if (!state_) fail(ErrorCategory::invalid_argument, "empty Batch handle.", "record into a batch from Device::create_batch().");
-  if (!kernel.state_ || kernel.state_->device != state_->device)
+  if (!kernel.state_ || kernel.state_->owner != state_->owner)
     fail(ErrorCategory::invalid_argument, "kernel is empty or from another device than the batch.",
          "record kernels compiled on the batch's device.");
-  if (!bindings.state_ || bindings.state_->device != state_->device)
+  if (!bindings.state_ || bindings.state_->owner != state_->owner)
     fail(ErrorCategory::invalid_argument, "binding set is empty or from another device than the batch.",
          "record binding sets made on the batch's device.");
-  detail::validate_dispatch(state_->device->impl().info(), *kernel.state_, *bindings.state_, params, groups);
+  detail::validate_dispatch(state_->owner->info, *kernel.state_, *bindings.state_, params, groups);
   std::lock_guard lock(state_->mutex);
   state_->commands.push_back(detail::BatchCommand{kernel.state_, bindings.state_, params, groups});
   detail::retire(state_->device, std::move(state_->recorded));  // no longer matches; may still be queued

@@ -46,6 +46,19 @@ void check_range(const BufferState& b, std::uint64_t offset, std::uint64_t bytes
 
 }  // namespace
 
+// Coverage tried on copies of buffers' lost ranges, to check a call before anything of it runs.
+class DeviceCore::TriedContents {
+ public:
+  LostContents& of(const BufferState& b) {
+    for (auto& [buf, lc] : tried_)
+      if (buf == &b) return lc;
+    return tried_.emplace_back(&b, b.lost).second;
+  }
+
+ private:
+  std::vector<std::pair<const BufferState*, LostContents>> tried_;
+};
+
 template <class F>
 auto DeviceCore::guarded(const char* what, F&& f) -> decltype(f()) {
   // Backends may throw std::bad_alloc for host-side allocations; report it like any other OOM.
@@ -55,20 +68,66 @@ auto DeviceCore::guarded(const char* what, F&& f) -> decltype(f()) {
     fail(ErrorCategory::out_of_memory, std::string("host memory ran out while ") + what + ".",
          "free memory or use smaller buffers.");
   } catch (const Error& e) {
-    if (e.category() == ErrorCategory::device_lost) impl_.mark_lost(e.problem());
+    if (e.category() == ErrorCategory::device_lost) {
+      impl().mark_lost(e.problem());
+      note_loss();
+      // The backend's own fix predates in-place recovery: say what to do now.
+      throw Error(ErrorCategory::device_lost, e.problem(),
+                  "call again: the next call on this Device recreates it and rebuilds its kernels, binding sets and "
+                  "batches (a PersistentKernel, KernelDatabase or Cache call retries once by itself); write the "
+                  "buffers you filled again.");
+    }
+    if (impl().lost()) note_loss();  // a wait that gave up with work in flight (timeout)
     throw;
   }
 }
 
-void DeviceCore::check_usable() const {
-  if (!impl_.lost()) return;
-  const DeviceInfo& di = info();
-  std::string why = impl_.lost_reason();
-  while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
-  fail(ErrorCategory::device_lost, device_label(di) + " (" + di.id() + ") is lost: " + why + ".",
-       "open the device again: Runtime::global().open(\"" + di.id() +
-           "\") (or the Runtime you opened it from) gives a fresh one; recreate its buffers, kernels and batches "
-           "there (a KernelDatabase or Cache that selects devices does so by itself).");
+void DeviceCore::note_loss() noexcept {
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::int64_t none = 0;
+  loss_seen_ns_.compare_exchange_strong(none, now == 0 ? 1 : now, std::memory_order_relaxed);
+}
+
+void DeviceCore::force_lost(const std::string& why) {
+  // Under the recovery lock (shared): the impl marked is the current one, not one recovery is replacing.
+  std::shared_lock lock(recovery_mutex_);
+  impl().mark_lost(why);
+  note_loss();
+}
+
+void DeviceCore::check_not_inside() const {
+  const DeviceImpl* running = DeviceImpl::running_kernel();
+  if (inside_ == this || (running && running == current_impl_.load(std::memory_order_acquire)))
+    fail(ErrorCategory::invalid_argument,
+         "a call on " + device_label(info()) +
+             " was made from inside another call on the same device (a CPU kernel calling its own device?).",
+         "call the device from outside its kernels: a device runs one call at a time, so the inner call would wait "
+         "for the outer one forever.");
+}
+
+template <class F>
+auto DeviceCore::entered(bool call_lock, F&& f) -> decltype(f()) {
+  check_not_inside();
+  for (;;) {
+    {
+      std::shared_lock recovery(recovery_mutex_);
+      if (!impl().lost()) {
+        // Marks this thread as inside a call on this core, so that a nested call is refused
+        // before it takes the recovery lock again.
+        struct Inside {
+          const DeviceCore* outer = inside_;
+          explicit Inside(const DeviceCore* core) { inside_ = core; }
+          ~Inside() { inside_ = outer; }
+        } inside(this);
+        if (!call_lock) return f();
+        const CallLock call = host_->lock();
+        // A call before this one may have lost the device while this one waited for the lock.
+        if (!impl().lost()) return f();
+      }
+    }
+    recover();
+  }
 }
 
 Deadline DeviceCore::deadline_for(std::chrono::milliseconds limit, const char* call) {
@@ -81,7 +140,9 @@ Deadline DeviceCore::deadline_for(std::chrono::milliseconds limit, const char* c
 
 void DeviceCore::set_timeout(std::chrono::milliseconds limit) {
   deadline_for(limit, "Device::set_timeout");
-  impl_.set_timeout(limit);
+  std::shared_lock lock(recovery_mutex_);  // recovery copies the limit to the fresh device
+  timeout_ms_.store(limit.count());
+  impl().set_timeout(limit);
 }
 
 void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const BindingSetState& bindings,
@@ -130,12 +191,24 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
   }
 }
 
-DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config)
-    : host_(make_device_host(std::move(impl))),
-      impl_(host_->impl()),
-      counters_(host_->counters()),
+DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, Reopen reopen)
+    : identity_(std::make_shared<DeviceIdentity>(DeviceIdentity{impl->info()})),
+      counters_(std::make_shared<Counters>()),
+      reopen_(std::move(reopen)),
+      timeout_ms_(config.timeout.count()),
+      host_(make_device_host(std::move(impl), counters_)),
+      current_impl_(&host_->impl()),
       l1_(config.l1_capacity) {
-  impl_.set_timeout(config.timeout);  // also for a backend made without the runtime's settings
+  host_->impl().set_timeout(config.timeout);  // also for a backend made without the runtime's settings
+}
+
+template <class State>
+void DeviceCore::enlist(std::vector<std::weak_ptr<State>>& list, const std::shared_ptr<State>& state) {
+  std::lock_guard lock(registry_mutex_);
+  // Expired entries go whenever the list would grow, so it stays within twice the live states.
+  if (list.size() == list.capacity())
+    std::erase_if(list, [](const std::weak_ptr<State>& w) { return w.expired(); });
+  list.push_back(state);
 }
 
 // The L1 cache's kernels are retired to the host, which outlives this core while handles live.
@@ -144,12 +217,12 @@ DeviceCore::~DeviceCore() = default;
 namespace {
 
 /// Returns a handle's state once it is set (else invalid_argument: empty(), fix_empty) and made
-/// by host (else invalid_argument: foreign(), fix_foreign); no message is built unless a check fails.
+/// for owner (else invalid_argument: foreign(), fix_foreign); no message is built unless a check fails.
 template <class State, class Empty, class Foreign>
-State& checked_state(const std::shared_ptr<State>& state, const std::shared_ptr<DeviceHost>& host, Empty&& empty,
+State& checked_state(const std::shared_ptr<State>& state, const std::shared_ptr<const DeviceIdentity>& owner, Empty&& empty,
                      const char* fix_empty, Foreign&& foreign, const char* fix_foreign) {
   if (!state) fail(ErrorCategory::invalid_argument, empty(), fix_empty);
-  if (state->device != host) fail(ErrorCategory::invalid_argument, foreign(), fix_foreign);
+  if (state->owner != owner) fail(ErrorCategory::invalid_argument, foreign(), fix_foreign);
   return *state;
 }
 
@@ -157,7 +230,7 @@ State& checked_state(const std::shared_ptr<State>& state, const std::shared_ptr<
 
 BufferState& DeviceCore::own(const Buffer& buffer, const char* what) const {
   return checked_state(
-      buffer.state_, host_, [&] { return std::string(what) + " is an empty Buffer handle."; },
+      buffer.state_, identity_, [&] { return std::string(what) + " is an empty Buffer handle."; },
       "pass a buffer returned by Device::create_buffer().",
       [&] { return std::string(what) + " belongs to another device than " + device_label(info()) + "."; },
       "create the buffer on the device you use it with, or copy its data through the host.");
@@ -165,7 +238,7 @@ BufferState& DeviceCore::own(const Buffer& buffer, const char* what) const {
 
 KernelState& DeviceCore::own(const Kernel& kernel) const {
   return checked_state(
-      kernel.state_, host_, [] { return std::string("empty Kernel handle."); },
+      kernel.state_, identity_, [] { return std::string("empty Kernel handle."); },
       "pass a kernel returned by Device::compile().",
       [&] { return "kernel '" + kernel.state_->source.name + "' was compiled for another device."; },
       "compile the kernel on the device you dispatch it on.");
@@ -173,7 +246,7 @@ KernelState& DeviceCore::own(const Kernel& kernel) const {
 
 BindingSetState& DeviceCore::own(const BindingSet& bindings) const {
   return checked_state(
-      bindings.state_, host_, [] { return std::string("empty BindingSet handle."); },
+      bindings.state_, identity_, [] { return std::string("empty BindingSet handle."); },
       "pass a binding set returned by Device::bind().",
       [] { return std::string("binding set belongs to another device."); },
       "bind buffers on the device you dispatch on.");
@@ -181,15 +254,13 @@ BindingSetState& DeviceCore::own(const BindingSet& bindings) const {
 
 BatchState& DeviceCore::own(const Batch& batch) const {
   return checked_state(
-      batch.state_, host_, [] { return std::string("empty Batch handle."); },
+      batch.state_, identity_, [] { return std::string("empty Batch handle."); },
       "pass a batch returned by Device::create_batch().",
       [] { return std::string("batch was created on another device."); },
       "submit a batch to the device that created it.");
 }
 
-Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
-  const CallLock call = host_->lock();
-  check_usable();
+Buffer DeviceCore::create_buffer(std::uint64_t bytes, bool internal) {
   if (bytes == 0)
     fail(ErrorCategory::invalid_argument, "cannot create a zero-byte buffer.",
          "pass the size in bytes (> 0) of the data the buffer will hold.");
@@ -200,10 +271,15 @@ Buffer DeviceCore::create_buffer(std::uint64_t bytes) {
              device_label(info()) + ".",
          "split the data into smaller buffers or use a device with more memory (vgpu-probe lists limits).");
   auto state = std::make_shared<BufferState>();
-  state->device = host_;
-  state->impl = guarded("allocating a buffer", [&] { return impl_.create_buffer(bytes); });
+  state->owner = identity_;
   state->size = bytes;
-  counters_.allocations.fetch_add(1, std::memory_order_relaxed);
+  state->internal = internal;
+  entered(true, [&] {
+    state->impl = guarded("allocating a buffer", [&] { return impl().create_buffer(bytes); });
+    state->device = host_;
+    enlist(buffers_, state);
+  });
+  counters_->allocations.fetch_add(1, std::memory_order_relaxed);
   return Buffer(std::move(state));
 }
 
@@ -229,40 +305,57 @@ BufferState* DeviceCore::checked_read(const Buffer& buffer, const void* out, std
   return &b;
 }
 
+void DeviceCore::check_contents(const BufferState& b, const LostContents& lost, std::uint64_t offset,
+                                std::uint64_t bytes, const char* what) const {
+  if (lost.empty() || !lost.overlaps(offset, bytes)) return;
+  std::string why = loss_reason_;
+  while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+  fail(ErrorCategory::device_lost,
+       std::string(what) + " (a " + to_string(b.size) + "-byte buffer) has lost its contents with the device: " +
+           device_label(info()) + " (" + info().id() + ") was lost (" + why + ") and recreated, and " +
+           to_string(lost.lost_bytes()) + " of its bytes have not been written since.",
+       "write the data again (Device::write covering the whole buffer) before reading it, copying from it or binding "
+       "it as a kernel input.");
+}
+
 void DeviceCore::write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset) {
-  const CallLock call = host_->lock();
-  check_usable();
-  BufferState* b = checked_write(buffer, data, bytes, offset, "write target");
-  if (!b) return;
-  const Deadline deadline = impl_.default_deadline();
-  guarded("writing a buffer", [&] { impl_.write(*b->impl, offset, data, bytes, deadline); });
-  counters_.bytes_up.fetch_add(bytes, std::memory_order_relaxed);
+  entered(true, [&] {
+    BufferState* b = checked_write(buffer, data, bytes, offset, "write target");
+    if (!b) return;
+    const Deadline deadline = impl().default_deadline();
+    guarded("writing a buffer", [&] { impl().write(*b->impl, offset, data, bytes, deadline); });
+    cover(*b, offset, bytes);
+    counters_->bytes_up.fetch_add(bytes, std::memory_order_relaxed);
+  });
 }
 
 void DeviceCore::read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset) {
-  const CallLock call = host_->lock();
-  check_usable();
-  BufferState* b = checked_read(buffer, out, bytes, offset, "read source");
-  if (!b) return;
-  const Deadline deadline = impl_.default_deadline();
-  guarded("reading a buffer", [&] { impl_.read(*b->impl, offset, out, bytes, deadline); });
-  counters_.bytes_down.fetch_add(bytes, std::memory_order_relaxed);
+  entered(true, [&] {
+    BufferState* b = checked_read(buffer, out, bytes, offset, "read source");
+    if (!b) return;
+    check_contents(*b, b->lost, offset, bytes, "read source");
+    const Deadline deadline = impl().default_deadline();
+    guarded("reading a buffer", [&] { impl().read(*b->impl, offset, out, bytes, deadline); });
+    counters_->bytes_down.fetch_add(bytes, std::memory_order_relaxed);
+  });
 }
 
 void DeviceCore::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
                       std::uint64_t dst_offset) {
-  const CallLock call = host_->lock();
-  check_usable();
-  BufferState& s = own(src, "copy source");
-  BufferState& d = own(dst, "copy destination");
-  check_range(s, src_offset, bytes, "copy read");
-  check_range(d, dst_offset, bytes, "copy write");
-  if (bytes == 0) return;
-  if (&s == &d && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes)
-    fail(ErrorCategory::invalid_argument, "copy source and destination ranges overlap in one buffer.",
-         "copy through a second buffer, or use ranges that do not overlap.");
-  const Deadline deadline = impl_.default_deadline();
-  guarded("copying a buffer", [&] { impl_.copy(*s.impl, src_offset, *d.impl, dst_offset, bytes, deadline); });
+  entered(true, [&] {
+    BufferState& s = own(src, "copy source");
+    BufferState& d = own(dst, "copy destination");
+    check_range(s, src_offset, bytes, "copy read");
+    check_range(d, dst_offset, bytes, "copy write");
+    if (bytes == 0) return;
+    if (&s == &d && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes)
+      fail(ErrorCategory::invalid_argument, "copy source and destination ranges overlap in one buffer.",
+           "copy through a second buffer, or use ranges that do not overlap.");
+    check_contents(s, s.lost, src_offset, bytes, "copy source");
+    const Deadline deadline = impl().default_deadline();
+    guarded("copying a buffer", [&] { impl().copy(*s.impl, src_offset, *d.impl, dst_offset, bytes, deadline); });
+    cover(d, dst_offset, bytes);
+  });
 }
 
 const DialectSource& DeviceCore::check_compilable(const KernelSource& source, const CompileOptions& options) const {
@@ -324,12 +417,14 @@ const DialectSource& DeviceCore::check_compilable(const KernelSource& source, co
 std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source, const DialectSource& code,
                                                       const CompileOptions& options, const cache::KernelKey& key) {
   auto state = std::make_shared<KernelState>();
-  state->device = host_;
+  state->owner = identity_;
   state->source = source;
+  state->compiled = source;
   state->options = options;
   state->key = key;
-  state->impl = guarded("compiling a kernel", [&] { return impl_.compile(source, code, options); });
-  counters_.compiles.fetch_add(1, std::memory_order_relaxed);
+  state->impl = guarded("compiling a kernel", [&] { return impl().compile(source, code, options); });
+  state->device = host_;
+  counters_->compiles.fetch_add(1, std::memory_order_relaxed);
   state->workgroup_size = options.workgroup_size_or_default();
   if (const KernelReflection* r = state->impl->reflection()) {
     // A mismatch throws here: the state (and the backend's kernel with it) is retired, and L1
@@ -338,38 +433,41 @@ std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source
     state->reflection = *r;
     state->workgroup_size = r->local_size;
   }
+  enlist(kernels_, state);
   return state;
 }
 
 Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& options) {
-  check_usable();
   const DialectSource& code = check_compilable(source, options);
   const cache::KernelKey key = cache::make_kernel_key(source, code, options, info().fingerprint);
-  // A host callable has nothing to compile, and its captured state cannot be hashed: two
-  // lambdas of one type may behave differently, so it bypasses L1 rather than risk a stale hit.
-  if (code.fn) {
-    counters_.l1_misses.fetch_add(1, std::memory_order_relaxed);
-    return Kernel(build_kernel(source, code, options, key));
-  }
-  const auto before = l1_.stats().evictions;
-  auto [state, how] = l1_.get_or_build(key, [&] { return build_kernel(source, code, options, key); });
-  if (how == cache::Lookup::built)
-    counters_.l1_misses.fetch_add(1, std::memory_order_relaxed);
-  else
-    counters_.l1_hits.fetch_add(1, std::memory_order_relaxed);
-  if (const auto after = l1_.stats().evictions; after > before)
-    counters_.l1_evictions.fetch_add(after - before, std::memory_order_relaxed);
-  return Kernel(std::move(state));
+  // No call lock (a long compile must not hold up dispatches), but the recovery lock: the kernel
+  // lands on the current host, and a recovery waits for it and then rebuilds it.
+  return entered(false, [&] {
+    // A host callable has nothing to compile, and its captured state cannot be hashed: two
+    // lambdas of one type may behave differently, so it bypasses L1 rather than risk a stale hit.
+    if (code.fn) {
+      counters_->l1_misses.fetch_add(1, std::memory_order_relaxed);
+      return Kernel(build_kernel(source, code, options, key));
+    }
+    const auto before = l1_.stats().evictions;
+    auto [state, how] = l1_.get_or_build(key, [&] { return build_kernel(source, code, options, key); });
+    if (how == cache::Lookup::built)
+      counters_->l1_misses.fetch_add(1, std::memory_order_relaxed);
+    else
+      counters_->l1_hits.fetch_add(1, std::memory_order_relaxed);
+    if (const auto after = l1_.stats().evictions; after > before)
+      counters_->l1_evictions.fetch_add(after - before, std::memory_order_relaxed);
+    return Kernel(std::move(state));
+  });
 }
 
 BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindings) {
-  const CallLock call = host_->lock();
-  check_usable();
+  return entered(true, [&] {
   KernelState& k = own(kernel);
   std::uint32_t max_slot = 0;
   for (const BindingDecl& d : k.source.bindings) max_slot = std::max(max_slot, d.slot + 1);
   auto state = std::make_shared<BindingSetState>();
-  state->device = host_;
+  state->owner = identity_;
   state->kernel = kernel.state_;
   state->by_slot.resize(max_slot);
   for (const Binding& b : bindings) {
@@ -394,55 +492,112 @@ BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindi
            "add Binding{" + to_string(d.slot) + ", buffer} to the bind() call.");
     raw[d.slot] = state->by_slot[d.slot]->impl.get();
   }
-  state->impl = guarded("binding buffers", [&] { return impl_.bind(*k.impl, raw); });
-  counters_.binds.fetch_add(1, std::memory_order_relaxed);
+  state->impl = guarded("binding buffers", [&] { return impl().bind(*k.impl, raw); });
+  state->device = host_;
+  enlist(binding_sets_, state);
+  counters_->binds.fetch_add(1, std::memory_order_relaxed);
   return BindingSet(std::move(state));
+  });
+}
+
+void DeviceCore::check_commands(std::span<const BatchCommand> commands, TriedContents* tried) {
+  if (lost_buffers_ == 0) return;  // the common case: nothing lost since the last recovery
+  // In command order: a command that writes a buffer at a write-only slot makes it valid for the
+  // commands after it. With tried, the coverage is tried on copies (nothing has run yet).
+  for (const BatchCommand& c : commands) {
+    for (const BindingDecl& d : c.kernel->source.bindings) {
+      BufferState* b = c.bindings->by_slot.at(d.slot).get();
+      if (!b || b->lost.empty()) continue;
+      LostContents& lc = tried ? tried->of(*b) : b->lost;
+      if (d.access == Access::write) {
+        lc.cover(0, b->size);
+        if (!tried && lc.empty()) --lost_buffers_;
+      } else if (!lc.empty()) {
+        const std::string what = "the buffer at slot " + to_string(d.slot) + " ('" + d.name + "') of kernel '" +
+                                 c.kernel->source.name + "'";
+        check_contents(*b, lc, 0, b->size, what.c_str());
+      }
+    }
+  }
+}
+
+void DeviceCore::check_trip(std::span<const HostWrite> writes, const BatchState& s, std::span<const HostRead> reads) {
+  TriedContents tried;
+  for (const HostWrite& w : writes)
+    if (w.bytes && !w.buffer.state_->lost.empty()) tried.of(*w.buffer.state_).cover(w.offset, w.bytes);
+  check_commands(s.commands, &tried);
+  for (const HostRead& r : reads)
+    if (r.bytes && !r.buffer.state_->lost.empty())
+      check_contents(*r.buffer.state_, tried.of(*r.buffer.state_), r.offset, r.bytes, "round-trip read source");
+}
+
+void DeviceCore::cover(BufferState& b, std::uint64_t offset, std::uint64_t bytes) {
+  if (b.lost.empty()) return;
+  b.lost.cover(offset, bytes);
+  if (b.lost.empty()) --lost_buffers_;
 }
 
 void DeviceCore::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups) {
-  const CallLock call = host_->lock();
-  check_usable();
-  KernelState& k = own(kernel);
-  BindingSetState& b = own(bindings);
-  validate_dispatch(info(), k, b, params, groups);
-  const DispatchCommand cmd{k.impl.get(), b.impl.get(), params, groups};
-  const Deadline deadline = impl_.default_deadline();
-  guarded("dispatching", [&] {
-    // A one-off batch: retired right away, so it is freed once its run has completed. Retired
-    // on failure too, since the backend may have queued it before failing.
-    std::unique_ptr<RecordedBatchImpl> once = impl_.record(std::span<const DispatchCommand>(&cmd, 1));
-    try {
-      impl_.submit(*once, deadline);
-    } catch (...) {
-      host_->retire(std::move(once));
-      throw;
+  entered(true, [&] {
+    KernelState& k = own(kernel);
+    BindingSetState& b = own(bindings);
+    validate_dispatch(info(), k, b, params, groups);
+    const BatchCommand one{kernel.state_, bindings.state_, params, groups};
+    if (lost_buffers_ != 0) {
+      TriedContents tried;
+      check_commands(std::span<const BatchCommand>(&one, 1), &tried);
     }
-    host_->retire(std::move(once));
+    const DispatchCommand cmd{k.impl.get(), b.impl.get(), params, groups};
+    const Deadline deadline = impl().default_deadline();
+    guarded("dispatching", [&] {
+      // A one-off batch: retired right away, so it is freed once its run has completed. Retired
+      // on failure too, since the backend may have queued it before failing.
+      std::unique_ptr<RecordedBatchImpl> once = impl().record(std::span<const DispatchCommand>(&cmd, 1));
+      try {
+        impl().submit(*once, deadline);
+      } catch (...) {
+        host_->retire(std::move(once));
+        throw;
+      }
+      host_->retire(std::move(once));
+    });
+    check_commands(std::span<const BatchCommand>(&one, 1), nullptr);
   });
-  counters_.submits.fetch_add(1, std::memory_order_relaxed);
-  counters_.dispatches.fetch_add(1, std::memory_order_relaxed);
+  counters_->submits.fetch_add(1, std::memory_order_relaxed);
+  counters_->dispatches.fetch_add(1, std::memory_order_relaxed);
 }
 
 Batch DeviceCore::create_batch() {
-  check_usable();
   auto state = std::make_shared<BatchState>();
-  state->device = host_;
+  state->owner = identity_;
+  entered(false, [&] {
+    state->device = host_;
+    enlist(batches_, state);
+  });
   return Batch(std::move(state));
 }
 
 void DeviceCore::submit(const Batch& batch) {
-  const CallLock call = host_->lock();
-  check_usable();
-  BatchState& s = own(batch);
-  std::lock_guard lock(s.mutex);
-  if (s.commands.empty()) return;
-  const Deadline deadline = impl_.default_deadline();
-  guarded("submitting a batch", [&] {
-    record_locked(s);
-    impl_.submit(*s.recorded, deadline);
+  std::size_t commands = 0;
+  entered(true, [&] {
+    BatchState& s = own(batch);
+    std::lock_guard lock(s.mutex);
+    if (s.commands.empty()) return;
+    if (lost_buffers_ != 0) {
+      TriedContents tried;
+      check_commands(s.commands, &tried);
+    }
+    const Deadline deadline = impl().default_deadline();
+    guarded("submitting a batch", [&] {
+      record_locked(s);
+      impl().submit(*s.recorded, deadline);
+    });
+    check_commands(s.commands, nullptr);
+    commands = s.commands.size();
   });
-  counters_.submits.fetch_add(1, std::memory_order_relaxed);
-  counters_.dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
+  if (commands == 0) return;
+  counters_->submits.fetch_add(1, std::memory_order_relaxed);
+  counters_->dispatches.fetch_add(commands, std::memory_order_relaxed);
 }
 
 void DeviceCore::record_locked(BatchState& s) {
@@ -451,13 +606,12 @@ void DeviceCore::record_locked(BatchState& s) {
   cmds.reserve(s.commands.size());
   for (const BatchCommand& c : s.commands)
     cmds.push_back(DispatchCommand{c.kernel->impl.get(), c.bindings->impl.get(), c.params, c.groups});
-  s.recorded = impl_.record(cmds);
+  s.recorded = impl().record(cmds);
 }
 
 void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
                             std::chrono::milliseconds limit) {
-  const CallLock call = host_->lock();
-  check_usable();
+  entered(true, [&] {
   const Deadline deadline = deadline_for(limit, "Device::round_trip");  // the trip's start, once it has the device
   // Everything is checked before anything runs, so a bad argument leaves buffers untouched.
   // The op lists are reused per thread: a steady round trip allocates nothing.
@@ -480,27 +634,34 @@ void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batc
   }
   BatchState& s = own(batch);
   std::lock_guard lock(s.mutex);
+  if (lost_buffers_ != 0) check_trip(writes, s, reads);
   guarded("running a round trip", [&] {
     RecordedBatchImpl* recorded = nullptr;
     if (!s.commands.empty()) {
       record_locked(s);
       recorded = s.recorded.get();
     }
-    impl_.round_trip(write_ops, recorded, read_ops, deadline);
+    impl().round_trip(write_ops, recorded, read_ops, deadline);
   });
-  counters_.bytes_up.fetch_add(up, std::memory_order_relaxed);
-  counters_.bytes_down.fetch_add(down, std::memory_order_relaxed);
+  counters_->bytes_up.fetch_add(up, std::memory_order_relaxed);
+  counters_->bytes_down.fetch_add(down, std::memory_order_relaxed);
   if (!s.commands.empty()) {
-    counters_.submits.fetch_add(1, std::memory_order_relaxed);
-    counters_.dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
+    counters_->submits.fetch_add(1, std::memory_order_relaxed);
+    counters_->dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
   }
+  if (lost_buffers_ != 0) {  // it ran: the writes and write-only slots covered what they wrote
+    for (const HostWrite& w : writes)
+      if (w.bytes) cover(*w.buffer.state_, w.offset, w.bytes);
+    check_commands(s.commands, nullptr);
+  }
+  });
 }
 
 void DeviceCore::synchronize(std::chrono::milliseconds limit) {
-  const CallLock call = host_->lock();
-  check_usable();
-  const Deadline deadline = deadline_for(limit, "Device::synchronize");
-  guarded("synchronizing", [&] { impl_.synchronize(deadline); });
+  entered(true, [&] {
+    const Deadline deadline = deadline_for(limit, "Device::synchronize");
+    guarded("synchronizing", [&] { impl().synchronize(deadline); });
+  });
 }
 
 }  // namespace vgpu::detail

@@ -44,13 +44,21 @@ CallLock::~CallLock() {
   if (host_) host_->unlock();
 }
 
-DeviceHost::DeviceHost(std::unique_ptr<DeviceImpl> impl) : impl_(std::move(impl)) {
-  impl_->attach_counters(&counters_);
+DeviceHost::DeviceHost(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters)
+    : counters_(std::move(counters)), impl_(std::move(impl)) {
+  impl_->attach_counters(counters_.get());
 }
 
 DeviceHost::~DeviceHost() = default;
 
 CallLock DeviceHost::lock() {
+  check_not_inside();
+  call_mutex_.lock();
+  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  return CallLock(*this);
+}
+
+void DeviceHost::check_not_inside() const {
   // This thread holds the lock, or runs a workgroup of a dispatch that holds it (a CPU kernel
   // on a TBB thread): waiting would never end.
   if (held_here() || DeviceImpl::running_kernel() == impl_.get())
@@ -59,9 +67,6 @@ CallLock DeviceHost::lock() {
              "' was made from inside another call on the same device (a CPU kernel calling its own device?).",
          "call the device from outside its kernels: a device runs one call at a time, so the inner call would wait "
          "for the outer one forever.");
-  call_mutex_.lock();
-  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  return CallLock(*this);
 }
 
 void DeviceHost::unlock() noexcept {
@@ -160,8 +165,8 @@ bool DeviceHost::close() noexcept {
   return released;
 }
 
-std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl) {
-  return std::shared_ptr<DeviceHost>(new DeviceHost(std::move(impl)), retire_host);
+std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters) {
+  return std::shared_ptr<DeviceHost>(new DeviceHost(std::move(impl), std::move(counters)), retire_host);
 }
 
 }  // namespace vgpu::detail

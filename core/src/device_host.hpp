@@ -48,8 +48,9 @@ class [[nodiscard]] CallLock {
 /// the thread holding the lock (a handle dropped inside a call). close() runs once, alone.
 class DeviceHost {
  public:
-  /// Takes the backend device and attaches this host's counters to it.
-  explicit DeviceHost(std::unique_ptr<DeviceImpl> impl);
+  /// Takes the backend device and attaches counters to it: the Device's, which every host it
+  /// has had (one per recovery) shares, so they continue across recoveries.
+  DeviceHost(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters);
   ~DeviceHost();
   DeviceHost(const DeviceHost&) = delete;
   DeviceHost& operator=(const DeviceHost&) = delete;
@@ -57,11 +58,14 @@ class DeviceHost {
   /// Returns the backend device.
   DeviceImpl& impl() const noexcept { return *impl_; }
   /// Returns the device's live counters.
-  Counters& counters() noexcept { return counters_; }
+  Counters& counters() noexcept { return *counters_; }
 
   /// Takes the call lock, waiting for the call another thread is in; throws invalid_argument
   /// when this thread holds it already (a CPU kernel calling into the device it runs on).
   CallLock lock();
+  /// Throws lock()'s invalid_argument when this thread could never get the call lock (it holds
+  /// it, or runs a kernel of this device); core checks it before it takes any other lock.
+  void check_not_inside() const;
   /// Takes a backend object no handle refers to any more and frees it once the work that may
   /// use it has completed; never waits, never throws.
   void retire(std::unique_ptr<DeviceObject> object) noexcept;
@@ -86,7 +90,7 @@ class DeviceHost {
   // Tags what other threads retired, then frees every object whose work has completed (lock held).
   void reclaim_locked() noexcept;
 
-  Counters counters_;  // before impl_: the backend may count while it is destroyed
+  std::shared_ptr<Counters> counters_;  // before impl_: the backend may count while it is destroyed
   std::unique_ptr<DeviceImpl> impl_;
   std::mutex call_mutex_;                     // the call lock
   std::atomic<std::thread::id> owner_{};      // the thread holding call_mutex_ (none: default id)
@@ -98,6 +102,6 @@ class DeviceHost {
 
 /// Returns a shared host for impl whose last reference closes it: deleted when close()
 /// succeeds, else kept (reachable, never freed) for the rest of the process with a log line.
-std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl);
+std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters);
 
 }  // namespace vgpu::detail

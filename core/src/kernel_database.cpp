@@ -6,6 +6,7 @@
 
 #include <utility>
 
+#include "device_core.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/runtime.hpp"
@@ -176,17 +177,33 @@ Device KernelDatabase::device() const {
 }
 
 void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<const TensorArg> args) {
+  // The failed device's kernels for id go, so the next get() selects (and builds) elsewhere.
+  auto drop_device = [&](const Device& used) {
+    FreeDropped free_dropped{*this};
+    std::lock_guard lock(mutex_);
+    erase_kernels_locked([&](const Entry& e) { return e.id == id && e.kernel && e.kernel->device() == used; });
+  };
   for (;;) {
     std::shared_ptr<PersistentKernel> kernel;
     Device building;  // set by lookup() only when it selects or builds
     try {
       kernel = lookup(id, shape, &building);
+      // A lost device recovers in place and the kernel retries once by itself, so a loss here
+      // costs no demotion, unless it is a relapse: lost again soon after its last recovery.
+      const detail::DeviceCore& core = detail::DeviceAccess::core(kernel->device());
+      const std::uint64_t relapses = core.relapses();
       (*kernel)(args);
+      if (runtime_ && core.relapses() > relapses &&
+          runtime_->demote(id, shape, kernel->device(),
+                           kernel->device().info().id() + " was lost again within " +
+                               std::to_string(detail::DeviceCore::kRelapseWindow.count()) +
+                               " s of recovering from a loss"))
+        drop_device(kernel->device());  // this call's results are right; the next ones run elsewhere
       return;
     } catch (const Error& e) {
       // A timeout is the caller's limit, not the device failing: running the call again
       // elsewhere would take longer still, so it reaches the caller. (If it lost the device,
-      // the next get() builds on a fresh one.)
+      // the next call recovers it.) device_lost here means the kernel's retry failed too.
       const ErrorCategory c = e.category();
       const bool device_failure = c == ErrorCategory::compile_error || c == ErrorCategory::out_of_memory ||
                                   c == ErrorCategory::device_lost || c == ErrorCategory::unavailable ||
@@ -195,10 +212,7 @@ void KernelDatabase::call(const std::string& id, const Shape& shape, std::span<c
       Device used = kernel ? kernel->device() : building;
       if (!used) used = device();  // selection itself failed
       if (!used || !runtime_->demote(id, shape, used, e.what())) throw;
-      // The failed device's kernels for id go; the next get() selects (and builds) elsewhere.
-      FreeDropped free_dropped{*this};
-      std::lock_guard lock(mutex_);
-      erase_kernels_locked([&](const Entry& e) { return e.id == id && e.kernel && e.kernel->device() == used; });
+      drop_device(used);
     }
   }
 }
@@ -297,13 +311,13 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
   std::unique_lock lock(mutex_);
   for (;;) {
     // 1. The device: fixed, or the one selected for (id, shape) while the selection epoch
-    //    holds (a lost device is never used again: selecting again opens a fresh one).
+    //    holds (a lost device is used again: its next call recovers it in place).
     std::uint64_t device_key = device_key_;
     if (runtime_) {
       const std::uint64_t epoch = runtime_->selection_epoch();
       auto c = chosen_.find(slot);
       if (c == chosen_.end() || c->second.epoch != epoch || c->second.id != id || c->second.shape != shape ||
-          !c->second.device || c->second.device.lost()) {
+          !c->second.device) {
         select_locked(lock, slot, id, shape, epoch, used);
         continue;
       }
@@ -316,12 +330,8 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
     if (auto it = kernels_.find(key); it != kernels_.end()) {
       const Entry& e = it->second;
       if (e.device_key == device_key && e.id == id && e.shape == shape) {
-        if (!e.kernel->device().lost()) {
-          ++hits_;
-          return e.kernel;
-        }
-        drop_locked(std::move(it->second.kernel));  // built on a device that is lost since: build it again
-        kernels_.erase(it);
+        ++hits_;  // on a device lost since too: the kernel's next call recovers the device in place
+        return e.kernel;
       }
     }
     const Factory& f = factory_locked(id);
@@ -347,12 +357,8 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
         plan_key(id + "@" + device.info().id() + "#" + device.info().fingerprint.hex(), shape, *plan);
     lock.lock();
     if (auto it = kernels_.find(content); it != kernels_.end()) {
-      if (!it->second.kernel->device().lost()) {
-        ++hits_;
-        return it->second.kernel;
-      }
-      drop_locked(std::move(it->second.kernel));
-      kernels_.erase(it);
+      ++hits_;
+      return it->second.kernel;
     }
     if (auto fl = flights_.find(content); fl != flights_.end()) {
       auto flight = fl->second;

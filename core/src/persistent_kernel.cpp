@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "device_core.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu {
@@ -82,7 +83,9 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
   buffers_.reserve(plan_.tensors.size());
   for (std::uint32_t i = 0; i < plan_.tensors.size(); ++i) {
     const TensorSpec& t = plan_.tensors[i];
-    buffers_.push_back(device_.create_buffer(element_count(t.shape) * dtype_size(t.dtype)));
+    // Internal: every call rewrites the inputs and the steps rewrite the rest, so a recovery
+    // never reports their contents lost.
+    buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, element_count(t.shape) * dtype_size(t.dtype)));
     if (!t.scratch) visible_.push_back(i);
   }
   for (std::size_t a = 0; a < visible_.size(); ++a) {
@@ -158,10 +161,20 @@ void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < writes_.size(); ++i) writes_[i].data = args[write_arg_[i]].in;
   for (std::size_t i = 0; i < reads_.size(); ++i) reads_[i].out = args[read_arg_[i]].out;
-  if (limit)
-    device_.round_trip(writes_, batch_, reads_, *limit);
-  else
-    device_.round_trip(writes_, batch_, reads_);
+  // Every input is on the host, so a call the device was lost under runs once more: the trip
+  // recovers the device first (buffers, kernels, bindings and batch rebuilt in place). Once
+  // only: a device that fails again reaches the caller (a KernelDatabase then demotes it).
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (limit)
+        device_.round_trip(writes_, batch_, reads_, *limit);
+      else
+        device_.round_trip(writes_, batch_, reads_);
+      break;
+    } catch (const Error& e) {
+      if (e.category() != ErrorCategory::device_lost || attempt > 0) throw;
+    }
+  }
   total_ += std::chrono::steady_clock::now() - start;
   ++calls_;
 }

@@ -5,6 +5,7 @@
 #include <new>
 #include <string>
 
+#include "device_core.hpp"
 #include "queue_layout.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/persistent_queue.hpp"
@@ -141,10 +142,10 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
     const std::uint64_t in_cap = grown(r.in_bytes, need_in), out_cap = grown(r.out_bytes, need_out);
     Buffer in = r.in, out = r.out;
     try {
-      // VGPU-INTERNAL: create these as vgpu-owned buffers (rewritten by every run, never "contents
-      // lost" after a recovery) once Device has the flag from the recovery work.
-      if (in_cap != r.in_bytes) in = device_.create_buffer(in_cap);
-      if (out_cap != r.out_bytes) out = device_.create_buffer(out_cap);
+      // vgpu-owned buffers: every run rewrites `in` and the result table, so a recovery that
+      // reallocates them never marks their contents lost.
+      if (in_cap != r.in_bytes) in = detail::DeviceAccess::internal_buffer(device_, in_cap);
+      if (out_cap != r.out_bytes) out = detail::DeviceAccess::internal_buffer(device_, out_cap);
     } catch (const Error& e) {
       if (e.category() != ErrorCategory::out_of_memory) throw;
       fail(ErrorCategory::out_of_memory,

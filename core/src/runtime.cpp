@@ -142,9 +142,10 @@ struct Runtime::State {
     }
   }
 
-  ComputeBackend* backend_locked(BackendKind kind) {
+  ComputeBackend* backend_locked(BackendKind kind) { return backend_shared_locked(kind).get(); }
+  std::shared_ptr<ComputeBackend> backend_shared_locked(BackendKind kind) {
     for (auto& b : backends)
-      if (b->kind() == kind) return b.get();
+      if (b->kind() == kind) return b;
     return nullptr;
   }
 };
@@ -224,9 +225,6 @@ std::vector<DeviceInfo> Runtime::devices() {
 }
 
 Device Runtime::open(const std::string& id) {
-  // A lost device replaced below goes after the lock is released: closing it may wait (within
-  // its timeout) for work it gave up on, which must not hold up other devices' opens.
-  std::shared_ptr<detail::DeviceCore> replaced;
   std::lock_guard lock(state_->mutex);
   state_->probe_locked();
   const auto colon = id.find(':');
@@ -250,16 +248,13 @@ Device Runtime::open(const std::string& id) {
          "pick one of the available devices: " + (known.empty() ? std::string("none") : known) + ".");
   }
   // Devices are stored under their canonical id, so "cpu" and "cpu:0" share one device. A lost
-  // device is never handed out again: opening its id replaces it with a fresh one (handles to
-  // the lost one keep it alive, refusing every call).
-  if (auto it = state_->open.find(match->id()); it != state_->open.end()) {
-    if (!it->second->lost()) return it->second->handle();
-    log(LogLevel::info, match->id() + " was lost; opening it again.");
-    replaced = std::move(it->second);
-    state_->open.erase(it);
-  }
-  ComputeBackend* backend = state_->backend_locked(match->backend);
-  auto core = std::make_shared<detail::DeviceCore>(backend->open(match->index), state_->settings->config);
+  // device is handed out as it is: its next call recovers it in place (DeviceCore::recover),
+  // through the backend, which the reopen function keeps alive.
+  if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
+  std::shared_ptr<ComputeBackend> backend = state_->backend_shared_locked(match->backend);
+  const std::uint32_t index = match->index;
+  auto core = std::make_shared<detail::DeviceCore>(backend->open(index), state_->settings->config,
+                                                   [backend, index] { return backend->open(index); });
   state_->open[match->id()] = core;
   return core->handle();
 }

@@ -1,7 +1,8 @@
 // tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
 // CPU device underneath (so results are right) with knobs the test turns while it runs:
-// latency added per dispatch, failures at compile, dispatch or allocation, a timeout that loses
-// the device, and a fingerprint
+// latency added per dispatch, failures at compile, dispatch, allocation or (re)opening, losses
+// of the next few dispatches (and the test hook's simulated loss), a timeout that loses the
+// device, and a fingerprint
 // salt. Injected through RuntimeOptions::backends, it lets the selection tests decide which
 // device is fastest and which one breaks.
 // Thread-safety: knobs are atomics (the salt is read once, when the runtime enumerates); the
@@ -37,6 +38,9 @@ struct TestDeviceKnobs {
   std::atomic<bool> fail_dispatch{false};    ///< submit/round_trip throw device_lost
   std::atomic<bool> timeout_lost{false};  ///< submit/round_trip time out, losing the device (a GPU wait that gave up)
   std::atomic<bool> fail_alloc{false};       ///< create_buffer throws out_of_memory
+  std::atomic<int> lose_next{0};             ///< the next lose_next submits/round trips throw device_lost
+  std::atomic<bool> fail_open{false};        ///< opening the device (again) throws unavailable
+  std::atomic<std::uint64_t> opens{0};       ///< times the device was opened
   std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
   std::string salt;                          ///< part of the fingerprint (change = new device)
   vgpu::DeviceType type = vgpu::DeviceType::other;
@@ -105,6 +109,13 @@ class TestDevice final : public ForwardingDevice {
 
  private:
   void before_dispatch(std::uint64_t n) {
+    int left = knobs_->lose_next.load();
+    while (left > 0 && !knobs_->lose_next.compare_exchange_weak(left, left - 1)) {
+    }
+    if (take_injected_loss() || left > 0) {
+      mark_lost("lost (injected)");
+      vgpu::fail(vgpu::ErrorCategory::device_lost, info_.id() + " was lost (injected once).", "recreate the device.");
+    }
     if (knobs_->fail_dispatch)
       vgpu::fail(vgpu::ErrorCategory::device_lost, info_.id() + " was lost (injected).", "recreate the device.");
     if (knobs_->timeout_lost) {
@@ -135,6 +146,10 @@ class TestBackend final : public vgpu::ComputeBackend {
     return out;
   }
   std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t index) override {
+    if (knobs_.at(index)->fail_open)
+      vgpu::fail(vgpu::ErrorCategory::unavailable, "test:" + std::to_string(index) + " cannot be opened (injected).",
+                 "clear the fail_open knob.");
+    ++knobs_.at(index)->opens;
     return std::make_unique<detail::TestDevice>(cpu_->open(0), info(index), knobs_.at(index));
   }
 

@@ -18,6 +18,7 @@ namespace vgpu {
 
 namespace detail {
 class DeviceCore;
+struct DeviceAccess;
 struct BufferState;
 struct KernelState;
 struct BindingSetState;
@@ -148,9 +149,23 @@ struct HostRead {
 /// 0 = no limit). A call that gives up throws ErrorCategory::timeout. Then either nothing of
 /// its work is still running and the device stays usable (CPU: no further workgroup starts;
 /// the call's outputs are incomplete), or work is still in flight and the device is lost
-/// (Vulkan, OpenGL, CUDA): lost() turns true, every later call throws device_lost, and
-/// Runtime::open() of the same id gives a fresh, working device. A backend that reports
-/// device_lost for any other reason marks the device lost the same way.
+/// (Vulkan, OpenGL, CUDA). A backend that reports device_lost for any other reason marks the
+/// device lost the same way.
+///
+/// Device loss and recovery: a Device survives the loss of its device. The call that was in
+/// flight when the loss struck throws device_lost (or timeout); lost() is true until the NEXT
+/// call on this Device (any call, on any handle of it), which first recovers it in place: it
+/// opens a fresh backend device for the same id, rebuilds every live Buffer (reallocated),
+/// Kernel (compiled again through the L1/L2 cache: counters() shows l2_hits, not
+/// source_compiles, where L2 holds it), BindingSet and Batch on it, adds 1 to
+/// counters().recoveries, then proceeds. Counters continue across recoveries (device_losses
+/// counts the losses). A Buffer whose data lived on the lost device has lost it: reading it,
+/// copying from it, or dispatching it at a read or read_write slot throws device_lost ("Fix:
+/// write the data again") until writes have covered it again (binding it at a write-only slot
+/// counts as rewriting it); what vgpu owns (PersistentKernel's buffers) is rewritten by every
+/// call and never raises that. If opening the device again fails, the call throws device_lost
+/// with the reason, and the next call tries again. Runtime::open() of the id returns this same
+/// Device. testing::force_device_lost (vgpu/testing.hpp) simulates a loss for tests.
 /// Thread-safety: every member function is safe to call from several threads at once. Calls on
 /// one device run one at a time, in the order they get the device: a call that waits for it
 /// (a read, synchronize) holds up later calls on the same device, never another device's.
@@ -213,9 +228,9 @@ class Device {
   void set_timeout(std::chrono::milliseconds limit);
   /// Returns the limit of calls that bring none of their own (VGPU_TIMEOUT_MS until set).
   std::chrono::milliseconds timeout() const;
-  /// Returns true once the device is lost (a wait gave up with work still running, or the
-  /// driver reported the device lost): every later call throws device_lost; open the device
-  /// again with Runtime::open() for a fresh one.
+  /// Returns true while the device is lost (a wait gave up with work still running, the
+  /// driver reported it lost, or a test forced it) and not yet recovered: the next call on it
+  /// recovers it first (see "Device loss and recovery" above).
   bool lost() const;
 
   /// Returns true when the handle refers to an open device.
@@ -225,6 +240,7 @@ class Device {
 
  private:
   friend class detail::DeviceCore;
+  friend struct detail::DeviceAccess;
   friend class Runtime;
   explicit Device(std::shared_ptr<detail::DeviceCore> core) : core_(std::move(core)) {}
   std::shared_ptr<detail::DeviceCore> core_;

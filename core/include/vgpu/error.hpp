@@ -13,7 +13,7 @@ enum class ErrorCategory {
   not_supported,     ///< the device or backend cannot do what was asked
   compile_error,     ///< kernel source failed to compile; the message carries the compiler log
   out_of_memory,     ///< a host or device allocation failed
-  device_lost,       ///< the device stopped working; open it again (Runtime::open gives a fresh one)
+  device_lost,       ///< the device stopped working (its next call recreates it), or a buffer lost its contents with it
   io,                ///< a file or directory operation failed
   unavailable,       ///< a backend or driver is missing on this machine
   internal,          ///< a vgpu bug; please report it

@@ -64,16 +64,18 @@ class KernelDatabase {
   /// Registers (or replaces, evicting its kernels) a kernel family under id; stability says
   /// whether get() must ask the factory on every call (see PlanStability).
   void add(const std::string& id, PlanFactory factory, PlanStability stability = PlanStability::varies);
-  /// Returns the persistent kernel for id at shape, building it on a miss (and again when the
-  /// device it was built on is lost since); throws invalid_argument for an unknown id or a
+  /// Returns the persistent kernel for id at shape, building it on a miss (a kernel whose
+  /// device was lost since is returned as it is: its next call recovers the device); throws invalid_argument for an unknown id or a
   /// shape the factory rejects.
   std::shared_ptr<PersistentKernel> get(const std::string& id, const Shape& shape);
 
   /// Runs id at shape on args (get() then the call); with selection, a device failure
-  /// (compile, out of memory, device lost, unavailable) demotes that device for id's size class
-  /// and the call runs again on the next one, down to the CPU; invalid_argument and timeout
-  /// never do (a timeout reaches the caller; if it lost the device, the next call builds the
-  /// kernel again on a freshly opened one).
+  /// (compile, out of memory, unavailable, or device lost where the kernel's own retry on the
+  /// recovered device failed too) demotes that device for id's size class and the call runs
+  /// again on the next one, down to the CPU; invalid_argument and timeout never do (a timeout
+  /// reaches the caller; if it lost the device, the next call recovers it). A device lost and
+  /// recovered is not demoted, unless it is lost again within 30 s of recovering (a relapse):
+  /// that call's results are still right, and the next calls run on the next device.
   void call(const std::string& id, const Shape& shape, std::span<const TensorArg> args);
   /// Returns how many get() calls found a kernel already built.
   std::uint64_t hits() const;

@@ -53,7 +53,9 @@ class PersistentKernel {
 
   /// Runs the kernel on the given tensors (the plan's non-scratch tensors, in order);
   /// throws invalid_argument on a wrong count, dtype, shape, null or read-only output, and
-  /// timeout when the call runs past the device's limit (Device::timeout()).
+  /// timeout when the call runs past the device's limit (Device::timeout()). After a device
+  /// loss it recovers the device in place (see Device) and, when the loss struck during this
+  /// call, runs it once more: device_lost reaches the caller only when that fails too.
   void operator()(std::span<const TensorArg> args);
   /// Initializer-list form of operator().
   void operator()(std::initializer_list<TensorArg> args) {
@@ -61,7 +63,8 @@ class PersistentKernel {
   }
   /// Runs the kernel like operator()(args), giving up once limit has passed since the call
   /// started (0: no limit; see Device::round_trip): throws timeout, and the outputs are then
-  /// incomplete. After a timeout that lost the device, build a new kernel on a fresh one.
+  /// incomplete (a timeout is never retried). After a timeout that lost the device, the next
+  /// call recovers it and runs.
   void operator()(std::span<const TensorArg> args, std::chrono::milliseconds limit);
   /// Initializer-list form of operator()(args, limit).
   void operator()(std::initializer_list<TensorArg> args, std::chrono::milliseconds limit) {

@@ -98,9 +98,9 @@ class Runtime {
   /// Returns every device of every allowed, available backend, in registry order.
   std::vector<DeviceInfo> devices();
   /// Opens (or returns the already open) device with this "backend:index" id; a device that
-  /// was lost (Device::lost()) is replaced by a freshly opened one.
+  /// was lost (Device::lost()) is returned as it is: its next call recovers it in place.
   Device open(const std::string& id);
-  /// Opens (or returns the already open) device described by info (a lost one: afresh).
+  /// Opens (or returns the already open) device described by info (a lost one recovers at its next call).
   Device open(const DeviceInfo& info);
   /// Returns the device to use when the caller has no preference: VGPU_DEVICE if set,
   /// else the first device in registry order (CPU last).

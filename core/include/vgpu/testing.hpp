@@ -15,7 +15,7 @@ enum class LossPoint {
 /// test its handling of device loss (the design's force_device_lost()). LossPoint::now marks the
 /// device lost (Device::lost() turns true; counters().device_losses grows); LossPoint::next_wait
 /// arms the backend so that its next wait for submitted work reports the loss through the
-/// backend's own detection path, i.e. a loss during a run. Either way
+/// backend's own detection path (its simulated-loss hook), i.e. a loss during a run. Either way
 /// the next call on the device recreates it (counters().recoveries grows): see Device for what
 /// recovery restores. Throws invalid_argument for an empty handle. Thread-safety: any thread.
 void force_device_lost(const Device& device, LossPoint when = LossPoint::now);

@@ -184,16 +184,17 @@ class DeviceImpl {
   /// Returns a deadline timeout() from now, for waits that got none from their call.
   Deadline default_deadline() const noexcept { return Deadline::after(timeout()); }
 
-  /// Returns true once the device is lost: work may still be running on it, and core refuses
-  /// every later call with device_lost.
+  /// Returns true once the device is lost: work may still be running on it, and core replaces
+  /// it (recovery) before the next call.
   bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
   /// Returns why the device was lost (empty while it is not).
   std::string lost_reason() const {
     std::lock_guard lock(lost_mutex_);
     return lost_reason_;
   }
-  /// Marks the device lost (the first reason is kept). Called by a backend whose wait gave up
-  /// with work still in flight, and by core when a backend reports device_lost.
+  /// Marks the device lost (the first reason is kept) and counts it (counters' device_losses:
+  /// this is the one place a loss is counted). Called by a backend whose wait gave up with work
+  /// still in flight, by core when a backend reports device_lost, and by the test hook.
   void mark_lost(const std::string& why) noexcept {
     std::lock_guard lock(lost_mutex_);
     if (lost_.load(std::memory_order_relaxed)) return;
@@ -202,6 +203,7 @@ class DeviceImpl {
     } catch (...) {  // out of memory for the text: the flag matters, the reason is a courtesy
     }
     lost_.store(true, std::memory_order_release);
+    counters().device_losses.fetch_add(1, std::memory_order_relaxed);
   }
 
   /// Test hook (vgpu::testing::force_device_lost with LossPoint::next_wait): arms a simulated

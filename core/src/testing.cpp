@@ -1,0 +1,16 @@
+// core/src/testing.cpp — the simulated device loss of vgpu/testing.hpp.
+#include "vgpu/testing.hpp"
+
+#include "device_core.hpp"
+
+namespace vgpu::testing {
+
+void force_device_lost(const Device& device, LossPoint when) {
+  detail::DeviceCore& core = detail::DeviceAccess::core(device);
+  if (when == LossPoint::now)
+    core.force_lost("simulated by testing::force_device_lost");
+  else
+    core.inject_loss();
+}
+
+}  // namespace vgpu::testing
