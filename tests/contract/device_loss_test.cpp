@@ -7,12 +7,15 @@
 // (LossPoint::next_wait, the backend's own detection path) is retried once, transparently.
 // Sizes are awkward (1000 elements, a 17×33×9 matmul) and outputs start poisoned.
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <span>
 
 #include "contract/contract.hpp"
 #include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/scale_add_kernel.hpp"
+#include "vgpu/queue_kernels.hpp"
 #include "vgpu/testing.hpp"
 
 namespace vgpu_test::contract {
@@ -91,6 +94,37 @@ void check_out(vgpu::Device& device, const Buffers& bufs, const std::vector<floa
   const Comparison c = compare(out, scale_add_reference(a, b, kScale));
   INFO(c.describe());
   CHECK(c.ok());
+}
+
+
+/// A queue of n items with ids 1000 + 7i, item i a payload of (i % 5) u32 words from seed.
+vgpu::PersistentQueue add_one_queue(std::uint32_t n, std::uint64_t seed, std::vector<std::vector<std::uint32_t>>& words) {
+  vgpu::PersistentQueue queue;
+  words.assign(n, {});
+  std::uint32_t x = static_cast<std::uint32_t>(seed) * 2654435761u;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t w = 0; w < i % 5; ++w) words[i].push_back(x = x * 1664525u + 1013904223u);
+    queue.push(1000 + 7ull * i, std::as_bytes(std::span<const std::uint32_t>(words[i])));
+  }
+  return queue;
+}
+
+/// Checks that report holds one result per item of the add-one queue, in order, ids kept.
+void check_add_one(const vgpu::QueueReport& report, const std::vector<std::vector<std::uint32_t>>& words) {
+  REQUIRE(report.results.size() == words.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const vgpu::QueueResult& r = report.results[i];
+    bool ok = r.id == 1000 + 7ull * i && r.payload.size() == words[i].size() * 4;
+    for (std::size_t w = 0; ok && w < words[i].size(); ++w) {
+      std::uint32_t got = 0;
+      std::memcpy(&got, r.payload.data() + 4 * w, 4);
+      ok = got == words[i][w] + 1;
+    }
+    wrong += ok ? 0 : 1;
+  }
+  INFO(wrong << " of " << words.size() << " queue results wrong");
+  CHECK(wrong == 0);
 }
 
 }  // namespace
@@ -239,6 +273,40 @@ CONTRACT_CASE("device_loss: a loss during a run (the backend's wait reports it) 
   device.dispatch(k, set, params, scale_add_groups(kN));
   check_out(device, bufs, a, b);
   CHECK((device.counters() - before).recoveries == 2);
+}
+
+CONTRACT_CASE("device_loss: a queue run after a loss and one during which the device is lost give every result",
+              "[device_loss][queue]", every_backend) {
+  if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
+  vgpu::Device device = open_device(backend);
+  const bool with_l2 = l2_applies(backend, device);
+  vgpu::QueuePipeline pipeline(device, vgpu::queue_add_one_kernel());
+  std::vector<std::vector<std::uint32_t>> words;
+  const vgpu::PersistentQueue queue = add_one_queue(333, 61, words);
+  check_add_one(pipeline.run(queue), words);
+
+  const vgpu::CounterSnapshot before = device.counters();
+  force_device_lost(device, LossPoint::now);
+  const vgpu::QueueReport after = pipeline.run(queue);
+  CHECK(after.kernel_launches == 1);
+  check_add_one(after, words);
+  const vgpu::CounterSnapshot d = device.counters() - before;
+  INFO("queue run over the loss: " << d.to_string());
+  CHECK(d.recoveries == 1);
+  if (with_l2 && backend.kind != vgpu::BackendKind::cpu) CHECK(d.source_compiles == 0);
+
+  // Lost during the run: the run's wait reports it, the pipeline retries once on the recovered device.
+  std::vector<std::vector<std::uint32_t>> words2;
+  const vgpu::PersistentQueue queue2 = add_one_queue(100, 62, words2);
+  const vgpu::CounterSnapshot before2 = device.counters();
+  force_device_lost(device, LossPoint::next_wait);
+  check_add_one(pipeline.run(queue2), words2);
+  const vgpu::CounterSnapshot d2 = device.counters() - before2;
+  INFO("queue run lost during it: " << d2.to_string());
+  CHECK(d2.device_losses == 1);
+  CHECK(d2.recoveries == 1);
+  CHECK(!device.lost());
+  check_add_one(pipeline.run(queue), words);
 }
 
 }  // namespace vgpu_test::contract
