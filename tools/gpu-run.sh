@@ -38,6 +38,8 @@ stage() {
     cp "$layer" "$manifest" "$stage_dir/layers/"
     sed -i 's|"library_path": *"[^"]*"|"library_path": "./libVkLayer_khronos_validation.so"|' \
       "$stage_dir/layers/$(basename "$manifest")"
+    # Compressed to stay under the 64 MiB the device tool carries; remote() unpacks it.
+    gzip -9 "$stage_dir/layers/$(basename "$layer")"
   fi
   du -sh "$stage_dir"
 }
@@ -47,6 +49,9 @@ remote() {
   local what=${1:-all}
   case $what in all|tests) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
+  # The validation layer travels compressed: unpack it beside its manifest.
+  local gz=$PWD/$stage_dir/layers/libVkLayer_khronos_validation.so.gz
+  if [ -f "$gz" ]; then gunzip -c "$gz" > "${gz%.gz}"; fi
   export LD_LIBRARY_PATH=$PWD/$stage_dir/lib:${LD_LIBRARY_PATH:-}
   export VGPU_CACHE_DIR=/tmp/vgpu-cache MESA_SHADER_CACHE_DIR=/tmp/mesa-cache
   # Where glvnd's vendor files are not where the loaders look, name the NVIDIA ones.
