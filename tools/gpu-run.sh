@@ -88,11 +88,27 @@ remote() {
       set -e
       summary+=("user_shaders.$run: $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
     done
+    # Programs that test one backend per run (VGPU_TEST_BACKENDS), as ctest runs them; every
+    # other program tests every device it finds in one run.
     for t in "$bin"/vgpu-test-*; do
-      case $t in *-child|*-user-shaders) continue ;; esac
-      echo "=== $(basename "$t")"
-      set +e; (cd "$bin" && "$t"); status=$?; set -e
-      summary+=("$(basename "$t"): $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
+      local name backends
+      name=$(basename "$t")
+      case $name in
+        *-child|*-user-shaders) continue ;;
+        vgpu-test-queue|vgpu-test-device-fault) backends="cpu vulkan opengl cuda" ;;
+        vgpu-test-gpu-timeout) backends="vulkan opengl cuda" ;;
+        *) backends=all ;;
+      esac
+      for backend in $backends; do
+        local label=$name
+        [ "$backend" = all ] || label="$name.$backend"
+        echo "=== $label"
+        set +e
+        if [ "$backend" = all ]; then (cd "$bin" && "$t"); else (cd "$bin" && VGPU_TEST_BACKENDS=$backend "$t"); fi
+        status=$?
+        set -e
+        summary+=("$label: $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
+      done
     done
   } > "$OUT/tests.txt" 2>&1
   # The queue against separate calls, recovery against a cold start, the hot path: one file

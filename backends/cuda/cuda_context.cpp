@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
 namespace vgpu::cuda {
@@ -38,8 +39,26 @@ std::uint64_t retain_primary(const DriverFns& f, CUdevice device, CUcontext* ctx
     g.poisoned = false;
     ++g.current;
   }
-  check_cu(f, f.cuDevicePrimaryCtxRetain(ctx, device), "cuDevicePrimaryCtxRetain");
+  const CUresult r = f.cuDevicePrimaryCtxRetain(ctx, device);
+  if (r != CUDA_SUCCESS && is_sticky(r)) {
+    g.poisoned = true;  // still: the next open tries the reset again
+    char name[256] = {};
+    if (f.cuDeviceGetName(name, sizeof name - 1, device) != CUDA_SUCCESS) name[0] = 0;
+    fail_poisoned_process(f, r, "cuDevicePrimaryCtxRetain", name);
+  }
+  check_cu(f, r, "cuDevicePrimaryCtxRetain");
   return g.current;
+}
+
+void fail_poisoned_process(const DriverFns& f, CUresult r, const char* call, const std::string& name) {
+  fail(ErrorCategory::unavailable,
+       "the CUDA driver refuses this process a working context on '" + name + "' after a kernel fault: " + call +
+           " failed with " + error_text(f, r) +
+           " (the driver keeps every context of the process on that GPU poisoned; resetting the primary context, "
+           "releasing it and creating a new context all fail the same way).",
+       "restart the process to use CUDA on this GPU again, and fix the kernel that faulted (out-of-bounds or "
+       "misaligned accesses); the other backends (Vulkan, OpenGL, CPU) keep working meanwhile, and a KernelDatabase "
+       "or Cache moves to them by itself.");
 }
 
 void poison_primary(CUdevice device, std::uint64_t generation) noexcept {

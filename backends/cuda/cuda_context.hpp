@@ -19,8 +19,15 @@
 namespace vgpu::cuda {
 
 /// Retains device's primary context into *ctx, resetting it first when its current generation
-/// was poisoned; returns the generation retained. Throws through check_cu.
+/// was poisoned; returns the generation retained. Throws through check_cu, and through
+/// fail_poisoned_process for a sticky error (the driver refuses this process a fresh context).
 std::uint64_t retain_primary(const DriverFns& f, CUdevice device, CUcontext* ctx);
+
+/// Throws unavailable for a sticky error r from call while a device of GPU name was being
+/// opened: after a real kernel fault the driver (580 / CUDA 13 measured on an H200) keeps every
+/// context of the process on that GPU poisoned — a reset, a release to zero and a new context all
+/// fail the same way — so CUDA on it is back only in a new process.
+[[noreturn]] void fail_poisoned_process(const DriverFns& f, CUresult r, const char* call, const std::string& name);
 
 /// Marks generation of device's primary context poisoned: the next retain resets it.
 void poison_primary(CUdevice device, std::uint64_t generation) noexcept;

@@ -47,6 +47,10 @@ CudaDevice::CudaDevice(const DriverFns& fns, const NvrtcFns* nvrtc, CUdevice dev
   const CUresult r = fn_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING);
   if (r != CUDA_SUCCESS) {
     fn_.cuDevicePrimaryCtxRelease(device_);
+    if (is_sticky(r)) {
+      poison_primary(device_, generation_);  // the next open resets again (the driver may allow it then)
+      fail_poisoned_process(fn_, r, "cuStreamCreate", info_.name);
+    }
     fail_cu(fn_, r, "cuStreamCreate");
   }
 }

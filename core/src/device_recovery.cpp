@@ -107,9 +107,13 @@ void DeviceCore::recover() {
   try {
     fresh = reopen_();
   } catch (const Error& e) {
+    // The backend's own Fix wins where it has one: it knows what its driver allows (CUDA after a
+    // real kernel fault: only a new process).
     fail(ErrorCategory::device_lost, lost + ", and opening it again failed: " + e.problem(),
-         "check the device and its driver (vgpu-probe says what works); the next call on this Device tries again, "
-         "or use another device (a KernelDatabase or Cache falls back by itself).");
+         !e.fix().empty() && e.category() == ErrorCategory::unavailable
+             ? e.fix()
+             : "check the device and its driver (vgpu-probe says what works); the next call on this Device tries "
+               "again, or use another device (a KernelDatabase or Cache falls back by itself).");
   } catch (const std::exception& e) {
     fail(ErrorCategory::device_lost, lost + ", and opening it again failed: " + e.what(),
          "check the device and its driver (vgpu-probe says what works); the next call on this Device tries again, "
