@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "registry.hpp"
+#include "support/backend_under_test.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
@@ -43,11 +44,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// The backend under test: VGPU_TEST_BACKENDS (one backend name).
-vgpu::BackendKind backend_under_test() {
-  const char* v = std::getenv("VGPU_TEST_BACKENDS");
-  return vgpu::parse_backend_kind(v && *v ? v : "cpu");
-}
+/// The backend under test: VGPU_TEST_BACKENDS (one backend name; cpu when unset).
+vgpu::BackendKind backend_under_test() { return single_backend_under_test("cpu"); }
 
 std::string device_id() { return std::string(vgpu::to_string(backend_under_test())) + ":0"; }
 
@@ -326,34 +324,12 @@ TEST_CASE("device fault: Vulkan and OpenGL, a kernel past a 200 ms limit loses t
 }  // namespace vgpu_test
 
 int main(int argc, char* argv[]) {
-  bool listing = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg.starts_with("--list") || arg == "-l" || arg == "-h" || arg == "-?" || arg == "--help") listing = true;
-  }
-  if (!listing) {
-    vgpu::BackendKind kind{};
-    try {
-      kind = vgpu_test::backend_under_test();
-    } catch (const vgpu::Error& e) {
-      std::fprintf(stderr, "device fault tests: bad VGPU_TEST_BACKENDS: %s\n", e.what());
-      return 2;
-    }
-    vgpu::Runtime runtime(vgpu::test::only(kind));
-    const std::string why = vgpu::test::why_unavailable(runtime, kind);
-    if (!why.empty()) {
-      std::printf("SKIPPED device_fault.%s: no %s device: %s\n", std::string(vgpu::to_string(kind)).c_str(),
-                  std::string(vgpu::to_string(kind)).c_str(), why.c_str());
-      return 77;
-    }
-    const vgpu::DeviceInfo info = runtime.open(vgpu_test::device_id()).info();
-    bool reset_notification = false;  // OpenGL: the context learns of GPU resets
-    for (const std::string& f : info.features) reset_notification = reset_notification || f == "reset_notification";
-    std::printf("device fault tests on %s (%s)%s\n", info.id().c_str(), info.name.c_str(),
-                kind == vgpu::BackendKind::opengl
-                    ? (reset_notification ? ", a context with reset notification" : ", a plain context (no reset notification)")
-                    : "");
-    std::fflush(stdout);
-  }
-  return vgpu_test::run_catch_session(argc, argv);
+  // OpenGL: whether the context learns of GPU resets.
+  auto describe = [](const vgpu::DeviceInfo& info) -> std::string {
+    if (info.backend != vgpu::BackendKind::opengl) return "";
+    for (const std::string& f : info.features)
+      if (f == "reset_notification") return ", a context with reset notification";
+    return ", a plain context (no reset notification)";
+  };
+  return vgpu_test::run_single_backend(argc, argv, "device fault tests", "device_fault", vgpu_test::backend_under_test, describe);
 }

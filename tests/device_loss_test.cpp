@@ -25,9 +25,7 @@ namespace {
 using Knobs = std::vector<std::shared_ptr<TestDeviceKnobs>>;
 
 Knobs devices(const std::vector<std::uint64_t>& latencies_us, const std::string& salt) {
-  Knobs k;
-  for (auto l : latencies_us) k.push_back(test_device(l, salt));
-  return k;
+  return test_devices(latencies_us, salt);
 }
 
 const vgpu::SelectionCandidate& candidate(const vgpu::Selection& s, const std::string& id) {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/backend_under_test.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
@@ -29,11 +30,8 @@
 namespace vgpu_test {
 namespace {
 
-/// The backend under test: VGPU_TEST_BACKENDS (one GPU backend name).
-vgpu::BackendKind backend_under_test() {
-  const char* v = std::getenv("VGPU_TEST_BACKENDS");
-  return vgpu::parse_backend_kind(v && *v ? v : "vulkan");
-}
+/// The backend under test: VGPU_TEST_BACKENDS (one GPU backend name; vulkan when unset).
+vgpu::BackendKind backend_under_test() { return single_backend_under_test("vulkan"); }
 
 std::string device_id() { return std::string(vgpu::to_string(backend_under_test())) + ":0"; }
 
@@ -164,29 +162,5 @@ TEST_CASE("gpu timeout: a limit of 0 waits as long as the work takes", "[timeout
 }  // namespace vgpu_test
 
 int main(int argc, char* argv[]) {
-  bool listing = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg.starts_with("--list") || arg == "-l" || arg == "-h" || arg == "-?" || arg == "--help") listing = true;
-  }
-  if (!listing) {
-    vgpu::BackendKind kind{};
-    try {
-      kind = vgpu_test::backend_under_test();
-    } catch (const vgpu::Error& e) {
-      std::fprintf(stderr, "gpu timeout tests: bad VGPU_TEST_BACKENDS: %s\n", e.what());
-      return 2;
-    }
-    vgpu::Runtime runtime(vgpu::test::only(kind));
-    const std::string why = vgpu::test::why_unavailable(runtime, kind);
-    if (!why.empty()) {
-      std::printf("SKIPPED timeout.%s: no %s device: %s\n", std::string(vgpu::to_string(kind)).c_str(),
-                  std::string(vgpu::to_string(kind)).c_str(), why.c_str());
-      return 77;
-    }
-    const vgpu::DeviceInfo info = runtime.open(vgpu_test::device_id()).info();
-    std::printf("gpu timeout tests on %s (%s)\n", info.id().c_str(), info.name.c_str());
-    std::fflush(stdout);
-  }
-  return vgpu_test::run_catch_session(argc, argv);
+  return vgpu_test::run_single_backend(argc, argv, "gpu timeout tests", "timeout", vgpu_test::backend_under_test);
 }

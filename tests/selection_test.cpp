@@ -38,9 +38,7 @@ using Knobs = std::vector<std::shared_ptr<TestDeviceKnobs>>;
 std::string fresh_salt(const std::string& what) { return vgpu::test::unique_name(what); }
 
 Knobs devices(const std::vector<std::uint64_t>& latencies_us, const std::string& salt) {
-  Knobs k;
-  for (auto l : latencies_us) k.push_back(test_device(l, salt));
-  return k;
+  return test_devices(latencies_us, salt);
 }
 
 const vgpu::SelectionCandidate& candidate(const vgpu::Selection& s, const std::string& id) {

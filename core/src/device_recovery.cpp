@@ -111,7 +111,7 @@ void DeviceCore::recover() {
     // real kernel fault: only a new process).
     fail(ErrorCategory::device_lost, lost + ", and opening it again failed: " + e.problem(),
          !e.fix().empty() && e.category() == ErrorCategory::unavailable
-             ? e.fix()
+             ? trimmed(e.fix()) + "; the next call on this Device tries again."
              : "check the device and its driver (vgpu-probe says what works); the next call on this Device tries "
                "again, or use another device (a KernelDatabase or Cache falls back by itself).");
   } catch (const std::exception& e) {

@@ -13,12 +13,10 @@ std::vector<BindingDecl> queue_bindings() {
   return {BindingDecl{0, Access::read, "in", {}}, BindingDecl{1, Access::read_write, "out", {}}};
 }
 
-const std::string& queue_add_one_glsl() {
-  static const std::string text = R"(// The queue ABI (docs/queue.md): item i = item_base + global id x.
-VGPU_PARAMS { uint item_base; uint item_count; } launch;
-layout(std430, binding = 0) readonly buffer QueueIn { uint in_words[]; };
-layout(std430, binding = 1) buffer QueueOut { uint out_words[]; };
+namespace {
 
+// The add-one main() of both GLSL forms, which differ only in how they declare the ABI.
+const char* const kAddOneGlslMain = R"(
 void main() {
   const uint x = gl_GlobalInvocationID.x;
   if (x >= launch.item_count) return;
@@ -31,29 +29,26 @@ void main() {
   atomicAdd(out_words[2u * i + 1u], 1u);
 }
 )";
+
+}  // namespace
+
+const std::string& queue_add_one_glsl() {
+  static const std::string text = std::string(R"(// The queue ABI (docs/queue.md): item i = item_base + global id x.
+VGPU_PARAMS { uint item_base; uint item_count; } launch;
+layout(std430, binding = 0) readonly buffer QueueIn { uint in_words[]; };
+layout(std430, binding = 1) buffer QueueOut { uint out_words[]; };
+)") + kAddOneGlslMain;
   return text;
 }
 
 const std::string& queue_add_one_glsl_shader() {
-  static const std::string text = R"(#version 450
+  static const std::string text = std::string(R"(#version 450
 // The queue ABI (docs/queue.md) as a complete shader: item i = item_base + global id x.
 layout(local_size_x = 64) in;
 layout(push_constant) uniform QueueLaunch { uint item_base; uint item_count; } launch;
 layout(set = 0, binding = 0) readonly buffer QueueIn { uint in_words[]; };
 layout(set = 0, binding = 1) buffer QueueOut { uint out_words[]; };
-
-void main() {
-  const uint x = gl_GlobalInvocationID.x;
-  if (x >= launch.item_count) return;
-  const uint i = launch.item_base + x;
-  const uint in_offset = in_words[4u * i], in_bytes = in_words[4u * i + 1u];
-  const uint out_offset = in_words[4u * i + 2u], out_capacity = in_words[4u * i + 3u];
-  const uint n = min(in_bytes, out_capacity) / 4u;
-  for (uint w = 0u; w < n; ++w) out_words[out_offset + w] = in_words[in_offset + w] + 1u;
-  out_words[2u * i] = 4u * n;
-  atomicAdd(out_words[2u * i + 1u], 1u);
-}
-)";
+)") + kAddOneGlslMain;
   return text;
 }
 

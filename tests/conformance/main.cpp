@@ -9,22 +9,11 @@
 #include <sstream>
 
 #include "conformance/conformance.hpp"
+#include "support/backend_under_test.hpp"
 #include "support/catch_session.hpp"
 
 namespace vgpu_test {
 namespace {
-
-// Parses VGPU_TEST_BACKENDS; throws vgpu::Error(invalid_argument) on an unknown name.
-std::vector<vgpu::BackendKind> requested_kinds() {
-  std::vector<vgpu::BackendKind> kinds;
-  const char* env = std::getenv("VGPU_TEST_BACKENDS");
-  if (env == nullptr) return kinds;
-  std::stringstream ss(env);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) kinds.push_back(vgpu::parse_backend_kind(item));
-  return kinds;
-}
 
 std::mutex g_mutex;
 std::set<std::string> g_exercised;
@@ -32,14 +21,7 @@ std::set<std::string> g_exercised;
 }  // namespace
 
 std::vector<vgpu::Device> devices_under_test() {
-  static const std::vector<vgpu::Device> devices = [] {
-    const auto kinds = requested_kinds();
-    std::vector<vgpu::Device> out;
-    for (const vgpu::DeviceInfo& info : vgpu::Runtime::global().devices())
-      if (kinds.empty() || std::find(kinds.begin(), kinds.end(), info.backend) != kinds.end())
-        out.push_back(vgpu::Runtime::global().open(info));
-    return out;
-  }();
+  static const std::vector<vgpu::Device> devices = open_requested_devices();
   return devices;
 }
 
@@ -59,7 +41,7 @@ int main(int argc, char* argv[]) {
   std::vector<vgpu::BackendKind> kinds;
   std::vector<vgpu::BackendStatus> statuses;
   try {
-    kinds = vgpu_test::requested_kinds();
+    kinds = vgpu_test::requested_backend_kinds();
   } catch (const vgpu::Error& e) {
     std::fprintf(stderr, "conformance: bad VGPU_TEST_BACKENDS: %s\n", e.what());
     return 2;

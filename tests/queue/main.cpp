@@ -7,33 +7,13 @@
 #include <sstream>
 
 #include "queue/queue_suite.hpp"
+#include "support/backend_under_test.hpp"
 #include "support/catch_session.hpp"
 
 namespace vgpu_test {
-namespace {
-
-std::vector<vgpu::BackendKind> requested_kinds() {
-  std::vector<vgpu::BackendKind> kinds;
-  const char* env = std::getenv("VGPU_TEST_BACKENDS");
-  if (env == nullptr) return kinds;
-  std::stringstream ss(env);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) kinds.push_back(vgpu::parse_backend_kind(item));
-  return kinds;
-}
-
-}  // namespace
 
 std::vector<vgpu::Device> queue_devices() {
-  static const std::vector<vgpu::Device> devices = [] {
-    const auto kinds = requested_kinds();
-    std::vector<vgpu::Device> out;
-    for (const vgpu::DeviceInfo& info : vgpu::Runtime::global().devices())
-      if (kinds.empty() || std::find(kinds.begin(), kinds.end(), info.backend) != kinds.end())
-        out.push_back(vgpu::Runtime::global().open(info));
-    return out;
-  }();
+  static const std::vector<vgpu::Device> devices = open_requested_devices();
   return devices;
 }
 
@@ -41,7 +21,7 @@ std::vector<vgpu::Device> queue_devices() {
 
 int main(int argc, char* argv[]) {
   try {
-    const auto kinds = vgpu_test::requested_kinds();
+    const auto kinds = vgpu_test::requested_backend_kinds();
     const auto statuses = vgpu::Runtime::global().backends();
     int runnable = kinds.empty() ? 1 : 0;
     for (vgpu::BackendKind kind : kinds) {

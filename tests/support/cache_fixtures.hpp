@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/backend_under_test.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/vgpu.hpp"
@@ -110,30 +111,6 @@ inline void write_bytes(const std::filesystem::path& p, const std::vector<std::u
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   REQUIRE(out.good());
-}
-
-/// Runtime options that allow only kind, whatever the environment says.
-inline RuntimeOptions only(BackendKind kind) {
-  RuntimeOptions o;
-  o.allowed = {kind};
-  return o;
-}
-
-/// Returns "" when runtime can open a device of kind, else why not.
-inline std::string why_unavailable(Runtime& runtime, BackendKind kind) {
-  const std::string name(to_string(kind));
-  try {
-    for (const BackendStatus& st : runtime.backends())
-      if (st.kind == kind) {
-        if (!st.compiled_in) return "the " + name + " backend is not compiled in: " + st.reason;
-        if (!st.available) return st.reason;
-        if (runtime.devices().empty()) return "no " + name + " device was found";
-        return "";
-      }
-    return "the registry does not know the " + name + " backend";
-  } catch (const Error& e) {
-    return e.what();
-  }
 }
 
 /// What one run of a child program printed (one key=value line) and returned.

@@ -54,6 +54,14 @@ inline std::shared_ptr<TestDeviceKnobs> test_device(std::uint64_t latency_us, st
   return k;
 }
 
+/// Makes knobs for one device per latency, all with salt.
+inline std::vector<std::shared_ptr<TestDeviceKnobs>> test_devices(const std::vector<std::uint64_t>& latencies_us,
+                                                                  const std::string& salt) {
+  std::vector<std::shared_ptr<TestDeviceKnobs>> k;
+  for (auto l : latencies_us) k.push_back(test_device(l, salt));
+  return k;
+}
+
 namespace detail {
 
 // Waits us microseconds: sleeping is too coarse below a millisecond, so spin there.
