@@ -5,6 +5,7 @@
 #include <string>
 
 #include "device_core.hpp"
+#include "retry_after_loss.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu {
@@ -164,17 +165,12 @@ void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::
   // Every input is on the host, so a call the device was lost under runs once more: the trip
   // recovers the device first (buffers, kernels, bindings and batch rebuilt in place). Once
   // only: a device that fails again reaches the caller (a KernelDatabase then demotes it).
-  for (int attempt = 0;; ++attempt) {
-    try {
-      if (limit)
-        device_.round_trip(writes_, batch_, reads_, *limit);
-      else
-        device_.round_trip(writes_, batch_, reads_);
-      break;
-    } catch (const Error& e) {
-      if (e.category() != ErrorCategory::device_lost || attempt > 0) throw;
-    }
-  }
+  detail::retry_once_after_loss([&] {
+    if (limit)
+      device_.round_trip(writes_, batch_, reads_, *limit);
+    else
+      device_.round_trip(writes_, batch_, reads_);
+  });
   total_ += std::chrono::steady_clock::now() - start;
   ++calls_;
 }

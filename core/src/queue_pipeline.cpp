@@ -7,6 +7,7 @@
 
 #include "device_core.hpp"
 #include "queue_layout.hpp"
+#include "retry_after_loss.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/persistent_queue.hpp"
 
@@ -101,14 +102,8 @@ QueueReport QueuePipeline::run(const PersistentQueue& queue) {
     ++runs_;
     return {};
   }
-  QueueReport report;
-  try {
-    report = run_once(queue);
-  } catch (const Error& e) {
-    if (e.category() != ErrorCategory::device_lost) throw;
-    // Every input is on the host: the device recovers itself at the next call, so run once more.
-    report = run_once(queue);
-  }
+  // Every input is on the host: the device recovers itself at the next call, so run once more.
+  QueueReport report = detail::retry_once_after_loss([&] { return run_once(queue); });
   ++runs_;
   return report;
 }
