@@ -28,3 +28,5 @@ if(VGPU_SANITIZE)
   add_compile_options(-fsanitize=${_vgpu_sanitize_flag} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${_vgpu_sanitize_flag})
 endif()
+# The Python module (python/): AUTO builds it where Python 3 (with its headers) and pybind11 exist.
+set(VGPU_WITH_PYTHON "AUTO" CACHE STRING "Build the vgpu Python module (ON, OFF, AUTO)")

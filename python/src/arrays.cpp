@@ -1,0 +1,127 @@
+// python/src/arrays.cpp — numpy arrays in and out of vgpu calls (rules in arrays.hpp).
+#include "arrays.hpp"
+
+#include <string>
+
+#include "vgpu/error.hpp"
+
+namespace py = pybind11;
+
+namespace vgpu::python {
+namespace {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::f32: return "float32";
+    case DType::i32: return "int32";
+    case DType::u32: return "uint32";
+  }
+  return "?";
+}
+
+// str(h) as a std::string.
+std::string text(py::handle h) { return py::str(h).cast<std::string>(); }
+
+std::string describe(py::handle obj) {
+  if (py::isinstance<py::array>(obj)) {
+    const py::array a = py::reinterpret_borrow<py::array>(obj);
+    return "a numpy array of dtype " + text(a.dtype()) + " and shape " +
+           text(obj.attr("shape"));
+  }
+  return "a " + text(obj.get_type().attr("__name__"));
+}
+
+// Numeric kinds numpy converts to d without losing the meaning of the values: signed and
+// unsigned integers and floats ('b' bool, 'c' complex, 'O' object, 'U'/'S' text, 'M'/'m' dates are not).
+bool convertible_kind(char kind) { return kind == 'f' || kind == 'i' || kind == 'u'; }
+
+}  // namespace
+
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::f32: return py::dtype::of<float>();
+    case DType::i32: return py::dtype::of<std::int32_t>();
+    case DType::u32: return py::dtype::of<std::uint32_t>();
+  }
+  fail(ErrorCategory::internal, "numpy_dtype: unknown vgpu dtype.", "Report this vgpu bug.");
+}
+
+DType vgpu_dtype(const py::dtype& dt, std::string_view what) {
+  if (dt.is(py::dtype::of<float>()) || dt.equal(py::dtype::of<float>())) return DType::f32;
+  if (dt.equal(py::dtype::of<std::int32_t>())) return DType::i32;
+  if (dt.equal(py::dtype::of<std::uint32_t>())) return DType::u32;
+  fail(ErrorCategory::invalid_argument,
+       std::string(what) + " has dtype " + text(dt) + ", which vgpu kernels do not take.",
+       "Use float32, int32 or uint32 (e.g. numpy.asarray(x, dtype=numpy.float32)).");
+}
+
+py::array input_array(py::handle obj, DType d, std::string_view what) {
+  if (obj.is_none())
+    fail(ErrorCategory::invalid_argument, std::string(what) + " is None.",
+         std::string("Pass a numpy array (or array-like) of ") + dtype_name(d) + " values.");
+  const py::dtype want = numpy_dtype(d);
+  if (py::isinstance<py::array>(obj)) {
+    py::array a = py::reinterpret_borrow<py::array>(obj);
+    if (a.dtype().equal(want) && (a.flags() & py::array::c_style)) return a;  // zero-copy
+    const char kind = a.dtype().kind();
+    if (!convertible_kind(kind))
+      fail(ErrorCategory::invalid_argument,
+           std::string(what) + " is " + describe(obj) + "; vgpu does not convert " +
+               (kind == 'b' ? "bool" : kind == 'c' ? "complex" : "non-numeric") + " arrays to " + dtype_name(d) + ".",
+           std::string("Convert it yourself (e.g. ") + std::string(what) + ".astype(numpy." + dtype_name(d) +
+               ")) or pass a real numeric array.");
+  }
+  // One conversion, numpy's own (as py::array_t<T, c_style | forcecast> does), which also
+  // takes lists, tuples and scalars.
+  auto& api = py::detail::npy_api::get();
+  PyObject* converted = api.PyArray_FromAny_(
+      obj.ptr(), py::dtype(want).release().ptr(), 0, 0,
+      static_cast<int>(py::detail::npy_api::NPY_ARRAY_ENSUREARRAY_) | static_cast<int>(py::array::c_style) |
+          static_cast<int>(py::array::forcecast), nullptr);
+  if (!converted) {
+    py::error_already_set numpy_error;
+    fail(ErrorCategory::invalid_argument,
+         std::string(what) + " (" + describe(obj) + ") cannot be read as a " + dtype_name(d) +
+             " array: " + numpy_error.what(),
+         std::string("Pass a numpy array (or nested lists) of numbers, e.g. numpy.asarray(x, dtype=numpy.") +
+             dtype_name(d) + ").");
+  }
+  return py::reinterpret_steal<py::array>(converted);
+}
+
+py::array output_array(py::handle obj, DType d, std::string_view what) {
+  const std::string dtn = dtype_name(d);
+  if (!py::isinstance<py::array>(obj))
+    fail(ErrorCategory::invalid_argument,
+         std::string(what) + " is an output but " + describe(obj) + " is not a numpy array vgpu can write into.",
+         "Pass a writeable numpy array, e.g. numpy.empty(shape, dtype=numpy." + dtn + ").");
+  py::array a = py::reinterpret_borrow<py::array>(obj);
+  if (!a.dtype().equal(numpy_dtype(d)))
+    fail(ErrorCategory::invalid_argument,
+         std::string(what) + " is an output of dtype " + text(a.dtype()) + " but the kernel writes " +
+             dtn + " (outputs are never converted).",
+         "Pass an array of dtype " + dtn + ", e.g. numpy.empty(shape, dtype=numpy." + dtn + ").");
+  if (!(a.flags() & py::array::c_style))
+    fail(ErrorCategory::invalid_argument,
+         std::string(what) + " is an output but not C-contiguous (a transposed or sliced view); vgpu writes "
+             "results straight into the array's memory.",
+         "Pass a C-contiguous array (numpy.ascontiguousarray, or numpy.empty(shape, dtype=numpy." + dtn +
+             ")) and copy it into the view afterwards.");
+  if (!a.writeable())
+    fail(ErrorCategory::invalid_argument, std::string(what) + " is an output but the array is read-only.",
+         "Pass a writeable array (e.g. numpy.empty(shape, dtype=numpy." + dtn + ") or arr.copy()).");
+  return a;
+}
+
+Shape shape_of(const py::array& a) {
+  Shape shape(static_cast<std::size_t>(a.ndim()));
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) shape[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(a.shape(i));
+  return shape;
+}
+
+py::array new_array(DType d, const Shape& shape) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  return py::array(numpy_dtype(d), dims);
+}
+
+}  // namespace vgpu::python

@@ -1,0 +1,8 @@
+// python/src/kernels.cpp — placeholder until this part of the Python surface is written.
+#include "bindings.hpp"
+
+namespace vgpu::python {
+
+void bind_kernels(pybind11::module_&) {}
+
+}  // namespace vgpu::python

@@ -1,0 +1,1 @@
+"""`python3 -m vgpu`: placeholder until the probe's table is printed here."""
