@@ -3,13 +3,17 @@
 #
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
 #                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
-#   tools/gpu-run.sh remote [all|tests]
+#   tools/gpu-run.sh remote [all|tests|python]
 #                             (there, from the repo root, with $OUT set) run the probe, every
 #                             test program per backend, then (all, the default) the GPU, dispatch,
 #                             queue, recovery and selection benchmarks and the probe's bench/select,
-#                             or (tests) only the queue and recovery benchmarks; logs go to $OUT
+#                             or (tests) only the queue and recovery benchmarks; logs go to $OUT.
+#                             python: build the Python module there (its python3 + pybind11, against
+#                             the vgpu staged in .gpu/ as an install prefix), then run
+#                             bench/python_overhead.py and the pytest suite (3 files in $OUT)
 #
-# The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote".
+# The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote"
+# (or "bash tools/gpu-run.sh remote python": a separate command, as $OUT holds at most 8 files).
 # CI never calls this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +24,13 @@ stage() {
   rm -rf "$stage_dir"
   mkdir -p "$stage_dir/bin" "$stage_dir/lib"
   grep -qx "/$stage_dir/" .git/info/exclude 2>/dev/null || echo "/$stage_dir/" >> .git/info/exclude
+  # .gpu/ is also an install prefix of vgpu (libvgpu, headers, lib/cmake/vgpu), so the Python
+  # module can be built there against it (remote python); the Python package itself is left out
+  # (component python): it is built there for that machine's interpreter.
+  cmake --install build --prefix "$stage_dir" --component Unspecified >/dev/null
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select \
-           build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery; do
+           build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -47,7 +55,7 @@ stage() {
 remote() {
   : "${OUT:?remote mode needs OUT (the device tool sets it)}"
   local what=${1:-all}
-  case $what in all|tests) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests]" >&2; exit 2 ;; esac
+  case $what in all|tests|python) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
   # The validation layer travels compressed: unpack it beside its manifest.
   local gz=$PWD/$stage_dir/layers/libVkLayer_khronos_validation.so.gz
@@ -61,6 +69,10 @@ remote() {
   for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
     [ -f "$f" ] && { export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$f}; break; }
   done
+  if [ "$what" = python ]; then
+    remote_python
+    return
+  fi
   # At most 7 files come back from the device tool: keep the outputs to these.
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/probe.txt" 2>&1 || true
   "$bin/vgpu-probe" >> "$OUT/probe.txt" 2>&1 || true
@@ -136,6 +148,74 @@ remote() {
   } > "$OUT/bench-select.txt" 2>&1
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   tail -8 "$OUT/bench-gpu.txt"
+}
+
+# remote python: builds python/ as its own CMake project against the vgpu install prefix in
+# .gpu/ with this machine's python3 (numpy) and pybind11 (Debian/Ubuntu package or pip), then runs
+# the overhead benchmark and the pytest suite. Writes $OUT/python.txt (the build, the bench's
+# table and pytest's output), $OUT/python-bench.json and $OUT/summary.txt; every missing tool is
+# named there with its fix, and the run still ends with the summary.
+remote_python() {
+  local log=$OUT/python.txt py build=/tmp/vgpu-python-build status summary=()
+  py=${VGPU_PYTHON:-$(command -v python3 || true)}
+  {
+    echo "=== python: ${py:-none} $([ -n "$py" ] && "$py" --version 2>&1)"
+    local missing=()
+    [ -n "$py" ] || missing+=("python3 (set VGPU_PYTHON=/path/to/python3)")
+    command -v cmake >/dev/null || missing+=("cmake")
+    [ -f "$PWD/$stage_dir/lib/cmake/vgpu/vgpuConfig.cmake" ] ||
+      missing+=("the vgpu install prefix in $stage_dir/ (run tools/gpu-run.sh stage here first, carry [\".gpu\"])")
+    local pybind11_dir=""
+    if [ -n "$py" ]; then
+      "$py" -c "import numpy; print('numpy', numpy.__version__)" || missing+=("numpy for $py (pip install numpy)")
+      pybind11_dir=$("$py" -m pybind11 --cmakedir 2>/dev/null || true)
+      if [ -n "$pybind11_dir" ]; then echo "pybind11: $pybind11_dir"
+      elif [ -f /usr/share/cmake/pybind11/pybind11Config.cmake ] || [ -d /usr/lib/cmake/pybind11 ]; then echo "pybind11: system package"
+      else missing+=("pybind11 for $py (pip install pybind11, or apt install pybind11-dev)"); fi
+    fi
+    if ((${#missing[@]})); then
+      echo "python: cannot build the module: missing ${missing[*]}"
+      summary+=("python.build: FAILED (missing ${missing[*]})")
+    else
+      local gen=()
+      command -v ninja >/dev/null && gen=(-G Ninja)
+      set +e
+      rm -rf "$build"
+      cmake -S python -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -Dvgpu_DIR="$PWD/$stage_dir/lib/cmake/vgpu" \
+        -DPython_EXECUTABLE="$py" ${pybind11_dir:+-Dpybind11_DIR="$pybind11_dir"} &&
+        cmake --build "$build" -j"$(nproc)"
+      status=$?
+      set -e
+      if [ $status != 0 ]; then
+        summary+=("python.build: FAILED ($status)")
+      else
+        summary+=("python.build: passed")
+        export PYTHONPATH=$build/python
+        echo "=== import"
+        "$py" -c "import vgpu, sys; print(vgpu.__version__, vgpu.__file__); print(vgpu.devices())" || true
+        echo "=== bench/python_overhead.py (moderngl is not installed there: part 3 says so and skips)"
+        set +e
+        VGPU_BENCH_PYTHON_REF=$bin/vgpu-bench-python-ref "$py" bench/python_overhead.py --json "$OUT/python-bench.json"
+        status=$?
+        set -e
+        summary+=("python.bench: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
+        echo "=== pytest tests/python"
+        if "$py" -c "import pytest" 2>/dev/null; then
+          set +e
+          "$py" -m pytest tests/python -q -rs -p no:cacheprovider
+          status=$?
+          set -e
+          summary+=("python.pytest: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
+        else
+          echo "pytest is not installed for $py (pip install pytest)"
+          summary+=("python.pytest: FAILED (no pytest for $py)")
+        fi
+      fi
+    fi
+  } > "$log" 2>&1
+  printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+  grep -E "^(Python − C\+\+|Python / numpy)" "$log" || true
+  tail -3 "$log"
 }
 
 case "${1:-}" in
