@@ -6,13 +6,20 @@
 #   tools/dev.sh run            ... then run build/bin/vgpu-probe and build/bin/vgpu-demo
 #   tools/dev.sh test [ARGS]    ... then ctest (extra ARGS go to ctest, e.g. -R cache); with no
 #                               ARGS (as CI runs it) also each fuzz target for 30 s
-#   tools/dev.sh bench          ... then every build/bin/vgpu-bench-*
+#   tools/dev.sh bench          ... then every build/bin/vgpu-bench-* and bench/python_overhead.py
 #   tools/dev.sh sanitize [ARGS] configure and build build-sanitize/ with ASan+UBSan
 #                               (VGPU_SANITIZE=address,undefined), then ctest there
 #   tools/dev.sh fuzz [SECONDS] ... then the fuzz targets (build-fuzz/, clang), SECONDS each
 #                               (default 300), on the seed corpora the test suite writes
 #
 # Environment: VGPU_JOBS (build parallelism, default 2).
+#
+# Python: the build makes the vgpu module (build/python/vgpu) for the first python3 that imports
+# numpy, else /usr/bin/python3 (build/CMakeCache.txt: Python_EXECUTABLE); use that interpreter:
+#   PYTHONPATH=build/python /usr/bin/python3 -c 'import vgpu; print(vgpu.devices())'
+# Install (library, headers, CMake package and the Python package, docs/python.md):
+#   cmake --install build --prefix /usr/local   # the package: /usr/local/lib/python3.X/dist-packages/vgpu
+#   cmake --install build --prefix /opt/vgpu    # then PYTHONPATH=/opt/vgpu/lib/python3.X/site-packages
 set -euo pipefail
 
 # Every Debian package the build, the tests and the tools need; one list, kept here.
@@ -40,7 +47,7 @@ say() { printf 'dev.sh: %s\n' "$*"; }
 
 # Prints usage on stderr and exits 2.
 usage() {
-  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -187,6 +194,15 @@ run_benches() {
   done
   shopt -u nullglob
   if ((found == 0)); then say "no benchmarks found (${BUILD_DIR}/bin/vgpu-bench-*)"; fi
+  # The Python call overhead (and the seed's moderngl reference), with the module's interpreter.
+  local py
+  py=$(sed -n 's/^VGPU_PYTHON_EXECUTABLE:INTERNAL=//p' "${BUILD_DIR}/CMakeCache.txt" 2>/dev/null || true)
+  if [[ -n $py && -d ${BUILD_DIR}/python/vgpu ]]; then
+    say "running bench/python_overhead.py with $py"
+    PYTHONPATH="${BUILD_DIR}/python" "$py" bench/python_overhead.py --ref "${BUILD_DIR}/bin/vgpu-bench-python-ref"
+  else
+    say "skipping bench/python_overhead.py: the Python module is not built (VGPU_WITH_PYTHON)"
+  fi
 }
 
 main() {
