@@ -72,8 +72,12 @@ def runtime_kind(owner, name):
 
 
 def runtime_class_members(cls):
-    """Returns the public names the class itself defines (not those it inherits)."""
-    return {n for n in vars(cls) if public(n) and not (n.startswith("__") and n not in USAGE_DUNDERS)}
+    """Returns the public names the class itself defines (not those it inherits). A C slot
+    wrapper (pybind11's "No constructor defined" __init__ of a class without py::init) is not
+    a definition of the module's."""
+    return {n for n, v in vars(cls).items()
+            if public(n) and not (n.startswith("__") and n not in USAGE_DUNDERS)
+            and type(v).__name__ != "wrapper_descriptor"}
 
 
 def compatible(stub_kind, rt_kind):
