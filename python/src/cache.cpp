@@ -160,7 +160,7 @@ void bind_cache(py::module_& m) {
                     "released while the device works).")
       .def(py::init([](py::object device) {
              if (device.is_none()) return std::make_unique<Cache>();
-             Device d = device_arg(device);
+             Device d = device_from_arg(device);
              return std::make_unique<Cache>(std::move(d));
            }),
            py::arg("device") = py::none(),
@@ -279,7 +279,7 @@ void bind_cache(py::module_& m) {
                              "first get()s of one key build once.")
       .def(py::init([](py::object device) {
              if (device.is_none()) return std::make_unique<KernelDatabase>();
-             Device d = device_arg(device);
+             Device d = device_from_arg(device);
              return std::make_unique<KernelDatabase>(std::move(d));
            }),
            py::arg("device") = py::none(),

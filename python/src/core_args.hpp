@@ -82,7 +82,7 @@ inline Device open_device(const std::string& id) {
 
 /// Returns the device obj names: a vgpu.Device, a vgpu.DeviceInfo or a "backend:index" string
 /// (opened through Runtime::global()); throws InvalidArgument for anything else.
-inline Device device_arg(pybind11::handle obj, const char* what = "device") {
+inline Device device_from_arg(pybind11::handle obj, const char* what = "device") {
   namespace py = pybind11;
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
   if (py::isinstance<DeviceInfo>(obj)) {

@@ -237,7 +237,7 @@ void bind_devices(py::module_& m) {
   m.def(
       "open",
       [](py::object id) {
-        if (py::isinstance<py::str>(id) || py::isinstance<DeviceInfo>(id)) return device_arg(id, "id");
+        if (py::isinstance<py::str>(id) || py::isinstance<DeviceInfo>(id)) return device_from_arg(id, "id");
         fail(ErrorCategory::invalid_argument,
              "open() takes a \"backend:index\" id or a vgpu.DeviceInfo, not a " +
                  py::str(id.get_type().attr("__name__")).cast<std::string>() + ".",
