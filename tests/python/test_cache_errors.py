@@ -164,3 +164,19 @@ def test_kernel_database_other_builtin_ops():
     s = rand(3, 5)
     e = np.exp(s - s.max(axis=1, keepdims=True))
     assert np.allclose(db.get("softmax_rows", (3, 5))(s), e / e.sum(axis=1, keepdims=True), atol=1e-5)
+
+
+def test_bad_devices_for_cache_and_database():
+    for bad in (3, 2.0, object()):
+        for cls in (vgpu.Cache, vgpu.KernelDatabase):
+            with pytest.raises(vgpu.InvalidArgument) as e:
+                cls(bad)
+            check_invalid(e)
+    for cls in (vgpu.Cache, vgpu.KernelDatabase):
+        with pytest.raises((vgpu.InvalidArgument, vgpu.Unavailable)) as e:
+            cls("nosuch:0")
+        assert "Fix:" in str(e.value)
+    info = [i for i in vgpu.devices() if i.backend == "cpu"][0]
+    assert vgpu.Cache(info).device.id == info.id          # a DeviceInfo works too
+    assert vgpu.KernelDatabase(vgpu.open("cpu:0")).device.id == "cpu:0"
+    assert vgpu.Cache().device is None or isinstance(vgpu.Cache().device, vgpu.Device)
