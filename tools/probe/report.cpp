@@ -1,4 +1,5 @@
-// tools/probe/report.cpp — table and JSON rendering of a probe report.
+// tools/probe/report.cpp — table and JSON rendering of a probe report; the inventory part
+// (backends and devices) is the library's (vgpu/inventory.hpp), shared with `python3 -m vgpu`.
 #include "report.hpp"
 
 #include <algorithm>
@@ -6,27 +7,12 @@
 #include <iomanip>
 #include <sstream>
 
+#include "vgpu/inventory.hpp"
 #include "vgpu/types.hpp"
 #include "vgpu/version.hpp"
 
 namespace vgpu::probe {
 namespace {
-
-/// Returns "yes" or "no".
-const char* yes_no(bool value) { return value ? "yes" : "no"; }
-
-/// Formats three dimensions as "AxBxC".
-std::string format_dims(const std::array<std::uint32_t, 3>& d) {
-  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
-}
-
-/// Joins strings with ", " ("none" when empty).
-std::string join(const std::vector<std::string>& items) {
-  if (items.empty()) return "none";
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
 
 /// Formats seconds compactly with a unit suited to their size (µs, ms or s).
 std::string format_seconds(double s) {
@@ -40,30 +26,11 @@ std::string format_seconds(double s) {
   return buf;
 }
 
-/// Prints one "  key   value" row of a device block.
-void row(std::ostream& os, const char* key, const std::string& value) {
-  os << "    " << std::left << std::setw(22) << key << value << "\n";
-}
-
 }  // namespace
 
-std::string version_string() {
-  return std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) + "." + std::to_string(kVersionPatch);
-}
+std::string version_string() { return vgpu::version_string(); }
 
-std::string format_bytes(std::uint64_t bytes) {
-  if (bytes == 0) return "unknown";
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
+std::string format_bytes(std::uint64_t bytes) { return vgpu::format_bytes(bytes); }
 
 bool all_passed(const ProbeReport& report) {
   return std::all_of(report.devices.begin(), report.devices.end(),
@@ -71,36 +38,9 @@ bool all_passed(const ProbeReport& report) {
 }
 
 void print_inventory(std::ostream& os, const ProbeReport& report) {
-  os << "vgpu " << version_string() << " (cache format " << kCacheFormatVersion << ")\n\n";
-
-  os << "Backends\n";
-  os << "  " << std::left << std::setw(8) << "name" << std::setw(13) << "compiled-in" << std::setw(11) << "available"
-     << "reason\n";
-  for (const auto& b : report.backends)
-    os << "  " << std::left << std::setw(8) << to_string(b.kind) << std::setw(13) << yes_no(b.compiled_in)
-       << std::setw(11) << yes_no(b.available) << (b.reason.empty() ? "-" : b.reason) << "\n";
-
-  os << "\nDevices (" << report.devices.size() << ")\n";
-  if (report.devices.empty()) os << "  none: every backend above is unavailable or excluded\n";
-  for (const auto& d : report.devices) {
-    const DeviceInfo& i = d.info;
-    os << "  " << i.id() << "  " << i.name << "\n";
-    row(os, "type", std::string(to_string(i.type)));
-    row(os, "vendor", i.vendor.empty() ? "-" : i.vendor);
-    row(os, "driver", i.driver_version.empty() ? "-" : i.driver_version);
-    row(os, "api", i.api_version.empty() ? "-" : i.api_version);
-    row(os, "memory", format_bytes(i.memory_bytes));
-    row(os, "compute units", std::to_string(i.compute_units));
-    row(os, "max workgroup size",
-        format_dims(i.limits.max_workgroup_size) + " (" + std::to_string(i.limits.max_workgroup_invocations) +
-            " invocations)");
-    row(os, "max workgroup count", format_dims(i.limits.max_workgroup_count));
-    row(os, "max shared memory", format_bytes(i.limits.max_shared_memory_bytes));
-    row(os, "max buffer", format_bytes(i.limits.max_buffer_bytes));
-    row(os, "features", join(i.features));
-    row(os, "dialects", join(i.dialects));
-    row(os, "fingerprint", i.fingerprint.hex());
-  }
+  std::vector<DeviceInfo> devices;
+  for (const auto& d : report.devices) devices.push_back(d.info);
+  os << inventory_text(report.backends, devices);
 }
 
 void print_self_test_heading(std::ostream& os) {
@@ -125,12 +65,7 @@ void print_self_test_line(std::ostream& os, const DeviceInfo& info, const SelfTe
   os << "\n";
 }
 
-nlohmann::ordered_json to_json(const BackendStatus& s) {
-  return {{"name", std::string(to_string(s.kind))},
-          {"compiled_in", s.compiled_in},
-          {"available", s.available},
-          {"reason", s.reason}};
-}
+nlohmann::ordered_json to_json(const BackendStatus& s) { return nlohmann::ordered_json::parse(inventory_json(s)); }
 
 nlohmann::ordered_json to_json(const SelfTestResult& r) {
   nlohmann::ordered_json j = {
@@ -145,26 +80,7 @@ nlohmann::ordered_json to_json(const SelfTestResult& r) {
 }
 
 nlohmann::ordered_json to_json(const DeviceReport& d) {
-  const DeviceInfo& i = d.info;
-  const DeviceLimits& l = i.limits;
-  nlohmann::ordered_json limits = {
-      {"max_workgroup_size", l.max_workgroup_size},   {"max_workgroup_invocations", l.max_workgroup_invocations},
-      {"max_workgroup_count", l.max_workgroup_count}, {"max_shared_memory_bytes", l.max_shared_memory_bytes},
-      {"max_buffer_bytes", l.max_buffer_bytes},       {"max_bindings", l.max_bindings}};
-  nlohmann::ordered_json j = {{"id", i.id()},
-                              {"backend", std::string(to_string(i.backend))},
-                              {"index", i.index},
-                              {"name", i.name},
-                              {"type", std::string(to_string(i.type))},
-                              {"vendor", i.vendor},
-                              {"driver_version", i.driver_version},
-                              {"api_version", i.api_version},
-                              {"memory_bytes", i.memory_bytes},
-                              {"compute_units", i.compute_units},
-                              {"limits", std::move(limits)},
-                              {"features", i.features},
-                              {"dialects", i.dialects},
-                              {"fingerprint", {{"hex", i.fingerprint.hex()}, {"text", i.fingerprint.text}}}};
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(inventory_json(d.info));  // vgpu/inventory.hpp's fields
   j["self_test"] = d.self_test ? to_json(*d.self_test) : nlohmann::ordered_json(nullptr);
   return j;
 }

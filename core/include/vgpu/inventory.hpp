@@ -1,0 +1,32 @@
+// vgpu/inventory.hpp — the backends and devices found, rendered as vgpu-probe prints them: a
+// human table and JSON. vgpu-probe and the Python module (`python3 -m vgpu`) share these.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vgpu/backend_status.hpp"
+#include "vgpu/device_info.hpp"
+
+namespace vgpu {
+
+/// Returns "major.minor.patch" of the linked vgpu.
+std::string version_string();
+/// Formats a byte count as "1.5 GiB"-style text ("unknown" for 0).
+std::string format_bytes(std::uint64_t bytes);
+
+/// Returns the version line, the backend table and one block per device, as vgpu-probe prints
+/// them before its self-tests (every line ends in '\n').
+std::string inventory_text(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices);
+/// Returns one backend as a JSON object {"name","compiled_in","available","reason"} (compact).
+std::string inventory_json(const BackendStatus& backend);
+/// Returns one device as a JSON object {"id","backend","index","name","type",…,"fingerprint"}
+/// (compact; vgpu-probe adds "self_test").
+std::string inventory_json(const DeviceInfo& device);
+/// Returns {"version","cache_format_version","backends":[…],"devices":[…]} with each device's
+/// "self_test" null (vgpu-probe --json --no-self-test), indented by indent spaces (< 0: compact).
+std::string inventory_json(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices,
+                           int indent = 2);
+
+}  // namespace vgpu

@@ -1,0 +1,140 @@
+// core/src/inventory.cpp — table and JSON rendering of the backends and devices found
+// (vgpu/inventory.hpp), as vgpu-probe prints them.
+#include "vgpu/inventory.hpp"
+
+#include <cstdio>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "vgpu/types.hpp"
+#include "vgpu/version.hpp"
+
+namespace vgpu {
+namespace {
+
+/// Returns "yes" or "no".
+const char* yes_no(bool value) { return value ? "yes" : "no"; }
+
+/// Formats three dimensions as "AxBxC".
+std::string format_dims(const std::array<std::uint32_t, 3>& d) {
+  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+}
+
+/// Joins strings with ", " ("none" when empty).
+std::string join(const std::vector<std::string>& items) {
+  if (items.empty()) return "none";
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+/// Prints one "  key   value" row of a device block.
+void row(std::ostream& os, const char* key, const std::string& value) {
+  os << "    " << std::left << std::setw(22) << key << value << "\n";
+}
+
+nlohmann::ordered_json backend_object(const BackendStatus& s) {
+  return {{"name", std::string(to_string(s.kind))},
+          {"compiled_in", s.compiled_in},
+          {"available", s.available},
+          {"reason", s.reason}};
+}
+
+nlohmann::ordered_json device_object(const DeviceInfo& i) {
+  const DeviceLimits& l = i.limits;
+  nlohmann::ordered_json limits = {
+      {"max_workgroup_size", l.max_workgroup_size},   {"max_workgroup_invocations", l.max_workgroup_invocations},
+      {"max_workgroup_count", l.max_workgroup_count}, {"max_shared_memory_bytes", l.max_shared_memory_bytes},
+      {"max_buffer_bytes", l.max_buffer_bytes},       {"max_bindings", l.max_bindings}};
+  return {{"id", i.id()},
+          {"backend", std::string(to_string(i.backend))},
+          {"index", i.index},
+          {"name", i.name},
+          {"type", std::string(to_string(i.type))},
+          {"vendor", i.vendor},
+          {"driver_version", i.driver_version},
+          {"api_version", i.api_version},
+          {"memory_bytes", i.memory_bytes},
+          {"compute_units", i.compute_units},
+          {"limits", std::move(limits)},
+          {"features", i.features},
+          {"dialects", i.dialects},
+          {"fingerprint", {{"hex", i.fingerprint.hex()}, {"text", i.fingerprint.text}}}};
+}
+
+}  // namespace
+
+std::string version_string() {
+  return std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) + "." + std::to_string(kVersionPatch);
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  if (bytes == 0) return "unknown";
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string inventory_text(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices) {
+  std::ostringstream os;
+  os << "vgpu " << version_string() << " (cache format " << kCacheFormatVersion << ")\n\n";
+
+  os << "Backends\n";
+  os << "  " << std::left << std::setw(8) << "name" << std::setw(13) << "compiled-in" << std::setw(11) << "available"
+     << "reason\n";
+  for (const auto& b : backends)
+    os << "  " << std::left << std::setw(8) << to_string(b.kind) << std::setw(13) << yes_no(b.compiled_in)
+       << std::setw(11) << yes_no(b.available) << (b.reason.empty() ? "-" : b.reason) << "\n";
+
+  os << "\nDevices (" << devices.size() << ")\n";
+  if (devices.empty()) os << "  none: every backend above is unavailable or excluded\n";
+  for (const DeviceInfo& i : devices) {
+    os << "  " << i.id() << "  " << i.name << "\n";
+    row(os, "type", std::string(to_string(i.type)));
+    row(os, "vendor", i.vendor.empty() ? "-" : i.vendor);
+    row(os, "driver", i.driver_version.empty() ? "-" : i.driver_version);
+    row(os, "api", i.api_version.empty() ? "-" : i.api_version);
+    row(os, "memory", format_bytes(i.memory_bytes));
+    row(os, "compute units", std::to_string(i.compute_units));
+    row(os, "max workgroup size",
+        format_dims(i.limits.max_workgroup_size) + " (" + std::to_string(i.limits.max_workgroup_invocations) +
+            " invocations)");
+    row(os, "max workgroup count", format_dims(i.limits.max_workgroup_count));
+    row(os, "max shared memory", format_bytes(i.limits.max_shared_memory_bytes));
+    row(os, "max buffer", format_bytes(i.limits.max_buffer_bytes));
+    row(os, "features", join(i.features));
+    row(os, "dialects", join(i.dialects));
+    row(os, "fingerprint", i.fingerprint.hex());
+  }
+  return os.str();
+}
+
+std::string inventory_json(const BackendStatus& backend) { return backend_object(backend).dump(); }
+
+std::string inventory_json(const DeviceInfo& device) { return device_object(device).dump(); }
+
+std::string inventory_json(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices,
+                           int indent) {
+  nlohmann::ordered_json b = nlohmann::ordered_json::array(), d = nlohmann::ordered_json::array();
+  for (const auto& s : backends) b.push_back(backend_object(s));
+  for (const auto& i : devices) {
+    nlohmann::ordered_json j = device_object(i);
+    j["self_test"] = nullptr;
+    d.push_back(std::move(j));
+  }
+  const nlohmann::ordered_json all = {{"version", version_string()},
+                                      {"cache_format_version", kCacheFormatVersion},
+                                      {"backends", std::move(b)},
+                                      {"devices", std::move(d)}};
+  return all.dump(indent);
+}
+
+}  // namespace vgpu
