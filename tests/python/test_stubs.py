@@ -55,6 +55,17 @@ def stub_members(body):
     return out
 
 
+def class_stub_members(stub, node):
+    """Returns a stub class's members with those of the stub-only bases it names (e.g. a
+    private _DeviceFields that DeviceInfo and Device share in the stub), nearest first."""
+    members = {}
+    for base in node.bases:
+        if isinstance(base, ast.Name) and base.id in stub and stub[base.id][0] == "class":
+            members.update(class_stub_members(stub, stub[base.id][1]))
+    members.update(stub_members(node.body))
+    return members
+
+
 def public(name):
     return not name.startswith("_") or name in USAGE_DUNDERS or name == "__version__"
 
@@ -138,7 +149,7 @@ def test_class_members_match(stub):
         if kind != "class" or not hasattr(ext, name):
             continue
         cls = getattr(ext, name)
-        members = stub_members(node.body)
+        members = class_stub_members(stub, node)
         if inspect.isclass(cls):
             defined = runtime_class_members(cls)
         else:  # a submodule, declared in the stub as a namespace class
