@@ -12,7 +12,7 @@ import numpy.typing
 __version__: str
 
 _ShapeLike = Union[int, Sequence[int]]
-_ArrayLike = numpy.typing._ArrayLike
+_ArrayLike = numpy.typing.ArrayLike
 
 # --- errors ---
 
