@@ -197,7 +197,10 @@ UserSource user_source(const std::string& name, py::handle glsl, py::handle glsl
   UserSource u;
   u.source.name = name;
   const std::string entry_name = entry.is_none() ? std::string() : text_arg(entry, "entry");
-  if (!glsl.is_none()) u.source.add_glsl(text_arg(glsl, "glsl"));
+  if (!glsl.is_none()) {  // vgpu's body form: its bindings are declared, not reflected
+    u.source.add_glsl(text_arg(glsl, "glsl"));
+    u.reflected_only = false;
+  }
   if (!glsl_shader.is_none()) u.source.add_glsl_shader(text_arg(glsl_shader, "glsl_shader"), entry_name.empty() ? "main" : entry_name);
   if (!spirv.is_none()) {
     std::string bytes;

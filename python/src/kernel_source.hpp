@@ -49,8 +49,8 @@ struct UserSource {
   KernelSource source;
   CompileOptions options;
   std::shared_ptr<CpuCallback> callback;  ///< set for a cpu= callable
-  /// True when every dialect given is one a reflecting backend reads (GLSL, complete GLSL,
-  /// SPIR-V): bindings and params size can then be left to reflection.
+  /// True when every dialect given is reflected (a complete GLSL shader, SPIR-V): bindings and
+  /// params size can then be left to reflection. A GLSL body, CUDA and CPU kernels declare them.
   bool reflected_only = true;
 };
 

@@ -101,9 +101,21 @@ std::unique_ptr<PyQueueKernel> builtin(KernelSource source) {
   return k;
 }
 
-PyQueueReport run_queue(const PyQueueKernel& kernel, PyQueue& queue, std::uint32_t output_bytes,
+PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32_t output_bytes,
                         std::uint32_t max_items_per_launch, py::object timeout, py::object device) {
   refuse_inside_cpu_callable("vgpu.run");
+  if (!py::isinstance<PyQueueKernel>(kernel_obj))
+    fail(ErrorCategory::invalid_argument,
+         "vgpu.run's kernel is a " + py::str(kernel_obj.get_type().attr("__name__")).cast<std::string>() +
+             ", not a vgpu.QueueKernel.",
+         "pass vgpu.queue_kernels.add_one() or a vgpu.QueueKernel(glsl=/glsl_shader=/spirv=/cuda=/cpu=...).");
+  if (!py::isinstance<PyQueue>(queue_obj))
+    fail(ErrorCategory::invalid_argument,
+         "vgpu.run's queue is a " + py::str(queue_obj.get_type().attr("__name__")).cast<std::string>() +
+             ", not a vgpu.PersistentQueue.",
+         "push the items into a vgpu.PersistentQueue and pass that.");
+  const PyQueueKernel& kernel = kernel_obj.cast<const PyQueueKernel&>();
+  PyQueue& queue = queue_obj.cast<PyQueue&>();
   QueueConfig config;
   config.output_bytes = output_bytes;
   config.max_items_per_launch = max_items_per_launch;

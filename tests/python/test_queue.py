@@ -97,6 +97,8 @@ def test_bad_payloads_and_ids():
     assert rep.results == [(1, b"\x06\x00\x00\x00")]
     with pytest.raises(vgpu.InvalidArgument):
         vgpu.run("add_one", q)
+    with pytest.raises(vgpu.InvalidArgument):
+        vgpu.run(vgpu.queue_kernels.add_one(), [b"x"])
 
 
 def test_user_queue_kernels(device):
