@@ -35,6 +35,12 @@ Device device_arg(py::handle obj, std::string_view what) {
   if (obj.is_none()) return Device();
   if (device_type_bound() && py::isinstance(obj, py::detail::get_type_handle(typeid(Device), false)))
     return obj.cast<Device>();
+  if (py::detail::get_type_info(typeid(DeviceInfo)) &&
+      py::isinstance(obj, py::detail::get_type_handle(typeid(DeviceInfo), false))) {
+    const DeviceInfo info = obj.cast<DeviceInfo>();
+    py::gil_scoped_release release;
+    return Runtime::global().open(info);
+  }
   if (py::isinstance<py::str>(obj)) {
     const std::string id = obj.cast<std::string>();
     py::gil_scoped_release release;

@@ -1,6 +1,7 @@
 // python/src/device_arg.hpp — the one place a Python value becomes a vgpu::Device and back:
 // None (the caller's default), a "backend:index" string (Runtime::global().open), or a
-// vgpu.Device object once devices.cpp binds one (any pybind11-registered vgpu::Device casts).
+// vgpu.Device or vgpu.DeviceInfo once devices.cpp binds them (any pybind11-registered
+// vgpu::Device / vgpu::DeviceInfo casts).
 // Call with the GIL held; opening a device releases it meanwhile.
 #pragma once
 

@@ -107,7 +107,12 @@ py::array buffer_view(py::object self, std::uint32_t slot, py::handle dtype) {
 CpuCallback::~CpuCallback() {
   // Dropped wherever the kernel's last copy goes (a device's retire list, too): take the GIL
   // to drop the references, unless Python is already gone (then leak them).
-  if (!Py_IsInitialized() || _Py_IsFinalizing()) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  if (!Py_IsInitialized() || finalizing) {
     fn.release();
     if (error) new py::error_already_set(std::move(*error));  // leaked on purpose
     return;

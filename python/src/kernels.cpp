@@ -58,6 +58,14 @@ struct PyKernel {
 
 std::string type_name(py::handle obj) { return py::str(obj.get_type().attr("__name__")).cast<std::string>(); }
 
+// Returns f() run with the GIL released: a kernel's counters wait for a call in progress, which
+// may need the GIL (a cpu= callable).
+template <class F>
+auto released(F&& f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
 Shape shape_arg(py::handle obj, const std::string& what) {
   Shape shape;
   if (py::isinstance<py::int_>(obj) || py::hasattr(obj, "__index__")) {
@@ -342,7 +350,8 @@ py::object call_kernel(PyKernel& self, py::args args, py::object out, py::object
     }
     if (t.access != Access::read) results.append(arr);
     const Shape shape = shape_of(arr);
-    void* data = arr.mutable_data();  // checked writeable for outputs; inputs are only read
+    // Outputs were checked writeable; inputs (possibly read-only arrays) are only read.
+    void* data = t.access == Access::read ? const_cast<void*>(arr.data()) : arr.mutable_data();
     switch (t.dtype) {
       case DType::f32:
         targs.push_back(t.access == Access::read ? TensorArg(static_cast<const float*>(data), shape)
@@ -382,7 +391,12 @@ std::string kernel_repr(const PyKernel& self) {
     s += (first ? "" : ", ") + t.name + vgpu::to_string(t.shape) + " " + numpy_name(t.dtype) + " " + access_name(t.access);
     first = false;
   }
-  return s + "; " + to_string(self.kernel->calls()) + " calls>";
+  std::uint64_t calls = 0;
+  {
+    py::gil_scoped_release release;  // calls() waits for a running call, which may need the GIL
+    calls = self.kernel->calls();
+  }
+  return s + "; " + to_string(calls) + " calls>";
 }
 
 }  // namespace
@@ -484,10 +498,10 @@ void bind_kernels(py::module_& m) {
            "Runs the kernel: k(*arrays, out=None, timeout=None) (see the class doc). timeout: seconds for this call "
            "(0: none; None: the device's). Raises InvalidArgument for a wrong count, dtype, shape, a non-contiguous "
            "or read-only output; Timeout; and re-raises what a cpu= callable raised.")
-      .def_property_readonly("calls", [](const PyKernel& k) { return k.kernel->calls(); }, "Calls made so far.")
-      .def_property_readonly("dispatches", [](const PyKernel& k) { return k.kernel->dispatches(); },
+      .def_property_readonly("calls", [](const PyKernel& k) { return released([&] { return k.kernel->calls(); }); }, "Calls made so far.")
+      .def_property_readonly("dispatches", [](const PyKernel& k) { return released([&] { return k.kernel->dispatches(); }); },
                              "Kernel dispatches made so far (calls × steps).")
-      .def_property_readonly("total_seconds", [](const PyKernel& k) { return k.kernel->total_seconds(); },
+      .def_property_readonly("total_seconds", [](const PyKernel& k) { return released([&] { return k.kernel->total_seconds(); }); },
                              "Total wall time spent inside calls, in seconds.")
       .def_property_readonly("device", [](const PyKernel& k) { return device_object(k.kernel->device()); },
                              "The device the kernel lives on (a vgpu.Device, or its id where that type is not bound).")

@@ -173,8 +173,9 @@ void bind_queue(py::module_& m) {
       .def("__len__", [](const PyQueue& q) {
         std::lock_guard lock(q.mutex);
         return q.queue.size();
-      })
+      }, "The number of items.", py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("payload_bytes", [](const PyQueue& q) {
+        py::gil_scoped_release release;  // a run holds the mutex and may need the GIL
         std::lock_guard lock(q.mutex);
         return q.queue.payload_bytes(); }, "The sum of the payload lengths in bytes.")
       .def(
@@ -186,9 +187,15 @@ void bind_queue(py::module_& m) {
           },
           "Removes every item.")
       .def("__repr__", [](const PyQueue& q) {
-        std::lock_guard lock(q.mutex);
-        return "<vgpu.PersistentQueue " + to_string(q.queue.size()) + " items, " + to_string(q.queue.payload_bytes()) +
-               " payload bytes>";
+        std::size_t items = 0;
+        std::uint64_t bytes = 0;
+        {
+          py::gil_scoped_release release;  // a run holds the mutex and may need the GIL
+          std::lock_guard lock(q.mutex);
+          items = q.queue.size();
+          bytes = q.queue.payload_bytes();
+        }
+        return "<vgpu.PersistentQueue " + to_string(items) + " items, " + to_string(bytes) + " payload bytes>";
       });
 
   py::class_<PyQueueKernel>(m, "QueueKernel",
@@ -223,7 +230,7 @@ void bind_queue(py::module_& m) {
                     "Uploads + read-backs (1 unless buffer limits split the queue; 0 for an empty one).")
       .def_readonly("results", &PyQueueReport::results, "[(id, bytes)] one per item, in queue order.")
       .def("by_id", [](const PyQueueReport& r) { return py::dict(r.results); }, "The results as {id: bytes}.")
-      .def("__len__", [](const PyQueueReport& r) { return r.results.size(); })
+      .def("__len__", [](const PyQueueReport& r) { return r.results.size(); }, "The number of results (one per item).")
       .def("__repr__", [](const PyQueueReport& r) {
         return "QueueReport(kernel_launches=" + to_string(r.kernel_launches) + ", round_trips=" + to_string(r.round_trips) +
                ", results=<" + to_string(r.results.size()) + " items>)";

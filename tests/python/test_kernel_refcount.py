@@ -79,3 +79,32 @@ def test_callable_kernel_is_freed():
     del k
     gc.collect()
     assert ref() is None  # and lets it go with the kernel
+
+
+def test_read_only_inputs_are_used_in_place():
+    k = vgpu.PersistentKernel("add", (4,), device="cpu:0")
+    a = np.frombuffer(np.arange(4, dtype=np.float32).tobytes(), np.float32)  # read-only
+    assert not a.flags.writeable
+    np.testing.assert_array_equal(k(a, a), 2 * np.arange(4, dtype=np.float32))
+
+
+def test_counters_readable_while_a_callable_kernel_runs():
+    import threading
+    import time
+
+    started = threading.Event()
+
+    def body(wg):
+        started.set()
+        time.sleep(0.05)
+        cpu_body(wg)
+
+    k = vgpu.PersistentKernel(name="slow", cpu=body, tensors=tensors(16), groups=(1,), params=params(16, 1, 0),
+                              device="cpu:0")
+    t = threading.Thread(target=lambda: k(np.zeros(16, np.float32)))
+    t.start()
+    started.wait(10)
+    assert k.calls in (0, 1)  # must not deadlock: the reader lets the GIL go while it waits
+    repr(k)
+    t.join(10)
+    assert not t.is_alive() and k.calls == 1
