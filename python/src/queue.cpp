@@ -1,8 +1,263 @@
-// python/src/queue.cpp — placeholder until this part of the Python surface is written.
+// python/src/queue.cpp — vgpu.PersistentQueue, vgpu.QueueKernel, vgpu.QueueReport, vgpu.run()
+// and the design's add-one example kernel (vgpu.queue_kernels).
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "arrays.hpp"
 #include "bindings.hpp"
+#include "device_arg.hpp"
+#include "kernel_source.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/persistent_queue.hpp"
+#include "vgpu/queue_kernels.hpp"
+
+namespace py = pybind11;
 
 namespace vgpu::python {
 
-void bind_queue(pybind11::module_&) {}
+std::optional<std::chrono::milliseconds> timeout_arg(py::handle seconds);  // kernels.cpp
+
+namespace {
+
+using std::to_string;
+
+// The C++ queue is a plain container; this one is safe from several Python threads: pushes,
+// clears and runs take its mutex, always with the GIL released (a run may need the GIL for a
+// cpu= callable while a push waits).
+struct PyQueue {
+  explicit PyQueue(std::uint64_t max_items) : queue(max_items) {}
+  PersistentQueue queue;
+  mutable std::mutex mutex;
+};
+
+struct PyQueueKernel {
+  KernelSource source;
+  CompileOptions options;
+  std::shared_ptr<CpuCallback> callback;
+
+  PyQueueKernel() = default;
+  PyQueueKernel(const PyQueueKernel&) = delete;
+  PyQueueKernel& operator=(const PyQueueKernel&) = delete;
+  ~PyQueueKernel() {
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      source = KernelSource();
+      callback.reset();
+    }
+  }
+};
+
+struct PyQueueReport {
+  std::uint64_t kernel_launches = 0;
+  std::uint64_t round_trips = 0;
+  py::list results;  // (id, bytes) per item, in queue order
+};
+
+std::uint64_t id_arg(py::handle id) {
+  if (py::isinstance<py::bool_>(id) || !(py::isinstance<py::int_>(id) || py::hasattr(id, "__index__")))
+    fail(ErrorCategory::invalid_argument,
+         "an item id is a " + py::str(id.get_type().attr("__name__")).cast<std::string>() + ", not an integer.",
+         "pass an integer id in 0..2**64-1.");
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(id.ptr()));
+  if (py::int_(0).attr("__gt__")(i).cast<bool>() || i.attr("bit_length")().cast<int>() > 64)
+    fail(ErrorCategory::invalid_argument, "item id " + py::str(i).cast<std::string>() + " is outside 0..2**64-1.",
+         "pass an integer id in 0..2**64-1.");
+  return i.cast<std::uint64_t>();
+}
+
+void push_bytes(PyQueue& q, std::uint64_t id, const std::string& bytes) {
+  py::gil_scoped_release release;
+  std::lock_guard lock(q.mutex);
+  q.queue.push(id, std::as_bytes(std::span<const char>(bytes.data(), bytes.size())));
+}
+
+std::unique_ptr<PyQueueKernel> make_queue_kernel(py::object name, py::object glsl, py::object glsl_shader,
+                                                 py::object spirv, py::object cuda, py::object entry, py::object cpu,
+                                                 py::object defines, py::object workgroup_size,
+                                                 py::object spec_constants) {
+  const std::string kernel_name = name.is_none() ? std::string("queue_kernel") : py::str(name).cast<std::string>();
+  UserSource u = user_source(kernel_name, glsl, glsl_shader, spirv, cuda, entry, cpu, defines, workgroup_size,
+                             spec_constants);
+  if (!u.reflected_only) {  // CUDA and CPU kernels declare the ABI; GLSL and SPIR-V reflect it
+    u.source.bindings = queue_bindings();
+    u.source.params_size = sizeof(QueueLaunch);
+  }
+  if (u.callback) u.callback->default_dtype = DType::u32;  // the ABI's buffers are 32-bit words
+  auto k = std::make_unique<PyQueueKernel>();
+  k->source = std::move(u.source);
+  k->options = std::move(u.options);
+  k->callback = std::move(u.callback);
+  return k;
+}
+
+std::unique_ptr<PyQueueKernel> builtin(KernelSource source) {
+  auto k = std::make_unique<PyQueueKernel>();
+  k->source = std::move(source);
+  return k;
+}
+
+PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32_t output_bytes,
+                        std::uint32_t max_items_per_launch, py::object timeout, py::object device) {
+  refuse_inside_cpu_callable("vgpu.run");
+  if (!py::isinstance<PyQueueKernel>(kernel_obj))
+    fail(ErrorCategory::invalid_argument,
+         "vgpu.run's kernel is a " + py::str(kernel_obj.get_type().attr("__name__")).cast<std::string>() +
+             ", not a vgpu.QueueKernel.",
+         "pass vgpu.queue_kernels.add_one() or a vgpu.QueueKernel(glsl=/glsl_shader=/spirv=/cuda=/cpu=...).");
+  if (!py::isinstance<PyQueue>(queue_obj))
+    fail(ErrorCategory::invalid_argument,
+         "vgpu.run's queue is a " + py::str(queue_obj.get_type().attr("__name__")).cast<std::string>() +
+             ", not a vgpu.PersistentQueue.",
+         "push the items into a vgpu.PersistentQueue and pass that.");
+  const PyQueueKernel& kernel = kernel_obj.cast<const PyQueueKernel&>();
+  PyQueue& queue = queue_obj.cast<PyQueue&>();
+  QueueConfig config;
+  config.output_bytes = output_bytes;
+  config.max_items_per_launch = max_items_per_launch;
+  if (auto t = timeout_arg(timeout)) {
+    if (t->count() == 0)
+      fail(ErrorCategory::invalid_argument, "vgpu.run got timeout=0, but a queue run's 0 means the device's limit.",
+           "pass None for the device's limit, or a positive number of seconds.");
+    config.timeout = *t;
+  }
+  config.options = kernel.options;
+  Device dev = device_arg(device);
+  if (!dev) dev = default_device_for(kernel.source);
+  QueueReport report;
+  run_released(kernel.callback, [&] {
+    std::lock_guard lock(queue.mutex);
+    report = vgpu::run(dev, kernel.source, config, queue.queue);
+  });
+  PyQueueReport r;
+  r.kernel_launches = report.kernel_launches;
+  r.round_trips = report.round_trips;
+  for (const QueueResult& res : report.results)
+    r.results.append(py::make_tuple(res.id, py::bytes(reinterpret_cast<const char*>(res.payload.data()), res.payload.size())));
+  return r;
+}
+
+}  // namespace
+
+void bind_queue(py::module_& m) {
+  py::class_<PyQueue>(m, "PersistentQueue",
+                      "Work items, each a stable id and a byte payload, in push order (vgpu::PersistentQueue). Run "
+                      "them with vgpu.run(kernel, queue): one upload, one launch, one read-back. Safe to use from "
+                      "several threads (pushes and runs take turns).")
+      .def(py::init([](std::uint64_t max_items) { return std::make_unique<PyQueue>(max_items); }),
+           py::arg("max_items") = PersistentQueue::kMaxItems,
+           "Makes an empty queue holding at most max_items items (≤ 2**32 - 1).")
+      .def(
+          "push",
+          [](PyQueue& q, py::handle id, py::handle payload) {
+            const std::uint64_t i = id_arg(id);
+            push_bytes(q, i, buffer_bytes(payload, "payload of item " + to_string(i)));
+          },
+          py::arg("id"), py::arg("payload"),
+          "Appends an item; payload (bytes, bytearray, memoryview or a C-contiguous numpy array) is copied. "
+          "Raises InvalidArgument (queue unchanged) for a duplicate id, a full queue or a payload over 4 GiB - 4 bytes.")
+      .def(
+          "push_value",
+          [](PyQueue& q, py::handle id, py::handle value, py::handle dtype) {
+            const std::uint64_t i = id_arg(id);
+            const DType d = parse_dtype(dtype, "dtype");
+            py::array a = input_array(value, d, "value of item " + to_string(i));
+            push_bytes(q, i, std::string(static_cast<const char*>(a.data()), static_cast<std::size_t>(a.nbytes())));
+          },
+          py::arg("id"), py::arg("value"), py::arg("dtype") = "uint32",
+          "Appends an item whose payload is value (a number or array-like) as dtype's bytes (default uint32).")
+      .def("__len__", [](const PyQueue& q) {
+        std::lock_guard lock(q.mutex);
+        return q.queue.size();
+      }, "The number of items.", py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("payload_bytes", [](const PyQueue& q) {
+        py::gil_scoped_release release;  // a run holds the mutex and may need the GIL
+        std::lock_guard lock(q.mutex);
+        return q.queue.payload_bytes(); }, "The sum of the payload lengths in bytes.")
+      .def(
+          "clear",
+          [](PyQueue& q) {
+            py::gil_scoped_release release;
+            std::lock_guard lock(q.mutex);
+            q.queue.clear();
+          },
+          "Removes every item.")
+      .def("__repr__", [](const PyQueue& q) {
+        std::size_t items = 0;
+        std::uint64_t bytes = 0;
+        {
+          py::gil_scoped_release release;  // a run holds the mutex and may need the GIL
+          std::lock_guard lock(q.mutex);
+          items = q.queue.size();
+          bytes = q.queue.payload_bytes();
+        }
+        return "<vgpu.PersistentQueue " + to_string(items) + " items, " + to_string(bytes) + " payload bytes>";
+      });
+
+  py::class_<PyQueueKernel>(m, "QueueKernel",
+                            "A queue kernel following the queue ABI (docs/queue.md): two bindings (slot 0 read `in`, "
+                            "slot 1 read_write `out`) and an 8-byte params block {item_base, item_count}. "
+                            "QueueKernel(name=..., glsl= | glsl_shader= | spirv= | cuda= + entry= | cpu=callable, "
+                            "defines={}, workgroup_size=(x,), spec_constants={}); vgpu.queue_kernels.add_one() is the "
+                            "design's example. A cpu= callable gets a vgpu.CpuWorkgroup whose buffer(0)/buffer(1) are "
+                            "the ABI's uint32 words.")
+      .def(py::init(&make_queue_kernel), py::kw_only(), py::arg("name") = py::none(), py::arg("glsl") = py::none(),
+           py::arg("glsl_shader") = py::none(), py::arg("spirv") = py::none(), py::arg("cuda") = py::none(),
+           py::arg("entry") = py::none(), py::arg("cpu") = py::none(), py::arg("defines") = py::none(),
+           py::arg("workgroup_size") = py::none(), py::arg("spec_constants") = py::none())
+      .def_property_readonly("name", [](const PyQueueKernel& k) { return k.source.name; }, "The kernel's name.")
+      .def_property_readonly(
+          "dialects",
+          [](const PyQueueKernel& k) {
+            py::list l;
+            for (const DialectSource& s : k.source.sources) l.append(s.dialect);
+            return l;
+          },
+          "The dialects it has (\"glsl\", \"glsl_shader\", \"spirv\", \"cuda\", \"cpu\").")
+      .def("__repr__", [](const PyQueueKernel& k) {
+        std::string d;
+        for (const DialectSource& s : k.source.sources) d += (d.empty() ? "" : ", ") + s.dialect;
+        return "<vgpu.QueueKernel '" + k.source.name + "' (" + d + ")>";
+      });
+
+  py::class_<PyQueueReport>(m, "QueueReport", "What one queue run did: its launches and one result per item.")
+      .def_readonly("kernel_launches", &PyQueueReport::kernel_launches, "Dispatches made (0 for an empty queue).")
+      .def_readonly("round_trips", &PyQueueReport::round_trips,
+                    "Uploads + read-backs (1 unless buffer limits split the queue; 0 for an empty one).")
+      .def_readonly("results", &PyQueueReport::results, "[(id, bytes)] one per item, in queue order.")
+      .def("by_id", [](const PyQueueReport& r) { return py::dict(r.results); }, "The results as {id: bytes}.")
+      .def("__len__", [](const PyQueueReport& r) { return r.results.size(); }, "The number of results (one per item).")
+      .def("__repr__", [](const PyQueueReport& r) {
+        return "QueueReport(kernel_launches=" + to_string(r.kernel_launches) + ", round_trips=" + to_string(r.round_trips) +
+               ", results=<" + to_string(r.results.size()) + " items>)";
+      });
+
+  m.def("run", &run_queue, py::arg("kernel"), py::arg("queue"), py::kw_only(), py::arg("output_bytes") = 0,
+        py::arg("max_items_per_launch") = 0, py::arg("timeout") = py::none(), py::arg("device") = py::none(),
+        "Drains queue through kernel (a vgpu.QueueKernel): one result per item in queue order, through the pipeline "
+        "kept per (device, kernel, config) for the process, so only the first run compiles, allocates and binds. "
+        "output_bytes: bytes the kernel may write per item (0: as many as its payload); max_items_per_launch: 0 = "
+        "the device's limits; timeout: seconds (None: the device's limit); device: None = the default device that "
+        "takes the kernel. The GIL is released during the run. Raises InvalidArgument for a kernel breaking the ABI, "
+        "OutOfMemory, Timeout; the queue is left as it was.");
+
+  py::module_ qk = m.def_submodule("queue_kernels", "The design's example queue kernel: add 1 to each u32 of a payload.");
+  qk.def("add_one", [] { return builtin(queue_add_one_kernel()); },
+         "The add-one queue kernel with GLSL body, CUDA and CPU forms: each item's output is its payload's whole "
+         "u32 words, each plus 1.");
+  qk.def("add_one_shader", [] { return builtin(queue_add_one_shader_kernel()); },
+         "The add-one queue kernel as a complete GLSL shader only (Vulkan and OpenGL), bindings reflected.");
+  qk.def("add_one_glsl", [] { return queue_add_one_glsl(); }, "The add-one kernel's GLSL body (for QueueKernel(glsl=)).");
+  qk.def("add_one_glsl_shader", [] { return queue_add_one_glsl_shader(); },
+         "The add-one kernel as a complete GLSL shader (for QueueKernel(glsl_shader=)).");
+  qk.def("add_one_cuda", [] { return queue_add_one_cuda(); },
+         "The add-one kernel's CUDA C; its entry is \"queue_add_one\".");
+  m.def("add_one_queue_kernel", [] { return builtin(queue_add_one_kernel()); },
+        "Same as vgpu.queue_kernels.add_one().");
+}
 
 }  // namespace vgpu::python

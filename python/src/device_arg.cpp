@@ -1,0 +1,73 @@
+// python/src/device_arg.cpp — Python values to vgpu::Device and back (see device_arg.hpp).
+#include "device_arg.hpp"
+
+#include <string>
+
+#include "vgpu/error.hpp"
+#include "vgpu/runtime.hpp"
+
+namespace py = pybind11;
+
+namespace vgpu::python {
+namespace {
+
+// True when some part of the module (devices.cpp) has bound vgpu::Device as a Python type.
+bool device_type_bound() { return py::detail::get_type_info(typeid(Device)) != nullptr; }
+
+bool takes_any(const DeviceInfo& info, const KernelSource& source) {
+  for (const DialectSource& s : source.sources)
+    if (s.present())
+      for (const std::string& d : info.dialects)
+        if (d == s.dialect) return true;
+  return false;
+}
+
+std::string dialect_list(const KernelSource& source) {
+  std::string s;
+  for (const DialectSource& d : source.sources)
+    if (d.present()) s += (s.empty() ? "" : ", ") + d.dialect;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+Device device_arg(py::handle obj, std::string_view what) {
+  if (obj.is_none()) return Device();
+  if (device_type_bound() && py::isinstance(obj, py::detail::get_type_handle(typeid(Device), false)))
+    return obj.cast<Device>();
+  if (py::detail::get_type_info(typeid(DeviceInfo)) &&
+      py::isinstance(obj, py::detail::get_type_handle(typeid(DeviceInfo), false))) {
+    const DeviceInfo info = obj.cast<DeviceInfo>();
+    py::gil_scoped_release release;
+    return Runtime::global().open(info);
+  }
+  if (py::isinstance<py::str>(obj)) {
+    const std::string id = obj.cast<std::string>();
+    py::gil_scoped_release release;
+    return Runtime::global().open(id);
+  }
+  fail(ErrorCategory::invalid_argument,
+       std::string(what) + " is a " + py::str(obj.get_type().attr("__name__")).cast<std::string>() +
+           ", not a device.",
+       "pass a vgpu.Device (from vgpu.devices()/vgpu.open()), a device id such as \"cpu:0\" or \"vulkan:0\", or "
+       "None for the default device.");
+}
+
+Device default_device_for(const KernelSource& source) {
+  py::gil_scoped_release release;
+  Runtime& runtime = Runtime::global();
+  Device fallback = runtime.default_device();
+  if (fallback && takes_any(fallback.info(), source)) return fallback;
+  for (const DeviceInfo& info : runtime.devices())
+    if (takes_any(info, source)) return runtime.open(info);
+  fail(ErrorCategory::unavailable,
+       "no device on this machine takes kernel '" + source.name + "' (its dialects: " + dialect_list(source) + ").",
+       "add a dialect one of vgpu.devices() compiles (a cpu= callable runs on the CPU device), or pass device=.");
+}
+
+py::object device_object(const Device& device) {
+  if (device_type_bound()) return py::cast(device);
+  return py::str(device.info().id());
+}
+
+}  // namespace vgpu::python
