@@ -1,5 +1,5 @@
 // python/src/cache.cpp — vgpu.Cache (the seed's VGPUCache) and vgpu.KernelDatabase, whose get()
-// returns a callable kernel (vgpu._DatabaseKernel: a handle to the database's PersistentKernel).
+// returns a vgpu.PersistentKernel (a handle to the database's kernel; py_kernel.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -14,6 +14,8 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "core_args.hpp"
+#include "device_arg.hpp"
+#include "py_kernel.hpp"
 #include "vgpu/cache.hpp"
 #include "vgpu/kernel_database.hpp"
 #include "vgpu/persistent_kernel.hpp"
@@ -25,36 +27,8 @@ namespace {
 
 std::string repr_str(const std::string& s) { return py::repr(py::str(s)).cast<std::string>(); }
 
-std::string shape_text(const Shape& s) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
-
-py::tuple shape_tuple(const Shape& s) {
-  py::tuple t(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) t[i] = py::int_(s[i]);
-  return t;
-}
-
 // The device a Cache or KernelDatabase runs on, or None (selection before its first call).
 py::object device_or_none(const Device& d) { return d ? py::cast(d) : py::none(); }
-
-// A TensorArg over numpy memory: read-only when out is null.
-TensorArg tensor_arg(DType d, const void* in, void* out, Shape shape) {
-  switch (d) {
-    case DType::f32:
-      return out ? TensorArg(static_cast<float*>(out), std::move(shape))
-                 : TensorArg(static_cast<const float*>(in), std::move(shape));
-    case DType::i32:
-      return out ? TensorArg(static_cast<std::int32_t*>(out), std::move(shape))
-                 : TensorArg(static_cast<const std::int32_t*>(in), std::move(shape));
-    case DType::u32:
-      return out ? TensorArg(static_cast<std::uint32_t*>(out), std::move(shape))
-                 : TensorArg(static_cast<const std::uint32_t*>(in), std::move(shape));
-  }
-  fail(ErrorCategory::internal, "tensor_arg: unknown dtype.", "Report this vgpu bug.");
-}
 
 // One 2-D input of Cache.matmul, checked: its (rows, cols).
 std::pair<std::uint64_t, std::uint64_t> matrix_dims(const py::array& a, const char* name) {
@@ -77,75 +51,6 @@ std::pair<std::uint64_t, std::uint64_t> matrix_dims(const py::array& a, const ch
   return {r, c};
 }
 
-// What KernelDatabase.get() returns: a kernel built for (kernel_id, shape), called with the
-// plan's inputs (its read and read_write tensors, in the plan's order) and returning its
-// outputs (write and read_write tensors) as new arrays.
-struct DatabaseKernel {
-  std::shared_ptr<PersistentKernel> kernel;
-  std::string id;
-  Shape shape;
-};
-
-py::object call_kernel(const DatabaseKernel& k, const py::args& args) {
-  const KernelPlan& plan = k.kernel->plan();
-  std::vector<const TensorSpec*> visible, inputs;
-  for (const TensorSpec& t : plan.tensors)
-    if (!t.scratch) {
-      visible.push_back(&t);
-      if (t.access != Access::write) inputs.push_back(&t);
-    }
-  if (args.size() != inputs.size()) {
-    std::string names;
-    for (const TensorSpec* t : inputs) names += (names.empty() ? "" : ", ") + t->name;
-    fail(ErrorCategory::invalid_argument,
-         "kernel '" + k.id + "' at " + to_string(k.shape) + " takes " + std::to_string(inputs.size()) +
-             " input array" + (inputs.size() == 1 ? "" : "s") + " (" + names + ") but got " +
-             std::to_string(args.size()) + ".",
-         "Pass the inputs in this order: " + names + " (the outputs are returned).");
-  }
-  std::vector<py::array> held;  // keeps every array alive across the call (GIL released)
-  std::vector<py::array> outputs;
-  std::vector<TensorArg> targs;
-  held.reserve(visible.size());
-  targs.reserve(visible.size());
-  std::size_t next = 0;
-  for (const TensorSpec* t : visible) {
-    if (t->access == Access::write) {
-      py::array out = new_array(t->dtype, t->shape);
-      targs.push_back(tensor_arg(t->dtype, nullptr, out.mutable_data(), t->shape));
-      outputs.push_back(out);
-      held.push_back(std::move(out));
-      continue;
-    }
-    py::array in = input_array(args[next++], t->dtype, t->name);
-    if (t->access == Access::read) {
-      targs.push_back(tensor_arg(t->dtype, in.data(), nullptr, shape_of(in)));
-      held.push_back(std::move(in));
-      continue;
-    }
-    // read_write: the input is copied into a new array the kernel updates (the caller's is untouched).
-    if (shape_of(in) != t->shape)
-      fail(ErrorCategory::invalid_argument,
-           "kernel '" + k.id + "': " + t->name + " has shape " + to_string(shape_of(in)) + " but the kernel takes " +
-               to_string(t->shape) + ".",
-           "Pass an array of shape " + to_string(t->shape) + ", or get() the kernel for your shape.");
-    py::array out = new_array(t->dtype, t->shape);
-    std::memcpy(out.mutable_data(), in.data(), static_cast<std::size_t>(in.nbytes()));
-    targs.push_back(tensor_arg(t->dtype, nullptr, out.mutable_data(), t->shape));
-    outputs.push_back(out);
-    held.push_back(std::move(in));
-    held.push_back(std::move(out));
-  }
-  {
-    py::gil_scoped_release release;
-    (*k.kernel)(std::span<const TensorArg>(targs.data(), targs.size()));
-  }
-  if (outputs.size() == 1) return outputs[0];
-  py::tuple result(outputs.size());
-  for (std::size_t i = 0; i < outputs.size(); ++i) result[i] = outputs[i];
-  return result;
-}
-
 }  // namespace
 
 void bind_cache(py::module_& m) {
@@ -160,7 +65,7 @@ void bind_cache(py::module_& m) {
                     "released while the device works).")
       .def(py::init([](py::object device) {
              if (device.is_none()) return std::make_unique<Cache>();
-             Device d = device_from_arg(device);
+             Device d = device_arg(device);
              return std::make_unique<Cache>(std::move(d));
            }),
            py::arg("device") = py::none(),
@@ -224,50 +129,6 @@ void bind_cache(py::module_& m) {
                ", dispatches=" + std::to_string(c.dispatches()) + ")";
       });
 
-  py::class_<DatabaseKernel>(m, "_DatabaseKernel",
-                             "A persistent kernel from KernelDatabase.get(): compiled, allocated and bound once; "
-                             "k(*inputs) only uploads, dispatches and reads back. Inputs are the op's read (and "
-                             "read-write) tensors in order (matmul: k(A, B) -> C; add/mul: k(a, b) -> out; "
-                             "axpy: k(a, x, y) -> new y; reduce_sum: k(x) -> out[1]; softmax_rows: k(x) -> out), "
-                             "following Cache.matmul's numpy rules; outputs are returned as new arrays (a tuple "
-                             "when there are several). Calls are serialised; safe from any thread.")
-      .def("__call__", &call_kernel, "k(*inputs) -> output array(s); see the class documentation.")
-      .def_property_readonly("kernel_id", [](const DatabaseKernel& k) { return k.id; }, "The kernel id it was got for.")
-      .def_property_readonly("shape", [](const DatabaseKernel& k) { return shape_tuple(k.shape); },
-                             "The shape it was got for.")
-      .def_property_readonly("calls", [](const DatabaseKernel& k) { return k.kernel->calls(); },
-                             "The number of calls made so far.")
-      .def_property_readonly("dispatches", [](const DatabaseKernel& k) { return k.kernel->dispatches(); },
-                             "The number of kernel dispatches made so far (calls × steps).")
-      .def_property_readonly("total_seconds", [](const DatabaseKernel& k) { return k.kernel->total_seconds(); },
-                             "The total wall time spent inside calls, in seconds.")
-      .def_property_readonly("device", [](const DatabaseKernel& k) { return k.kernel->device(); },
-                             "The device the kernel lives on (a vgpu.Device).")
-      .def_property_readonly(
-          "inputs",
-          [](const DatabaseKernel& k) {
-            std::vector<std::string> names;
-            for (const TensorSpec& t : k.kernel->plan().tensors)
-              if (!t.scratch && t.access != Access::write) names.push_back(t.name);
-            return names;
-          },
-          "Names of the arrays a call takes, in order.")
-      .def_property_readonly(
-          "outputs",
-          [](const DatabaseKernel& k) {
-            std::vector<std::string> names;
-            for (const TensorSpec& t : k.kernel->plan().tensors)
-              if (!t.scratch && t.access != Access::read) names.push_back(t.name);
-            return names;
-          },
-          "Names of the arrays a call returns, in order.")
-      .def("__eq__", [](const DatabaseKernel& a, const DatabaseKernel& b) { return a.kernel == b.kernel; },
-           py::is_operator())
-      .def("__hash__", [](const DatabaseKernel& k) { return std::hash<const void*>()(k.kernel.get()); })
-      .def("__repr__", [](const DatabaseKernel& k) {
-        return "<vgpu kernel " + repr_str(k.id) + " " + shape_text(k.shape) + " on " + k.kernel->device().info().id() +
-               ", " + std::to_string(k.kernel->calls()) + " calls>";
-      });
 
   py::class_<KernelDatabase>(m, "KernelDatabase",
                              "Persistent kernels looked up by (kernel id, shape), the seed's KernelDatabase: "
@@ -279,7 +140,7 @@ void bind_cache(py::module_& m) {
                              "first get()s of one key build once.")
       .def(py::init([](py::object device) {
              if (device.is_none()) return std::make_unique<KernelDatabase>();
-             Device d = device_from_arg(device);
+             Device d = device_arg(device);
              return std::make_unique<KernelDatabase>(std::move(d));
            }),
            py::arg("device") = py::none(),
@@ -288,15 +149,16 @@ void bind_cache(py::module_& m) {
       .def(
           "get",
           [](KernelDatabase& db, const std::string& kernel_id, py::handle shape) {
-            DatabaseKernel k{nullptr, kernel_id, shape_arg(kernel_id, shape)};
+            const Shape s = op_shape_arg(kernel_id, shape);
+            std::shared_ptr<PersistentKernel> kernel;
             {
               py::gil_scoped_release release;
-              k.kernel = db.get(kernel_id, k.shape);
+              kernel = db.get(kernel_id, s);
             }
-            return k;
+            return wrap_kernel(std::move(kernel));
           },
           py::arg("kernel_id"), py::arg("shape"),
-          "get(kernel_id, shape) -> callable kernel\n\n"
+          "get(kernel_id, shape) -> vgpu.PersistentKernel\n\n"
           "Returns the persistent kernel for kernel_id at shape, building it on a miss (counted in misses) and "
           "returning the one already built otherwise (hits). shape: an int N (matmul: N×N×N, softmax_rows: N×N, "
           "others: n) or a tuple (matmul (M, K, N), softmax_rows (rows, cols), others (n,)). Raises "

@@ -19,7 +19,7 @@ namespace vgpu::python {
 
 /// Returns shape as a vgpu Shape: an int N means N×N×N for matmul, N×N for softmax_rows and
 /// {N} for every other op; a tuple or list is taken as it is. Throws InvalidArgument otherwise.
-inline Shape shape_arg(const std::string& op, pybind11::handle shape) {
+inline Shape op_shape_arg(const std::string& op, pybind11::handle shape) {
   namespace py = pybind11;
   const auto dim = [&](py::handle h) -> std::uint64_t {
     if (py::isinstance<py::bool_>(h) || !(py::isinstance<py::int_>(h) || py::hasattr(h, "__index__")))
@@ -72,30 +72,6 @@ inline pybind11::dict counters_dict(const CounterSnapshot& c) {
   d["device_losses"] = c.device_losses;
   d["recoveries"] = c.recoveries;
   return d;
-}
-
-/// Opens the device with this "backend:index" id through Runtime::global(), GIL released.
-inline Device open_device(const std::string& id) {
-  pybind11::gil_scoped_release release;
-  return Runtime::global().open(id);
-}
-
-/// Returns the device obj names: a vgpu.Device, a vgpu.DeviceInfo or a "backend:index" string
-/// (opened through Runtime::global()); throws InvalidArgument for anything else.
-inline Device device_from_arg(pybind11::handle obj, const char* what = "device") {
-  namespace py = pybind11;
-  if (py::isinstance<Device>(obj)) return obj.cast<Device>();
-  if (py::isinstance<DeviceInfo>(obj)) {
-    const DeviceInfo info = obj.cast<DeviceInfo>();
-    py::gil_scoped_release release;
-    return Runtime::global().open(info);
-  }
-  if (py::isinstance<py::str>(obj)) return open_device(obj.cast<std::string>());
-  fail(ErrorCategory::invalid_argument,
-       std::string(what) + " is a " + py::str(obj.get_type().attr("__name__")).cast<std::string>() +
-           ", not a device.",
-       "Pass None (measured selection), a vgpu.Device, a vgpu.DeviceInfo or an id such as \"cpu:0\" "
-       "(vgpu.devices() lists them).");
 }
 
 }  // namespace vgpu::python

@@ -11,9 +11,6 @@ namespace py = pybind11;
 namespace vgpu::python {
 namespace {
 
-// True when some part of the module (devices.cpp) has bound vgpu::Device as a Python type.
-bool device_type_bound() { return py::detail::get_type_info(typeid(Device)) != nullptr; }
-
 bool takes_any(const DeviceInfo& info, const KernelSource& source) {
   for (const DialectSource& s : source.sources)
     if (s.present())
@@ -33,10 +30,8 @@ std::string dialect_list(const KernelSource& source) {
 
 Device device_arg(py::handle obj, std::string_view what) {
   if (obj.is_none()) return Device();
-  if (device_type_bound() && py::isinstance(obj, py::detail::get_type_handle(typeid(Device), false)))
-    return obj.cast<Device>();
-  if (py::detail::get_type_info(typeid(DeviceInfo)) &&
-      py::isinstance(obj, py::detail::get_type_handle(typeid(DeviceInfo), false))) {
+  if (py::isinstance<Device>(obj)) return obj.cast<Device>();
+  if (py::isinstance<DeviceInfo>(obj)) {
     const DeviceInfo info = obj.cast<DeviceInfo>();
     py::gil_scoped_release release;
     return Runtime::global().open(info);
@@ -49,8 +44,8 @@ Device device_arg(py::handle obj, std::string_view what) {
   fail(ErrorCategory::invalid_argument,
        std::string(what) + " is a " + py::str(obj.get_type().attr("__name__")).cast<std::string>() +
            ", not a device.",
-       "pass a vgpu.Device (from vgpu.devices()/vgpu.open()), a device id such as \"cpu:0\" or \"vulkan:0\", or "
-       "None for the default device.");
+       "Pass a vgpu.Device (vgpu.open()), a vgpu.DeviceInfo (vgpu.devices()), an id such as \"cpu:0\" or "
+       "\"vulkan:0\", or None.");
 }
 
 Device default_device_for(const KernelSource& source) {
@@ -62,12 +57,9 @@ Device default_device_for(const KernelSource& source) {
     if (takes_any(info, source)) return runtime.open(info);
   fail(ErrorCategory::unavailable,
        "no device on this machine takes kernel '" + source.name + "' (its dialects: " + dialect_list(source) + ").",
-       "add a dialect one of vgpu.devices() compiles (a cpu= callable runs on the CPU device), or pass device=.");
+       "Add a dialect one of vgpu.devices() compiles (a cpu= callable runs on the CPU device), or pass device=.");
 }
 
-py::object device_object(const Device& device) {
-  if (device_type_bound()) return py::cast(device);
-  return py::str(device.info().id());
-}
+py::object device_object(const Device& device) { return py::cast(device); }
 
 }  // namespace vgpu::python

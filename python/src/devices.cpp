@@ -10,6 +10,7 @@
 
 #include "bindings.hpp"
 #include "core_args.hpp"
+#include "device_arg.hpp"
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/device_info.hpp"
@@ -237,7 +238,7 @@ void bind_devices(py::module_& m) {
   m.def(
       "open",
       [](py::object id) {
-        if (py::isinstance<py::str>(id) || py::isinstance<DeviceInfo>(id)) return device_from_arg(id, "id");
+        if (py::isinstance<py::str>(id) || py::isinstance<DeviceInfo>(id)) return device_arg(id, "id");
         fail(ErrorCategory::invalid_argument,
              "open() takes a \"backend:index\" id or a vgpu.DeviceInfo, not a " +
                  py::str(id.get_type().attr("__name__")).cast<std::string>() + ".",
@@ -259,7 +260,7 @@ void bind_devices(py::module_& m) {
   m.def(
       "select",
       [](const std::string& op, py::handle shape) {
-        const Shape s = shape_arg(op, shape);
+        const Shape s = op_shape_arg(op, shape);
         py::gil_scoped_release release;
         return Runtime::global().select(op, s);
       },
@@ -272,7 +273,7 @@ void bind_devices(py::module_& m) {
   m.def(
       "explain",
       [](const std::string& op, py::handle shape) {
-        const Shape s = shape_arg(op, shape);
+        const Shape s = op_shape_arg(op, shape);
         py::gil_scoped_release release;
         return Runtime::global().explain(op, s);
       },

@@ -19,8 +19,10 @@
 
 #include "arrays.hpp"
 #include "bindings.hpp"
+#include "core_args.hpp"
 #include "device_arg.hpp"
 #include "kernel_source.hpp"
+#include "py_kernel.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/persistent_kernel.hpp"
@@ -37,24 +39,6 @@ namespace {
 
 using std::to_string;
 
-struct PyKernel {
-  std::shared_ptr<PersistentKernel> kernel;
-  std::shared_ptr<CpuCallback> callback;
-  std::vector<std::uint32_t> visible;  // plan tensor indices of the arguments, in order
-  std::size_t read_count = 0;          // arguments the kernel reads (access read / read_write)
-
-  PyKernel() = default;
-  PyKernel(const PyKernel&) = delete;
-  PyKernel& operator=(const PyKernel&) = delete;
-  ~PyKernel() {
-    // Closing the last handle of a device may wait for it: never with the GIL held.
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      kernel.reset();
-      callback.reset();
-    }
-  }
-};
 
 std::string type_name(py::handle obj) { return py::str(obj.get_type().attr("__name__")).cast<std::string>(); }
 
@@ -66,7 +50,7 @@ auto released(F&& f) {
   return f();
 }
 
-Shape shape_arg(py::handle obj, const std::string& what) {
+Shape dims_arg(py::handle obj, const std::string& what) {
   Shape shape;
   if (py::isinstance<py::int_>(obj) || py::hasattr(obj, "__index__")) {
     shape.push_back(py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr())).cast<std::uint64_t>());
@@ -88,7 +72,7 @@ Shape shape_arg(py::handle obj, const std::string& what) {
 }
 
 Groups groups_arg(py::handle obj, const std::string& what) {
-  const Shape s = shape_arg(obj, what);
+  const Shape s = dims_arg(obj, what);
   if (s.empty() || s.size() > 3)
     fail(ErrorCategory::invalid_argument, what + " has " + to_string(s.size()) + " counts.", "pass (x,), (x, y) or (x, y, z).");
   Groups g;
@@ -115,7 +99,7 @@ TensorSpec tensor_arg(py::handle obj, std::size_t i) {
   TensorSpec s;
   s.name = py::str(t[0]).cast<std::string>();
   s.dtype = parse_dtype(t[1], what + " dtype");
-  s.shape = shape_arg(t[2], what + " shape");
+  s.shape = dims_arg(t[2], what + " shape");
   if (t.size() > 3) s.access = parse_access(t[3], what + " access");
   if (t.size() > 4) s.scratch = t[4].cast<bool>();
   return s;
@@ -150,15 +134,20 @@ py::tuple shape_tuple(const Shape& s) {
   return t;
 }
 
+// The argument layout of kernel k: the plan's non-scratch tensors, and how many of them it reads.
+void lay_out_arguments(PyKernel& k, const KernelPlan& plan) {
+  for (std::uint32_t i = 0; i < plan.tensors.size(); ++i)
+    if (!plan.tensors[i].scratch) {
+      k.visible.push_back(i);
+      if (plan.tensors[i].access != Access::write) ++k.read_count;
+    }
+}
+
 // Builds the kernel (compile, allocate, bind: the GIL released) and the argument layout.
 std::unique_ptr<PyKernel> finish(Device device, KernelPlan plan, std::shared_ptr<CpuCallback> callback) {
   auto k = std::make_unique<PyKernel>();
   k->callback = std::move(callback);
-  for (std::uint32_t i = 0; i < plan.tensors.size(); ++i)
-    if (!plan.tensors[i].scratch) {
-      k->visible.push_back(i);
-      if (plan.tensors[i].access != Access::write) ++k->read_count;
-    }
+  lay_out_arguments(*k, plan);
   {
     py::gil_scoped_release release;
     k->kernel = std::make_shared<PersistentKernel>(std::move(device), std::move(plan));
@@ -186,7 +175,7 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
       fail(ErrorCategory::invalid_argument, "PersistentKernel(\"" + op.cast<std::string>() + "\") needs its shape.",
            "pass the shape: (M, K, N) for matmul, (rows, cols) for softmax_rows, (n,) for the others.");
     const std::string op_name = op.cast<std::string>();
-    const Shape s = shape_arg(shape, "shape");
+    const Shape s = op_shape_arg(op_name, shape);
     ops::check_shape(op_name, s);
     Device dev = device_arg(device);
     KernelPlan plan;
@@ -231,7 +220,7 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
     if (slots.is_none()) {
       for (std::uint32_t i = 0; i < plan.tensors.size(); ++i) step.slot_tensor.emplace_back(i, i);
     } else {
-      const Shape slot_list = shape_arg(slots, "slots");
+      const Shape slot_list = dims_arg(slots, "slots");
       if (slot_list.size() != plan.tensors.size())
         fail(ErrorCategory::invalid_argument,
              "slots has " + to_string(slot_list.size()) + " entries but kernel '" + kernel_name + "' has " +
@@ -413,6 +402,13 @@ std::optional<std::chrono::milliseconds> timeout_arg(py::handle seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(s * 1000.0)));
 }
 
+py::object wrap_kernel(std::shared_ptr<PersistentKernel> kernel) {
+  auto k = std::make_unique<PyKernel>();
+  lay_out_arguments(*k, kernel->plan());
+  k->kernel = std::move(kernel);
+  return py::cast(std::move(k));
+}
+
 void bind_kernels(py::module_& m) {
   bind_workgroup(m);
 
@@ -424,7 +420,7 @@ void bind_kernels(py::module_& m) {
              TensorSpec t;
              t.name = std::move(name);
              t.dtype = parse_dtype(dtype, "dtype");
-             t.shape = shape_arg(shape, "shape");
+             t.shape = dims_arg(shape, "shape");
              t.access = parse_access(access, "access");
              t.scratch = scratch;
              return t;
@@ -523,7 +519,16 @@ void bind_kernels(py::module_& m) {
             return py::make_tuple(ws[0], ws[1], ws[2]);
           },
           "The local size kernel 0 runs with (the shader's own, or workgroup_size=, or 64x1x1).")
-      .def("__repr__", &kernel_repr);
+      .def("__repr__", &kernel_repr)
+      // Two handles are equal when they hold the same C++ kernel (KernelDatabase.get returns a
+      // new handle on every hit).
+      .def(
+          "__eq__",
+          [](const PyKernel& a, py::handle b) {
+            return py::isinstance<PyKernel>(b) && a.kernel == b.cast<const PyKernel&>().kernel;
+          },
+          "True when both hold the same kernel (a KernelDatabase hit returns the kernel it built).")
+      .def("__hash__", [](const PyKernel& k) { return std::hash<const void*>()(k.kernel.get()); });
 }
 
 }  // namespace vgpu::python
