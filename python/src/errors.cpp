@@ -69,8 +69,9 @@ void bind_errors(py::module_& m) {
   m.attr("Error") = py::handle(g_base);
   for (const CategoryClass& c : categories()) {
     const std::string qualified = std::string("vgpu.") + c.name;
-    py::tuple bases = c.builtin ? py::make_tuple(py::handle(g_base), py::handle(c.builtin))
-                                : py::make_tuple(py::handle(g_base));
+    // py::tuple(...) on both arms: pybind11 3 types make_tuple's result by its arguments.
+    py::tuple bases = c.builtin ? py::tuple(py::make_tuple(py::handle(g_base), py::handle(c.builtin)))
+                                : py::tuple(py::make_tuple(py::handle(g_base)));
     PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), c.doc, bases.ptr(), nullptr);
     if (!cls) throw py::error_already_set();
     g_classes[static_cast<std::size_t>(c.category)] = cls;
