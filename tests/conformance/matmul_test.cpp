@@ -49,7 +49,9 @@ TEST_CASE("matmul: square sizes match the double-precision reference", "[matmul]
 
 TEST_CASE("matmul: non-square shapes, K = 1 and long K", "[matmul]") {
   const MatmulShape shapes[] = {{17, 300, 5}, {1, 1000, 3}, {255, 1, 255}, {300, 17, 299},
-                                {1, 1, 1},    {3, 1, 1},    {1, 64, 1},    {96, 256, 128}};
+                                {1, 1, 1},    {3, 1, 1},    {1, 64, 1},    {96, 256, 128},
+                                // Small tiles (the CPU's unpacked path), narrower and wider than a vector, in multi-tile grids.
+                                {200, 9, 4},  {130, 40, 3}, {7, 5, 200},   {19, 20, 21}};
   for (vgpu::Device device : devices_under_test())
     for (const MatmulShape& s : shapes)
       for (Path path : kPaths) check_matmul(device, s, path);

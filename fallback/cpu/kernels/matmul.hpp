@@ -58,6 +58,10 @@ struct Matmul {
     const std::size_t col0 = std::size_t{wg.workgroup_id[0]} * TN;
     if (row0 >= pr.m || col0 >= pr.n) return;  // a grid larger than the matrix: nothing to do
     const std::size_t rows = S::min(TM, pr.m - row0), cols = S::min(TN, pr.n - col0);
+    if (std::uint64_t{rows} * cols * pr.k <= kDirectWork) {
+      direct(pr, row0, rows, col0, cols);
+      return;
+    }
 
     const std::uint64_t groups =
         std::uint64_t{wg.num_workgroups[0]} * wg.num_workgroups[1] * wg.num_workgroups[2];
@@ -96,6 +100,75 @@ struct Matmul {
       const std::size_t r = (i / s.across) * s.sub_rows, c = (i % s.across) * s.sub_cols;
       tile(*s.pr, s.row0 + r, S::min(s.sub_rows, s.rows - r), s.col0 + c, S::min(s.sub_cols, s.cols - c), false);
     }, &split);
+  }
+
+  /// Tiles of at most this many multiply-adds (20³) skip packing (direct()): packing A and B and
+  /// padding to MR×NR micro-tiles cost more than the product there (AVX-512's 12×32 micro-tile
+  /// computes 24×32 outputs for a 16×16 C: 61% of a 16×16 Cache::matmul call, which direct()
+  /// takes from 1.9 to 0.8 µs here; at 24³ and above the two paths measured alike or packing won).
+  static constexpr std::uint64_t kDirectWork = 20 * 20 * 20;
+
+  /// What direct() computes: C (ldc) = A (k columns) · B (ldb), cols columns wide.
+  struct Direct {
+    const float* a;
+    const float* b;
+    std::size_t ldb;
+    float* c;
+    std::size_t ldc, k, cols;
+  };
+
+  /// Computes C[row0 .. row0+rows, col0 .. col0+cols) straight from A and B, 4 rows at a time
+  /// (independent accumulators hide the FMA latency and share each B load): row i of C is
+  /// Σ_p A[i,p]·B[p, :], summed in p order. A C narrower than one vector reads B's columns
+  /// zero-padded to a vector (this thread's scratch).
+  static void direct(const Problem& pr, std::size_t row0, std::size_t rows, std::size_t col0, std::size_t cols) {
+    Direct d{pr.a + row0 * pr.k, pr.b + col0, pr.n, pr.c + row0 * pr.n + col0, pr.n, pr.k, cols};
+    if (cols < W) {
+      float* pad = Scratch<Arch, Matmul>::get(pr.k * W);
+      for (std::size_t p = 0; p < pr.k; ++p) {
+        std::memcpy(pad + p * W, d.b + p * d.ldb, cols * sizeof(float));
+        std::memset(pad + p * W + cols, 0, (W - cols) * sizeof(float));
+      }
+      d.b = pad;
+      d.ldb = W;
+    }
+    std::size_t i = 0;
+    for (; i + 4 <= rows; i += 4) direct_rows<4>(d, i);
+    switch (rows - i) {
+      case 3: direct_rows<3>(d, i); break;
+      case 2: direct_rows<2>(d, i); break;
+      case 1: direct_rows<1>(d, i); break;
+      default: break;
+    }
+  }
+
+  /// direct() for the RB rows from row i. Whole vectors only: the last one starts at cols − W,
+  /// overlapping the one before (it rewrites a few columns with the same values), so no column
+  /// is left to a scalar loop.
+  template <std::size_t RB>
+  static void direct_rows(const Direct& d, std::size_t i) {
+    const float* a = d.a + i * d.k;
+    float* c = d.c + i * d.ldc;
+    const std::size_t wide = d.cols < W ? W : d.cols;  // a narrow C: one padded vector
+    for (std::size_t j = 0;; j += W) {
+      const std::size_t at = S::min(j, wide - W);
+      V acc[RB];
+      for (std::size_t r = 0; r < RB; ++r) acc[r] = V(0.0f);
+      for (std::size_t p = 0; p < d.k; ++p) {
+        const V bv = V::load_unaligned(d.b + p * d.ldb + at);
+        for (std::size_t r = 0; r < RB; ++r) acc[r] = S::fmadd(V(a[r * d.k + p]), bv, acc[r]);
+      }
+      if (d.cols < W) {
+        alignas(64) float lanes[W];
+        for (std::size_t r = 0; r < RB; ++r) {
+          acc[r].store_aligned(lanes);
+          std::memcpy(c + r * d.ldc, lanes, d.cols * sizeof(float));
+        }
+      } else {
+        for (std::size_t r = 0; r < RB; ++r) acc[r].store_unaligned(c + r * d.ldc + at);
+      }
+      if (at + W >= wide) break;
+    }
   }
 
   /// Computes C[row0 .. row0+rows, col0 .. col0+cols) (rows ≤ TM, cols ≤ TN) on this thread:
