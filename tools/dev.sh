@@ -19,7 +19,8 @@
 #   PYTHONPATH=build/python /usr/bin/python3 -c 'import vgpu; print(vgpu.devices())'
 # Install (library, headers, CMake package and the Python package, docs/python.md):
 #   cmake --install build --prefix /usr/local   # the package: /usr/local/lib/python3.X/dist-packages/vgpu
-#   cmake --install build --prefix /opt/vgpu    # then PYTHONPATH=/opt/vgpu/lib/python3.X/site-packages
+#   cmake --install build --prefix /opt/vgpu    # then PYTHONPATH=/opt/vgpu/lib/python3.X/dist-packages
+#   (the package's directory under the prefix is chosen at configure time, for CMAKE_INSTALL_PREFIX)
 set -euo pipefail
 
 # Every Debian package the build, the tests and the tools need; one list, kept here.

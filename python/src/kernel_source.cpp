@@ -2,6 +2,8 @@
 // bridge (the rules are in kernel_source.hpp).
 #include "kernel_source.hpp"
 
+#include "errors.hpp"
+
 #include <pybind11/numpy.h>
 
 #include <cstring>
@@ -70,6 +72,9 @@ std::string text_arg(py::handle obj, const std::string& what) {
 struct Workgroup {
   const CpuWorkgroup* wg = nullptr;
   const CpuCallback* callback = nullptr;
+  /// What owns the buffers the views point into (a PersistentKernel), kept alive with them:
+  /// a view kept by mistake then reads stale data, never freed memory.
+  std::shared_ptr<const void> keep;
 
   const CpuWorkgroup& get() const {
     if (!wg)
@@ -251,7 +256,7 @@ UserSource user_source(const std::string& name, py::handle glsl, py::handle glsl
           py::gil_scoped_acquire gil;
           if (cb->failed.load()) fail(ErrorCategory::invalid_argument, "the Python CPU kernel's callable raised an exception.",
                                       "see the exception the call re-raised.");
-          py::object w = py::cast(Workgroup{&wg, cb.get()});
+          py::object w = py::cast(Workgroup{&wg, cb.get(), cb->owner.lock()});
           ++t_inside_callable;
           try {
             cb->fn(w);
@@ -268,6 +273,21 @@ UserSource user_source(const std::string& name, py::handle glsl, py::handle glsl
           }
           --t_inside_callable;
           w.cast<Workgroup&>().wg = nullptr;
+          // Only w itself should hold the workgroup now: every buffer view has it as its base, so
+          // a higher count means the callable kept the workgroup or a view past its workgroup.
+          // Such a view points into the kernel's buffers, which the next call overwrites (the
+          // workgroup keeps a PersistentKernel's alive, see Workgroup::keep): refuse the call.
+          if (w.ref_count() > 1) {
+            raise_error(Error(ErrorCategory::invalid_argument,
+                              "the Python CPU kernel's callable kept its vgpu.CpuWorkgroup or a buffer view from "
+                              "it (wg.buffer(...)) after returning; such a view points into the kernel's buffers, "
+                              "which the next call overwrites.",
+                              "Keep copies (wg.buffer(0).copy()), never the workgroup or its views."));
+            py::error_already_set kept;
+            if (!cb->failed.exchange(true)) cb->error = std::move(kept);
+            fail(ErrorCategory::invalid_argument, "the Python CPU kernel's callable kept a buffer view.",
+                 "see the exception the call re-raised.");
+          }
         },
         version);
     u.reflected_only = false;

@@ -37,6 +37,9 @@ struct CpuCallback {
   /// What buffer(slot) returns without a dtype: the tensor's dtype and shape at that slot.
   std::map<std::uint32_t, std::pair<DType, Shape>> slot_views;
   DType default_dtype = DType::u32;         ///< for slots not in slot_views (1-D over the buffer)
+  /// The PersistentKernel whose buffers the workgroups' views point into (set once it is built;
+  /// empty for queue kernels, whose pipelines vgpu::run owns).
+  std::weak_ptr<const void> owner;
 
   CpuCallback() = default;
   CpuCallback(const CpuCallback&) = delete;

@@ -123,8 +123,16 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> slots_arg(py::handle obj, c
 
 std::string access_name(Access a) { return std::string(vgpu::to_string(a)); }
 
+// A shape as Python writes a tuple: "(4, 5)", "(7,)".
+std::string shape_tuple_text(const Shape& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+// What one would type to make t again.
 std::string tensor_repr(const TensorSpec& t) {
-  return "vgpu.Tensor('" + t.name + "', '" + numpy_name(t.dtype) + "', " + vgpu::to_string(t.shape) + ", '" +
+  return "vgpu.Tensor('" + t.name + "', '" + numpy_name(t.dtype) + "', " + shape_tuple_text(t.shape) + ", '" +
          access_name(t.access) + "'" + (t.scratch ? ", scratch=True" : "") + ")";
 }
 
@@ -152,6 +160,7 @@ std::unique_ptr<PyKernel> finish(Device device, KernelPlan plan, std::shared_ptr
     py::gil_scoped_release release;
     k->kernel = std::make_shared<PersistentKernel>(std::move(device), std::move(plan));
   }
+  if (k->callback) k->callback->owner = k->kernel;
   return k;
 }
 
@@ -238,7 +247,7 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
     if (b == "derived") {
       if (!u.reflected_only)
         fail(ErrorCategory::invalid_argument,
-             "bindings=\"derived\" for kernel '" + kernel_name + "', but CUDA and CPU kernels are not reflected.",
+             "bindings=\"derived\" for kernel '" + kernel_name + "', but only complete GLSL shaders and SPIR-V are reflected (a GLSL body, CUDA and CPU kernels are not).",
              "leave bindings= unset (declared from tensors=) or list them.");
       declare = false;
     } else if (b == "declared") {

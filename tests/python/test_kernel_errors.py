@@ -1,5 +1,7 @@
 """Bad kernels and bad calls raise clearly (a vgpu.Error subclass whose message ends with a Fix
 hint), and the same device and kernel still work afterwards."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -148,11 +150,36 @@ def test_workgroup_kept_past_its_call_is_refused():
     kept = []
     k = vgpu.PersistentKernel(name="keep", cpu=lambda wg: kept.append(wg), tensors=tensors(4), groups=(1,),
                               params=params(4, 1, 0), device="cpu:0")
-    k(np.zeros(4, np.float32))
+    with pytest.raises(vgpu.InvalidArgument) as e:
+        k(np.zeros(4, np.float32))
+    assert "kept" in str(e.value) and str(e.value).rstrip().split("Fix:")[-1].strip()
     assert kept
     with pytest.raises(vgpu.InvalidArgument):
         kept[0].buffer(0)
     assert "call over" in repr(kept[0])
+
+
+def test_buffer_view_kept_past_its_call_is_refused_and_stays_readable():
+    # A view kept by mistake: the call says so; the view keeps the kernel's buffers alive, so
+    # reading it after the kernel is gone reads stale data, never freed memory.
+    kept = []
+
+    def body(wg):
+        if not kept:
+            kept.append(wg.buffer(0))
+
+    k = vgpu.PersistentKernel(name="keep_view", cpu=body, tensors=tensors(4), groups=(1,),
+                              params=params(4, 1, 0), device="cpu:0")
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(vgpu.InvalidArgument) as e:
+        k(x)
+    assert "view" in str(e.value)
+    k(x)                                   # the next call keeps nothing: it runs
+    view = kept[0]
+    del k
+    gc.collect()
+    assert view.dtype == np.float32 and np.array_equal(view, x)
+    still_works("cpu:0")
 
 
 def test_kernel_call_inside_callable_is_refused():
