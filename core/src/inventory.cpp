@@ -83,6 +83,17 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string format_seconds(double s) {
+  char buf[32];
+  if (s < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1.0)
+    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  return buf;
+}
+
 std::string inventory_text(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices) {
   std::ostringstream os;
   os << "vgpu " << version_string() << " (cache format " << kCacheFormatVersion << ")\n\n";

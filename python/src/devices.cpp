@@ -55,17 +55,6 @@ std::string info_repr(const DeviceInfo& i) {
          repr_str(std::string(to_string(i.type))) + ")";
 }
 
-std::string seconds_text(double s) {
-  char buf[32];
-  if (s < 1e-3)
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  else if (s < 1.0)
-    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  return buf;
-}
-
 // The DeviceInfo attributes, shared by vgpu.DeviceInfo and vgpu.Device (which reads them from
 // its info()).
 template <class Class, class Get>
@@ -187,7 +176,7 @@ void bind_devices(py::module_& m) {
       .def_readonly("note", &SelectionCandidate::note, "Why it was skipped, predicted or demoted.")
       .def("__repr__", [](const SelectionCandidate& c) {
         std::string r = "SelectionCandidate(" + repr_str(c.device) + ", eligible=" + (c.eligible ? "True" : "False");
-        if (c.eligible) r += ", seconds=" + seconds_text(c.seconds) + ", runs=" + std::to_string(c.runs);
+        if (c.eligible) r += ", seconds=" + format_seconds(c.seconds) + ", runs=" + std::to_string(c.runs);
         if (c.demoted) r += ", demoted=True";
         if (!c.note.empty()) r += ", note=" + repr_str(c.note);
         return r + ")";

@@ -1,13 +1,10 @@
 // python/src/module.cpp — the _vgpu extension module: vgpu's C++ API for Python and numpy.
-#include <string>
-
 #include "bindings.hpp"
-#include "vgpu/version.hpp"
+#include "vgpu/inventory.hpp"
 
 PYBIND11_MODULE(_vgpu, m) {
   m.doc() = "vgpu: compute kernels on CUDA, Vulkan, OpenGL or the CPU, compiled once and dispatched many times.";
-  m.attr("__version__") = std::to_string(vgpu::kVersionMajor) + "." + std::to_string(vgpu::kVersionMinor) + "." +
-                          std::to_string(vgpu::kVersionPatch);
+  m.attr("__version__") = vgpu::version_string();
   vgpu::python::bind_errors(m);
   vgpu::python::bind_devices(m);
   vgpu::python::bind_cache(m);

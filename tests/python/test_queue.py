@@ -1,11 +1,11 @@
 """vgpu.PersistentQueue and vgpu.run: the design's add-one flow with 1000 items on every device,
 an empty queue, payload sizes 0..N, results by id, bad payload types, user queue kernels."""
-import threading
 
 import numpy as np
 import pytest
 
 import vgpu
+from threads_support import run_threads
 from kernel_devices import backend, device, rng  # noqa: F401 — the fixture
 
 
@@ -142,21 +142,12 @@ def test_cpu_queue_kernel_exception_and_threads():
     q.push(1, b"\x00" * 4)
     with pytest.raises(KeyError):
         vgpu.run(vgpu.QueueKernel(name="raises", cpu=body), q, device="cpu:0")
-    errors = []
 
     def worker(seed):
-        try:
-            mine = vgpu.PersistentQueue()
-            for i in range(200):
-                mine.push_value(i, seed * 1000 + i)
-            rep = vgpu.run(vgpu.queue_kernels.add_one(), mine, device="cpu:0")
-            assert [np.frombuffer(p, np.uint32)[0] for _, p in rep.results] == [seed * 1000 + i + 1 for i in range(200)]
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
+        mine = vgpu.PersistentQueue()
+        for i in range(200):
+            mine.push_value(i, seed * 1000 + i)
+        rep = vgpu.run(vgpu.queue_kernels.add_one(), mine, device="cpu:0")
+        assert [np.frombuffer(p, np.uint32)[0] for _, p in rep.results] == [seed * 1000 + i + 1 for i in range(200)]
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    run_threads(worker, 4)

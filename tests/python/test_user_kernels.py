@@ -3,12 +3,12 @@
 with random inputs, awkward sizes and NaN-poisoned outputs."""
 import shutil
 import subprocess
-import threading
 
 import numpy as np
 import pytest
 
 import vgpu
+from threads_support import run_threads
 from kernel_devices import backend, device, rng  # noqa: F401 — the fixture
 
 PARAMS = np.dtype([("n", "<u4"), ("a", "<f4"), ("b", "<f4"), ("pad", "<u4")])
@@ -163,43 +163,23 @@ def test_cpu_callable_from_threads():
     n = 300
     k = vgpu.PersistentKernel(name="scale_add", cpu=cpu_body, tensors=tensors(n), groups=((n + 63) // 64,),
                               params=params(n, 1.5, -0.25), device="cpu:0")
-    errors = []
-
     def worker(seed):
-        try:
-            r = rng(seed)
-            for _ in range(20):
-                x = r.standard_normal(n).astype(np.float32)
-                check(k(x), x, 1.5, -0.25)
-        except Exception as e:  # noqa: BLE001 — reported below
-            errors.append(e)
+        r = rng(seed)
+        for _ in range(20):
+            x = r.standard_normal(n).astype(np.float32)
+            check(k(x), x, 1.5, -0.25)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    run_threads(worker, 4)
     assert k.calls == 80
 
 
 def test_builtin_kernel_from_threads(device):
     k = vgpu.PersistentKernel("mul", (257,), device=device)
-    errors = []
-
     def worker(seed):
-        try:
-            r = rng(seed)
-            for _ in range(10):
-                a, b = (r.standard_normal(257).astype(np.float32) for _ in range(2))
-                np.testing.assert_allclose(k(a, b), a * b, rtol=1e-6)
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
+        r = rng(seed)
+        for _ in range(10):
+            a, b = (r.standard_normal(257).astype(np.float32) for _ in range(2))
+            np.testing.assert_allclose(k(a, b), a * b, rtol=1e-6)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    run_threads(worker, 4)
     assert k.calls == 40

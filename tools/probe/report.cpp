@@ -12,21 +12,6 @@
 #include "vgpu/version.hpp"
 
 namespace vgpu::probe {
-namespace {
-
-/// Formats seconds compactly with a unit suited to their size (µs, ms or s).
-std::string format_seconds(double s) {
-  char buf[32];
-  if (s < 1e-3)
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  else if (s < 1.0)
-    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  return buf;
-}
-
-}  // namespace
 
 std::string version_string() { return vgpu::version_string(); }
 

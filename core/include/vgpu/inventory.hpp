@@ -15,6 +15,8 @@ namespace vgpu {
 std::string version_string();
 /// Formats a byte count as "1.5 GiB"-style text ("unknown" for 0).
 std::string format_bytes(std::uint64_t bytes);
+/// Formats seconds with a unit suited to their size: "12.3 us", "4.56 ms" or "1.234 s".
+std::string format_seconds(double seconds);
 
 /// Returns the version line, the backend table and one block per device, as vgpu-probe prints
 /// them before its self-tests (every line ends in '\n').
