@@ -10,15 +10,6 @@ namespace py = pybind11;
 namespace vgpu::python {
 namespace {
 
-const char* dtype_name(DType d) {
-  switch (d) {
-    case DType::f32: return "float32";
-    case DType::i32: return "int32";
-    case DType::u32: return "uint32";
-  }
-  return "?";
-}
-
 // str(h) as a std::string.
 std::string text(py::handle h) { return py::str(h).cast<std::string>(); }
 
@@ -36,6 +27,15 @@ std::string describe(py::handle obj) {
 bool convertible_kind(char kind) { return kind == 'f' || kind == 'i' || kind == 'u'; }
 
 }  // namespace
+
+const char* numpy_name(DType d) {
+  switch (d) {
+    case DType::f32: return "float32";
+    case DType::i32: return "int32";
+    case DType::u32: return "uint32";
+  }
+  return "?";
+}
 
 py::dtype numpy_dtype(DType d) {
   switch (d) {
@@ -58,7 +58,7 @@ DType vgpu_dtype(const py::dtype& dt, std::string_view what) {
 py::array input_array(py::handle obj, DType d, std::string_view what) {
   if (obj.is_none())
     fail(ErrorCategory::invalid_argument, std::string(what) + " is None.",
-         std::string("Pass a numpy array (or array-like) of ") + dtype_name(d) + " values.");
+         std::string("Pass a numpy array (or array-like) of ") + numpy_name(d) + " values.");
   const py::dtype want = numpy_dtype(d);
   if (py::isinstance<py::array>(obj)) {
     py::array a = py::reinterpret_borrow<py::array>(obj);
@@ -67,8 +67,8 @@ py::array input_array(py::handle obj, DType d, std::string_view what) {
     if (!convertible_kind(kind))
       fail(ErrorCategory::invalid_argument,
            std::string(what) + " is " + describe(obj) + "; vgpu does not convert " +
-               (kind == 'b' ? "bool" : kind == 'c' ? "complex" : "non-numeric") + " arrays to " + dtype_name(d) + ".",
-           std::string("Convert it yourself (e.g. ") + std::string(what) + ".astype(numpy." + dtype_name(d) +
+               (kind == 'b' ? "bool" : kind == 'c' ? "complex" : "non-numeric") + " arrays to " + numpy_name(d) + ".",
+           std::string("Convert it yourself (e.g. ") + std::string(what) + ".astype(numpy." + numpy_name(d) +
                ")) or pass a real numeric array.");
   }
   // One conversion, numpy's own (as py::array_t<T, c_style | forcecast> does), which also
@@ -81,16 +81,16 @@ py::array input_array(py::handle obj, DType d, std::string_view what) {
   if (!converted) {
     py::error_already_set numpy_error;
     fail(ErrorCategory::invalid_argument,
-         std::string(what) + " (" + describe(obj) + ") cannot be read as a " + dtype_name(d) +
+         std::string(what) + " (" + describe(obj) + ") cannot be read as a " + numpy_name(d) +
              " array: " + numpy_error.what(),
          std::string("Pass a numpy array (or nested lists) of numbers, e.g. numpy.asarray(x, dtype=numpy.") +
-             dtype_name(d) + ").");
+             numpy_name(d) + ").");
   }
   return py::reinterpret_steal<py::array>(converted);
 }
 
 py::array output_array(py::handle obj, DType d, std::string_view what) {
-  const std::string dtn = dtype_name(d);
+  const std::string dtn = numpy_name(d);
   if (!py::isinstance<py::array>(obj))
     fail(ErrorCategory::invalid_argument,
          std::string(what) + " is an output but " + describe(obj) + " is not a numpy array vgpu can write into.",

@@ -18,6 +18,8 @@
 
 namespace vgpu::python {
 
+/// Returns the name of a dtype as numpy spells it ("float32", "int32", "uint32").
+const char* numpy_name(DType d);
 /// Returns the numpy dtype that holds vgpu dtype d (float32, int32 or uint32).
 pybind11::dtype numpy_dtype(DType d);
 /// Returns the vgpu dtype of a numpy dtype, or throws InvalidArgument naming what.

@@ -136,15 +136,6 @@ void refuse_inside_cpu_callable(const std::string& what) {
          "compute inside the callable with numpy on its buffers; call vgpu kernels before or after the dispatch.");
 }
 
-const char* numpy_name(DType d) {
-  switch (d) {
-    case DType::f32: return "float32";
-    case DType::i32: return "int32";
-    case DType::u32: return "uint32";
-  }
-  return "?";
-}
-
 DType parse_dtype(py::handle obj, const std::string& what) {
   if (py::isinstance<py::str>(obj)) {
     const std::string s = obj.cast<std::string>();

@@ -73,8 +73,6 @@ ParamsBlock params_block(pybind11::handle obj, const std::string& what);
 DType parse_dtype(pybind11::handle obj, const std::string& what);
 /// Parses an access: "read", "write" or "read_write".
 Access parse_access(pybind11::handle obj, const std::string& what);
-/// Returns the name of a dtype as numpy spells it ("float32").
-const char* numpy_name(DType d);
 
 /// Runs call (a kernel call, with the GIL released by this function) with callback's
 /// protocol when callback is set: one call at a time, and the callable's exception re-raised
