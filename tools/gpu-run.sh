@@ -37,7 +37,10 @@ stage() {
     if [ -L "$l" ]; then cp -P "$l" "$stage_dir/lib/"; else strip -o "$stage_dir/lib/$(basename "$l")" "$l"; fi
   done
   # libvgpu links SPIRV-Cross (reflection, GL cross-compiles), which the GPU machine lacks.
-  bash ../shared/gpu/bundle-libs.sh "$stage_dir/lib" libspirv-cross-c-shared.so.0 >/dev/null
+  # glslc (and its libshaderc) too: the Python tests make SPIR-V with it at run time, and the
+  # GPU machine has no GLSL compiler of its own.
+  strip -o "$stage_dir/bin/glslc" "$(command -v glslc)"
+  bash ../shared/gpu/bundle-libs.sh "$stage_dir/lib" libspirv-cross-c-shared.so.0 libshaderc.so.1 >/dev/null
   # The Khronos validation layer, so the Vulkan corpus runs under it there as in CI.
   local layer=/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so
   local manifest=/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
@@ -190,7 +193,7 @@ remote_python() {
         summary+=("python.build: FAILED ($status)")
       else
         summary+=("python.build: passed")
-        export PYTHONPATH=$build/python
+        export PYTHONPATH=$build/python PATH=$bin:$PATH  # $bin: the staged glslc
         echo "=== import"
         "$py" -c "import vgpu, sys; print(vgpu.__version__, vgpu.__file__); print(vgpu.devices())" || true
         echo "=== bench/python_overhead.py (moderngl is not installed there: part 3 says so and skips)"

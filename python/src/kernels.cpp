@@ -275,9 +275,10 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
     for (const auto& [slot, tensor] : step.slot_tensor) {
       if (tensor >= plan.tensors.size()) continue;  // PersistentKernel names the bad index
       const TensorSpec& t = plan.tensors[tensor];
-      const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
-      u.source.bindings.push_back(
-          BindingDecl{slot, t.access, t.name, [bytes](const ParamsBlock&, const Groups&) { return bytes; }});
+      // No required_bytes: the tensor's own size would always hold (the kernel allocates its
+      // buffers at exactly that size), and a captured size must not be one (RequiredBytesFn):
+      // kernels of one source share a compile, whose check would then be another size's.
+      u.source.bindings.push_back(BindingDecl{slot, t.access, t.name, {}});
     }
   }
   if (!params_size.is_none())

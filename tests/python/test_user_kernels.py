@@ -183,3 +183,16 @@ def test_builtin_kernel_from_threads(device):
 
     run_threads(worker, 4)
     assert k.calls == 40
+
+
+def test_one_source_at_two_sizes_in_one_process(device):
+    # Kernels of one source share a compile (L1): the second size must not be checked against
+    # the first's buffer sizes (found on the H200, where one pytest process ran every file).
+    if backend(device) in ("cpu", "cuda"):
+        pytest.skip(f"{device}: the CPU and CUDA devices run no GLSL")
+    body = BODY + "\n// this test's own text: its first compile is the n = 1000 one\n"
+    for n in (1000, 1, 15):
+        k = vgpu.PersistentKernel(name="scale_add", glsl=body, tensors=tensors(n), groups=((n + 63) // 64,),
+                                  params=params(n, 1.5, -0.25), device=device)
+        x = rng(n).standard_normal(n).astype(np.float32)
+        check(k(x), x, 1.5, -0.25)
