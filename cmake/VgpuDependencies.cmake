@@ -14,8 +14,11 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 add_library(vgpu_xxhash INTERFACE)
 target_link_libraries(vgpu_xxhash INTERFACE PkgConfig::XXHASH)
 
+# nlohmann-json is the library's own (selection store, L2 metadata); CLI11 only vgpu-probe's.
 find_package(nlohmann_json 3 REQUIRED)
-find_package(CLI11 REQUIRED)
+if(VGPU_BUILD_TOOLS)
+  find_package(CLI11 REQUIRED)
+endif()
 
 # Backends: AUTO turns a backend on where its build-time dependencies exist.
 # vgpu_resolve_backend(<option> <dir> <missing> <found_what>): settles the backend option (ON,

@@ -15,3 +15,43 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/vgpuConfigVersion.c
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vgpuConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/vgpuConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
+
+# The licence, where distributions put a package's documentation.
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/vgpu)
+
+# vgpu.pc for pkg-config users (`pkg-config --cflags --libs vgpu`). Its prefix is written
+# relative to ${pcfiledir} (where the .pc file lies) unless a directory was given absolute, so
+# the installed tree can be moved. A shared libvgpu keeps its dependencies private; a static
+# one needs the libraries it was linked with (`pkg-config --static --libs vgpu`).
+set(vgpu_pc_dir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(VGPU_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH vgpu_pc_up "/prefix/${vgpu_pc_dir}" "/prefix")
+  string(REGEX REPLACE "/$" "" vgpu_pc_up "${vgpu_pc_up}")
+  set(VGPU_PC_PREFIX "\${pcfiledir}/${vgpu_pc_up}")
+endif()
+foreach(kind LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
+    set(VGPU_PC_${kind} "${CMAKE_INSTALL_${kind}}")
+  else()
+    set(VGPU_PC_${kind} "\${prefix}/${CMAKE_INSTALL_${kind}}")
+  endif()
+endforeach()
+set(VGPU_PC_LIBS_PRIVATE "")
+if(NOT BUILD_SHARED_LIBS)
+  # What the layers link (TBB, xxhash, dlopen, threads), and the shader layer's static archives.
+  set(vgpu_pc_private ${VGPU_SHADERC_LIBRARIES})
+  if(VGPU_HAVE_SPIRV_TOOLS)
+    list(APPEND vgpu_pc_private ${VGPU_SPIRV_TOOLS_LIBRARY})
+  endif()
+  list(REMOVE_DUPLICATES vgpu_pc_private)
+  if(SPIRV_CROSS_C_FOUND AND (VGPU_WITH_VULKAN OR VGPU_WITH_OPENGL))
+    list(APPEND vgpu_pc_private ${SPIRV_CROSS_C_LDFLAGS})
+  endif()
+  list(APPEND vgpu_pc_private -ltbb ${XXHASH_LDFLAGS} ${CMAKE_DL_LIBS} -lpthread)
+  list(TRANSFORM vgpu_pc_private REPLACE "^(dl)$" "-l\\1")
+  list(JOIN vgpu_pc_private " " VGPU_PC_LIBS_PRIVATE)
+endif()
+configure_file(cmake/vgpu.pc.in ${CMAKE_CURRENT_BINARY_DIR}/vgpu.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vgpu.pc DESTINATION ${vgpu_pc_dir})

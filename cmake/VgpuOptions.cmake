@@ -7,6 +7,18 @@ set(VGPU_SANITIZE "" CACHE STRING
     "Sanitizers to build with: a comma or semicolon list of address, undefined, leak, thread (empty: none)")
 option(BUILD_SHARED_LIBS "Build libvgpu as a shared library" ON)
 
+# What is built beside the library: with all three OFF only libvgpu (and the Python module, see
+# VGPU_WITH_PYTHON) is built, so a packager needs only the library's own dependencies (CLI11 is
+# a tools-only one; BUILD_TESTING=OFF still turns the tests off too).
+option(VGPU_BUILD_TOOLS "Build vgpu-probe, vgpu-demo and vgpu-example (tools/; needs CLI11)" ON)
+option(VGPU_BUILD_TESTS "Build the tests in tests/ (needs Catch2 and the tools)" ON)
+option(VGPU_BUILD_BENCH "Build the benchmarks in bench/" ON)
+if(VGPU_BUILD_TESTS AND (NOT DEFINED BUILD_TESTING OR BUILD_TESTING) AND NOT VGPU_BUILD_TOOLS)
+  # The tests drive vgpu-probe (its JSON, exit codes and cache subcommands).
+  message(FATAL_ERROR "vgpu: VGPU_BUILD_TESTS=ON needs VGPU_BUILD_TOOLS=ON (the tests run vgpu-probe). "
+                      "Fix: pass -DVGPU_BUILD_TESTS=OFF too, or leave VGPU_BUILD_TOOLS ON.")
+endif()
+
 add_library(vgpu_warnings INTERFACE)
 target_compile_options(vgpu_warnings INTERFACE -Wall -Wextra -Wpedantic)
 
