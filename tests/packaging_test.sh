@@ -4,7 +4,8 @@
 #   packaging_test.sh pkgconfig CMAKE BUILD_DIR CXX
 #     installs BUILD_DIR into a temporary prefix, then compiles and runs a tiny consumer with
 #     nothing but `pkg-config --cflags --libs vgpu` (PKG_CONFIG_PATH=<prefix>/<libdir>/pkgconfig),
-#     and checks that it loads the installed libvgpu and prints the .pc file's version.
+#     and checks that it loads the installed libvgpu and prints the .pc file's version. A static
+#     install (libvgpu.a, no libvgpu.so) is linked with `pkg-config --static`: its Libs.private.
 #   packaging_test.sh library_only CMAKE SOURCE_DIR WORK_DIR [CMAKE_ARGS...]
 #     configures and builds libvgpu alone (-DVGPU_BUILD_TOOLS=OFF -DVGPU_BUILD_TESTS=OFF
 #     -DVGPU_BUILD_BENCH=OFF) in WORK_DIR with CLI11 and Catch2 hidden from find_package, which
@@ -26,10 +27,12 @@ pkgconfig)
   pc_dir=$(dirname "${pc#"$tmp/prefix/"}")
   # PKG_CONFIG_LIBDIR empty: no system directory is searched, only the moved prefix.
   export PKG_CONFIG_PATH="$tmp/moved/$pc_dir" PKG_CONFIG_LIBDIR=
-  flags=$(pkg-config --cflags --libs vgpu)
   libdir=$(pkg-config --variable=libdir vgpu)
+  static=
+  [[ -e "$libdir/libvgpu.a" && ! -e "$libdir/libvgpu.so" ]] && static=--static
+  flags=$(pkg-config $static --cflags --libs vgpu)
   version=$(pkg-config --modversion vgpu)
-  echo "pkg-config --cflags --libs vgpu: $flags (libdir $libdir, version $version)"
+  echo "pkg-config $static --cflags --libs vgpu: $flags (libdir $libdir, version $version)"
   [[ "$(realpath "$libdir")" == "$tmp/moved/"* ]] || { echo "FAIL: libdir $libdir is not inside the moved prefix"; exit 1; }
   cat >"$tmp/consumer.cpp" <<'CPP'
 #include <cstdio>
@@ -51,8 +54,10 @@ int main(int argc, char** argv) {
 CPP
   # shellcheck disable=SC2086 # the flags are words
   "$cxx" -std=c++20 "$tmp/consumer.cpp" -o "$tmp/consumer" $flags -Wl,-rpath,"$libdir"
-  loaded=$(ldd "$tmp/consumer" | awk '/libvgpu/ {print $3}')
-  [[ "$loaded" == "$tmp/moved/"* ]] || { echo "FAIL: the consumer loads libvgpu from '$loaded', not the prefix"; exit 1; }
+  if [[ -z "$static" ]]; then
+    loaded=$(ldd "$tmp/consumer" | awk '/libvgpu/ {print $3}')
+    [[ "$loaded" == "$tmp/moved/"* ]] || { echo "FAIL: the consumer loads libvgpu from '$loaded', not the prefix"; exit 1; }
+  fi
   VGPU_CACHE_DISABLE=1 "$tmp/consumer" "$version"
   ;;
 library_only)
