@@ -18,7 +18,11 @@ pkgconfig)
   cmake=$2 build=$3 cxx=$4
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  "$cmake" --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
+  if ! "$cmake" --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; then
+    cat "$tmp/install.log"
+    echo "FAIL: cmake --install $build failed. Fix: build every target first (cmake --build $build)."
+    exit 1
+  fi
   pc=$(find "$tmp/prefix" -name vgpu.pc -path '*/pkgconfig/*' | head -n 1)
   [[ -n "$pc" ]] || { echo "FAIL: no pkgconfig/vgpu.pc installed under the prefix"; exit 1; }
   [[ -f "$tmp/prefix/share/doc/vgpu/LICENSE" ]] || { echo "FAIL: LICENSE is not installed in share/doc/vgpu"; exit 1; }
