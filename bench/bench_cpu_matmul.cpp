@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_cpu_matmul.cpp — vgpu-bench-cpu-matmul: the CPU fallback's float32 matmul
 // against OpenBLAS cblas_sgemm at N = 256, 512, 1024, with the same thread count.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_dispatch.cpp — vgpu-bench-dispatch: what a call costs beyond the kernel itself,
 // on device cpu:0, all cases of one table sampled round-robin in one run.
 //

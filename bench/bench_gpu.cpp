@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_gpu.cpp — vgpu-bench-gpu: per GPU device (Vulkan, OpenGL, CUDA as built),
 // side by side in one run: matmul GFLOP/s vs cuBLAS SGEMM, steady N=16 round trip (one
 // round_trip call vs separate calls), persistent vs recompile-each-call, batched per-dispatch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_python_ref.cpp — the C++ side of bench/python_overhead.py: times
 // vgpu::Cache::matmul at one N on one device with the loop the Python bench uses (one warm-up
 // call, then `samples` samples of `calls` back-to-back calls each, per-call time = sample time /

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_queue.cpp — vgpu-bench-queue: draining N work items through one PersistentQueue
 // run against N separate PersistentKernel calls of the equivalent one-item kernel (the same
 // add-one queue kernel, one item per call), side by side on every device, N = 16, 1 024, 65 536,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_recovery.cpp — vgpu-bench-recovery: what a device loss costs, per device, side by
 // side in one run:
 //   recovery  testing::force_device_lost(now), then the first call of a live PersistentKernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_select.cpp — vgpu-bench-select: does measured device selection pick the fastest
 // device, and what does it cost? For op × size (matmul N = 16, 64, 256, 1024, 4096 at {N,N,N};
 // axpy n = 1e3, 1e6, 1e8; reduce_sum n = 1e3, 1e7), side by side in one run: the device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/bench_util.hpp — what every vgpu-bench-* program shares: argument parsing (--quick,
 // --json FILE), interleaved timing with min/median, table printing and a machine/load header.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/cublas_ref.cpp — dlopen'ed cuBLAS SGEMM reference (see cublas_ref.hpp).
 #include "cublas_ref.hpp"
 

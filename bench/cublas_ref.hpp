@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/cublas_ref.hpp — cuBLAS SGEMM as a reference column, loaded with dlopen so the bench
 // builds without the CUDA toolkit and runs (without that column) where cuBLAS is missing.
 #pragma once

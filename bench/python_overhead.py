@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """vgpu's Python call overhead, side by side in one run (a benchmark, never a timed test).
 
   1. N=16 on the CPU device: vgpu.Cache.matmul from Python, the same call in C++

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The seed's VGPUCache in moderngl — a RECONSTRUCTION, used only as a benchmark reference.
 
 The design vgpu implements started as a Python prototype: a `VGPUCache` whose `matmul(A, B)` ran a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Built-in CUDA kernels (core/kernels/cuda/<name>.cu). Included by the top-level CMakeLists.txt
 # after core/ defined the layer vgpu_kernels.
 #  - Always: their text is embedded into vgpu_kernels (kernels::builtin_cuda), which NVRTC compiles at

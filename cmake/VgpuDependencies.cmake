@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Every dependency comes from a Debian package, found here; nothing is downloaded.
 
 find_package(Threads REQUIRED)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -P script: writes a file's bytes as a comma-separated list of unsigned char literals,
 # for #include inside an array initialiser.
 #   cmake -DINPUT=<file> -DOUTPUT=<file.inc> -P VgpuEmbedBinary.cmake

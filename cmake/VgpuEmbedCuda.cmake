@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -P script: writes the C++ fragment core/kernels/cuda_source.cpp includes, holding the
 # exact bytes of each built-in CUDA kernel as a raw string literal with its entry point.
 #   cmake -DCUDA_DIR=<dir> -DNAMES=<name>,<name>... -DOUTPUT=<file.inc> -P VgpuEmbedCuda.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -P script: writes the C++ fragment core/kernels/glsl_source.cpp includes, holding the
 # exact bytes of the GLSL prelude and of each built-in kernel as raw string literals.
 #   cmake -DGLSL_DIR=<dir> -DNAMES=<name>,<name>... -DOUTPUT=<file.inc> -P VgpuEmbedGlsl.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # vgpu_embed_kernel_text(): embeds the built-in kernels' text of one language into vgpu_kernels.
 # Used by VgpuGlsl.cmake and VgpuCuda.cmake. A command runs SCRIPT (cmake -P, given
 # -D<DIR_VAR>=DIR -DNAMES=<a,b,...> -DOUTPUT=OUTPUT) whenever a kernel file DIR/<name>.EXT, an

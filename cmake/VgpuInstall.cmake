@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules and the exported CMake package, so find_package(vgpu) works from a prefix.
 include(CMakePackageConfigHelpers)
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Build options: backends (auto-detected in VgpuDependencies.cmake), sanitizers, warnings.
 
 set(VGPU_WITH_OPENGL "AUTO" CACHE STRING "Build the OpenGL backend (ON, OFF, AUTO)")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # vgpu_variant_defines(<what> <variant> <text> <out_defines> <out_init>): splits the define part
 # of a precompiled-variant string ("NAME=VALUE,NAME=VALUE", may be empty) into a list of
 # NAME=VALUE items and the C++ std::map initialiser for them ('{"NAME", "VALUE"}, ...'); a part

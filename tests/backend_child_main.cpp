@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/backend_child_main.cpp — vgpu-test-backend-child: the second process of the
 // cross-process cache tests of the backend suite (tests/contract/l2_*_test.cpp and the
 // backends' own vulkan_test.cpp, vulkan_l2_mutation_test.cpp, opengl_test.cpp; run through

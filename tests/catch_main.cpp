@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/catch_main.cpp — Catch2's implementation and main(), compiled once into the static
 // library vgpu_catch_main (compiling it takes ~40 s; each test file then only includes the
 // header). main is weak, and run_catch_session() is exported, so that vgpu-conformance can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/config_test.cpp — every VGPU_* variable has one validation rule: a bad value is a
 // warning with a Fix hint (the default is used) or, where running on would surprise, an error;
 // an unknown VGPU_* name is warned about with the nearest known name.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks that configuration has one home: no source outside core/src/config.cpp reads a
 VGPU_* variable of the library with getenv, every variable config.cpp knows is in the README's
 environment table, and every VGPU_* variable the README table lists is known to config.cpp.

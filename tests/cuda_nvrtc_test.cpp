@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cuda_nvrtc_test.cpp — needs no GPU: NVRTC compiles every built-in CUDA kernel (with the
 // defines and block sizes the op plans use) for sm_90 and for the oldest and newest SM this
 // NVRTC supports, so CI on a CPU-only machine catches CUDA source errors; and every built-in

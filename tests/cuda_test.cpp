@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cuda_test.cpp — what only the CUDA backend does, beyond the backend contract
 // (tests/contract/, which runs the user-kernel, compile-error, L2, steady-state, batch, thread and
 // device-info themes on CUDA too): the built-ins' embedded fatbins (L3), every matmul tiling the

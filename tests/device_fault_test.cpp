@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/device_fault_test.cpp — each backend's device-loss detection, run on the backend named
 // by VGPU_TEST_BACKENDS (cpu, vulkan, opengl or cuda; ctest runs it once per backend as
 // device_fault.<backend>): a simulated loss (DeviceImpl::inject_loss, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/device_loss_test.cpp — device-loss recovery through the test backend (label device_loss):
 // a device lost once recovers in place and KernelDatabase keeps it; one lost again within the
 // relapse window of its recovery is demoted and calls fall back; a device that cannot be opened

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz_corpus_test.cpp — vgpu-test-fuzz-corpus: the payload checks accept everything vgpu
 // itself produces (every built-in kernel's embedded SPIR-V and a run-time compiled user kernel
 // pass SPIRV-Tools' validator and the pipeline interface check; real entries of every kind pass

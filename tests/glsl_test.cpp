@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/glsl_test.cpp — GLSL assembly, the embedded built-in kernels, the L3 precompiled SPIR-V
 // table and (with Vulkan) the run-time GLSL compiler, including the OpenGL flavour of the text.
 // The kernel files themselves are compiled into this test (tests/CMakeLists.txt embeds their

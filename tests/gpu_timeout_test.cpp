@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/gpu_timeout_test.cpp — no GPU wait without a limit: a kernel that loops for seconds
 // (its loop count comes from the params) on the GPU backend named by VGPU_TEST_BACKENDS
 // (vulkan, opengl or cuda; ctest runs it once per backend: lavapipe and llvmpipe in CI, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/kernel_database_test.cpp — KernelDatabase's key-first lookup and its locking: a fixed
 // factory is asked once per (id, shape, device); factories and builds run without the
 // database's lock, so a factory may call back into the database and other keys go on while one

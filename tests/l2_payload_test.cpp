@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/l2_payload_test.cpp — the checks an L2 payload passes before any driver sees it
 // (vgpu/cache/payload_check.hpp): a checksum-valid but damaged SPIR-V entry is marked invalid by
 // DiskStore::list(true) and `vgpu-probe cache verify`, dropped by load() as "invalid"; the

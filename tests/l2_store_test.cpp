@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/l2_store_test.cpp — the L2 disk store: round trips (same instance, new instance, another
 // process), every kind of damaged or foreign entry (rejected with its reason and deleted),
 // unusable and disabled directories, the size cap's cost-aware eviction, eight processes

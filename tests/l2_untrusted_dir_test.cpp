@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/l2_untrusted_dir_test.cpp — the L2 directory is untrusted input (docs/cache-format.md,
 // "The directory is untrusted input"): a symlinked v<format> or kind folder never lets load,
 // store, list, remove_invalid, clear or eviction read, write or delete what it points to;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/l2_writer_main.cpp — vgpu-l2-writer: a second process for the L2 store tests.
 //
 //   vgpu-l2-writer write <dir> <kind> <keyhex> <fingerprint> <payload-file> <cost_us>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fails when a layer of libvgpu includes a header of a layer above it (docs/architecture.md,
 "Layers and targets"), when an include names a path from the repository root, or when a public
 header names DeviceImpl. Usage: layers_test.py <repository root>.

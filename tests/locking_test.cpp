@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/locking_test.cpp — the one locking policy (docs/architecture.md, "Locking policy"):
 // DeviceCore serialises calls per device, so many threads sharing one device of every backend
 // get their own right results; dropping a handle never waits for the device — its backend

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/open_dialects_test.cpp — the open set of dialects and backends: a KernelSource is a list
 // of dialect entries, a device compiles the first of its own dialects the kernel has, and a
 // backend vgpu has never heard of (its own kind, name and dialect) runs user kernels and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/opengl_shader_test.cpp — a complete Vulkan-flavoured GLSL shader (#version 450, an
 // #extension with [[unroll]], set = 0, a push-constant block, a UBO, SSBOs, specialization
 // constants at ids 0, 1, 2 and 9) and its SPIR-V run unchanged on OpenGL, by both of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/opengl_test.cpp — what only the OpenGL backend does, beyond the backend contract
 // (tests/contract/, which runs the user-kernel, compile-error, L2, steady-state, batch, thread and
 // device-info themes on OpenGL too): it refuses GLSL specialization constants itself (a driver

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # ctest packaging.*: what a packager or an app developer without CMake does with vgpu.
 #
 #   packaging_test.sh pkgconfig CMAKE BUILD_DIR CXX

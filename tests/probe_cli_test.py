@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tests/probe_cli_test.py — checks vgpu-probe's JSON outputs and exit codes.
 
     probe_cli_test.py <check> <path-to-vgpu-probe>

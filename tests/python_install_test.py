@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ctest python.install: `cmake --install` puts a working vgpu package into the Python path of a prefix.
 
 usage: python_install_test.py CMAKE BUILD_DIR PACKAGE_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/reflection_test.cpp — core's use of a backend's reflection (KernelImpl::reflection()):
 // a kernel without BindingDecls takes the shader's bindings and push-constant size; one with
 // them is checked against it (a mismatch names the slot); dispatches check reflected fixed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime_options_test.cpp — RuntimeOptions' overrides of the environment: each one set
 // in code wins over its VGPU_* variable for that runtime (cache directory, cache on/off, cache
 // cap, L1 capacity, CPU ISA, time limit, log threshold and sink), unset ones follow the

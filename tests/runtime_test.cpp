@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/runtime_test.cpp — the registry and runtime: backend order and statuses, device lists,
 // open() identity, VGPU_BACKEND / VGPU_DEVICE handling, fingerprints, handle lifetimes, and the
 // params ABI that keeps C structs, std430 blocks and push constants in agreement.

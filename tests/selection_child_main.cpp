@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/selection_child_main.cpp — vgpu-test-select-child: the second process of the
 // selection persistence tests (tests/selection_test.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/selection_store_test.cpp — part of vgpu-test-selection: persisted selections are
 // untrusted input. A stored choice naming a device that is not there, or a payload with a
 // field out of range or of the wrong type (resealed with valid checksums, as a tool or a hand

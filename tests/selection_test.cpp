@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/selection_test.cpp — measured device selection (vgpu/selection.hpp) on the test backend,
 // whose devices are the CPU with injected latency and failures, and on this machine's real
 // devices. Nothing here asserts a wall-clock time: the injected latencies differ by orders of

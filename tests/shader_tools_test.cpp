@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/shader_tools_test.cpp — the shader layer (core/shader): complete GLSL shaders compiled
 // as written, SPIR-V checked, reflected and specialised.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/steady_state_test.cpp — "compile once, bind once, dispatch many", made observable:
 // after a persistent kernel's first call, calls with new data compile, allocate and bind
 // nothing; only uploads, dispatches and read-backs move, by exactly the expected amounts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/timeout_test.cpp — no wait without a limit, on the CPU backend and in core:
 // VGPU_TIMEOUT_MS and Device::set_timeout, the per-call limits of Device::round_trip,
 // Device::synchronize and PersistentKernel, 0 = no limit, CpuWorkgroup::expired(), the

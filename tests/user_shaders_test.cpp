@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/user_shaders_test.cpp — user shaders as people already write them (issue 12): every
 // corpus shader (tests/shaders/corpus/) runs UNCHANGED on every Vulkan and OpenGL device, once
 // as GLSL text (dialect::glsl_shader) and once as glslc's SPIR-V (dialect::spirv), with seeded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/vulkan_l2_mutation_test.cpp — Vulkan's own L2 tests, part of vgpu-test-backends: L2
 // entries whose payload was damaged and then resealed with valid header and payload checksums
 // (what a bit flip before the write, a buggy tool or a hostile user leaves behind). Seeded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/vulkan_shader_test.cpp — user shaders on the Vulkan backend (issue 12): complete GLSL
 // shaders and SPIR-V run as written (any set, UBOs, a push-constant block, their own local
 // size), their specialization constants keep ids 0 and up (the body prelude's local size took

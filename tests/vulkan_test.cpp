@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/vulkan_test.cpp — what only the Vulkan backend does, beyond the backend contract
 // (tests/contract/, which runs the user-kernel, L2, steady-state, batch, thread and device-info
 // themes on Vulkan too): the built-ins' embedded SPIR-V (L3), and the device's VkPipelineCache

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/dev.sh — one entry point for developers and CI: install dependencies (Debian/Ubuntu),
 # configure, build, then run, test or benchmark. Works from any directory.
 #

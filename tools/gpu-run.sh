@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu-run.sh — run vgpu's tests and benchmarks on the GPU machine (see shared/gpu/README.md).
 #
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time

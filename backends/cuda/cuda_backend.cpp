@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_backend.cpp — the CUDA ComputeBackend: status, enumeration (one vgpu
 // device per CUDA device), open.
 #include <cstdio>

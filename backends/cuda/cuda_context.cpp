@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_context.cpp — primary-context generations and the reset after a sticky fault.
 #include "cuda_context.hpp"
 

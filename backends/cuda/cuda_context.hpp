@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_context.hpp — the process's primary contexts, one per CUDA device, and
 // their resets after a sticky fault.
 //

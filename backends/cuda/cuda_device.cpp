@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_device.cpp — context, stream, buffers and pinned staging, bindings,
 // recorded batches and their launches.
 #include "cuda_device.hpp"

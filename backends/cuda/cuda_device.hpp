@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_device.hpp — one CUDA device as a vgpu DeviceImpl.
 //
 // Kernel ABI (built-ins in core/kernels/cuda_source.cpp and user kernels alike): the entry is

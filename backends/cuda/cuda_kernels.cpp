@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_kernels.cpp — module loading: the L3 fatbins of the built-ins, then the L2
 // cache of module images, then CUDA C → cubin (or PTX) with NVRTC.
 #include <algorithm>

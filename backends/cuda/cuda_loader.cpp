@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_loader.cpp — dlopen of libcuda.so.1 and NVRTC, error names.
 #include "cuda_loader.hpp"
 

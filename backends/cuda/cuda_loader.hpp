@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_loader.hpp — the CUDA driver API (libcuda.so.1) and NVRTC
 // (libnvrtc.so.13, then .12), both dlopen'ed at run time so one binary runs anywhere and
 // reports what is missing. Only cuda.h / nvrtc.h are needed to build.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_nvrtc.cpp — NVRTC compilation to cubin for the exact SM, PTX fallback.
 #include "cuda_nvrtc.hpp"
 #include "cuda_spec.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_nvrtc.hpp — CUDA C → module image with NVRTC. Needs no GPU, so the
 // built-in kernels can be compiled in CI on a CPU-only machine.
 // Thread-safety: safe from any thread (NVRTC programs are per call).

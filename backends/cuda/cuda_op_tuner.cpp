@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_op_tuner.cpp — the CUDA built-ins' tilings. The CUDA ports
 // (core/kernels/cuda/*.cu) mirror the GLSL kernels' block sizes and reduce block, except
 // matmul, whose tiling depends on the shape and the GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_op_tuner.hpp — how the CUDA backend runs the built-in ops.
 #pragma once
 

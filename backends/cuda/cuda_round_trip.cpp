@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_round_trip.cpp — Device::round_trip on CUDA: uploads, the batch and the
 // readbacks queued back to back with their staging at fixed offsets, so a repeated round trip
 // is captured once into a graph and replayed with one cuGraphLaunch. Small trips (≤ 64 KiB

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_spec.cpp — spec constants → NVRTC macros.
 #include "cuda_spec.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_spec.hpp — CompileOptions::spec_constants as NVRTC -D options: CUDA C has
 // no specialization constants, so a constant set by name becomes a macro of that name.
 // Thread-safety: pure functions.

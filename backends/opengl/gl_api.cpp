@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_api.cpp — GL loading through EGL, error names and string queries.
 #include "gl_api.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_api.hpp — the glad-generated GL/EGL entry points and small helpers around
 // them. Every OpenGL backend source includes GL and EGL through this header only.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_backend.cpp — the OpenGL ComputeBackend: finding EGL devices that give a
 // GL 4.3+ core context, describing them, and opening them.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_capabilities.cpp — the two capability tables (see the header). A
 // requirement is a list of alternatives, any of which suffices: "4.6" (that GL version or
 // newer), a GL extension ("GL_…", from GL_EXTENSIONS) or a SPIR-V extension ("SPV_…", from

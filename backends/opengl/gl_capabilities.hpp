@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_capabilities.hpp — which SPIR-V capabilities each of the OpenGL
 // backend's two module paths can take on a given context, from two tables:
 //  - path A (GL_ARB_gl_spirv): the capabilities the GL 4.6 SPIR-V environment (and

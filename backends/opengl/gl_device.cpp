@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_device.cpp — the device's context on its worker thread, and buffers.
 #include "gl_device.hpp"
 

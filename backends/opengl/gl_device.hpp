@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_device.hpp — one OpenGL device (a GL context on its own thread) as a
 // vgpu DeviceImpl, and the capabilities a context reports.
 #pragma once

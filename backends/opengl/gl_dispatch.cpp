@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_dispatch.cpp — binding sets, recorded batches, their replay on the
 // worker, and synchronisation.
 

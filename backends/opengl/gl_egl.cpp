@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_egl.cpp — libEGL loading, headless displays and context creation.
 #include "gl_egl.hpp"
 

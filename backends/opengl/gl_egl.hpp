@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_egl.hpp — headless EGL: loading libEGL, finding displays without X or
 // Wayland, and creating configless, surfaceless GL core contexts on them.
 #pragma once

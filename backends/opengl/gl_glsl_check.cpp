@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_glsl_check.cpp — refusing SPIR-V-only GLSL before a GL driver sees it.
 #include "gl_glsl_check.hpp"
 

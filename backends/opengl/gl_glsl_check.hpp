@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_glsl_check.hpp — GLSL that vgpu must not hand to a GL driver.
 // Backend-internal.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_module.cpp — complete GLSL shaders and SPIR-V on OpenGL.
 //
 // Both dialects become one SPIR-V module per (dialect, code, entry, defines), kept in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_program.cpp — compute programs from GLSL, and their binaries in L2.
 //
 // L2 entries (EntryKind::gl_program_binary) hold [u32 binary format][glGetProgramBinary bytes],

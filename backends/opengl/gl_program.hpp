@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_program.hpp — compiling and linking compute programs on a device's worker
 // (gl_program.cpp), shared by the GLSL body form and the module forms (gl_module.cpp).
 // Thread-safety: every function runs on the worker thread that owns the current context.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_worker.cpp — the context-owning thread and its task queue.
 #include "gl_worker.hpp"
 

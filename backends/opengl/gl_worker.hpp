@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_worker.hpp — the one thread that owns a GL context.
 #pragma once
 

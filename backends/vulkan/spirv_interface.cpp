@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/spirv_interface.cpp — a module's descriptors, push constants and workgroup
 // size, read with SPIRV-Tools' parser (spvBinaryParse: it splits the words into instructions
 // and operands; this file only interprets the few that make up the pipeline interface).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/spirv_interface.hpp — checks a SPIR-V module's interface against the
 // pipeline vgpu builds for it, before any driver sees the pair. SPIRV-Tools' validator (run on
 // every L2 payload by the store) proves a module well formed, not that it fits the pipeline

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_backend.cpp — the Vulkan ComputeBackend: status, enumeration, open.
 #include <mutex>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_device.cpp — device creation and the submission machinery: command
 // buffers, fences and serials shared by uploads, readbacks and batches.
 #include "vk_device.hpp"

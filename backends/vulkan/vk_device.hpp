@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_device.hpp — one Vulkan device as a vgpu DeviceImpl.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_dispatch.cpp — descriptor sets, recorded command buffers and submission.
 #include <algorithm>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_features.cpp — device feature query, the chain that enables them, and the
 // table from SPIR-V capabilities to the features they need.
 #include "vk_features.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_features.hpp — the optional device features a user shader may need, which
 // of them a device supports (and so gets enabled), and the check that a module's SPIR-V
 // capabilities are covered by them.

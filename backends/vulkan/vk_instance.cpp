@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_instance.cpp — instance creation, device discovery and DeviceInfo.
 #include "vk_instance.hpp"
 

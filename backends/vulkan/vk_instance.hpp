@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_instance.hpp — the process's VkInstance and the devices it can use.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_loader.cpp — dlopen of the Vulkan loader and function-table resolution.
 #include "vk_loader.hpp"
 

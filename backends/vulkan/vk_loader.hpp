@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_loader.hpp — libvulkan.so.1 loaded at run time, and the function tables
 // vgpu uses. Nothing links against the loader, so a machine without Vulkan runs the rest.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_memory.cpp — buffers, the staging ring, uploads, readbacks and copies.
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_module.cpp — a kernel's SPIR-V module (L3, the device's module cache, L2 or
 // the front end) and the interface its pipeline gets: descriptors, push constants and
 // specialization, from the kernel's declared slots (body form) or from reflection.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_pipeline.cpp — layouts and specialised pipelines (their SPIR-V comes from
 // vk_module.cpp), and the VkPipelineCache persisted in L2.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_validation.cpp — the validation layer and its messenger.
 #include "vk_validation.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_validation.hpp — VGPU_VULKAN_VALIDATION: the Khronos validation layer and a
 // VK_EXT_debug_utils messenger that logs each of its messages as a vgpu error.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store.cpp — the L2 store: options from the environment, the directory check,
 // load and store (temp file + atomic rename), reject, counters. Directory walks, eviction and
 // maintenance are in disk_store_directory.cpp; the entry format in disk_store_format.cpp.

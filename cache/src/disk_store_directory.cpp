@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store_directory.cpp — walking the L2 directory: the first-use size scan,
 // cost-aware eviction, list/verify, remove_invalid and clear. Every walk opens the folders
 // without following links and looks at each name with fstatat (no follow) before anything

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store_format.cpp — encoding and checking L2 entry headers (little-endian,
 // layout in docs/cache-format.md).
 #include "disk_store_format.hpp"

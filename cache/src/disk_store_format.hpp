@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store_format.hpp — the L2 entry file format (internal to cache/src):
 // encoding a header, reading and checking one from an open file, and the small helpers the
 // store and its maintenance functions share. Layout: docs/cache-format.md, "Entry file".

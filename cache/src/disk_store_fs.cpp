@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store_fs.cpp — no-follow folder opening, non-blocking regular-file opening,
 // temp files relative to a folder, and the entry/temp name patterns (see disk_store_fs.hpp).
 #include "disk_store_fs.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store_fs.hpp — the file-system primitives of the L2 store, which treats its
 // directory as untrusted input (docs/cache-format.md, "The directory is untrusted input"):
 // folders below the user's directory are opened with O_NOFOLLOW and everything else works

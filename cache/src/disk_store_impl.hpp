@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store_impl.hpp — DiskStore's private state and what its two source files
 // share (disk_store.cpp: options, load/store; disk_store_directory.cpp: directory walks,
 // eviction, maintenance). Every operation opens the folders it needs afresh and without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/kernel_key.cpp — canonical serialisation + xxHash3 of a kernel's identity.
 #include "vgpu/cache/kernel_key.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/payload_check.cpp — the structural checks of L2 payloads that need no library:
 // VkPipelineCache headers, GL program binaries, CUDA module images (SPIR-V: spirv_check.cpp).
 #include "vgpu/cache/payload_check.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/payload_check.hpp — the store's side of vgpu/cache/payload_check.hpp: one call that
 // DiskStore::load() and list(verify = true) make on a payload whose checksum matched.
 // Internal to cache/src.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cache/src/spirv_check.cpp — SPIR-V payloads through SPIRV-Tools' validator (its C API), so a
 // damaged module is refused here instead of reaching a driver (lavapipe, for one, does not
 // validate and can crash on a malformed module). Built without SPIRV-Tools (no Vulkan backend

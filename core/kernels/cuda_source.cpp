@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda_source.cpp — the built-in CUDA kernels (core/kernels/cuda/*.cu, CUDA C ports
 // of core/kernels/glsl/*.comp), embedded at build time. Each entry takes one pointer per
 // binding slot (ascending slot order) and then its params struct by value; the linear group of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/glsl_assemble_main.cpp — vgpu-glsl-assemble, a build-time host tool: writes a
 // built-in kernel's GLSL exactly as assemble_glsl(..., GlslTarget::vulkan, 0) produces it, for
 // glslc to compile into the embedded L3 SPIR-V (cmake/VgpuGlsl.cmake). Sharing the function,

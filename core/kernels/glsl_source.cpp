@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/glsl_source.cpp — GLSL assembly and the built-in kernels' embedded text.
 #include "vgpu/kernels/glsl_source.hpp"
 

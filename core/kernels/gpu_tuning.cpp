@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/gpu_tuning.cpp — the GPU built-ins' workgroup sizes, defines and work per group.
 #include "vgpu/kernels/gpu_tuning.hpp"
 

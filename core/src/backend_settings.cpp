@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/backend_settings.cpp — the settings of code that has no Runtime of its own, and
 // the members of DeviceImpl that read settings (backend_settings.hpp cannot be included there).
 #include "vgpu/backend/backend_settings.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/cache.cpp — the seed's VGPUCache on top of KernelDatabase.
 #include "vgpu/cache.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/calibrate_eligible.cpp — calibration phase 1: which devices can run the request.
 #include <algorithm>
 

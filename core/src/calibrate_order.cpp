@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/calibrate_order.cpp — calibration phase 5: the ordered Selection and its choice.
 #include <algorithm>
 

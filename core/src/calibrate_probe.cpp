@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/calibrate_probe.cpp — calibration phase 2: predict a big problem from a small one.
 #include <algorithm>
 #include <cmath>

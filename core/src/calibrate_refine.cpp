@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/calibrate_refine.cpp — calibration phase 4: round-robin among close contenders.
 #include "calibration.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/calibrate_time.cpp — calibration phase 3: timed runs at the real shape.
 #include <algorithm>
 #include <cmath>

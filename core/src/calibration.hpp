@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/calibration.hpp — the phases of a device calibration (docs/selection.md,
 // "Calibration"): eligibility → probe → timed runs → refinement → ordering, one file each
 // (calibrate_*.cpp), run in that order by calibrate() (calibrator.cpp). They are split so that

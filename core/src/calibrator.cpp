@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/calibrator.cpp — a calibration: its phases in order, and their shared helpers.
 #include <algorithm>
 #include <cstdio>

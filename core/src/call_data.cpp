@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/call_data.cpp — random host data for calibration calls.
 #include "call_data.hpp"
 

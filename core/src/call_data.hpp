@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/call_data.hpp — the host data calibration calls a kernel with: random inputs for a
 // plan's caller-visible tensors, sized by their dtypes, shared by every device whose plan takes
 // the same tensors (the built-ins do), so a big problem's inputs are made and held once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/config.cpp — reading and validating every VGPU_* environment variable.
 // The rule for each is here; nothing else in vgpu calls getenv for a VGPU_* name (a test
 // checks that, and that the README's table lists config_variables()).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/counters.cpp — snapshots and arithmetic of the steady-state counters.
 #include "vgpu/counters.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/deadline.cpp — deadlines on the coarse monotonic clock, the timeout error, and
 // CpuWorkgroup::expired().
 #include "vgpu/backend/deadline.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device.cpp — the public handles, forwarding to DeviceCore.
 #include "vgpu/device.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device_core.cpp — validation, counters and the L1 cache in front of every backend.
 #include "device_core.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device_core.hpp — the runtime state behind a Device handle: validation, counters,
 // the L1 kernel cache, the call lock, and the handle states that keep backend objects alive.
 #pragma once

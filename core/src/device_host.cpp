@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device_host.cpp — the per-device call lock and deferred destruction.
 #include "device_host.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device_host.hpp — one opened backend device together with what must live exactly
 // as long as it: the call lock that serialises calls on it, its counters, and the backend
 // objects waiting for the work that last used them (deferred destruction).

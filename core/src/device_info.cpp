@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device_info.cpp — DeviceInfo helpers (make_fingerprint is in fingerprint.cpp).
 #include "vgpu/device_info.hpp"
 

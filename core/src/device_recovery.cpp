@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device_recovery.cpp — in-place recovery of a lost device: reopen the backend device,
 // rebuild every live object on it, then move the objects' states over (DeviceCore::recover).
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/device_settle.cpp — DeviceImpl::settle: the bounded last wait before a backend
 // frees its objects, and the leak-don't-free rule when that wait gives up.
 #include <string>

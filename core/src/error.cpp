@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/error.cpp — the Error type and fail().
 #include "vgpu/error.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/fingerprint.cpp — fingerprint construction (vgpu/backend/fingerprint.hpp).
 #include "vgpu/backend/fingerprint.hpp"
 

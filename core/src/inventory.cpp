@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/inventory.cpp — table and JSON rendering of the backends and devices found
 // (vgpu/inventory.hpp), as vgpu-probe prints them.
 #include "vgpu/inventory.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/kernel_database.cpp — persistent kernels by (id, shape, device): a hit is one hash
 // and one map lookup; plans are built, hashed and compiled only on a miss, outside the lock.
 #include "vgpu/kernel_database.hpp"

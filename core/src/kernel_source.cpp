@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/kernel_source.cpp — finding and adding a kernel's dialect entries.
 #include "vgpu/kernel_source.hpp"
 

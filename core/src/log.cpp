@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/log.cpp — log lines to stderr (VGPU_LOG threshold) or to the process's sink.
 #include "vgpu/log.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/lost_contents.cpp — range bookkeeping of a buffer's lost contents.
 #include "lost_contents.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/lost_contents.hpp — the byte ranges of a buffer that lost their contents with the
 // device and have not been written since (in-place recovery, device_core.hpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/ops.cpp — plans of the built-in ops: kernel source in every dialect vgpu ships,
 // binding ABI (core/kernels/kernel_abi.hpp), tensors, and group counts for the chosen device.
 // How a device runs each op (workgroup size, defines, tiling) is its backend's OpTuner's call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/params.cpp — runtime-checked construction of a params block.
 #include "vgpu/params.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/persistent_kernel.cpp — compile/allocate/bind once; per call only copy and submit.
 #include "vgpu/persistent_kernel.hpp"
 

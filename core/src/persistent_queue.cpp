@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/persistent_queue.cpp — the host-side container of queue work items.
 #include "vgpu/persistent_queue.hpp"
 

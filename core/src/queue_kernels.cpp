@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/queue_kernels.cpp — the design's add-one queue kernel in every dialect (queue_kernels.hpp).
 #include "vgpu/queue_kernels.hpp"
 

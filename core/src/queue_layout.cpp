@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/queue_layout.cpp — packing tables and splitting a queue (queue_layout.hpp).
 #include "queue_layout.hpp"
 

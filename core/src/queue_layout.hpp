@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/queue_layout.hpp — how a queue is laid out in the queue ABI's `in` and `out` buffers
 // and split into round trips (buffer limits) and launches (group-count limits). Pure host code:
 // no device is touched here, so the splitting rules are testable and the pipeline stays small.

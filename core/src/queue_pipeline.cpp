@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/queue_pipeline.cpp — QueuePipeline: one compiled queue kernel with its buffers,
 // binding set and batch, made once and reused; each run is one round trip per buffer-sized
 // chunk of the queue (one for every queue that fits), with the fewest launches.

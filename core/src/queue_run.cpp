@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/queue_run.cpp — vgpu::run(kernel, config, queue): the process-wide pipeline cache.
 //
 // One QueuePipeline per (device, kernel key, output_bytes, max_items_per_launch, timeout), kept

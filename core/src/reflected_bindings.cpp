@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/reflected_bindings.cpp — binding declarations from reflection, and the checks of
 // hand-written ones against it: a wrong declaration is an error at compile time, never a
 // dispatch that reads or writes past a buffer.

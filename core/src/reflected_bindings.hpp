@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/reflected_bindings.hpp — a kernel's binding declarations derived from, or checked
 // against, what its backend reflected from the compiled form (KernelImpl::reflection()).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/registry.cpp — the one place that lists backends: ordered, CPU last, no static
 // self-registration (so link order can never change which backends exist). Adding a backend
 // is one entry in kRegistry (and its factory's #if below); nothing else in core changes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/registry.hpp — the explicit, ordered list of compiled-in backends.
 #pragma once
 

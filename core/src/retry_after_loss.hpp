@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/retry_after_loss.hpp — the one retry of a call whose inputs are all on the host.
 #pragma once
 

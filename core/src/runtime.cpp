@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/runtime.cpp — backend statuses, device enumeration and the open-device table.
 #include "vgpu/runtime.hpp"
 

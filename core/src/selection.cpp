@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/selection.cpp — selection names, descriptions, work sizes and the global entry points.
 #include "vgpu/selection.hpp"
 

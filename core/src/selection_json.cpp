@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/selection_json.cpp — selections to and from JSON, with every field checked before
 // it is converted (nlohmann's get<int>() on a float out of int's range is undefined behaviour).
 #include "selection_json.hpp"

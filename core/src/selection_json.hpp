@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/selection_json.hpp — a Selection as the JSON payload of a `select` L2 entry
 // (docs/cache-format.md, "Selection entries"), and the strict reader of it. The payload comes
 // from disk, so the reader treats it as untrusted: every field must be there with its type and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/selection_service.cpp — measured device selection: lookup, persistence, demotion.
 #include "selection_service.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/selection_service.hpp — device selection as a service of its own: the table of
 // choices per (op, size class), its lookup, calibration (calibration.hpp), persistence next to
 // L2 (selection_store.hpp) and demotion — the behaviour vgpu/selection.hpp documents.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/selection_store.cpp — selections as JSON (selection_json.cpp) in the L2 store.
 #include "selection_store.hpp"
 

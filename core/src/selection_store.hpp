@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/selection_store.hpp — device selections on disk, next to the L2 kernel cache
 // (the runtime's DiskStore, EntryKind::selection): JSON payloads keyed by op, size class and the
 // fingerprints of every device, so a changed driver or device never reuses an old choice.

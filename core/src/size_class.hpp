@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/size_class.hpp — the size class of a call, computed here and nowhere else: device
 // selections are made, stored and demoted per (op, size class), so every place that names a
 // class must agree on it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/testing.cpp — the simulated device loss of vgpu/testing.hpp.
 #include "vgpu/testing.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/src/types.cpp — names and sizes of the small public value types.
 #include "vgpu/types.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_backend.cpp — the CPU fallback backend: enumeration and make_cpu_backend().
 #include <unistd.h>
 

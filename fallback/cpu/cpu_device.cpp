@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_device.cpp — CpuDevice's kernels, bindings and batches.
 // Buffers live in cpu_memory.cpp and dispatch in cpu_dispatch.cpp.
 #include "cpu_device.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_device.hpp — the CPU fallback device: host memory as "device" memory and
 // oneTBB running one task per workgroup. Backend-internal; core sees only DeviceImpl.
 #pragma once

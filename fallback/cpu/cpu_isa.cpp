@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_isa.cpp — run-time choice among the per-ISA kernel tables.
 // Compiled with baseline flags: it must run on every CPU, including ones it then rejects.
 #include "cpu_isa.hpp"

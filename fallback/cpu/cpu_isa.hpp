@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_isa.hpp — which SIMD instruction set the CPU backend's built-in kernels use.
 // The kernels are compiled once per ISA; the best one the CPU and OS support is chosen at run
 // time, unless the runtime's settings (RuntimeOptions::cpu_isa, else VGPU_CPU_ISA=sse2|avx2|avx512)

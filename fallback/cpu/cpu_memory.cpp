@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_memory.cpp — CPU "device" memory: aligned host allocations and memcpy.
 #include <cstring>
 #include <limits>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_op_tuner.cpp — the CPU built-ins' work per group (one TBB task each).
 #include "cpu_op_tuner.hpp"
 

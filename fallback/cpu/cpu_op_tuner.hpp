@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_op_tuner.hpp — how the CPU backend runs the built-in ops.
 #pragma once
 

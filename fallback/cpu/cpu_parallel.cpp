@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_parallel.cpp — nested parallel loops for built-in kernels, on oneTBB.
 #include "cpu_parallel.hpp"
 

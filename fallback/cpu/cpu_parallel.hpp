@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_parallel.hpp — the one way built-in kernels start nested parallel work.
 // Defined in a baseline-compiled TU so the per-ISA kernel TUs never instantiate oneTBB
 // templates themselves: an inline TBB helper compiled with -mavx512f could otherwise be the

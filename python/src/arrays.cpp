@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/arrays.cpp — numpy arrays in and out of vgpu calls (rules in arrays.hpp).
 #include "arrays.hpp"
 

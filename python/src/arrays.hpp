@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/arrays.hpp — numpy arrays in and out of vgpu calls, with one set of rules:
 //   inputs:  a C-contiguous array of the kernel's dtype is used in place (no copy); any other
 //            real numeric array or array-like (float64, float16, int, uint; non-contiguous or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/bindings.hpp — one function per part of the Python surface; module.cpp calls them
 // in order (errors first: every later part raises through them).
 #pragma once

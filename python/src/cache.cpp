@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/cache.cpp — vgpu.Cache (the seed's VGPUCache) and vgpu.KernelDatabase, whose get()
 // returns a vgpu.PersistentKernel (a handle to the database's kernel; py_kernel.hpp).
 #include <pybind11/numpy.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/core_args.hpp — argument helpers shared by devices.cpp and cache.cpp: shapes given
 // as an int or a sequence, devices given as None / Device / DeviceInfo / "backend:index", and
 // counters as a dict. Header-only; call with the GIL held (they release it themselves around

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/device_arg.cpp — Python values to vgpu::Device and back (see device_arg.hpp).
 #include "device_arg.hpp"
 

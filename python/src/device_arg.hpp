@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/device_arg.hpp — the one place a Python value becomes a vgpu::Device and back:
 // None (the caller's default), a "backend:index" string (Runtime::global().open), a vgpu.Device
 // or a vgpu.DeviceInfo (bound in devices.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/devices.cpp — the devices side of the module: vgpu.Device, vgpu.DeviceInfo,
 // vgpu.BackendStatus, vgpu.Selection and the functions over Runtime::global() (devices(),
 // backends(), open(), default_device(), select(), explain(), counters(), ops()).

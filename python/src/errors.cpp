@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/errors.cpp — vgpu.Error and its per-category subclasses.
 #include "errors.hpp"
 

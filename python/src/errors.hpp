@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/errors.hpp — how the module raises: every failure is a vgpu::Error (thrown with
 // vgpu::fail, in C++), which the translator bind_errors() installs turns into the vgpu.Error
 // subclass of its category, with .category, .problem and .fix set.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/kernel_source.cpp — user kernel sources from Python and the Python CPU kernel
 // bridge (the rules are in kernel_source.hpp).
 #include "kernel_source.hpp"

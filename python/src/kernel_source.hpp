@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/kernel_source.hpp — a user kernel's source and compile options from Python
 // arguments (glsl=, glsl_shader=, spirv=, cuda= + entry=, cpu= callable, defines=,
 // workgroup_size=, spec_constants=), shared by vgpu.PersistentKernel and vgpu.QueueKernel, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/kernels.cpp — vgpu.PersistentKernel (built-in ops and user kernels), vgpu.Tensor,
 // vgpu.Step and vgpu.CpuWorkgroup.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/module.cpp — the _vgpu extension module: vgpu's C++ API for Python and numpy.
 #include "bindings.hpp"
 #include "vgpu/inventory.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/py_kernel.hpp — vgpu.PersistentKernel as the module holds it, so every part that
 // hands out persistent kernels (PersistentKernel(...), KernelDatabase.get) returns that one type.
 // The call rule is in kernels.cpp's header comment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/queue.cpp — vgpu.PersistentQueue, vgpu.QueueKernel, vgpu.QueueReport, vgpu.run()
 // and the design's add-one example kernel (vgpu.queue_kernels).
 #include <pybind11/stl.h>

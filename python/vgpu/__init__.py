@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """vgpu: compute kernels on CUDA, Vulkan, OpenGL or the CPU, compiled once and dispatched many times.
 
 The seed's Python usage, on vgpu:

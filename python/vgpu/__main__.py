@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python3 -m vgpu`: prints the backends and devices vgpu finds, as `vgpu-probe --no-self-test`
 does (the same table; --json: the same JSON object). Exit codes: 0 ok, 2 usage error, 3 a vgpu
 error (its message ends in a Fix: hint)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Type stubs of vgpu._vgpu, the extension module (the whole surface of the vgpu package).
 
 Each part of the bindings writes its own section below (tests/python/test_stubs.py checks that

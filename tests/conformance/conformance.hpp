@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/conformance/conformance.hpp — what every conformance test case shares: the devices
 // under test (every device the registry finds, filtered by VGPU_TEST_BACKENDS) and a record of
 // which devices were exercised.

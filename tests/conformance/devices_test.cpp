@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/conformance/devices_test.cpp — the suite must exercise at least one device (an empty
 // device list would make every other case pass vacuously), and each device must describe
 // itself sanely.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/conformance/elementwise_test.cpp — axpy, add, mul and reduce_sum on every device under
 // test, both paths, at sizes around SIMD widths, workgroup sizes and chunk boundaries.
 // Tolerances (derived in support/numerics.hpp):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/conformance/softmax_test.cpp — row-wise softmax on every device under test, both paths.
 // Tolerance (support/numerics.hpp): |err| ≤ 1e-5·ref + 1e-37 per element, and every row sums
 // to 1 within 1e-5.

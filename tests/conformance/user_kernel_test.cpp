@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/conformance/user_kernel_test.cpp — user kernels: a C++ callable on the CPU backend (the
 // same ABI as GPU kernels: buffers by slot, params block, workgroup ids), which every other
 // backend must refuse with not_supported; and broken GPU sources, which must fail to compile

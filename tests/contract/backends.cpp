@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/backends.cpp — the per-backend traits of the contract suite (contract.hpp says
 // what each field means). A new backend adds one function here and one line in backends().
 #include <cstring>

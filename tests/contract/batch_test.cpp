@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/batch_test.cpp — a Batch is recorded once and resubmitted: each submit runs its
 // dispatches in order (each reading what the one before wrote), with each dispatch's own params,
 // on the buffers' current data, and compiles, binds and allocates nothing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/compile_errors_test.cpp — a source the backend's compiler refuses is a
 // compile_error whose message carries the compiler's log (the offending name, the line), it is
 // not cached (asking again fails again, nothing is counted as compiled or written to L2), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/contract.hpp — the backend contract: what every backend's devices must do, written
 // once and run on each backend (cpu, vulkan, opengl, cuda) through a small table of per-backend
 // traits (the user kernel in its dialect, whether it keeps compiled kernels in L2 and in which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/device_info_test.cpp — what a backend's devices report: their kind and id, a type
 // (software for llvmpipe/lavapipe, never the CPU fallback's unless it is the CPU), names, the
 // API version, limits at least the backend's minimums, and a fingerprint that is the same in

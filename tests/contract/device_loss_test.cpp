@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/device_loss_test.cpp — in-place recovery from device loss on every backend
 // (label device_loss): a Device survives testing::force_device_lost; its next call reopens the
 // backend device and rebuilds every live object on it (kernels compiled again through L2, so no

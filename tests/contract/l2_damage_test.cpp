@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/l2_damage_test.cpp — a damaged or foreign L2 entry costs a recompile, never a
 // crash or a wrong result: whether its checksum fails, the store's payload check refuses it
 // ("invalid"), or it passes that check and the backend or driver refuses it ("driver"), the

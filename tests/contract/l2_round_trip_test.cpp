@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/l2_round_trip_test.cpp — a backend that keeps compiled kernels on disk (L2) loads
 // them again instead of compiling: in a fresh Runtime of the same process, and in a second
 // process (vgpu-test-backend-child) on the same cache directory, which finds exactly one valid

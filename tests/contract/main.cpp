@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/main.cpp — vgpu-test-backends: the backend contract (tests/contract/) and each
 // backend's own tests (tests/<backend>_test.cpp), as "<backend>.<test>" cases. ctest runs each
 // case on its own with a private VGPU_CACHE_DIR (tests/CMakeLists.txt); run by hand with no

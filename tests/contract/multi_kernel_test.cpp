@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/multi_kernel_test.cpp — plans of several kernels and in-place tensors on every
 // backend: a two-pass user reduction (two different kernels, each its own specialisation) runs
 // as one PersistentKernel whose steady calls compile, allocate and bind nothing and submit one

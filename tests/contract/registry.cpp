@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/registry.cpp — registering each case once per backend, running it (a skip with
 // the reason where the backend has no device here), and the helpers every case shares.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/steady_test.cpp — "compile once, bind once, dispatch many" on every backend: after
 // a persistent kernel's first call, 200 calls with new data compile, look up, allocate and bind
 // nothing (no L1, L2 or L3 traffic), submit once per call, and the last call reflects the last

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/threads_test.cpp — several user threads on one device each get their own right
 // results (every sum is exact, so any mix-up between threads shows), share one compiled kernel
 // (single-flight L1), and allocate and bind only what each asked for.

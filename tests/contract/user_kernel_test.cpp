@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/contract/user_kernel_test.cpp — a user kernel (the scale-add of support/scale_add_kernel.hpp,
 // in the backend's dialect) is right at awkward sizes, is compiled once (from source where the
 // backend has a front end, stored to L2 where it keeps one), and is an L1 hit after that (a CPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/l2_entry_fuzz.cpp — vgpu-fuzz-l2-entry: arbitrary bytes as an L2 entry file, through
 // DiskStore::load (header, identity, size, checksum and payload checks) and DiskStore::list(true)
 // (the `vgpu-probe cache verify` path). docs/fuzzing.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/selection_fuzz.cpp — vgpu-fuzz-selection: arbitrary bytes as the JSON payload of a
 // persisted selection, through the strict reader (core/src/selection_json.cpp). What it accepts
 // must survive a round trip through the writer unchanged. docs/fuzzing.md.

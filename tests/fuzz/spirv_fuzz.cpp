@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/spirv_fuzz.cpp — vgpu-fuzz-spirv: arbitrary bytes as the payload of an L2 SPIR-V
 // entry, through what vgpu does with it before a driver sees it: the store's payload check
 // (SPIRV-Tools' validator, cache::payload_problem), the conversion to words and the pipeline

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Device parameters shared by the core tests (not a test module itself): one pytest param per
 device vgpu.devices() found, and one skipped param (with the backend's reason) per backend that
 is unavailable here, so a missing backend shows as a skip, never as a silent pass."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Devices the kernel tests run on: index 0 of every backend, each a pytest param that skips
 with vgpu's own reason where the backend or device is missing here (never a silent pass).
 Uses vgpu.devices() when the module has it, else tries every backend's first device."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cache.matmul on every device found, against numpy, and every way to call it wrongly: each
 gives vgpu.InvalidArgument whose str() ends with the Fix, and the same Cache computes right
 afterwards."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reference counting: returned arrays outlive their Cache, a Cache keeps its device alive after
 the Python names are gone, and 1e5 calls leak no memory (RSS)."""
 import gc

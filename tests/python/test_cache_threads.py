@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Threads calling one Cache: 8 threads × 50 calls with different shapes, every result checked
 against numpy; the counters add up (compiles == distinct shapes)."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """vgpu.devices(), backends(), open(), default_device(), select(), explain(), counters(), ops()
 and the Device type, on every device found here."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """docs/python.md stays true: every ```python block of it runs with the built module.
 
 Conventions (docs/python.md, "Tests", says the same):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package imports from the build tree and has its version and error classes."""
 import re
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad kernels and bad calls raise clearly (a vgpu.Error subclass whose message ends with a Fix
 hint), and the same device and kernel still work afterwards."""
 import gc

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reference counting: a kernel keeps its device alive, arrays can go after a call, no leak over
 1e5 calls of a small kernel (RSS), kernels with Python callables are freed."""
 import gc

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python3 -m vgpu` prints the probe's table, `--json` its JSON; --help; a bad flag exits 2."""
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The design's flow 3: a persistent matmul kernel fed 100 random matrices, each checked against
 numpy, compiled once; plus the call forms (allocated outputs, out=, every tensor passed)."""
 import numpy as np

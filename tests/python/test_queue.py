@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """vgpu.PersistentQueue and vgpu.run: the design's add-one flow with 1000 items on every device,
 an empty queue, payload sizes 0..N, results by id, bad payload types, user queue kernels."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The design's Python flows 1 and 2, as the design wrote them, with only the vgpu names
 substituted: the 100-call VGPUCache loop with its exact report, and the KernelDatabase
 N=16 → hit → N=32 flow with its exact report."""

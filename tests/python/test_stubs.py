@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python/vgpu/_vgpu.pyi matches the extension module, so the stubs cannot drift.
 
 Every public name of vgpu._vgpu (functions, classes, and each class's methods and properties)

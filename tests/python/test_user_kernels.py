@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """User kernels from Python on every device: a GLSL body, a complete GLSL shader and its SPIR-V
 (Vulkan, OpenGL), CUDA C (CUDA), a Python callable (CPU), each y = a*x + b checked against numpy
 with random inputs, awkward sizes and NaN-poisoned outputs."""

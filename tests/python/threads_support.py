@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs a test's worker on several threads at once and fails with what the workers raised."""
 import threading
 

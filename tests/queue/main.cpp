@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/queue/main.cpp — the queue suite's runner. ctest runs it once per backend kind with
 // VGPU_TEST_BACKENDS=<kind>; a backend that is not available here is reported as a skip with
 // its reason (exit code 77, ctest's SKIP_RETURN_CODE), never as a silent pass.

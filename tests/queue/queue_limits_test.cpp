@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/queue/queue_limits_test.cpp — the queue against device limits it cannot meet here with a
 // real device: a reservation that fails (an injected out-of-memory), a buffer limit that splits
 // a queue into several round trips and refuses one payload too large for it, and a group-count

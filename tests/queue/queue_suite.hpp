@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/queue/queue_suite.hpp — what the queue suite's test cases share: the devices under test
 // (VGPU_TEST_BACKENDS picks the backend kind, one ctest run per kind: queue.cpu, queue.vulkan, ...).
 #pragma once

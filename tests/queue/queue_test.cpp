@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/queue/queue_test.cpp — PersistentQueue and QueuePipeline on every device under test:
 // the design's add-one (16 items, one launch), an empty queue, 100 000 items split into the
 // fewest launches, mixed payload sizes, every error (the queue and pipeline intact after

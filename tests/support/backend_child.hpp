@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/backend_child.hpp — running vgpu-test-backend-child, the second process of the
 // backend suite's cross-process L2 tests, on the scale-add kernel (support/scale_add_kernel.hpp)
 // of a backend. Test files that include it define VGPU_BACKEND_CHILD (the child's path, as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/backend_under_test.hpp — which backends a test program tests (VGPU_TEST_BACKENDS),
 // and the runner of the programs that test one backend per run, which ctest runs once per
 // backend: an unavailable backend is a skip with its reason (exit code 77, ctest's

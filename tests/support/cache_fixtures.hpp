@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/cache_fixtures.hpp — what the L2, selection and backend tests share: private
 // temp directories, disk-store options and listings, file bytes, fingerprints, shell quoting,
 // running commands and child programs that report one key=value line, backend-only runtimes,

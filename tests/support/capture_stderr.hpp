@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/capture_stderr.hpp — what vgpu writes to stderr (fd 2) while a test runs code.
 // Not thread-safe: it redirects the process's fd 2, so use it while no other thread logs.
 #pragma once

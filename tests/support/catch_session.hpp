@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/catch_session.hpp — run Catch's test session from a custom main() without
 // compiling Catch's implementation a second time (it lives in vgpu_catch_main).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/expect_error.hpp — assert that code fails with a proper vgpu::Error: the right
 // category, a problem statement, and an actionable "Fix: <hint>" that ends the message.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/finishes.hpp — "did not hang" checks for the thread tests: run something on its
 // own thread and report whether it finished within a generous bound.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/forwarding_device.hpp — a DeviceImpl that hands every call to another device
 // (the CPU device, in the tests): test backends derive from it and override only the calls they
 // change. Thread-safety: that of the inner device.

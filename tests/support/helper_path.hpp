@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/helper_path.hpp — where a test finds the helper programs it runs.
 #pragma once
 

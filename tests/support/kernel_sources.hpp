@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/kernel_sources.hpp — the one place where tests write and read the dialect
 // entries of a vgpu::KernelSource (a list of DialectSource entries, one per dialect). Tests
 // build sources through these helpers so that a change of how a source stores its dialects

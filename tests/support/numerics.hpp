@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/numerics.hpp — seeded random inputs, double-precision references of the
 // built-in ops, and element-wise comparison against per-element error bounds.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/plan_runner.hpp — run a KernelPlan two ways, with poisoned outputs:
 //  * through PersistentKernel (the product path), and
 //  * through the raw Device API (compile, create_buffer, write, bind, dispatch, read),

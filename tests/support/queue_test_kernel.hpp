@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/queue_test_kernel.hpp — the queue suite's "probe" queue kernel in GLSL (Vulkan,
 // OpenGL), CUDA and as a CPU callable, and its host reference. For each item it writes the
 // payload's length (one u32) and then every payload byte plus 1 (mod 256), so the output

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/reflecting_device.hpp — a test backend ("reflect", one device) that runs every
 // kernel on the CPU device underneath but reports, for a kernel of a given name, the
 // KernelReflection the test set: it stands in for a GPU backend that reflects SPIR-V, so core's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/scale_add_kernel.hpp — the "scale-add" user kernel of the backend suite
 // (tests/contract/, tests/<backend>_test.cpp) and of vgpu-test-backend-child:
 //   out[i] = a[i] * p.scale + b[i]   (slots 0 = a, 1 = b read; 2 = out write;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/scoped_env.hpp — set or unset an environment variable for one scope.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/spin_kernel.hpp — a kernel that keeps a GPU busy for as long as a test needs
 // (its loop count comes from the params), in GLSL and CUDA C, with a checked host reference and
 // a measurement of the work that takes about a given time on a device. Used by the GPU timeout

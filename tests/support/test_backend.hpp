@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
 // CPU device underneath (so results are right) with knobs the test turns while it runs:
 // latency added per dispatch, failures at compile, dispatch, allocation or (re)opening, losses

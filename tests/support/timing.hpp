@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/timing.hpp — the clock of the time-limit tests, whose wall-clock checks are
 // generous upper bounds only (they prove a call gave up, never how fast anything was).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/valid_payloads.hpp — payloads that pass DiskStore's per-kind payload checks
 // (vgpu/cache/payload_check.hpp), for tests about the store itself (directories, eviction,
 // damage) that must not be rejected as "invalid" for what their bytes are.

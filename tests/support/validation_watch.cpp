@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/validation_watch.cpp — the log sink and Catch listener of validation_watch.hpp.
 #include "support/validation_watch.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/validation_watch.hpp — test programs fail on any Vulkan validation message:
 // under VGPU_VULKAN_VALIDATION=1 (ctest sets it for the Vulkan tests) the backend logs each one
 // as an error line starting with "Vulkan validation:".

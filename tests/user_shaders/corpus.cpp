@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/user_shaders/corpus.cpp — the harness of the user-shader tests (see corpus.hpp).
 #include "user_shaders/corpus.hpp"
 

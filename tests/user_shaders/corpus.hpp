@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/user_shaders/corpus.hpp — what the user-shader tests share: the embedded shader corpus
 // (tests/shaders/corpus/, as GLSL text and as glslc's SPIR-V), the devices under test, and a
 // small harness that runs one dispatch over host buffers and tallies what each device did.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/user_shaders/main.cpp — the user-shader runner. ctest runs it once per GPU backend kind
 // with VGPU_TEST_BACKENDS=<kind>; a kind with no device here is reported as a skip with its
 // reason (exit code 77, ctest's SKIP_RETURN_CODE), never as a silent pass.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/demo/demo.cpp — vgpu-demo: the seed's loop. One Cache, 100 same-shape matmuls with
 // new data each call: the first builds the persistent kernel, the other 99 reuse it.
 #include <algorithm>

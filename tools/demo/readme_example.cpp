@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/demo/readme_example.cpp — vgpu-example: the usage example shown in README.md, built
 // with the tools so the README's code always compiles. Keep the two in sync.
 #include <cstdio>

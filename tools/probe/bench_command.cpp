@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/bench_command.cpp — `vgpu-probe bench`: a quick measure of each device.
 // Timings are medians of a few runs, each bounded by a time budget so a software device
 // (llvmpipe, lavapipe) finishes in seconds; the figures describe this machine, they are never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/bench_command.hpp — `vgpu-probe bench [--quick] [--device ID] [--json]`: per device,
 // the steady round trip of a small persistent kernel, host↔device bandwidth and matmul GFLOP/s
 // at two sizes, with a progress line on stderr while it runs.

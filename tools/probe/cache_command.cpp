@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/cache_command.cpp — `vgpu-probe cache stats|clear|verify`.
 #include "cache_command.hpp"
 

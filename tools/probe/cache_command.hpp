@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/cache_command.hpp — `vgpu-probe cache stats|clear|verify`: inspect and maintain
 // the L2 kernel cache directory (the one DiskStore::global() uses, from VGPU_CACHE_DIR etc.).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/main.cpp — vgpu-probe: lists backends and devices and self-tests each device.
 // The default action runs when no subcommand is given; the subcommands (bench, select,
 // cache stats|clear|verify) attach to the same CLI::App in add_subcommands().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/report.cpp — table and JSON rendering of a probe report; the inventory part
 // (backends and devices) is the library's (vgpu/inventory.hpp), shared with `python3 -m vgpu`.
 #include "report.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/report.hpp — what vgpu-probe found, rendered as a human table or as JSON.
 // Rendering is kept apart from collection so every subcommand prints the same way.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/select_command.cpp — `vgpu-probe select OP SIZE [--json]`.
 #include "select_command.hpp"
 

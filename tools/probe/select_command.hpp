@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/select_command.hpp — `vgpu-probe select OP SIZE [--json]`: the device vgpu selects
 // for an op at a size, and why (vgpu/selection.hpp: calibrated, persisted, forced, ...).
 #pragma once

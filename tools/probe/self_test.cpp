@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/self_test.cpp — the per-device matmul self-test.
 #include "self_test.hpp"
 

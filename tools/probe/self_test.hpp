@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/probe/self_test.hpp — a quick per-device correctness check: one small matmul against
 // a double-precision reference, and the design's add-one queue (kQueueSelfTestItems items that
 // must run in one launch, docs/queue.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend_status.hpp — whether a backend can run here (Runtime::backends()).
 #pragma once
 

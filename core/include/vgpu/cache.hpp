@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/cache.hpp — the seed's VGPUCache: a drop-in matmul that keeps its kernels warm.
 #pragma once
 

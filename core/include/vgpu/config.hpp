@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/config.hpp — the one place vgpu reads its VGPU_* environment variables.
 //
 // Every variable has one validation rule (the README's environment table lists them all).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/counters.hpp — observable steady-state counters.
 #pragma once
 

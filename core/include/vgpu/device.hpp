@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/device.hpp — one opened device: buffers, kernels, bindings, dispatch and batches.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/device_info.hpp — what a backend reports about one device.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/error.hpp — the one error type vgpu reports every failure with.
 #pragma once
 

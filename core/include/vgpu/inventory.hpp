@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/inventory.hpp — the backends and devices found, rendered as vgpu-probe prints them: a
 // human table and JSON. vgpu-probe and the Python module (`python3 -m vgpu`) share these.
 #pragma once

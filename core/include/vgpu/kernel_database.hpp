@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/kernel_database.hpp — persistent kernels looked up by kernel id and shape.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/kernel_plan.hpp — everything a PersistentKernel needs: kernel, tensors, dispatch steps.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/kernel_source.hpp — a kernel's sources per dialect, its binding ABI and compile options.
 #pragma once
 

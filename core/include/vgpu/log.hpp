@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/log.hpp — the one place vgpu reports diagnostics: stderr, filtered by VGPU_LOG, unless
 // the process routes its log lines to a sink of its own (set_log_sink, RuntimeOptions::log_sink).
 #pragma once

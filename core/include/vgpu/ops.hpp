@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/ops.hpp — the built-in operations, as plans for any device.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/params.hpp — the small by-value parameter block every dispatch carries.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/persistent_kernel.hpp — compile once, bind once, dispatch many.
 #pragma once
 

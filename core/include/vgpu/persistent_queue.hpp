@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/persistent_queue.hpp — many id + payload work items drained in one coalesced launch.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/queue_kernels.hpp — the queue ABI's binding declarations and the design's example queue
 // kernel (add 1 to each u32 word of a payload) in every dialect: GLSL (vgpu's body form), CUDA
 // and a CPU callable, and as a complete GLSL shader. docs/queue.md walks through them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/runtime.hpp — the registry of backends and the devices they found.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/selection.hpp — which device runs an op at a size, measured on first use and persisted.
 //
 // For an op and a size class (the power-of-two bucket of its work: m·k·n for matmul, the

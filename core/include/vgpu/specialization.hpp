@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/specialization.hpp — typed specialization-constant values, and what a compiled kernel's
 // SPIR-V (or other reflected form) says about its interface.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/testing.hpp — hooks for tests of code built on vgpu (not for production use).
 #pragma once
 

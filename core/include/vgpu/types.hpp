@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/types.hpp — small value types shared by the whole public API.
 #pragma once
 

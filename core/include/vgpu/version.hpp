@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/version.hpp — library and cache-format versions.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/vgpu.hpp — the whole public API in one include.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda/axpy.cu — built-in CUDA kernel (NVRTC at run time, nvcc → L3 fatbin at build time).
 // y = a*x + y; one thread per element.
 struct ElementwiseParams { unsigned n, pad0, pad1, pad2; };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda/copy_segments.cu — internal to the CUDA backend (not an op): copies up to 8
 // byte ranges between device buffers and host-mapped pinned staging in one launch. A small
 // round trip uses it instead of copy-engine memcpys: kernel-to-kernel hand-offs inside a graph

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda/elementwise.cu — built-in CUDA kernel (NVRTC at run time, nvcc → L3 fatbin at build time).
 // out = a OP b (VGPU_OP: 0 add, 1 mul); one thread per element.
 #ifndef VGPU_OP

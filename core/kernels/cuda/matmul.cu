@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda/matmul.cu — built-in CUDA kernel (NVRTC at run time, nvcc → L3 fatbin at build time).
 // C[m×n] = A[m×k]·B[k×n], row-major float32, any m, n, k.
 // One block computes a BM×BN tile of C with TX×TY = (BN/TN)×(BM/TM) threads, each owning TM×TN

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda/reduce_sum.cu — built-in CUDA kernel (NVRTC at run time, nvcc → L3 fatbin at build time).
 // One pass of a pairwise sum: block g sums 256*8 consecutive inputs into out[g] (strided,
 // coalesced loads, then a shared-memory tree). Needs 256 threads per block.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda/softmax_rows.cu — built-in CUDA kernel (NVRTC at run time, nvcc → L3 fatbin at build time).
 // Numerically stable softmax of each row: one block of 256 threads per row (max, sum of
 // exp(x - max), then exp(x - max) / sum).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // y = a*x + y over n elements; one invocation per element, groups spread over x and y.
 VGPU_PARAMS { uint n; uint pad0; uint pad1; uint pad2; } p;
 layout(std430, binding = 0) readonly buffer BufA { float a[]; };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // out = a OP b over n elements (OP from the VGPU_OP define: 0 add, 1 mul); one invocation per
 // element, groups spread over x and y.
 VGPU_PARAMS { uint n; uint pad0; uint pad1; uint pad2; } p;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C[m×n] = A[m×k]·B[k×n], row-major float32. One workgroup of 16×16 invocations computes a
 // 64×64 tile of C; each invocation keeps a 4×4 block of accumulators in registers. K is walked
 // in steps of 16 through shared memory. Rows/columns past m, n, k load zeros and store nothing,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu GLSL prelude, inserted after "#version 450" and the kernel's defines. It maps the one
 // binding ABI onto both APIs: in Vulkan the params block is a push-constant block and the
 // local size comes from specialisation constants 2040..2042 (vgpu's reserved ids,

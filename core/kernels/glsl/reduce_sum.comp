@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One pass of a pairwise sum: linear group g sums BLOCK = 256*ITEMS consecutive inputs into
 // out[g]. Each invocation adds ITEMS values strided by 256 (coalesced), then the workgroup
 // combines its 256 partials in a shared-memory tree. Error: ≤ (ITEMS + log2(n)) * eps * Σ|x|.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Numerically stable softmax of each row of x[rows×cols]: one workgroup of 256 invocations per
 // row (linear group = row). Pass 1 finds the row max, pass 2 sums exp(x - max), pass 3 writes
 // exp(x - max) / sum. Subtracting the max keeps exp() in range for any input magnitude.

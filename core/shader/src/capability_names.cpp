@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/capability_names.cpp — SPIR-V capability names for messages and reflection,
 // one per value (the first spelling spirv.h gives; later aliases name the same capability).
 // Generated once from SPIRV-Headers' spirv.h (unified1); a newer capability reads "Capability<n>".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/gl_forms.cpp — the OpenGL forms of a Vulkan-flavoured SPIR-V module:
 // its push-constant block rewritten into vgpu's std430 params SSBO (a word-level rewrite,
 // for GL_ARB_gl_spirv), and GLSL text cross-compiled from it by SPIRV-Cross (for drivers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/glsl_compile.cpp — GLSL → SPIR-V through shaderc's C API (linked statically:
 // Debian's libshaderc.so.1 crashes when linked directly) behind vgpu's error model: the body
 // form (vgpu's prelude, already assembled) and complete shaders taken exactly as written.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/reflect.cpp — a module's interface through SPIRV-Cross's C API: bindings,
 // push constants, local size, specialization constants and capabilities.
 #include <spirv_cross_c.h>

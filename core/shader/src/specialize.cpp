@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/specialize.cpp — what a compile specialises, resolved against reflection:
 // the user's constants (by id or name, type-checked), vgpu's local size and the reserved ids.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/spirv_patch.cpp — specialization defaults rewritten in a copy of a module.
 #include "spirv_patch.hpp"
 

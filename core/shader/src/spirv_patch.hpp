@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/spirv_patch.hpp — small word-level helpers of the shader layer: a module
 // with its specialization constants' defaults replaced (so SPIRV-Cross reflects the
 // specialised interface) and SPIR-V capability names.

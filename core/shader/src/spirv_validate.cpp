@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/shader/src/spirv_validate.cpp — a dialect::spirv entry's bytes checked as SPIR-V with
 // SPIRV-Tools before any driver sees them.
 #include <spirv-tools/libspirv.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/builtin_table.hpp — the table of built-in CPU kernels one ISA provides.
 // Declares one table per compiled ISA; cpu_isa.cpp chooses among them at run time.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/cpu_tiles.hpp — the work one "workgroup" (one TBB task) of a CPU
 // built-in covers: shared by the kernels and the CPU backend's OpTuner (cpu_op_tuner.cpp).
 #pragma once

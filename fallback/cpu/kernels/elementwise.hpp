@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/elementwise.hpp — the built-in "axpy", "add" and "mul" kernels.
 // Each linear group handles kElementsPerGroup consecutive elements (the last one fewer).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/kernel_set.hpp — instantiates every built-in kernel template for one
 // xsimd architecture. Included only by the per-ISA translation units (kernels_*.cpp).
 #pragma once

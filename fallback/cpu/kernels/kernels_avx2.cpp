@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/kernels_avx2.cpp — built-in kernels for AVX2 + FMA (Haswell and later).
 // CMake compiles this file alone with -mavx2 -mfma; it runs only after cpu_isa.cpp has
 // checked that the CPU and OS support both.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/kernels_avx512.cpp — built-in kernels for AVX-512 (F/BW/VL/DQ) + FMA
 // (Skylake-SP and later). CMake compiles this file alone with the AVX-512 flags; it runs
 // only after cpu_isa.cpp has checked that the CPU and OS support them.

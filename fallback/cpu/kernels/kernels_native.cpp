@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/kernels_native.cpp — built-in kernels off x86-64, for the target's
 // baseline SIMD as xsimd sees it at compile time (NEON on AArch64). Untested on real hardware
 // by this project; the kernels are the same templates the x86 builds run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/kernels_sse2.cpp — built-in kernels for baseline x86-64 (SSE2).
 // Compiled with the default flags; every x86-64 CPU runs it.
 #include "kernels/kernel_set.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/matmul.hpp — the built-in "matmul" kernel: a blocked, packed GEMM
 // (GotoBLAS/BLIS structure) with an xsimd register-blocked micro-kernel, templated on the
 // architecture. One workgroup computes one kMatmulTileM × kMatmulTileN tile of C.

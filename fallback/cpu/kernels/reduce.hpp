@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/reduce.hpp — the built-in "reduce_sum" kernel: one pass of a
 // multi-pass sum; group g sums in[g*block, min(n, (g+1)*block)) into out[g].
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/simd.hpp — helpers every built-in CPU kernel shares, templated on the
 // xsimd architecture type.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/softmax.hpp — the built-in "softmax_rows" kernel: one group per row,
 // out[r, :] = exp(x[r, :] − max) / Σ exp(x[r, :] − max), which never overflows exp.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A vec4 buffer copy as benchmark suites write it to measure bandwidth: explicit set = 0
 // descriptors, a fixed local size, the element count taken from the buffer itself.
 #version 450

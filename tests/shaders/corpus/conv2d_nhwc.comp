@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A direct 2-D convolution over NHWC tensors with an HWIO filter, stride and zero padding from
 // a push-constant block, the filter's height and width specialization constants 10 and 11
 // (3x3 unless the host says otherwise), one output element per invocation.

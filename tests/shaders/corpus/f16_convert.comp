@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Half-precision storage both ways: reads float16 values, writes them doubled as float32, and
 // writes float32 inputs halved as float16. Needs 16-bit storage buffer access on the device.
 #version 450

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fibonacci numbers in place, in the style of the classic headless Vulkan compute sample: one
 // invocation per element, the element count a specialization constant at id 0 that the host
 // may leave at its default (only the first BUFFER_ELEMENTS values are then replaced).

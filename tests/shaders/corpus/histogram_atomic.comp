@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A histogram of uint keys (bin = key % BINS) under the Vulkan memory model: each workgroup
 // counts into a shared-memory histogram sized by a specialization constant (id 7), then adds
 // it to the global one with atomics. The global bins must start at zero.

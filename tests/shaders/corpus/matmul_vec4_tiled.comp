@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C = A * B, row-major, in the style of benchmark-suite matmuls: the sizes M, N, K are
 // specialization constants 0, 1, 2 (the host may keep the defaults), B and C are read and
 // written as vec4 (N is a multiple of 4), and A's rows and B's vec4 columns go through

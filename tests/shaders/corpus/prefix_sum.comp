@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An inclusive prefix sum of each block of 16 uints (Hillis-Steele in shared memory), plus each
 // block's total, the first pass of a scan. The block is the fixed local size: the shader is
 // only right when it runs exactly 16 wide.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One pass of a strided tree reduction (sum): each workgroup folds 2 * WG inputs into one
 // partial sum in shared memory. The workgroup size is a specialization constant (id 1), so
 // the same module serves every pass of a multi-pass reduction with its own size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // y = a * x + y in place, the scalar and the length in the shader's own push-constant block,
 // a fixed local size of 16 that the host does not repeat.
 #version 450

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // out = in * scale + offset, parameterised by a uniform buffer (std140) rather than push
 // constants, as engines that share one parameter block between passes do.
 #version 450

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/cache/disk_store.hpp — L2: the on-disk store of compiled kernel artifacts.
 // Backend-author interface (cache/ is shared by core and backends). The file format, directory
 // layout and eviction policy are described in docs/cache-format.md.

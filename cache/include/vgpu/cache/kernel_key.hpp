@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/cache/kernel_key.hpp — content-addressed keys for compiled kernels.
 // Backend-author interface (cache/ is shared by core and backends).
 #pragma once

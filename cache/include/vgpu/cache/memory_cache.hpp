@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/cache/memory_cache.hpp — L1: the bounded, single-flight, in-RAM cache of live kernels.
 #pragma once
 

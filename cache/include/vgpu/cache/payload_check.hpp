@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/cache/payload_check.hpp — what an L2 payload must be before any driver sees it.
 // Backend-author interface. DiskStore::load() and list(verify = true) run payload_problem() on
 // every payload whose checksum matched (a checksum proves only that the bytes are the ones

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/cache/precompiled.hpp — L3: binaries compiled at build time for every built-in kernel
 // variant and embedded in the library:
 //  - SPIR-V that glslc compiled from the built-in GLSL (cmake/VgpuGlsl.cmake); a hit skips the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/backend_names.hpp — naming a backend that is not one of vgpu's own four.
 // Backend-author interface.
 #pragma once

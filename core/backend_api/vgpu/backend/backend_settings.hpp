@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/backend_settings.hpp — what a backend and the devices it opens are configured
 // with: the resolved settings of the Runtime that made the backend, and that runtime's L2
 // store. Backend-author interface. Backends never read the environment themselves: they read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/compute_backend.hpp — one compute API (CUDA, Vulkan, OpenGL, CPU) as the registry sees it.
 // Backend-author interface.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/deadline.hpp — when a blocking call must give up, and the one way a backend
 // reports that it did. Backend-author interface: included by backends/*, fallback/* and core.
 //

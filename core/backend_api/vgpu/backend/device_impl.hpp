@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/device_impl.hpp — what a backend implements for one opened device.
 // Backend-author interface: included by backends/*, fallback/* and core only, never by users.
 // Core validates every argument (sizes, slots, params, groups) and keeps the counters before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/fingerprint.hpp — building a DeviceFingerprint from key/value facts.
 // Backend-author interface.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/kernel_l2.hpp — one compiled kernel's L2 entry as a backend uses it: load,
 // reject what the backend cannot use, store a fresh build, and count each outcome in the
 // device's counters the same way on every backend (l2_hits, l2_misses, l2_rejected,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/op_tuning.hpp — the hook through which a backend tunes the built-in ops.
 // Backend-author interface. core/src/ops.cpp builds each built-in's plan (sources in every
 // dialect vgpu ships, bindings, tensors) and asks the device's OpTuner how to run it at the

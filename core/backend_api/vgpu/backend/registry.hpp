@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/backend/registry.hpp — the CPU backend's factory, which tests and wrapping backends call.
 // Backend-author interface. Every backend defines a factory of this form; core/src/registry.cpp
 // declares the others and lists them all, in preference order (CPU last). A Runtime makes its own

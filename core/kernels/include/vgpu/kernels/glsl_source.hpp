@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/glsl_source.hpp — turns a GLSL body (the dialect::glsl entry of a KernelSource) into the full GLSL text a
 // compiler sees ("#version 450", defines, the binding-ABI prelude, "#line 1", the body), and
 // gives access to the built-in kernels' GLSL, embedded in the library at build time.

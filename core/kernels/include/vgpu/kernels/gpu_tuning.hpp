@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/kernels/gpu_tuning.hpp — how the GLSL built-ins (core/kernels/glsl) and their CUDA
 // ports (core/kernels/cuda) are meant to be run: the facts of their code, for the backends'
 // OpTuners (Vulkan and OpenGL use it as is, CUDA for every op but matmul).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vgpu/shader/shader_tools.hpp — the SPIR-V toolchain the GPU backends share (layer
 // vgpu_shader, core/shader/, built when Vulkan or OpenGL is): GLSL → SPIR-V (shaderc, linked
 // statically), validation (SPIRV-Tools), reflection (SPIRV-Cross), specialization and the
