@@ -14,7 +14,7 @@
 #include <catch2/catch_all.hpp>
 #define VGPU_CATCH2_MAJOR 3
 #else
-#include "support/catch.hpp"
+#include <catch2/catch.hpp>
 #define VGPU_CATCH2_MAJOR 2
 #endif
 

@@ -53,7 +53,8 @@ void install() {
 // (RuntimeOptions::log_sink) leaves stderr behind when it ends.
 class ValidationListener : public Catch::EventListenerBase {
  public:
-  using EventListenerBase::EventListenerBase;
+  using Base = Catch::EventListenerBase;
+  using Base::Base;
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     {
       std::lock_guard lock(seen().mutex);
