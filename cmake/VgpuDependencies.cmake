@@ -4,11 +4,18 @@
 find_package(Threads REQUIRED)
 find_package(TBB REQUIRED)
 
-# xsimd 8.1's exported target links a nonexistent "xtl" target; give it an empty one.
+# xsimd 8.1's exported target links a nonexistent "xtl" target; give it an empty one (Debian
+# 13's xsimd 13 also finds the xtl package, xtl-dev, whose config then keeps this target: vgpu
+# uses no xtl header).
 if(NOT TARGET xtl)
   add_library(xtl INTERFACE IMPORTED)
 endif()
 find_package(xsimd REQUIRED)
+# The CPU kernels know xsimd 8's and 12+'s names (fallback/cpu/kernels/simd.hpp).
+if(xsimd_VERSION VERSION_LESS 8)
+  message(FATAL_ERROR "vgpu: xsimd ${xsimd_VERSION} (${xsimd_DIR}) is older than 8. Fix: install "
+                      "xsimd 8 or 12+ (Debian: libxsimd-dev) or point CMAKE_PREFIX_PATH at one.")
+endif()
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)

@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

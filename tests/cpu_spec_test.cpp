@@ -2,7 +2,7 @@
 // tests/cpu_spec_test.cpp — a CPU callable gets its compile's specialization constants
 // (CpuWorkgroup::spec_constants, read with spec(id | name, fallback)), converted to the type it
 // asks for; a constant the compile did not set reads as the fallback.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <vector>
 
 #include "vgpu/vgpu.hpp"

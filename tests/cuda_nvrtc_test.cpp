@@ -8,7 +8,7 @@
 #include "cuda_op_tuner.hpp"
 #include "cuda_spec.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstdio>
 #include <string>
 

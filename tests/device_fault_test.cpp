@@ -14,7 +14,7 @@
 // and remembers each device it opens: what the hook does is the backend's, not core's.
 // Without a device of the backend, main() prints the reason and exits 77 (ctest's skip).
 // Wall-clock bounds are generous "did not hang" checks only.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -257,8 +257,8 @@ TEST_CASE("device fault: CUDA, a kernel writing through an illegal address loses
     recovered = false;
     INFO(e.what());
     CHECK(e.category() == vgpu::ErrorCategory::device_lost);
-    CHECK_THAT(e.what(), Catch::Contains("refuses this process a working context") &&
-                             Catch::Contains("Fix: restart the process to use CUDA on this GPU again"));
+    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("refuses this process a working context") &&
+                             Catch::Matchers::ContainsSubstring("Fix: restart the process to use CUDA on this GPU again"));
   }
   if (!recovered) {
     WARN("the CUDA driver allows no recovery in this process after a real kernel fault (as on driver 580 / CUDA "

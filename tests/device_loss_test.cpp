@@ -5,7 +5,7 @@
 // again makes the call throw device_lost with a Fix, leaves everything intact, and recovers at a
 // later call; calls on several threads during repeated losses all stay right. (Each backend's
 // own recovery: tests/contract/device_loss_test.cpp.)
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <atomic>
 #include <thread>

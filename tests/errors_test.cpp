@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/errors_test.cpp — every bad input throws vgpu::Error with the documented category and a
 // message ending in an actionable "Fix: " hint, and the device keeps working afterwards.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <array>
 #include <cstddef>

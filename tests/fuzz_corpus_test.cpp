@@ -8,7 +8,7 @@
 //   selection/ persisted selection JSON (a real calibration on test devices, and an "only" one)
 //   l2_entry/  one flag byte + a real entry file of each kind (flags 0: as is; 7: resealed)
 // tools/dev.sh fuzz and test run this first, then the fuzz targets on these folders.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstdint>
 #include <cstring>
 #include <filesystem>

@@ -3,7 +3,7 @@
 // table and (with Vulkan) the run-time GLSL compiler, including the OpenGL flavour of the text.
 // The kernel files themselves are compiled into this test (tests/CMakeLists.txt embeds their
 // bytes), so it reads no source path at run time and runs wherever its binary is copied.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <array>
 #include <cstdint>
@@ -256,12 +256,12 @@ TEST_CASE("a GLSL error throws compile_error with the log and the body's line nu
   const auto e = catch_error([&] { vgpu::shader::compile_glsl_body(text, "my.kernel"); });
   REQUIRE(e.has_value());
   CHECK(e->problem().starts_with("GLSL kernel 'my.kernel' failed to compile:\n"));
-  CHECK_THAT(e->problem(), Catch::Matchers::Contains("undeclared_thing"));
+  CHECK_THAT(e->problem(), Catch::Matchers::ContainsSubstring("undeclared_thing"));
   CHECK(e->fix().starts_with("fix the GLSL error at the line shown"));
 
   // The OpenGL flavour numbers lines the same way.
   const std::string gl = assemble_glsl(body, {}, {64, 1, 1}, GlslTarget::opengl, 1);
-  CHECK_THAT(compile_for_opengl(gl, "my.kernel"), Catch::Matchers::Contains("my.kernel:4: error:"));
+  CHECK_THAT(compile_for_opengl(gl, "my.kernel"), Catch::Matchers::ContainsSubstring("my.kernel:4: error:"));
 
   // A syntax error on line 1, and a missing main().
   REQUIRE_VGPU_ERROR(compile_error, "bad:1:",

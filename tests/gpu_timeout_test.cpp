@@ -12,7 +12,7 @@
 // checks are generous upper bounds only: they prove a call gave up instead of waiting out
 // seconds of work, never how fast anything was.
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

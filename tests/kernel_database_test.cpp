@@ -3,7 +3,7 @@
 // factory is asked once per (id, shape, device); factories and builds run without the
 // database's lock, so a factory may call back into the database and other keys go on while one
 // builds; concurrent first calls for one key build once.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -2,7 +2,7 @@
 // tests/l1_cache_test.cpp — the L1 in-RAM kernel cache: single-flight builds, failures that
 // reach every waiter and are not cached, LRU eviction, capacity changes; then the same
 // behaviour through a Device, the kernel key's sensitivity, and VGPU_L1_CAPACITY.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <atomic>
 #include <chrono>

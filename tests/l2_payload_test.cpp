@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -86,7 +86,7 @@ TEST_CASE("a resealed SPIR-V entry that fails validation: list(true) and cache v
   spirv.resize(spirv.size() - 4);  // drops OpFunctionEnd: whole words, the magic intact, not valid SPIR-V
   const std::string why = vgpu::cache::spirv_problem(spirv);
   INFO(why);
-  CHECK_THAT(why, Catch::Matchers::Contains("SPIR-V validation (vulkan1.1) failed"));
+  CHECK_THAT(why, Catch::Matchers::ContainsSubstring("SPIR-V validation (vulkan1.1) failed"));
 
   TempDir t("payload-");
   const fs::path dir = t.path / "cache";
@@ -151,21 +151,21 @@ TEST_CASE("VkPipelineCache payloads: a 32-byte version-one header, and the devic
   CHECK(vgpu::cache::pipeline_cache_problem(blob, &device) == "");
   CHECK(vgpu::cache::payload_problem(EntryKind::vk_pipeline_cache, blob) == "");
 
-  CHECK_THAT(vgpu::cache::pipeline_cache_problem(Bytes(31, 0)), Catch::Matchers::Contains("shorter than"));
+  CHECK_THAT(vgpu::cache::pipeline_cache_problem(Bytes(31, 0)), Catch::Matchers::ContainsSubstring("shorter than"));
   Bytes huge = blob;
   put32(huge, 0, 0xffffffff);  // once passed "headerSize >= 32" on to the driver
-  CHECK_THAT(vgpu::cache::pipeline_cache_problem(huge), Catch::Matchers::Contains("header size is 4294967295"));
+  CHECK_THAT(vgpu::cache::pipeline_cache_problem(huge), Catch::Matchers::ContainsSubstring("header size is 4294967295"));
   Bytes version = blob;
   put32(version, 4, 2);
-  CHECK_THAT(vgpu::cache::pipeline_cache_problem(version), Catch::Matchers::Contains("version is 2"));
+  CHECK_THAT(vgpu::cache::pipeline_cache_problem(version), Catch::Matchers::ContainsSubstring("version is 2"));
   Bytes other = blob;
   put32(other, 12, 0x2336);
   CHECK(vgpu::cache::pipeline_cache_problem(other) == "");
   CHECK_THAT(vgpu::cache::pipeline_cache_problem(other, &device),
-             Catch::Matchers::Contains("another vendor or device"));
+             Catch::Matchers::ContainsSubstring("another vendor or device"));
   Bytes uuid = blob;
   uuid[31] ^= 1;
-  CHECK_THAT(vgpu::cache::pipeline_cache_problem(uuid, &device), Catch::Matchers::Contains("pipelineCacheUUID"));
+  CHECK_THAT(vgpu::cache::pipeline_cache_problem(uuid, &device), Catch::Matchers::ContainsSubstring("pipelineCacheUUID"));
 
   // Through the store: the resealed entry is dropped as invalid.
   TempDir t("payload-");
@@ -181,8 +181,8 @@ TEST_CASE("CUDA payloads: an ELF64 CUDA image whose parts lie inside it, or NUL-
   CHECK(vgpu::cache::payload_problem(EntryKind::cuda_binary, good) == "");
   const std::string ptx = std::string(".version 7.0\n.target sm_75\n") + '\0';
   CHECK(vgpu::cache::cuda_image_problem(Bytes(ptx.begin(), ptx.end())) == "");
-  CHECK_THAT(vgpu::cache::cuda_image_problem(Bytes(ptx.begin(), ptx.end() - 1)), Catch::Matchers::Contains("neither"));
-  CHECK_THAT(vgpu::cache::cuda_image_problem(Bytes{}), Catch::Matchers::Contains("neither"));
+  CHECK_THAT(vgpu::cache::cuda_image_problem(Bytes(ptx.begin(), ptx.end() - 1)), Catch::Matchers::ContainsSubstring("neither"));
+  CHECK_THAT(vgpu::cache::cuda_image_problem(Bytes{}), Catch::Matchers::ContainsSubstring("neither"));
 
   const std::size_t shoff = 64 + 32 + 16;
   const std::vector<std::pair<const char*, std::function<void(Bytes&)>>> damage = {

@@ -11,7 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -414,12 +414,12 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
   INFO("stdout:\n" << stdout_text << "stderr:\n" << all_err);
   REQUIRE(WIFEXITED(rc));
   CHECK(WEXITSTATUS(rc) == 0);
-  CHECK_THAT(stdout_text, Catch::Matchers::Contains("enabled=0"));
-  CHECK_THAT(stdout_text, Catch::Matchers::Contains("matmul=ok"));
+  CHECK_THAT(stdout_text, Catch::Matchers::ContainsSubstring("enabled=0"));
+  CHECK_THAT(stdout_text, Catch::Matchers::ContainsSubstring("matmul=ok"));
   REQUIRE(cache_warnings.size() == 1);
   CHECK_THAT(cache_warnings[0], Catch::Matchers::StartsWith("vgpu: warning: "));
-  CHECK_THAT(cache_warnings[0], Catch::Matchers::Contains(dir.string()));
-  CHECK_THAT(cache_warnings[0], Catch::Matchers::Contains("Fix: set VGPU_CACHE_DIR to a writable directory"));
+  CHECK_THAT(cache_warnings[0], Catch::Matchers::ContainsSubstring(dir.string()));
+  CHECK_THAT(cache_warnings[0], Catch::Matchers::ContainsSubstring("Fix: set VGPU_CACHE_DIR to a writable directory"));
 
   // Disabled on purpose: no warning. Writable: enabled, no warning.
   for (const std::string& extra : {std::string("VGPU_CACHE_DISABLE=1 "), std::string()}) {
@@ -432,8 +432,8 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
     INFO("env: " << extra << "\nstdout:\n" << o_text << "stderr:\n" << e_text);
     REQUIRE(WIFEXITED(rc2));
     CHECK(WEXITSTATUS(rc2) == 0);
-    CHECK_THAT(o_text, Catch::Matchers::Contains(extra.empty() ? "enabled=1" : "enabled=0"));
-    CHECK_THAT(e_text, !Catch::Matchers::Contains("kernel cache directory"));
+    CHECK_THAT(o_text, Catch::Matchers::ContainsSubstring(extra.empty() ? "enabled=1" : "enabled=0"));
+    CHECK_THAT(e_text, !Catch::Matchers::ContainsSubstring("kernel cache directory"));
   }
 }
 
@@ -721,7 +721,7 @@ TEST_CASE("list, remove_invalid and clear", "[l2][maintenance]") {
   REQUIRE(left.size() == 1);
   CHECK(left[0].item.path == corrupt.parent_path() / "notes.txt");
   CHECK_FALSE(left[0].failed);
-  CHECK_THAT(left[0].why, Catch::Matchers::Contains("Fix: "));
+  CHECK_THAT(left[0].why, Catch::Matchers::ContainsSubstring("Fix: "));
   CHECK(count_invalid(store.list(true)) == 1);
   CHECK(store.clear(&left) == 3);
   REQUIRE(left.size() == 1);
@@ -752,8 +752,8 @@ TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
 
   std::tie(rc, out) = run_command(probe + "stats");
   CHECK(rc == 0);
-  CHECK_THAT(out, Catch::Matchers::Contains(dir.string()));
-  CHECK_THAT(out, Catch::Matchers::Contains("glbin"));
+  CHECK_THAT(out, Catch::Matchers::ContainsSubstring(dir.string()));
+  CHECK_THAT(out, Catch::Matchers::ContainsSubstring("glbin"));
 
   std::tie(rc, out) = run_command(probe + "verify --json");
   CHECK(rc == 1);
@@ -762,7 +762,7 @@ TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
   CHECK(fs::exists(corrupt));
   std::tie(rc, out) = run_command(probe + "verify");
   CHECK(rc == 1);
-  CHECK_THAT(out, Catch::Matchers::Contains("checksum"));
+  CHECK_THAT(out, Catch::Matchers::ContainsSubstring("checksum"));
   // --fix deletes the corrupt entry; notes.txt is not vgpu's, so it is left, reported, and
   // the exit code says something bad remains.
   const fs::path notes = corrupt.parent_path() / "notes.txt";
@@ -772,24 +772,24 @@ TEST_CASE("vgpu-probe cache stats, verify and clear", "[l2][cli]") {
   CHECK(j["removed"] == 1);
   REQUIRE(j["left"].size() == 1);
   CHECK(j["left"][0]["path"] == notes.string());
-  CHECK_THAT(j["left"][0]["why"].get<std::string>(), Catch::Matchers::Contains("Fix: "));
+  CHECK_THAT(j["left"][0]["why"].get<std::string>(), Catch::Matchers::ContainsSubstring("Fix: "));
   CHECK_FALSE(fs::exists(corrupt));
   CHECK(fs::exists(notes));
   std::tie(rc, out) = run_command(probe + "verify");
   CHECK(rc == 1);
-  CHECK_THAT(out, Catch::Matchers::Contains("notes.txt"));
+  CHECK_THAT(out, Catch::Matchers::ContainsSubstring("notes.txt"));
 
   std::tie(rc, out) = run_command(probe + "clear");
   CHECK(rc == 1);  // notes.txt is still there
-  CHECK_THAT(out, Catch::Matchers::Contains("removed 3 "));
-  CHECK_THAT(out, Catch::Matchers::Contains("LEFT " + notes.string()));
+  CHECK_THAT(out, Catch::Matchers::ContainsSubstring("removed 3 "));
+  CHECK_THAT(out, Catch::Matchers::ContainsSubstring("LEFT " + notes.string()));
   CHECK(fs::exists(notes));
   fs::remove(notes);
   std::tie(rc, out) = run_command(probe + "verify");
   CHECK(rc == 0);
   std::tie(rc, out) = run_command(probe + "clear");
   CHECK(rc == 0);
-  CHECK_THAT(out, Catch::Matchers::Contains("removed 0 "));
+  CHECK_THAT(out, Catch::Matchers::ContainsSubstring("removed 0 "));
   DiskStore store(options_for(dir));
   CHECK(store.list(true).empty());
 }

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -131,7 +131,7 @@ void check_folder_left(const std::vector<DiskLeftover>& left, const fs::path& fo
   CHECK(it != left.end());
   if (it == left.end()) return;
   CHECK_FALSE(it->failed);
-  CHECK_THAT(it->why, Catch::Matchers::Contains("Fix: remove it"));
+  CHECK_THAT(it->why, Catch::Matchers::ContainsSubstring("Fix: remove it"));
 }
 
 /// Failed checks of a child process, sent back to the parent as text.
@@ -336,9 +336,9 @@ TEST_CASE("a symlinked kind folder gives one warning naming it with a Fix hint",
     if (line.starts_with("vgpu: warning: ")) warnings.push_back(line);
   INFO("stderr:\n" << read_text(err));
   REQUIRE(warnings.size() == 1);
-  CHECK_THAT(warnings[0], Catch::Matchers::Contains("'" + folder + "'"));
-  CHECK_THAT(warnings[0], Catch::Matchers::Contains("symlink"));
-  CHECK_THAT(warnings[0], Catch::Matchers::Contains("Fix: remove it"));
+  CHECK_THAT(warnings[0], Catch::Matchers::ContainsSubstring("'" + folder + "'"));
+  CHECK_THAT(warnings[0], Catch::Matchers::ContainsSubstring("symlink"));
+  CHECK_THAT(warnings[0], Catch::Matchers::ContainsSubstring("Fix: remove it"));
 }
 
 // ---- things that are not files where entries belong

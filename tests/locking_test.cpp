@@ -9,7 +9,7 @@
 // another op and two threads selecting different ops both go on.
 //
 // Wall-clock checks are "did not hang" bounds only (support/finishes.hpp).
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <atomic>
 #include <chrono>

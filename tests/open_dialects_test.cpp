@@ -3,7 +3,7 @@
 // of dialect entries, a device compiles the first of its own dialects the kernel has, and a
 // backend vgpu has never heard of (its own kind, name and dialect) runs user kernels and the
 // built-in ops through the same core, with no change to core.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <memory>
 #include <string>
 #include <vector>

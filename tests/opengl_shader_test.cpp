@@ -266,9 +266,9 @@ BACKEND_CASE(opengl, "GL forms: the push-constant rewrite validates, keeps std43
   const std::vector<sh::SpecEntry> spec = {{0, 41u}, {9, 3u}};
   const std::string text = sh::to_opengl_glsl(gl, "main", spec, 430, "test.gl_forms");
   CHECK_THAT(text, Catch::Matchers::StartsWith("#version 430"));
-  CHECK_THAT(text, Catch::Matchers::Contains("41u"));
-  CHECK_THAT(text, Catch::Matchers::Contains("binding = 7"));
-  CHECK_THAT(text, Catch::Matchers::Contains("readonly buffer Push"));
+  CHECK_THAT(text, Catch::Matchers::ContainsSubstring("41u"));
+  CHECK_THAT(text, Catch::Matchers::ContainsSubstring("binding = 7"));
+  CHECK_THAT(text, Catch::Matchers::ContainsSubstring("readonly buffer Push"));
   // A shader buffer at the params binding cannot be remapped silently.
   REQUIRE_VGPU_ERROR(invalid_argument, "binding 1", sh::push_constants_to_storage_buffer(words, 1));
 }
@@ -292,8 +292,8 @@ BACKEND_CASE(opengl, "a complete shader that does not compile: compile_error wit
   REQUIRE(err.has_value());
   INFO(err->what());
   CHECK(err->category() == vgpu::ErrorCategory::compile_error);
-  CHECK_THAT(err->problem(), Catch::Matchers::Contains("test.gl_bad_shader:6:"));
-  CHECK_THAT(err->problem(), Catch::Matchers::Contains("undeclared_thing"));
+  CHECK_THAT(err->problem(), Catch::Matchers::ContainsSubstring("test.gl_bad_shader:6:"));
+  CHECK_THAT(err->problem(), Catch::Matchers::ContainsSubstring("undeclared_thing"));
   CHECK_FALSE(err->fix().empty());
   check_run(device, device.compile(shader_source("test.gl_after_bad", fresh(kShader)), {}), Spec{}, 64);
 }

@@ -4,7 +4,7 @@
 // them is checked against it (a mismatch names the slot); dispatches check reflected fixed
 // sizes; Kernel::workgroup_size() is the reflected local size. Runs on the reflect test
 // backend (support/reflecting_device.hpp), since the GPU backends reflect on their own.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstring>
 #include <memory>
 #include <vector>

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <chrono>
 #include <filesystem>
 #include <fstream>

@@ -2,7 +2,7 @@
 // tests/runtime_test.cpp — the registry and runtime: backend order and statuses, device lists,
 // open() identity, VGPU_BACKEND / VGPU_DEVICE handling, fingerprints, handle lifetimes, and the
 // params ABI that keeps C structs, std430 blocks and push constants in agreement.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -60,7 +60,7 @@ TEST_CASE("backends(): cuda, vulkan, opengl, cpu in that order and cpu is availa
     CHECK(s.available == s.reason.empty());  // unavailable always says why
     if (!s.compiled_in) {
       CHECK_FALSE(s.available);
-      CHECK_THAT(s.reason, Catch::Matchers::Contains("not compiled in"));
+      CHECK_THAT(s.reason, Catch::Matchers::ContainsSubstring("not compiled in"));
     }
   }
 }

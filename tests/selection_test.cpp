@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -106,7 +106,7 @@ TEST_CASE("the fastest device is chosen, and far slower ones stop early", "[sele
     CHECK(candidate(s, "test:0").runs >= 1);
     for (const char* slow : {"test:1", "test:2"}) {
       CHECK(candidate(s, slow).runs == 0);
-      CHECK_THAT(candidate(s, slow).note, Catch::Matchers::Contains("stopped"));
+      CHECK_THAT(candidate(s, slow).note, Catch::Matchers::ContainsSubstring("stopped"));
     }
     CHECK(k[1]->dispatches == 1);
     CHECK(k[2]->dispatches == 1);
@@ -123,7 +123,7 @@ TEST_CASE("devices within 30% of the best are timed again round-robin before the
   CHECK(s.device == "test:1");
   for (const char* id : {"test:0", "test:1"}) {
     CHECK(candidate(s, id).runs > 3);  // the first pass's runs plus the round-robin ones
-    CHECK_THAT(candidate(s, id).note, Catch::Matchers::Contains("round-robin"));
+    CHECK_THAT(candidate(s, id).note, Catch::Matchers::ContainsSubstring("round-robin"));
   }
   CHECK(candidate(s, "test:2").runs <= 1);  // far slower: never a contender
 }
@@ -138,7 +138,7 @@ TEST_CASE("a big problem is probed small first, and a device the probe shows hop
   CHECK(s.device == "test:0");
   const auto& slow = candidate(s, "test:1");
   CHECK(slow.runs == 0);
-  CHECK_THAT(slow.note, Catch::Matchers::Contains("predicted from a probe"));
+  CHECK_THAT(slow.note, Catch::Matchers::ContainsSubstring("predicted from a probe"));
   CHECK(k[1]->dispatches == 2);  // the probe's warm-up and its one timed call, never the real size
 }
 
@@ -215,7 +215,7 @@ TEST_CASE("a device that fails to compile while calibrating is never chosen", "[
   INFO(s.describe());
   CHECK(s.device == "test:1");
   CHECK(!candidate(s, "test:0").eligible);
-  CHECK_THAT(candidate(s, "test:0").note, Catch::Matchers::Contains("failed"));
+  CHECK_THAT(candidate(s, "test:0").note, Catch::Matchers::ContainsSubstring("failed"));
 
   k[1]->fail_compile = true;
   REQUIRE_VGPU_ERROR(unavailable, "every device failed", runtime.explain("mul", {5000}));
@@ -235,7 +235,7 @@ TEST_CASE("a device whose dialect the kernel lacks is not eligible, and never ru
   CHECK(s.device == "test:0");
   CHECK(s.source == vgpu::SelectionSource::only);
   CHECK(!candidate(s, "test:1").eligible);
-  CHECK_THAT(candidate(s, "test:1").note, Catch::Matchers::Contains("no source in test's dialect"));
+  CHECK_THAT(candidate(s, "test:1").note, Catch::Matchers::ContainsSubstring("no source in test's dialect"));
   CHECK(k[1]->dispatches == 0);
 
   const vgpu::PlanFactory none = [&](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {

@@ -3,7 +3,7 @@
 // after a persistent kernel's first call, calls with new data compile, allocate and bind
 // nothing; only uploads, dispatches and read-backs move, by exactly the expected amounts.
 // Then the same property through vgpu::Cache and KernelDatabase.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <atomic>
 #include <functional>

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -130,8 +130,8 @@ TEST_CASE("VGPU_TIMEOUT_MS: digits only, 0 = no limit, default 60000 ms, a bad v
     INFO("VGPU_TIMEOUT_MS='" << bad << "'");
     const auto [got, err] = read(bad);
     CHECK(got == vgpu::kDefaultTimeout);
-    CHECK_THAT(err, Catch::Matchers::Contains("VGPU_TIMEOUT_MS='" + std::string(bad) + "'") &&
-                        Catch::Matchers::Contains("Fix: "));
+    CHECK_THAT(err, Catch::Matchers::ContainsSubstring("VGPU_TIMEOUT_MS='" + std::string(bad) + "'") &&
+                        Catch::Matchers::ContainsSubstring("Fix: "));
   }
   {
     ScopedEnv env("VGPU_TIMEOUT_MS", std::nullopt);
@@ -155,7 +155,7 @@ TEST_CASE("VGPU_TIMEOUT_MS: digits only, 0 = no limit, default 60000 ms, a bad v
     const std::string err = stderr_of([&] { got = vgpu::Config::from_env().timeout; });
     INFO(err);
     CHECK(got == vgpu::kDefaultTimeout);
-    CHECK_THAT(err, Catch::Matchers::Contains("VGPU_TIMEOUT_MS='-1'") && Catch::Matchers::Contains("Fix: "));
+    CHECK_THAT(err, Catch::Matchers::ContainsSubstring("VGPU_TIMEOUT_MS='-1'") && Catch::Matchers::ContainsSubstring("Fix: "));
   }
 }
 

@@ -6,7 +6,7 @@
 // Specialization constants are left at their defaults in some runs (vgpu's own local size must
 // not leak into the user's ids 0-2) and changed in others; no BindingDecl is written except in
 // the one case that checks declarations against reflection. Only the public API is used.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 #include <array>

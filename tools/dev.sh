@@ -12,6 +12,10 @@
 #                               (VGPU_SANITIZE=address,undefined), then ctest there
 #   tools/dev.sh fuzz [SECONDS] ... then the fuzz targets (build-fuzz/, clang), SECONDS each
 #                               (default 300), on the seed corpora the test suite writes
+#   tools/dev.sh compat [ARGS]  configure and build build-compat/ against Debian 13 (trixie)'s
+#                               Catch2 3 and xsimd 13, fetched as .debs into build-compat/prefix
+#                               (a private apt directory, never the system's), then ctest the
+#                               CPU kernels and the Catch2 suites there (ARGS go to ctest)
 #
 # Environment: VGPU_JOBS (build parallelism, default 2).
 #
@@ -38,6 +42,17 @@ PACKAGES=(
 
 BUILD_DIR=build
 FUZZ_DIR=build-fuzz
+COMPAT_DIR=build-compat
+# The compat build's dependency set: Debian 13's Catch2 3 (libcatch2-dev; "catch2" there is a
+# transitional package) and xsimd (libxsimd-dev, which needs xtl-dev for its CMake config).
+COMPAT_SUITE=trixie
+COMPAT_PACKAGES=(libcatch2-dev libxsimd-dev xtl-dev)
+# What the compat build tests: the CPU backend's kernels on every ISA (conformance.cpu*), the
+# suites with their own Catch::Session main on the CPU (queue.cpu, device_fault.cpu), the
+# backend contract on the CPU (cpu.*), and the Catch2-discovered topic suites that use the
+# matchers most and need no GPU timing (errors, l1_cache, reflection, cpu_spec, kernel_db,
+# runtime, config, runtime_options, glsl, l2_store, l2_payload).
+COMPAT_TESTS='^(conformance\.cpu|queue\.cpu|device_fault\.cpu|cpu\.|errors\.|l1_cache\.|reflection\.|cpu_spec\.|kernel_db\.|runtime\.|config\.|runtime_options\.|glsl\.|l2_store\.|l2_payload\.)'
 # The libFuzzer targets (tests/fuzz/<name>_fuzz.cpp → build-fuzz/bin/vgpu-fuzz-<name>).
 FUZZ_TARGETS=(l2_entry selection spirv)
 CI_FUZZ_SECONDS=30
@@ -99,6 +114,63 @@ build() {
   cmake -S . -B "${BUILD_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
   say "building with ${VGPU_JOBS:-2} jobs"
   cmake --build "${BUILD_DIR}" -j"${VGPU_JOBS:-2}"
+}
+
+# Fetches COMPAT_PACKAGES from Debian's COMPAT_SUITE with apt-get download through a private
+# apt directory (its own sources list, lists, cache and an empty dpkg status: nothing of the
+# system's apt configuration is read or written), unpacks them with dpkg -x into
+# ${COMPAT_DIR}/prefix (again only when the .debs changed) and prints the versions. The lists
+# are refreshed on every run.
+fetch_compat_deps() {
+  local apt=$PWD/${COMPAT_DIR}/apt prefix=$PWD/${COMPAT_DIR}/prefix
+  local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  if [[ ! -f $keyring ]]; then
+    say "no ${keyring}. Fix: install debian-archive-keyring" >&2
+    exit 1
+  fi
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc" "$apt/debs"
+  : >"$apt/etc/status"
+  echo "deb [signed-by=${keyring}] http://deb.debian.org/debian ${COMPAT_SUITE} main" >"$apt/etc/sources.list"
+  local opts=(-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "Dir::State::Status=$apt/etc/status"
+    -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+  say "fetching ${COMPAT_SUITE}'s package lists into ${COMPAT_DIR}/apt/"
+  apt-get "${opts[@]}" -q update >/dev/null
+  rm -f "$apt"/debs/*.deb
+  (cd "$apt/debs" && apt-get "${opts[@]}" -q download "${COMPAT_PACKAGES[@]}" >/dev/null)
+  local deb stamp
+  stamp=$(cd "$apt/debs" && sha256sum ./*.deb)
+  # The same .debs as last time: keep the prefix (fresh files would make ninja rebuild all).
+  if [[ ! -f $prefix/.debs || $(cat "$prefix/.debs") != "$stamp" ]]; then
+    rm -rf "$prefix"
+    for deb in "$apt"/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
+    printf '%s\n' "$stamp" >"$prefix/.debs"
+  fi
+  for deb in "$apt"/debs/*.deb; do
+    say "using ${COMPAT_SUITE} $(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)"
+  done
+}
+
+# Configures ${COMPAT_DIR}/ with CMAKE_PREFIX_PATH at the unpacked prefix, so CMake (and the
+# include path, through the packages' targets) take Debian 13's Catch2 and xsimd rather than
+# the system's, builds the library and the tests, then runs COMPAT_TESTS (or ARGS) there.
+build_compat() {
+  local prefix=$PWD/${COMPAT_DIR}/prefix/usr
+  say "configuring ${COMPAT_DIR}/ against ${prefix}"
+  cmake -S . -B "${COMPAT_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
+    -DVGPU_BUILD_BENCH=OFF -DVGPU_WITH_PYTHON=OFF
+  local found
+  for found in Catch2_DIR xsimd_DIR; do
+    local dir
+    dir=$(sed -n "s/^${found}:PATH=//p" "${COMPAT_DIR}/CMakeCache.txt")
+    if [[ $dir != "$prefix"/* ]]; then
+      say "CMake took ${found}=${dir}, not the one under ${prefix}. Fix: remove ${COMPAT_DIR}/ and re-run" >&2
+      exit 1
+    fi
+    say "CMake uses ${found}=${dir}"
+  done
+  say "building with ${VGPU_JOBS:-2} jobs"
+  cmake --build "${COMPAT_DIR}" -j"${VGPU_JOBS:-2}"
 }
 
 # Runs the probe and the demo.
@@ -213,7 +285,7 @@ main() {
   shift
   case "$cmd" in
     build | run | bench) (($# == 0)) || usage ;;
-    test | sanitize) ;;
+    test | sanitize | compat) ;;
     fuzz) (($# <= 1)) && [[ ${1:-300} =~ ^[1-9][0-9]*$ ]] || usage ;;
     -h | --help | help) usage ;;
     *) say "unknown command '$cmd'" >&2; usage ;;
@@ -225,6 +297,14 @@ main() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   install_deps
+  if [[ $cmd == compat ]]; then
+    fetch_compat_deps
+    build_compat
+    BUILD_DIR=${COMPAT_DIR}
+    if (($# == 0)); then set -- -R "${COMPAT_TESTS}"; fi
+    run_tests "$@"
+    return
+  fi
   if [[ $cmd == sanitize ]]; then
     BUILD_DIR=build-sanitize
     build -DVGPU_SANITIZE=address,undefined -DVGPU_BUILD_BENCH=OFF

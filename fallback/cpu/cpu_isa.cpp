@@ -5,6 +5,11 @@
 
 #include <string>
 
+// xsimd 12+ defines XSIMD_INLINE, which xsimd_cpuid.hpp uses, in a header of its own
+// (xsimd 8 has neither).
+#if __has_include(<xsimd/config/xsimd_inline.hpp>)
+#include <xsimd/config/xsimd_inline.hpp>
+#endif
 #include <xsimd/config/xsimd_cpuid.hpp>
 
 #include "vgpu/config.hpp"
@@ -32,9 +37,11 @@ std::vector<IsaOption> probe() {
   const auto arch = xsimd::available_architectures();
   // SSE2 is part of x86-64 itself (and xsimd 8.1 reads its CPUID bit from the wrong register).
   const bool avx2 = arch.avx2 && arch.fma3_avx2 && VGPU_CPU_HAS("avx2") && VGPU_CPU_HAS("fma");
-  const bool avx512 = arch.avx512f && arch.avx512bw && arch.avx512dq && VGPU_CPU_HAS("avx512f") &&
+  // AVX-512CD too: the AVX-512 unit is compiled with -mavx512cd (xsimd 12+ require it for
+  // avx512dq); every CPU with AVX-512BW has it.
+  const bool avx512 = arch.avx512f && arch.avx512bw && arch.avx512dq && arch.avx512cd && VGPU_CPU_HAS("avx512f") &&
                       VGPU_CPU_HAS("avx512bw") && VGPU_CPU_HAS("avx512dq") && VGPU_CPU_HAS("avx512vl") &&
-                      VGPU_CPU_HAS("fma");
+                      VGPU_CPU_HAS("avx512cd") && VGPU_CPU_HAS("fma");
   return {{"sse2", &sse2_kernels, true}, {"avx2", &avx2_kernels, avx2}, {"avx512", &avx512_kernels, avx512}};
 }
 

@@ -2,7 +2,7 @@
 // tests/conformance/devices_test.cpp — the suite must exercise at least one device (an empty
 // device list would make every other case pass vacuously), and each device must describe
 // itself sanely.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -36,7 +36,7 @@ TEST_CASE("every device under test describes itself", "[devices]") {
     CHECK(info.id() == std::string(vgpu::to_string(info.backend)) + ":" + std::to_string(info.index));
     CHECK(info.fingerprint.hash != 0);
     CHECK(info.fingerprint.hex().size() == 16);
-    CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("vgpu_cache_format="));
+    CHECK_THAT(info.fingerprint.text, Catch::Matchers::ContainsSubstring("vgpu_cache_format="));
     for (int d = 0; d < 3; ++d) {
       CHECK(info.limits.max_workgroup_size[d] >= 1);
       CHECK(info.limits.max_workgroup_count[d] >= 1);

@@ -5,7 +5,7 @@
 //   axpy:    |err| ≤ 2·eps32·(|a·x| + |y|)
 //   add/mul: |err| ≤ 2·eps32·|exact|
 //   reduce:  |err| ≤ (log2(n) + 8)·eps32·Σ|x|
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <array>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // tests/conformance/matmul_test.cpp — matmul on every device under test, through both the
 // PersistentKernel and the raw Device path, against a double-precision reference.
 // Tolerance (derived in support/numerics.hpp): |err_ij| ≤ 2·K·eps32·Σ_k |a_ik||b_kj|.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <array>
 

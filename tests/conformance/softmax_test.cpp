@@ -2,7 +2,7 @@
 // tests/conformance/softmax_test.cpp — row-wise softmax on every device under test, both paths.
 // Tolerance (support/numerics.hpp): |err| ≤ 1e-5·ref + 1e-37 per element, and every row sums
 // to 1 within 1e-5.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <array>
 #include <cmath>

@@ -3,7 +3,7 @@
 // same ABI as GPU kernels: buffers by slot, params block, workgroup ids), which every other
 // backend must refuse with not_supported; and broken GPU sources, which must fail to compile
 // with compile_error rather than crash or run.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <array>
 #include <cstdint>

@@ -24,7 +24,7 @@
 // test thread (cases that start threads pass them devices, not these helpers).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstdint>
 #include <filesystem>
 #include <functional>

@@ -59,10 +59,10 @@ CONTRACT_CASE("device info: type, limits, stable fingerprint, and two runtimes a
     CHECK(info.fingerprint.hash == d2[i].fingerprint.hash);
     CHECK(info.fingerprint.hash == vgpu::cache::hash64(info.fingerprint.text));
     CHECK(info.fingerprint.hex().size() == 16);
-    CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("backend=" + backend.name));
-    CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains("vgpu_cache_format="));
+    CHECK_THAT(info.fingerprint.text, Catch::Matchers::ContainsSubstring("backend=" + backend.name));
+    CHECK_THAT(info.fingerprint.text, Catch::Matchers::ContainsSubstring("vgpu_cache_format="));
     for (const std::string& field : backend.fingerprint_fields(info))
-      CHECK_THAT(info.fingerprint.text, Catch::Matchers::Contains(field));
+      CHECK_THAT(info.fingerprint.text, Catch::Matchers::ContainsSubstring(field));
   }
   // Two opened devices (one per runtime, each with its own context) agree on keys.
   vgpu::Device a = r1.open(backend.name + ":0"), b = r2.open(backend.name + ":0");

@@ -72,7 +72,7 @@ CONTRACT_CASE("L2 damage: a payload that fails its checksum is rejected, counted
     INFO("run on the damaged entry:\n" << second.output);
     REQUIRE(second.ok());  // a bad cache costs a recompile, never a wrong result
     CHECK(second.count("source_compiles") == 1);
-    REQUIRE_THAT(second.text("store_rejected"), Catch::Matchers::Contains("checksum:1"));
+    REQUIRE_THAT(second.text("store_rejected"), Catch::Matchers::ContainsSubstring("checksum:1"));
     CHECK(second.count("l2_rejected") == 1);
     CHECK(second.count("l2_writes") >= 1);
 
@@ -96,7 +96,7 @@ CONTRACT_CASE("L2 damage: a well-formed entry the store's payload check refuses 
     CHECK(run.count("source_compiles") == 1);
     CHECK(run.count("l2_hits") == 0);  // the store's payload check refused it
     CHECK(run.count("l2_rejected") == 1);
-    CHECK_THAT(run.text("store_rejected"), Catch::Matchers::Contains("invalid:1"));
+    CHECK_THAT(run.text("store_rejected"), Catch::Matchers::ContainsSubstring("invalid:1"));
     CHECK(run.count("l2_writes") >= 1);
 
     vgpu::test::check_loaded_from_l2(run_child(backend, dir));  // the repaired entry
@@ -123,7 +123,7 @@ CONTRACT_CASE("L2 damage: an entry the driver refuses is rejected, counted, reco
     CHECK(run.count("source_compiles") == 1);
     CHECK(run.count("l2_hits") == 0);
     CHECK(run.count("l2_rejected") == 1);
-    CHECK_THAT(run.text("store_rejected"), Catch::Matchers::Contains("driver:1"));
+    CHECK_THAT(run.text("store_rejected"), Catch::Matchers::ContainsSubstring("driver:1"));
     CHECK(run.count("l2_writes") >= 1);  // and a good payload replaces it
 
     vgpu::test::check_loaded_from_l2(run_child(backend, dir));  // the repaired entry

@@ -4,7 +4,7 @@
 // a queue into several round trips and refuses one payload too large for it, and a group-count
 // limit that splits launches. Each runs on a test device over the CPU device, so only in the
 // queue.cpu run (the other kinds would run the same thing again).
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 // the design's add-one (16 items, one launch), an empty queue, 100 000 items split into the
 // fewest launches, mixed payload sizes, every error (the queue and pipeline intact after
 // each), steady state over 1 000 runs and a poisoned output buffer.
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 #include <cstring>

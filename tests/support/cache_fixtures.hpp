@@ -6,7 +6,7 @@
 // Test files that include it define VGPU_TEST_TMP_ROOT (the build gives each its own root).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>

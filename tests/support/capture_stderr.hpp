@@ -5,7 +5,7 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <cstdio>
 #include <string>
 

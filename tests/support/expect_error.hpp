@@ -3,7 +3,7 @@
 // category, a problem statement, and an actionable "Fix: <hint>" that ends the message.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <optional>
 #include <string>
@@ -36,7 +36,7 @@ inline void check_error(const vgpu::Error& e, vgpu::ErrorCategory category, cons
   REQUIRE(pos != std::string::npos);
   CHECK(what.substr(pos + 5) == e.fix());  // the hint is the end of the message
   CHECK(what.substr(0, pos) == e.problem() + " ");
-  if (!fragment.empty()) CHECK_THAT(what, Catch::Matchers::Contains(fragment));
+  if (!fragment.empty()) CHECK_THAT(what, Catch::Matchers::ContainsSubstring(fragment));
 }
 
 }  // namespace vgpu_test

@@ -5,7 +5,7 @@
 // suite (gpu_timeout_test.cpp) and the locking suite (locking_test.cpp).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 #include <chrono>

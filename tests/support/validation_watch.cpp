@@ -2,9 +2,9 @@
 // tests/support/validation_watch.cpp — the log sink and Catch listener of validation_watch.hpp.
 #include "support/validation_watch.hpp"
 
-// The listener base class is only declared with the external interfaces.
+// Catch2 2 declares its listener base class only with the external interfaces.
 #define CATCH_CONFIG_EXTERNAL_INTERFACES
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <cstdio>
 #include <mutex>
@@ -52,9 +52,10 @@ void install() {
 
 // Puts the sink back at the start of each test case: a case that routed the log elsewhere
 // (RuntimeOptions::log_sink) leaves stderr behind when it ends.
-class ValidationListener : public Catch::TestEventListenerBase {
+class ValidationListener : public Catch::EventListenerBase {
  public:
-  using TestEventListenerBase::TestEventListenerBase;
+  using Base = Catch::EventListenerBase;
+  using Base::Base;
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     {
       std::lock_guard lock(seen().mutex);

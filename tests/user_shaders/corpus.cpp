@@ -2,7 +2,7 @@
 // tests/user_shaders/corpus.cpp — the harness of the user-shader tests (see corpus.hpp).
 #include "user_shaders/corpus.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -19,7 +19,7 @@ namespace vgpu::cpu::builtin {
 /// tree of vector adds (3 levels), and leaf sums are combined pairwise with a binary-counter
 /// stack (leaf i merges with its neighbour when i's low bit clears), so the vector partial
 /// sums form a balanced tree over the leaves; a partial last leaf is zero-padded and goes
-/// through the same tree. Finally the W lanes are added by xsimd::hadd (a log2(W) tree).
+/// through the same tree. Finally the W lanes are added by Simd::hsum (a log2(W) tree).
 /// Every input therefore passes through at most ⌈log2(n/(8W))⌉ + 1 + 3 + log2(W) roundings,
 /// which bounds the error (u = 2⁻²⁴, ignoring O(u²)):
 ///     |computed − exact| ≤ (⌈log2 n⌉ + 2) · u · Σ|x_i|,
@@ -65,7 +65,7 @@ struct Reduce {
     if (depth == 0) return 0.0f;
     V total = stack[depth - 1];
     for (std::size_t d = depth - 1; d-- > 0;) total = stack[d] + total;  // smallest subtrees first
-    return xsimd::hadd(total);
+    return S::hsum(total);
   }
 
  private:

@@ -19,6 +19,11 @@
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
+// xsimd 8 (Debian 12) and 12+ (Debian 13: 13.2) differ in a few names; the helpers below pick
+// by XSIMD_VERSION_MAJOR, so the kernels spell each operation once.
+#ifndef XSIMD_VERSION_MAJOR
+#error "fallback/cpu/kernels/simd.hpp: xsimd without XSIMD_VERSION_MAJOR. Fix: install xsimd 8 or 12+ (libxsimd-dev)."
+#endif
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -44,6 +49,16 @@ struct Simd {
     }
 #else
     return xsimd::fma(a, b, c);
+#endif
+  }
+
+  /// Returns the sum of v's lanes, a log2(W) tree (xsimd 8: hadd; 9 renamed it reduce_add
+  /// and 12 dropped hadd).
+  static float hsum(const V& v) noexcept {
+#if XSIMD_VERSION_MAJOR >= 9
+    return xsimd::reduce_add(v);
+#else
+    return xsimd::hadd(v);
 #endif
   }
 

@@ -57,7 +57,7 @@ struct Softmax {
       e.store_unaligned(out + j);
       s0 = s0 + e;
     }
-    float sum = xsimd::hadd(s0 + s1);
+    float sum = S::hsum(s0 + s1);
     if (rest) {  // the padded lanes computed exp(-inf) = 0 but are dropped explicitly anyway
       xsimd::exp(V::load_aligned(tail) - mx).store_aligned(tail);
       for (std::size_t l = 0; l < rest; ++l) {
