@@ -68,6 +68,12 @@ DeviceInfo describe(const DriverFns& f, const NvrtcFns& nv, CUdevice d, std::uin
       std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(c));
       uuid_hex += b;
     }
+  info.device_uuid = uuid_hex;
+  // Every CUDA device is NVIDIA's; the driver API tells no PCI device id (only the bus location)
+  // and no driver UUID, so those stay unknown.
+  info.vendor_id = 0x10DEu;
+  if (const int warp = attribute(f, d, CU_DEVICE_ATTRIBUTE_WARP_SIZE); warp > 0)
+    info.subgroup_size = static_cast<std::uint32_t>(warp);
   info.fingerprint = make_fingerprint({{"backend", "cuda"},
                                        {"name", info.name},
                                        {"uuid", uuid_hex},

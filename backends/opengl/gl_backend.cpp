@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -63,6 +64,9 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   d.compute_units = c.sm_count > 0                       ? static_cast<std::uint32_t>(c.sm_count)
                     : d.type == DeviceType::software ? std::max(1u, std::thread::hardware_concurrency())
                                                          : 0;
+  if (c.subgroup_size > 0) d.subgroup_size = static_cast<std::uint32_t>(c.subgroup_size);
+  d.device_uuid = c.device_uuid;  // GL tells no PCI ids
+  d.driver_uuid = c.driver_uuid;
   DeviceLimits& l = d.limits;
   for (int i = 0; i < 3; ++i) {
     l.max_workgroup_size[i] = clamp_u32(c.wg_size[i]);
@@ -253,7 +257,38 @@ GlCaps query_caps(int major, int minor) {
     glGetIntegerv(GL_GPU_MEMORY_INFO_TOTAL_AVAILABLE_MEMORY_NVX, &kib);
     c.memory_kib = kib;
   }
-  if (has_extension(ext, "GL_NV_shader_thread_group")) glGetIntegerv(GL_SM_COUNT_NV, &c.sm_count);
+  if (has_extension(ext, "GL_NV_shader_thread_group")) {
+    glGetIntegerv(GL_SM_COUNT_NV, &c.sm_count);
+    glGetIntegerv(GL_WARP_SIZE_NV, &c.subgroup_size);
+  }
+  if (has_extension(ext, "GL_KHR_shader_subgroup")) glGetIntegerv(GL_SUBGROUP_SIZE_KHR, &c.subgroup_size);
+  // GL_EXT_memory_object tells the same UUIDs as Vulkan (for sharing memory), so the two can be matched.
+  if (has_extension(ext, "GL_EXT_memory_object") && glGetUnsignedBytevEXT && glGetUnsignedBytei_vEXT) {
+    while (glGetError() != GL_NO_ERROR) {  // only errors of these queries count below
+    }
+    GLint uuids = 0;
+    glGetIntegerv(GL_NUM_DEVICE_UUIDS_EXT, &uuids);
+    const auto hex = [](const GLubyte* b) {
+      std::string s;
+      char two[3];
+      for (int i = 0; i < GL_UUID_SIZE_EXT; ++i) {
+        std::snprintf(two, sizeof two, "%02x", b[i]);
+        s += two;
+      }
+      return s;
+    };
+    GLubyte uuid[GL_UUID_SIZE_EXT] = {};
+    glGetUnsignedBytevEXT(GL_DRIVER_UUID_EXT, uuid);
+    c.driver_uuid = hex(uuid);
+    if (uuids > 0) {
+      glGetUnsignedBytei_vEXT(GL_DEVICE_UUID_EXT, 0, uuid);
+      c.device_uuid = hex(uuid);
+    }
+    while (glGetError() != GL_NO_ERROR) {  // a driver that lists the extension but refuses: unknown
+      c.driver_uuid.clear();
+      c.device_uuid.clear();
+    }
+  }
   c.shader_features.version = c.major * 10 + c.minor;
   c.shader_features.extensions = ext;
   if (c.shader_features.version >= 46 || has_extension(ext, "GL_ARB_spirv_extensions")) {

@@ -69,6 +69,8 @@ DeviceInfo describe(const PhysicalDevice& pd, std::uint32_t index, const std::st
   d.index = index;
   d.name = p.deviceName;
   d.vendor = vendor_name(p.vendorID);
+  d.vendor_id = p.vendorID;
+  d.device_id = p.deviceID;
   d.type = device_type(p.deviceType);
   d.driver_version = driver_string(p) + (driver_info.empty() ? "" : " (" + driver_info + ")");
   d.api_version = "Vulkan " + version_string(p.apiVersion);
@@ -168,15 +170,22 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
       if (families[q].queueFlags & VK_QUEUE_COMPUTE_BIT) chosen = static_cast<int>(q);
     if (chosen < 0) continue;
     pd.queue_family = static_cast<std::uint32_t>(chosen);
+    // ID and subgroup properties are core in 1.1 (every device here); driver properties in 1.2.
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceIDProperties ids{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &ids;
+    ids.pNext = &subgroup;
     std::string driver_info;
-    if (pd.features.api_version >= VK_API_VERSION_1_2) {
-      p2.pNext = &driver;
-      f.vkGetPhysicalDeviceProperties2(h, &p2);
+    if (pd.features.api_version >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
+    f.vkGetPhysicalDeviceProperties2(h, &p2);
+    if (pd.features.api_version >= VK_API_VERSION_1_2)
       driver_info = std::string(driver.driverName) + " " + driver.driverInfo;
-    }
     pd.info = describe(pd, static_cast<std::uint32_t>(inst->devices_.size()), driver_info);
+    pd.info.device_uuid = hex(ids.deviceUUID, VK_UUID_SIZE);
+    pd.info.driver_uuid = hex(ids.driverUUID, VK_UUID_SIZE);
+    if (subgroup.subgroupSize > 0) pd.info.subgroup_size = subgroup.subgroupSize;
     inst->devices_.push_back(pd);
   }
   if (inst->devices_.empty()) {

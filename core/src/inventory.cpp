@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "vgpu/types.hpp"
 #include "vgpu/version.hpp"
@@ -35,6 +36,28 @@ void row(std::ostream& os, const char* key, const std::string& value) {
   os << "    " << std::left << std::setw(22) << key << value << "\n";
 }
 
+/// Returns value, or null when it is unknown (0 for counts and sizes, empty for ids).
+template <class T>
+nlohmann::ordered_json or_null(const T& value) {
+  if constexpr (std::is_same_v<T, std::string>)
+    return value.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(value);
+  else if constexpr (std::is_arithmetic_v<T>)
+    return value == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(value);
+  else
+    return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+/// Returns the decimal number, or "unknown" for 0.
+std::string count_text(std::uint64_t value) { return value == 0 ? "unknown" : std::to_string(value); }
+
+/// Returns an id as 0x-hex (4 digits at least, as lspci and vulkaninfo print them), or "unknown".
+std::string id_text(const std::optional<std::uint32_t>& id) {
+  if (!id) return "unknown";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%04x", *id);
+  return buf;
+}
+
 nlohmann::ordered_json backend_object(const BackendStatus& s) {
   return {{"name", std::string(to_string(s.kind))},
           {"compiled_in", s.compiled_in},
@@ -56,8 +79,13 @@ nlohmann::ordered_json device_object(const DeviceInfo& i) {
           {"vendor", i.vendor},
           {"driver_version", i.driver_version},
           {"api_version", i.api_version},
-          {"memory_bytes", i.memory_bytes},
-          {"compute_units", i.compute_units},
+          {"memory_bytes", or_null(i.memory_bytes)},
+          {"compute_units", or_null(i.compute_units)},
+          {"vendor_id", or_null(i.vendor_id)},
+          {"device_id", or_null(i.device_id)},
+          {"device_uuid", or_null(i.device_uuid)},
+          {"driver_uuid", or_null(i.driver_uuid)},
+          {"subgroup_size", or_null(i.subgroup_size)},
           {"limits", std::move(limits)},
           {"features", i.features},
           {"dialects", i.dialects},
@@ -115,7 +143,12 @@ std::string inventory_text(const std::vector<BackendStatus>& backends, const std
     row(os, "driver", i.driver_version.empty() ? "-" : i.driver_version);
     row(os, "api", i.api_version.empty() ? "-" : i.api_version);
     row(os, "memory", format_bytes(i.memory_bytes));
-    row(os, "compute units", std::to_string(i.compute_units));
+    row(os, "compute units", count_text(i.compute_units));
+    row(os, "vendor id", id_text(i.vendor_id));
+    row(os, "device id", id_text(i.device_id));
+    row(os, "device uuid", i.device_uuid.empty() ? "unknown" : i.device_uuid);
+    row(os, "driver uuid", i.driver_uuid.empty() ? "unknown" : i.driver_uuid);
+    row(os, "subgroup size", i.subgroup_size ? std::to_string(*i.subgroup_size) : "unknown");
     row(os, "max workgroup size",
         format_dims(i.limits.max_workgroup_size) + " (" + std::to_string(i.limits.max_workgroup_invocations) +
             " invocations)");
@@ -142,7 +175,8 @@ std::string inventory_json(const std::vector<BackendStatus>& backends, const std
     j["self_test"] = nullptr;
     d.push_back(std::move(j));
   }
-  const nlohmann::ordered_json all = {{"version", version_string()},
+  const nlohmann::ordered_json all = {{"schema", kProbeSchemaVersion},
+                                      {"version", version_string()},
                                       {"cache_format_version", kCacheFormatVersion},
                                       {"backends", std::move(b)},
                                       {"devices", std::move(d)}};

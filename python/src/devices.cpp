@@ -51,6 +51,13 @@ py::dict limits_dict(const DeviceLimits& l) {
   return d;
 }
 
+/// Returns value, or None for DeviceInfo's "unknown" (0 or empty).
+template <class T>
+std::optional<T> known(const T& value) {
+  if (value == T{}) return std::nullopt;
+  return value;
+}
+
 std::string info_repr(const DeviceInfo& i) {
   return "DeviceInfo(" + repr_str(i.id()) + ", " + repr_str(i.name) + ", type=" +
          repr_str(std::string(to_string(i.type))) + ")";
@@ -77,10 +84,21 @@ void add_info_properties(Class& c, Get get) {
                           "The driver's version.");
   c.def_property_readonly("api_version", [get](const typename Class::type& x) { return get(x).api_version; },
                           "The compute API's version.");
-  c.def_property_readonly("memory_bytes", [get](const typename Class::type& x) { return get(x).memory_bytes; },
-                          "Device memory in bytes (0: unknown).");
-  c.def_property_readonly("compute_units", [get](const typename Class::type& x) { return get(x).compute_units; },
-                          "Compute units (SMs, cores).");
+  // Unknown values are None, as they are null in `python3 -m vgpu --json` and vgpu-probe's JSON.
+  c.def_property_readonly("memory_bytes", [get](const typename Class::type& x) { return known(get(x).memory_bytes); },
+                          "Device memory in bytes, or None when the driver does not tell.");
+  c.def_property_readonly("compute_units", [get](const typename Class::type& x) { return known(get(x).compute_units); },
+                          "Compute units (SMs, cores), or None when the driver does not tell.");
+  c.def_property_readonly("vendor_id", [get](const typename Class::type& x) { return get(x).vendor_id; },
+                          "PCI vendor id (on Vulkan maybe a Khronos id, 0x10005 = Mesa), or None when unknown.");
+  c.def_property_readonly("device_id", [get](const typename Class::type& x) { return get(x).device_id; },
+                          "PCI device id, or None when unknown.");
+  c.def_property_readonly("device_uuid", [get](const typename Class::type& x) { return known(get(x).device_uuid); },
+                          "The device UUID as 32 hex digits, or None when unknown.");
+  c.def_property_readonly("driver_uuid", [get](const typename Class::type& x) { return known(get(x).driver_uuid); },
+                          "The driver UUID as 32 hex digits, or None when unknown.");
+  c.def_property_readonly("subgroup_size", [get](const typename Class::type& x) { return get(x).subgroup_size; },
+                          "Subgroup (CUDA: warp) size, or None when unknown.");
   c.def_property_readonly("limits", [get](const typename Class::type& x) { return limits_dict(get(x).limits); },
                           "The compute limits validation and selection rely on, as a dict.");
   c.def_property_readonly("features", [get](const typename Class::type& x) { return get(x).features; },

@@ -11,7 +11,8 @@ List vgpu's backends (with why each unavailable one is) and devices, as vgpu-pro
 them without its self-tests.
 
 options:
-  --json   print one JSON object on stdout: version, cache_format_version, backends, devices
+  --json   print one JSON object on stdout: schema (1, docs/probe.md), version,
+           cache_format_version, backends, devices
   --help   show this help and exit
 
 Environment: VGPU_BACKEND=cuda,vulkan,opengl,cpu limits the backends probed; VGPU_LOG sets

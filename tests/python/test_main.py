@@ -33,7 +33,8 @@ def test_json_has_the_probes_keys():
     r = run("--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert list(d) == ["version", "cache_format_version", "backends", "devices"]
+    assert list(d) == ["schema", "version", "cache_format_version", "backends", "devices"]
+    assert d["schema"] == 1
     assert d["version"] == vgpu.__version__
     assert [b["name"] for b in d["backends"]] == [s.name for s in vgpu.backends()]
     for b in d["backends"]:
@@ -41,9 +42,15 @@ def test_json_has_the_probes_keys():
     assert [x["id"] for x in d["devices"]] == [i.id for i in vgpu.devices()]
     for x in d["devices"]:
         assert list(x) == ["id", "backend", "index", "name", "type", "vendor", "driver_version", "api_version",
-                           "memory_bytes", "compute_units", "limits", "features", "dialects", "fingerprint",
-                           "self_test"]
+                           "memory_bytes", "compute_units", "vendor_id", "device_id", "device_uuid", "driver_uuid",
+                           "subgroup_size", "limits", "features", "dialects", "fingerprint", "self_test"]
         assert x["self_test"] is None and len(x["fingerprint"]["hex"]) == 16
+    # The attributes say None where the JSON says null (unknown), and the same value otherwise.
+    infos = {i.id: i for i in vgpu.devices()}
+    for x in d["devices"]:
+        for key in ("memory_bytes", "compute_units", "vendor_id", "device_id", "device_uuid", "driver_uuid",
+                    "subgroup_size"):
+            assert getattr(infos[x["id"]], key) == x[key], (x["id"], key)
 
 
 def test_help():

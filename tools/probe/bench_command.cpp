@@ -140,13 +140,18 @@ int run_bench(const BenchOptions& o) {
   std::vector<DeviceInfo> devices;
   for (const auto& d : runtime.devices())
     if (o.device.empty() || d.id() == o.device) devices.push_back(d);
-  if (devices.empty() && !o.device.empty()) runtime.open(o.device);  // throws unavailable with the known ids
+  if (devices.empty() && !o.device.empty()) {  // a bad --device value: a usage error (exit 2)
+    std::string known;
+    for (const auto& d : runtime.devices()) known += (known.empty() ? "" : ", ") + d.id();
+    fail(ErrorCategory::invalid_argument, "--device '" + o.device + "' names no device found here.",
+         "pass one of " + known + " (as vgpu-probe lists them), or leave --device out to bench every device.");
+  }
 
   std::vector<DeviceBench> results;
   for (std::size_t i = 0; i < devices.size(); ++i) results.push_back(bench_device(runtime, devices[i], o, i, devices.size()));
 
   if (o.json) {
-    nlohmann::ordered_json j;
+    nlohmann::ordered_json j = json_document();
     j["version"] = version_string();
     j["quick"] = o.quick;
     j["devices"] = nlohmann::ordered_json::array();
@@ -194,7 +199,12 @@ void add_bench_command(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--quick", o->quick, "Smaller sizes (4 MiB transfers, matmul 64 and 256) for a run of seconds");
   cmd->add_option("--device", o->device, "Only this device (backend:index, as vgpu-probe lists them)");
   cmd->add_flag("--json", o->json, "Print one JSON object on stdout (progress stays on stderr)");
-  cmd->callback([&action, o] { action = [o] { return run_bench(*o); }; });
+  cmd->callback([&action, &app, o] {
+    action = [&app, o] {
+      o->json = o->json || json_requested(app);
+      return run_bench(*o);
+    };
+  });
 }
 
 }  // namespace vgpu::probe

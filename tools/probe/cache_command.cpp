@@ -98,7 +98,7 @@ int run_stats(const CacheOptions& o) {
   }
   const std::string reason = disabled_reason(store, options);
   if (o.json) {
-    nlohmann::ordered_json j;
+    nlohmann::ordered_json j = json_document();
     j["directory"] = store.directory().string();
     j["format_version"] = kCacheFormatVersion;
     j["format_directory"] = format_directory(store);
@@ -144,7 +144,7 @@ int run_clear(const CacheOptions& o) {
   std::vector<cache::DiskLeftover> left;
   const std::uint64_t removed = store.clear(&left);
   if (o.json) {
-    nlohmann::ordered_json j;
+    nlohmann::ordered_json j = json_document();
     j["directory"] = store.directory().string();
     j["removed"] = removed;
     j["left"] = leftovers_json(left);
@@ -167,7 +167,7 @@ int run_verify(const CacheOptions& o) {
   const std::uint64_t removed = o.fix && !bad.empty() ? store.remove_invalid(&left) : 0;
   const bool clean = bad.empty() || (o.fix && left.empty());
   if (o.json) {
-    nlohmann::ordered_json j;
+    nlohmann::ordered_json j = json_document();
     j["directory"] = store.directory().string();
     j["entries"] = entries.size();
     j["valid"] = entries.size() - bad.size();
@@ -211,16 +211,28 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
       "cache",
       "Inspect or clean the on-disk kernel cache (VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else ~/.cache/vgpu)");
   cache->require_subcommand(1);
+  // Also here, so `vgpu-probe cache --json stats` works like the other positions.
+  cache->add_flag("--json", options->json, "Print one JSON object (as the subcommand's --json)");
 
   CLI::App* stats =
       cache->add_subcommand("stats", "Print the directory, whether it is enabled, entries and bytes per kind");
   stats->add_flag("--json", options->json, "Print one JSON object");
-  stats->callback([&action, options] { action = [options] { return run_stats(*options); }; });
+  stats->callback([&action, &app, options] {
+    action = [&app, options] {
+      options->json = options->json || json_requested(app);
+      return run_stats(*options);
+    };
+  });
 
   CLI::App* clear = cache->add_subcommand(
       "clear", "Delete every entry and print how many, and what could not be deleted (exit 1 when something is left)");
   clear->add_flag("--json", options->json, "Print one JSON object");
-  clear->callback([&action, options] { action = [options] { return run_clear(*options); }; });
+  clear->callback([&action, &app, options] {
+    action = [&app, options] {
+      options->json = options->json || json_requested(app);
+      return run_clear(*options);
+    };
+  });
 
   CLI::App* verify = cache->add_subcommand(
       "verify",
@@ -229,7 +241,12 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   verify->add_flag("--fix", options->fix,
                    "Delete the bad entries (only vgpu's own entry files: anything else is listed and left)");
   verify->add_flag("--json", options->json, "Print one JSON object");
-  verify->callback([&action, options] { action = [options] { return run_verify(*options); }; });
+  verify->callback([&action, &app, options] {
+    action = [&app, options] {
+      options->json = options->json || json_requested(app);
+      return run_verify(*options);
+    };
+  });
 }
 
 }  // namespace vgpu::probe

@@ -33,9 +33,14 @@ constexpr const char* kFooter =
     "  1  a device's self-test failed (bench: a device failed; cache verify: bad entries\n"
     "     remain, also after --fix when some could not or must not be deleted; cache clear:\n"
     "     something could not or must not be deleted; each is listed with why and a Fix)\n"
-    "  2  usage error (bad command-line arguments)\n"
-    "  3  a vgpu error escaped; its message ends in a \"Fix:\" hint\n"
+    "  2  usage error: bad command-line arguments, or a bad value in one (a SIZE that is\n"
+    "     no size, an unknown OP, a --device that names no device); the message ends in a\n"
+    "     \"Fix:\" hint\n"
+    "  3  a vgpu error escaped (a device, driver or cache failure); its message ends in a\n"
+    "     \"Fix:\" hint\n"
     "  4  any other unexpected error (a bug: please report it)\n"
+    "With --json (in any position) every document on stdout starts with \"schema\": 1\n"
+    "(docs/probe.md); on exit 2 (bad value), 3 or 4 stdout holds {\"schema\", \"error\"}.\n"
     "\n"
     "Environment: VGPU_BACKEND=cuda,vulkan,opengl,cpu limits the backends probed;\n"
     "VGPU_LOG=error|warn|info|debug sets the stderr log level; VGPU_CACHE_DIR,\n"
@@ -50,6 +55,14 @@ struct Options {
   bool self_test = true;
   std::function<int()> action;  ///< set when a subcommand was chosen; runs it instead
 };
+
+/// Prints {"schema","error":{"category","message","exit_code"}} on stdout, so a script reading
+/// --json output gets a document also when the run failed (the text line still goes to stderr).
+void print_json_error(const std::string& category, const std::string& message, int exit_code) {
+  nlohmann::ordered_json j = vgpu::probe::json_document();
+  j["error"] = {{"category", category}, {"message", message}, {"exit_code", exit_code}};
+  std::cout << j.dump(2) << "\n" << std::flush;
+}
 
 /// Registers the bench, select and cache subcommands on app.
 void add_subcommands(CLI::App& app, Options& options) {
@@ -102,16 +115,21 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? kOk : kUsageError;
   }
   options.self_test = !skip_self_test;
+  options.json = vgpu::probe::json_requested(app);
 
   try {
     return options.action ? options.action() : run_probe(options);
   } catch (const vgpu::Error& e) {
+    // A bad value in an argument (SIZE, OP, --device) is the caller's mistake like a bad flag.
+    const int code = e.category() == vgpu::ErrorCategory::invalid_argument ? kUsageError : kVgpuError;
     std::cout << std::flush;
     std::cerr << "vgpu-probe: error (" << vgpu::to_string(e.category()) << "): " << e.what() << "\n";
-    return kVgpuError;
+    if (options.json) print_json_error(std::string(vgpu::to_string(e.category())), e.what(), code);
+    return code;
   } catch (const std::exception& e) {
     std::cout << std::flush;
     std::cerr << "vgpu-probe: unexpected error: " << e.what() << "\n";
+    if (options.json) print_json_error("unexpected", e.what(), kUnexpectedError);
     return kUnexpectedError;
   }
 }

@@ -3,6 +3,7 @@
 // (backends and devices) is the library's (vgpu/inventory.hpp), shared with `python3 -m vgpu`.
 #include "report.hpp"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
@@ -13,6 +14,18 @@
 #include "vgpu/version.hpp"
 
 namespace vgpu::probe {
+
+nlohmann::ordered_json json_document() { return {{"schema", kProbeSchemaVersion}}; }
+
+bool json_requested(const CLI::App& root) {
+  for (const CLI::App* app = &root; app != nullptr;) {
+    const CLI::Option* json = app->get_option_no_throw("--json");
+    if (json != nullptr && json->count() > 0) return true;
+    const std::vector<CLI::App*> chosen = app->get_subcommands();  // at most one per level here
+    app = chosen.empty() ? nullptr : chosen.front();
+  }
+  return false;
+}
 
 std::string version_string() { return vgpu::version_string(); }
 
@@ -75,10 +88,12 @@ nlohmann::ordered_json to_json(const ProbeReport& report) {
   nlohmann::ordered_json backends = nlohmann::ordered_json::array(), devices = nlohmann::ordered_json::array();
   for (const auto& b : report.backends) backends.push_back(to_json(b));
   for (const auto& d : report.devices) devices.push_back(to_json(d));
-  return {{"version", version_string()},
-          {"cache_format_version", kCacheFormatVersion},
-          {"backends", std::move(backends)},
-          {"devices", std::move(devices)}};
+  nlohmann::ordered_json j = json_document();
+  j["version"] = version_string();
+  j["cache_format_version"] = kCacheFormatVersion;
+  j["backends"] = std::move(backends);
+  j["devices"] = std::move(devices);
+  return j;
 }
 
 }  // namespace vgpu::probe

@@ -13,7 +13,18 @@
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device_info.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace vgpu::probe {
+
+/// Returns an empty JSON object whose first key is "schema" (docs/probe.md): every document the
+/// probe prints starts from it, so scripts can check the version before reading on.
+nlohmann::ordered_json json_document();
+/// Returns true when --json was given to root or to any subcommand chosen under it, so the flag
+/// works in any position (`vgpu-probe --json cache stats` and `vgpu-probe cache stats --json`).
+bool json_requested(const CLI::App& root);
 
 /// One device as probed: its description and, unless skipped, its self-test outcome.
 struct DeviceReport {
@@ -47,7 +58,7 @@ nlohmann::ordered_json to_json(const BackendStatus& status);
 nlohmann::ordered_json to_json(const SelfTestResult& result);
 /// Returns one device as JSON; "self_test" is null when it was skipped.
 nlohmann::ordered_json to_json(const DeviceReport& device);
-/// Returns the whole report: {"version","cache_format_version","backends":[…],"devices":[…]}; keys keep
+/// Returns the whole report: {"schema","version","cache_format_version","backends":[…],"devices":[…]}; keys keep
 /// this insertion order (ordered_json) so the output reads top-down.
 nlohmann::ordered_json to_json(const ProbeReport& report);
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/runtime.hpp"
 #include "vgpu/selection.hpp"
@@ -45,15 +46,17 @@ nlohmann::ordered_json to_json(const Selection& s) {
                      {"runs", c.runs},
                      {"demoted", c.demoted},
                      {"note", c.note}});
-  return {{"op", s.op},
-          {"shape", s.shape},
-          {"size_class", s.size_class},
-          {"device", s.device},
-          {"source", to_string(s.source)},
-          {"calibration_shape", s.calibration_shape},
-          {"calibration_seconds", s.calibration_seconds},
-          {"lookup_seconds", s.lookup_seconds},
-          {"candidates", cands}};
+  nlohmann::ordered_json j = json_document();
+  j["op"] = s.op;
+  j["shape"] = s.shape;
+  j["size_class"] = s.size_class;
+  j["device"] = s.device;
+  j["source"] = to_string(s.source);
+  j["calibration_shape"] = s.calibration_shape;
+  j["calibration_seconds"] = s.calibration_seconds;
+  j["lookup_seconds"] = s.lookup_seconds;
+  j["candidates"] = std::move(cands);
+  return j;
 }
 
 int run_select(const SelectOptions& o) {
@@ -93,7 +96,12 @@ void add_select_command(CLI::App& app, std::function<int()>& action) {
                   "joined by x (matmul MxKxN, softmax_rows ROWSxCOLS)")
       ->required();
   cmd->add_flag("--json", o->json, "Print one JSON object");
-  cmd->callback([&action, o] { action = [o] { return run_select(*o); }; });
+  cmd->callback([&action, &app, o] {
+    action = [&app, o] {
+      o->json = o->json || json_requested(app);
+      return run_select(*o);
+    };
+  });
 }
 
 }  // namespace vgpu::probe

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,15 @@ struct DeviceInfo {
   DeviceType type = DeviceType::other;
   std::string driver_version;
   std::string api_version;
-  std::uint64_t memory_bytes = 0;
-  std::uint32_t compute_units = 0;
+  std::uint64_t memory_bytes = 0;   ///< device memory; 0 when the driver does not tell (printed as unknown / null)
+  std::uint32_t compute_units = 0;  ///< SMs, CUs, cores; 0 when the driver does not tell (unknown / null)
+  // Identity as the driver reports it (vulkaninfo, nvidia-smi show the same); unknown values stay
+  // empty so nothing invents an id. Not part of the fingerprint: adding them kept cache keys.
+  std::optional<std::uint32_t> vendor_id;      ///< PCI vendor id, or a Khronos id (0x10005 = Mesa) on Vulkan
+  std::optional<std::uint32_t> device_id;      ///< PCI device id (lavapipe reports 0, which is a value)
+  std::string device_uuid;                     ///< 32 lower-case hex digits; empty when unknown
+  std::string driver_uuid;                     ///< 32 lower-case hex digits; empty when unknown
+  std::optional<std::uint32_t> subgroup_size;  ///< Vulkan subgroup size, CUDA warp size, GL subgroup size
   DeviceLimits limits;
   std::vector<std::string> features;
   std::vector<std::string> dialects;  ///< source dialects it compiles, preferred first (vgpu::dialect::…)

@@ -12,6 +12,10 @@
 
 namespace vgpu {
 
+/// The "schema" number that starts every JSON document vgpu-probe and `python3 -m vgpu` print
+/// (docs/probe.md): added fields keep it; a renamed, removed or retyped field raises it.
+inline constexpr int kProbeSchemaVersion = 1;
+
 /// Returns "major.minor.patch" of the linked vgpu.
 std::string version_string();
 /// Formats a byte count as "1.5 GiB"-style text ("unknown" for 0).
@@ -25,9 +29,9 @@ std::string inventory_text(const std::vector<BackendStatus>& backends, const std
 /// Returns one backend as a JSON object {"name","compiled_in","available","reason"} (compact).
 std::string inventory_json(const BackendStatus& backend);
 /// Returns one device as a JSON object {"id","backend","index","name","type",…,"fingerprint"}
-/// (compact; vgpu-probe adds "self_test").
+/// (compact; vgpu-probe adds "self_test"); unknown values (DeviceInfo's 0 or empty) are null.
 std::string inventory_json(const DeviceInfo& device);
-/// Returns {"version","cache_format_version","backends":[…],"devices":[…]} with each device's
+/// Returns {"schema":1,"version","cache_format_version","backends":[…],"devices":[…]} with each device's
 /// "self_test" null (vgpu-probe --json --no-self-test), indented by indent spaces (< 0: compact).
 std::string inventory_json(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices,
                            int indent = 2);
