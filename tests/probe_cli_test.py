@@ -125,6 +125,9 @@ def inventory_json(probe):
             want = "unknown" if dev[key] is None else f"0x{dev[key]:04x}"
             if table_value(block, row) != want:
                 raise AssertionError(f"{dev['id']}: table row '{row}' is {table_value(block, row)!r}, JSON {dev[key]!r}")
+        if dev["limits"]["max_shared_memory_bytes"] == 0 and table_value(block, "max shared memory") != "none":
+            raise AssertionError(f"{dev['id']}: no shared memory (0) is not unknown, yet the table says "
+                                 f"{table_value(block, 'max shared memory')!r}")
         if dev["memory_bytes"] is None and table_value(block, "memory") != "unknown":
             raise AssertionError(f"{dev['id']}: memory null in JSON but {table_value(block, 'memory')!r} in the table")
 

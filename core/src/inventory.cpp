@@ -153,7 +153,9 @@ std::string inventory_text(const std::vector<BackendStatus>& backends, const std
         format_dims(i.limits.max_workgroup_size) + " (" + std::to_string(i.limits.max_workgroup_invocations) +
             " invocations)");
     row(os, "max workgroup count", format_dims(i.limits.max_workgroup_count));
-    row(os, "max shared memory", format_bytes(i.limits.max_shared_memory_bytes));
+    // 0 is a value here, not unknown: the CPU device has no workgroup shared memory.
+    row(os, "max shared memory",
+        i.limits.max_shared_memory_bytes ? format_bytes(i.limits.max_shared_memory_bytes) : std::string("none"));
     row(os, "max buffer", format_bytes(i.limits.max_buffer_bytes));
     row(os, "features", join(i.features));
     row(os, "dialects", join(i.dialects));
