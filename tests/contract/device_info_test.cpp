@@ -55,6 +55,26 @@ CONTRACT_CASE("device info: type, limits, stable fingerprint, and two runtimes a
       CHECK(std::count_if(backend.one_feature_of.begin(), backend.one_feature_of.end(), has) == 1);
     }
 
+    // Identity (vgpu-probe's vendor/device id, UUIDs, subgroup size): hex UUIDs, the same in two
+    // runtimes; Vulkan and CUDA always tell the vendor, device UUID and subgroup size; the CPU none.
+    for (const std::string* uuid : {&info.device_uuid, &info.driver_uuid}) {
+      INFO("uuid '" << *uuid << "'");
+      CHECK((uuid->empty() || (uuid->size() == 32 && uuid->find_first_not_of("0123456789abcdef") == std::string::npos)));
+    }
+    CHECK(info.device_uuid == d2[i].device_uuid);
+    CHECK(info.vendor_id == d2[i].vendor_id);
+    CHECK(info.device_id == d2[i].device_id);
+    CHECK(info.subgroup_size == d2[i].subgroup_size);
+    if (backend.kind == vgpu::BackendKind::vulkan || backend.kind == vgpu::BackendKind::cuda) {
+      CHECK(info.vendor_id.has_value());
+      CHECK(info.device_uuid.size() == 32);
+      CHECK(info.subgroup_size.value_or(0) > 0);
+    }
+    if (backend.kind == vgpu::BackendKind::vulkan) CHECK(info.device_id.has_value());
+    if (backend.cpu_device)
+      CHECK((!info.vendor_id && !info.device_id && info.device_uuid.empty() && info.driver_uuid.empty() &&
+             !info.subgroup_size));
+
     CHECK(info.fingerprint.text == d2[i].fingerprint.text);
     CHECK(info.fingerprint.hash == d2[i].fingerprint.hash);
     CHECK(info.fingerprint.hash == vgpu::cache::hash64(info.fingerprint.text));

@@ -120,8 +120,10 @@ int main(int argc, char** argv) {
   try {
     return options.action ? options.action() : run_probe(options);
   } catch (const vgpu::Error& e) {
-    // A bad value in an argument (SIZE, OP, --device) is the caller's mistake like a bad flag.
-    const int code = e.category() == vgpu::ErrorCategory::invalid_argument ? kUsageError : kVgpuError;
+    // A bad value in a subcommand's argument (SIZE, OP, --device) is the caller's mistake like a
+    // bad flag; the default action takes no values, so there invalid_argument stays a vgpu error.
+    const bool bad_value = options.action && e.category() == vgpu::ErrorCategory::invalid_argument;
+    const int code = bad_value ? kUsageError : kVgpuError;
     std::cout << std::flush;
     std::cerr << "vgpu-probe: error (" << vgpu::to_string(e.category()) << "): " << e.what() << "\n";
     if (options.json) print_json_error(std::string(vgpu::to_string(e.category())), e.what(), code);
