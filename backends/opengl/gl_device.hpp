@@ -38,8 +38,9 @@ struct GlCaps {
   GLint wg_invocations = 0, shared_memory = 0;
   GLint64 memory_kib = 0;  ///< GL_NVX_gpu_memory_info's total, 0 when unknown
   GLint sm_count = 0;      ///< GL_NV_shader_thread_group's SM count, 0 when unknown
-  GLint subgroup_size = 0;  ///< GL_KHR_shader_subgroup's (else GL_NV_shader_thread_group's warp) size, 0 when unknown
-  std::string device_uuid, driver_uuid;  ///< GL_EXT_memory_object's UUIDs as hex, empty when unknown
+  GLint subgroup_size = 0;  ///< GL_KHR_shader_subgroup's (else NV warp) size, 0 when unknown
+  /// GL_EXT_memory_object's device and driver UUIDs as hex, empty when unknown.
+  std::string device_uuid, driver_uuid;
   GlCapabilityContext shader_features;  ///< version and extensions the SPIR-V capability tables read
 
   /// Returns the binding reserved for the params block: the last SSBO binding.

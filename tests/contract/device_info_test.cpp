@@ -59,7 +59,8 @@ CONTRACT_CASE("device info: type, limits, stable fingerprint, and two runtimes a
     // runtimes; Vulkan and CUDA always tell the vendor, device UUID and subgroup size; the CPU none.
     for (const std::string* uuid : {&info.device_uuid, &info.driver_uuid}) {
       INFO("uuid '" << *uuid << "'");
-      CHECK((uuid->empty() || (uuid->size() == 32 && uuid->find_first_not_of("0123456789abcdef") == std::string::npos)));
+      CHECK(
+          (uuid->empty() || (uuid->size() == 32 && uuid->find_first_not_of("0123456789abcdef") == std::string::npos)));
     }
     CHECK(info.device_uuid == d2[i].device_uuid);
     CHECK(info.vendor_id == d2[i].vendor_id);
