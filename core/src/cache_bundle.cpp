@@ -199,7 +199,7 @@ CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, co
   std::error_code ec;
   if (!std::filesystem::is_directory(cache_dir, ec))
     fail(ErrorCategory::io, "kernel cache directory " + cache_dir.string() + " does not exist, so there is nothing to export.",
-         "set VGPU_CACHE_DIR (or --dir) to the cache directory to export, or run the workload once to fill it");
+         "set VGPU_CACHE_DIR to the cache directory to export, or run the workload once to fill it");
   cache::DiskStoreOptions options;
   options.directory = cache_dir;
   options.enabled = true;  // read even when VGPU_CACHE_DISABLE is set: maintenance works on the directory
@@ -421,7 +421,7 @@ CacheBundleReport import_cache_bundle(const std::filesystem::path& file, const s
         store.emplace(options);
         if (!store->enabled())
           fail(ErrorCategory::io, "kernel cache directory " + cache_dir.string() + " is not usable (see the warning above).",
-               "set VGPU_CACHE_DIR (or --dir) to a writable directory");
+               "set VGPU_CACHE_DIR to a writable directory");
       }
       const DeviceFingerprint fp{p.fingerprint_text, p.fingerprint_hash};
       const auto existing = store->load(*p.kind, *p.key, fp);

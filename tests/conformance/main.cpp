@@ -148,8 +148,10 @@ int main(int argc, char* argv[]) {
       return 2;
     }
   }
+  bool help = false;
   for (const std::string& a : options.catch_args)
-    if (a == "-h" || a == "--help" || a == "-?")
+    if (a == "-h" || a == "--help" || a == "-?") {
+      help = true;
       std::printf(
           "vgpu-conformance options (before Catch's own, which all work too):\n"
           "  --device ID    test only this device (cpu:0, vulkan:0, ... as --list shows); repeatable or a comma list\n"
@@ -157,6 +159,7 @@ int main(int argc, char* argv[]) {
           "  --junit FILE   write a JUnit XML report to FILE (Catch's junit reporter)\n"
           "Exit codes: 0 all passed, 1 or more failed cases, 2 bad arguments or unknown device, 77 backend "
           "unavailable (VGPU_TEST_BACKENDS)\n\n");
+    }
   std::vector<char*> catch_argv;
   for (std::string& a : options.catch_args) catch_argv.push_back(a.data());
   std::string out = options.junit;
@@ -165,6 +168,7 @@ int main(int argc, char* argv[]) {
     for (const char* e : extra) catch_argv.push_back(const_cast<char*>(e));
     catch_argv.push_back(out.data());
   }
+  if (help) return vgpu_test::run_catch_session(static_cast<int>(catch_argv.size()), catch_argv.data());
   if (options.list) {
     vgpu_test::print_devices(statuses);
     std::printf("test cases:\n");
