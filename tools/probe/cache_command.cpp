@@ -13,6 +13,7 @@
 
 #include "report.hpp"
 #include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache_bundle.hpp"
 #include "vgpu/version.hpp"
 
 namespace vgpu::probe {
@@ -22,6 +23,7 @@ using cache::DiskEntryInfo;
 using cache::DiskStore;
 using cache::DiskStoreOptions;
 using cache::EntryKind;
+using vgpu::CacheBundleReport;
 
 constexpr EntryKind kKinds[] = {EntryKind::spirv, EntryKind::vk_pipeline_cache, EntryKind::gl_program_binary,
                                 EntryKind::cuda_binary, EntryKind::selection};
@@ -203,6 +205,78 @@ int run_verify(const CacheOptions& o) {
   return clean ? 0 : 1;
 }
 
+/// What `cache export FILE` and `cache import FILE` were given.
+struct BundleOptions {
+  bool json = false;
+  std::string file;
+};
+
+/// Returns a bundle report as the JSON object `cache export|import --json` prints.
+nlohmann::ordered_json bundle_json(const CacheBundleReport& r, bool import) {
+  nlohmann::ordered_json j = json_document();
+  j["bundle"] = r.bundle.string();
+  j["directory"] = r.directory.string();
+  if (import) {
+    j["imported"] = r.imported;
+    j["present"] = r.present;
+    j["rejected"] = r.rejected;
+    j["other_fingerprint_entries"] = r.other_fingerprint_entries;
+  } else {
+    j["exported"] = r.exported;
+    j["skipped"] = r.skipped;
+  }
+  j["fingerprints"] = r.fingerprints;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& e : r.entries) {
+    nlohmann::ordered_json o{{"kind", e.kind}, {"key", e.key}, {"fingerprint", e.fingerprint}, {"bytes", e.bytes},
+                             {"status", e.status}};
+    o["reason"] = e.reason.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(e.reason);
+    if (import) o["this_machine"] = e.this_machine;
+    list.push_back(std::move(o));
+  }
+  j["entries"] = list;
+  return j;
+}
+
+/// Prints the entries an export skipped or an import rejected, one line each, with why.
+void print_bundle_problems(std::ostream& os, const CacheBundleReport& r) {
+  for (const auto& e : r.entries)
+    if (e.status == "skipped" || e.status == "rejected")
+      os << "  " << (e.status == "skipped" ? "SKIPPED " : "REJECTED ") << e.kind << "/" << e.key << ": " << e.reason
+         << "\n";
+}
+
+/// `cache export FILE`: every valid entry of the cache directory into one bundle file.
+int run_export(const BundleOptions& o) {
+  const CacheBundleReport r = export_cache_bundle(DiskStoreOptions::from_env().directory, o.file);
+  if (o.json) {
+    std::cout << bundle_json(r, false).dump(2) << "\n";
+  } else {
+    std::cout << "exported " << r.exported << " entr" << (r.exported == 1 ? "y" : "ies") << " ("
+              << r.fingerprints.size() << " fingerprint" << (r.fingerprints.size() == 1 ? "" : "s") << ") from "
+              << r.directory.string() << " to " << r.bundle.string() << "\n";
+    print_bundle_problems(std::cout, r);
+    if (r.skipped) std::cout << r.skipped << " invalid entries were left out (see above)\n";
+  }
+  return r.skipped == 0 ? 0 : 1;
+}
+
+/// `cache import FILE`: every good entry of a bundle into the cache directory.
+int run_import(const BundleOptions& o) {
+  const CacheBundleReport r = import_cache_bundle(o.file, DiskStoreOptions::from_env().directory);
+  if (o.json) {
+    std::cout << bundle_json(r, true).dump(2) << "\n";
+  } else {
+    std::cout << "imported " << r.imported << ", already present " << r.present << ", rejected " << r.rejected
+              << " (from " << r.bundle.string() << " into " << r.directory.string() << ")\n";
+    if (r.other_fingerprint_entries)
+      std::cout << "  " << r.other_fingerprint_entries
+                << " entries are for devices this machine does not have: kept, never used here\n";
+    print_bundle_problems(std::cout, r);
+  }
+  return r.rejected == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 void add_cache_command(CLI::App& app, std::function<int()>& action) {
@@ -245,6 +319,31 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
     action = [&app, options] {
       options->json = options->json || json_requested(app);
       return run_verify(*options);
+    };
+  });
+
+  auto bundle = std::make_shared<BundleOptions>();
+  CLI::App* exp = cache->add_subcommand(
+      "export", "Write every valid entry and device selection (all devices) to one bundle FILE (exit 1 when invalid "
+                "entries were left out)");
+  exp->add_option("FILE", bundle->file, "The bundle file to write (replaced atomically)")->required();
+  exp->add_flag("--json", bundle->json, "Print one JSON object");
+  exp->callback([&action, &app, bundle] {
+    action = [&app, bundle] {
+      bundle->json = bundle->json || json_requested(app);
+      return run_export(*bundle);
+    };
+  });
+
+  CLI::App* imp = cache->add_subcommand(
+      "import", "Check every entry of a bundle FILE and write the good ones into the cache (exit 1 when some were "
+                "rejected, 3 when the file is not a usable bundle: nothing is imported then)");
+  imp->add_option("FILE", bundle->file, "The bundle file to read")->required();
+  imp->add_flag("--json", bundle->json, "Print one JSON object");
+  imp->callback([&action, &app, bundle] {
+    action = [&app, bundle] {
+      bundle->json = bundle->json || json_requested(app);
+      return run_import(*bundle);
     };
   });
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// tools/probe/cache_command.hpp — `vgpu-probe cache stats|clear|verify`: inspect and maintain
-// the L2 kernel cache directory (the one DiskStore::global() uses, from VGPU_CACHE_DIR etc.).
+// tools/probe/cache_command.hpp — `vgpu-probe cache stats|clear|verify|export|import`: inspect,
+// maintain and carry (as one bundle file) the L2 kernel cache directory (the one
+// DiskStore::global() uses, from VGPU_CACHE_DIR etc.).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,7 +12,9 @@ namespace vgpu::probe {
 /// Registers the "cache" subcommand and its stats, clear and verify subcommands on app. When
 /// one of them is given on the command line, parsing sets action to the function that runs it
 /// and returns the process exit code: 0, or 1 from verify when bad entries remain, and from
-/// clear or verify --fix when something could not or would not be deleted (listed with why).
+/// clear or verify --fix when something could not or would not be deleted (listed with why),
+/// from export when invalid entries were left out and from import when entries were rejected; a
+/// bundle that is not usable as a whole escapes as vgpu::Error (main maps it to 3).
 void add_cache_command(CLI::App& app, std::function<int()>& action);
 
 }  // namespace vgpu::probe

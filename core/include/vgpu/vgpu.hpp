@@ -4,6 +4,7 @@
 
 #include "vgpu/backend_status.hpp"
 #include "vgpu/cache.hpp"
+#include "vgpu/cache_bundle.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
