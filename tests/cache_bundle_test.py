@@ -50,11 +50,11 @@ def main():
     elif control.returncode != 3:
         sys.exit("FAIL: the control run exited %d" % control.returncode)
 
-    # A bad bundle: exit 3 with a Fix hint, nothing written.
+    # A bad bundle is a bad FILE argument: exit 2 with a Fix hint, nothing written.
     bad = os.path.join(work, "bad.vgb")
     with open(bad, "wb") as f:
         f.write(b"NOTABNDL" + b"\0" * 40)
-    p = run([probe, "cache", "import", bad], os.path.join(work, "untouched"), expect=3)
+    p = run([probe, "cache", "import", bad], os.path.join(work, "untouched"), expect=2)
     assert "Fix:" in p.stderr, p.stderr
     assert not os.path.exists(os.path.join(work, "untouched")), "a refused import created the cache directory"
     p = run([probe, "cache", "import"], dst, expect=2)

@@ -337,7 +337,7 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
 
   CLI::App* imp = cache->add_subcommand(
       "import", "Check every entry of a bundle FILE and write the good ones into the cache (exit 1 when some were "
-                "rejected, 3 when the file is not a usable bundle: nothing is imported then)");
+                "rejected, 2 when the file is not a usable bundle: nothing is imported then)");
   imp->add_option("FILE", bundle->file, "The bundle file to read")->required();
   imp->add_flag("--json", bundle->json, "Print one JSON object");
   imp->callback([&action, &app, bundle] {

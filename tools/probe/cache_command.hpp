@@ -14,7 +14,8 @@ namespace vgpu::probe {
 /// and returns the process exit code: 0, or 1 from verify when bad entries remain, and from
 /// clear or verify --fix when something could not or would not be deleted (listed with why),
 /// from export when invalid entries were left out and from import when entries were rejected; a
-/// bundle that is not usable as a whole escapes as vgpu::Error (main maps it to 3).
+/// bundle that is not usable as a whole escapes as vgpu::Error
+/// (invalid_argument: main maps it to 2, a bad argument value, like a bad SIZE).
 void add_cache_command(CLI::App& app, std::function<int()>& action);
 
 }  // namespace vgpu::probe
