@@ -260,3 +260,22 @@ TEST_CASE("bundle: exporting a directory that does not exist is an error with a 
   }
   CHECK_FALSE(std::filesystem::exists(root.path / "out.vgb"));
 }
+
+TEST_CASE("bundle: exporting a directory vgpu does not use is an error, not a bundle of skipped entries") {
+  // A symlinked format folder makes the store refuse the directory (a hostile or foreign layout);
+  // the same path is taken for an unwritable one, which a root test process cannot make.
+  TempDir root("bundle-unusable-");
+  std::filesystem::create_directories(root.path / "elsewhere");
+  std::filesystem::create_directories(root.path / "cache");
+  std::filesystem::create_directory_symlink(root.path / "elsewhere",
+                                            root.path / "cache" / ("v" + std::to_string(kCacheFormatVersion)));
+  try {
+    export_cache_bundle(root.path / "cache", root.path / "out.vgb");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.category() == ErrorCategory::io);
+    CHECK(std::string(e.what()).find("cannot be exported") != std::string::npos);
+    CHECK(std::string(e.what()).find("Fix:") != std::string::npos);
+  }
+  CHECK_FALSE(std::filesystem::exists(root.path / "out.vgb"));
+}

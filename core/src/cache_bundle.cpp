@@ -205,6 +205,13 @@ CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, co
   options.enabled = true;  // read even when VGPU_CACHE_DISABLE is set: maintenance works on the directory
   options.max_bytes = std::numeric_limits<std::uint64_t>::max();
   cache::DiskStore store(options);
+  // The store reads only where it can also write (it takes the directory's locks and probes it
+  // once); without that every entry would come out "skipped", which reads like damage.
+  if (!store.enabled())
+    fail(ErrorCategory::io,
+         "kernel cache directory " + cache_dir.string() + " cannot be exported: vgpu does not use it (it is not "
+         "writable or not a plain directory; the warning above says which), so its entries cannot be read safely.",
+         "export as a user who can write the directory, or copy it (cp -a) to a writable place and export the copy");
 
   CacheBundleReport report;
   report.bundle = file;
