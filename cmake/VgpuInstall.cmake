@@ -14,7 +14,9 @@ configure_package_config_file(cmake/vgpuConfig.cmake.in ${CMAKE_CURRENT_BINARY_D
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/vgpuConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
+# Findxxhash.cmake: vgpuConfig.cmake finds xxHash with it for a static libvgpu.
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vgpuConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/vgpuConfigVersion.cmake
+              cmake/Findxxhash.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
 
 # The licence, where distributions put a package's documentation.

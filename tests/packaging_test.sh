@@ -7,11 +7,52 @@
 #     nothing but `pkg-config --cflags --libs vgpu` (PKG_CONFIG_PATH=<prefix>/<libdir>/pkgconfig),
 #     and checks that it loads the installed libvgpu and prints the .pc file's version. A static
 #     install (libvgpu.a, no libvgpu.so) is linked with `pkg-config --static`: its Libs.private.
+#   packaging_test.sh consumer CMAKE BUILD_DIR SOURCE_DIR MAX_INTERNAL MAX_TOTAL
+#     installs the shared BUILD_DIR into a temporary prefix, builds tests/packaging/consumer
+#     with only find_package(vgpu) (nlohmann, CLI11 and xsimd hidden from find_package) and runs
+#     it: a matmul on the CPU device, and a vgpu::Error from libvgpu caught by type. Then checks
+#     the installed libvgpu.so's dynamic symbols (tools/symbol_report.sh): no nlohmann, TBB or
+#     xsimd symbol, at most MAX_INTERNAL of vgpu's internal ones (detail, the layers' namespaces,
+#     vgpu names no installed header declares) and at most MAX_TOTAL in all.
 #   packaging_test.sh library_only CMAKE SOURCE_DIR WORK_DIR [CMAKE_ARGS...]
-#     configures and builds libvgpu alone (-DVGPU_BUILD_TOOLS=OFF -DVGPU_BUILD_TESTS=OFF
-#     -DVGPU_BUILD_BENCH=OFF) in WORK_DIR with CLI11 and Catch2 hidden from find_package, which
-#     proves the library needs neither. WORK_DIR is kept between runs, so a rerun is incremental.
+#     configures and builds a static libvgpu alone (-DBUILD_SHARED_LIBS=OFF
+#     -DVGPU_BUILD_TOOLS=OFF -DVGPU_BUILD_TESTS=OFF -DVGPU_BUILD_BENCH=OFF) in WORK_DIR with
+#     CLI11 and Catch2 hidden from find_package, which proves the library needs neither; then
+#     installs it into WORK_DIR/prefix and builds and runs the same consumer against that static
+#     package (its config must find every link dependency), and a pkg-config --static one (the
+#     pkgconfig mode on WORK_DIR). WORK_DIR is kept between runs, so a rerun is incremental.
 set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+
+# build_consumer CMAKE PREFIX WORK [CMAKE_ARGS...]: configures, builds and runs the consumer
+# project against the vgpu installed in PREFIX, in WORK; fails if its link line names xsimd,
+# nlohmann or CLI11 (none is a link dependency of vgpu).
+build_consumer() {
+  local cmake=$1 prefix=$2 work=$3
+  shift 3
+  rm -rf "$work"
+  if ! "$cmake" --no-warn-unused-cli -S "$here/packaging/consumer" -B "$work" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
+      -DCMAKE_DISABLE_FIND_PACKAGE_xsimd=ON "$@" >"$work.configure.log" 2>&1; then
+    cat "$work.configure.log"
+    echo "FAIL: find_package(vgpu) from $prefix failed. Fix: vgpuConfig.cmake must find_dependency() what libvgpu's link interface names."
+    return 1
+  fi
+  if ! "$cmake" --build "$work" --verbose >"$work.build.log" 2>&1; then
+    cat "$work.build.log"
+    echo "FAIL: the consumer did not build against $prefix (see the link errors above)."
+    return 1
+  fi
+  local link
+  link=$(grep -E -- '-o [^ ]*vgpu-consumer( |$)' "$work.build.log" | tail -n 1)
+  echo "consumer link: $link"
+  if grep -qE -- '-lxsimd|nlohmann|CLI11' <<<"$link"; then
+    echo "FAIL: the consumer's link line names xsimd, nlohmann or CLI11. Fix: keep them out of vgpu's link interface."
+    return 1
+  fi
+  VGPU_CACHE_DISABLE=1 "$work/vgpu-consumer"
+}
 
 mode=$1
 case "$mode" in
@@ -65,11 +106,48 @@ CPP
   fi
   VGPU_CACHE_DISABLE=1 "$tmp/consumer" "$version"
   ;;
+consumer)
+  cmake=$2 build=$3 src=$4 max_internal=$5 max_total=$6
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  if ! "$cmake" --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; then
+    cat "$tmp/install.log"
+    echo "FAIL: cmake --install $build failed. Fix: build every target first (cmake --build $build)."
+    exit 1
+  fi
+  lib=$(find "$tmp/prefix" -name 'libvgpu.so' | head -n 1)
+  [[ -n "$lib" ]] || { echo "FAIL: no libvgpu.so under the prefix. Fix: this test needs a shared build (BUILD_SHARED_LIBS=ON)."; exit 1; }
+  build_consumer "$cmake" "$tmp/prefix" "$tmp/consumer" -DCMAKE_CXX_COMPILER="${CXX:-c++}"
+  loaded=$(ldd "$tmp/consumer/vgpu-consumer" | awk '/libvgpu/ {print $3}')
+  [[ "$loaded" == "$tmp/prefix/"* ]] || { echo "FAIL: the consumer loads libvgpu from '$loaded', not the prefix"; exit 1; }
+  report=$(bash "$src/tools/symbol_report.sh" "$lib")
+  echo "$report"
+  count() { awk -v k="$1" '$1 == k { print $2 }' <<<"$report"; }
+  total=$(head -n 1 <<<"$report" | awk '{ print $2 }')
+  internal=$(( $(count detail) + $(count backend) + $(count internal) + $(count anonymous) ))
+  fail=0
+  for kind in nlohmann tbb xsimd; do
+    if (( $(count "$kind") != 0 )); then
+      echo "FAIL: libvgpu.so exports $(count "$kind") $kind symbols (tools/symbol_report.sh --list $kind $lib). Fix: hidden visibility on every layer (vgpu_add_layer)."
+      fail=1
+    fi
+  done
+  if (( internal > max_internal )); then
+    echo "FAIL: libvgpu.so exports $internal internal vgpu symbols, more than $max_internal (tools/symbol_report.sh --list detail|backend|internal $lib). Fix: VGPU_API only on the installed headers' declarations (docs/embedding.md)."
+    fail=1
+  fi
+  if (( total > max_total )); then
+    echo "FAIL: libvgpu.so exports $total symbols, more than $max_total. Fix: VGPU_API only on the public API; if the API grew, raise the limit in tests/CMakeLists.txt (packaging.consumer_shared)."
+    fail=1
+  fi
+  (( fail == 0 )) || exit 1
+  echo "the shared install's consumer ran; libvgpu.so exports $total symbols, $internal of them internal"
+  ;;
 library_only)
   cmake=$2 src=$3 work=$4
   shift 4
-  "$cmake" --fresh --no-warn-unused-cli -S "$src" -B "$work" -G Ninja "$@" -DVGPU_BUILD_TOOLS=OFF -DVGPU_BUILD_TESTS=OFF \
-    -DVGPU_BUILD_BENCH=OFF -DVGPU_WITH_PYTHON=OFF -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
+  "$cmake" --fresh --no-warn-unused-cli -S "$src" -B "$work" -G Ninja "$@" -DBUILD_SHARED_LIBS=OFF -DVGPU_BUILD_TOOLS=OFF \
+    -DVGPU_BUILD_TESTS=OFF -DVGPU_BUILD_BENCH=OFF -DVGPU_WITH_PYTHON=OFF -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
     -DCMAKE_DISABLE_FIND_PACKAGE_Catch2=ON
   "$cmake" --build "$work" -j"${VGPU_JOBS:-2}" --target vgpu
   # The subdirectories the options leave out must not have been configured at all.
@@ -79,9 +157,30 @@ library_only)
     fi
   done
   echo "libvgpu built alone, without CLI11 or Catch2"
+  # The static package: installed, then linked by a consumer with only find_package(vgpu).
+  rm -rf "$work/prefix"
+  "$cmake" --install "$work" --prefix "$work/prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+  [[ -n "$(find "$work/prefix" -name libvgpu.a)" ]] || { echo "FAIL: the static install has no libvgpu.a"; exit 1; }
+  compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$work/CMakeCache.txt")
+  build_consumer "$cmake" "$work/prefix" "$work/consumer" -DCMAKE_CXX_COMPILER="$compiler"
+  exe=$work/consumer/vgpu-consumer
+  if ldd "$exe" | grep -q libvgpu; then
+    echo "FAIL: the static consumer loads a shared libvgpu: $(ldd "$exe" | grep libvgpu)"; exit 1
+  fi
+  # Linked means no undefined symbol was left; what remains undefined is imported from shared
+  # system libraries (libtbb, libxxhash, libstdc++, libc), all of which must be found, and is
+  # never one of vgpu's own.
+  undefined=$(nm -u --demangle "$exe" | grep -E 'vgpu::' || true)
+  [[ -z "$undefined" ]] || { echo "FAIL: the static consumer leaves vgpu symbols undefined:"; echo "$undefined"; exit 1; }
+  if ldd "$exe" | grep -q 'not found'; then
+    echo "FAIL: the static consumer needs a library the loader cannot find:"; ldd "$exe" | grep 'not found'; exit 1
+  fi
+  echo "the static install's consumer linked with only find_package(vgpu) and ran"
+  # And the same static install through pkg-config --static (its Libs.private).
+  bash "$0" pkgconfig "$cmake" "$work" "$compiler"
   ;;
 *)
-  echo "usage: packaging_test.sh pkgconfig|library_only ... (got '$mode'). Fix: see the comment at its top."
+  echo "usage: packaging_test.sh pkgconfig|consumer|library_only ... (got '$mode'). Fix: see the comment at its top."
   exit 2
   ;;
 esac

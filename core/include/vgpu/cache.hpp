@@ -2,6 +2,8 @@
 // vgpu/cache.hpp — the seed's VGPUCache: a drop-in matmul that keeps its kernels warm.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,7 +14,7 @@
 namespace vgpu {
 
 /// A dense row-major float32 matrix, the value type of Cache::matmul.
-struct Matrix {
+struct VGPU_API Matrix {
   std::uint32_t rows = 0, cols = 0;
   std::vector<float> data;  ///< rows*cols values, row-major
 
@@ -30,7 +32,7 @@ struct Matrix {
 /// reusing the persistent kernel afterwards. report() reads
 /// "VGPUCache: 1 compiles, 99 cache hits, 100 dispatches" after 100 same-shape calls.
 /// Thread-safety: safe to call from several threads (calls of one shape are serialised).
-class Cache {
+class VGPU_API Cache {
  public:
   /// Runs each shape on the device measured fastest for it (Runtime::global().select; the
   /// choice persists across processes, a failing device falls back to the next).

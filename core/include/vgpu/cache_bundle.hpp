@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "vgpu/device_info.hpp"
+#include "vgpu/export.hpp"
 
 namespace vgpu {
 
@@ -21,7 +22,7 @@ inline constexpr std::uint32_t kCacheBundleVersion = 1;
 
 /// Limits an import applies before it allocates anything, so a hostile bundle cannot exhaust
 /// memory or disk. A plain value.
-struct CacheBundleLimits {
+struct VGPU_API CacheBundleLimits {
   std::uint64_t max_file_bytes = 4ull << 30;      ///< the whole bundle file
   std::uint64_t max_manifest_bytes = 64ull << 20;  ///< the JSON manifest
   std::uint64_t max_entry_bytes = 512ull << 20;    ///< one payload
@@ -29,7 +30,7 @@ struct CacheBundleLimits {
 };
 
 /// What happened to one entry of an export or import. A plain value.
-struct CacheBundleEntry {
+struct VGPU_API CacheBundleEntry {
   std::string kind;             ///< "spirv", "vkpc", "glbin", "cubin", "select" (as in the manifest)
   std::string key;              ///< 32 hex digits (as in the manifest, possibly malformed when rejected)
   std::string fingerprint;      ///< the entry's fingerprint hash, 16 hex digits
@@ -40,7 +41,7 @@ struct CacheBundleEntry {
 };
 
 /// The outcome of export_cache_bundle() or import_cache_bundle(). A plain value.
-struct CacheBundleReport {
+struct VGPU_API CacheBundleReport {
   std::filesystem::path bundle;     ///< the bundle file
   std::filesystem::path directory;  ///< the cache directory read or written
   std::uint64_t exported = 0, skipped = 0;                ///< export: entries written / invalid ones left out
@@ -54,7 +55,7 @@ struct CacheBundleReport {
 /// fingerprint) to the bundle file (replaced atomically); entries that fail verification are
 /// left out and reported as "skipped". Throws vgpu::Error (io) when cache_dir does not exist or
 /// the file cannot be written.
-CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, const std::filesystem::path& file);
+VGPU_API CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, const std::filesystem::path& file);
 
 /// Reads the bundle file, checks all of it (magic, version, manifest, sizes, every payload's
 /// checksum and payload check, key and fingerprint consistency, names) and writes each good
@@ -64,7 +65,7 @@ CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, co
 /// devices of Runtime::global()); the others are still imported, for the machines they fit.
 /// Throws vgpu::Error (invalid_argument, or io) with a Fix hint, leaving cache_dir unchanged,
 /// when the file is unreadable, truncated, not a bundle, of a newer version or inconsistent.
-CacheBundleReport import_cache_bundle(const std::filesystem::path& file, const std::filesystem::path& cache_dir,
+VGPU_API CacheBundleReport import_cache_bundle(const std::filesystem::path& file, const std::filesystem::path& cache_dir,
                                       const std::optional<std::vector<DeviceFingerprint>>& local_fingerprints = {},
                                       const CacheBundleLimits& limits = {});
 

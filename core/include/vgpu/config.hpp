@@ -8,6 +8,8 @@
 // VGPU_* name, probably a typo, is warned about once, with the nearest known name.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -29,7 +31,7 @@ inline constexpr std::chrono::milliseconds kMaxTimeout{1'000'000'000'000};
 
 /// The validated settings of the VGPU_* environment variables, which RuntimeOptions may
 /// override per runtime (RuntimeOptions::resolve, Runtime::config()). A plain value.
-struct Config {
+struct VGPU_API Config {
   /// VGPU_BACKEND: backends to use; empty means every compiled-in one.
   std::vector<BackendKind> backends;
   /// Set when VGPU_BACKEND names something that is not a backend (RuntimeOptions::from_env throws it).
@@ -71,28 +73,28 @@ struct Config {
 
 /// Returns the process-wide settings, read from the environment on first use.
 /// Thread-safety: safe from any thread; the value never changes afterwards.
-const Config& config();
+VGPU_API const Config& config();
 
 /// One VGPU_* variable vgpu knows: its name and what it does (the README table lists them all).
-struct ConfigVariable {
+struct VGPU_API ConfigVariable {
   std::string_view name;
   std::string_view effect;
 };
 
 /// Returns every VGPU_* variable vgpu, its tests, benchmarks and tools read.
-const std::vector<ConfigVariable>& config_variables();
+VGPU_API const std::vector<ConfigVariable>& config_variables();
 
 /// Logs a warning about a bad setting once per process per distinct text (the CPU backend
 /// validates VGPU_CPU_ISA's names with it). Thread-safe.
-void config_warning(const std::string& message);
+VGPU_API void config_warning(const std::string& message);
 
 namespace config_parse {
 /// Parses "1/0", "true/false", "yes/no", "on/off" (any case); nothing for anything else.
-std::optional<bool> boolean(std::string_view text) noexcept;
+VGPU_API std::optional<bool> boolean(std::string_view text) noexcept;
 /// Parses a decimal integer in [min, max], digits only (no sign, blank or unit); nothing otherwise.
-std::optional<std::uint64_t> integer(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept;
+VGPU_API std::optional<std::uint64_t> integer(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept;
 /// Parses "<digits>[K|M|G|T][iB]" (any case, binary units) to a positive byte count.
-std::optional<std::uint64_t> bytes(std::string_view text) noexcept;
+VGPU_API std::optional<std::uint64_t> bytes(std::string_view text) noexcept;
 }  // namespace config_parse
 
 }  // namespace vgpu

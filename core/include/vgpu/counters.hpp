@@ -2,6 +2,8 @@
 // vgpu/counters.hpp — observable steady-state counters.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -9,7 +11,7 @@
 namespace vgpu {
 
 /// A point-in-time copy of a device's or the runtime's counters. A plain value.
-struct CounterSnapshot {
+struct VGPU_API CounterSnapshot {
   std::uint64_t compiles = 0;     ///< kernels actually compiled by a backend
   std::uint64_t l1_hits = 0;      ///< compile() answered from the in-RAM kernel cache
   std::uint64_t l1_misses = 0;    ///< compile() that had to build the kernel
@@ -40,7 +42,7 @@ struct CounterSnapshot {
 
 /// Live counters, updated with relaxed atomics. Thread-safety: every member is safe to
 /// update and read from any thread.
-struct Counters {
+struct VGPU_API Counters {
   std::atomic<std::uint64_t> compiles{0}, l1_hits{0}, l1_misses{0}, l1_evictions{0}, binds{0},
       allocations{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0}, source_compiles{0}, l2_hits{0},
       l2_misses{0}, l2_writes{0}, l2_rejected{0}, l3_hits{0}, pipeline_builds{0}, device_losses{0}, recoveries{0};

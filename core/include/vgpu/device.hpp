@@ -2,6 +2,8 @@
 // vgpu/device.hpp — one opened device: buffers, kernels, bindings, dispatch and batches.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -31,7 +33,7 @@ struct BatchState;
 /// (dropping the last handle never waits for the device). Thread-safety: the handle may be
 /// copied between threads; concurrent writes to the same bytes are the caller's race, as with
 /// any memory.
-class Buffer {
+class VGPU_API Buffer {
  public:
   Buffer() = default;
   /// Returns the size in bytes (0 for an empty handle).
@@ -47,7 +49,7 @@ class Buffer {
 
 /// A compiled kernel, ready to dispatch on the device that compiled it. A shared handle.
 /// Thread-safety: immutable; dispatch it from any thread.
-class Kernel {
+class VGPU_API Kernel {
  public:
   Kernel() = default;
   /// Returns the source's name.
@@ -79,14 +81,14 @@ class Kernel {
 };
 
 /// One buffer at one binding slot.
-struct Binding {
+struct VGPU_API Binding {
   std::uint32_t slot = 0;
   Buffer buffer;
 };
 
 /// Buffers bound to a kernel's slots, created once and reused by every dispatch (a Vulkan
 /// descriptor set, a CUDA argument pack). Thread-safety: immutable; share freely.
-class BindingSet {
+class VGPU_API BindingSet {
  public:
   BindingSet() = default;
   /// Returns true when the handle refers to a binding set.
@@ -103,7 +105,7 @@ class BindingSet {
 /// the writes of the ones before it. A batch can be submitted again after new data is
 /// written to its buffers, without being recorded again (Vulkan command buffer, CUDA graph).
 /// Thread-safety: not safe to record into from two threads at once; submit from any thread.
-class Batch {
+class VGPU_API Batch {
  public:
   Batch() = default;
   /// Appends one dispatch; validated like Device::dispatch; throws invalid_argument.
@@ -121,7 +123,7 @@ class Batch {
 };
 
 /// One host → buffer copy of Device::round_trip.
-struct HostWrite {
+struct VGPU_API HostWrite {
   Buffer buffer;
   const void* data = nullptr;
   std::uint64_t bytes = 0;
@@ -129,7 +131,7 @@ struct HostWrite {
 };
 
 /// One buffer → host copy of Device::round_trip.
-struct HostRead {
+struct VGPU_API HostRead {
   Buffer buffer;
   void* out = nullptr;
   std::uint64_t bytes = 0;
@@ -174,7 +176,7 @@ struct HostRead {
 /// (Buffer, Kernel, BindingSet, Batch) never waits: what it owns is freed once the work that
 /// uses it has finished. A CPU kernel must not call the device it runs on (that throws
 /// invalid_argument rather than wait for itself).
-class Device {
+class VGPU_API Device {
  public:
   Device() = default;
 

@@ -2,6 +2,8 @@
 // vgpu/device_info.hpp — what a backend reports about one device.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -16,7 +18,7 @@ namespace vgpu {
 class OpTuner;  // the backend's tuning of the built-in ops (backend-author API)
 
 /// Compute limits that validation and selection rely on.
-struct DeviceLimits {
+struct VGPU_API DeviceLimits {
   std::array<std::uint32_t, 3> max_workgroup_size{1024, 1024, 64};
   std::uint32_t max_workgroup_invocations = 1024;
   std::array<std::uint32_t, 3> max_workgroup_count{65535, 65535, 65535};
@@ -27,7 +29,7 @@ struct DeviceLimits {
 
 /// A stable identity of a device + driver + vgpu cache format; cache keys include it.
 /// Two runs on the same machine, driver and vgpu version produce the same fingerprint.
-struct DeviceFingerprint {
+struct VGPU_API DeviceFingerprint {
   std::string text;        ///< human-readable "key=value;..." form that was hashed
   std::uint64_t hash = 0;  ///< xxHash64 of text
   /// Returns the hash as 16 lower-case hex digits.
@@ -35,7 +37,7 @@ struct DeviceFingerprint {
 };
 
 /// Everything vgpu knows about one device. A plain value; safe to copy between threads.
-struct DeviceInfo {
+struct VGPU_API DeviceInfo {
   BackendKind backend = BackendKind::cpu;
   std::uint32_t index = 0;  ///< index within its backend, as in VGPU_DEVICE=vulkan:1
   std::string name;

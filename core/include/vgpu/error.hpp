@@ -2,6 +2,8 @@
 // vgpu/error.hpp — the one error type vgpu reports every failure with.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -24,11 +26,11 @@ enum class ErrorCategory {
 };
 
 /// Returns the lower-case name of a category, e.g. "invalid_argument".
-std::string_view to_string(ErrorCategory category) noexcept;
+VGPU_API std::string_view to_string(ErrorCategory category) noexcept;
 
 /// The single exception type of vgpu. Its what() reads "<problem> Fix: <hint>".
 /// Thread-safety: immutable after construction; safe to share between threads.
-class Error : public std::runtime_error {
+class VGPU_API Error : public std::runtime_error {
  public:
   /// Builds an error from a problem statement and an actionable fix hint.
   Error(ErrorCategory category, std::string_view problem, std::string_view fix);
@@ -47,6 +49,6 @@ class Error : public std::runtime_error {
 };
 
 /// Throws Error(category, problem, fix); the one way vgpu code reports failure.
-[[noreturn]] void fail(ErrorCategory category, std::string_view problem, std::string_view fix);
+[[noreturn]] VGPU_API void fail(ErrorCategory category, std::string_view problem, std::string_view fix);
 
 }  // namespace vgpu

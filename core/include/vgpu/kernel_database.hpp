@@ -2,6 +2,8 @@
 // vgpu/kernel_database.hpp — persistent kernels looked up by kernel id and shape.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -52,7 +54,7 @@ enum class PlanStability {
 /// for the very kernel it is building (that throws invalid_argument instead of deadlocking).
 /// What the database drops (kernels, devices, factories) is freed after the mutex is released:
 /// a kernel's last reference may close a lost device, which waits for it within its timeout.
-class KernelDatabase {
+class VGPU_API KernelDatabase {
  public:
   /// Creates a database of kernels on device, with the built-in ops registered.
   explicit KernelDatabase(Device device);

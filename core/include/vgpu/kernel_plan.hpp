@@ -2,6 +2,8 @@
 // vgpu/kernel_plan.hpp — everything a PersistentKernel needs: kernel, tensors, dispatch steps.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,7 +19,7 @@ namespace vgpu {
 
 /// One tensor a plan allocates on the device. Non-scratch tensors are the call's arguments,
 /// in declaration order; scratch tensors live on the device only (e.g. partial sums).
-struct TensorSpec {
+struct VGPU_API TensorSpec {
   std::string name;
   DType dtype = DType::f32;
   Shape shape;
@@ -27,7 +29,7 @@ struct TensorSpec {
 
 /// One dispatch of a plan: which kernel it runs, which tensor sits at which binding slot, its
 /// params and groups.
-struct PlanStep {
+struct VGPU_API PlanStep {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> slot_tensor;  ///< (slot, tensor index)
   ParamsBlock params;
   Groups groups;
@@ -35,7 +37,7 @@ struct PlanStep {
 };
 
 /// One more kernel of a plan (a pass of a multi-pass algorithm), with its own specialisation.
-struct PlanKernel {
+struct VGPU_API PlanKernel {
   KernelSource source;
   CompileOptions options;
 };
@@ -43,7 +45,7 @@ struct PlanKernel {
 /// Kernels specialised for fixed shapes: compiled, allocated and bound once by
 /// PersistentKernel, then run as one batch per call. Kernel 0 is source/options, kernel i ≥ 1
 /// is more_kernels[i - 1]; each step names the kernel it runs. A plain value.
-struct KernelPlan {
+struct VGPU_API KernelPlan {
   KernelSource source;
   CompileOptions options;
   std::vector<TensorSpec> tensors;

@@ -2,6 +2,8 @@
 // vgpu/kernel_source.hpp — a kernel's sources per dialect, its binding ABI and compile options.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -37,7 +39,7 @@ T spec_as(const SpecValue& v) noexcept {
 }
 
 /// One bound buffer as a CPU kernel sees it.
-struct CpuBufferView {
+struct VGPU_API CpuBufferView {
   void* data = nullptr;
   std::uint64_t bytes = 0;
 };
@@ -48,7 +50,7 @@ struct CpuBufferView {
 /// further workgroup once it has passed (the call then raises ErrorCategory::timeout and the
 /// device stays usable). A workgroup already running cannot be preempted: a long loop inside
 /// one should poll expired() and return early.
-struct CpuWorkgroup {
+struct VGPU_API CpuWorkgroup {
   std::span<const CpuBufferView> buffers;  ///< indexed by binding slot; unbound slots are null
   const void* params = nullptr;            ///< the dispatch's params block
   std::array<std::uint32_t, 3> workgroup_id{};
@@ -131,7 +133,7 @@ inline constexpr std::uint32_t kReservedSpecIdFirst = 2040;
 inline constexpr std::uint32_t kReservedSpecIdLast = 2047;
 
 /// One form of a kernel: its dialect, its code and entry point. A plain value.
-struct DialectSource {
+struct VGPU_API DialectSource {
   std::string dialect;  ///< which dialect the code is in (vgpu::dialect::glsl, …)
   std::string code;     ///< source text (or bytes, for a binary dialect)
   std::string entry;    ///< entry point; for dialect::cpu without fn, the built-in kernel's name
@@ -148,7 +150,7 @@ using RequiredBytesFn = std::function<std::uint64_t(const ParamsBlock&, const Gr
 
 /// One binding slot a kernel uses. Devices check every dispatch against these declarations,
 /// so an undersized buffer is an error, never an out-of-bounds access on a GPU.
-struct BindingDecl {
+struct VGPU_API BindingDecl {
   std::uint32_t slot = 0;
   Access access = Access::read_write;
   std::string name;
@@ -158,7 +160,7 @@ struct BindingDecl {
 /// A kernel's sources, one entry per dialect, plus its binding ABI. A kernel may lack
 /// dialects; it then never runs on devices that accept none of those it has (they report
 /// not_supported). Thread-safety: a plain value.
-struct KernelSource {
+struct VGPU_API KernelSource {
   std::string name;                    ///< identifier for messages and reports (not the cache key alone)
   std::vector<DialectSource> sources;  ///< at most one entry per dialect
   std::vector<BindingDecl> bindings;   ///< every slot the kernel uses
@@ -188,7 +190,7 @@ struct KernelSource {
 };
 
 /// Specialisation: part of the cache key, unlike data and params.
-struct CompileOptions {
+struct VGPU_API CompileOptions {
   /// The local size a body gets when workgroup_size is left unset.
   static constexpr std::array<std::uint32_t, 3> kDefaultWorkgroupSize{64, 1, 1};
 

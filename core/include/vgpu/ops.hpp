@@ -2,6 +2,8 @@
 // vgpu/ops.hpp — the built-in operations, as plans for any device.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,29 +14,29 @@
 namespace vgpu::ops {
 
 /// Names of the built-in ops, as KernelDatabase and the CLI accept them.
-std::vector<std::string> names();
+VGPU_API std::vector<std::string> names();
 
 /// C[M×N] = A[M×K]·B[K×N], float32, row-major. Tensors: A (read), B (read), C (write).
-KernelPlan matmul(const DeviceInfo& device, std::uint32_t m, std::uint32_t k, std::uint32_t n);
+VGPU_API KernelPlan matmul(const DeviceInfo& device, std::uint32_t m, std::uint32_t k, std::uint32_t n);
 /// y = a·x + y, float32. Tensors: a[1] (read), x[n] (read), y[n] (read_write).
-KernelPlan axpy(const DeviceInfo& device, std::uint64_t n);
+VGPU_API KernelPlan axpy(const DeviceInfo& device, std::uint64_t n);
 /// out = a + b elementwise, float32. Tensors: a[n], b[n] (read), out[n] (write).
-KernelPlan add(const DeviceInfo& device, std::uint64_t n);
+VGPU_API KernelPlan add(const DeviceInfo& device, std::uint64_t n);
 /// out = a * b elementwise, float32. Tensors: a[n], b[n] (read), out[n] (write).
-KernelPlan mul(const DeviceInfo& device, std::uint64_t n);
+VGPU_API KernelPlan mul(const DeviceInfo& device, std::uint64_t n);
 /// out[0] = Σ x, float32 in and out, pairwise within blocks and across blocks.
 /// Tensors: x[n] (read), out[1] (write), plus scratch partial sums.
-KernelPlan reduce_sum(const DeviceInfo& device, std::uint64_t n);
+VGPU_API KernelPlan reduce_sum(const DeviceInfo& device, std::uint64_t n);
 /// Row-wise numerically stable softmax of x[rows×cols]. Tensors: x (read), out (write).
-KernelPlan softmax_rows(const DeviceInfo& device, std::uint32_t rows, std::uint32_t cols);
+VGPU_API KernelPlan softmax_rows(const DeviceInfo& device, std::uint32_t rows, std::uint32_t cols);
 
 /// Checks that op is a built-in op and shape has its form ("matmul" {M, K, N},
 /// "softmax_rows" {rows, cols}, the others {n}); throws invalid_argument naming the form.
-void check_shape(const std::string& op, const Shape& shape);
+VGPU_API void check_shape(const std::string& op, const Shape& shape);
 
 /// Builds the plan of a built-in op from its name and shape ("matmul" takes {M, K, N},
 /// "softmax_rows" {rows, cols}, the others {n}); throws invalid_argument with the expected
 /// shape when the name or shape is wrong.
-KernelPlan plan(const std::string& op, const DeviceInfo& device, const Shape& shape);
+VGPU_API KernelPlan plan(const std::string& op, const DeviceInfo& device, const Shape& shape);
 
 }  // namespace vgpu::ops

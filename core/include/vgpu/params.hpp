@@ -2,6 +2,8 @@
 // vgpu/params.hpp — the small by-value parameter block every dispatch carries.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +19,7 @@ inline constexpr std::size_t kMaxParamsBytes = 128;
 /// a storage block in GL, a by-value struct in CUDA, a pointer on the CPU). Keep members to
 /// 4-byte scalars and 16-byte-aligned vectors so C, std430 and push-constant layouts agree.
 /// Thread-safety: a plain value; copies are independent.
-class ParamsBlock {
+class VGPU_API ParamsBlock {
  public:
   ParamsBlock() = default;
   /// Copies size bytes from data; throws invalid_argument when size > 128 or data is null.

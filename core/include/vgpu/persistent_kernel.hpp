@@ -2,6 +2,8 @@
 // vgpu/persistent_kernel.hpp — compile once, bind once, dispatch many.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
@@ -17,7 +19,7 @@ namespace vgpu {
 
 /// A host tensor passed to a PersistentKernel call: element type, shape and data pointer.
 /// A const pointer makes it input-only; outputs need a mutable pointer.
-class TensorArg {
+class VGPU_API TensorArg {
  public:
   /// Read-only float32 tensor.
   TensorArg(const float* data, Shape shape) : TensorArg(DType::f32, std::move(shape), data, nullptr) {}
@@ -45,7 +47,7 @@ class TensorArg {
 /// inputs, submits the recorded batch and reads the outputs back, so changing only data
 /// compiles, allocates and binds nothing. Thread-safety: calls are serialised by an
 /// internal mutex (they share one set of device buffers); safe to call from any thread.
-class PersistentKernel {
+class VGPU_API PersistentKernel {
  public:
   /// Compiles each of the plan's kernels once, allocates every tensor and binds and records
   /// every step (all into one batch); throws invalid_argument for a malformed plan (naming the

@@ -2,6 +2,8 @@
 // vgpu/persistent_queue.hpp — many id + payload work items drained in one coalesced launch.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -44,13 +46,13 @@ namespace vgpu {
 // ---------------------------------------------------------------------------------------------
 
 /// The queue ABI's per-launch params block (the 8 bytes every queue kernel declares).
-struct QueueLaunch {
+struct VGPU_API QueueLaunch {
   std::uint32_t item_base = 0;   ///< first item of this launch
   std::uint32_t item_count = 0;  ///< items in this launch
 };
 
 /// One entry of the `in` table (4 words per item).
-struct QueueItemEntry {
+struct VGPU_API QueueItemEntry {
   std::uint32_t in_offset = 0;     ///< payload start, in 32-bit words from the start of `in`
   std::uint32_t in_bytes = 0;      ///< payload length in bytes
   std::uint32_t out_offset = 0;    ///< output area start, in 32-bit words from the start of `out`
@@ -58,7 +60,7 @@ struct QueueItemEntry {
 };
 
 /// One entry of the `out` results table (2 words per item).
-struct QueueResultEntry {
+struct VGPU_API QueueResultEntry {
   std::uint32_t out_bytes = 0;  ///< bytes the kernel wrote for this item
   std::uint32_t emits = 0;      ///< outputs the kernel emitted for this item (must end as 1)
 };
@@ -66,7 +68,7 @@ struct QueueResultEntry {
 /// Work items, each a stable id and a byte payload, in push order. A plain container: it
 /// holds host memory only and may be run on any device. Thread-safety: not synchronised; a
 /// queue must not be pushed to while it is being pushed to or run elsewhere.
-class PersistentQueue {
+class VGPU_API PersistentQueue {
  public:
   /// The most items one queue holds: item indices are 32-bit on the device.
   static constexpr std::uint64_t kMaxItems = 0xFFFFFFFFull;
@@ -107,7 +109,7 @@ class PersistentQueue {
 };
 
 /// How a queue kernel runs. A plain value.
-struct QueueConfig {
+struct VGPU_API QueueConfig {
   /// Bytes the kernel may write per item; 0: as many as that item's payload has.
   std::uint32_t output_bytes = 0;
   /// The most items one launch takes (0: as many as the device's limits allow). Lower it to
@@ -120,7 +122,7 @@ struct QueueConfig {
 };
 
 /// One item's result: its id and the bytes the kernel wrote for it.
-struct QueueResult {
+struct VGPU_API QueueResult {
   std::uint64_t id = 0;
   std::span<const std::byte> payload;  ///< points into the QueueReport that holds it
 
@@ -140,7 +142,7 @@ struct QueueResult {
 
 /// What one queue run did: its launches and one result per item, in queue order.
 /// A plain value (results point into storage, which moves with it; a copy points into its own).
-struct QueueReport {
+struct VGPU_API QueueReport {
   QueueReport() = default;
   /// Copies other, pointing the copy's results into the copy's storage.
   QueueReport(const QueueReport& other);
@@ -161,7 +163,7 @@ struct QueueReport {
 /// of the same or a smaller total size than an earlier one allocates, compiles and binds
 /// nothing; larger ones grow the buffers geometrically. A lost device is recovered and the run
 /// retried once. Thread-safety: runs are serialised by an internal mutex; safe from any thread.
-class QueuePipeline {
+class VGPU_API QueuePipeline {
  public:
   /// Compiles kernel for device and checks it follows the queue ABI (two bindings, read then
   /// read_write, 8-byte params); throws invalid_argument naming what differs, compile_error.
@@ -202,9 +204,9 @@ class QueuePipeline {
 
 /// Runs queue through the pipeline made once per (device, kernel, config) and kept for the
 /// process (device: Runtime::global().default_device()); the design's run(kernel, config, queue).
-QueueReport run(const KernelSource& kernel, const QueueConfig& config, const PersistentQueue& queue);
+VGPU_API QueueReport run(const KernelSource& kernel, const QueueConfig& config, const PersistentQueue& queue);
 /// run() on the given device.
-QueueReport run(const Device& device, const KernelSource& kernel, const QueueConfig& config,
+VGPU_API QueueReport run(const Device& device, const KernelSource& kernel, const QueueConfig& config,
                 const PersistentQueue& queue);
 
 }  // namespace vgpu

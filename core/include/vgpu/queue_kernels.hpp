@@ -4,6 +4,8 @@
 // and a CPU callable, and as a complete GLSL shader. docs/queue.md walks through them.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <string>
 #include <vector>
 
@@ -12,24 +14,24 @@
 namespace vgpu {
 
 /// Returns the queue ABI's two binding declarations: slot 0 read `in`, slot 1 read_write `out`.
-std::vector<BindingDecl> queue_bindings();
+VGPU_API std::vector<BindingDecl> queue_bindings();
 
 /// Returns the add-one queue kernel's GLSL body (for KernelSource::add_glsl).
-const std::string& queue_add_one_glsl();
+VGPU_API const std::string& queue_add_one_glsl();
 /// Returns the add-one queue kernel as a complete GLSL shader (for KernelSource::add_glsl_shader;
 /// local size 64, its bindings and push constants reflected).
-const std::string& queue_add_one_glsl_shader();
+VGPU_API const std::string& queue_add_one_glsl_shader();
 /// Returns the add-one queue kernel's CUDA C source; its entry point is "queue_add_one".
-const std::string& queue_add_one_cuda();
+VGPU_API const std::string& queue_add_one_cuda();
 /// The add-one queue kernel as a CPU callable: one workgroup of invocations per call.
-void queue_add_one_cpu(const CpuWorkgroup& wg);
+VGPU_API void queue_add_one_cpu(const CpuWorkgroup& wg);
 
 /// Returns the add-one queue kernel with its GLSL body, CUDA and CPU forms and the ABI's
 /// declarations: each item's output is its payload's whole u32 words, each plus 1 (so a
 /// payload of 4n + r bytes gives 4n bytes).
-KernelSource queue_add_one_kernel();
+VGPU_API KernelSource queue_add_one_kernel();
 /// Returns the add-one queue kernel as a complete GLSL shader only (Vulkan and OpenGL), its
 /// bindings and params left to reflection.
-KernelSource queue_add_one_shader_kernel();
+VGPU_API KernelSource queue_add_one_shader_kernel();
 
 }  // namespace vgpu

@@ -2,6 +2,8 @@
 // vgpu/runtime.hpp — the registry of backends and the devices they found.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -31,7 +33,7 @@ class ComputeBackend;  // vgpu/backend/compute_backend.hpp (backend-author inter
 /// constructor checks them (invalid_argument, naming the field). Runtime::config() returns the
 /// result. A plain value; every field has a default member initialiser, so aggregate and
 /// designated initialisation may name just a few.
-struct RuntimeOptions {
+struct VGPU_API RuntimeOptions {
   std::vector<BackendKind> allowed{};  ///< empty: every compiled-in backend (VGPU_BACKEND)
   std::string forced_device{};         ///< "vulkan:1" style id, or empty (VGPU_DEVICE)
   /// Backends to use instead of the compiled-in registry, in preference order (the tests inject
@@ -79,7 +81,7 @@ struct RuntimeOptions {
 /// to call from several threads at once. The runtime's mutex guards the backend list and the
 /// open devices; it is held while backends are probed and a device is opened (both bounded by
 /// the backends), never while a device works or a selection calibrates.
-class Runtime {
+class VGPU_API Runtime {
  public:
   /// Builds a runtime over the compiled-in backends, filtered by options, with options'
   /// overrides over the environment as it reads now; throws invalid_argument for a bad override.

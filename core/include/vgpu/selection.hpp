@@ -13,6 +13,8 @@
 // use Runtime::global().
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,10 +34,10 @@ enum class SelectionSource {
 };
 
 /// Returns "calibrated", "persisted", "forced", "fallback" or "only".
-const char* to_string(SelectionSource source) noexcept;
+VGPU_API const char* to_string(SelectionSource source) noexcept;
 
 /// One device considered for an op at a size.
-struct SelectionCandidate {
+struct VGPU_API SelectionCandidate {
   std::string device;         ///< "backend:index"
   bool eligible = false;      ///< false: could not run it (see note)
   double seconds = 0;         ///< median time of one call (uploads, dispatch, readback), or the prediction
@@ -45,7 +47,7 @@ struct SelectionCandidate {
 };
 
 /// A selection and why it was made.
-struct Selection {
+struct VGPU_API Selection {
   std::string op;
   Shape shape;                 ///< the shape asked about
   Shape calibration_shape;     ///< the shape the candidates were timed at (the class's first call)
@@ -61,11 +63,11 @@ struct Selection {
 
 /// Returns the work of op at shape that decides its size class (m·k·n for matmul, else the
 /// element count); throws invalid_argument for an unknown op or a malformed shape.
-std::uint64_t selection_work(const std::string& op, const Shape& shape);
+VGPU_API std::uint64_t selection_work(const std::string& op, const Shape& shape);
 
 /// Returns the device Runtime::global() chose for op at shape (calibrating on first use).
-Device select(const std::string& op, const Shape& shape);
+VGPU_API Device select(const std::string& op, const Shape& shape);
 /// Returns the selection Runtime::global() made for op at shape, with candidates and timings.
-Selection explain(const std::string& op, const Shape& shape);
+VGPU_API Selection explain(const std::string& op, const Shape& shape);
 
 }  // namespace vgpu

@@ -3,6 +3,8 @@
 // SPIR-V (or other reflected form) says about its interface.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -17,7 +19,7 @@ namespace vgpu {
 
 /// One specialization-constant value: bool, 32-bit int, 32-bit unsigned or 32-bit float, held
 /// as the 32-bit pattern SPIR-V takes. A plain value.
-struct SpecValue {
+struct VGPU_API SpecValue {
   enum class Type : std::uint8_t { boolean, i32, u32, f32 };
   Type type = Type::u32;
   std::uint32_t bits = 0;  ///< the value's bit pattern (bool: 0 or 1)
@@ -50,7 +52,7 @@ struct SpecValue {
 
 /// One specialization constant a compile sets: by SPIR-V constant_id (id), or by name (id
 /// empty) resolved against the kernel's reflection. CUDA takes it as -D<name>=<value>.
-struct SpecConstant {
+struct VGPU_API SpecConstant {
   std::optional<std::uint32_t> id;
   std::string name;
   SpecValue value;
@@ -61,7 +63,7 @@ struct SpecConstant {
 enum class ResourceKind : std::uint8_t { storage_buffer, uniform_buffer };
 
 /// One buffer binding a shader declares, as reflected from its SPIR-V.
-struct ReflectedBinding {
+struct VGPU_API ReflectedBinding {
   std::uint32_t set = 0;
   std::uint32_t binding = 0;                      ///< vgpu's slot (slots are unique across sets)
   ResourceKind kind = ResourceKind::storage_buffer;
@@ -72,14 +74,14 @@ struct ReflectedBinding {
 };
 
 /// One specialization constant a shader declares.
-struct ReflectedSpecConstant {
+struct VGPU_API ReflectedSpecConstant {
   std::uint32_t id = 0;
   std::string name;        ///< as in the source (empty when stripped)
   SpecValue default_value;
 };
 
 /// A compiled kernel's interface, reflected from its SPIR-V (Vulkan, OpenGL). A plain value.
-struct KernelReflection {
+struct VGPU_API KernelReflection {
   std::string entry = "main";
   std::vector<ReflectedBinding> bindings;           ///< sorted by binding
   std::uint32_t push_constant_bytes = 0;            ///< size of the push-constant block (0: none)

@@ -2,6 +2,8 @@
 // vgpu/testing.hpp — hooks for tests of code built on vgpu (not for production use).
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include "vgpu/device.hpp"
 
 namespace vgpu::testing {
@@ -19,6 +21,6 @@ enum class LossPoint {
 /// backend's own detection path (its simulated-loss hook), i.e. a loss during a run. Either way
 /// the next call on the device recreates it (counters().recoveries grows): see Device for what
 /// recovery restores. Throws invalid_argument for an empty handle. Thread-safety: any thread.
-void force_device_lost(const Device& device, LossPoint when = LossPoint::now);
+VGPU_API void force_device_lost(const Device& device, LossPoint when = LossPoint::now);
 
 }  // namespace vgpu::testing

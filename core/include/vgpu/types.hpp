@@ -2,6 +2,8 @@
 // vgpu/types.hpp — small value types shared by the whole public API.
 #pragma once
 
+#include "vgpu/export.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -29,23 +31,23 @@ enum class Access { read, write, read_write };
 
 /// Returns "cuda", "vulkan", "opengl", "cpu", or the name another backend registered
 /// ("backend#N" for a value no backend named).
-std::string_view to_string(BackendKind kind) noexcept;
+VGPU_API std::string_view to_string(BackendKind kind) noexcept;
 /// Returns "discrete_gpu", "integrated_gpu", "virtual_gpu", "software", "cpu" or "other".
-std::string_view to_string(DeviceType type) noexcept;
+VGPU_API std::string_view to_string(DeviceType type) noexcept;
 /// Returns "f32", "i32" or "u32".
-std::string_view to_string(DType dtype) noexcept;
+VGPU_API std::string_view to_string(DType dtype) noexcept;
 /// Returns "read", "write" or "read_write".
-std::string_view to_string(Access access) noexcept;
+VGPU_API std::string_view to_string(Access access) noexcept;
 /// Parses a backend name as printed by to_string (vgpu's own or a registered one); throws
 /// invalid_argument on anything else.
-BackendKind parse_backend_kind(std::string_view name);
+VGPU_API BackendKind parse_backend_kind(std::string_view name);
 /// Returns the kind named name (as parse_backend_kind), or nothing when no backend has that name.
-std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept;
+VGPU_API std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept;
 /// Returns the size in bytes of one element of dtype.
-std::size_t dtype_size(DType dtype) noexcept;
+VGPU_API std::size_t dtype_size(DType dtype) noexcept;
 
 /// Number of workgroups along x, y, z of one dispatch.
-struct Groups {
+struct VGPU_API Groups {
   std::uint32_t x = 1, y = 1, z = 1;
   /// Returns x*y*z as a 64-bit count.
   std::uint64_t total() const noexcept { return std::uint64_t{x} * y * z; }
@@ -56,8 +58,8 @@ struct Groups {
 using Shape = std::vector<std::uint64_t>;
 
 /// Returns the product of a shape's dimensions (1 for an empty shape).
-std::uint64_t element_count(const Shape& shape) noexcept;
+VGPU_API std::uint64_t element_count(const Shape& shape) noexcept;
 /// Formats a shape as "[2x3x4]".
-std::string to_string(const Shape& shape);
+VGPU_API std::string to_string(const Shape& shape);
 
 }  // namespace vgpu
