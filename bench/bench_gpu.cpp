@@ -234,6 +234,7 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
     for (std::uint32_t n : glsl_tiling_sizes(info, o.quick)) {
       const std::string chosen = vgpu::kernels::glsl_matmul_choice(n, n, n, info).name();
       for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
+        if (!t.fits(info)) continue;  // too much shared memory here: its cells print "-"
         vgpu::DeviceInfo forced = info;
         forced.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
         double e = 0;
@@ -366,13 +367,17 @@ int main(int argc, char** argv) {
     vb::Table gt(head);
     for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
       std::vector<std::string> row{t.name()};
-      for (std::uint32_t n : sizes)
-        for (const auto& g : r.glsl_tilings)
-          if (g.n == n && g.name == t.name()) {
-            const double cub = cublas_at(n);
-            row.push_back(vb::fmt(g.gflops) + (g.chosen ? " *" : ""));
-            row.push_back(cub ? vb::fmt(g.gflops / cub * 100, 0) + "%" : "-");
-          }
+      for (std::uint32_t n : sizes) {
+        const auto g = std::find_if(r.glsl_tilings.begin(), r.glsl_tilings.end(),
+                                    [&](const DeviceResult::GlslTiling& x) { return x.n == n && x.name == t.name(); });
+        if (g == r.glsl_tilings.end()) {
+          row.insert(row.end(), {"-", "-"});
+          continue;
+        }
+        const double cub = cublas_at(n);
+        row.push_back(vb::fmt(g->gflops) + (g->chosen ? " *" : ""));
+        row.push_back(cub ? vb::fmt(g->gflops / cub * 100, 0) + "%" : "-");
+      }
       gt.add(row);
     }
     std::cout << "\n" << r.id << " '" << r.name << "' GLSL matmul tilings:\n";

@@ -131,10 +131,17 @@ std::uint32_t glsl_matmul_split_k(std::uint64_t m, std::uint64_t k, std::uint64_
 GlslMatmulTiling glsl_matmul_choice(std::uint64_t m, std::uint64_t k, std::uint64_t n, const DeviceInfo& device) {
   const bool software = device.type == DeviceType::software || device.type == DeviceType::cpu;
   if (glsl_matmul_split_k(m, k, n, device) > 1) return kT64x64;  // split-K runs on the tiled kernel
-  // A C this small fits in one 64×64 tile: one workgroup would run on one compute unit, most of
-  // its invocations computing padding, while one invocation per element spreads over them all.
-  if (m * n <= 64 * 64) return kNaive;
-  if (software) return kT64x64;  // measured on llvmpipe/lavapipe: see docs/benchmarks.md
+  // A product this small (16³) is all launch and tile padding: one invocation per element of C
+  // and one loop over k beats any tile. Measured on llvmpipe/lavapipe (docs/benchmarks.md):
+  // naive 34–45 µs at 16³ against 137–219 µs for the former 64×64 tile, but slower from 32³ on.
+  if (m * n * k <= 16384) return kNaive;
+  if (software) {
+    // Measured on llvmpipe/lavapipe: 32×32 wins below 64, 64×64 at 64, 128×128 from 128–256 on
+    // (each workgroup is one CPU thread's work, so bigger tiles amortise more of its overhead).
+    const std::uint64_t side = std::min(m, n);
+    if (side >= 128 && kT128x128.fits(device)) return kT128x128;
+    return side >= 64 ? kT64x64 : kT32x32;
+  }
   // The largest tile that still gives every compute unit a workgroup (as the CUDA tuner): big
   // tiles reuse each loaded byte most, but a grid smaller than the GPU leaves units idle.
   const std::uint64_t units = std::max<std::uint32_t>(device.compute_units, 1);

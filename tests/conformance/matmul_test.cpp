@@ -113,7 +113,7 @@ TEST_CASE("matmul: the GLSL tuner's choices and its override", "[matmul][tiling]
   gpu.compute_units = 132;
   using vgpu::kernels::glsl_matmul_choice;
   CHECK(glsl_matmul_choice(16, 16, 16, gpu).naive);
-  CHECK(glsl_matmul_choice(64, 64, 64, gpu).naive);
+  CHECK(glsl_matmul_choice(64, 64, 64, gpu).name() == "32x32x16x4x4");  // the most workgroups
   // Tall-skinny: split-K on the 64×64 tile, 2 workgroups per unit (132·2 / 1 tile, capped at 64 slices).
   CHECK(glsl_matmul_choice(64, 65536, 64, gpu).name() == "64x64x16x4x4");
   CHECK(vgpu::kernels::glsl_matmul_split_k(64, 65536, 64, gpu) == 64);
@@ -125,6 +125,9 @@ TEST_CASE("matmul: the GLSL tuner's choices and its override", "[matmul][tiling]
   vgpu::DeviceInfo cpu = gpu;
   cpu.type = vgpu::DeviceType::software;
   CHECK(glsl_matmul_choice(16, 16, 16, cpu).naive);
+  CHECK(glsl_matmul_choice(32, 32, 32, cpu).name() == "32x32x16x4x4");
+  CHECK(glsl_matmul_choice(64, 64, 64, cpu).name() == "64x64x16x4x4");
+  CHECK(glsl_matmul_choice(256, 256, 256, cpu).name() == "128x128x8x8x8");
   // Every choice is a listed (precompiled) tiling.
   for (std::uint64_t n : {1u, 17u, 64u, 65u, 256u, 1000u, 4097u})
     for (const vgpu::DeviceInfo* d : {&gpu, &cpu}) {
