@@ -3,16 +3,19 @@
 // side by side in one run: matmul GFLOP/s vs cuBLAS SGEMM, steady N=16 round trip (one
 // round_trip call vs separate calls), persistent vs recompile-each-call, batched per-dispatch
 // cost, kernel creation cold vs L2 vs L1, a built-in in a fresh runtime (L3), and on CUDA every
-// matmul tiling at 1024/2048/4096.
+// matmul tiling at 1024/2048/4096; on Vulkan and OpenGL every GLSL matmul tiling at 1024/2048/4096
+// (256/512 with --quick or on a software device), the tuner's choice marked.
 // Devices: every non-CPU device, or those of VGPU_BENCH_BACKENDS (comma list, cpu allowed).
 #include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "bench_util.hpp"
 #include "cublas_ref.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vb = vgpu::bench;
@@ -91,7 +94,22 @@ struct DeviceResult {
   double cold = 0, l2 = 0, l1 = 0, l3 = 0;
   vb::Stats separate16;  // N=16 as write, write, submit, read calls instead of one round trip
   std::vector<std::pair<std::string, double>> tilings;  // CUDA: "BMxBN@n" → GFLOP/s
+  struct GlslTiling {
+    std::string name;
+    std::uint32_t n;
+    double gflops;
+    bool chosen;  // the tuner's pick at n³ on this device
+  };
+  std::vector<GlslTiling> glsl_tilings;  // Vulkan / OpenGL: every GLSL matmul variant
 };
+
+// The sizes of the GLSL tiling table: software devices (llvmpipe, lavapipe) take seconds per
+// 2048³ product, so they run the small sizes.
+std::vector<std::uint32_t> glsl_tiling_sizes(const vgpu::DeviceInfo& info, bool quick) {
+  const bool software = info.type == vgpu::DeviceType::software || info.type == vgpu::DeviceType::cpu;
+  if (quick || software) return {256, 512};
+  return {1024, 2048, 4096};
+}
 
 DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, std::uint64_t& nonce) {
   DeviceResult r;
@@ -211,6 +229,21 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
         r.tilings.emplace_back(std::to_string(t[0]) + "x" + std::to_string(t[1]) + "@" + std::to_string(n), gf);
       }
   }
+  // Vulkan / OpenGL: every GLSL matmul variant, each forced as VGPU_MATMUL_TILING would.
+  if (info.backend == vgpu::BackendKind::vulkan || info.backend == vgpu::BackendKind::opengl) {
+    for (std::uint32_t n : glsl_tiling_sizes(info, o.quick)) {
+      const std::string chosen = vgpu::kernels::glsl_matmul_choice(n, n, n, info).name();
+      for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
+        if (!t.fits(info)) continue;  // too much shared memory here: its cells print "-"
+        vgpu::DeviceInfo forced = info;
+        forced.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
+        double e = 0;
+        const double gf = matmul_gflops(dev, vgpu::ops::matmul(forced, n, n, n), n, n >= 2048 ? 3 : 5, &e);
+        r.err = std::max(r.err, e);
+        r.glsl_tilings.push_back({t.name(), n, gf, t.name() == chosen});
+      }
+    }
+  }
   return r;
 }
 
@@ -243,6 +276,15 @@ int main(int argc, char** argv) {
   } else {
     std::cout << "cuBLAS reference: unavailable (" << cublas.reason() << ")\n";
   }
+
+  // cuBLAS at each size of the GLSL tiling tables, measured once (0: no cuBLAS).
+  std::map<std::uint32_t, double> cublas_by_n{{small, cub_small}, {big, cub_big}};
+  auto cublas_at = [&](std::uint32_t n) {
+    if (!cublas.available()) return 0.0;
+    auto it = cublas_by_n.find(n);
+    if (it == cublas_by_n.end()) it = cublas_by_n.emplace(n, cublas.sgemm_gflops(int(n), 10)).first;
+    return it->second;
+  };
 
   std::vector<DeviceResult> results;
   std::uint64_t nonce = static_cast<std::uint64_t>(::getpid()) << 20;
@@ -295,6 +337,9 @@ int main(int argc, char** argv) {
                               {"create_builtin_fresh_s", r.l3},
                               {"steady_n16_separate", r.separate16.to_json()}});
     for (const auto& [name, gf] : r.tilings) doc["devices"].back()["cuda_tilings_gflops"][name] = gf;
+    for (const auto& g : r.glsl_tilings)
+      doc["devices"].back()["glsl_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
+          {"gflops", g.gflops}, {"chosen", g.chosen}, {"cublas_gflops", cublas_at(g.n)}};
   }
   std::cout << "\nmatmul checked at 16 entries against fp64 (max rel err ";
   double worst = 0;
@@ -307,6 +352,36 @@ int main(int argc, char** argv) {
               << ", " << vb::fmt(cub_big) << " at " << bg << "):";
     for (const auto& [name, gf] : r.tilings) std::cout << "  " << name << " " << vb::fmt(gf);
     std::cout << "\n";
+  }
+  // One table per Vulkan/OpenGL device: a row per GLSL tiling, GFLOP/s and % of cuBLAS per size.
+  for (const auto& r : results) {
+    if (r.glsl_tilings.empty()) continue;
+    std::vector<std::uint32_t> sizes;
+    for (const auto& g : r.glsl_tilings)
+      if (std::find(sizes.begin(), sizes.end(), g.n) == sizes.end()) sizes.push_back(g.n);
+    std::vector<std::string> head{"GLSL tiling (* tuner's pick)"};
+    for (std::uint32_t n : sizes) {
+      head.push_back("N=" + std::to_string(n) + " GF/s");
+      head.push_back("vs cuBLAS");
+    }
+    vb::Table gt(head);
+    for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
+      std::vector<std::string> row{t.name()};
+      for (std::uint32_t n : sizes) {
+        const auto g = std::find_if(r.glsl_tilings.begin(), r.glsl_tilings.end(),
+                                    [&](const DeviceResult::GlslTiling& x) { return x.n == n && x.name == t.name(); });
+        if (g == r.glsl_tilings.end()) {
+          row.insert(row.end(), {"-", "-"});
+          continue;
+        }
+        const double cub = cublas_at(n);
+        row.push_back(vb::fmt(g->gflops) + (g->chosen ? " *" : ""));
+        row.push_back(cub ? vb::fmt(g->gflops / cub * 100, 0) + "%" : "-");
+      }
+      gt.add(row);
+    }
+    std::cout << "\n" << r.id << " '" << r.name << "' GLSL matmul tilings:\n";
+    gt.print();
   }
   return vb::finish(doc, o) ? 0 : 1;
 }

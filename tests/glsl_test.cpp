@@ -39,8 +39,20 @@ struct Variant {
 };
 
 // The variants cmake/VgpuGlsl.cmake precompiles (the ones core/src/ops.cpp compiles).
+// The defines of one tiled matmul variant (core/kernels/gpu_tuning.cpp's list).
+std::map<std::string, std::string> mm(int bm, int bn, int bk, int tm, int tn) {
+  return {{"VGPU_MM_BM", std::to_string(bm)}, {"VGPU_MM_BN", std::to_string(bn)}, {"VGPU_MM_BK", std::to_string(bk)},
+          {"VGPU_MM_TM", std::to_string(tm)}, {"VGPU_MM_TN", std::to_string(tn)}};
+}
+
 const std::vector<Variant>& builtin_variants() {
   static const std::vector<Variant> v = {{"matmul", {}},
+                                         {"matmul", {{"VGPU_MM_NAIVE", "1"}}},
+                                         {"matmul", mm(32, 32, 16, 4, 4)},
+                                         {"matmul", mm(128, 64, 8, 8, 4)},
+                                         {"matmul", mm(128, 128, 8, 8, 8)},
+                                         {"matmul", mm(128, 128, 16, 8, 8)},
+                                         {"matmul_splitk_reduce", {}},
                                          {"axpy", {}},
                                          {"reduce_sum", {}},
                                          {"softmax_rows", {}},
@@ -56,6 +68,9 @@ const unsigned char kPreludeFile[] = {
 };
 const unsigned char kMatmulFile[] = {
 #include "glsl-files/matmul.comp.inc"
+};
+const unsigned char kMatmulSplitkReduceFile[] = {
+#include "glsl-files/matmul_splitk_reduce.comp.inc"
 };
 const unsigned char kAxpyFile[] = {
 #include "glsl-files/axpy.comp.inc"
@@ -145,6 +160,7 @@ TEST_CASE("assemble_glsl rejects bad defines, a zero workgroup size and a #versi
 
 TEST_CASE("built-in GLSL kernels and the prelude are embedded byte for byte", "[glsl]") {
   const std::map<std::string, std::string> files = {{"matmul", text_of(kMatmulFile)},
+                                                    {"matmul_splitk_reduce", text_of(kMatmulSplitkReduceFile)},
                                                     {"axpy", text_of(kAxpyFile)},
                                                     {"elementwise", text_of(kElementwiseFile)},
                                                     {"reduce_sum", text_of(kReduceSumFile)},
@@ -188,7 +204,7 @@ std::string compile_for_opengl(const std::string& text, const std::string& name)
 TEST_CASE("every built-in variant has precompiled SPIR-V, matched on exact body and defines", "[glsl][l3]") {
   CHECK(vgpu::cache::precompiled_spirv_count() == builtin_variants().size());
   for (const auto& v : builtin_variants()) {
-    INFO(v.kernel << (v.defines.empty() ? "" : " VGPU_OP=" + v.defines.begin()->second));
+    INFO(v.kernel << (v.defines.empty() ? "" : " " + v.defines.begin()->first + "=" + v.defines.begin()->second));
     const std::string body(builtin_glsl(v.kernel));
     const auto* spirv = vgpu::cache::find_precompiled_spirv(body, v.defines);
     REQUIRE(spirv != nullptr);

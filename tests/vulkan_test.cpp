@@ -16,13 +16,36 @@
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/precompiled.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu_test::contract {
 
 using vgpu::test::pipeline_cache_key;
 
+BACKEND_CASE(vulkan, "L3: every GLSL matmul tiling and split-K's sum compile from embedded SPIR-V", "[l3]") {
+  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));  // a new device: its L1 is empty
+  vgpu::Device device = runtime.open("vulkan:0");
+  std::vector<vgpu::KernelPlan> plans;
+  for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings()) {
+    vgpu::DeviceInfo info = device.info();
+    if (!t.fits(info)) continue;
+    info.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
+    plans.push_back(vgpu::ops::matmul(info, 300, 200, 100));
+  }
+  // A tall-skinny product: two kernels, the slices and their sum.
+  const vgpu::KernelPlan split = vgpu::ops::matmul(device.info(), 8, 65536, 8);
+  REQUIRE(split.kernel_count() == 2);
+  const vgpu::CounterSnapshot before = device.counters();
+  for (const auto& p : plans) device.compile(p.source, p.options);
+  for (std::size_t i = 0; i < split.kernel_count(); ++i) device.compile(split.kernel_source(i), split.kernel_options(i));
+  const vgpu::CounterSnapshot d = device.counters() - before;
+  INFO(d.to_string());
+  CHECK(d.source_compiles == 0);
+  CHECK(d.l3_hits == plans.size() + 1);  // split's tile is one of the tilings: an L1 hit
+}
+
 BACKEND_CASE(vulkan, "L3: every built-in op compiles from embedded SPIR-V with no GLSL compile", "[l3]") {
-  CHECK(vgpu::cache::precompiled_spirv_count() == 6);
+  CHECK(vgpu::cache::precompiled_spirv_count() == 12);  // 6 matmul tilings and split-K's sum among them
 
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));  // a new device: its L1 is empty
   vgpu::Device device = runtime.open("vulkan:0");
@@ -53,7 +76,8 @@ BACKEND_CASE(vulkan, "L3: every built-in op compiles from embedded SPIR-V with n
   // Again, and other shapes of the same ops: all L1 hits, no tier below is asked.
   const vgpu::CounterSnapshot before2 = device.counters();
   for (const auto& p : plans) device.compile(p.source, p.options);
-  for (const auto& p : {vgpu::ops::matmul(info, 64, 64, 64), vgpu::ops::add(info, 7), vgpu::ops::reduce_sum(info, 3)})
+  // (40x20x50 takes the same matmul tiling as 33x17x45 on every device: 32x32, the smallest tile.)
+  for (const auto& p : {vgpu::ops::matmul(info, 40, 20, 50), vgpu::ops::add(info, 7), vgpu::ops::reduce_sum(info, 3)})
     device.compile(p.source, p.options);
   d = device.counters() - before2;
   INFO("second compiles: " << d.to_string());

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "vgpu/config.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "gl_device.hpp"
 #include "vgpu/backend/fingerprint.hpp"
@@ -83,7 +84,7 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   d.features.push_back("egl_" + src.platform);
   // The body form first (as before); a module form costs no front-end compile when given as SPIR-V.
   d.dialects = {std::string(dialect::glsl), std::string(dialect::spirv), std::string(dialect::glsl_shader)};
-  d.op_tuner = kernels::gpu_builtin_tuner();
+  d.op_tuner = kernels::gpu_builtin_tuner(config().matmul_tiling);
   if (!c.binary_formats.empty()) d.features.push_back("program_binary");
   if (c.dsa) d.features.push_back("direct_state_access");
   if (c.gl_spirv) d.features.push_back("gl_spirv");

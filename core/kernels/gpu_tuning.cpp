@@ -2,6 +2,7 @@
 // core/kernels/gpu_tuning.cpp — the GPU built-ins' workgroup sizes, defines and work per group.
 #include "vgpu/kernels/gpu_tuning.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -29,7 +30,125 @@ constexpr Row kRows[] = {
     {"softmax_rows", {256, 1, 1}, 1, 1, nullptr},      // one group per row
 };
 
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+constexpr GlslMatmulTiling tiled(std::uint32_t bm, std::uint32_t bn, std::uint32_t bk, std::uint32_t tm,
+                                 std::uint32_t tn) {
+  return GlslMatmulTiling{bm, bn, bk, tm, tn, false};
+}
+
+constexpr GlslMatmulTiling kNaive{};
+constexpr GlslMatmulTiling kT128x128{tiled(128, 128, 8, 8, 8)}, kT128x128k16{tiled(128, 128, 16, 8, 8)},
+    kT128x64{tiled(128, 64, 8, 8, 4)}, kT64x64{tiled(64, 64, 16, 4, 4)}, kT32x32{tiled(32, 32, 16, 4, 4)};
+// Keep in step with VGPU_GLSL_PRECOMPILED (cmake/VgpuGlsl.cmake): every entry must be in L3.
+constexpr GlslMatmulTiling kTilings[] = {kNaive, kT32x32, kT64x64, kT128x64, kT128x128, kT128x128k16};
+
+class GpuBuiltinTuner final : public OpTuner {
+ public:
+  explicit GpuBuiltinTuner(std::string forced) : forced_(std::move(forced)) {}
+  OpTuning tune(const OpShape& shape, const DeviceInfo& device) const override {
+    if (shape.op != "matmul") return builtin_gpu_tuning(shape);
+    // Parsed per plan so that a bad VGPU_MATMUL_TILING fails matmul with its message, not device discovery.
+    const GlslMatmulTiling c =
+        forced_.empty() ? glsl_matmul_choice(shape.m, shape.k, shape.n, device) : glsl_matmul_tiling(forced_);
+    if (!c.fits(device))
+      fail(ErrorCategory::invalid_argument,
+           "VGPU_MATMUL_TILING=" + c.name() + " needs " + std::to_string(c.shared_bytes()) +
+               " bytes of shared memory or more invocations per workgroup than " + device.id() + " has (" +
+               std::to_string(device.limits.max_shared_memory_bytes) + " bytes, " +
+               std::to_string(device.limits.max_workgroup_invocations) + " invocations).",
+           "pick a smaller tiling (vgpu-probe shows the limits), or unset VGPU_MATMUL_TILING.");
+    OpTuning t = c.tuning();
+    if (!c.naive) t.split_k = glsl_matmul_split_k(shape.m, shape.k, shape.n, device);
+    return t;
+  }
+
+ private:
+  std::string forced_;
+};
+
 }  // namespace
+
+std::string GlslMatmulTiling::name() const {
+  if (naive) return "naive";
+  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" + std::to_string(tm) + "x" +
+         std::to_string(tn);
+}
+
+OpTuning GlslMatmulTiling::tuning() const {
+  OpTuning t;
+  t.per_group_x = bn;
+  t.per_group_y = bm;
+  if (naive) {
+    t.options.workgroup_size = {16, 16, 1};
+    t.options.defines = {{"VGPU_MM_NAIVE", "1"}};
+    return t;
+  }
+  t.options.workgroup_size = {bn / tn, bm / tm, 1};
+  // The plain kernel's defaults are 64x64x16x4x4: that variant carries no defines, so it keeps
+  // the L1/L2/L3 keys it has always had.
+  if (*this == kT64x64) return t;
+  t.options.defines = {{"VGPU_MM_BM", std::to_string(bm)}, {"VGPU_MM_BN", std::to_string(bn)},
+                       {"VGPU_MM_BK", std::to_string(bk)}, {"VGPU_MM_TM", std::to_string(tm)},
+                       {"VGPU_MM_TN", std::to_string(tn)}};
+  return t;
+}
+
+std::uint64_t GlslMatmulTiling::shared_bytes() const {
+  if (naive) return 0;
+  return 4ull * 2 * bk * (bm + 4) + 4ull * 2 * bk * bn;  // As[2][BK][BM + 4], Bs[2][BK][BN]
+}
+
+bool GlslMatmulTiling::fits(const DeviceInfo& device) const {
+  const std::uint64_t limit = device.limits.max_shared_memory_bytes;
+  const std::uint64_t invocations = naive ? 256 : std::uint64_t{bm / tm} * (bn / tn);
+  return (limit == 0 || shared_bytes() <= limit) && invocations <= device.limits.max_workgroup_invocations;
+}
+
+std::span<const GlslMatmulTiling> glsl_matmul_tilings() { return kTilings; }
+
+GlslMatmulTiling glsl_matmul_tiling(std::string_view name) {
+  std::string known;
+  for (const GlslMatmulTiling& t : kTilings) {
+    if (t.name() == name) return t;
+    known += (known.empty() ? "" : ", ") + t.name();
+  }
+  fail(ErrorCategory::invalid_argument, "VGPU_MATMUL_TILING='" + std::string(name) + "' is not a GLSL matmul tiling.",
+       "set it to one of " + known + ", or unset it to let the tuner choose.");
+}
+
+std::uint32_t glsl_matmul_split_k(std::uint64_t m, std::uint64_t k, std::uint64_t n, const DeviceInfo& device) {
+  // K ≫ M, N: a 64×64-tiled grid this small leaves compute units idle while each workgroup walks
+  // all of K; slices of K give each unit work, and adding S partials of m·n costs little
+  // beside m·n·k. Slices stay ≥ 1024 long so each amortises its tile loads.
+  if (k < 4096 || k < 8 * std::max(m, n)) return 1;
+  const std::uint64_t units = std::max<std::uint32_t>(device.compute_units, 1);
+  const std::uint64_t grid = ceil_div(m, 64) * ceil_div(n, 64);
+  const std::uint64_t want = std::min<std::uint64_t>({ceil_div(2 * units, grid), k / 1024, 64});
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(want, 1));
+}
+
+GlslMatmulTiling glsl_matmul_choice(std::uint64_t m, std::uint64_t k, std::uint64_t n, const DeviceInfo& device) {
+  const bool software = device.type == DeviceType::software || device.type == DeviceType::cpu;
+  if (glsl_matmul_split_k(m, k, n, device) > 1) return kT64x64;  // split-K runs on the tiled kernel
+  // A product this small (16³) is all launch and tile padding: one invocation per element of C
+  // and one loop over k beats any tile. Measured on llvmpipe/lavapipe (docs/benchmarks.md):
+  // naive 34–45 µs at 16³ against 137–219 µs for the former 64×64 tile, but slower from 32³ on.
+  if (m * n * k <= 16384) return kNaive;
+  if (software) {
+    // Measured on llvmpipe/lavapipe: 32×32 wins below 64, 64×64 at 64, 128×128 from 128–256 on
+    // (each workgroup is one CPU thread's work, so bigger tiles amortise more of its overhead).
+    const std::uint64_t side = std::min(m, n);
+    if (side >= 128 && kT128x128.fits(device)) return kT128x128;
+    return side >= 64 ? kT64x64 : kT32x32;
+  }
+  // The largest tile that still gives every compute unit a workgroup (as the CUDA tuner): big
+  // tiles reuse each loaded byte most, but a grid smaller than the GPU leaves units idle.
+  const std::uint64_t units = std::max<std::uint32_t>(device.compute_units, 1);
+  for (const GlslMatmulTiling& c : {kT128x128, kT128x64, kT64x64})
+    if (c.fits(device) && ceil_div(m, c.bm) * ceil_div(n, c.bn) >= units) return c;
+  return kT32x32;
+}
 
 OpTuning builtin_gpu_tuning(const OpShape& shape) {
   for (const Row& r : kRows) {
@@ -45,12 +164,10 @@ OpTuning builtin_gpu_tuning(const OpShape& shape) {
        "use one of vgpu::ops::names().");
 }
 
-std::shared_ptr<const OpTuner> gpu_builtin_tuner() {
-  struct Tuner final : OpTuner {
-    OpTuning tune(const OpShape& shape, const DeviceInfo& /*device*/) const override { return builtin_gpu_tuning(shape); }
-  };
-  static const auto tuner = std::make_shared<const Tuner>();
-  return tuner;
+std::shared_ptr<const OpTuner> gpu_builtin_tuner(std::string_view forced_matmul) {
+  static const auto tuner = std::make_shared<const GpuBuiltinTuner>(std::string());
+  if (forced_matmul.empty()) return tuner;
+  return std::make_shared<const GpuBuiltinTuner>(std::string(forced_matmul));
 }
 
 }  // namespace vgpu::kernels

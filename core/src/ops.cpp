@@ -133,11 +133,13 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
   p.source = builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
   p.options = std::move(t.options);
   // Sizes come from the params at dispatch time, so any shape validates against the buffers.
+  // C (which 2) holds one partial product per K slice under split-K (pad: the slice length).
   auto need = [](int which) {
     return [which](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
       const auto q = pb.as<MatmulParams>();
       const std::uint64_t rows = which == 1 ? q.k : q.m, cols = which == 0 ? q.k : q.n;
-      return rows * cols * kFloat;
+      const std::uint64_t slices = which == 2 && q.pad != 0 ? ceil_div(q.k, q.pad) : 1;
+      return slices * rows * cols * kFloat;
     };
   };
   p.source.bindings = {BindingDecl{0, Access::read, "A", need(0)}, BindingDecl{1, Access::read, "B", need(1)},
@@ -145,15 +147,50 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
   p.tensors = {{"A", DType::f32, {m, k}, Access::read, false},
                {"B", DType::f32, {k, n}, Access::read, false},
                {"C", DType::f32, {m, n}, Access::write, false}};
+  // Split-K: slices of K (multiples of 16, every GLSL BK) into a scratch tensor of partial
+  // products, then a second kernel adds them. Only the GLSL kernel reads the slice length.
+  const std::uint64_t want = std::clamp<std::uint64_t>(
+      t.split_k, 1, std::max<std::uint64_t>(1, std::min<std::uint64_t>(k / 16, dev.limits.max_workgroup_count[2])));
+  const std::uint32_t slice = want > 1 ? static_cast<std::uint32_t>(ceil_div(ceil_div(k, want), 16) * 16) : 0;
+  const std::uint32_t slices = slice ? static_cast<std::uint32_t>(ceil_div(k, slice)) : 1;
   PlanStep step;
   step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
-  step.params = ParamsBlock::of(MatmulParams{m, n, k, 0});
+  step.params = ParamsBlock::of(MatmulParams{m, n, k, slices > 1 ? slice : 0});
   const std::uint64_t gx = ceil_div(n, t.per_group_x), gy = ceil_div(m, t.per_group_y);
   if (gx > dev.limits.max_workgroup_count[0] || gy > dev.limits.max_workgroup_count[1])
     fail(ErrorCategory::invalid_argument, "matmul of " + std::to_string(m) + "x" + std::to_string(n) +
                                               " needs more workgroups than " + dev.id() + " can launch.",
          "split the product into row or column blocks.");
-  step.groups = Groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), 1};
+  step.groups = Groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), slices};
+  if (slices > 1) {
+    p.tensors.push_back({"partials", DType::f32, {slices, m, n}, Access::read_write, true});
+    step.slot_tensor = {{0, 0}, {1, 1}, {2, 3}};
+    PlanKernel reduce;
+    reduce.source.name = "vgpu.matmul_splitk_reduce";
+    reduce.source.add_glsl(std::string(kernels::builtin_glsl("matmul_splitk_reduce")));
+    reduce.source.params_size = sizeof(MatmulParams);
+    // Params: {count = m·n, slices}.
+    reduce.source.bindings = {
+        BindingDecl{0, Access::read, "partials",
+                    [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+                      const auto q = pb.as<MatmulParams>();
+                      return std::uint64_t{q.m} * q.n * kFloat;
+                    }},
+        BindingDecl{1, Access::write, "C", [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+                      return std::uint64_t{pb.as<MatmulParams>().m} * kFloat;
+                    }}};
+    reduce.options.workgroup_size = {256, 1, 1};
+    p.more_kernels.push_back(std::move(reduce));
+    p.steps.push_back(step);
+    PlanStep sum;
+    sum.kernel = 1;
+    sum.slot_tensor = {{0, 3}, {1, 2}};
+    const std::uint64_t count = std::uint64_t{m} * n;
+    sum.params = ParamsBlock::of(MatmulParams{static_cast<std::uint32_t>(count), slices, 0, 0});
+    sum.groups = linear_groups("matmul", ceil_div(count, 256), dev);
+    p.steps.push_back(sum);
+    return p;
+  }
   p.steps.push_back(step);
   return p;
 }

@@ -9,6 +9,7 @@
 #include "conformance/conformance.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu_test {
 namespace {
@@ -17,20 +18,24 @@ struct MatmulShape {
   std::uint32_t m, k, n;
 };
 
-// Runs one M×K·K×N product on device through path and checks every element of C.
-void check_matmul(vgpu::Device& device, MatmulShape s, Path path) {
-  INFO(device.info().id() << " matmul " << s.m << "x" << s.k << " · " << s.k << "x" << s.n << " via " << to_string(path));
+// Runs one M×K·K×N product on device through path and checks every element of C; tiling
+// (Vulkan/OpenGL): the GLSL variant forced as VGPU_MATMUL_TILING would, empty: the tuner's.
+void check_matmul(vgpu::Device& device, MatmulShape s, Path path, const std::string& tiling = {}) {
+  INFO(device.info().id() << " matmul " << s.m << "x" << s.k << " · " << s.k << "x" << s.n << " via " << to_string(path)
+                          << (tiling.empty() ? "" : " tiling " + tiling));
+  vgpu::DeviceInfo info = device.info();
+  if (!tiling.empty()) info.op_tuner = vgpu::kernels::gpu_builtin_tuner(tiling);
   const auto a = random_floats(std::size_t{s.m} * s.k, std::size_t{s.m} * s.k);
   const auto b = random_floats(std::size_t{s.k} * s.n, std::size_t{s.k} * s.n + 1);
   const Reference ref = matmul_reference(a, b, s.m, s.k, s.n);
   HostTensors args{a, b, std::vector<float>(std::size_t{s.m} * s.n, kNaN)};
   if (path == Path::persistent) {
     // The product path, spelled out as users write it.
-    vgpu::PersistentKernel kernel(device, vgpu::ops::matmul(device.info(), s.m, s.k, s.n));
+    vgpu::PersistentKernel kernel(device, vgpu::ops::matmul(info, s.m, s.k, s.n));
     run_persistent(kernel, args);
     CHECK(kernel.calls() == 2);  // the poison call and the real one
   } else {
-    run_raw(device, vgpu::ops::matmul(device.info(), s.m, s.k, s.n), args);
+    run_raw(device, vgpu::ops::matmul(info, s.m, s.k, s.n), args);
   }
   const Comparison c = compare(args[2], ref);
   INFO(c.describe());
@@ -39,6 +44,10 @@ void check_matmul(vgpu::Device& device, MatmulShape s, Path path) {
 }
 
 constexpr std::array<Path, 2> kPaths{Path::persistent, Path::raw};
+
+bool runs_glsl(const vgpu::Device& device) {
+  return device.info().backend == vgpu::BackendKind::vulkan || device.info().backend == vgpu::BackendKind::opengl;
+}
 
 }  // namespace
 
@@ -56,6 +65,90 @@ TEST_CASE("matmul: non-square shapes, K = 1 and long K", "[matmul]") {
   for (vgpu::Device device : devices_under_test())
     for (const MatmulShape& s : shapes)
       for (Path path : kPaths) check_matmul(device, s, path);
+}
+
+TEST_CASE("matmul: every GLSL tiling at awkward and aligned shapes", "[matmul][tiling]") {
+  // Awkward: partial tiles in every dimension, k not a multiple of BK, n not of 4 (edge path);
+  // aligned: every workgroup takes the vec4 fast path, with more than one K step (double buffer).
+  const MatmulShape shapes[] = {{17, 1000, 17}, {1, 17, 1000}, {1000, 1, 17}, {256, 64, 256}, {129, 33, 131}};
+  for (vgpu::Device device : devices_under_test()) {
+    if (!runs_glsl(device)) continue;
+    for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings()) {
+      if (!t.fits(device.info())) {
+        // A tiling the device cannot hold is refused with a Fix, not compiled.
+        vgpu::DeviceInfo info = device.info();
+        info.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
+        CHECK_THROWS_WITH(vgpu::ops::matmul(info, 64, 64, 64), Catch::Matchers::ContainsSubstring("Fix:"));
+        continue;
+      }
+      for (const MatmulShape& s : shapes) check_matmul(device, s, Path::raw, t.name());
+    }
+    check_matmul(device, {64, 4097, 64}, Path::persistent, "128x64x8x8x4");  // long K, one partial tile
+  }
+}
+
+TEST_CASE("matmul: split-K for K much larger than M and N", "[matmul][tiling]") {
+  // On Vulkan/OpenGL these take two steps (slices, then their sum); elsewhere they are plain products.
+  const MatmulShape shapes[] = {{17, 4097, 17}, {1, 8192, 1}, {3, 5000, 100}, {64, 65536, 64}};
+  for (vgpu::Device device : devices_under_test()) {
+    for (const MatmulShape& s : shapes) {
+      if (runs_glsl(device)) {
+        const vgpu::KernelPlan plan = vgpu::ops::matmul(device.info(), s.m, s.k, s.n);
+        INFO(device.info().id() << " " << s.m << "x" << s.k << "x" << s.n);
+        CHECK(plan.steps.size() == (vgpu::kernels::glsl_matmul_split_k(s.m, s.k, s.n, device.info()) > 1 ? 2u : 1u));
+      }
+      check_matmul(device, s, Path::persistent);
+      check_matmul(device, s, Path::raw);
+    }
+    // Forced tilings take split-K too: each tile shape with partial slices.
+    if (runs_glsl(device))
+      for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings())
+        if (t.fits(device.info())) check_matmul(device, {33, 4100, 21}, Path::raw, t.name());
+  }
+}
+
+TEST_CASE("matmul: the GLSL tuner's choices and its override", "[matmul][tiling]") {
+  vgpu::DeviceInfo gpu;
+  gpu.type = vgpu::DeviceType::discrete_gpu;
+  gpu.compute_units = 132;
+  using vgpu::kernels::glsl_matmul_choice;
+  CHECK(glsl_matmul_choice(16, 16, 16, gpu).naive);
+  CHECK(glsl_matmul_choice(64, 64, 64, gpu).name() == "32x32x16x4x4");  // the most workgroups
+  // Tall-skinny: split-K on the 64×64 tile, 2 workgroups per unit (132·2 / 1 tile, capped at 64 slices).
+  CHECK(glsl_matmul_choice(64, 65536, 64, gpu).name() == "64x64x16x4x4");
+  CHECK(vgpu::kernels::glsl_matmul_split_k(64, 65536, 64, gpu) == 64);
+  CHECK(vgpu::kernels::glsl_matmul_split_k(1024, 1024, 1024, gpu) == 1);
+  CHECK(vgpu::kernels::glsl_matmul_split_k(1024, 4096, 1024, gpu) == 1);  // K not ≫ M, N
+  CHECK(glsl_matmul_choice(4096, 4096, 4096, gpu).name() == "128x128x8x8x8");
+  CHECK(glsl_matmul_choice(1280, 1280, 1280, gpu).name() == "128x64x8x8x4");  // 100 of 128² tiles, 200 of 128×64
+  CHECK(glsl_matmul_choice(1024, 1024, 1024, gpu).name() == "64x64x16x4x4");  // 128 of 128×64 tiles < 132 units
+  vgpu::DeviceInfo cpu = gpu;
+  cpu.type = vgpu::DeviceType::software;
+  CHECK(glsl_matmul_choice(16, 16, 16, cpu).naive);
+  CHECK(glsl_matmul_choice(32, 32, 32, cpu).name() == "32x32x16x4x4");
+  CHECK(glsl_matmul_choice(64, 64, 64, cpu).name() == "64x64x16x4x4");
+  CHECK(glsl_matmul_choice(256, 256, 256, cpu).name() == "128x128x8x8x8");
+  // Every choice is a listed (precompiled) tiling.
+  for (std::uint64_t n : {1u, 17u, 64u, 65u, 256u, 1000u, 4097u})
+    for (const vgpu::DeviceInfo* d : {&gpu, &cpu}) {
+      const auto c = glsl_matmul_choice(n, n, n, *d);
+      CHECK(vgpu::kernels::glsl_matmul_tiling(c.name()) == c);
+    }
+  // A name that is not a tiling fails the plan with the known ones in its Fix.
+  gpu.op_tuner = vgpu::kernels::gpu_builtin_tuner("64x64x3x4x4");
+  gpu.limits.max_workgroup_count = {65535, 65535, 65535};
+  try {
+    (void)vgpu::ops::matmul(gpu, 8, 8, 8);
+    FAIL("an unknown tiling was accepted");
+  } catch (const vgpu::Error& e) {
+    CHECK(e.category() == vgpu::ErrorCategory::invalid_argument);
+    CHECK_THAT(std::string(e.what()), Catch::Matchers::ContainsSubstring("128x128x8x8x8"));
+  }
+  gpu.op_tuner = vgpu::kernels::gpu_builtin_tuner("naive");
+  const vgpu::KernelPlan naive = vgpu::ops::matmul(gpu, 17, 5, 33);
+  CHECK(naive.options.defines.at("VGPU_MM_NAIVE") == "1");
+  CHECK(naive.steps[0].groups.x == 3);  // 33 columns over 16-wide workgroups
+  CHECK(naive.steps[0].groups.y == 2);
 }
 
 TEST_CASE("matmul: a persistent kernel reused with new data gives new results", "[matmul]") {

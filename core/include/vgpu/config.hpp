@@ -56,6 +56,9 @@ struct VGPU_API Config {
   /// VGPU_VULKAN_VALIDATION: enable VK_LAYER_KHRONOS_validation and log each of its messages as
   /// an error ("Vulkan validation: ..."). Read when the process's VkInstance is created.
   bool vulkan_validation = false;
+  /// VGPU_MATMUL_TILING: the GLSL matmul variant Vulkan and OpenGL always run ("naive" or
+  /// "BMxBNxBKxTMxTN", lower-cased); empty: the tuner picks per shape and device.
+  std::string matmul_tiling;
   /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
   std::filesystem::path cache_dir;
   /// !VGPU_CACHE_DISABLE: whether the on-disk (L2) cache is used.

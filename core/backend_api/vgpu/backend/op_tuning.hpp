@@ -25,6 +25,9 @@ struct OpTuning {
   CompileOptions options;         ///< workgroup size (always set: ops compute group counts from it) and defines
   std::uint64_t per_group_x = 1;  ///< work one workgroup covers: elements (1-D ops, reduce block), C columns (matmul)
   std::uint64_t per_group_y = 1;  ///< C rows one workgroup covers (matmul; 1 elsewhere)
+  /// matmul on the GLSL kernel: K slices whose partial products a second step adds (split-K,
+  /// for K ≫ M·N); 1: none. Other kernels must leave it 1.
+  std::uint32_t split_k = 1;
   /// The backend's own code for the op, for a dialect vgpu's built-ins do not ship (it joins
   /// the built-in's sources and must follow core/kernels/kernel_abi.hpp); empty for the rest.
   std::optional<DialectSource> code;

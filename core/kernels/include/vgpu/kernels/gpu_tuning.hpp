@@ -5,6 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <string>
+#include <string_view>
 
 #include "vgpu/backend/op_tuning.hpp"
 
@@ -14,7 +17,40 @@ namespace vgpu::kernels {
 /// throws not_supported for an unknown op.
 OpTuning builtin_gpu_tuning(const OpShape& shape);
 
-/// Returns the OpTuner that runs every built-in as builtin_gpu_tuning says (one shared instance).
-std::shared_ptr<const OpTuner> gpu_builtin_tuner();
+/// One variant of core/kernels/glsl/matmul.comp: a BM×BN tile of C per workgroup, K in steps
+/// of BK, TM×TN per invocation; naive: one invocation per element of C (16×16 workgroup).
+struct GlslMatmulTiling {
+  std::uint32_t bm = 16, bn = 16, bk = 0, tm = 1, tn = 1;
+  bool naive = true;
+
+  /// Returns "naive" or "BMxBNxBKxTMxTN", the form VGPU_MATMUL_TILING takes.
+  std::string name() const;
+  /// Returns the workgroup size, defines and work per group of this variant.
+  OpTuning tuning() const;
+  /// Returns the shared memory the variant declares (matmul.comp's As and Bs), in bytes.
+  std::uint64_t shared_bytes() const;
+  /// Returns whether device can run the variant (its shared memory and workgroup fit the limits).
+  bool fits(const DeviceInfo& device) const;
+  friend bool operator==(const GlslMatmulTiling&, const GlslMatmulTiling&) = default;
+};
+
+/// Returns every GLSL matmul variant the tuner may pick (each precompiled in L3, cmake/VgpuGlsl.cmake).
+std::span<const GlslMatmulTiling> glsl_matmul_tilings();
+
+/// Returns the variant named "naive" or "BMxBNxBKxTMxTN"; throws invalid_argument (with the
+/// list of known ones) for any other text. (The tuner also refuses one that does not fit.)
+GlslMatmulTiling glsl_matmul_tiling(std::string_view name);
+
+/// Returns the variant the tuner picks for an M×K·K×N product on device (no override).
+GlslMatmulTiling glsl_matmul_choice(std::uint64_t m, std::uint64_t k, std::uint64_t n, const DeviceInfo& device);
+
+/// Returns the K slices (split-K, OpTuning::split_k) the tiled kernel runs an M×K·K×N product
+/// in on device: more than 1 only for K ≫ M, N where the tiled grid would leave units idle.
+std::uint32_t glsl_matmul_split_k(std::uint64_t m, std::uint64_t k, std::uint64_t n, const DeviceInfo& device);
+
+/// Returns the OpTuner that runs every built-in as builtin_gpu_tuning says and matmul as
+/// glsl_matmul_choice says, or always as forced_matmul names (VGPU_MATMUL_TILING; empty: no
+/// override; an unknown name fails each matmul plan, not the device). Vulkan and OpenGL use it.
+std::shared_ptr<const OpTuner> gpu_builtin_tuner(std::string_view forced_matmul = {});
 
 }  // namespace vgpu::kernels
