@@ -107,12 +107,13 @@ namespace vgpu_test::contract {
 BACKEND_CASE(opengl, "a round trip is one worker task pair: staged writes at offsets, the batch and several reads, "
                      "right at 1, 17, 1000, 4097 elements and past the staging limit",
              "[round_trip]") {
-  // GlDevice::round_trip stages writes up to 1 MiB and queues them with the batch, then reads in
+  // GlDevice::round_trip stages writes up to 64 KiB and queues them with the batch, then reads in
   // one waited-for task; larger writes and trips without reads take the separate calls. Every
   // path must give what out = a * b computes on the host, with the outputs poisoned first.
   vgpu::Device device = open_device(backend);
   for (const std::uint64_t n : {std::uint64_t{1}, std::uint64_t{17}, std::uint64_t{1000}, std::uint64_t{4097},
-                                std::uint64_t{(1u << 20) / 4 + 3}}) {
+                                std::uint64_t{8192}, std::uint64_t{8193}, std::uint64_t{(1u << 20) / 4 + 3}}) {
+    // 8192: two 32 KiB writes, exactly the staging limit; 8193 and up: the separate calls.
     INFO("n = " << n);
     vgpu::KernelPlan plan = vgpu::ops::mul(device.info(), n);
     vgpu::Kernel kernel = device.compile(plan.source, plan.options);
@@ -152,6 +153,60 @@ BACKEND_CASE(opengl, "a round trip is one worker task pair: staged writes at off
       device.round_trip({}, device.create_batch(), read_all);
       CHECK(again == want);
     }
+  }
+}
+
+}  // namespace vgpu_test::contract
+
+namespace vgpu_test::contract {
+
+BACKEND_CASE(opengl, "a batch that repeats one dispatch reuses its params slot, and one that alternates kernels and "
+                     "params does not mix them up",
+             "[batch][params]") {
+  // replay_w skips the params upload when a dispatch's block equals the last one uploaded. A
+  // batch of k identical axpy dispatches must add k·a·x; one alternating two sizes (different
+  // params) must give each its own n (the shorter one leaves the tail of its y alone).
+  vgpu::Device device = open_device(backend);
+  for (const std::uint64_t n : {std::uint64_t{1}, std::uint64_t{17}, std::uint64_t{1000}, std::uint64_t{4097}}) {
+    INFO("n = " << n);
+    const std::uint64_t short_n = n > 1 ? n - 1 : 1;
+    vgpu::KernelPlan plan = vgpu::ops::axpy(device.info(), n), plan_short = vgpu::ops::axpy(device.info(), short_n);
+    vgpu::Kernel kernel = device.compile(plan.source, plan.options);
+    vgpu::Kernel kernel_short = device.compile(plan_short.source, plan_short.options);
+    const float alpha = 2.0f;
+    std::vector<float> x(n), y0(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      x[i] = float(i % 13);
+      y0[i] = float(i % 7);
+    }
+    vgpu::Buffer ba = device.create_buffer(4), bx = device.create_buffer(n * 4), by = device.create_buffer(n * 4),
+                 bz = device.create_buffer(n * 4);
+    device.write(ba, &alpha, 4);
+    device.write(bx, x.data(), n * 4);
+    vgpu::BindingSet set_y = device.bind(kernel, {{0, ba}, {1, bx}, {2, by}});
+    vgpu::BindingSet set_z = device.bind(kernel_short, {{0, ba}, {1, bx}, {2, bz}});
+    const auto& s = plan.steps.at(0);
+    const auto& ss = plan_short.steps.at(0);
+    vgpu::Batch repeat = device.create_batch(), mixed = device.create_batch();
+    for (int i = 0; i < 5; ++i) repeat.dispatch(kernel, set_y, s.params, s.groups);
+    for (int i = 0; i < 3; ++i) {
+      mixed.dispatch(kernel, set_y, s.params, s.groups);
+      mixed.dispatch(kernel_short, set_z, ss.params, ss.groups);
+    }
+    device.write(by, y0.data(), n * 4);
+    device.write(bz, y0.data(), n * 4);
+    device.submit(repeat);
+    device.submit(mixed);
+    std::vector<float> y(n), z(n);
+    device.read(by, y.data(), n * 4);
+    device.read(bz, z.data(), n * 4);
+    std::uint64_t wrong_y = 0, wrong_z = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      wrong_y += y[i] != y0[i] + 8 * alpha * x[i];                         // 5 + 3 dispatches on y
+      wrong_z += z[i] != (i < short_n ? y0[i] + 3 * alpha * x[i] : y0[i]);  // 3 on z's first short_n
+    }
+    CHECK(wrong_y == 0);
+    CHECK(wrong_z == 0);
   }
 }
 

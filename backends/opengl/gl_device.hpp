@@ -264,10 +264,13 @@ class GlDevice final : public DeviceImpl {
     GLuint buffer = 0;
     std::uint64_t offset = 0, bytes = 0, at = 0;  // at: offset in trip_staging_
   };
-  static constexpr std::uint64_t kTripStagingBytes = std::uint64_t{1} << 20;  // larger writes: the default path
+  // Larger writes take the separate calls: copying them would cost more than the hand-offs saved.
+  static constexpr std::uint64_t kTripStagingBytes = std::uint64_t{64} << 10;
   std::vector<StagedWrite> trip_writes_;
   std::vector<std::uint8_t> trip_staging_;
   std::uint32_t params_slots_ = 0, params_head_ = 0;
+  ParamsBlock last_params_;     // the block last uploaded into the ring (replay_w)
+  bool params_bound_ = false;   // the params binding still holds last_params_'s ring slot
 };
 
 }  // namespace vgpu::opengl
