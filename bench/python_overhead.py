@@ -327,7 +327,7 @@ def part_seed(args, devices):
         slow = n >= 1024 or (software and n >= 256)
         rounds = 3 if args.quick else (3 if slow else 7)
         target = 0.0 if slow else (0.01 if args.quick else 0.05)
-        times, _ = time_interleaved([fn for _, _, fn in cases], rounds, target)
+        times, _ = time_interleaved([lambda fn=fn: fn(A, B) for _, _, fn in cases], rounds, target)
         seed_t = times[0] if cases and cases[0][0].startswith("seed") else None
         for (label, name, fn), (first, ok), t in zip(cases, firsts, times):
             ratio = t / seed_t if seed_t else None
