@@ -28,10 +28,14 @@ struct Goals {
 Goals goals_for(const vgpu::DeviceInfo& info) {
   const bool software = info.type == vgpu::DeviceType::software;
   switch (info.backend) {
-    case vgpu::BackendKind::cuda: return {10e-6, 0, 1.0e-6};
-    case vgpu::BackendKind::vulkan: return {software ? 0 : 20e-6, software ? 30e-6 : 0, software ? 0 : 1.5e-6};
-    case vgpu::BackendKind::opengl: return {software ? 0 : 25e-6, 0, software ? 0 : 3.0e-6};
-    default: return {};
+    case vgpu::BackendKind::cuda:
+      return {10e-6, 0, 1.0e-6};
+    case vgpu::BackendKind::vulkan:
+      return {software ? 0 : 20e-6, software ? 30e-6 : 0, software ? 0 : 1.5e-6};
+    case vgpu::BackendKind::opengl:
+      return {software ? 0 : 25e-6, 0, software ? 0 : 3.0e-6};
+    default:
+      return {};
   }
 }
 
@@ -51,8 +55,9 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const vb::Options o = vb::parse_args(argc, argv, "fixed per-call cost per device: N=16 round trip, 256-float "
-                                                   "multiply round trip, batched per-dispatch cost (issue 16)");
+  const vb::Options o = vb::parse_args(argc, argv,
+                                       "fixed per-call cost per device: N=16 round trip, 256-float "
+                                       "multiply round trip, batched per-dispatch cost (issue 16)");
   nlohmann::json doc{{"bench", "vgpu-bench-roundtrip"},
                      {"machine", vb::print_header("vgpu-bench-roundtrip: fixed cost per call, per device", o)}};
   std::vector<vgpu::BackendKind> wanted;
@@ -78,7 +83,9 @@ int main(int argc, char** argv) {
       auto a = vb::random_floats(n * n, 1), b = vb::random_floats(n * n, 2);
       std::vector<float> c(n * n);
       vgpu::PersistentKernel mm(dev, vgpu::ops::matmul(dev.info(), 16, 16, 16));
-      auto f_mm = [&] { mm({vgpu::TensorArg(a.data(), {n, n}), vgpu::TensorArg(b.data(), {n, n}), vgpu::TensorArg(c.data(), {n, n})}); };
+      auto f_mm = [&] {
+        mm({vgpu::TensorArg(a.data(), {n, n}), vgpu::TensorArg(b.data(), {n, n}), vgpu::TensorArg(c.data(), {n, n})});
+      };
       f_mm();
       std::vector<double> want(n * n);
       for (std::uint64_t i = 0; i < n; ++i)
@@ -91,7 +98,9 @@ int main(int argc, char** argv) {
       auto x = vb::random_floats(m, 3), y = vb::random_floats(m, 4);
       std::vector<float> z(m);
       vgpu::PersistentKernel mul(dev, vgpu::ops::mul(dev.info(), m));
-      auto f_mul = [&] { mul({vgpu::TensorArg(x.data(), {m}), vgpu::TensorArg(y.data(), {m}), vgpu::TensorArg(z.data(), {m})}); };
+      auto f_mul = [&] {
+        mul({vgpu::TensorArg(x.data(), {m}), vgpu::TensorArg(y.data(), {m}), vgpu::TensorArg(z.data(), {m})});
+      };
       f_mul();
       std::vector<double> wz(m);
       for (std::uint64_t i = 0; i < m; ++i) wz[i] = double(x[i]) * y[i];
@@ -126,15 +135,16 @@ int main(int argc, char** argv) {
         dev.synchronize();
       };
 
-      std::vector<vb::Case> cases{{"mm16", f_mm}, {"mul256", f_mul}, {"xfer", f_xfer}, {"batch", f_batch}, {"sep", f_sep}};
+      std::vector<vb::Case> cases{
+          {"mm16", f_mm}, {"mul256", f_mul}, {"xfer", f_xfer}, {"batch", f_batch}, {"sep", f_sep}};
       const auto st = vb::run_interleaved(cases, rounds, target);
       check_close(c, want, "matmul N=16 (after timing)");
       check_close(z, wz, "mul 256 (after timing)");
       const Goals g = goals_for(info);
       const double per_batch = st[3].median / 100, per_sep = st[4].median / 100;
-      t.add({info.id() + " (" + std::string(vgpu::to_string(info.type)) + ")", vb::fmt_stats(st[0]), vs_goal(st[0].median, g.n16),
-             vb::fmt_stats(st[1]), vs_goal(st[1].median, g.mul256), vb::fmt_stats(st[2]), vb::fmt_time(per_batch),
-             vs_goal(per_batch, g.batched), vb::fmt_time(per_sep)});
+      t.add({info.id() + " (" + std::string(vgpu::to_string(info.type)) + ")", vb::fmt_stats(st[0]),
+             vs_goal(st[0].median, g.n16), vb::fmt_stats(st[1]), vs_goal(st[1].median, g.mul256), vb::fmt_stats(st[2]),
+             vb::fmt_time(per_batch), vs_goal(per_batch, g.batched), vb::fmt_time(per_sep)});
       doc["devices"].push_back({{"device", info.id()},
                                 {"name", info.name},
                                 {"type", std::string(vgpu::to_string(info.type))},

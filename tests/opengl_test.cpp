@@ -104,8 +104,9 @@ BACKEND_CASE(opengl, "L2 without binary formats (MESA_SHADER_CACHE_DISABLE=true)
 
 namespace vgpu_test::contract {
 
-BACKEND_CASE(opengl, "a round trip is one worker task pair: staged writes at offsets, the batch and several reads, "
-                     "right at 1, 17, 1000, 4097 elements and past the staging limit",
+BACKEND_CASE(opengl,
+             "a round trip is one worker task pair: staged writes at offsets, the batch and several reads, "
+             "right at 1, 17, 1000, 4097 elements and past the staging limit",
              "[round_trip]") {
   // GlDevice::round_trip stages writes up to 64 KiB and queues them with the batch, then reads in
   // one waited-for task; larger writes and trips without reads take the separate calls. Every
@@ -118,7 +119,8 @@ BACKEND_CASE(opengl, "a round trip is one worker task pair: staged writes at off
     vgpu::KernelPlan plan = vgpu::ops::mul(device.info(), n);
     vgpu::Kernel kernel = device.compile(plan.source, plan.options);
     // a's buffer holds a guard word before the data, so the write lands at an offset.
-    vgpu::Buffer a = device.create_buffer((n + 1) * 4), b = device.create_buffer(n * 4), out = device.create_buffer(n * 4);
+    vgpu::Buffer a = device.create_buffer((n + 1) * 4), b = device.create_buffer(n * 4),
+                 out = device.create_buffer(n * 4);
     vgpu::Buffer a_view = device.create_buffer(n * 4);  // what the kernel reads (copied below)
     vgpu::BindingSet set = device.bind(kernel, {{0, a_view}, {1, b}, {2, out}});
     vgpu::Batch batch = device.create_batch();
@@ -160,8 +162,9 @@ BACKEND_CASE(opengl, "a round trip is one worker task pair: staged writes at off
 
 namespace vgpu_test::contract {
 
-BACKEND_CASE(opengl, "a batch that repeats one dispatch reuses its params slot, and one that alternates kernels and "
-                     "params does not mix them up",
+BACKEND_CASE(opengl,
+             "a batch that repeats one dispatch reuses its params slot, and one that alternates kernels and "
+             "params does not mix them up",
              "[batch][params]") {
   // replay_w skips the params upload when a dispatch's block equals the last one uploaded. A
   // batch of k identical axpy dispatches must add k·a·x; one alternating two sizes (different
@@ -202,7 +205,7 @@ BACKEND_CASE(opengl, "a batch that repeats one dispatch reuses its params slot, 
     device.read(bz, z.data(), n * 4);
     std::uint64_t wrong_y = 0, wrong_z = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
-      wrong_y += y[i] != y0[i] + 8 * alpha * x[i];                         // 5 + 3 dispatches on y
+      wrong_y += y[i] != y0[i] + 8 * alpha * x[i];                          // 5 + 3 dispatches on y
       wrong_z += z[i] != (i < short_n ? y0[i] + 3 * alpha * x[i] : y0[i]);  // 3 on z's first short_n
     }
     CHECK(wrong_y == 0);

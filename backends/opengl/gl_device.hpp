@@ -269,8 +269,8 @@ class GlDevice final : public DeviceImpl {
   std::vector<StagedWrite> trip_writes_;
   std::vector<std::uint8_t> trip_staging_;
   std::uint32_t params_slots_ = 0, params_head_ = 0;
-  ParamsBlock last_params_;     // the block last uploaded into the ring (replay_w)
-  bool params_bound_ = false;   // the params binding still holds last_params_'s ring slot
+  ParamsBlock last_params_;    // the block last uploaded into the ring (replay_w)
+  bool params_bound_ = false;  // the params binding still holds last_params_'s ring slot
 };
 
 }  // namespace vgpu::opengl

@@ -135,7 +135,6 @@ void GlDevice::synchronize(const Deadline& deadline) {
   });
 }
 
-
 void GlDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch,
                           std::span<const HostReadOp> reads, const Deadline& deadline) {
   // The default makes each write and the read a task of its own: three or more hand-offs to the
