@@ -7,8 +7,8 @@
 #   tools/gpu-run.sh remote [all|tests|python]
 #                             (there, from the repo root, with $OUT set) run the probe, every
 #                             test program per backend, then (all, the default) the GPU, dispatch,
-#                             queue, recovery and selection benchmarks and the probe's bench/select,
-#                             or (tests) only the queue and recovery benchmarks; logs go to $OUT.
+#                             queue, recovery, round-trip and selection benchmarks and the probe's bench/select,
+#                             or (tests) only the queue, recovery and round-trip benchmarks; logs go to $OUT.
 #                             python: build the Python module there (its python3 + pybind11, against
 #                             the vgpu staged in .gpu/ as an install prefix), then run
 #                             bench/python_overhead.py and the pytest suite (3 files in $OUT)
@@ -31,7 +31,7 @@ stage() {
   cmake --install build --prefix "$stage_dir" --component Unspecified >/dev/null
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select \
-           build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref; do
+           build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref build/bin/vgpu-bench-roundtrip; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -127,10 +127,11 @@ remote() {
       done
     done
   } > "$OUT/tests.txt" 2>&1
-  # The queue against separate calls, recovery against a cold start, the hot path: one file
+  # The queue against separate calls, recovery against a cold start, the fixed cost per call
+  # (roundtrip: N=16, 256-float multiply, batched, beside the issue-16 goals), the hot path: one file
   # (at most 8 files come back).
   {
-    for b in queue recovery; do
+    for b in queue recovery roundtrip; do
       echo "=== vgpu-bench-$b"
       if [ -x "$bin/vgpu-bench-$b" ]; then "$bin/vgpu-bench-$b" || echo "bench-$b failed"; else echo "not built"; fi
     done

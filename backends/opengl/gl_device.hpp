@@ -160,6 +160,10 @@ class GlDevice final : public DeviceImpl {
 
   const DeviceInfo& info() const override { return desc_.info; }
   VGPU_DEVICE_IMPL_OVERRIDES;
+  /// Runs a whole trip with one wait for the worker: the writes (staged) and the batch as one
+  /// queued task, the reads as one waited-for task behind it, one fence (gl_dispatch.cpp).
+  void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
+                  const Deadline& deadline) override;
   /// Shuts down within twice timeout() (the context's own last wait takes up to one); false
   /// when the worker is still busy then (the device is then leaked).
   bool release() noexcept override;
@@ -254,7 +258,19 @@ class GlDevice final : public DeviceImpl {
   std::vector<GLuint> bound_uniform_;  // buffer bound at each uniform-buffer binding (grows)
   GLuint params_ring_ = 0;
   GLsizeiptr params_stride_ = 0;
+  // A round trip's writes, copied so the queued task owns them (round_trip; caller fills them
+  // under core's call lock, only after the previous trip's read task, which ran after its writes).
+  struct StagedWrite {
+    GLuint buffer = 0;
+    std::uint64_t offset = 0, bytes = 0, at = 0;  // at: offset in trip_staging_
+  };
+  // Larger writes take the separate calls: copying them would cost more than the hand-offs saved.
+  static constexpr std::uint64_t kTripStagingBytes = std::uint64_t{64} << 10;
+  std::vector<StagedWrite> trip_writes_;
+  std::vector<std::uint8_t> trip_staging_;
   std::uint32_t params_slots_ = 0, params_head_ = 0;
+  ParamsBlock last_params_;    // the block last uploaded into the ring (replay_w)
+  bool params_bound_ = false;  // the params binding still holds last_params_'s ring slot
 };
 
 }  // namespace vgpu::opengl
