@@ -133,7 +133,7 @@ def main():
                 with open(out) as f:
                     doc = json.load(f)
                 for row in doc.get("results", []):
-                    kernel[row["n"]] = (row["vgpu_kernel"]["median"], row["vgpu_kernel"]["min"])
+                    kernel[row["n"]] = (row["vgpu_kernel"]["median_s"], row["vgpu_kernel"]["min_s"])
                 results["cpp"] = doc
 
     # 2. numpy, torch and the vgpu call, interleaved per size.

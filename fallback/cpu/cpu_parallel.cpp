@@ -2,7 +2,9 @@
 // fallback/cpu/cpu_parallel.cpp — nested parallel loops for built-in kernels, on oneTBB.
 #include "cpu_parallel.hpp"
 
+#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
 #include <unistd.h>
 
@@ -17,7 +19,17 @@ std::size_t parallelism() noexcept {
 }
 
 void parallel_for(std::size_t n, void (*body)(void* ctx, std::size_t i), void* ctx) {
-  tbb::this_task_arena::isolate([&] { tbb::parallel_for(std::size_t{0}, n, [&](std::size_t i) { body(ctx, i); }); });
+  // One task per call (simple_partitioner, grain 1): callers hand out a few dozen calls of tens of
+  // microseconds each, sized so every thread gets several; the auto partitioner could bundle
+  // them into fewer chunks than threads and leave cores idle for the first wave.
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, 1),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i < r.end(); ++i) body(ctx, i);
+        },
+        tbb::simple_partitioner());
+  });
 }
 
 namespace {

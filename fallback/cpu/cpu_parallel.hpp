@@ -13,7 +13,8 @@ namespace vgpu::cpu {
 /// Returns how many threads a parallel loop started from the calling thread can use.
 std::size_t parallelism() noexcept;
 
-/// Calls body(ctx, i) for every i in [0, n), in parallel on the TBB pool, and returns when
+/// Calls body(ctx, i) for every i in [0, n), in parallel on the TBB pool (one task per i: make
+/// each call worth one, tens of microseconds), and returns when
 /// all calls have finished; rethrows the first exception a call throws. Nesting inside a
 /// dispatch's own parallel loop is fine (TBB schedules both on one pool).
 /// Isolated: while the caller waits, its thread runs only this loop's calls, never an outer
