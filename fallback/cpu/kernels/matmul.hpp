@@ -174,7 +174,10 @@ struct Matmul {
     const std::size_t nc = nc_max < 8 * NR ? 8 * NR : nc_max;
     // A task's A rows (task_rows × KC) take at most half of the L2, the rest holds C and B.
     const std::size_t mc_max = S::div_up(S::min(rows, (l2 / 2) / (KC * sizeof(float))), MR) * MR;
-    float* const bpack = Scratch<Arch, Panel>::get(KC * S::min(nc, S::div_up(cols, NR) * NR));
+    // Two packed B blocks: while the tasks of K block p read one, the pieces of block p+1 are
+    // packed into the other in the same parallel loop, so a K block costs one join, not two.
+    const std::size_t bsize = KC * S::min(nc, S::div_up(cols, NR) * NR);
+    float* const bbuf = Scratch<Arch, Panel>::get(2 * bsize);
 
     for (std::size_t jc = 0; jc < cols; jc += nc) {
       const std::size_t ncur = S::min(nc, cols - jc);
@@ -193,24 +196,50 @@ struct Matmul {
       }
       const std::size_t panels = S::div_up(ncur, NR);
       const std::size_t pieces = threads == 1 ? 1 : S::min(panels, 2 * threads);
-      Panel pn{&pr, row0, rows, col0 + jc, ncur, 0, 0, bpack, tr, tc, S::div_up(ncur, tc), pieces,
-               S::div_up(panels, pieces)};
-      pn.b_pieces = S::div_up(panels, pn.b_panels_per_piece);
-      const std::size_t tasks = S::div_up(rows, tr) * pn.tasks_across;
+      Step step{};
+      step.cur = Panel{&pr, row0, rows, col0 + jc, ncur, 0, S::min(KC, k), bbuf, tr, tc, S::div_up(ncur, tc), pieces,
+                       S::div_up(panels, pieces)};
+      step.cur.b_pieces = S::div_up(panels, step.cur.b_panels_per_piece);
+      step.tasks = S::div_up(rows, tr) * step.cur.tasks_across;
+      // The first K block's B: packed alone (nothing to compute yet).
+      if (threads == 1)
+        pack_b_piece(&step.cur, 0);
+      else
+        parallel_for(step.cur.b_pieces, [](void* ctx, std::size_t i) { pack_b_piece(ctx, i); }, &step.cur);
       for (std::size_t pc = 0; pc < k; pc += KC) {
         if (wg.expired()) return;  // the dispatch reports the timeout; C is left unfinished
-        pn.pc = pc;
-        pn.kc = S::min(KC, k - pc);
-        if (threads == 1) {
-          pack_b_piece(&pn, 0);
-          for (std::size_t t = 0; t < tasks; ++t) compute_task(&pn, t);
-        } else {
-          parallel_for(pn.b_pieces, [](void* ctx, std::size_t i) { pack_b_piece(ctx, i); }, &pn);
-          parallel_for(tasks, [](void* ctx, std::size_t i) { compute_task(ctx, i); }, &pn);
+        step.next = step.cur;
+        step.next_pieces = 0;
+        if (pc + KC < k) {
+          step.next.pc = pc + KC;
+          step.next.kc = S::min(KC, k - pc - KC);
+          step.next.bpack = step.cur.bpack == bbuf ? bbuf + bsize : bbuf;
+          step.next_pieces = step.next.b_pieces;
         }
+        if (threads == 1) {
+          for (std::size_t t = 0; t < step.tasks; ++t) compute_task(&step.cur, t);
+          if (step.next_pieces) pack_b_piece(&step.next, 0);
+        } else {
+          // Pack pieces first in index order: they start in the first wave, long before the
+          // next join that needs them.
+          parallel_for(step.next_pieces + step.tasks, [](void* ctx, std::size_t i) {
+            Step& st = *static_cast<Step*>(ctx);
+            if (i < st.next_pieces)
+              pack_b_piece(&st.next, i);
+            else
+              compute_task(&st.cur, i - st.next_pieces);
+          }, &step);
+        }
+        step.cur = step.next;
       }
     }
   }
+
+  /// One parallel loop of gemm(): the tasks of K block cur, and the packing of block next.
+  struct Step {
+    Panel cur, next;
+    std::size_t tasks, next_pieces;
+  };
 
   /// Packs the i-th piece (b_panels_per_piece NR panels) of the panel's B block.
   static void pack_b_piece(void* ctx, std::size_t i) {
