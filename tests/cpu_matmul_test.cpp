@@ -3,14 +3,17 @@
 // product over the arena's threads (B packed once per K block and shared, A per task), so the
 // task split is checked at 1, 2, 5 and 16 threads (more threads than cores still splits the
 // work as a 16-core host would), at awkward shapes (1, 17, 1000, 4097) that leave partial
-// micro-panels, tasks and K blocks; and any grid a raw dispatch launches covers C exactly once.
+// micro-panels, tasks and K blocks; any grid a raw dispatch launches covers C exactly once; and a
+// product past the time limit stops between K blocks.
 #include "support/catch.hpp"
 
 #include <oneapi/tbb/task_arena.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
+#include "support/expect_error.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "vgpu/vgpu.hpp"
@@ -86,6 +89,40 @@ TEST_CASE("CPU matmul: any grid of a raw dispatch covers C exactly once", "[cpu]
     INFO(cmp.describe());
     CHECK(cmp.ok());
   }
+}
+
+TEST_CASE("CPU matmul: a product past the device's time limit stops between K blocks and raises timeout",
+          "[cpu][matmul][timeout]") {
+  using namespace std::chrono_literals;
+  vgpu::Runtime runtime;
+  vgpu::Device cpu = runtime.open("cpu:0");
+  // 2048³ is 17 GFLOP: far more than 1 ms on any CPU, so the limit always passes mid-product
+  // (the kernel polls it once per K block; one workgroup covers the whole product).
+  const std::uint32_t n = 2048;
+  const std::size_t bytes = std::size_t{n} * n * 4;
+  vgpu::KernelPlan plan = vgpu::ops::matmul(cpu.info(), n, n, n);
+  const vgpu::Kernel kernel = cpu.compile(plan.source, plan.options);
+  vgpu::Buffer ba = cpu.create_buffer(bytes), bc = cpu.create_buffer(bytes);
+  std::vector<float> ones(std::size_t{n} * n, 1.0f), c(std::size_t{n} * n, kNaN);
+  cpu.write(ba, ones.data(), bytes);
+  cpu.write(bc, c.data(), bytes);
+  const vgpu::BindingSet set = cpu.bind(kernel, {{0, ba}, {1, ba}, {2, bc}});
+  cpu.set_timeout(1ms);
+  REQUIRE_VGPU_ERROR(timeout, "", {
+    cpu.dispatch(kernel, set, plan.steps.at(0).params, plan.steps.at(0).groups);
+    cpu.synchronize();
+  });
+  cpu.set_timeout(60s);
+  // Every entry of the finished product is 2048 (ones · ones); the stopped one left K blocks
+  // undone, so some entry is not (a kernel that ignored the limit would have finished them all).
+  cpu.read(bc, c.data(), bytes);
+  std::size_t finished = 0;
+  for (const float v : c) finished += v == static_cast<float>(n);
+  CHECK(finished < c.size());
+  // The device is not lost, and the next product is right.
+  cpu.set_timeout(60s);
+  CHECK(!cpu.lost());
+  check_product(cpu, {300, 1000, 17}, 2);
 }
 
 }  // namespace
