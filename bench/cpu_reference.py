@@ -83,7 +83,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="few samples, small sizes")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args()
-    sizes = [int(s) for s in (args.sizes or ("64,256" if args.quick else "256,1024,4096")).split(",")]
+    try:
+        sizes = [int(s) for s in (args.sizes or ("64,256" if args.quick else "256,1024,4096")).split(",")]
+    except ValueError:
+        sizes = [0]
     if any(n <= 0 for n in sizes):
         sys.exit(f"cpu_reference.py: bad --sizes '{args.sizes}'. Fix: give positive comma-separated N, e.g. 256,1024,4096.")
     rounds, target = (3, 0.01) if args.quick else (9, 0.2)
