@@ -105,6 +105,7 @@ def main():
     except Exception as e:  # ImportError, or a broken install
         torch = None
         torch_threads = None
+        torch_reason = f"{type(e).__name__}: {e}"
     try:
         import vgpu  # noqa: PLC0415 (optional: only for the call column)
     except Exception:
@@ -114,8 +115,8 @@ def main():
     print(f"numpy {np.__version__}; torch {torch.__version__ + f' ({torch_threads} threads)' if torch else 'not importable'}"
           f"; vgpu Python module {'imported' if vgpu else 'not importable (no call column)'}")
     if torch is None:
-        note("torch is not importable with this interpreter: no torch column (pip install torch, or run with the "
-             "interpreter that has it)")
+        note(f"torch is not importable with this interpreter ({torch_reason}): no torch column (pip install torch, "
+             "or run with the interpreter that has it)")
 
     # 1. The C++ bench: vgpu's kernel, checked there.
     bench = find_bench(args.bench)
