@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench/bench_cpu_matmul.cpp — vgpu-bench-cpu-matmul: the CPU fallback's float32 matmul
-// against OpenBLAS cblas_sgemm at N = 256, 512, 1024, with the same thread count.
+// against OpenBLAS cblas_sgemm at N = 256, 512, 1024 (VGPU_BENCH_CPU_SIZES=256,1024,4096 picks
+// others), with the same thread count; then vgpu's elementwise ops and reduce_sum against a
+// STREAM-style copy/scale/add/triad on the same threads, at 64 Mi floats (far beyond any L3).
 //
 // Three numbers per size, sampled round-robin in one run:
 //   vgpu kernel   Device::dispatch of the compiled built-in matmul on buffers that already
@@ -10,6 +12,8 @@
 //   OpenBLAS      cblas_sgemm on the same host arrays.
 // Both vgpu results are checked against OpenBLAS (max |C - C_ref| / max |C_ref|), so a fast
 // but wrong kernel cannot "win". Exit status 1 when a result is wrong.
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
 
@@ -19,6 +23,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,17 +59,17 @@ double max_rel_error(const std::vector<float>& c, const std::vector<float>& ref)
 }
 
 #if !VGPU_BENCH_HAVE_OPENBLAS
-// Reference without OpenBLAS: i-k-j loops accumulating in double (slow but simple).
+// Reference without OpenBLAS: i-k-j loops accumulating in double (slow but simple), rows in
+// parallel so that N = 4096 stays affordable (vgpu-bench-cpu-kernels on a host without OpenBLAS).
 void reference_matmul(const float* a, const float* b, float* c, std::size_t n) {
-  std::vector<double> row(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::fill(row.begin(), row.end(), 0.0);
+  tbb::parallel_for(std::size_t{0}, n, [&](std::size_t i) {
+    std::vector<double> row(n, 0.0);
     for (std::size_t k = 0; k < n; ++k) {
       const double aik = a[i * n + k];
       for (std::size_t j = 0; j < n; ++j) row[j] += aik * b[k * n + j];
     }
     for (std::size_t j = 0; j < n; ++j) c[i * n + j] = static_cast<float>(row[j]);
-  }
+  });
 }
 #endif
 
@@ -154,6 +159,149 @@ std::string isa_description(const Device& dev) {
 
 }  // namespace
 
+// The sizes to measure: VGPU_BENCH_CPU_SIZES (comma-separated N), else 256, 512, 1024.
+std::vector<std::uint32_t> matmul_sizes() {
+  const char* env = std::getenv("VGPU_BENCH_CPU_SIZES");
+  if (env == nullptr || *env == '\0') return {256, 512, 1024};
+  std::vector<std::uint32_t> sizes;
+  std::stringstream in(env);
+  for (std::string item; std::getline(in, item, ',');) {
+    const unsigned long v = std::strtoul(item.c_str(), nullptr, 10);
+    if (v == 0 || v > 16384)
+      throw std::invalid_argument("VGPU_BENCH_CPU_SIZES='" + std::string(env) + "' has a bad size '" + item +
+                                  "'. Fix: give comma-separated N in 1..16384, e.g. 256,1024,4096.");
+    sizes.push_back(static_cast<std::uint32_t>(v));
+  }
+  return sizes;
+}
+
+// A built-in op's plan run on device buffers it allocates once: the timed part is the
+// dispatches + synchronize, no uploads or read-backs (as "vgpu kernel" above).
+struct PlanRun {
+  Device& dev;
+  KernelPlan plan;
+  std::vector<Kernel> kernels;
+  std::vector<Buffer> buffers;
+  std::vector<BindingSet> bound;
+
+  PlanRun(Device& d, KernelPlan p) : dev(d), plan(std::move(p)) {
+    for (std::size_t i = 0; i < plan.kernel_count(); ++i)
+      kernels.push_back(dev.compile(plan.kernel_source(i), plan.kernel_options(i)));
+    for (const TensorSpec& t : plan.tensors) {
+      std::uint64_t elems = 1;
+      for (const auto e : t.shape) elems *= e;
+      buffers.push_back(dev.create_buffer(elems * sizeof(float)));
+    }
+    for (const PlanStep& step : plan.steps) {
+      std::vector<Binding> b;
+      for (const auto& [slot, tensor] : step.slot_tensor) b.push_back(Binding{slot, buffers[tensor]});
+      bound.push_back(dev.bind(kernels[step.kernel], b));
+    }
+  }
+  void operator()() {
+    for (std::size_t i = 0; i < plan.steps.size(); ++i)
+      dev.dispatch(kernels[plan.steps[i].kernel], bound[i], plan.steps[i].params, plan.steps[i].groups);
+    dev.synchronize();
+  }
+};
+
+// vgpu's add, mul, axpy and reduce_sum (kernel only) beside a STREAM-style copy, scale, add and
+// triad on the same TBB threads, in GB/s and as a fraction of the copy; every vgpu result is
+// checked (a wrong one makes the return false).
+bool stream_section(Device& dev, bool quick, nlohmann::json& doc) {
+  const std::size_t n = quick ? (std::size_t{1} << 20) : (std::size_t{64} << 20);
+  const int rounds = quick ? 3 : 7;
+  const double target = quick ? 0.003 : 0.05;
+  std::vector<float> a(n), b(n), c(n);
+  // First touch in parallel, as STREAM does: each page lands on the NUMA node of its thread.
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n), [&](const tbb::blocked_range<std::size_t>& r) {
+    for (std::size_t i = r.begin(); i < r.end(); ++i) {
+      a[i] = 1.0f;
+      b[i] = 2.0f;
+      c[i] = 0.0f;
+    }
+  }, tbb::static_partitioner());
+  const float s = 3.0f;
+  float* pa = a.data();
+  float* pb = b.data();
+  float* pc = c.data();
+  auto loop = [n](auto body) {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1 << 16), [&](const tbb::blocked_range<std::size_t>& r) {
+      for (std::size_t i = r.begin(); i < r.end(); ++i) body(i);
+    }, tbb::static_partitioner());
+  };
+  PlanRun add(dev, ops::add(dev.info(), n)), mul(dev, ops::mul(dev.info(), n)), axpy(dev, ops::axpy(dev.info(), n)),
+      sum(dev, ops::reduce_sum(dev.info(), n));
+  const std::vector<float> x = vb::random_floats(n, 77), y = vb::random_floats(n, 78);
+  const float alpha = 0.5f;
+  for (PlanRun* r : {&add, &mul}) {
+    dev.write(r->buffers[0], x.data(), n * sizeof(float));
+    dev.write(r->buffers[1], y.data(), n * sizeof(float));
+  }
+  dev.write(axpy.buffers[0], &alpha, sizeof(float));
+  dev.write(axpy.buffers[1], x.data(), n * sizeof(float));
+  dev.write(axpy.buffers[2], y.data(), n * sizeof(float));
+  dev.write(sum.buffers[0], x.data(), n * sizeof(float));
+
+  struct Row {
+    std::string name;
+    double bytes_per_elem;
+  };
+  const std::vector<Row> rows = {{"STREAM copy  c = a", 8},  {"STREAM scale b = s*c", 8}, {"STREAM add   c = a+b", 12},
+                                 {"STREAM triad a = b+s*c", 12}, {"vgpu add     out = a+b", 12}, {"vgpu mul     out = a*b", 12},
+                                 {"vgpu axpy    y = a*x+y", 12}, {"vgpu reduce_sum", 4}};
+  std::vector<vb::Case> cases = {
+      {rows[0].name, [&] { loop([=](std::size_t i) { pc[i] = pa[i]; }); }},
+      {rows[1].name, [&] { loop([=](std::size_t i) { pb[i] = s * pc[i]; }); }},
+      {rows[2].name, [&] { loop([=](std::size_t i) { pc[i] = pa[i] + pb[i]; }); }},
+      {rows[3].name, [&] { loop([=](std::size_t i) { pa[i] = pb[i] + s * pc[i]; }); }},
+      {rows[4].name, [&] { add(); }},
+      {rows[5].name, [&] { mul(); }},
+      {rows[6].name, [&] { axpy(); }},
+      {rows[7].name, [&] { sum(); }},
+  };
+  const auto st = vb::run_interleaved(cases, rounds, target);
+
+  // Correctness: add and mul exactly; axpy ran many times in place (y grows by 0.5·x per call),
+  // so it is checked on one fresh call; reduce_sum against a double sum.
+  bool ok = true;
+  std::vector<float> out(n);
+  dev.read(add.buffers[2], out.data(), n * sizeof(float));
+  for (std::size_t i = 0; i < n && ok; ++i) ok = out[i] == x[i] + y[i];
+  dev.read(mul.buffers[2], out.data(), n * sizeof(float));
+  for (std::size_t i = 0; i < n && ok; ++i) ok = out[i] == x[i] * y[i];
+  dev.write(axpy.buffers[2], y.data(), n * sizeof(float));
+  axpy();
+  dev.read(axpy.buffers[2], out.data(), n * sizeof(float));
+  for (std::size_t i = 0; i < n && ok; ++i) ok = std::fabs(out[i] - (alpha * x[i] + y[i])) <= 1e-6f * (1 + std::fabs(y[i]));
+  float total = 0;
+  dev.read(sum.buffers[1], &total, sizeof(float));
+  double exact = 0;
+  for (const float v : x) exact += v;
+  const double sum_err = std::fabs(total - exact) / std::max(1.0, std::sqrt(static_cast<double>(n)));
+  ok = ok && sum_err <= 1e-3;
+
+  const double copy_gbs = rows[0].bytes_per_elem * n / st[0].median / 1e9;
+  vb::Table table({"kernel", "bytes/elem", "GB/s median (best)", "% of STREAM copy"});
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double gbs = rows[i].bytes_per_elem * n / st[i].median / 1e9;
+    const double best = rows[i].bytes_per_elem * n / st[i].min / 1e9;
+    table.add({rows[i].name, vb::fmt(rows[i].bytes_per_elem, 0), vb::fmt(gbs) + " (" + vb::fmt(best) + ")",
+               vb::fmt(100 * gbs / copy_gbs, 0) + "%"});
+    doc["stream"].push_back({{"kernel", rows[i].name}, {"stats", st[i].to_json()}, {"gbs_median", gbs},
+                             {"fraction_of_copy", gbs / copy_gbs}});
+  }
+  std::cout << "\nElementwise and reduce at n = " << n << " floats (" << (n * 4 >> 20)
+            << " MiB per array), on the same TBB threads. GB/s counts the bytes each kernel must\n"
+               "move (STREAM's convention: no write-allocate traffic); vgpu = Device::dispatch + synchronize "
+               "on resident buffers.\n\n";
+  table.print();
+  std::cout << (ok ? "vgpu results: add, mul exact; axpy within 1e-6; reduce_sum error " + vb::fmt_sci(sum_err) + "·sqrt(n) (limit 1e-3)\n"
+                   : std::string("\nERROR: a vgpu elementwise or reduce result is wrong.\n"));
+  doc["stream_correct"] = ok;
+  return ok;
+}
+
 int main(int argc, char** argv) {
   const vb::Options opt =
       vb::parse_args(argc, argv, "CPU fallback float32 matmul GFLOP/s vs OpenBLAS cblas_sgemm (N = 256, 512, 1024).");
@@ -202,7 +350,7 @@ int main(int argc, char** argv) {
     doc["threads"] = {{"hardware_concurrency", threads}, {"tbb_default_concurrency", tbb_threads}};
     std::cout << "\n";
 
-    const std::vector<std::uint32_t> sizes = {256, 512, 1024};
+    const std::vector<std::uint32_t> sizes = matmul_sizes();
     const int rounds = opt.quick ? 3 : 15;
     const double target = opt.quick ? 0.003 : 0.02;  // seconds per sample
 
@@ -313,6 +461,7 @@ int main(int argc, char** argv) {
     std::cout << "\nper-call times, median (min):\n\n";
     times.print();
     if (!all_ok) std::cout << "\nERROR: a vgpu result differs from the reference beyond " << kMaxRelError << ".\n";
+    if (std::getenv("VGPU_BENCH_CPU_NO_STREAM") == nullptr) all_ok = stream_section(dev, opt.quick, doc) && all_ok;
     doc["correct"] = all_ok;
     if (!vb::finish(doc, opt)) return 1;
     return all_ok ? 0 : 1;

@@ -11,7 +11,8 @@
 #                             or (tests) only the queue, recovery and round-trip benchmarks; logs go to $OUT.
 #                             python: build the Python module there (its python3 + pybind11, against
 #                             the vgpu staged in .gpu/ as an install prefix), then run
-#                             bench/python_overhead.py and the pytest suite (3 files in $OUT)
+#                             bench/python_overhead.py, the pytest suite and bench/cpu_reference.py
+#                             (vgpu's CPU matmul beside numpy and torch; 4 files in $OUT)
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote"
 # (or "bash tools/gpu-run.sh remote python": a separate command, as $OUT holds at most 8 files).
@@ -31,7 +32,8 @@ stage() {
   cmake --install build --prefix "$stage_dir" --component Unspecified >/dev/null
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select \
-           build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref build/bin/vgpu-bench-roundtrip; do
+           build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref \
+           build/bin/vgpu-bench-roundtrip build/bin/vgpu-bench-cpu-kernels; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -157,8 +159,8 @@ remote() {
 
 # remote python: builds python/ as its own CMake project against the vgpu install prefix in
 # .gpu/ with this machine's python3 (numpy) and pybind11 (Debian/Ubuntu package or pip), then runs
-# the overhead benchmark and the pytest suite. Writes $OUT/python.txt (the build, the bench's
-# table and pytest's output), $OUT/python-bench.json and $OUT/summary.txt; every missing tool is
+# the overhead benchmark, the pytest suite and bench/cpu_reference.py. Writes $OUT/python.txt (the build, the bench's
+# table and pytest's output), $OUT/python-bench.json, $OUT/cpu-reference.json and $OUT/summary.txt; every missing tool is
 # named there with its fix, and the run still ends with the summary.
 remote_python() {
   local log=$OUT/python.txt py build=/tmp/vgpu-python-build status summary=()
@@ -216,6 +218,16 @@ remote_python() {
           summary+=("python.pytest: FAILED (no pytest for $py)")
         fi
       fi
+    fi
+    # The CPU fallback against numpy and torch (when importable) on this host's cores: needs
+    # only numpy and the staged no-OpenBLAS C++ bench, so it runs even when the module did not build.
+    if [ -n "$py" ] && "$py" -c "import numpy" 2>/dev/null; then
+      echo "=== bench/cpu_reference.py"
+      set +e
+      "$py" bench/cpu_reference.py --bench "$bin/vgpu-bench-cpu-kernels" --json "$OUT/cpu-reference.json"
+      status=$?
+      set -e
+      summary+=("python.cpu_reference: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
     fi
   } > "$log" 2>&1
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"

@@ -2,8 +2,14 @@
 // fallback/cpu/cpu_parallel.cpp — nested parallel loops for built-in kernels, on oneTBB.
 #include "cpu_parallel.hpp"
 
+#include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
 
 namespace vgpu::cpu {
 
@@ -13,7 +19,57 @@ std::size_t parallelism() noexcept {
 }
 
 void parallel_for(std::size_t n, void (*body)(void* ctx, std::size_t i), void* ctx) {
-  tbb::parallel_for(std::size_t{0}, n, [&](std::size_t i) { body(ctx, i); });
+  // One task per call (simple_partitioner, grain 1): callers hand out a few dozen calls of tens of
+  // microseconds each, sized so every thread gets several; the auto partitioner could bundle
+  // them into fewer chunks than threads and leave cores idle for the first wave.
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, 1),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i < r.end(); ++i) body(ctx, i);
+        },
+        tbb::simple_partitioner());
+  });
+}
+
+namespace {
+
+/// The size of the level's data (or unified) cache from sysfs: "48K", "2048K", "32M"; 0 if unknown.
+std::size_t sysfs_cache_bytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
+    int l = 0;
+    std::string type, size;
+    if (!(lv >> l) || !(ty >> type) || !(sz >> size)) break;
+    if (l != level || type == "Instruction" || size.empty()) continue;
+    std::size_t value = std::stoul(size);
+    const char unit = size.back();
+    if (unit == 'K') value <<= 10;
+    if (unit == 'M') value <<= 20;
+    return value;
+  }
+  return 0;
+}
+
+std::size_t read_cache_bytes(int level) noexcept {
+  long v = 0;
+  if (level == 1) v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  if (level == 2) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (level == 3) v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (v > 0) return static_cast<std::size_t>(v);
+  try {
+    if (const std::size_t s = sysfs_cache_bytes(level)) return s;
+  } catch (...) {  // an unreadable or odd sysfs: the default below
+  }
+  return level == 1 ? std::size_t{48} << 10 : level == 2 ? std::size_t{1} << 20 : std::size_t{16} << 20;
+}
+
+}  // namespace
+
+std::size_t cache_bytes(int level) noexcept {
+  static const std::size_t sizes[3] = {read_cache_bytes(1), read_cache_bytes(2), read_cache_bytes(3)};
+  return level >= 1 && level <= 3 ? sizes[level - 1] : sizes[2];
 }
 
 }  // namespace vgpu::cpu

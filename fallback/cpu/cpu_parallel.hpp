@@ -13,9 +13,18 @@ namespace vgpu::cpu {
 /// Returns how many threads a parallel loop started from the calling thread can use.
 std::size_t parallelism() noexcept;
 
-/// Calls body(ctx, i) for every i in [0, n), in parallel on the TBB pool, and returns when
+/// Calls body(ctx, i) for every i in [0, n), in parallel on the TBB pool (one task per i: make
+/// each call worth one, tens of microseconds), and returns when
 /// all calls have finished; rethrows the first exception a call throws. Nesting inside a
 /// dispatch's own parallel loop is fine (TBB schedules both on one pool).
+/// Isolated: while the caller waits, its thread runs only this loop's calls, never an outer
+/// task (say, another workgroup of the dispatch), so a kernel may share its own thread-local
+/// scratch with the loop's calls for the loop's whole duration.
 void parallel_for(std::size_t n, void (*body)(void* ctx, std::size_t i), void* ctx);
+
+/// Returns the size in bytes of one data cache of the given level (1, 2 or 3) as the OS reports
+/// it for CPU 0 (sysconf, then /sys/devices/system/cpu/cpu0/cache), else a safe default
+/// (48 KiB, 1 MiB, 16 MiB); read once per process, as blocking sizes derive from it per call.
+std::size_t cache_bytes(int level) noexcept;
 
 }  // namespace vgpu::cpu

@@ -7,8 +7,6 @@
 
 namespace vgpu::cpu {
 
-inline constexpr std::uint32_t kMatmulTileM = 96;          ///< rows of C per group (multiple of 6 and 12)
-inline constexpr std::uint32_t kMatmulTileN = 128;         ///< columns of C per group (multiple of 8, 16, 32)
 inline constexpr std::uint32_t kElementsPerGroup = 16384;  ///< axpy/add/mul chunk
 inline constexpr std::uint32_t kReduceBlock = 16384;       ///< inputs summed per group per pass
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/kernels/matmul.hpp — the built-in "matmul" kernel: a blocked, packed GEMM
 // (GotoBLAS/BLIS structure) with an xsimd register-blocked micro-kernel, templated on the
-// architecture. One workgroup computes one kMatmulTileM × kMatmulTileN tile of C.
+// architecture. One workgroup computes its share of C (the CPU op tuner launches one for the
+// whole product) across all threads: B packed once per K block and shared, A per task.
 #pragma once
 
 #include <cstddef>
@@ -36,9 +37,6 @@ struct Matmul {
   using V = typename S::V;
   using Blk = MatmulBlocking<Arch>;
   static constexpr std::size_t W = S::W, MR = Blk::MR, NV = Blk::NV, NR = Blk::NR, KC = Blk::KC;
-  static constexpr std::size_t TM = vgpu::cpu::kMatmulTileM, TN = vgpu::cpu::kMatmulTileN;
-  static constexpr std::size_t MPANELS = (TM + MR - 1) / MR, NPANELS = (TN + NR - 1) / NR;
-  static constexpr std::size_t A_FLOATS = MPANELS * MR * KC, B_FLOATS = NPANELS * NR * KC;
 
   /// The operands of one matmul, as every tile sees them.
   struct Problem {
@@ -48,59 +46,28 @@ struct Matmul {
     std::size_t m, n, k;
   };
 
-  /// Computes one tile of C: workgroup_id[0] is the column tile, workgroup_id[1] the row tile.
-  /// When the grid has fewer tiles than there are threads (small matrices), the tile is cut
-  /// into sub-tiles computed in parallel, so a 256² product still uses every core.
+  /// Computes this workgroup's block of C: workgroup_id[0] picks the column block, [1] the row
+  /// block. The blocks are derived from the grid (rows of C split evenly over num_workgroups[1],
+  /// columns over [0], in whole micro-panels), so any grid covers C exactly once; the CPU op
+  /// tuner launches one group for the whole product and the parallelism lives in gemm(), where
+  /// packed B panels can be shared by every thread.
   static void run(const CpuWorkgroup& wg) {
     const auto& params = wg.params_as<vgpu::kernels::MatmulParams>();
     const Problem pr{wg.buffer<const float>(0), wg.buffer<const float>(1), wg.buffer<float>(2), params.m, params.n,
                      params.k};
-    const std::size_t row0 = std::size_t{wg.workgroup_id[1]} * TM;
-    const std::size_t col0 = std::size_t{wg.workgroup_id[0]} * TN;
+    const std::size_t gx = wg.num_workgroups[0] ? wg.num_workgroups[0] : 1;
+    const std::size_t gy = wg.num_workgroups[1] ? wg.num_workgroups[1] : 1;
+    const std::size_t block_rows = S::div_up(S::div_up(pr.m, gy), MR) * MR;
+    const std::size_t block_cols = S::div_up(S::div_up(pr.n, gx), NR) * NR;
+    const std::size_t row0 = std::size_t{wg.workgroup_id[1]} * block_rows;
+    const std::size_t col0 = std::size_t{wg.workgroup_id[0]} * block_cols;
     if (row0 >= pr.m || col0 >= pr.n) return;  // a grid larger than the matrix: nothing to do
-    const std::size_t rows = S::min(TM, pr.m - row0), cols = S::min(TN, pr.n - col0);
+    const std::size_t rows = S::min(block_rows, pr.m - row0), cols = S::min(block_cols, pr.n - col0);
     if (std::uint64_t{rows} * cols * pr.k <= kDirectWork) {
       direct(pr, row0, rows, col0, cols);
       return;
     }
-
-    const std::uint64_t groups =
-        std::uint64_t{wg.num_workgroups[0]} * wg.num_workgroups[1] * wg.num_workgroups[2];
-    const std::size_t threads = parallelism();
-    // Splitting pays only when threads would idle and the tile is worth a task (~1M FMAs).
-    if (groups >= threads || std::uint64_t{rows} * cols * pr.k < (std::uint64_t{1} << 20)) {
-      tile(pr, row0, rows, col0, cols, true);
-      return;
-    }
-    // Halve the longer side of the sub-tile until there are enough sub-tiles, keeping
-    // whole micro-panels and at least 2·MR rows and NR columns (packing cost grows as
-    // sub-tiles shrink).
-    const std::size_t want = S::min(8, S::div_up(threads, groups));
-    std::size_t sub_rows = S::div_up(rows, MR) * MR, sub_cols = S::div_up(cols, NR) * NR;
-    while (S::div_up(rows, sub_rows) * S::div_up(cols, sub_cols) < want) {
-      const std::size_t half_rows = S::div_up(sub_rows / 2, MR) * MR, half_cols = S::div_up(sub_cols / 2, NR) * NR;
-      const bool can_rows = sub_rows >= 4 * MR, can_cols = sub_cols >= 2 * NR;
-      if (can_rows && (sub_rows >= sub_cols || !can_cols))
-        sub_rows = half_rows;
-      else if (can_cols)
-        sub_cols = half_cols;
-      else
-        break;
-    }
-    struct Split {
-      const Problem* pr;
-      std::size_t row0, rows, col0, cols, sub_rows, sub_cols, across;
-    } split{&pr, row0, rows, col0, cols, sub_rows, sub_cols, S::div_up(cols, sub_cols)};
-    const std::size_t parts = S::div_up(rows, sub_rows) * split.across;
-    if (parts <= 1) {
-      tile(pr, row0, rows, col0, cols, true);
-      return;
-    }
-    parallel_for(parts, [](void* ctx, std::size_t i) {
-      const Split& s = *static_cast<const Split*>(ctx);
-      const std::size_t r = (i / s.across) * s.sub_rows, c = (i % s.across) * s.sub_cols;
-      tile(*s.pr, s.row0 + r, S::min(s.sub_rows, s.rows - r), s.col0 + c, S::min(s.sub_cols, s.cols - c), false);
-    }, &split);
+    gemm(wg, pr, row0, rows, col0, cols);
   }
 
   /// Tiles of at most this many multiply-adds (20³) skip packing (direct()): packing A and B and
@@ -172,58 +139,148 @@ struct Matmul {
     }
   }
 
-  /// Computes C[row0 .. row0+rows, col0 .. col0+cols) (rows ≤ TM, cols ≤ TN) on this thread:
-  /// for each K block, pack A and B, then run the micro-kernel over the MR×NR blocks with the
-  /// B micro-panel (≤ 32 KiB) reused from L1 across the A micro-panels. whole_tile says the
-  /// next group is probably the next column tile (worth prefetching for).
-  static void tile(const Problem& pr, std::size_t row0, std::size_t rows, std::size_t col0, std::size_t cols,
-                   bool whole_tile) {
-    const std::size_t n = pr.n, k = pr.k;
-    const float* a = pr.a;
-    const float* b = pr.b;
-    float* c = pr.c + row0 * n + col0;
+  /// One K block of one column block, as every task of it sees it.
+  struct Panel {
+    const Problem* pr;
+    std::size_t row0, rows;  ///< the rows of C this block computes
+    std::size_t col0, cols;  ///< its columns (≤ nc)
+    std::size_t pc, kc;      ///< the K block
+    float* bpack;            ///< kc×cols of B, packed once in NR panels, read by every task
+    std::size_t task_rows, task_cols;  ///< a task's rows (multiple of MR) and columns (of NR)
+    std::size_t tasks_across, b_pieces, b_panels_per_piece;
+  };
+
+  /// Computes C[row0 .. row0+rows, col0 .. col0+cols) with the GotoBLAS loop order across
+  /// threads: per column block (NC, sized so its packed B stays in the shared L3) and K block
+  /// (KC), B is packed once, in parallel, into a buffer every thread reads; then tasks of
+  /// task_rows × task_cols each pack their own A rows (first touch by the worker that reads
+  /// them, L2-sized) and run the micro-kernel over them. Tasks are made small enough that every
+  /// thread has several from the first block (≥ 4 per thread where the micro-panels allow),
+  /// which also balances the last wave. Polls the dispatch's deadline between K blocks.
+  static void gemm(const CpuWorkgroup& wg, const Problem& pr, std::size_t row0, std::size_t rows, std::size_t col0,
+                   std::size_t cols) {
+    const std::size_t k = pr.k;
     if (k == 0) {  // an empty sum: C is zero, and there is nothing to pack
-      for (std::size_t r = 0; r < rows; ++r) std::memset(c + r * n, 0, cols * sizeof(float));
+      for (std::size_t r = 0; r < rows; ++r) std::memset(pr.c + (row0 + r) * pr.n + col0, 0, cols * sizeof(float));
       return;
     }
+    const std::uint64_t work = std::uint64_t{rows} * cols * k;
+    // Below ~1M multiply-adds a parallel loop costs more than it saves.
+    const std::size_t threads = work < (std::uint64_t{1} << 20) ? 1 : parallelism();
+    // NC: the packed B block (KC × NC floats) takes at most half of the L3, which all threads
+    // share; at least 8 micro-panels.
+    const std::size_t l3 = cache_bytes(3), l2 = cache_bytes(2);
+    const std::size_t nc_max = S::div_up(S::min(S::div_up(cols, NR) * NR, (l3 / 2) / (KC * sizeof(float))), NR) * NR;
+    const std::size_t nc = nc_max < 8 * NR ? 8 * NR : nc_max;
+    // A task's A rows (task_rows × KC) take at most half of the L2, the rest holds C and B.
+    const std::size_t mc_max = S::div_up(S::min(rows, (l2 / 2) / (KC * sizeof(float))), MR) * MR;
+    // Two packed B blocks: while the tasks of K block p read one, the pieces of block p+1 are
+    // packed into the other in the same parallel loop, so a K block costs one join, not two.
+    const std::size_t bsize = KC * S::min(nc, S::div_up(cols, NR) * NR);
+    float* const bbuf = Scratch<Arch, Panel>::get(2 * bsize);
 
-    float* const apack = Scratch<Arch, Matmul>::get(A_FLOATS + B_FLOATS);
-    float* const bpack = apack + A_FLOATS;
-    const std::size_t mpanels = S::div_up(rows, MR), npanels = S::div_up(cols, NR);
-
-    for (std::size_t pc = 0; pc < k; pc += KC) {
-      const std::size_t kc = S::min(KC, k - pc);
-      pack_a(a + row0 * k + pc, k, rows, kc, apack);
-      pack_b(b + pc * n + col0, n, cols, kc, bpack);
-      const bool accumulate = pc != 0;  // the first K block overwrites C, later ones add
-      // While this block computes, pull the data the next one packs towards L2, one slice
-      // per micro-kernel call, spread over its K loop: B's (and A's) rows are ld apart, so the
-      // hardware prefetcher cannot see them coming and packing would otherwise wait on L3 for
-      // every row (measured: prefetching cuts packing time by ~40%). During the last block,
-      // fetch the first B block of the next column tile instead, the tile the next group
-      // (x fastest) most likely computes.
-      Prefetch next_b{}, next_a{};
-      if (pc + KC < k) {
-        next_b = {b + (pc + KC) * n + col0, n, cols, S::min(KC, k - pc - KC)};
-        next_a = {a + row0 * k + pc + KC, k, S::min(KC, k - pc - KC), rows};
-      } else if (whole_tile && col0 + TN < n) {
-        next_b = {b + col0 + TN, n, S::min(TN, n - col0 - TN), S::min(KC, k)};
+    for (std::size_t jc = 0; jc < cols; jc += nc) {
+      const std::size_t ncur = S::min(nc, cols - jc);
+      // Split rows and columns (the longer side first, in elements) until there are enough
+      // tasks or the tasks reach 2 micro-panels a side.
+      std::size_t tr = mc_max < MR ? MR : mc_max, tc = S::div_up(ncur, NR) * NR;
+      const std::size_t want = threads == 1 ? 1 : 4 * threads;
+      while (S::div_up(rows, tr) * S::div_up(ncur, tc) < want) {
+        const bool can_rows = tr >= 4 * MR, can_cols = tc >= 4 * NR;
+        if (can_rows && (tr >= tc || !can_cols))
+          tr = S::div_up(tr / 2, MR) * MR;
+        else if (can_cols)
+          tc = S::div_up(tc / 2, NR) * NR;
+        else
+          break;
       }
-      const std::size_t calls = npanels * mpanels;
-      std::size_t call = 0;
-      for (std::size_t jp = 0; jp < npanels; ++jp) {
-        const float* bp = bpack + jp * NR * kc;
-        const std::size_t nr = S::min(NR, cols - jp * NR);
-        for (std::size_t ip = 0; ip < mpanels; ++ip, ++call) {
-          const float* ap = apack + ip * MR * KC;
-          const std::size_t mr = S::min(MR, rows - ip * MR);
-          float* cp = c + ip * MR * n + jp * NR;
-          Cursor pf_b = next_b.slice(call, calls), pf_a = next_a.slice(call, calls);
-          if (mr == MR && nr == NR)
-            micro(kc, ap, bp, cp, n, accumulate, pf_b, pf_a);
-          else
-            micro_edge(kc, ap, bp, cp, n, accumulate, mr, nr, pf_b, pf_a);
+      const std::size_t panels = S::div_up(ncur, NR);
+      const std::size_t pieces = threads == 1 ? 1 : S::min(panels, 2 * threads);
+      Step step{};
+      step.cur = Panel{&pr, row0, rows, col0 + jc, ncur, 0, S::min(KC, k), bbuf, tr, tc, S::div_up(ncur, tc), pieces,
+                       S::div_up(panels, pieces)};
+      step.cur.b_pieces = S::div_up(panels, step.cur.b_panels_per_piece);
+      step.tasks = S::div_up(rows, tr) * step.cur.tasks_across;
+      // The first K block's B: packed alone (nothing to compute yet).
+      if (threads == 1)
+        pack_b_piece(&step.cur, 0);
+      else
+        parallel_for(step.cur.b_pieces, [](void* ctx, std::size_t i) { pack_b_piece(ctx, i); }, &step.cur);
+      for (std::size_t pc = 0; pc < k; pc += KC) {
+        if (wg.expired()) return;  // the dispatch reports the timeout; C is left unfinished
+        step.next = step.cur;
+        step.next_pieces = 0;
+        if (pc + KC < k) {
+          step.next.pc = pc + KC;
+          step.next.kc = S::min(KC, k - pc - KC);
+          step.next.bpack = step.cur.bpack == bbuf ? bbuf + bsize : bbuf;
+          step.next_pieces = step.next.b_pieces;
         }
+        if (threads == 1) {
+          for (std::size_t t = 0; t < step.tasks; ++t) compute_task(&step.cur, t);
+          if (step.next_pieces) pack_b_piece(&step.next, 0);
+        } else {
+          // Pack pieces first in index order: they start in the first wave, long before the
+          // next join that needs them.
+          parallel_for(step.next_pieces + step.tasks, [](void* ctx, std::size_t i) {
+            Step& st = *static_cast<Step*>(ctx);
+            if (i < st.next_pieces)
+              pack_b_piece(&st.next, i);
+            else
+              compute_task(&st.cur, i - st.next_pieces);
+          }, &step);
+        }
+        step.cur = step.next;
+      }
+    }
+  }
+
+  /// One parallel loop of gemm(): the tasks of K block cur, and the packing of block next.
+  struct Step {
+    Panel cur, next;
+    std::size_t tasks, next_pieces;
+  };
+
+  /// Packs the i-th piece (b_panels_per_piece NR panels) of the panel's B block.
+  static void pack_b_piece(void* ctx, std::size_t i) {
+    const Panel& pn = *static_cast<const Panel*>(ctx);
+    const std::size_t first = i * pn.b_panels_per_piece;
+    const std::size_t count = pn.b_pieces == 1 ? S::div_up(pn.cols, NR) : pn.b_panels_per_piece;
+    const std::size_t c0 = first * NR;
+    if (c0 >= pn.cols) return;
+    const std::size_t width = S::min(count * NR, pn.cols - c0);
+    pack_b(pn.pr->b + pn.pc * pn.pr->n + pn.col0 + c0, pn.pr->n, width, pn.kc, pn.bpack + first * NR * pn.kc);
+  }
+
+  /// Task t of a panel: packs its task_rows of A (this thread's scratch) and runs the
+  /// micro-kernel over its task_rows × task_cols of C, B micro-panel outer (it stays in L1
+  /// while the A micro-panels stream from L2).
+  static void compute_task(void* ctx, std::size_t t) {
+    const Panel& pn = *static_cast<const Panel*>(ctx);
+    const Problem& pr = *pn.pr;
+    const std::size_t r0 = (t / pn.tasks_across) * pn.task_rows, c0 = (t % pn.tasks_across) * pn.task_cols;
+    const std::size_t rows = S::min(pn.task_rows, pn.rows - r0), cols = S::min(pn.task_cols, pn.cols - c0);
+    float* const apack = Scratch<Arch, Matmul>::get(S::div_up(pn.task_rows, MR) * MR * KC);
+    pack_a(pr.a + (pn.row0 + r0) * pr.k + pn.pc, pr.k, rows, pn.kc, apack);
+    const bool accumulate = pn.pc != 0;  // the first K block overwrites C, later ones add
+    const std::size_t mpanels = S::div_up(rows, MR), npanels = S::div_up(cols, NR);
+    float* const c = pr.c + (pn.row0 + r0) * pr.n + pn.col0 + c0;
+    const std::size_t jp0 = c0 / NR;  // this task's first panel in the packed B block
+    for (std::size_t jp = 0; jp < npanels; ++jp) {
+      const float* bp = pn.bpack + (jp0 + jp) * NR * pn.kc;
+      const std::size_t nr = S::min(NR, cols - jp * NR);
+      // Prefetch the next B micro-panel into L2 while this one computes (it comes from L3).
+      Prefetch next_b{};
+      if (jp + 1 < npanels) next_b = {bp + NR * pn.kc, NR, NR, pn.kc};
+      for (std::size_t ip = 0; ip < mpanels; ++ip) {
+        const float* ap = apack + ip * MR * KC;
+        const std::size_t mr = S::min(MR, rows - ip * MR);
+        float* cp = c + ip * MR * pr.n + jp * NR;
+        Cursor pf_b = next_b.slice(ip, mpanels), pf_a{};
+        if (mr == MR && nr == NR)
+          micro(pn.kc, ap, bp, cp, pr.n, accumulate, pf_b, pf_a);
+        else
+          micro_edge(pn.kc, ap, bp, cp, pr.n, accumulate, mr, nr, pf_b, pf_a);
       }
     }
   }
