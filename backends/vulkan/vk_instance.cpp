@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include "vgpu/config.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
@@ -25,6 +27,35 @@ std::string driver_string(const VkPhysicalDeviceProperties& p) {
   if (p.vendorID == 0x10DE)
     return std::to_string(v >> 22) + "." + std::to_string((v >> 14) & 0xff) + "." + std::to_string((v >> 6) & 0xff);
   return version_string(v);
+}
+
+/// Returns the device's SMs / compute units where a vendor extension tells (core Vulkan does
+/// not): VK_NV_shader_sm_builtins' shaderSMCount, or VK_AMD_shader_core_properties' engines ×
+/// arrays × CUs per array; 0 (unknown) elsewhere. The matmul tilings size their grids by it.
+std::uint32_t vendor_compute_units(const InstanceFns& f, VkPhysicalDevice h) {
+  std::uint32_t n = 0;
+  f.vkEnumerateDeviceExtensionProperties(h, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  if (n) f.vkEnumerateDeviceExtensionProperties(h, nullptr, &n, exts.data());
+  exts.resize(n);
+  auto has = [&](const char* name) {
+    return std::any_of(exts.begin(), exts.end(),
+                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+  };
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  if (has(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    p2.pNext = &sm;
+    f.vkGetPhysicalDeviceProperties2(h, &p2);
+    return sm.shaderSMCount;
+  }
+  if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    p2.pNext = &core;
+    f.vkGetPhysicalDeviceProperties2(h, &p2);
+    return core.shaderEngineCount * core.shaderArraysPerEngineCount * core.computeUnitsPerShaderArray;
+  }
+  return 0;
 }
 
 std::string hex(const std::uint8_t* bytes, std::size_t n) {
@@ -187,6 +218,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
     pd.info.device_uuid = hex(ids.deviceUUID, VK_UUID_SIZE);
     pd.info.driver_uuid = hex(ids.driverUUID, VK_UUID_SIZE);
     if (subgroup.subgroupSize > 0) pd.info.subgroup_size = subgroup.subgroupSize;
+    pd.info.compute_units = vendor_compute_units(f, h);
     inst->devices_.push_back(pd);
   }
   if (inst->devices_.empty()) {

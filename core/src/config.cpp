@@ -248,6 +248,8 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_TIMEOUT_MS", "limit on any wait for device work, in ms; 0: no limit (default 60000)"},
       {"VGPU_TEST_BACKENDS", "tests: comma list of backends the conformance suite runs against"},
       {"VGPU_BENCH_BACKENDS", "benchmarks: comma list of backends vgpu-bench-gpu measures"},
+      {"VGPU_BENCH_CPU_SIZES", "benchmarks: comma list of matmul sizes vgpu-bench-cpu-matmul/-kernels measure"},
+      {"VGPU_BENCH_CPU_NO_STREAM", "benchmarks: set to skip vgpu-bench-cpu-matmul's STREAM section"},
       {"VGPU_BENCH_OPENBLAS_ENV", "benchmarks: internal, set when vgpu-bench-cpu-matmul re-executes itself"},
       {"VGPU_BENCH_OPENBLAS_AUTODETECTED", "benchmarks: internal, set when vgpu-bench-cpu-matmul re-executes itself"},
       {"VGPU_JOBS", "tools/dev.sh: build parallelism (default 2)"},
