@@ -255,13 +255,7 @@ int main(int argc, char** argv) {
   const auto cache_dir = std::filesystem::temp_directory_path() / ("vgpu-bench-gpu-" + std::to_string(::getpid()));
   if (!std::getenv("VGPU_CACHE_DIR")) setenv("VGPU_CACHE_DIR", cache_dir.c_str(), 1);
   nlohmann::json doc{{"machine", vb::print_header("vgpu-bench-gpu: GPU backends side by side", o)}};
-  std::vector<vgpu::BackendKind> wanted;
-  if (const char* v = std::getenv("VGPU_BENCH_BACKENDS")) {
-    std::stringstream ss(v);
-    std::string item;
-    while (std::getline(ss, item, ','))
-      if (!item.empty()) wanted.push_back(vgpu::parse_backend_kind(item));
-  }
+  const std::vector<vgpu::BackendKind> wanted = vb::backends_from_env();
   for (const auto& st : vgpu::Runtime::global().backends())
     std::cout << "backend " << vgpu::to_string(st.kind) << ": " << (st.available ? "available" : st.reason) << "\n";
 

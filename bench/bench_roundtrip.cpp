@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,13 +59,7 @@ int main(int argc, char** argv) {
                                        "multiply round trip, batched per-dispatch cost (issue 16)");
   nlohmann::json doc{{"bench", "vgpu-bench-roundtrip"},
                      {"machine", vb::print_header("vgpu-bench-roundtrip: fixed cost per call, per device", o)}};
-  std::vector<vgpu::BackendKind> wanted;
-  if (const char* v = std::getenv("VGPU_BENCH_BACKENDS")) {
-    std::stringstream ss(v);
-    std::string item;
-    while (std::getline(ss, item, ','))
-      if (!item.empty()) wanted.push_back(vgpu::parse_backend_kind(item));
-  }
+  const std::vector<vgpu::BackendKind> wanted = vb::backends_from_env();
   const int rounds = o.quick ? 7 : 21;
   const double target = o.quick ? 0.005 : 0.02;
 

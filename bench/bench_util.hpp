@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "vgpu/types.hpp"
+
 namespace vgpu::bench {
 
 using Clock = std::chrono::steady_clock;
@@ -117,6 +119,19 @@ struct Options {
   bool quick = false;     ///< few repeats; finishes in seconds
   std::string json_path;  ///< write results here as JSON when non-empty
 };
+
+/// Returns the backends VGPU_BENCH_BACKENDS names (comma list; empty when unset: the bench's
+/// default set); a name that is no backend throws vgpu::Error (invalid_argument) with a Fix.
+inline std::vector<vgpu::BackendKind> backends_from_env() {
+  std::vector<vgpu::BackendKind> wanted;
+  if (const char* v = std::getenv("VGPU_BENCH_BACKENDS")) {
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ','))
+      if (!item.empty()) wanted.push_back(vgpu::parse_backend_kind(item));
+  }
+  return wanted;
+}
 
 /// Parses --quick, --json FILE and --help; exits with a usage line on anything else.
 inline Options parse_args(int argc, char** argv, std::string_view description) {

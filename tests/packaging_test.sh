@@ -25,6 +25,17 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 
+# install_build CMAKE BUILD PREFIX: installs the build tree BUILD into PREFIX (its log beside
+# PREFIX); on failure prints the log and exits 1.
+install_build() {
+  local cmake=$1 build=$2 prefix=$3
+  if ! "$cmake" --install "$build" --prefix "$prefix" >"$prefix.install.log" 2>&1; then
+    cat "$prefix.install.log"
+    echo "FAIL: cmake --install $build failed. Fix: build every target first (cmake --build $build)."
+    exit 1
+  fi
+}
+
 # build_consumer CMAKE PREFIX WORK [CMAKE_ARGS...]: configures, builds and runs the consumer
 # project against the vgpu installed in PREFIX, in WORK; fails if its link line names xsimd,
 # nlohmann or CLI11 (none is a link dependency of vgpu).
@@ -60,11 +71,7 @@ pkgconfig)
   cmake=$2 build=$3 cxx=$4
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  if ! "$cmake" --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; then
-    cat "$tmp/install.log"
-    echo "FAIL: cmake --install $build failed. Fix: build every target first (cmake --build $build)."
-    exit 1
-  fi
+  install_build "$cmake" "$build" "$tmp/prefix"
   pc=$(find "$tmp/prefix" -name vgpu.pc -path '*/pkgconfig/*' | head -n 1)
   [[ -n "$pc" ]] || { echo "FAIL: no pkgconfig/vgpu.pc installed under the prefix"; exit 1; }
   [[ -f "$tmp/prefix/share/doc/vgpu/LICENSE" ]] || { echo "FAIL: LICENSE is not installed in share/doc/vgpu"; exit 1; }
@@ -110,11 +117,7 @@ consumer)
   cmake=$2 build=$3 src=$4 max_internal=$5 max_total=$6
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  if ! "$cmake" --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1; then
-    cat "$tmp/install.log"
-    echo "FAIL: cmake --install $build failed. Fix: build every target first (cmake --build $build)."
-    exit 1
-  fi
+  install_build "$cmake" "$build" "$tmp/prefix"
   lib=$(find "$tmp/prefix" -name 'libvgpu.so' | head -n 1)
   [[ -n "$lib" ]] || { echo "FAIL: no libvgpu.so under the prefix. Fix: this test needs a shared build (BUILD_SHARED_LIBS=ON)."; exit 1; }
   build_consumer "$cmake" "$tmp/prefix" "$tmp/consumer" -DCMAKE_CXX_COMPILER="${CXX:-c++}"
@@ -159,7 +162,7 @@ library_only)
   echo "libvgpu built alone, without CLI11 or Catch2"
   # The static package: installed, then linked by a consumer with only find_package(vgpu).
   rm -rf "$work/prefix"
-  "$cmake" --install "$work" --prefix "$work/prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+  install_build "$cmake" "$work" "$work/prefix"
   [[ -n "$(find "$work/prefix" -name libvgpu.a)" ]] || { echo "FAIL: the static install has no libvgpu.a"; exit 1; }
   compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$work/CMakeCache.txt")
   build_consumer "$cmake" "$work/prefix" "$work/consumer" -DCMAKE_CXX_COMPILER="$compiler"
