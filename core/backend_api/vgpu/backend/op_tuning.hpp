@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "vgpu/device_info.hpp"
 #include "vgpu/kernel_source.hpp"
@@ -31,6 +33,9 @@ struct OpTuning {
   /// The backend's own code for the op, for a dialect vgpu's built-ins do not ship (it joins
   /// the built-in's sources and must follow core/kernels/kernel_abi.hpp); empty for the rest.
   std::optional<DialectSource> code;
+  /// The variant's name, unique among the candidates of one op on one backend (matmul:
+  /// "BMxBNxBKxTMxTN" or "naive"); measured choices are stored under it. Empty: unnamed.
+  std::string variant;
 };
 
 /// A backend's tuning of the built-in ops. Thread-safety: immutable, tune() is safe from any thread.
@@ -39,6 +44,12 @@ class OpTuner {
   virtual ~OpTuner() = default;
   /// Returns how device runs shape.op; throws not_supported for an op the backend lacks.
   virtual OpTuning tune(const OpShape& shape, const DeviceInfo& device) const = 0;
+  /// Returns the variants of shape.op worth measuring on device, tune()'s pick first, each
+  /// with a distinct OpTuning::variant. One entry (the default) means: no measuring, the rule
+  /// stands. The runtime times them once per device and size class and persists the fastest.
+  virtual std::vector<OpTuning> candidates(const OpShape& shape, const DeviceInfo& device) const {
+    return {tune(shape, device)};
+  }
 };
 
 }  // namespace vgpu
