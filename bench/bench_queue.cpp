@@ -7,11 +7,9 @@
 // says how many calls were timed. VGPU_BENCH_BACKENDS restricts the backends.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -71,16 +69,6 @@ struct OneItemKernel {
   }
 };
 
-bool backend_wanted(BackendKind k) {
-  const char* env = std::getenv("VGPU_BENCH_BACKENDS");
-  if (env == nullptr || *env == 0) return true;
-  std::stringstream ss(env);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (item == to_string(k)) return true;
-  return false;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -98,8 +86,9 @@ int main(int argc, char** argv) {
   const std::size_t max_separate = opt.quick ? 256 : 2048;  // separate calls timed per sample at most
   vb::Table table({"device", "N", "queue µs/item", "separate µs/item", "ratio", "launches", "separate calls timed"});
   bool all_right = true;
+  const std::vector<BackendKind> wanted = vb::backends_from_env();
   for (const DeviceInfo& info : Runtime::global().devices()) {
-    if (!backend_wanted(info.backend)) continue;
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), info.backend) == wanted.end()) continue;
     Device device = Runtime::global().open(info);
     try {
       QueuePipeline pipeline(device, queue_add_one_kernel());

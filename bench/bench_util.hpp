@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "vgpu/error.hpp"
 #include "vgpu/types.hpp"
 
 namespace vgpu::bench {
@@ -121,14 +122,19 @@ struct Options {
 };
 
 /// Returns the backends VGPU_BENCH_BACKENDS names (comma list; empty when unset: the bench's
-/// default set); a name that is no backend throws vgpu::Error (invalid_argument) with a Fix.
+/// default set); a name that is no backend ends the bench with its message (and Fix) and exit code 2.
 inline std::vector<vgpu::BackendKind> backends_from_env() {
   std::vector<vgpu::BackendKind> wanted;
   if (const char* v = std::getenv("VGPU_BENCH_BACKENDS")) {
     std::stringstream ss(v);
     std::string item;
-    while (std::getline(ss, item, ','))
-      if (!item.empty()) wanted.push_back(vgpu::parse_backend_kind(item));
+    try {
+      while (std::getline(ss, item, ','))
+        if (!item.empty()) wanted.push_back(vgpu::parse_backend_kind(item));
+    } catch (const vgpu::Error& e) {
+      std::fprintf(stderr, "VGPU_BENCH_BACKENDS=%s: %s\n", v, e.what());
+      std::exit(2);
+    }
   }
   return wanted;
 }

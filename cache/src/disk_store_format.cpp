@@ -225,23 +225,6 @@ std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKin
 
 bool is_entry_kind(std::uint32_t value) noexcept { return value >= 1 && value <= 5; }
 
-std::optional<KernelKey> key_from_hex(std::string_view hex) noexcept {
-  if (hex.size() != 32) return std::nullopt;
-  std::uint64_t half[2] = {0, 0};
-  for (std::size_t i = 0; i < 32; ++i) {
-    const char c = hex[i];
-    std::uint64_t d;
-    if (c >= '0' && c <= '9')
-      d = static_cast<std::uint64_t>(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      d = static_cast<std::uint64_t>(c - 'a' + 10);
-    else
-      return std::nullopt;
-    half[i / 16] = (half[i / 16] << 4) | d;
-  }
-  return KernelKey{half[0], half[1]};
-}
-
 std::size_t read_at(int fd, void* buffer, std::size_t n, std::uint64_t offset) noexcept {
   auto* p = static_cast<std::uint8_t*>(buffer);
   std::size_t done = 0;

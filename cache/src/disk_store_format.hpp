@@ -78,8 +78,6 @@ std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKin
 
 /// Returns whether value names an EntryKind.
 bool is_entry_kind(std::uint32_t value) noexcept;
-/// Parses 32 lower-case hex digits.
-std::optional<KernelKey> key_from_hex(std::string_view hex) noexcept;
 /// Every kind, in enum order.
 inline constexpr EntryKind kAllKinds[] = {EntryKind::spirv, EntryKind::vk_pipeline_cache, EntryKind::gl_program_binary,
                                           EntryKind::cuda_binary, EntryKind::selection};

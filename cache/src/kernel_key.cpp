@@ -34,6 +34,23 @@ std::string KernelKey::hex() const {
   return buf;
 }
 
+std::optional<KernelKey> KernelKey::from_hex(std::string_view hex) noexcept {
+  if (hex.size() != 32) return std::nullopt;
+  std::uint64_t half[2] = {0, 0};
+  for (std::size_t i = 0; i < 32; ++i) {
+    const char c = hex[i];
+    std::uint64_t d;
+    if (c >= '0' && c <= '9')
+      d = static_cast<std::uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      d = static_cast<std::uint64_t>(c - 'a' + 10);
+    else
+      return std::nullopt;
+    half[i / 16] = (half[i / 16] << 4) | d;
+  }
+  return KernelKey{half[0], half[1]};
+}
+
 KernelKey make_kernel_key(const KernelSource& source, const DialectSource& code, const CompileOptions& options,
                           const DeviceFingerprint& fingerprint) {
   std::string text;

@@ -51,24 +51,6 @@ std::uint64_t checksum(std::span<const std::uint8_t> bytes) {
   return cache::hash64(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-/// Parses 32 lower-case hex digits (the only names the store gives entries).
-std::optional<cache::KernelKey> parse_key(std::string_view hex) {
-  if (hex.size() != 32) return std::nullopt;
-  std::uint64_t parts[2] = {0, 0};
-  for (std::size_t i = 0; i < 32; ++i) {
-    const char c = hex[i];
-    int digit;
-    if (c >= '0' && c <= '9')
-      digit = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      digit = c - 'a' + 10;
-    else
-      return std::nullopt;
-    parts[i / 16] = parts[i / 16] << 4 | static_cast<std::uint64_t>(digit);
-  }
-  return cache::KernelKey{parts[0], parts[1]};
-}
-
 /// Returns the kind whose directory name is name.
 std::optional<EntryKind> parse_kind(std::string_view name) {
   for (EntryKind k : kKinds)
@@ -167,7 +149,7 @@ std::string string_field(const nlohmann::json& entry, const char* name, const st
 /// Parses 16 hex digits (fingerprint hashes and checksums in the manifest).
 std::optional<std::uint64_t> parse_hex16(const std::string& text) {
   if (text.size() != 16) return std::nullopt;
-  const auto key = parse_key(std::string(16, '0') + text);
+  const auto key = cache::KernelKey::from_hex(std::string(16, '0') + text);
   if (!key) return std::nullopt;
   return key->lo;
 }
@@ -226,7 +208,7 @@ CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, co
     entry.key = e.key_hex;
     entry.fingerprint = hex16(cache::hash64(e.fingerprint_text));
     entry.bytes = e.payload_bytes;
-    const auto key = parse_key(e.key_hex);
+    const auto key = cache::KernelKey::from_hex(e.key_hex);
     std::optional<std::vector<std::uint8_t>> payload;
     if (e.valid && key) payload = store.load(e.kind, *key, DeviceFingerprint{e.fingerprint_text, cache::hash64(e.fingerprint_text)});
     if (!payload) {
@@ -366,7 +348,7 @@ CacheBundleReport import_cache_bundle(const std::filesystem::path& file, const s
     const std::string xxh3 = string_field(e, "xxh3", file, i);
     // Per-entry problems: this entry is refused, the others still go in.
     p.kind = parse_kind(p.report.kind);
-    p.key = parse_key(p.report.key);
+    p.key = cache::KernelKey::from_hex(p.report.key);
     const auto fp_hash = parse_hex16(p.report.fingerprint);
     const auto sum = parse_hex16(xxh3);
     if (!same_cache_format)

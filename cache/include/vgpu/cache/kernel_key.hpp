@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,8 @@ struct KernelKey {
   std::uint64_t hi = 0, lo = 0;
   /// Returns 32 lower-case hex digits (the L2 file name).
   std::string hex() const;
+  /// Parses hex()'s form (exactly 32 lower-case hex digits); nothing for any other text.
+  static std::optional<KernelKey> from_hex(std::string_view hex) noexcept;
   friend bool operator==(const KernelKey&, const KernelKey&) = default;
 };
 
