@@ -263,7 +263,13 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
 int profile_one(const std::string& what) {
   const auto colon = what.find(':');
   const std::string product = what.substr(0, colon);
-  const std::uint32_t n = colon == std::string::npos ? 4096u : std::uint32_t(std::stoul(what.substr(colon + 1)));
+  const std::string size = colon == std::string::npos ? "4096" : what.substr(colon + 1);
+  if (size.empty() || size.size() > 5 || size.find_first_not_of("0123456789") != std::string::npos || size == "0") {
+    std::cerr << "vgpu-bench-gpu: --profile " << what << ": N must be a whole number from 1 to 99999. "
+              << "Fix: pass e.g. --profile vgpu:4096.\n";
+    return 2;
+  }
+  const auto n = std::uint32_t(std::stoul(size));
   if (product == "cublas") {
     vb::CublasReference cublas;
     if (!cublas.available()) {
