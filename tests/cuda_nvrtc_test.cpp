@@ -87,7 +87,7 @@ TEST_CASE("CUDA matmul tiling: the largest tile that still gives every SM a bloc
 
 TEST_CASE("CUDA matmul: every tiling compiles, is in L3 and is named for VGPU_MATMUL_TILING", "[cuda][matmul]") {
   const auto tilings = vgpu::cuda::cuda_matmul_tilings();
-  REQUIRE(tilings.size() >= 10);
+  REQUIRE(tilings.size() >= 12);
   for (const vgpu::cuda::CudaMatmulTiling& t : tilings) {
     INFO(t.name());
     CHECK(vgpu::cuda::cuda_matmul_tiling(t.name()) == t);
@@ -100,7 +100,7 @@ TEST_CASE("CUDA matmul: every tiling compiles, is in L3 and is named for VGPU_MA
     CHECK(plan.options.defines == want.options.defines);
     CHECK(plan.options.workgroup_size == want.options.workgroup_size);
     const std::uint32_t threads = plan.options.workgroup_size[0] * plan.options.workgroup_size[1];
-    CHECK((threads == 256u || threads == 128u));  // whole warps; the kernel's __launch_bounds__ assume it
+    CHECK((threads == 256u || threads == 128u || threads == 64u));  // whole warps, as __launch_bounds__ says
     CHECK(plan.steps[0].groups.x == (4097 + t.bn - 1) / t.bn);
     CHECK(plan.steps[0].groups.y == (1000 + t.bm - 1) / t.bm);
     CHECK(vgpu::cuda::compile_cuda(nvrtc(), plan.source, plan.options, 90).size() > 4);

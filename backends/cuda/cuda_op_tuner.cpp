@@ -19,23 +19,27 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 
 // The block-strided tilings the rule picks (measured on the H200: docs/benchmarks.md), then the
 // warp-tiled ones (issue 16), offered as candidates for the measured choice. 256 threads each but
-// 128x128x8x8x16 (128). Every entry is also in cmake/VgpuCuda.cmake's VGPU_CUDA_PRECOMPILED (L3),
-// with the same defines; keep them in step.
+// 128x128x8x8x16 and 64x64x16x8x4 (128) and 64x64x16x8x8 (64). Every entry is also in
+// cmake/VgpuCuda.cmake's VGPU_CUDA_PRECOMPILED (L3), with the same defines; keep them in step.
 constexpr CudaMatmulTiling kLarge{128, 128, 8, 8, 8}, kWide{128, 64, 8, 8, 4}, kSmall{64, 64, 16, 4, 4};
 // 8×8 per thread: 4 float4 shared-memory reads per 64 FMAs. (BK 16 spills ~72 bytes at the
 // 128-register cap two blocks per SM impose; it halves the barriers.)
 constexpr CudaMatmulTiling kWarp128{128, 128, 8, 8, 8, 32, 64}, kWarp128k16{128, 128, 16, 8, 8, 32, 64},
     kWarp128x64{128, 64, 8, 8, 4, 32, 32}, kWarp64{64, 64, 16, 4, 4, 16, 32};
+// Mid sizes (N ≈ 1024-2048 on ~132 SMs): a 64×64 grid fills the GPU, but 4×4 per thread reads 2
+// float4s per 16 FMAs; 8×8 (64 threads) or 8×4 (128) per thread in the same 64×64 block read less.
+constexpr CudaMatmulTiling kWarp64t8x8{64, 64, 16, 8, 8, 32, 64}, kWarp64t8x4{64, 64, 16, 8, 4, 32, 32};
 // 8×16 per thread: 6 float4 reads per 128 FMAs, a quarter less shared-memory traffic per FMA than
 // 8×8, for ~220-230 registers: one 256-thread block per SM, or two 128-thread ones.
 constexpr CudaMatmulTiling kWarp128x256{128, 256, 8, 8, 16, 32, 128, 1}, kWarp256x128{256, 128, 8, 16, 8, 64, 64, 1},
     kWarp128t128{128, 128, 8, 8, 16, 32, 128};
-constexpr CudaMatmulTiling kTilings[] = {kLarge,       kWide,        kSmall,       kWarp128,    kWarp128k16,
-                                         kWarp128x256, kWarp256x128, kWarp128t128, kWarp128x64, kWarp64};
+constexpr CudaMatmulTiling kTilings[] = {kLarge,       kWide,        kSmall,       kWarp128,    kWarp128k16, kWarp128x256,
+                                         kWarp256x128, kWarp128t128, kWarp64t8x8, kWarp64t8x4, kWarp128x64, kWarp64};
 // The order candidates() offers them in: the most work per shared-memory byte first, so the
 // measured choice times the likeliest winners when only a few fit.
-constexpr CudaMatmulTiling kCandidateOrder[] = {kWarp128x256, kWarp256x128, kWarp128t128, kWarp128, kWarp128k16,
-                                                kWarp128x64,  kWarp64,      kLarge,       kWide,    kSmall};
+constexpr CudaMatmulTiling kCandidateOrder[] = {kWarp128x256, kWarp256x128, kWarp128t128, kWarp128,
+                                                kWarp128k16,  kWarp64t8x8,  kWarp64t8x4,  kWarp128x64,
+                                                kWarp64,      kLarge,       kWide,        kSmall};
 static_assert(std::size(kCandidateOrder) == std::size(kTilings), "every tiling is a candidate somewhere");
 
 // Below this many multiply-adds a product is all launch cost: nothing worth measuring.
