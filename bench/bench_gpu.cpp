@@ -3,9 +3,13 @@
 // side by side in one run: matmul GFLOP/s vs cuBLAS SGEMM, steady N=16 round trip (one
 // round_trip call vs separate calls), persistent vs recompile-each-call, batched per-dispatch
 // cost, kernel creation cold vs L2 vs L1, a built-in in a fresh runtime (L3), and on CUDA every
-// matmul tiling at 1024/2048/4096; on Vulkan and OpenGL every GLSL matmul tiling at 1024/2048/4096
-// (256/512 with --quick or on a software device), the tuner's choice marked.
+// CUDA matmul tiling (backends/cuda/cuda_op_tuner.cpp) at 1024/2048/4096 (1024 with --quick), the
+// rule's pick and the measured choice's candidates marked; on Vulkan and OpenGL every GLSL matmul
+// tiling at 1024/2048/4096 (256/512 with --quick or on a software device), the tuner's choice marked.
 // Devices: every non-CPU device, or those of VGPU_BENCH_BACKENDS (comma list, cpu allowed).
+// --profile vgpu|cublas[:N] (for tools/gpu-run.sh remote ncu): only one N×N×N product (4096 by
+// default) — vgpu's CUDA matmul as the tuner (or VGPU_MATMUL_TILING) picks it, or cuBLAS SGEMM —
+// a warm-up and two timed runs, so a profiler sees little else.
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +21,9 @@
 #include "cublas_ref.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/vgpu.hpp"
+#if VGPU_BENCH_CUDA_TILINGS
+#include "cuda_op_tuner.hpp"  // the CUDA backend's own header (bench/CMakeLists.txt adds its directory)
+#endif
 
 namespace vb = vgpu::bench;
 using vb::Clock;
@@ -67,17 +74,6 @@ double matmul_gflops(vgpu::Device& dev, std::uint32_t n, int reps, double* max_e
   return matmul_gflops(dev, vgpu::ops::matmul(dev.info(), n, n, n), n, reps, max_err);
 }
 
-// The built-in CUDA matmul plan for n³ with tiling {BM, BN, BK, TM, TN} forced (the plan picks
-// one by shape; this measures them all side by side).
-vgpu::KernelPlan cuda_tiling(const vgpu::DeviceInfo& info, std::uint32_t n, const std::array<std::uint32_t, 5>& t) {
-  vgpu::KernelPlan p = vgpu::ops::matmul(info, n, n, n);
-  const char* names[] = {"VGPU_MM_BM", "VGPU_MM_BN", "VGPU_MM_BK", "VGPU_MM_TM", "VGPU_MM_TN"};
-  for (int i = 0; i < 5; ++i) p.options.defines[names[i]] = std::to_string(t[i]);
-  p.options.workgroup_size = {t[1] / t[4], t[0] / t[3], 1};
-  p.steps[0].groups = vgpu::Groups{(n + t[1] - 1) / t[1], (n + t[0] - 1) / t[0], 1};
-  return p;
-}
-
 // A copy of the built-in matmul made unique by a define, so nothing (L1, L2, L3) knows it:
 // building it pays the full GLSL/CUDA compile and pipeline creation.
 vgpu::KernelPlan unique_matmul(const vgpu::DeviceInfo& info, std::uint32_t n, std::uint64_t nonce) {
@@ -93,14 +89,15 @@ struct DeviceResult {
   double recompile16 = 0, recompile256 = 0, batch_per_dispatch = 0, single_per_dispatch = 0;
   double cold = 0, l2 = 0, l1 = 0, l3 = 0;
   vb::Stats separate16;  // N=16 as write, write, submit, read calls instead of one round trip
-  std::vector<std::pair<std::string, double>> tilings;  // CUDA: "BMxBN@n" → GFLOP/s
   struct GlslTiling {
     std::string name;
     std::uint32_t n;
     double gflops;
     bool chosen;  // the tuner's pick at n³ on this device
+    bool candidate = false;  // CUDA: offered to the measured choice (OpTuner::candidates) at n³
   };
   std::vector<GlslTiling> glsl_tilings;  // Vulkan / OpenGL: every GLSL matmul variant
+  std::vector<GlslTiling> cuda_tilings;  // CUDA: every CUDA matmul tiling
 };
 
 // The sizes of the GLSL tiling table: software devices (llvmpipe, lavapipe) take seconds per
@@ -218,17 +215,30 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
     }
     r.l3 = median_of(l3);
   }
-  // CUDA: every matmul tiling at three sizes, to check the plan's choice (core/src/ops.cpp).
-  if (info.backend == vgpu::BackendKind::cuda && !o.quick) {
-    const std::array<std::uint32_t, 5> tilings[] = {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 16, 4, 4}};
-    for (std::uint32_t n : {1024u, 2048u, 4096u})
-      for (const auto& t : tilings) {
+#if VGPU_BENCH_CUDA_TILINGS
+  // CUDA: every tiling, each forced as VGPU_MATMUL_TILING would, so one run shows which wins per size.
+  if (info.backend == vgpu::BackendKind::cuda) {
+    for (std::uint32_t n : o.quick ? std::vector<std::uint32_t>{1024} : std::vector<std::uint32_t>{1024, 2048, 4096}) {
+      const vgpu::OpShape shape{"matmul", n, n, n};
+      const std::string chosen = info.op_tuner->tune(shape, info).variant;
+      std::vector<std::string> offered;
+      for (const vgpu::OpTuning& c : info.op_tuner->candidates(shape, info)) offered.push_back(c.variant);
+      for (const auto& t : vgpu::cuda::cuda_matmul_tilings()) {
+        vgpu::DeviceInfo forced = info;
+        forced.op_tuner = vgpu::cuda::cuda_op_tuner(t.name());
         double e = 0;
-        const double gf = matmul_gflops(dev, cuda_tiling(info, n, t), n, 5, &e);
+        double gf = matmul_gflops(dev, vgpu::ops::matmul(forced, n, n, n), n, n >= 2048 ? 5 : 10, &e);
         r.err = std::max(r.err, e);
-        r.tilings.emplace_back(std::to_string(t[0]) + "x" + std::to_string(t[1]) + "@" + std::to_string(n), gf);
+        if (!(e < 1e-4)) {  // a wrong kernel posts no number (fp32 rounding stays near 1e-7)
+          std::cout << "WRONG: CUDA tiling " << t.name() << " at N=" << n << " (max rel err " << vb::fmt_sci(e) << ")\n";
+          gf = 0;
+        }
+        r.cuda_tilings.push_back({t.name(), n, gf, t.name() == chosen,
+                                  std::find(offered.begin(), offered.end(), t.name()) != offered.end()});
       }
+    }
   }
+#endif
   // Vulkan / OpenGL: every GLSL matmul variant, each forced as VGPU_MATMUL_TILING would.
   if (info.backend == vgpu::BackendKind::vulkan || info.backend == vgpu::BackendKind::opengl) {
     for (std::uint32_t n : glsl_tiling_sizes(info, o.quick)) {
@@ -249,8 +259,60 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
 
 }  // namespace
 
+// --profile vgpu|cublas[:N]: one product for a profiler (ncu -k vgpu_matmul / gemm); returns the exit code.
+int profile_one(const std::string& what) {
+  const auto colon = what.find(':');
+  const std::string product = what.substr(0, colon);
+  const std::string size = colon == std::string::npos ? "4096" : what.substr(colon + 1);
+  if (size.empty() || size.size() > 5 || size.find_first_not_of("0123456789") != std::string::npos || size == "0") {
+    std::cerr << "vgpu-bench-gpu: --profile " << what << ": N must be a whole number from 1 to 99999. "
+              << "Fix: pass e.g. --profile vgpu:4096.\n";
+    return 2;
+  }
+  const auto n = std::uint32_t(std::stoul(size));
+  if (product == "cublas") {
+    vb::CublasReference cublas;
+    if (!cublas.available()) {
+      std::cout << "cuBLAS reference: unavailable (" << cublas.reason() << ")\n";
+      return 1;
+    }
+    std::cout << "cuBLAS SGEMM (TF32 off) N=" << n << ": " << vb::fmt(cublas.sgemm_gflops(int(n), 2)) << " GFLOP/s\n";
+    return 0;
+  }
+  if (product != "vgpu") {
+    std::cerr << "vgpu-bench-gpu: --profile takes vgpu or cublas, optionally :N (e.g. vgpu:4096), not '" << what
+              << "'. Fix: pass --profile vgpu or --profile cublas:4096.\n";
+    return 2;
+  }
+  for (const auto& info : vgpu::Runtime::global().devices()) {
+    if (info.backend != vgpu::BackendKind::cuda) continue;
+    vgpu::Device dev = vgpu::Runtime::global().open(info);
+    const vgpu::KernelPlan plan = vgpu::ops::matmul(info, n, n, n);
+    double err = 0;
+    const double gf = matmul_gflops(dev, plan, n, 2, &err);
+    std::cout << info.id() << " vgpu matmul N=" << n << " tiling "
+              << info.op_tuner->tune({"matmul", n, n, n}, info).variant << ": " << vb::fmt(gf)
+              << " GFLOP/s (max rel err " << vb::fmt_sci(err) << ")\n";
+    return err < 1e-4 ? 0 : 1;
+  }
+  std::cout << "no CUDA device: nothing to profile\n";
+  return 1;
+}
+
 int main(int argc, char** argv) {
-  const vb::Options o = vb::parse_args(argc, argv, "GPU devices: matmul vs cuBLAS, round trip, recompile, batching, cache tiers");
+  // --profile is this bench's own flag; the rest are the common ones (vb::parse_args).
+  std::vector<char*> args{argv[0]};
+  std::string profile;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--profile" && i + 1 < argc) profile = argv[++i];
+    else if (a.rfind("--profile=", 0) == 0) profile = std::string(a.substr(10));
+    else args.push_back(argv[i]);
+  }
+  if (!profile.empty()) return profile_one(profile);
+  const vb::Options o = vb::parse_args(int(args.size()), args.data(),
+                                       "GPU devices: matmul vs cuBLAS, round trip, recompile, batching, cache tiers "
+                                       "(--profile vgpu|cublas[:N]: one product only, for ncu)");
   // A private cache directory: the cold/L2 figures must not depend on what earlier runs left.
   const auto cache_dir = std::filesystem::temp_directory_path() / ("vgpu-bench-gpu-" + std::to_string(::getpid()));
   if (!std::getenv("VGPU_CACHE_DIR")) setenv("VGPU_CACHE_DIR", cache_dir.c_str(), 1);
@@ -330,7 +392,9 @@ int main(int argc, char** argv) {
                               {"create_l1_s", r.l1},
                               {"create_builtin_fresh_s", r.l3},
                               {"steady_n16_separate", r.separate16.to_json()}});
-    for (const auto& [name, gf] : r.tilings) doc["devices"].back()["cuda_tilings_gflops"][name] = gf;
+    for (const auto& g : r.cuda_tilings)
+      doc["devices"].back()["cuda_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
+          {"gflops", g.gflops}, {"chosen", g.chosen}, {"candidate", g.candidate}, {"cublas_gflops", cublas_at(g.n)}};
     for (const auto& g : r.glsl_tilings)
       doc["devices"].back()["glsl_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
           {"gflops", g.gflops}, {"chosen", g.chosen}, {"cublas_gflops", cublas_at(g.n)}};
@@ -340,42 +404,56 @@ int main(int argc, char** argv) {
   for (const auto& r : results) worst = std::max(worst, r.err);
   std::cout << vb::fmt_sci(worst) << ")\n\n";
   t.print();
-  for (const auto& r : results) {
-    if (r.tilings.empty()) continue;
-    std::cout << "\n" << r.id << " matmul tilings (BMxBN@N: GFLOP/s; cuBLAS " << vb::fmt(cub_small) << " at " << sm
-              << ", " << vb::fmt(cub_big) << " at " << bg << "):";
-    for (const auto& [name, gf] : r.tilings) std::cout << "  " << name << " " << vb::fmt(gf);
-    std::cout << "\n";
-  }
-  // One table per Vulkan/OpenGL device: a row per GLSL tiling, GFLOP/s and % of cuBLAS per size.
-  for (const auto& r : results) {
-    if (r.glsl_tilings.empty()) continue;
+  // One table per device and kernel family (GLSL on Vulkan/OpenGL, CUDA): a row per tiling,
+  // GFLOP/s and % of cuBLAS per size; then the fastest tiling per size.
+  auto print_tilings = [&](const DeviceResult& r, const std::vector<DeviceResult::GlslTiling>& rows,
+                           const std::vector<std::string>& names, const std::string& family, const std::string& marks) {
+    if (rows.empty()) return;
     std::vector<std::uint32_t> sizes;
-    for (const auto& g : r.glsl_tilings)
+    for (const auto& g : rows)
       if (std::find(sizes.begin(), sizes.end(), g.n) == sizes.end()) sizes.push_back(g.n);
-    std::vector<std::string> head{"GLSL tiling (* tuner's pick)"};
+    std::vector<std::string> head{family + " tiling (" + marks + ")"};
     for (std::uint32_t n : sizes) {
       head.push_back("N=" + std::to_string(n) + " GF/s");
       head.push_back("vs cuBLAS");
     }
     vb::Table gt(head);
-    for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
-      std::vector<std::string> row{t.name()};
+    for (const std::string& name : names) {
+      std::vector<std::string> row{name};
       for (std::uint32_t n : sizes) {
-        const auto g = std::find_if(r.glsl_tilings.begin(), r.glsl_tilings.end(),
-                                    [&](const DeviceResult::GlslTiling& x) { return x.n == n && x.name == t.name(); });
-        if (g == r.glsl_tilings.end()) {
+        const auto g = std::find_if(rows.begin(), rows.end(),
+                                    [&](const DeviceResult::GlslTiling& x) { return x.n == n && x.name == name; });
+        if (g == rows.end()) {
           row.insert(row.end(), {"-", "-"});
           continue;
         }
         const double cub = cublas_at(n);
-        row.push_back(vb::fmt(g->gflops) + (g->chosen ? " *" : ""));
+        row.push_back(vb::fmt(g->gflops) + (g->chosen ? " *" : "") + (g->candidate && !g->chosen ? " +" : ""));
         row.push_back(cub ? vb::fmt(g->gflops / cub * 100, 0) + "%" : "-");
       }
       gt.add(row);
     }
-    std::cout << "\n" << r.id << " '" << r.name << "' GLSL matmul tilings:\n";
+    std::cout << "\n" << r.id << " '" << r.name << "' " << family << " matmul tilings:\n";
     gt.print();
-  }
+    std::cout << r.id << " fastest " << family << " tiling:";
+    for (std::uint32_t n : sizes) {
+      const DeviceResult::GlslTiling* best = nullptr;
+      for (const auto& g : rows)
+        if (g.n == n && (!best || g.gflops > best->gflops)) best = &g;
+      const double cub = cublas_at(n);
+      std::cout << "  N=" << n << " " << best->name << " " << vb::fmt(best->gflops)
+                << (cub ? " (" + vb::fmt(best->gflops / cub * 100, 0) + "% of cuBLAS)" : "");
+    }
+    std::cout << "\n";
+  };
+  std::vector<std::string> glsl_names;  // every variant, so one the device cannot hold prints "-"
+  for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) glsl_names.push_back(t.name());
+  for (const auto& r : results) print_tilings(r, r.glsl_tilings, glsl_names, "GLSL", "* tuner's pick");
+#if VGPU_BENCH_CUDA_TILINGS
+  std::vector<std::string> cuda_names;
+  for (const auto& t : vgpu::cuda::cuda_matmul_tilings()) cuda_names.push_back(t.name());
+  for (const auto& r : results)
+    print_tilings(r, r.cuda_tilings, cuda_names, "CUDA", "* rule's pick, + other candidates of the measured choice");
+#endif
   return vb::finish(doc, o) ? 0 : 1;
 }

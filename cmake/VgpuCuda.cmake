@@ -16,13 +16,24 @@ set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
 # copy_segments is the CUDA backend's own (small round trips), not an op.
 set(VGPU_CUDA_BUILTINS axpy elementwise matmul reduce_sum softmax_rows copy_segments)
 # Precompiled variants, "<kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]": exactly the (kernel, block
-# size, defines) triples core/src/ops.cpp compiles for CUDA (cuda_matmul_config() there), and
+# size, defines) triples core/src/ops.cpp compiles for CUDA (every tiling of cuda_matmul_tilings(),
+# backends/cuda/cuda_op_tuner.cpp), and
 # the backend's copy kernel (backends/cuda/cuda_round_trip.cpp);
 # tests/cuda_nvrtc_test.cpp checks that every built-in plan finds its variant.
 set(VGPU_CUDA_PRECOMPILED
     "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=8"
     "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=64,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=4"
     "matmul@16x16x1:VGPU_MM_BM=64,VGPU_MM_BN=64,VGPU_MM_BK=16,VGPU_MM_TM=4,VGPU_MM_TN=4"
+    # Warp-tiled (issue 16): candidates of the measured choice (backends/cuda/cuda_op_tuner.cpp kTilings).
+    "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=8,VGPU_MM_WM=32,VGPU_MM_WN=64"
+    "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=16,VGPU_MM_TM=8,VGPU_MM_TN=8,VGPU_MM_WM=32,VGPU_MM_WN=64"
+    "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=256,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=16,VGPU_MM_WM=32,VGPU_MM_WN=128,VGPU_MM_MIN_BLOCKS=1"
+    "matmul@16x16x1:VGPU_MM_BM=256,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=16,VGPU_MM_TN=8,VGPU_MM_WM=64,VGPU_MM_WN=64,VGPU_MM_MIN_BLOCKS=1"
+    "matmul@8x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=16,VGPU_MM_WM=32,VGPU_MM_WN=128"
+    "matmul@8x8x1:VGPU_MM_BM=64,VGPU_MM_BN=64,VGPU_MM_BK=16,VGPU_MM_TM=8,VGPU_MM_TN=8,VGPU_MM_WM=32,VGPU_MM_WN=64"
+    "matmul@16x8x1:VGPU_MM_BM=64,VGPU_MM_BN=64,VGPU_MM_BK=16,VGPU_MM_TM=8,VGPU_MM_TN=4,VGPU_MM_WM=32,VGPU_MM_WN=32"
+    "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=64,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=4,VGPU_MM_WM=32,VGPU_MM_WN=32"
+    "matmul@16x16x1:VGPU_MM_BM=64,VGPU_MM_BN=64,VGPU_MM_BK=16,VGPU_MM_TM=4,VGPU_MM_TN=4,VGPU_MM_WM=16,VGPU_MM_WN=32"
     "axpy@256x1x1"
     "elementwise@256x1x1:VGPU_OP=0"
     "elementwise@256x1x1:VGPU_OP=1"

@@ -85,6 +85,69 @@ TEST_CASE("CUDA matmul tiling: the largest tile that still gives every SM a bloc
   }
 }
 
+TEST_CASE("CUDA matmul: every tiling compiles, is in L3 and is named for VGPU_MATMUL_TILING", "[cuda][matmul]") {
+  const auto tilings = vgpu::cuda::cuda_matmul_tilings();
+  REQUIRE(tilings.size() >= 12);
+  for (const vgpu::cuda::CudaMatmulTiling& t : tilings) {
+    INFO(t.name());
+    CHECK(vgpu::cuda::cuda_matmul_tiling(t.name()) == t);
+    // Forced, the plan takes exactly this tiling's block, defines and grid.
+    vgpu::DeviceInfo dev = cuda_device(132);
+    dev.op_tuner = vgpu::cuda::cuda_op_tuner(t.name());
+    const vgpu::KernelPlan plan = vgpu::ops::matmul(dev, 1000, 17, 4097);
+    const vgpu::OpTuning want = t.tuning();
+    CHECK(want.variant == t.name());
+    CHECK(plan.options.defines == want.options.defines);
+    CHECK(plan.options.workgroup_size == want.options.workgroup_size);
+    const std::uint32_t threads = plan.options.workgroup_size[0] * plan.options.workgroup_size[1];
+    CHECK((threads == 256u || threads == 128u || threads == 64u));  // whole warps, as __launch_bounds__ says
+    CHECK(plan.steps[0].groups.x == (4097 + t.bn - 1) / t.bn);
+    CHECK(plan.steps[0].groups.y == (1000 + t.bm - 1) / t.bm);
+    CHECK(vgpu::cuda::compile_cuda(nvrtc(), plan.source, plan.options, 90).size() > 4);
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+    CHECK(!vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), cuda_entry_of(plan.source), plan.options).empty());
+#endif
+  }
+  // A name that is no CUDA tiling fails the plan, listing the CUDA names.
+  vgpu::DeviceInfo dev = cuda_device(132);
+  dev.op_tuner = vgpu::cuda::cuda_op_tuner("32x32x16x4x4");  // a GLSL tiling, not a CUDA one
+  REQUIRE_VGPU_ERROR(invalid_argument, "128x128x8x8x8w32x64", vgpu::ops::matmul(dev, 8, 8, 8));
+  REQUIRE_VGPU_ERROR(invalid_argument, "Fix:", vgpu::ops::matmul(dev, 8, 8, 8));
+}
+
+TEST_CASE("CUDA matmul candidates: the rule's pick first, distinct tilings that fill the SMs", "[cuda][matmul]") {
+  const vgpu::DeviceInfo h200 = cuda_device(132);
+  const vgpu::OpTuner& tuner = *h200.op_tuner;
+  // Small products are not worth measuring: the rule alone.
+  CHECK(tuner.candidates({"matmul", 255, 256, 256}, h200).size() == 1);
+  CHECK(tuner.candidates({"axpy", 1, 1, 1u << 24}, h200).size() == 1);
+  for (std::uint64_t n : {256u, 1000u, 1024u, 2048u, 4096u, 4097u}) {
+    INFO("n = " << n);
+    const vgpu::OpShape shape{"matmul", n, n, n};
+    const auto c = tuner.candidates(shape, h200);
+    REQUIRE(!c.empty());
+    CHECK(c.size() <= 5);
+    CHECK(c.front().variant == tuner.tune(shape, h200).variant);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const auto t = vgpu::cuda::cuda_matmul_tiling(c[i].variant);  // every one a known (precompiled) tiling
+      CHECK(c[i].options.defines == t.tuning().options.defines);
+      if (i > 0) CHECK(t.grid(n, n) * 10 >= 132 * 9);  // none leaves SMs idle
+      for (std::size_t j = 0; j < i; ++j) CHECK(c[i].variant != c[j].variant);
+    }
+  }
+  // At 4096 the warp-tiled and large tiles are all offered; at 1024 only those with ≥ 119 blocks.
+  CHECK(tuner.candidates({"matmul", 4096, 4096, 4096}, h200).size() == 5);
+  for (const auto& c : tuner.candidates({"matmul", 1024, 1024, 1024}, h200))
+    CHECK(c.variant.rfind("128x128", 0) != 0);  // 64 blocks of 128×128 would idle half the GPU
+  // Forced: that tiling only, nothing to measure.
+  vgpu::DeviceInfo forced = h200;
+  forced.op_tuner = vgpu::cuda::cuda_op_tuner("128x256x8x8x16w32x128");
+  const auto f = forced.op_tuner->candidates({"matmul", 4096, 4096, 4096}, forced);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].variant == "128x256x8x8x16w32x128");
+  CHECK(f[0].options.defines.at("VGPU_MM_MIN_BLOCKS") == "1");
+}
+
 TEST_CASE("L3: every built-in CUDA plan finds its build-time fatbin, and only its own", "[cuda][l3]") {
 #if VGPU_TEST_EXPECT_CUDA_FATBIN
   REQUIRE(vgpu::cache::precompiled_cuda_count() >= 8);

@@ -4,7 +4,7 @@
 #
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
 #                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
-#   tools/gpu-run.sh remote [all|tests|python]
+#   tools/gpu-run.sh remote [all|tests|python|ncu]
 #                             (there, from the repo root, with $OUT set) run the probe, every
 #                             test program per backend, then (all, the default) the GPU, dispatch,
 #                             queue, recovery, round-trip and selection benchmarks and the probe's bench/select,
@@ -13,6 +13,10 @@
 #                             the vgpu staged in .gpu/ as an install prefix), then run
 #                             bench/python_overhead.py, the pytest suite and bench/cpu_reference.py
 #                             (vgpu's CPU matmul beside numpy and torch; 4 files in $OUT)
+#                             ncu: Nsight Compute (ncu --clock-control none) on cuBLAS's SGEMM and
+#                             vgpu's CUDA matmul at N=4096 (the rule's pick, then each tiling of
+#                             VGPU_NCU_TILINGS), one product per process (vgpu-bench-gpu --profile);
+#                             $OUT/ncu.txt (the reports, a summary table last) and $OUT/summary.txt
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote"
 # (or "bash tools/gpu-run.sh remote python": a separate command, as $OUT holds at most 8 files).
@@ -70,7 +74,7 @@ stage() {
 remote() {
   : "${OUT:?remote mode needs OUT (the device tool sets it)}"
   local what=${1:-all}
-  case $what in all|tests|python) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python]" >&2; exit 2 ;; esac
+  case $what in all|tests|python|ncu) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
   if [ -f "$stage_dir/bin.tar.xz" ]; then xz -dc "$stage_dir/bin.tar.xz" | tar -xf - -C "$stage_dir"; fi
   # The validation layer travels compressed: unpack it beside its manifest.
@@ -87,6 +91,10 @@ remote() {
   done
   if [ "$what" = python ]; then
     remote_python
+    return
+  fi
+  if [ "$what" = ncu ]; then
+    remote_ncu "$bin"
     return
   fi
   # At most 7 files come back from the device tool: keep the outputs to these.
@@ -165,6 +173,59 @@ remote() {
   } > "$OUT/bench-select.txt" 2>&1
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   tail -8 "$OUT/bench-gpu.txt"
+}
+
+# remote ncu: the hardware counters of vgpu's CUDA matmul beside cuBLAS's SGEMM at N=4096 (issue 16:
+# "what limits it, a profile, not a guess"). One product per process (vgpu-bench-gpu --profile), the
+# first matching kernel profiled (-c 1); each run capped at 60 s, the step at ~3 minutes.
+#   VGPU_NCU_TILINGS  CUDA tilings profiled after the rule's pick (VGPU_MATMUL_TILING names; default
+#                     two warp-tiled ones); VGPU_NCU_SET=full: ncu's full set instead of the sections below.
+remote_ncu() {
+  local bin=$1 log=$OUT/ncu.txt ncu="" status summary=()
+  for c in "$(command -v ncu || true)" /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu \
+           /opt/nvidia/nsight-compute/*/ncu; do
+    [ -n "$c" ] && [ -x "$c" ] && { ncu=$c; break; }
+  done
+  if [ -z "$ncu" ]; then
+    echo "ncu: NOT FOUND (PATH, /usr/local/cuda/bin, /usr/local/cuda/nsight-compute*, /opt/nvidia/nsight-compute): no profile." \
+         "Fix: install Nsight Compute on the GPU machine, or put ncu on PATH." | tee "$log"
+    echo "ncu: missing" > "$OUT/summary.txt"
+    return
+  fi
+  local what=(--section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis
+              --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section InstructionStats)
+  [ "${VGPU_NCU_SET:-}" = full ] && what=(--set full)
+  local runs=("cublas|regex:gemm|" "vgpu|regex:vgpu_matmul|")
+  for t in ${VGPU_NCU_TILINGS:-128x128x8x8x8w32x64 128x256x8x8x16w32x128}; do runs+=("vgpu|regex:vgpu_matmul|$t"); done
+  {
+    echo "=== ncu: $ncu ($("$ncu" --version 2>&1 | tail -1))"
+    for run in "${runs[@]}"; do
+      IFS='|' read -r product kernel tiling <<< "$run"
+      local label=$product${tiling:+ $tiling}
+      echo; echo "=== ncu $label N=4096 (kernel $kernel)"
+      set +e
+      VGPU_MATMUL_TILING=$tiling timeout 60 "$ncu" --clock-control none "${what[@]}" -k "$kernel" -c 1 \
+        "$bin/vgpu-bench-gpu" --profile "$product:4096" > /tmp/ncu-run.txt 2>&1
+      status=$?
+      set -e
+      cat /tmp/ncu-run.txt
+      if grep -q "ERR_NVGPUCTRPERM" /tmp/ncu-run.txt; then
+        echo "ncu $label: NO PERMISSION for the GPU performance counters (ERR_NVGPUCTRPERM)." \
+             "Fix: run as root or load the driver with NVreg_RestrictProfilingToAdminUsers=0."
+        summary+=("ncu $label: no counter permission")
+        continue
+      fi
+      summary+=("ncu $label: $([ $status = 0 ] && echo done || echo "FAILED ($status)")")
+      # The lines that say what limits the kernel, one row per run in the summary below.
+      grep -E "^ +(Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit Rate|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Executed Ipc Active|Block Limit Registers|Shared Memory Configuration Size|Grid Size) " \
+        /tmp/ncu-run.txt | sed "s/^ */$label | /" >> /tmp/ncu-summary.txt || true
+    done
+    echo; echo "=== summary (run | metric unit value)"
+    cat /tmp/ncu-summary.txt 2>/dev/null || echo "(no metrics read)"
+    rm -f /tmp/ncu-summary.txt
+  } > "$log" 2>&1
+  printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+  tail -40 "$log"
 }
 
 # remote python: builds python/ as its own CMake project against the vgpu install prefix in

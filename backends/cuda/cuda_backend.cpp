@@ -7,6 +7,7 @@
 #include "cuda_device.hpp"
 #include "cuda_op_tuner.hpp"
 #include "vgpu/backend/fingerprint.hpp"
+#include "vgpu/config.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
 
@@ -59,7 +60,7 @@ DeviceInfo describe(const DriverFns& f, const NvrtcFns& nv, CUdevice d, std::uin
   info.limits.max_buffer_bytes = mem;
   info.features = {"sm_" + std::to_string(*ccmaj) + std::to_string(*ccmin), "cuda_c", "nvrtc_" + nvrtc};
   info.dialects = {std::string(dialect::cuda)};
-  info.op_tuner = cuda_op_tuner();
+  info.op_tuner = cuda_op_tuner(config().matmul_tiling);  // VGPU_MATMUL_TILING forces a CUDA tiling too
   CUuuid uuid{};
   std::string uuid_hex;
   if (f.cuDeviceGetUuid(&uuid, d) == CUDA_SUCCESS)

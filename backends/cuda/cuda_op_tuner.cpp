@@ -5,8 +5,11 @@
 #include "cuda_op_tuner.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
+#include <vector>
 
+#include "vgpu/error.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu::cuda {
@@ -14,44 +17,123 @@ namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
-// One tiling of core/kernels/cuda/matmul.cu: BM×BN of C per block, K in steps of BK, TM×TN
-// per thread. Every entry is also in cmake/VgpuCuda.cmake's VGPU_CUDA_PRECOMPILED (L3).
-struct MatmulTiling {
-  std::uint32_t bm, bn, bk, tm, tn;
-};
+// The block-strided tilings the rule picks (measured on the H200: docs/benchmarks.md), then the
+// warp-tiled ones (issue 16), offered as candidates for the measured choice. 256 threads each but
+// 128x128x8x8x16 and 64x64x16x8x4 (128) and 64x64x16x8x8 (64). Every entry is also in
+// cmake/VgpuCuda.cmake's VGPU_CUDA_PRECOMPILED (L3), with the same defines; keep them in step.
+constexpr CudaMatmulTiling kLarge{128, 128, 8, 8, 8}, kWide{128, 64, 8, 8, 4}, kSmall{64, 64, 16, 4, 4};
+// 8×8 per thread: 4 float4 shared-memory reads per 64 FMAs. (BK 16 spills ~72 bytes at the
+// 128-register cap two blocks per SM impose; it halves the barriers.)
+constexpr CudaMatmulTiling kWarp128{128, 128, 8, 8, 8, 32, 64}, kWarp128k16{128, 128, 16, 8, 8, 32, 64},
+    kWarp128x64{128, 64, 8, 8, 4, 32, 32}, kWarp64{64, 64, 16, 4, 4, 16, 32};
+// Mid sizes (N ≈ 1024-2048 on ~132 SMs): a 64×64 grid fills the GPU, but 4×4 per thread reads 2
+// float4s per 16 FMAs; 8×8 (64 threads) or 8×4 (128) per thread in the same 64×64 block read less.
+constexpr CudaMatmulTiling kWarp64t8x8{64, 64, 16, 8, 8, 32, 64}, kWarp64t8x4{64, 64, 16, 8, 4, 32, 32};
+// 8×16 per thread: 6 float4 reads per 128 FMAs, a quarter less shared-memory traffic per FMA than
+// 8×8, for ~220-230 registers: one 256-thread block per SM, or two 128-thread ones.
+constexpr CudaMatmulTiling kWarp128x256{128, 256, 8, 8, 16, 32, 128, 1}, kWarp256x128{256, 128, 8, 16, 8, 64, 64, 1},
+    kWarp128t128{128, 128, 8, 8, 16, 32, 128};
+constexpr CudaMatmulTiling kTilings[] = {kLarge,       kWide,        kSmall,       kWarp128,    kWarp128k16, kWarp128x256,
+                                         kWarp256x128, kWarp128t128, kWarp64t8x8, kWarp64t8x4, kWarp128x64, kWarp64};
+// The order candidates() offers them in: the most work per shared-memory byte first, so the
+// measured choice times the likeliest winners when only a few fit.
+constexpr CudaMatmulTiling kCandidateOrder[] = {kWarp128x256, kWarp256x128, kWarp128t128, kWarp128,
+                                                kWarp128k16,  kWarp64t8x8,  kWarp64t8x4,  kWarp128x64,
+                                                kWarp64,      kLarge,       kWide,        kSmall};
+static_assert(std::size(kCandidateOrder) == std::size(kTilings), "every tiling is a candidate somewhere");
 
-// The largest tile that still gives every SM a block: big tiles do the most work per byte of
-// shared memory, but a grid smaller than the GPU leaves SMs idle (1024² with 128×128 tiles is
-// 64 blocks for an H200's 132 SMs).
-MatmulTiling matmul_tiling(std::uint64_t m, std::uint64_t n, const DeviceInfo& dev) {
-  constexpr MatmulTiling kLarge{128, 128, 8, 8, 8}, kWide{128, 64, 8, 8, 4}, kSmall{64, 64, 16, 4, 4};
-  const std::uint64_t sms = std::max<std::uint32_t>(dev.compute_units, 1);
-  for (const MatmulTiling& c : {kLarge, kWide})
-    if (ceil_div(m, c.bm) * ceil_div(n, c.bn) >= sms) return c;
-  return kSmall;
-}
+// Below this many multiply-adds a product is all launch cost: nothing worth measuring.
+constexpr std::uint64_t kMeasureFrom = 256ull * 256 * 256;
+// Candidates beside the rule's pick (the runtime times each once per device and size class).
+constexpr std::size_t kMaxCandidates = 5;
 
 class CudaOpTuner final : public OpTuner {
  public:
+  explicit CudaOpTuner(std::string forced) : forced_(std::move(forced)) {}
+
   OpTuning tune(const OpShape& shape, const DeviceInfo& dev) const override {
     if (shape.op != "matmul") return kernels::builtin_gpu_tuning(shape);
-    const MatmulTiling c = matmul_tiling(shape.m, shape.n, dev);
-    OpTuning t;
-    t.per_group_x = c.bn;
-    t.per_group_y = c.bm;
-    t.options.workgroup_size = {c.bn / c.tn, c.bm / c.tm, 1};
-    t.options.defines = {{"VGPU_MM_BM", std::to_string(c.bm)}, {"VGPU_MM_BN", std::to_string(c.bn)},
-                         {"VGPU_MM_BK", std::to_string(c.bk)}, {"VGPU_MM_TM", std::to_string(c.tm)},
-                         {"VGPU_MM_TN", std::to_string(c.tn)}};
-    return t;
+    // Parsed per plan so that a bad VGPU_MATMUL_TILING fails matmul with its message, not device discovery.
+    if (!forced_.empty()) return cuda_matmul_tiling(forced_).tuning();
+    return cuda_matmul_choice(shape.m, shape.n, dev.compute_units).tuning();
   }
+
+  // The rule's pick, then the other tilings whose grid still covers ~all SMs (a grid below 90%
+  // of them leaves SMs idle, which no tile shape wins back), in kCandidateOrder. A forced
+  // tiling or a small product: the rule alone.
+  std::vector<OpTuning> candidates(const OpShape& shape, const DeviceInfo& dev) const override {
+    std::vector<OpTuning> out{tune(shape, dev)};
+    if (shape.op != "matmul" || !forced_.empty() || shape.m * shape.n * shape.k < kMeasureFrom) return out;
+    const std::uint64_t sms = std::max<std::uint32_t>(dev.compute_units, 1);
+    for (const CudaMatmulTiling& c : kCandidateOrder) {
+      if (out.size() >= kMaxCandidates) break;
+      if (c.name() == out.front().variant || c.grid(shape.m, shape.n) * 10 < sms * 9) continue;
+      out.push_back(c.tuning());
+    }
+    return out;
+  }
+
+ private:
+  std::string forced_;
 };
 
 }  // namespace
 
-std::shared_ptr<const OpTuner> cuda_op_tuner() {
-  static const auto tuner = std::make_shared<const CudaOpTuner>();
-  return tuner;
+std::string CudaMatmulTiling::name() const {
+  std::string s = std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" + std::to_string(tm) +
+                  "x" + std::to_string(tn);
+  if (wm != 0) s += "w" + std::to_string(wm) + "x" + std::to_string(wn);
+  return s;
+}
+
+OpTuning CudaMatmulTiling::tuning() const {
+  OpTuning t;
+  t.per_group_x = bn;
+  t.per_group_y = bm;
+  t.options.workgroup_size = {bn / tn, bm / tm, 1};
+  t.options.defines = {{"VGPU_MM_BM", std::to_string(bm)}, {"VGPU_MM_BN", std::to_string(bn)},
+                       {"VGPU_MM_BK", std::to_string(bk)}, {"VGPU_MM_TM", std::to_string(tm)},
+                       {"VGPU_MM_TN", std::to_string(tn)}};
+  // Only what differs from matmul.cu's defaults, so the block-strided tilings keep their L1/L2/L3 keys.
+  if (wm != 0) {
+    t.options.defines["VGPU_MM_WM"] = std::to_string(wm);
+    t.options.defines["VGPU_MM_WN"] = std::to_string(wn);
+  }
+  if (min_blocks != 2) t.options.defines["VGPU_MM_MIN_BLOCKS"] = std::to_string(min_blocks);
+  t.variant = name();
+  return t;
+}
+
+std::uint64_t CudaMatmulTiling::grid(std::uint64_t m, std::uint64_t n) const {
+  return ceil_div(m, bm) * ceil_div(n, bn);
+}
+
+std::span<const CudaMatmulTiling> cuda_matmul_tilings() { return kTilings; }
+
+CudaMatmulTiling cuda_matmul_tiling(std::string_view name) {
+  std::string known;
+  for (const CudaMatmulTiling& t : kTilings) {
+    if (t.name() == name) return t;
+    known += (known.empty() ? "" : ", ") + t.name();
+  }
+  fail(ErrorCategory::invalid_argument, "VGPU_MATMUL_TILING='" + std::string(name) + "' is not a CUDA matmul tiling.",
+       "set it to one of " + known + " (the CUDA tilings), or unset it to let the tuner choose.");
+}
+
+// The largest tile that still gives every SM a block: big tiles do the most work per byte of
+// shared memory, but a grid smaller than the GPU leaves SMs idle (1024² with 128×128 tiles is
+// 64 blocks for an H200's 132 SMs).
+CudaMatmulTiling cuda_matmul_choice(std::uint64_t m, std::uint64_t n, std::uint32_t sms_in) {
+  const std::uint64_t sms = std::max<std::uint32_t>(sms_in, 1);
+  for (const CudaMatmulTiling& c : {kLarge, kWide})
+    if (c.grid(m, n) >= sms) return c;
+  return kSmall;
+}
+
+std::shared_ptr<const OpTuner> cuda_op_tuner(std::string_view forced_matmul) {
+  static const auto tuner = std::make_shared<const CudaOpTuner>(std::string());
+  if (forced_matmul.empty()) return tuner;
+  return std::make_shared<const CudaOpTuner>(std::string(forced_matmul));
 }
 
 }  // namespace vgpu::cuda

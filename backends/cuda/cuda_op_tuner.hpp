@@ -2,14 +2,47 @@
 // backends/cuda/cuda_op_tuner.hpp — how the CUDA backend runs the built-in ops.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
+#include <string_view>
 
 #include "vgpu/backend/op_tuning.hpp"
 
 namespace vgpu::cuda {
 
-/// Returns the CUDA backend's OpTuner: matmul's tiling follows the shape and the SM count, every
-/// other op runs as its GLSL original does (one shared, immutable instance).
-std::shared_ptr<const OpTuner> cuda_op_tuner();
+/// One tiling of core/kernels/cuda/matmul.cu: a BM×BN tile of C per block, K in steps of BK,
+/// TM×TN per thread, lanes grouped into WM×WN warp sub-tiles (0: the whole block is one group,
+/// the block-strided layout) and min_blocks blocks per SM for __launch_bounds__.
+struct CudaMatmulTiling {
+  std::uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0, wm = 0, wn = 0, min_blocks = 2;
+
+  /// Returns "BMxBNxBKxTMxTN", with "wWMxWN" appended for a warp-tiled one: the form
+  /// VGPU_MATMUL_TILING and OpTuning::variant take.
+  std::string name() const;
+  /// Returns the block size, defines (exactly those of its VGPU_CUDA_PRECOMPILED entry), work
+  /// per block and variant name of this tiling.
+  OpTuning tuning() const;
+  /// Returns the blocks an m×n C takes with this tiling.
+  std::uint64_t grid(std::uint64_t m, std::uint64_t n) const;
+  friend bool operator==(const CudaMatmulTiling&, const CudaMatmulTiling&) = default;
+};
+
+/// Returns every CUDA matmul tiling the tuner may pick or offer (each precompiled in L3,
+/// cmake/VgpuCuda.cmake's VGPU_CUDA_PRECOMPILED).
+std::span<const CudaMatmulTiling> cuda_matmul_tilings();
+
+/// Returns the tiling named name (CudaMatmulTiling::name()); throws invalid_argument listing the
+/// CUDA names for any other text.
+CudaMatmulTiling cuda_matmul_tiling(std::string_view name);
+
+/// Returns the tiling the rule picks for an m×n C on a GPU of sms SMs (no override, no measuring).
+CudaMatmulTiling cuda_matmul_choice(std::uint64_t m, std::uint64_t n, std::uint32_t sms);
+
+/// Returns the CUDA backend's OpTuner: matmul's tiling follows the shape and the SM count (or is
+/// always forced_matmul, VGPU_MATMUL_TILING's CUDA name; an unknown one fails each matmul plan),
+/// every other op runs as its GLSL original does. Immutable; safe from any thread.
+std::shared_ptr<const OpTuner> cuda_op_tuner(std::string_view forced_matmul = {});
 
 }  // namespace vgpu::cuda

@@ -240,7 +240,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_CUDA_GRAPHS", "0: the CUDA backend replays nothing as a CUDA graph (default 1)"},
       {"VGPU_CUDA_ZERO_COPY", "0: small CUDA round trips copy with memcpys, not the copy kernel (default 1)"},
       {"VGPU_GL_SPIRV", "0: OpenGL runs complete shaders and SPIR-V as GLSL cross-compiled by SPIRV-Cross, never through GL_ARB_gl_spirv (default 1)"},
-      {"VGPU_MATMUL_TILING", "force the Vulkan/OpenGL matmul variant: naive or BMxBNxBKxTMxTN, e.g. 128x128x8x8x8 (default: chosen per shape and device)"},
+      {"VGPU_MATMUL_TILING", "force the matmul variant: Vulkan/OpenGL naive or BMxBNxBKxTMxTN, CUDA BMxBNxBKxTMxTN[wWMxWN], e.g. 128x128x8x8x8 (default: chosen per shape and device)"},
       {"VGPU_VULKAN_VALIDATION", "1: Vulkan runs with VK_LAYER_KHRONOS_validation, each message logged as an error (default 0)"},
       {"VGPU_CACHE_DIR", "the on-disk kernel cache directory (default $XDG_CACHE_HOME/vgpu or ~/.cache/vgpu)"},
       {"VGPU_CACHE_DISABLE", "1: no on-disk cache, compiled kernels stay in memory (default 0)"},

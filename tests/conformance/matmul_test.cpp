@@ -10,6 +10,9 @@
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
+#if VGPU_CONFORMANCE_CUDA_TILINGS
+#include "cuda_op_tuner.hpp"  // the CUDA backend's own header (tests/CMakeLists.txt adds its directory)
+#endif
 
 namespace vgpu_test {
 namespace {
@@ -18,13 +21,20 @@ struct MatmulShape {
   std::uint32_t m, k, n;
 };
 
-// Runs one M×K·K×N product on device through path and checks every element of C; tiling
-// (Vulkan/OpenGL): the GLSL variant forced as VGPU_MATMUL_TILING would, empty: the tuner's.
+// Runs one M×K·K×N product on device through path and checks every element of C; tiling: the
+// GLSL (Vulkan/OpenGL) or CUDA variant forced as VGPU_MATMUL_TILING would, empty: the tuner's.
 void check_matmul(vgpu::Device& device, MatmulShape s, Path path, const std::string& tiling = {}) {
   INFO(device.info().id() << " matmul " << s.m << "x" << s.k << " · " << s.k << "x" << s.n << " via " << to_string(path)
                           << (tiling.empty() ? "" : " tiling " + tiling));
   vgpu::DeviceInfo info = device.info();
-  if (!tiling.empty()) info.op_tuner = vgpu::kernels::gpu_builtin_tuner(tiling);
+  if (!tiling.empty()) {
+#if VGPU_CONFORMANCE_CUDA_TILINGS
+    if (info.backend == vgpu::BackendKind::cuda)
+      info.op_tuner = vgpu::cuda::cuda_op_tuner(tiling);
+    else
+#endif
+      info.op_tuner = vgpu::kernels::gpu_builtin_tuner(tiling);
+  }
   const auto a = random_floats(std::size_t{s.m} * s.k, std::size_t{s.m} * s.k);
   const auto b = random_floats(std::size_t{s.k} * s.n, std::size_t{s.k} * s.n + 1);
   const Reference ref = matmul_reference(a, b, s.m, s.k, s.n);
@@ -86,6 +96,29 @@ TEST_CASE("matmul: every GLSL tiling at awkward and aligned shapes", "[matmul][t
     check_matmul(device, {64, 4097, 64}, Path::persistent, "128x64x8x8x4");  // long K, one partial tile
   }
 }
+
+#if VGPU_CONFORMANCE_CUDA_TILINGS
+TEST_CASE("matmul: every CUDA tiling at awkward and aligned shapes", "[matmul][tiling][cuda]") {
+  // Awkward: partial blocks in every dimension, k not a multiple of BK, n not of 4, 1-wide
+  // products (edge path); aligned: every block takes the float4 fast path, with more than one K
+  // step (double buffer) and, at 512², several blocks of each warp-tiled shape, 256×128 included.
+  const MatmulShape shapes[] = {{17, 1000, 17}, {1, 17, 1000}, {1000, 1, 17},  {256, 64, 256},
+                                {129, 33, 131}, {1, 1, 1},     {300, 4097, 5}, {512, 512, 512}};
+  for (vgpu::Device device : devices_under_test()) {
+    if (device.info().backend != vgpu::BackendKind::cuda) continue;
+    for (const vgpu::cuda::CudaMatmulTiling& t : vgpu::cuda::cuda_matmul_tilings()) {
+      for (const MatmulShape& s : shapes) check_matmul(device, s, Path::raw, t.name());
+      check_matmul(device, {1000, 200, 1000}, Path::persistent, t.name());  // n % 4 = 0, k % BK ≠ 0 for BK 16
+    }
+    // Every candidate the measured choice may time is one of them, the rule's pick first.
+    const vgpu::OpShape shape{"matmul", 4096, 4096, 4096};
+    const auto candidates = device.info().op_tuner->candidates(shape, device.info());
+    REQUIRE(!candidates.empty());
+    CHECK(candidates.front().variant == device.info().op_tuner->tune(shape, device.info()).variant);
+    for (const vgpu::OpTuning& c : candidates) CHECK(vgpu::cuda::cuda_matmul_tiling(c.variant).name() == c.variant);
+  }
+}
+#endif
 
 TEST_CASE("matmul: split-K for K much larger than M and N", "[matmul][tiling]") {
   // On Vulkan/OpenGL these take two steps (slices, then their sum); elsewhere they are plain products.

@@ -56,8 +56,10 @@ struct VGPU_API Config {
   /// VGPU_VULKAN_VALIDATION: enable VK_LAYER_KHRONOS_validation and log each of its messages as
   /// an error ("Vulkan validation: ..."). Read when the process's VkInstance is created.
   bool vulkan_validation = false;
-  /// VGPU_MATMUL_TILING: the GLSL matmul variant Vulkan and OpenGL always run ("naive" or
-  /// "BMxBNxBKxTMxTN", lower-cased); empty: the tuner picks per shape and device.
+  /// VGPU_MATMUL_TILING: the matmul variant every backend's tuner always runs, lower-cased: the
+  /// GLSL one on Vulkan and OpenGL ("naive" or "BMxBNxBKxTMxTN"), the CUDA one on CUDA
+  /// ("BMxBNxBKxTMxTN[wWMxWN]"); a name the backend lacks fails its matmul plans with the list of
+  /// its names. Empty: the tuner picks per shape and device.
   std::string matmul_tiling;
   /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
   std::filesystem::path cache_dir;

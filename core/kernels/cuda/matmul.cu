@@ -5,18 +5,23 @@
 // accumulators. K is walked BK at a time through double-buffered shared memory: the next
 // step's global loads are in flight (in registers) while the current step is multiplied, so
 // one barrier per step suffices.
-// Thread (tx, ty) owns rows g·4·TY + ty·4 + i and columns h·4·TX + tx·4 + j (g < TM/4,
-// h < TN/4, i, j < 4): its shared-memory reads are float4s that each quarter-warp takes from
-// 128 consecutive bytes or one broadcast address (no bank conflicts), and its C stores are
-// float4s that a row of threads writes contiguously. A is stored transposed (K-major) with
-// rows padded by 4 floats, which keeps the float4 reads aligned and the transposing stores
+// Warp tiling: the block's threads form groups of (WM/TM)×(WN/TN) = LY×LX lanes, group (wy, wx)
+// owning the WM×WN sub-tile at (wy·WM, wx·WN); with WM×WN chosen so that a group is one warp
+// (e.g. 32×64 at 8×8 per thread), a warp's shared-memory reads touch only the A rows and B
+// columns of its own sub-tile (fewer wavefronts per step than block-wide striding). The
+// defaults WM = BM, WN = BN make the whole block one group: the original block-strided layout.
+// Lane (lx, ly) owns rows wy·WM + g·4·LY + ly·4 + i and columns wx·WN + h·4·LX + lx·4 + j
+// (g < TM/4, h < TN/4, i, j < 4): its shared-memory reads are float4s that each quarter-warp
+// takes from 128 consecutive bytes or one broadcast address (no bank conflicts), and its C
+// stores are float4s that a row of lanes writes contiguously. A is stored transposed (K-major)
+// with rows padded by 4 floats, which keeps the float4 reads aligned and the transposing stores
 // conflict-free.
 // Blocks wholly inside C, with k a multiple of BK, n a multiple of 4 and 16-byte aligned
 // pointers, take the fast path (float4 global loads and stores, no checks); the others load
 // and store element by element with bounds checks. The branch is uniform per block.
-// Configuration: VGPU_MM_BM, _BN, _BK, _TM, _TN (core/src/ops.cpp picks one per shape) and
-// VGPU_MM_MIN_BLOCKS (blocks per SM the register budget must allow). The launch block must be
-// (BN/TN, BM/TM, 1).
+// Configuration: VGPU_MM_BM, _BN, _BK, _TM, _TN, _WM, _WN (backends/cuda/cuda_op_tuner.cpp picks
+// one per shape) and VGPU_MM_MIN_BLOCKS (blocks per SM the register budget must allow: 2 caps a
+// 256-thread block at 128 registers, 1 at 255). The launch block must be (BN/TN, BM/TM, 1).
 #ifndef VGPU_MM_BM
 #define VGPU_MM_BM 128
 #endif
@@ -32,6 +37,12 @@
 #ifndef VGPU_MM_TN
 #define VGPU_MM_TN 8
 #endif
+#ifndef VGPU_MM_WM
+#define VGPU_MM_WM VGPU_MM_BM
+#endif
+#ifndef VGPU_MM_WN
+#define VGPU_MM_WN VGPU_MM_BN
+#endif
 #ifndef VGPU_MM_MIN_BLOCKS
 #define VGPU_MM_MIN_BLOCKS 2
 #endif
@@ -41,12 +52,17 @@ struct MatmulParams { unsigned m, n, k, pad; };
 namespace {
 
 constexpr unsigned BM = VGPU_MM_BM, BN = VGPU_MM_BN, BK = VGPU_MM_BK, TM = VGPU_MM_TM, TN = VGPU_MM_TN;
+constexpr unsigned WM = VGPU_MM_WM, WN = VGPU_MM_WN;
 constexpr unsigned TX = BN / TN, TY = BM / TM, THREADS = TX * TY;
+constexpr unsigned LX = WN / TN, LY = WM / TM, LANES = LX * LY, GROUPS_X = BN / WN;
 constexpr unsigned A_VEC = BM * BK / 4, B_VEC = BK * BN / 4;  // float4s per tile
 constexpr unsigned A_LOADS = (A_VEC + THREADS - 1) / THREADS, B_LOADS = (B_VEC + THREADS - 1) / THREADS;
 constexpr unsigned AS_STRIDE = BM + 4;
 static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "TM, TN and BK must be multiples of 4");
 static_assert(BM % TM == 0 && BN % TN == 0, "the tile must split evenly over the threads");
+static_assert(BM % WM == 0 && BN % WN == 0 && WM % TM == 0 && WN % TN == 0,
+              "the warp tile must split the block tile, and the threads the warp tile, evenly");
+static_assert(THREADS % LANES == 0, "the block must hold whole groups of lanes");
 
 using TileA = float[2][BK][AS_STRIDE];
 using TileB = float[2][BK][BN];
@@ -125,7 +141,10 @@ template <bool kFull>
 __device__ __forceinline__ void matmul_tile(const float* __restrict__ A, const float* __restrict__ B,
                                             float* __restrict__ C, const MatmulParams& p, TileA& As, TileB& Bs) {
   const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
-  const unsigned tx = tid % TX, ty = tid / TX;
+  // Group (wy, wx) of LANES threads owns the WM×WN sub-tile; lane (lx, ly) within it.
+  const unsigned group = tid / LANES, lane = tid % LANES;
+  const unsigned wy = group / GROUPS_X, wx = group % GROUPS_X;
+  const unsigned lx = lane % LX, ly = lane / LX;
   const unsigned row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
   float acc[TM][TN];
 #pragma unroll
@@ -145,8 +164,8 @@ __device__ __forceinline__ void matmul_tile(const float* __restrict__ A, const f
 #pragma unroll
     for (unsigned kk = 0; kk < BK; ++kk) {
       float a[TM], b[TN];
-      read_fragment<TM, TY>(&As[cur][kk][0], ty, a);
-      read_fragment<TN, TX>(&Bs[cur][kk][0], tx, b);
+      read_fragment<TM, LY>(&As[cur][kk][wy * WM], ly, a);
+      read_fragment<TN, LX>(&Bs[cur][kk][wx * WN], lx, b);
 #pragma unroll
       for (unsigned i = 0; i < TM; ++i)
 #pragma unroll
@@ -161,10 +180,10 @@ __device__ __forceinline__ void matmul_tile(const float* __restrict__ A, const f
   for (unsigned g = 0; g < TM / 4; ++g)
 #pragma unroll
     for (unsigned i = 0; i < 4; ++i) {
-      const unsigned r = row0 + g * 4 * TY + ty * 4 + i;
+      const unsigned r = row0 + wy * WM + g * 4 * LY + ly * 4 + i;
 #pragma unroll
       for (unsigned h = 0; h < TN / 4; ++h) {
-        const unsigned c = col0 + h * 4 * TX + tx * 4;
+        const unsigned c = col0 + wx * WN + h * 4 * LX + lx * 4;
         const float* v = &acc[g * 4 + i][h * 4];
         if (kFull) {
           *reinterpret_cast<float4*>(C + (size_t)r * p.n + c) = make_float4(v[0], v[1], v[2], v[3]);
