@@ -4,6 +4,9 @@
 // a 256-float multiply round trip (the op whose kernel is trivial, so the figure is the call's
 // own cost), an empty-ish write+read of 1 KiB (the pure transfer path), and the batched cost per
 // dispatch of 100 axpy (n=1024) — each beside its issue-16 goal, as a ratio (≤ 1.0x meets it).
+// Then, on every GPU (software devices skipped: seconds per call), the large N=1024 and N=4096
+// matmul round trips, whose goal is torch's CUDA round trip in the same run: bench/python_overhead.py
+// part 4 times both side by side (torch is not reachable from C++); here they are printed alone.
 // Devices: every device (the CPU included, for scale), or those of VGPU_BENCH_BACKENDS (comma list).
 // Results are checked against the host, so a wrong kernel cannot post a figure.
 #include <cmath>
@@ -65,6 +68,8 @@ int main(int argc, char** argv) {
 
   vb::Table t({"device", "N=16 matmul trip", "vs goal", "256-float mul trip", "vs goal", "1 KiB write+read",
                "batched per dispatch", "vs goal", "separate per dispatch"});
+  vb::Table large({"device", "N=1024 matmul trip", "N=4096 matmul trip"});
+  bool any_large = false;
   bool failed = false;
   for (const auto& info : vgpu::Runtime::global().devices()) {
     const bool pick = wanted.empty() || std::find(wanted.begin(), wanted.end(), info.backend) != wanted.end();
@@ -149,6 +154,39 @@ int main(int argc, char** argv) {
                                 {"goal_matmul16_s", g.n16},
                                 {"goal_mul256_s", g.mul256},
                                 {"goal_batched_s", g.batched}});
+      if (info.type != vgpu::DeviceType::software && info.backend != vgpu::BackendKind::cpu) {
+        std::vector<std::string> row{info.id() + " (" + std::string(vgpu::to_string(info.type)) + ")"};
+        nlohmann::json large_doc;
+        for (const std::uint64_t big : {std::uint64_t{1024}, std::uint64_t{4096}}) {
+          auto la = vb::random_floats(big * big, 6), lb = vb::random_floats(big * big, 7);
+          std::vector<float> lc(big * big);
+          vgpu::PersistentKernel lmm(dev, vgpu::ops::matmul(dev.info(), big, big, big));
+          auto f_big = [&] {
+            lmm({vgpu::TensorArg(la.data(), {big, big}), vgpu::TensorArg(lb.data(), {big, big}),
+                 vgpu::TensorArg(lc.data(), {big, big})});
+          };
+          std::vector<vb::Case> big_cases{{"big", f_big}};
+          const auto bst = vb::run_interleaved(big_cases, o.quick ? 3 : 7, target);
+          // 64 entries spread over C against a double-precision dot product (a full check of
+          // N=4096 would take longer than the timing).
+          std::vector<float> got(64);
+          std::vector<double> want_big(64);
+          for (std::size_t q = 0; q < 64; ++q) {
+            const std::uint64_t i = (q * 2654435761u) % big, j = (q * 40503u + 17) % big;
+            for (std::uint64_t p = 0; p < big; ++p) want_big[q] += double(la[i * big + p]) * lb[p * big + j];
+            got[q] = lc[i * big + j];
+          }
+          for (std::size_t q = 0; q < 64; ++q)
+            if (std::fabs(got[q] - want_big[q]) > 1e-3 * (1 + std::sqrt(double(big))))
+              throw std::runtime_error("matmul N=" + std::to_string(big) + ": wrong result (" + std::to_string(got[q]) +
+                                       " vs " + std::to_string(want_big[q]) + ")");
+          row.push_back(vb::fmt_stats(bst[0]));
+          large_doc["matmul" + std::to_string(big) + "_round_trip"] = bst[0].to_json();
+        }
+        large.add(row);
+        any_large = true;
+        doc["devices"].back()["large"] = large_doc;
+      }
     } catch (const std::exception& e) {
       std::cout << info.id() << ": FAILED: " << e.what() << "\n";
       doc["failures"].push_back({{"device", info.id()}, {"error", e.what()}});
@@ -160,6 +198,11 @@ int main(int argc, char** argv) {
                "30 us; batched CUDA 1.0, Vulkan 1.5, OpenGL 3 us. llvmpipe's N=16 reference is the seed's moderngl\n"
                "program: bench/python_overhead.py part 3 runs both side by side.\n\n";
   t.print();
+  if (any_large) {
+    std::cout << "\nlarge round trips (GPUs; goal: <= torch's CUDA round trip in the same run, which\n"
+                 "bench/python_overhead.py part 4 prints beside vgpu's)\n\n";
+    large.print();
+  }
   if (!vb::finish(doc, o)) return 1;
   return failed ? 1 : 0;
 }

@@ -11,6 +11,10 @@
      OpenGL, Vulkan and CPU devices at N=16/256/1024, when moderngl and an EGL context exist; the
      cases of one size are sampled round-robin, each printed as a ratio to the seed, and on a
      software GL the N=16 ratio is judged against issue 16's goal (<= 1.0x).
+  4. Large round trips (issue 16): N=1024 and 4096 matmul from host arrays to a host result on
+     every GPU device, beside PyTorch's CUDA round trip in the same run (from_numpy → .cuda() →
+     A @ B → .cpu(): the pageable copy path, TF32 off), as a ratio (goal <= 1.0x). Software GPUs
+     are skipped (seconds per call); without torch or a CUDA device it says so and skips.
 
 Run it with the interpreter the module was built for, the package on PYTHONPATH:
 
@@ -40,7 +44,7 @@ except ImportError as e:  # the usual cause: PYTHONPATH or the wrong interpreter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOFTWARE_TYPES = {"software"}
-RESULTS = {"machine": {}, "overhead": [], "sizes": [], "seed": [], "notes": [], "errors": []}
+RESULTS = {"machine": {}, "overhead": [], "sizes": [], "seed": [], "large": [], "notes": [], "errors": []}
 
 
 def note(text):
@@ -343,6 +347,67 @@ def part_seed(args, devices):
     seed.release()
 
 
+def torch_round_trip():
+    """Returns (fn(A, B) -> numpy C through torch's CUDA device, description), or (None, why not)."""
+    try:
+        import torch
+    except ImportError as e:
+        return None, f"torch not importable ({e})"
+    if not torch.cuda.is_available():
+        return None, f"torch {torch.__version__} has no CUDA device"
+    # fp32 as vgpu computes it: TF32 would be a different (less precise) product.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    def fn(A, B):
+        # The caller's pageable arrays both ways, as vgpu gets them: .cpu() synchronises.
+        return (torch.from_numpy(A).cuda() @ torch.from_numpy(B).cuda()).cpu().numpy()
+
+    return fn, f"torch {torch.__version__} on {torch.cuda.get_device_name(0)} (pageable copies, TF32 off)"
+
+
+def part_large(args, devices):
+    """Part 4: large matmul round trips on every GPU device beside torch's CUDA round trip."""
+    if not args.large_sizes:
+        return
+    print(f"\n## 4. Large round trips (host A, B -> host C) at N={', '.join(map(str, args.large_sizes))} vs torch "
+          "(per-call median, ms, sampled round-robin; goal <= 1.0x torch)")
+    torch_fn, about = torch_round_trip()
+    print(f"reference: {about}")
+    if torch_fn is None:
+        note(f"part 4 has no reference: {about}; vgpu's times are printed alone")
+    gpus = [(d, name, t) for d, name, t in devices if not d.startswith("cpu:")]
+    rows = []
+    for n in args.large_sizes:
+        A, B = inputs(n, 4000 + n)
+        want = A.astype(np.float64) @ B
+        cases = []
+        if torch_fn is not None:
+            cases.append(("torch CUDA", torch_fn))
+        for dev_id, name, dtype in gpus:
+            if dtype in SOFTWARE_TYPES:
+                note(f"{dev_id} ({name}) skipped at N={n} in part 4 (software GPU: seconds per call)")
+                continue
+            try:
+                cases.append((f"vgpu {dev_id}", vgpu.Cache(dev_id).matmul))
+            except vgpu.Error as e:
+                RESULTS["errors"].append(f"part 4: {dev_id}: {e}")
+        if not cases:
+            continue
+        oks = [check(f"{label} N={n}", fn(A, B), want) for label, fn in cases]
+        rounds = 3 if n >= 4096 else 5
+        times, _ = time_interleaved([lambda fn=fn: fn(A, B) for _, fn in cases], rounds, 0.05)
+        ref_t = times[0] if torch_fn is not None else None
+        for (label, _), ok, t in zip(cases, oks, times):
+            ratio = t / ref_t if ref_t else None
+            verdict = "" if ratio is None or label.startswith("torch") else (" met" if ratio <= 1.0 else " NOT met")
+            rows.append([label, n, f"{t * 1e3:,.3f}", f"{ratio:.2f}x{verdict}" if ratio else "-", "ok" if ok else "WRONG"])
+            RESULTS["large"].append({"case": label, "n": n, "per_call_s": t, "over_torch": ratio, "samples": rounds,
+                                     "correct": ok})
+    if rows:
+        table(["case", "N", "per call (ms)", "vs torch", "result"], rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="few samples at N=16/64 (the ctest smoke test)")
@@ -353,9 +418,12 @@ def main():
     ap.add_argument("--software-max-n", type=int, default=256,
                     help="largest N run on software GPUs (llvmpipe, lavapipe; default 256)")
     ap.add_argument("--no-seed", action="store_true", help="skip part 3 (the moderngl reference)")
+    ap.add_argument("--large-sizes", type=int, nargs="+",
+                    help="part 4 sizes, the large round trips against torch (default 1024 4096; --quick: none)")
     args = ap.parse_args()
     args.sizes = args.sizes or ([64] if args.quick else [256, 1024])
     args.seed_sizes = args.seed_sizes or ([16, 64] if args.quick else [16, 256, 1024])
+    args.large_sizes = args.large_sizes if args.large_sizes is not None else ([] if args.quick else [1024, 4096])
 
     missing = [n for n in ("Cache", "devices") if not hasattr(vgpu, n)]
     if missing:  # a build of the module without that part of the surface (exit 77: ctest's skip)
@@ -378,6 +446,7 @@ def main():
         note("the seed reference is skipped (--no-seed)")
     else:
         part_seed(args, devices)
+    part_large(args, devices)
     RESULTS["seconds"] = time.perf_counter() - t0
     print(f"\n{len(RESULTS['errors'])} error(s); {RESULTS['seconds']:.1f} s")
     for e in RESULTS["errors"]:

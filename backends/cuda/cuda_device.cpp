@@ -76,6 +76,7 @@ CudaDevice::~CudaDevice() {
   }
   // Never free what a kernel the device gave up on may still use (release() normally settled).
   if (!settle_work()) return;
+  for (CUevent e : chunk_events_) fn_.cuEventDestroy(e);
   if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
   if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
   if (copy_module_) fn_.cuModuleUnload(copy_module_);

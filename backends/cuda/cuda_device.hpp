@@ -163,6 +163,13 @@ class CudaDevice final : public DeviceImpl {
   // copies are copy_segments launches on the mapped staging instead of memcpys.
   void enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
                            std::span<const HostReadOp> reads, bool by_kernel);
+  // A round trip of at least kPipelineMin bytes one way: uploads and readbacks go through the
+  // pinned staging in chunks, each chunk's DMA overlapping the host copy of the next
+  // (cuda_round_trip.cpp explains why this and not registering the caller's memory).
+  void pipelined_trip(std::span<const HostWriteOp> writes, CudaBatchImpl* batch, std::span<const HostReadOp> reads,
+                      const Deadline& deadline);
+  // Waits for event until deadline, as try_sync waits for the stream; false when it passed first.
+  bool try_wait_event(CUevent event, const Deadline& deadline);
   // Launches copy_segments over ranges {src, dst, bytes} (at most 8).
   void launch_copies(std::span<const std::array<CUdeviceptr, 3>> ranges);
   // Loads the copy_segments kernel (L3 fatbin, else NVRTC); leaves copy_fn_ null when
@@ -198,6 +205,7 @@ class CudaDevice final : public DeviceImpl {
   std::vector<std::uint64_t> trip_signature_;  // scratch for round_trip, reused
   bool zero_copy_ = true;  // VGPU_CUDA_ZERO_COPY=0: small round trips use memcpys too
   bool copy_loaded_ = false;  // load_copy_kernel() ran
+  std::vector<CUevent> chunk_events_;  // pipelined_trip's readback chunks, created once, reused
   CUmodule copy_module_ = nullptr;
   CUfunction copy_fn_ = nullptr;
 };

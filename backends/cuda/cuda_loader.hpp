@@ -27,7 +27,9 @@ namespace vgpu::cuda {
               X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuStreamCreate) X(cuStreamDestroy)      \
                   X(cuStreamSynchronize) X(cuStreamQuery) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
                       X(cuLaunchKernel) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)            \
-                          X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDevicePrimaryCtxReset)
+                          X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDevicePrimaryCtxReset)        \
+                              X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)      \
+                                  X(cuEventDestroy)
 
 #define VGPU_NVRTC_FNS(X)                                                                                      \
   X(nvrtcGetErrorString)                                                                                       \

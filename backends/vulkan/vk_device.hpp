@@ -200,6 +200,7 @@ class VulkanDevice final : public DeviceImpl {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   bool host_visible_buffers_ = false;
+  bool yield_while_polling_ = false;  // a software device: the fence poll yields (try_wait_serial)
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   std::size_t saved_cache_bytes_ = 0;
   std::mutex cache_save_mutex_;  // serialises pipeline-cache snapshots to L2
@@ -216,6 +217,10 @@ class VulkanDevice final : public DeviceImpl {
   std::vector<VkFence> free_fences_;
   std::vector<VkDescriptorPool> descriptor_pools_;
   std::vector<InFlight> in_flight_;
+  // Scratch reused by every flush and wait, so a steady round trip allocates nothing.
+  std::vector<VkCommandBuffer> submit_scratch_;
+  std::vector<VkFence> wait_scratch_, retire_scratch_;
+  std::vector<std::vector<VkCommandBuffer>> spare_recycle_;  // retired InFlight::recycle lists
   std::uint64_t next_serial_ = 1, completed_serial_ = 0;
   struct PendingCmd {
     VkCommandBuffer cmd;

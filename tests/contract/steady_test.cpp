@@ -26,8 +26,7 @@ void poke(std::vector<float>& v, std::uint64_t i) {
     v[(i * 7919 + j * 104729) % v.size()] = static_cast<float>((i + j) % 13) * 0.25f - 1.5f;
 }
 
-void check_steady(vgpu::Device& device, SteadyOp op) {
-  constexpr std::uint64_t kCalls = 200;
+void check_steady(vgpu::Device& device, SteadyOp op, std::uint64_t kCalls = 200) {
   INFO(op.plan.source.name << " (" << op.args[0].size() << " input elements)");
   vgpu::PersistentKernel kernel(device, op.plan);
   call(kernel, op.args);  // the first call may warm what the backend warms lazily
@@ -93,6 +92,25 @@ CONTRACT_CASE("steady state: 200 persistent calls with new data compile, allocat
                         2,
                         2,
                         [](const HostTensors& a) { return binary_reference(a[0], a[1], false); }});
+}
+
+// Round trips of ≥ 1 MiB one way take another path on CUDA (chunked, pipelined staging:
+// cuda_round_trip.cpp): sizes just past the threshold and off every chunk boundary, inputs
+// large with a small output and the reverse, stay right and steady.
+CONTRACT_CASE("steady state: large round trips (>= 1 MiB one way, off chunk boundaries) stay right and steady",
+              "[steady]", every_backend) {
+  vgpu::Device device = open_device(backend);
+  const vgpu::DeviceInfo& info = device.info();
+  for (const std::uint32_t n : {262145u, 1000003u})
+    check_steady(device,
+                 {vgpu::ops::add(info, n),
+                  {random_floats(n, n + 1), random_floats(n, n + 2), std::vector<float>(n)},
+                  2,
+                  2,
+                  [](const HostTensors& a) { return binary_reference(a[0], a[1], false); }},
+                 5);
+  check_steady(device, matmul(info, 1000, 17, 1025, 31), 5);                          // 4 MB out, 68 KB in
+  check_steady(device, reduce_sum(info, 1000003, 7), 5);                              // 4 MB in, 4 bytes out
 }
 
 }  // namespace vgpu_test::contract
