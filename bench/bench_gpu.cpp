@@ -98,7 +98,8 @@ struct DeviceResult {
     std::string name;
     std::uint32_t n;
     double gflops;
-    bool chosen;  // the tuner's pick at n³ on this device
+    bool chosen;  // the plan's pick at n³ on this device (measured, VGPU_TUNE)
+    bool rule;    // the tuner's rule's pick
   };
   std::vector<GlslTiling> glsl_tilings;  // Vulkan / OpenGL: every GLSL matmul variant
 };
@@ -232,7 +233,15 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
   // Vulkan / OpenGL: every GLSL matmul variant, each forced as VGPU_MATMUL_TILING would.
   if (info.backend == vgpu::BackendKind::vulkan || info.backend == vgpu::BackendKind::opengl) {
     for (std::uint32_t n : glsl_tiling_sizes(info, o.quick)) {
-      const std::string chosen = vgpu::kernels::glsl_matmul_choice(n, n, n, info).name();
+      const std::string rule = vgpu::kernels::glsl_matmul_choice(n, n, n, info).name();
+      // The plan's own choice: measured once per device and size class (VGPU_TUNE=measure), so
+      // the table shows whether the measurement beat the rule.
+      const vgpu::KernelPlan planned = vgpu::ops::matmul(info, n, n, n);
+      std::string chosen = rule;
+      for (const auto& t : vgpu::kernels::glsl_matmul_tilings())
+        if (t.tuning().options.defines == planned.options.defines &&
+            t.tuning().options.workgroup_size == planned.options.workgroup_size)
+          chosen = t.name();
       for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
         if (!t.fits(info)) continue;  // too much shared memory here: its cells print "-"
         vgpu::DeviceInfo forced = info;
@@ -240,7 +249,7 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
         double e = 0;
         const double gf = matmul_gflops(dev, vgpu::ops::matmul(forced, n, n, n), n, n >= 2048 ? 3 : 5, &e);
         r.err = std::max(r.err, e);
-        r.glsl_tilings.push_back({t.name(), n, gf, t.name() == chosen});
+        r.glsl_tilings.push_back({t.name(), n, gf, t.name() == chosen, t.name() == rule});
       }
     }
   }
@@ -333,7 +342,7 @@ int main(int argc, char** argv) {
     for (const auto& [name, gf] : r.tilings) doc["devices"].back()["cuda_tilings_gflops"][name] = gf;
     for (const auto& g : r.glsl_tilings)
       doc["devices"].back()["glsl_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
-          {"gflops", g.gflops}, {"chosen", g.chosen}, {"cublas_gflops", cublas_at(g.n)}};
+          {"gflops", g.gflops}, {"chosen", g.chosen}, {"rule", g.rule}, {"cublas_gflops", cublas_at(g.n)}};
   }
   std::cout << "\nmatmul checked at 16 entries against fp64 (max rel err ";
   double worst = 0;
@@ -353,7 +362,7 @@ int main(int argc, char** argv) {
     std::vector<std::uint32_t> sizes;
     for (const auto& g : r.glsl_tilings)
       if (std::find(sizes.begin(), sizes.end(), g.n) == sizes.end()) sizes.push_back(g.n);
-    std::vector<std::string> head{"GLSL tiling (* tuner's pick)"};
+    std::vector<std::string> head{"GLSL tiling (* chosen, r rule)"};
     for (std::uint32_t n : sizes) {
       head.push_back("N=" + std::to_string(n) + " GF/s");
       head.push_back("vs cuBLAS");
@@ -369,7 +378,8 @@ int main(int argc, char** argv) {
           continue;
         }
         const double cub = cublas_at(n);
-        row.push_back(vb::fmt(g->gflops) + (g->chosen ? " *" : ""));
+        row.push_back(vb::fmt(g->gflops) + (g->chosen || g->rule ? " " : "") + (g->chosen ? "*" : "") +
+                      (g->rule ? "r" : ""));
         row.push_back(cub ? vb::fmt(g->gflops / cub * 100, 0) + "%" : "-");
       }
       gt.add(row);
