@@ -304,3 +304,72 @@ TEST_CASE("matmul is right under the measured variant at awkward shapes") {
     }
   }
 }
+
+namespace {
+
+// The GLSL tuner's candidates plus broken ones (a workgroup no device runs), at the given places.
+class BreakingTuner final : public vgpu::OpTuner {
+ public:
+  BreakingTuner(std::shared_ptr<const vgpu::OpTuner> real, bool break_first) : real_(std::move(real)), first_(break_first) {}
+  vgpu::OpTuning tune(const vgpu::OpShape& s, const vgpu::DeviceInfo& d) const override { return real_->tune(s, d); }
+  std::vector<vgpu::OpTuning> candidates(const vgpu::OpShape& s, const vgpu::DeviceInfo& d) const override {
+    std::vector<vgpu::OpTuning> c = real_->candidates(s, d);
+    vgpu::OpTuning broken = c[0];
+    broken.options.workgroup_size = {65536, 65536, 1};
+    broken.variant = "broken";
+    c.insert(c.begin() + 1, broken);
+    if (first_) {
+      c[0].options.workgroup_size = {65536, 65536, 1};
+      c[0].variant = "broken-rule";
+      c.resize(2);
+    }
+    return c;
+  }
+
+ private:
+  std::shared_ptr<const vgpu::OpTuner> real_;
+  bool first_;
+};
+
+}  // namespace
+
+TEST_CASE("a variant that fails while measuring is skipped and never chosen") {
+  const auto ids = software_gpus();
+  if (ids.empty()) {
+    WARN("skipped: no lavapipe/llvmpipe device");
+    return;
+  }
+  OptIn on;
+  TempDir dir("variant-fail-");
+  Logged l(dir.path);
+  vgpu::Device dev = l.runtime.open(ids[0]);
+  vgpu::DeviceInfo info = dev.info();
+  info.op_tuner = std::make_shared<BreakingTuner>(dev.info().op_tuner, false);
+  const vgpu::OpShape shape{"matmul", kM, kK, kN};
+  const vgpu::KernelPlan p = vgpu::ops::matmul(info, kM, kK, kN);
+  INFO(l.all());
+  const std::string chosen = variant_of(p, info, shape);
+  CHECK(!chosen.empty());
+  CHECK(chosen != "broken");
+  CHECK(l.count("variant broken of matmul 128x64x128 failed on " + ids[0] + " while measuring") == 1);
+  CHECK(dev.counters().variant_measurements == 4);  // the four that built
+  CHECK(variant_entries(dir.path).size() == 1);
+
+  // Every candidate failing: the rule's pick, a warning, nothing stored.
+  vgpu::testing::forget_variant_choices();
+  TempDir dir2("variant-fail-");
+  Logged l2(dir2.path);
+  vgpu::Device dev2 = l2.runtime.open(ids[0]);
+  vgpu::DeviceInfo info2 = dev2.info();
+  info2.op_tuner = std::make_shared<BreakingTuner>(dev2.info().op_tuner, true);
+  const vgpu::KernelPlan p2 = vgpu::ops::matmul(info2, kM, kK, kN);
+  INFO(l2.all());
+  CHECK(variant_of(p2, info2, shape) == "broken-rule");
+  CHECK(l2.count("every variant of matmul 128x64x128 failed on " + ids[0]) == 1);
+  CHECK(variant_entries(dir2.path).empty());
+  // The rest of the process keeps the rule's pick without measuring again.
+  const auto before = dev2.counters().variant_measurements;
+  vgpu::ops::matmul(info2, kM, kK, kN);
+  CHECK(dev2.counters().variant_measurements == before);
+  CHECK(l2.count("every variant") == 1);
+}
