@@ -8,6 +8,7 @@
 #include <cmath>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -372,4 +373,29 @@ TEST_CASE("a variant that fails while measuring is skipped and never chosen") {
   vgpu::ops::matmul(info2, kM, kK, kN);
   CHECK(dev2.counters().variant_measurements == before);
   CHECK(l2.count("every variant") == 1);
+}
+
+TEST_CASE("threads planning one shape at once measure it once") {
+  const auto ids = software_gpus();
+  if (ids.empty()) {
+    WARN("skipped: no lavapipe/llvmpipe device");
+    return;
+  }
+  OptIn on;
+  TempDir dir("variant-threads-");
+  Logged l(dir.path);
+  vgpu::Device dev = l.runtime.open(ids[0]);
+  const vgpu::DeviceInfo info = dev.info();
+  std::vector<std::string> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      got[i] = variant_of(vgpu::ops::matmul(info, kM, kK, kN), info, vgpu::OpShape{"matmul", kM, kK, kN});
+    });
+  for (auto& t : threads) t.join();
+  INFO(l.all());
+  for (const auto& g : got) CHECK(g == got[0]);
+  CHECK(!got[0].empty());
+  CHECK(dev.counters().variant_measurements == 4);  // one flight: four candidates, once
+  CHECK(l.count("measured 4 variants") == 1);
 }
