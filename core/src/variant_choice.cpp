@@ -21,14 +21,15 @@
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
-#include "vgpu/persistent_kernel.hpp"
+#include "vgpu/device.hpp"
+#include "vgpu/types.hpp"
 
 namespace vgpu::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kRuns = 5;                 // timed runs per candidate (after one warm-up)
+constexpr int kRuns = 7;                 // timed runs per candidate (after one warm-up): a median of 7
 constexpr double kCandidateBudget = 1.0;  // seconds of timed runs per candidate, at least one run
 constexpr double kWarmupSkip = 4.0;       // a warm-up this many times the best so far: not a contender
 
@@ -157,6 +158,39 @@ std::optional<std::string> load(cache::DiskStore& store, const DeviceInfo& devic
 }
 
 // ---- measuring ----------------------------------------------------------------------------
+// One candidate's plan made resident on the device: kernels compiled, buffers allocated and
+// filled once, every step recorded in one batch. Timed runs submit the batch and wait, so the
+// times are the kernels' alone: a PersistentKernel call would add the transfers of A, B and C,
+// which at large N dwarf (and would randomise) the differences between tilings.
+struct Resident {
+  std::vector<Kernel> kernels;
+  std::vector<Buffer> buffers;
+  Batch batch;
+};
+
+Resident make_resident(Device& device, const KernelPlan& plan, const CallData& data) {
+  Resident r;
+  for (std::size_t i = 0; i < plan.kernel_count(); ++i)
+    r.kernels.push_back(device.compile(plan.kernel_source(i), plan.kernel_options(i)));
+  std::size_t visible = 0;
+  for (const TensorSpec& t : plan.tensors) {
+    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    r.buffers.push_back(DeviceAccess::internal_buffer(device, bytes));
+    if (t.scratch) continue;
+    if (t.access != Access::write && visible < data.args.size())
+      device.write(r.buffers.back(), data.args[visible].in, bytes);
+    ++visible;
+  }
+  r.batch = device.create_batch();
+  for (const PlanStep& step : plan.steps) {
+    const Kernel& kernel = r.kernels.at(step.kernel);
+    std::vector<Binding> bindings;
+    for (const auto& [slot, tensor] : step.slot_tensor) bindings.push_back(Binding{slot, r.buffers.at(tensor)});
+    r.batch.dispatch(kernel, device.bind(kernel, bindings), step.params, step.groups);
+  }
+  return r;
+}
+
 // Times every candidate on device; returns the fastest's index, or nothing when all failed.
 std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const std::vector<OpTuning>& candidates,
                                    const CandidatePlan& plan, std::vector<Measured>& measured) {
@@ -167,12 +201,12 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::string& name = candidates[i].variant;
     try {
-      KernelPlan p = plan(candidates[i]);
-      CallData& args = data.for_plan(p);
-      PersistentKernel pk(device, std::move(p));
+      const KernelPlan p = plan(candidates[i]);
+      Resident r = make_resident(device, p, data.for_plan(p));
       core.counters().variant_measurements.fetch_add(1, std::memory_order_relaxed);
       const auto tw = Clock::now();
-      pk(args.args);  // warm-up: first-use costs (pipeline, page faults) stay out
+      device.submit(r.batch);  // warm-up: first-use costs (pipeline, page faults) stay out
+      device.synchronize();
       const double warm = seconds_since(tw);
       if (best && warm > kWarmupSkip * best_s) {
         measured.push_back({name, warm});
@@ -182,7 +216,8 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
       const auto td = Clock::now();
       while (static_cast<int>(times.size()) < kRuns) {
         const auto tr = Clock::now();
-        pk(args.args);
+        device.submit(r.batch);
+        device.synchronize();
         times.push_back(seconds_since(tr));
         if (seconds_since(td) > kCandidateBudget) break;
       }

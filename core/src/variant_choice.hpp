@@ -3,7 +3,8 @@
 // offers for one op (OpTuner::candidates(), e.g. the GLSL matmul tilings): chosen once per
 // device (id + fingerprint), op and per-dimension size class, by timing every candidate at the
 // real shape on the open device, then kept in memory and in the runtime's L2 store
-// (EntryKind::selection, key text "variant;v=1;..."), so later processes load it.
+// (EntryKind::selection, key text "variant;v=1;..."), so later processes load it. Timing runs
+// the candidates' kernels resident on the device (no transfers), a median of up to 7 runs.
 // Thread-safety: every function is safe from any thread. One thread measures a key while the
 // others asking for it wait (single flight); no lock is held while a candidate is built or
 // timed, so measuring may run inside a plan factory, a KernelDatabase build or a selection's
