@@ -273,30 +273,38 @@ void unregister_open_device(DeviceCore& core) noexcept {
   std::erase(registry(), &core);
 }
 
-std::string variant_key_text(const DeviceInfo& device, const OpShape& shape) {
+std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates) {
+  // The candidate set is part of the key: shapes of one class may be offered different sets
+  // (a grid filter, another rule's pick), and a backend that changes its set measures again,
+  // so a sound entry always names one of the candidates it is read for.
+  std::vector<std::string> names;
+  for (const OpTuning& c : candidates) names.push_back(c.variant);
+  std::sort(names.begin(), names.end());
+  std::string set;
+  for (const std::string& n : names) set += (set.empty() ? "" : "|") + n;
   return "variant;v=1;op=" + std::string(shape.op) + ";class=" + std::to_string(log2_class(shape.m)) + "x" +
-         std::to_string(log2_class(shape.k)) + "x" + std::to_string(log2_class(shape.n)) +
+         std::to_string(log2_class(shape.k)) + "x" + std::to_string(log2_class(shape.n)) + ";candidates=" + set +
          ";devices=" + device.id() + "=" + device.fingerprint.hex() + ",";
 }
 
 std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates,
                            const CandidatePlan& plan) {
   if (candidates.size() < 2) return 0;
+  const std::shared_ptr<DeviceCore> core = find_open(device);
+  if (!core || core->tune_mode() == "rules") return 0;
   for (std::size_t i = 0; i < candidates.size(); ++i)
     if (candidates[i].variant.empty() || index_of(candidates, candidates[i].variant) != i)
       fail(ErrorCategory::internal,
            "the " + std::string(to_string(device.backend)) + " backend offered " + std::string(shape.op) +
                " candidates without distinct variant names.",
            "report this with the output of vgpu-probe; VGPU_TUNE=rules avoids measuring meanwhile.");
-  const std::shared_ptr<DeviceCore> core = find_open(device);
-  if (!core || core->tune_mode() == "rules") return 0;
-  const std::string key_text = variant_key_text(device, shape);
+  const std::string key_text = variant_key_text(device, shape, candidates);
   Table& t = table();
   std::unique_lock lock(t.mutex);
   for (;;) {
     if (auto it = t.chosen.find(key_text); it != t.chosen.end()) {
       if (auto i = index_of(candidates, it->second)) return *i;
-      t.chosen.erase(it);  // today's candidates lack it (another registration): find out again
+      t.chosen.erase(it);  // cannot happen (the key names the set); find out again
     }
     if (auto f = t.flights.find(key_text); f != t.flights.end()) {
       const std::shared_ptr<Flight> flight = f->second;

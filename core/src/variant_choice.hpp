@@ -41,9 +41,10 @@ using CandidatePlan = std::function<KernelPlan(const OpTuning&)>;
 std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates,
                            const CandidatePlan& plan);
 
-/// The key text a choice is stored under: "variant;v=1;op=<op>;class=<cm>x<ck>x<cn>;devices=<id>=<fingerprint hex>,"
+/// The key text a choice is stored under:
+/// "variant;v=1;op=<op>;class=<cm>x<ck>x<cn>;candidates=<names sorted, |-joined>;devices=<id>=<fingerprint hex>,"
 /// where each class is ceil(log2) of m, k, n (the tile choice depends on the grid, not only the work).
-std::string variant_key_text(const DeviceInfo& device, const OpShape& shape);
+std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates);
 
 /// FOR TESTS (testing::forget_variant_choices): empties the in-memory table, so the next plan
 /// reads the disk store (or measures) as a new process would.
