@@ -43,13 +43,15 @@ std::string first_line(const char* what) {
 // ---- open devices -------------------------------------------------------------------------
 // Raw pointers: a core unregisters in its destructor under this mutex, so one found here is
 // alive while the mutex is held, and weak_from_this().lock() fails once its last handle died.
+// Never destroyed: devices of a runtime that outlives static destruction (a kept or global one)
+// unregister during exit, after function-local statics made later would be gone.
 std::mutex& registry_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 std::vector<DeviceCore*>& registry() {
-  static std::vector<DeviceCore*> r;
-  return r;
+  static auto* r = new std::vector<DeviceCore*>;
+  return *r;
 }
 
 // The most recently opened live core for device (a fresh Runtime's, when several runtimes
@@ -77,8 +79,8 @@ struct Table {
   std::map<std::string, std::shared_ptr<Flight>> flights;
 };
 Table& table() {
-  static Table t;
-  return t;
+  static auto* t = new Table;  // never destroyed, as the registry (a plan may come during exit)
+  return *t;
 }
 
 std::uint32_t log2_class(std::uint64_t v) { return static_cast<std::uint32_t>(std::bit_width(v - 1)); }
