@@ -3,9 +3,9 @@
 // side by side in one run: matmul GFLOP/s vs cuBLAS SGEMM, steady N=16 round trip (one
 // round_trip call vs separate calls), persistent vs recompile-each-call, batched per-dispatch
 // cost, kernel creation cold vs L2 vs L1, a built-in in a fresh runtime (L3), and on CUDA every
-// CUDA matmul tiling (backends/cuda/cuda_op_tuner.cpp) at 1024/2048/4096 (1024 with --quick), the
-// rule's pick and the measured choice's candidates marked; on Vulkan and OpenGL every GLSL matmul
-// tiling at 1024/2048/4096 (256/512 with --quick or on a software device), the tuner's choice marked.
+// CUDA matmul tiling (backends/cuda/cuda_op_tuner.cpp) at 1024/2048/4096 (1024 with --quick), and
+// on Vulkan and OpenGL every GLSL matmul tiling at 1024/2048/4096 (256/512 with --quick or on a
+// software device); each table marks the plan's (measured) choice, the rule's pick and the candidates.
 // Devices: every non-CPU device, or those of VGPU_BENCH_BACKENDS (comma list, cpu allowed).
 // --profile vgpu|cublas[:N] (for tools/gpu-run.sh remote ncu): only one N×N×N product (4096 by
 // default) — vgpu's CUDA matmul as the tuner (or VGPU_MATMUL_TILING) picks it, or cuBLAS SGEMM —
@@ -93,8 +93,9 @@ struct DeviceResult {
     std::string name;
     std::uint32_t n;
     double gflops;
-    bool chosen;  // the tuner's pick at n³ on this device
-    bool candidate = false;  // CUDA: offered to the measured choice (OpTuner::candidates) at n³
+    bool chosen;             // the plan's pick at n³ on this device (measured once, VGPU_TUNE=measure)
+    bool rule;               // the tuner's rule's pick (OpTuner::tune)
+    bool candidate = false;  // offered to the measured choice (OpTuner::candidates) at n³
   };
   std::vector<GlslTiling> glsl_tilings;  // Vulkan / OpenGL: every GLSL matmul variant
   std::vector<GlslTiling> cuda_tilings;  // CUDA: every CUDA matmul tiling
@@ -220,20 +221,25 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
   if (info.backend == vgpu::BackendKind::cuda) {
     for (std::uint32_t n : o.quick ? std::vector<std::uint32_t>{1024} : std::vector<std::uint32_t>{1024, 2048, 4096}) {
       const vgpu::OpShape shape{"matmul", n, n, n};
-      const std::string chosen = info.op_tuner->tune(shape, info).variant;
+      const std::string rule = info.op_tuner->tune(shape, info).variant;
       std::vector<std::string> offered;
       for (const vgpu::OpTuning& c : info.op_tuner->candidates(shape, info)) offered.push_back(c.variant);
+      // The plan's own choice: measured once per device and size class (VGPU_TUNE=measure).
+      const vgpu::KernelPlan planned = vgpu::ops::matmul(info, n, n, n);
       for (const auto& t : vgpu::cuda::cuda_matmul_tilings()) {
         vgpu::DeviceInfo forced = info;
         forced.op_tuner = vgpu::cuda::cuda_op_tuner(t.name());
+        const vgpu::KernelPlan plan = vgpu::ops::matmul(forced, n, n, n);
         double e = 0;
-        double gf = matmul_gflops(dev, vgpu::ops::matmul(forced, n, n, n), n, n >= 2048 ? 5 : 10, &e);
+        double gf = matmul_gflops(dev, plan, n, n >= 2048 ? 5 : 10, &e);
         r.err = std::max(r.err, e);
         if (!(e < 1e-4)) {  // a wrong kernel posts no number (fp32 rounding stays near 1e-7)
           std::cout << "WRONG: CUDA tiling " << t.name() << " at N=" << n << " (max rel err " << vb::fmt_sci(e) << ")\n";
           gf = 0;
         }
-        r.cuda_tilings.push_back({t.name(), n, gf, t.name() == chosen,
+        const bool chosen = plan.options.defines == planned.options.defines &&
+                            plan.options.workgroup_size == planned.options.workgroup_size;
+        r.cuda_tilings.push_back({t.name(), n, gf, chosen, t.name() == rule,
                                   std::find(offered.begin(), offered.end(), t.name()) != offered.end()});
       }
     }
@@ -242,7 +248,18 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
   // Vulkan / OpenGL: every GLSL matmul variant, each forced as VGPU_MATMUL_TILING would.
   if (info.backend == vgpu::BackendKind::vulkan || info.backend == vgpu::BackendKind::opengl) {
     for (std::uint32_t n : glsl_tiling_sizes(info, o.quick)) {
-      const std::string chosen = vgpu::kernels::glsl_matmul_choice(n, n, n, info).name();
+      const vgpu::OpShape shape{"matmul", n, n, n};
+      const std::string rule = vgpu::kernels::glsl_matmul_choice(n, n, n, info).name();
+      std::vector<std::string> offered;
+      for (const vgpu::OpTuning& c : info.op_tuner->candidates(shape, info)) offered.push_back(c.variant);
+      // The plan's own choice: measured once per device and size class (VGPU_TUNE=measure), so
+      // the table shows whether the measurement beat the rule.
+      const vgpu::KernelPlan planned = vgpu::ops::matmul(info, n, n, n);
+      std::string chosen = rule;
+      for (const auto& t : vgpu::kernels::glsl_matmul_tilings())
+        if (t.tuning().options.defines == planned.options.defines &&
+            t.tuning().options.workgroup_size == planned.options.workgroup_size)
+          chosen = t.name();
       for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
         if (!t.fits(info)) continue;  // too much shared memory here: its cells print "-"
         vgpu::DeviceInfo forced = info;
@@ -250,7 +267,8 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
         double e = 0;
         const double gf = matmul_gflops(dev, vgpu::ops::matmul(forced, n, n, n), n, n >= 2048 ? 3 : 5, &e);
         r.err = std::max(r.err, e);
-        r.glsl_tilings.push_back({t.name(), n, gf, t.name() == chosen});
+        r.glsl_tilings.push_back({t.name(), n, gf, t.name() == chosen, t.name() == rule,
+                                  std::find(offered.begin(), offered.end(), t.name()) != offered.end()});
       }
     }
   }
@@ -394,10 +412,10 @@ int main(int argc, char** argv) {
                               {"steady_n16_separate", r.separate16.to_json()}});
     for (const auto& g : r.cuda_tilings)
       doc["devices"].back()["cuda_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
-          {"gflops", g.gflops}, {"chosen", g.chosen}, {"candidate", g.candidate}, {"cublas_gflops", cublas_at(g.n)}};
+          {"gflops", g.gflops}, {"chosen", g.chosen}, {"rule", g.rule}, {"candidate", g.candidate}, {"cublas_gflops", cublas_at(g.n)}};
     for (const auto& g : r.glsl_tilings)
       doc["devices"].back()["glsl_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
-          {"gflops", g.gflops}, {"chosen", g.chosen}, {"cublas_gflops", cublas_at(g.n)}};
+          {"gflops", g.gflops}, {"chosen", g.chosen}, {"rule", g.rule}, {"candidate", g.candidate}, {"cublas_gflops", cublas_at(g.n)}};
   }
   std::cout << "\nmatmul checked at 16 entries against fp64 (max rel err ";
   double worst = 0;
@@ -428,7 +446,8 @@ int main(int argc, char** argv) {
           continue;
         }
         const double cub = cublas_at(n);
-        row.push_back(vb::fmt(g->gflops) + (g->chosen ? " *" : "") + (g->candidate && !g->chosen ? " +" : ""));
+        row.push_back(vb::fmt(g->gflops) + (g->chosen || g->rule || g->candidate ? " " : "") + (g->chosen ? "*" : "") +
+                      (g->rule ? "r" : "") + (g->candidate && !g->chosen && !g->rule ? "+" : ""));
         row.push_back(cub ? vb::fmt(g->gflops / cub * 100, 0) + "%" : "-");
       }
       gt.add(row);
@@ -446,14 +465,15 @@ int main(int argc, char** argv) {
     }
     std::cout << "\n";
   };
+  constexpr const char* kMarks = "* plan's choice, r rule's pick, + other candidate";
   std::vector<std::string> glsl_names;  // every variant, so one the device cannot hold prints "-"
   for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) glsl_names.push_back(t.name());
-  for (const auto& r : results) print_tilings(r, r.glsl_tilings, glsl_names, "GLSL", "* tuner's pick");
+  for (const auto& r : results) print_tilings(r, r.glsl_tilings, glsl_names, "GLSL", kMarks);
 #if VGPU_BENCH_CUDA_TILINGS
   std::vector<std::string> cuda_names;
   for (const auto& t : vgpu::cuda::cuda_matmul_tilings()) cuda_names.push_back(t.name());
   for (const auto& r : results)
-    print_tilings(r, r.cuda_tilings, cuda_names, "CUDA", "* rule's pick, + other candidates of the measured choice");
+    print_tilings(r, r.cuda_tilings, cuda_names, "CUDA", kMarks);
 #endif
   return vb::finish(doc, o) ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <string>
 
 #include "vgpu/error.hpp"
@@ -43,6 +44,15 @@ constexpr GlslMatmulTiling kT128x128{tiled(128, 128, 8, 8, 8)}, kT128x128k16{til
 // Keep in step with VGPU_GLSL_PRECOMPILED (cmake/VgpuGlsl.cmake): every entry must be in L3.
 constexpr GlslMatmulTiling kTilings[] = {kNaive, kT32x32, kT64x64, kT128x64, kT128x128, kT128x128k16};
 
+// testing::tune_software_devices: software devices offer matmul candidates too.
+std::atomic<bool> g_software_candidates{false};
+
+// Below this much work (m·n·k) the tiling matters too little to be worth measuring: the rule stands.
+constexpr std::uint64_t kMeasureWork = 256ull * 256 * 256;
+constexpr std::size_t kMaxCandidates = 4;
+
+std::uint64_t tiling_units(const DeviceInfo& device);
+
 class GpuBuiltinTuner final : public OpTuner {
  public:
   explicit GpuBuiltinTuner(std::string forced) : forced_(std::move(forced)) {}
@@ -63,6 +73,31 @@ class GpuBuiltinTuner final : public OpTuner {
     return t;
   }
 
+  // The same GLSL through two compilers (Vulkan, OpenGL on the H200) wants different tiles, so
+  // on GPUs the tiled variants that fit and give a grid of a useful size are offered for
+  // measuring. One candidate where the rule is certain: forced, split-K, naive, little work,
+  // or a software device (whose rules were measured; tests opt in).
+  std::vector<OpTuning> candidates(const OpShape& shape, const DeviceInfo& device) const override {
+    OpTuning first = tune(shape, device);
+    if (shape.op != "matmul" || !forced_.empty() || first.split_k > 1) return {first};
+    const GlslMatmulTiling rule = glsl_matmul_choice(shape.m, shape.k, shape.n, device);
+    if (rule.naive) return {first};
+    const bool software = device.type == DeviceType::software || device.type == DeviceType::cpu;
+    const bool opted_in = g_software_candidates.load(std::memory_order_relaxed);
+    if (software && !opted_in) return {first};
+    if (!opted_in && shape.m * shape.k * shape.n < kMeasureWork) return {first};
+    std::vector<OpTuning> out{first};
+    const std::uint64_t units = software ? 1 : tiling_units(device);
+    for (const GlslMatmulTiling& c : {kT128x128, kT128x128k16, kT128x64, kT64x64, kT32x32}) {
+      if (out.size() >= kMaxCandidates) break;
+      if (c == rule || !c.fits(device)) continue;
+      // A grid under a quarter of the compute units leaves most of the GPU idle: not worth a run.
+      if (ceil_div(shape.m, c.bm) * ceil_div(shape.n, c.bn) * 4 < units) continue;
+      out.push_back(c.tuning());
+    }
+    return out;
+  }
+
  private:
   std::string forced_;
 };
@@ -77,6 +112,7 @@ std::string GlslMatmulTiling::name() const {
 
 OpTuning GlslMatmulTiling::tuning() const {
   OpTuning t;
+  t.variant = name();
   t.per_group_x = bn;
   t.per_group_y = bm;
   if (naive) {
@@ -122,11 +158,15 @@ GlslMatmulTiling glsl_matmul_tiling(std::string_view name) {
 // taken to have 128 and an integrated one 32, not 1: with 1 the rules pick the biggest tile even
 // where its grid leaves most of a large GPU idle (H200 at N=1024: 39% of cuBLAS against 68% for
 // 64×64). Erring high costs less: a tile one size too small was at most ~15% slower there.
-static std::uint64_t tiling_units(const DeviceInfo& device) {
+namespace {
+std::uint64_t tiling_units(const DeviceInfo& device) {
   if (device.compute_units > 0) return device.compute_units;
   if (device.type == DeviceType::discrete_gpu) return 128;
   return device.type == DeviceType::integrated_gpu ? 32 : 1;
 }
+}  // namespace
+
+void set_software_candidates(bool on) noexcept { g_software_candidates.store(on, std::memory_order_relaxed); }
 
 std::uint32_t glsl_matmul_split_k(std::uint64_t m, std::uint64_t k, std::uint64_t n, const DeviceInfo& device) {
   // K ≫ M, N: a 64×64-tiled grid this small leaves compute units idle while each workgroup walks

@@ -241,6 +241,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_CUDA_ZERO_COPY", "0: small CUDA round trips copy with memcpys, not the copy kernel (default 1)"},
       {"VGPU_GL_SPIRV", "0: OpenGL runs complete shaders and SPIR-V as GLSL cross-compiled by SPIRV-Cross, never through GL_ARB_gl_spirv (default 1)"},
       {"VGPU_MATMUL_TILING", "force the matmul variant: Vulkan/OpenGL naive or BMxBNxBKxTMxTN, CUDA BMxBNxBKxTMxTN[wWMxWN], e.g. 128x128x8x8x8 (default: chosen per shape and device)"},
+      {"VGPU_TUNE", "measure (default): time the variants a backend offers for an op (matmul tilings) once per device and size class and keep the fastest in the cache; rules: never measure, the backend's rule picks"},
       {"VGPU_VULKAN_VALIDATION", "1: Vulkan runs with VK_LAYER_KHRONOS_validation, each message logged as an error (default 0)"},
       {"VGPU_CACHE_DIR", "the on-disk kernel cache directory (default $XDG_CACHE_HOME/vgpu or ~/.cache/vgpu)"},
       {"VGPU_CACHE_DISABLE", "1: no on-disk cache, compiled kernels stay in memory (default 0)"},
@@ -272,6 +273,11 @@ Config read_env(Warnings& w) {
   // Checked against the known tilings by the GLSL tuner (core/kernels/gpu_tuning.cpp), which
   // owns that list; a bad name fails each matmul plan with the list in its Fix.
   if (const auto v = env("VGPU_MATMUL_TILING")) c.matmul_tiling = lower(trim(*v));
+  if (const auto v = env("VGPU_TUNE")) {
+    const std::string t = lower(trim(*v));
+    if (t == "measure" || t == "rules") c.tune = t;
+    else c.tune_error = "VGPU_TUNE='" + *v + "' is not a tuning mode.";
+  }
   c.cache_dir = default_cache_dir();
   c.cache_enabled = !read_bool(w, "VGPU_CACHE_DISABLE", false);
   read_numbers(c, w);

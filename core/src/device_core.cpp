@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reflected_bindings.hpp"
+#include "variant_choice.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -192,15 +193,21 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
   }
 }
 
-DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, Reopen reopen)
+DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, Reopen reopen,
+                       std::shared_ptr<cache::DiskStore> store)
     : identity_(std::make_shared<DeviceIdentity>(DeviceIdentity{impl->info()})),
       counters_(std::make_shared<Counters>()),
+      // The process-wide store is never destroyed: shared, never deleted.
+      store_(store ? std::move(store)
+                   : std::shared_ptr<cache::DiskStore>(&cache::DiskStore::global(), [](cache::DiskStore*) {})),
+      tune_(config.tune),
       reopen_(std::move(reopen)),
       timeout_ms_(config.timeout.count()),
       host_(make_device_host(std::move(impl), counters_)),
       current_impl_(&host_->impl()),
       l1_(config.l1_capacity) {
   host_->impl().set_timeout(config.timeout);  // also for a backend made without the runtime's settings
+  register_open_device(*this);  // ops plans reach the device to measure variants (variant_choice.hpp)
 }
 
 template <class State>
@@ -213,7 +220,7 @@ void DeviceCore::enlist(std::vector<std::weak_ptr<State>>& list, const std::shar
 }
 
 // The L1 cache's kernels are retired to the host, which outlives this core while handles live.
-DeviceCore::~DeviceCore() = default;
+DeviceCore::~DeviceCore() { unregister_open_device(*this); }
 
 namespace {
 

@@ -18,6 +18,7 @@
 #include "device_host.hpp"
 #include "lost_contents.hpp"
 #include "vgpu/backend/device_impl.hpp"
+#include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/memory_cache.hpp"
 #include "vgpu/config.hpp"
@@ -129,9 +130,11 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// How soon after a recovery a further loss counts as a relapse (KernelDatabase demotes).
   static constexpr std::chrono::seconds kRelapseWindow{30};
 
-  /// Wraps an opened backend device, with its runtime's L1 capacity and time limit; reopen
-  /// (may be empty: the device cannot recover) opens it again after a loss.
-  DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, Reopen reopen = {});
+  /// Wraps an opened backend device, with its runtime's L1 capacity, time limit and L2 store
+  /// (null: cache::DiskStore::global()); reopen (may be empty: the device cannot recover) opens
+  /// it again after a loss.
+  DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, Reopen reopen = {},
+             std::shared_ptr<cache::DiskStore> store = nullptr);
   ~DeviceCore();
 
   /// Returns a public handle to this device.
@@ -140,6 +143,10 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   const DeviceInfo& info() const noexcept { return identity_->info; }
   /// Returns the live counters (they continue across recoveries).
   Counters& counters() noexcept { return *counters_; }
+  /// Returns the opening runtime's L2 store (where measured variant choices persist too).
+  cache::DiskStore& l2_store() const noexcept { return *store_; }
+  /// Returns the opening runtime's VGPU_TUNE: "measure" or "rules".
+  const std::string& tune_mode() const noexcept { return tune_; }
 
   /// Allocates a buffer; internal marks one vgpu owns and rewrites on every use (PersistentKernel's,
   /// QueuePipeline's), whose contents a recovery never reports lost.
@@ -231,6 +238,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
 
   std::shared_ptr<const DeviceIdentity> identity_;
   std::shared_ptr<Counters> counters_;
+  std::shared_ptr<cache::DiskStore> store_;  // the runtime's (kept: the runtime may go first)
+  std::string tune_;
   Reopen reopen_;
   std::atomic<std::int64_t> timeout_ms_{0};
   mutable std::shared_mutex recovery_mutex_;  // shared: a call or compile; exclusive: recovery

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "variant_choice.hpp"
 #include "vgpu/kernels/cuda_source.hpp"
 #include "vgpu/kernels/glsl_source.hpp"
 #include "vgpu/kernels/kernel_abi.hpp"
@@ -62,19 +63,29 @@ BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name
                      }};
 }
 
-// The device's backend's tuning of op at shape (defines, workgroup size, work per group).
-OpTuning tune(const DeviceInfo& dev, OpShape shape) {
+// Throws not_supported when dev's backend tunes no built-in ops.
+void require_tuner(const DeviceInfo& dev, const OpShape& shape) {
   if (!dev.op_tuner)
     fail(ErrorCategory::not_supported,
          "built-in op '" + std::string(shape.op) + "' has no implementation for " + dev.id() + " (its backend, " +
              std::string(to_string(dev.backend)) + ", tunes no built-in ops).",
          "run it on another device (VGPU_BACKEND=vulkan,opengl,cpu), or give the backend an OpTuner.");
-  OpTuning t = dev.op_tuner->tune(shape, dev);
+}
+
+// Throws internal when a backend's tuning covers no work per group.
+void check_tuning(const DeviceInfo& dev, std::string_view op, const OpTuning& t) {
   if (t.per_group_x == 0 || t.per_group_y == 0)
     fail(ErrorCategory::internal,
-         "the " + std::string(to_string(dev.backend)) + " backend tuned '" + std::string(shape.op) +
+         "the " + std::string(to_string(dev.backend)) + " backend tuned '" + std::string(op) +
              "' with a workgroup that covers no work.",
          "report this with the output of vgpu-probe.");
+}
+
+// The device's backend's tuning of op at shape (defines, workgroup size, work per group).
+OpTuning tune(const DeviceInfo& dev, OpShape shape) {
+  require_tuner(dev, shape);
+  OpTuning t = dev.op_tuner->tune(shape, dev);
+  check_tuning(dev, shape.op, t);
   return t;
 }
 
@@ -124,11 +135,11 @@ KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64,
 
 std::vector<std::string> names() { return {"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows"}; }
 
-KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  require_positive("matmul", "M", m);
-  require_positive("matmul", "K", k);
-  require_positive("matmul", "N", n);
-  OpTuning t = tune(dev, OpShape{"matmul", m, k, n});
+namespace {
+
+// matmul's plan with tuning t (sizes already checked).
+KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n, OpTuning t) {
+  check_tuning(dev, "matmul", t);
   KernelPlan p;
   p.source = builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
   p.options = std::move(t.options);
@@ -193,6 +204,28 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
   }
   p.steps.push_back(step);
   return p;
+}
+
+}  // namespace
+
+KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
+  require_positive("matmul", "M", m);
+  require_positive("matmul", "K", k);
+  require_positive("matmul", "N", n);
+  const OpShape shape{"matmul", m, k, n};
+  require_tuner(dev, shape);
+  // Where the backend offers several variants, the measured choice (variant_choice.hpp) picks
+  // one: timed once per device and size class, then read from memory or the disk store.
+  std::vector<OpTuning> candidates = dev.op_tuner->candidates(shape, dev);
+  if (candidates.empty())
+    fail(ErrorCategory::internal,
+         "the " + std::string(to_string(dev.backend)) + " backend offered no matmul variant for " + dev.id() + ".",
+         "report this with the output of vgpu-probe.");
+  std::size_t pick = 0;
+  if (candidates.size() > 1)
+    pick = detail::choose_variant(dev, shape, candidates,
+                                  [&](const OpTuning& t) { return matmul_plan(dev, m, k, n, t); });
+  return matmul_plan(dev, m, k, n, std::move(candidates[pick]));
 }
 
 KernelPlan axpy(const DeviceInfo& dev, std::uint64_t n) { return elementwise("axpy", dev, n, true); }

@@ -38,6 +38,14 @@ std::string lower(std::string s) {
   return s;
 }
 
+// VGPU_TUNE has no RuntimeOptions override, so a bad value fails every runtime made.
+void check_tune(const Config& c) {
+  if (!c.tune_error.empty())
+    fail(ErrorCategory::invalid_argument, c.tune_error,
+         "set VGPU_TUNE to measure (time the variants once per device, the default) or rules (never measure), "
+         "or unset it.");
+}
+
 }  // namespace
 
 RuntimeOptions RuntimeOptions::from_env() {
@@ -48,6 +56,7 @@ RuntimeOptions RuntimeOptions::from_env() {
   if (!c.device_error.empty())
     fail(ErrorCategory::invalid_argument, c.device_error,
          "set VGPU_DEVICE to backend:index, e.g. vulkan:0 or cpu:0 (vgpu-probe lists the ids), or unset it.");
+  check_tune(c);
   RuntimeOptions o;
   o.allowed = c.backends;
   o.forced_device = c.device;
@@ -55,6 +64,7 @@ RuntimeOptions RuntimeOptions::from_env() {
 }
 
 Config RuntimeOptions::resolve(const Config& env) const {
+  check_tune(env);
   Config c = env;
   c.backends = allowed;
   c.backends_error.clear();
@@ -255,7 +265,8 @@ Device Runtime::open(const std::string& id) {
   std::shared_ptr<ComputeBackend> backend = state_->backend_shared_locked(match->backend);
   const std::uint32_t index = match->index;
   auto core = std::make_shared<detail::DeviceCore>(backend->open(index), state_->settings->config,
-                                                   [backend, index] { return backend->open(index); });
+                                                   [backend, index] { return backend->open(index); },
+                                                   state_->settings->store);
   state_->open[match->id()] = core;
   return core->handle();
 }

@@ -58,4 +58,22 @@ void store_selection(cache::DiskStore& store, const std::string& key_text, const
               {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us);
 }
 
+std::optional<std::string> load_selection_text(cache::DiskStore& store, const std::string& key_text) {
+  if (!store.enabled()) return std::nullopt;
+  auto blob = store.load(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text));
+  if (!blob) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(blob->data()), blob->size());
+}
+
+void store_selection_text(cache::DiskStore& store, const std::string& key_text, const std::string& text,
+                          std::uint64_t cost_us) {
+  if (!store.enabled()) return;
+  store.store(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text),
+              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us);
+}
+
+void reject_selection(cache::DiskStore& store, const std::string& key_text) {
+  store.reject(cache::EntryKind::selection, key_of(key_text), "invalid");
+}
+
 }  // namespace vgpu::detail

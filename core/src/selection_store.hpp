@@ -24,4 +24,15 @@ void drop_selection(cache::DiskStore& store, const std::string& key_text, const 
 /// Stores selection under key_text (a no-op when the store is disabled, e.g. VGPU_CACHE_DISABLE=1).
 void store_selection(cache::DiskStore& store, const std::string& key_text, const Selection& selection);
 
+/// Returns the raw payload stored under key_text as a selection entry (other JSON records
+/// that share the selection kind and its key scheme, e.g. variant choices), or nothing.
+std::optional<std::string> load_selection_text(cache::DiskStore& store, const std::string& key_text);
+
+/// Stores text under key_text as a selection entry (a no-op when the store is disabled).
+void store_selection_text(cache::DiskStore& store, const std::string& key_text, const std::string& text,
+                          std::uint64_t cost_us);
+
+/// Deletes the selection entry under key_text, counted as rejected "invalid" (no log: the caller warns).
+void reject_selection(cache::DiskStore& store, const std::string& key_text);
+
 }  // namespace vgpu::detail

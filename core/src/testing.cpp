@@ -3,6 +3,8 @@
 #include "vgpu/testing.hpp"
 
 #include "device_core.hpp"
+#include "variant_choice.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu::testing {
 
@@ -13,5 +15,9 @@ void force_device_lost(const Device& device, LossPoint when) {
   else
     core.inject_loss();
 }
+
+void tune_software_devices(bool on) { kernels::set_software_candidates(on); }
+
+void forget_variant_choices() { detail::forget_variant_choices(); }
 
 }  // namespace vgpu::testing

@@ -72,6 +72,8 @@ inline pybind11::dict counters_dict(const CounterSnapshot& c) {
   d["pipeline_builds"] = c.pipeline_builds;
   d["device_losses"] = c.device_losses;
   d["recoveries"] = c.recoveries;
+  d["variant_measurements"] = c.variant_measurements;
+  d["variant_loads"] = c.variant_loads;
   return d;
 }
 

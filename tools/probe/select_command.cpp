@@ -7,10 +7,15 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "report.hpp"
+#include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/ops.hpp"
 #include "vgpu/runtime.hpp"
 #include "vgpu/selection.hpp"
 
@@ -59,13 +64,59 @@ nlohmann::ordered_json to_json(const Selection& s) {
   return j;
 }
 
+/// The variant (matmul tiling) the selected device runs, the candidates its backend offered,
+/// and where the choice came from.
+struct VariantShown {
+  std::string chosen;
+  std::vector<std::string> candidates;
+  std::string source;  // "measured now", "loaded from the cache", "this process's" or "rule"
+};
+
+/// Plans matmul on the selected device (which measures or loads the variant choice, as a call
+/// would) and names the variant it runs; nothing for other ops or an unnamed variant.
+std::optional<VariantShown> show_variant(const Selection& s) {
+  if (s.op != "matmul" || s.shape.size() != 3) return std::nullopt;
+  Device dev = Runtime::global().open(s.device);
+  const DeviceInfo& info = dev.info();
+  if (!info.op_tuner) return std::nullopt;
+  const OpShape shape{"matmul", s.shape[0], s.shape[1], s.shape[2]};
+  const std::vector<OpTuning> cands = info.op_tuner->candidates(shape, info);
+  const CounterSnapshot before = dev.counters();
+  const KernelPlan plan = ops::matmul(info, static_cast<std::uint32_t>(s.shape[0]),
+                                      static_cast<std::uint32_t>(s.shape[1]), static_cast<std::uint32_t>(s.shape[2]));
+  const CounterSnapshot delta = dev.counters() - before;
+  VariantShown v;
+  for (const OpTuning& c : cands) {
+    v.candidates.push_back(c.variant);
+    if (c.options.defines == plan.options.defines && c.options.workgroup_size == plan.options.workgroup_size)
+      v.chosen = c.variant;
+  }
+  if (v.chosen.empty()) return std::nullopt;
+  v.source = cands.size() < 2              ? "rule"
+             : delta.variant_measurements ? "measured now"
+             : delta.variant_loads        ? "loaded from the cache"
+             : v.chosen == cands[0].variant ? "rule or this process's choice"
+                                            : "this process's choice";
+  return v;
+}
+
 int run_select(const SelectOptions& o) {
   const Shape shape = parse_size(o.op, o.size);
   const Selection s = Runtime::global().explain(o.op, shape);
-  if (o.json)
-    std::cout << to_json(s).dump(2) << "\n";
-  else
+  const std::optional<VariantShown> v = show_variant(s);
+  if (o.json) {
+    nlohmann::ordered_json j = to_json(s);
+    if (v) j["variant"] = {{"chosen", v->chosen}, {"candidates", v->candidates}, {"source", v->source}};
+    std::cout << j.dump(2) << "\n";
+  } else {
     std::cout << s.describe();
+    if (v) {
+      std::string all;
+      for (const auto& c : v->candidates) all += (all.empty() ? "" : ", ") + c;
+      std::cout << "variant on " << s.device << ": " << v->chosen << " (" << v->source << "; candidates: " << all
+                << ")\n";
+    }
+  }
   return 0;
 }
 
@@ -89,7 +140,8 @@ void add_select_command(CLI::App& app, std::function<int()>& action) {
   CLI::App* cmd = app.add_subcommand(
       "select",
       "Show the device vgpu selects for OP at SIZE and why: measured on first use (every eligible device "
-      "timed with transfers), then persisted next to the kernel cache");
+      "timed with transfers), then persisted next to the kernel cache; for matmul also the variant (tiling) "
+      "that device runs and the candidates it was measured among (VGPU_TUNE)");
   cmd->add_option("OP", o->op, "matmul, axpy, add, mul, reduce_sum or softmax_rows")->required();
   cmd->add_option("SIZE", o->size,
                   "N (matmul: N×N×N, softmax_rows: N×N, others: N elements; 1e6 allowed) or dimensions "

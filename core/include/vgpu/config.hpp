@@ -61,6 +61,12 @@ struct VGPU_API Config {
   /// ("BMxBNxBKxTMxTN[wWMxWN]"); a name the backend lacks fails its matmul plans with the list of
   /// its names. Empty: the tuner picks per shape and device.
   std::string matmul_tiling;
+  /// VGPU_TUNE: "measure" (default: where a backend offers several variants of an op, time them
+  /// once per device and size class and persist the fastest) or "rules" (never measure: the
+  /// backend's rule picks). VGPU_MATMUL_TILING still forces one tiling either way.
+  std::string tune = "measure";
+  /// Set when VGPU_TUNE is neither (RuntimeOptions::from_env and resolve throw it).
+  std::string tune_error;
   /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
   std::filesystem::path cache_dir;
   /// !VGPU_CACHE_DISABLE: whether the on-disk (L2) cache is used.
