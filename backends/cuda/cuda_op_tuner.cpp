@@ -45,8 +45,11 @@ constexpr CudaMatmulTiling kTilings[] = {kLarge,       kWide,        kSmall,    
 // measured choice times the likeliest winners when only a few fit.
 // The pipelined ones lead: they are the ones built to close the gap at large N (their 256-
 // and 128-row tiles drop out below ~2048² by the grid rule, where they would leave SMs idle).
-constexpr CudaMatmulTiling kCandidateOrder[] = {kPipe256x128, kPipe128k16, kWarp128x256, kWarp256x128, kWarp128t128,
-                                                kWarp128,     kWarp128k16, kWarp64t8x8,  kWarp64t8x4,  kWarp128x64,
+// Then the register-prefetch tilings the H200 measured fastest at 4096 (128x128x8x8x16w32x128)
+// and 2048 (128x128x8x8x8w32x64), so that with kMaxCandidates the measured choice never loses
+// them to the new ones.
+constexpr CudaMatmulTiling kCandidateOrder[] = {kPipe256x128, kPipe128k16, kWarp128t128, kWarp128,    kWarp128x256,
+                                                kWarp256x128, kWarp128k16, kWarp64t8x8,  kWarp64t8x4, kWarp128x64,
                                                 kWarp64,      kLarge,      kWide,        kSmall};
 static_assert(std::size(kCandidateOrder) == std::size(kTilings), "every tiling is a candidate somewhere");
 
