@@ -33,13 +33,24 @@ constexpr CudaMatmulTiling kWarp64t8x8{64, 64, 16, 8, 8, 32, 64}, kWarp64t8x4{64
 // 8×8, for ~220-230 registers: one 256-thread block per SM, or two 128-thread ones.
 constexpr CudaMatmulTiling kWarp128x256{128, 256, 8, 8, 16, 32, 128, 1}, kWarp256x128{256, 128, 8, 16, 8, 64, 64, 1},
     kWarp128t128{128, 128, 8, 8, 16, 32, 128};
-constexpr CudaMatmulTiling kTilings[] = {kLarge,       kWide,        kSmall,       kWarp128,    kWarp128k16, kWarp128x256,
-                                         kWarp256x128, kWarp128t128, kWarp64t8x8, kWarp64t8x4, kWarp128x64, kWarp64};
+// 3-stage cp.async pipelines (issue 16: ncu showed the register-prefetch kernels stalling on
+// global latency and barriers where cuBLAS's 256x128x8 3-stage kernel issues 87% of cycles):
+// cuBLAS's tile and 4x2 warps of 64x64, and 128x128 with BK 16 (half the barriers), one
+// 256-thread block per SM each (36.9 and 48 KB of shared memory).
+constexpr CudaMatmulTiling kPipe256x128{256, 128, 8, 16, 8, 64, 64, 1, 3}, kPipe128k16{128, 128, 16, 8, 8, 32, 64, 1, 3};
+constexpr CudaMatmulTiling kTilings[] = {kLarge,       kWide,        kSmall,       kWarp128,    kWarp128k16,
+                                         kWarp128x256, kWarp256x128, kWarp128t128, kWarp64t8x8, kWarp64t8x4,
+                                         kWarp128x64,  kWarp64,      kPipe256x128, kPipe128k16};
 // The order candidates() offers them in: the most work per shared-memory byte first, so the
 // measured choice times the likeliest winners when only a few fit.
-constexpr CudaMatmulTiling kCandidateOrder[] = {kWarp128x256, kWarp256x128, kWarp128t128, kWarp128,
-                                                kWarp128k16,  kWarp64t8x8,  kWarp64t8x4,  kWarp128x64,
-                                                kWarp64,      kLarge,       kWide,        kSmall};
+// The pipelined ones lead: they are the ones built to close the gap at large N (their 256-
+// and 128-row tiles drop out below ~2048² by the grid rule, where they would leave SMs idle).
+// Then the register-prefetch tilings the H200 measured fastest at 4096 (128x128x8x8x16w32x128)
+// and 2048 (128x128x8x8x8w32x64), so that with kMaxCandidates the measured choice never loses
+// them to the new ones.
+constexpr CudaMatmulTiling kCandidateOrder[] = {kPipe256x128, kPipe128k16, kWarp128t128, kWarp128,    kWarp128x256,
+                                                kWarp256x128, kWarp128k16, kWarp64t8x8,  kWarp64t8x4, kWarp128x64,
+                                                kWarp64,      kLarge,      kWide,        kSmall};
 static_assert(std::size(kCandidateOrder) == std::size(kTilings), "every tiling is a candidate somewhere");
 
 // Below this many multiply-adds a product is all launch cost: nothing worth measuring.
@@ -83,6 +94,7 @@ std::string CudaMatmulTiling::name() const {
   std::string s = std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" + std::to_string(tm) +
                   "x" + std::to_string(tn);
   if (wm != 0) s += "w" + std::to_string(wm) + "x" + std::to_string(wn);
+  if (stages != 0) s += "s" + std::to_string(stages);
   return s;
 }
 
@@ -100,6 +112,7 @@ OpTuning CudaMatmulTiling::tuning() const {
     t.options.defines["VGPU_MM_WN"] = std::to_string(wn);
   }
   if (min_blocks != 2) t.options.defines["VGPU_MM_MIN_BLOCKS"] = std::to_string(min_blocks);
+  if (stages != 0) t.options.defines["VGPU_MM_STAGES"] = std::to_string(stages);
   t.variant = name();
   return t;
 }

@@ -14,11 +14,13 @@ namespace vgpu::cuda {
 
 /// One tiling of core/kernels/cuda/matmul.cu: a BM×BN tile of C per block, K in steps of BK,
 /// TM×TN per thread, lanes grouped into WM×WN warp sub-tiles (0: the whole block is one group,
-/// the block-strided layout) and min_blocks blocks per SM for __launch_bounds__.
+/// the block-strided layout), min_blocks blocks per SM for __launch_bounds__ and stages cp.async
+/// pipeline stages on the fast path (0: the register-prefetch double buffer).
 struct CudaMatmulTiling {
-  std::uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0, wm = 0, wn = 0, min_blocks = 2;
+  std::uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0, wm = 0, wn = 0, min_blocks = 2, stages = 0;
 
-  /// Returns "BMxBNxBKxTMxTN", with "wWMxWN" appended for a warp-tiled one: the form
+  /// Returns "BMxBNxBKxTMxTN", with "wWMxWN" appended for a warp-tiled one and "sS" for a
+  /// pipelined one: the form
   /// VGPU_MATMUL_TILING and OpTuning::variant take.
   std::string name() const;
   /// Returns the block size, defines (exactly those of its VGPU_CUDA_PRECOMPILED entry), work
