@@ -27,6 +27,18 @@ namespace vgpu_test::contract {
 
 BACKEND_CASE(cuda, "L3: every built-in op loads from the embedded fatbin, with no NVRTC compile", "[l3]") {
 #if VGPU_TEST_EXPECT_CUDA_FATBIN
+  {
+    // The measured choice (VGPU_TUNE=measure) compiles every candidate of a large product on a
+    // fresh device: each must come from the fatbin too, with no NVRTC compile.
+    vgpu::Runtime measuring(vgpu::test::only(vgpu::BackendKind::cuda));
+    vgpu::Device device = measuring.open("cuda:0");
+    const vgpu::KernelPlan p = vgpu::ops::matmul(device.info(), 2048, 2048, 2048);
+    device.compile(p.source, p.options);
+    CHECK(device.counters().source_compiles == 0);
+    CHECK(device.counters().l3_hits >= 1);
+  }
+  // The rules' picks below: a measurement would put the candidates in L1 before each compile.
+  ScopedEnv rules("VGPU_TUNE", "rules");
   vgpu::Runtime fresh(vgpu::test::only(vgpu::BackendKind::cuda));  // an empty L1
   vgpu::Device device = fresh.open("cuda:0");
   const vgpu::DeviceInfo& info = device.info();

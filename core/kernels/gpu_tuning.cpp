@@ -41,20 +41,15 @@ constexpr GlslMatmulTiling tiled(std::uint32_t bm, std::uint32_t bn, std::uint32
 constexpr GlslMatmulTiling kNaive{};
 constexpr GlslMatmulTiling kT128x128{tiled(128, 128, 8, 8, 8)}, kT128x128k16{tiled(128, 128, 16, 8, 8)},
     kT128x64{tiled(128, 64, 8, 8, 4)}, kT64x64{tiled(64, 64, 16, 4, 4)}, kT32x32{tiled(32, 32, 16, 4, 4)};
-// 8×16 per invocation: a quarter fewer shared-memory reads per multiply-add than 8×8 (the CUDA
-// kernel's large tilings do the same). Only measured candidates: no rule picks them.
-constexpr GlslMatmulTiling kT128x256{tiled(128, 256, 8, 8, 16)}, kT256x128{tiled(256, 128, 8, 16, 8)},
-    kT128x128n16{tiled(128, 128, 8, 8, 16)};
 // Keep in step with VGPU_GLSL_PRECOMPILED (cmake/VgpuGlsl.cmake): every entry must be in L3.
-constexpr GlslMatmulTiling kTilings[] = {kNaive,     kT32x32,      kT64x64,   kT128x64,  kT128x128,
-                                         kT128x128k16, kT128x128n16, kT128x256, kT256x128};
+constexpr GlslMatmulTiling kTilings[] = {kNaive, kT32x32, kT64x64, kT128x64, kT128x128, kT128x128k16};
 
 // testing::tune_software_devices: software devices offer matmul candidates too.
 std::atomic<bool> g_software_candidates{false};
 
 // Below this much work (m·n·k) the tiling matters too little to be worth measuring: the rule stands.
 constexpr std::uint64_t kMeasureWork = 256ull * 256 * 256;
-constexpr std::size_t kMaxCandidates = 6;
+constexpr std::size_t kMaxCandidates = 4;
 
 std::uint64_t tiling_units(const DeviceInfo& device);
 
@@ -93,8 +88,7 @@ class GpuBuiltinTuner final : public OpTuner {
     if (!opted_in && shape.m * shape.k * shape.n < kMeasureWork) return {first};
     std::vector<OpTuning> out{first};
     const std::uint64_t units = software ? 1 : tiling_units(device);
-    for (const GlslMatmulTiling& c :
-         {kT128x128, kT128x128k16, kT128x256, kT128x128n16, kT256x128, kT128x64, kT64x64, kT32x32}) {
+    for (const GlslMatmulTiling& c : {kT128x128, kT128x128k16, kT128x64, kT64x64, kT32x32}) {
       if (out.size() >= kMaxCandidates) break;
       if (c == rule || !c.fits(device)) continue;
       // A grid under a quarter of the compute units leaves most of the GPU idle: not worth a run.
