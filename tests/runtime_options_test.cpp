@@ -93,8 +93,9 @@ TEST_CASE("RuntimeOptions::cache_dir: the runtime's selections and kernels go th
   CHECK(rt.config().cache_enabled);
   const vgpu::Selection s = rt.explain("axpy", {4096});
   REQUIRE(s.source == vgpu::SelectionSource::calibrated);
-  const auto stored = entries(dir.path, vgpu::cache::EntryKind::selection, true);
+  const auto stored = vgpu::test::selection_entries(dir.path, true);
   REQUIRE(stored.size() == 1);
+  CHECK(vgpu::test::selection_pointer_entries(dir.path, true).size() == 1);
   CHECK(stored[0].valid);
   INFO("VGPU_CACHE_DIR is " << env_cache_dir());
   CHECK_FALSE(has_entry_named(env_cache_dir(), stored[0].key_hex));
@@ -140,7 +141,8 @@ TEST_CASE("RuntimeOptions::cache_enabled = false: the runtime writes nothing to 
   on.cache_enabled.reset();
   vgpu::Runtime rt_on(on);
   REQUIRE(rt_on.explain("axpy", {4096}).source == vgpu::SelectionSource::calibrated);
-  CHECK(entries(dir, vgpu::cache::EntryKind::selection, false).size() == 1);
+  CHECK(vgpu::test::selection_entries(dir, false).size() == 1);
+  CHECK(vgpu::test::selection_pointer_entries(dir, false).size() == 1);
 }
 
 TEST_CASE("RuntimeOptions::cache_max_bytes caps the runtime's store", "[runtime_options][cache]") {

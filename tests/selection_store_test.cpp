@@ -37,10 +37,10 @@ ChildRun run_child(const std::filesystem::path& cache_dir, const std::string& sa
       " 2000 0 2000 2>&1");
 }
 
-/// Rewrites the one selection entry in dir through edit(json) and reseals it (valid header and
-/// payload checksums), as a tool or a hand edit would.
+/// Rewrites the one selection entry in dir (not its pointer) through edit(json) and reseals it
+/// (valid header and payload checksums), as a tool or a hand edit would.
 void edit_selection(const std::filesystem::path& dir, const std::function<void(json&)>& edit) {
-  const auto found = vgpu::test::entries(dir, EntryKind::selection, true);
+  const auto found = vgpu::test::selection_entries(dir, true);
   REQUIRE(found.size() == 1);
   REQUIRE(found[0].valid);
   const vgpu::DeviceFingerprint fp{found[0].fingerprint_text, vgpu::cache::hash64(found[0].fingerprint_text)};

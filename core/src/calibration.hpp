@@ -32,11 +32,16 @@ namespace vgpu::detail {
 
 /// What selection needs of the runtime below it: the devices, the backends' statuses (to say
 /// why there is no device) and opening a device by id. Selection builds PersistentKernels, a
-/// layer above Runtime, so it reaches the runtime only through these.
+/// layer above Runtime, so it reaches the runtime only through these. devices and backends
+/// probe every backend; backend_devices probes only one, and scope names the backends the
+/// runtime may probe without probing any, so that a persisted choice can be followed while the
+/// other backends' vendor libraries stay unloaded (issue 17).
 struct DeviceSource {
   std::function<std::vector<DeviceInfo>()> devices;
   std::function<std::vector<BackendStatus>()> backends;
   std::function<Device(const std::string& id)> open;
+  std::function<std::vector<DeviceInfo>(BackendKind)> backend_devices;
+  std::string scope;  // e.g. "cuda,vulkan,opengl,cpu": the compiled-in, allowed backends
 };
 
 namespace calibration {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include "device_core.hpp"
 #include "registry.hpp"
@@ -109,9 +110,15 @@ struct Runtime::State {
   std::vector<std::shared_ptr<ComputeBackend>> backends;
   std::vector<BackendKind> kinds;  // registry order: known_backends(), or the injected ones
   std::unique_ptr<detail::SelectionService> selection;  // the service select/explain/demote forward to
-  bool probed = false;
-  std::vector<BackendStatus> statuses;  // every known kind, registry order
-  std::vector<DeviceInfo> devices;
+  // What probing one backend found; empty until that backend is first needed.
+  struct Probed {
+    BackendStatus status;
+    std::vector<DeviceInfo> devices;
+  };
+  std::vector<std::optional<Probed>> probed;  // parallel to kinds
+  bool probed_all = false;
+  std::vector<BackendStatus> statuses;  // every known kind, registry order (once probed_all)
+  std::vector<DeviceInfo> devices;      // every found device, registry order (once probed_all)
   std::map<std::string, std::shared_ptr<detail::DeviceCore>> open;  // by "backend:index"
 
   bool allowed(BackendKind k) const {
@@ -119,38 +126,57 @@ struct Runtime::State {
            std::find(options.allowed.begin(), options.allowed.end(), k) != options.allowed.end();
   }
 
-  // Backends are probed once: creating a Vulkan instance or a GL context is not free.
-  void probe_locked() {
-    if (probed) return;
-    probed = true;
-    for (BackendKind kind : kinds) {
-      auto it = std::find_if(backends.begin(), backends.end(), [&](auto& b) { return b->kind() == kind; });
-      BackendStatus st;
-      st.kind = kind;
-      if (it == backends.end()) {
-        st.reason = std::string("not compiled in (") + detail::build_option(kind) + "=OFF at build time)";
-      } else if (!allowed(kind)) {
+  // Each backend is probed once, and only when first needed: creating a Vulkan instance or a GL
+  // context is not free, and probing loads the backend's vendor libraries (libvulkan and its
+  // ICDs, libEGL, libcuda) into the process. So opening one device probes only its backend, and
+  // a process that only ever uses cpu:0 maps none of them (issue 17).
+  const Probed& probe_kind_locked(std::size_t i) {
+    if (probed[i]) return *probed[i];
+    const BackendKind kind = kinds[i];
+    auto it = std::find_if(backends.begin(), backends.end(), [&](auto& b) { return b->kind() == kind; });
+    Probed p;
+    BackendStatus& st = p.status;
+    st.kind = kind;
+    if (it == backends.end()) {
+      st.reason = std::string("not compiled in (") + detail::build_option(kind) + "=OFF at build time)";
+    } else if (!allowed(kind)) {
+      st.compiled_in = true;
+      st.reason = "excluded by VGPU_BACKEND";
+    } else {
+      try {
+        st = (*it)->status();
         st.compiled_in = true;
-        st.reason = "excluded by VGPU_BACKEND";
-      } else {
-        try {
-          st = (*it)->status();
-          st.compiled_in = true;
-          if (st.available) {
-            auto found = (*it)->enumerate();
-            if (found.empty()) {
-              st.available = false;
-              st.reason = "no usable device found";
-            }
-            devices.insert(devices.end(), found.begin(), found.end());
+        if (st.available) {
+          p.devices = (*it)->enumerate();
+          if (p.devices.empty()) {
+            st.available = false;
+            st.reason = "no usable device found";
           }
-        } catch (const Error& e) {
-          st.available = false;
-          st.reason = e.what();
         }
+      } catch (const Error& e) {
+        st.available = false;
+        st.reason = e.what();
+        p.devices.clear();
       }
-      statuses.push_back(st);
     }
+    probed[i] = std::move(p);
+    return *probed[i];
+  }
+
+  // Probes every backend (enumeration: backends(), devices(), a calibration, vgpu-probe).
+  void probe_locked() {
+    if (probed_all) return;
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      const Probed& p = probe_kind_locked(i);
+      statuses.push_back(p.status);
+      devices.insert(devices.end(), p.devices.begin(), p.devices.end());
+    }
+    probed_all = true;
+  }
+
+  // Returns the position of kind in the registry order, or kinds.size() when it is not known.
+  std::size_t kind_index(BackendKind kind) const {
+    return static_cast<std::size_t>(std::find(kinds.begin(), kinds.end(), kind) - kinds.begin());
   }
 
   ComputeBackend* backend_locked(BackendKind kind) { return backend_shared_locked(kind).get(); }
@@ -197,9 +223,14 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
         st.kinds.push_back(kind);
       }
     }
-    // Selection sees the runtime only through these three calls (it sits a layer above).
+    st.probed.resize(st.kinds.size());
+    // Selection sees the runtime only through these calls (it sits a layer above).
+    std::string scope;
+    for (BackendKind kind : st.kinds)
+      if (st.backend_shared_locked(kind) && st.allowed(kind)) scope += (scope.empty() ? "" : ",") + std::string(to_string(kind));
     detail::DeviceSource source{[this] { return devices(); }, [this] { return backends(); },
-                                [this](const std::string& id) { return open(id); }};
+                                [this](const std::string& id) { return open(id); },
+                                [this](BackendKind kind) { return backend_devices(kind); }, scope};
     st.selection = std::make_unique<detail::SelectionService>(std::move(source), o.forced_device, settings->store);
   } catch (...) {
     restore_log_sink(st.log_token);  // the destructor does not run for a constructor that throws
@@ -235,9 +266,15 @@ std::vector<DeviceInfo> Runtime::devices() {
   return state_->devices;
 }
 
+std::vector<DeviceInfo> Runtime::backend_devices(BackendKind kind) {
+  std::lock_guard lock(state_->mutex);
+  const std::size_t i = state_->kind_index(kind);
+  if (i == state_->kinds.size()) return {};
+  return state_->probe_kind_locked(i).devices;
+}
+
 Device Runtime::open(const std::string& id) {
   std::lock_guard lock(state_->mutex);
-  state_->probe_locked();
   const auto colon = id.find(':');
   const std::string kind_name = id.substr(0, colon);
   BackendKind kind{};
@@ -247,9 +284,20 @@ Device Runtime::open(const std::string& id) {
     fail(ErrorCategory::invalid_argument, "device id '" + id + "' does not start with a backend name.",
          "use backend:index, e.g. vulkan:0 or cpu:0 (vgpu-probe lists the ids).");
   }
-  auto match = std::find_if(state_->devices.begin(), state_->devices.end(),
-                            [&](const DeviceInfo& d) { return d.id() == id || (colon == std::string::npos && d.backend == kind); });
-  if (match == state_->devices.end()) {
+  // Only the id's own backend is probed: the others' libraries stay unloaded.
+  const std::size_t ki = state_->kind_index(kind);
+  const std::vector<DeviceInfo>* found = nullptr;
+  if (ki < state_->kinds.size()) found = &state_->probe_kind_locked(ki).devices;
+  const DeviceInfo* match = nullptr;
+  if (found)
+    for (const DeviceInfo& d : *found)
+      if (d.id() == id || (colon == std::string::npos && d.backend == kind)) {
+        match = &d;
+        break;
+      }
+  if (match == nullptr) {
+    // A failure may probe everything: its Fix hint lists every device there is.
+    state_->probe_locked();
     std::string known;
     for (const auto& d : state_->devices) known += (known.empty() ? "" : ", ") + d.id();
     std::string why;

@@ -3,6 +3,8 @@
 #include "selection_service.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "selection_store.hpp"
 #include "size_class.hpp"
@@ -26,12 +28,12 @@ std::string entry_key(const std::string& op, const Shape& shape) {
 // does): another op or class, a device that is not among them, or a choice that is not its
 // first eligible candidate.
 std::string persisted_problem(const Selection& s, const std::string& op, std::uint32_t size_class,
-                              const std::vector<DeviceInfo>& devices) {
+                              const std::vector<std::string>& devices) {
   if (s.op != op || s.size_class != size_class)
     return "it is for '" + s.op + "' class " + std::to_string(s.size_class) + ", not '" + op + "' class " +
            std::to_string(size_class);
   for (const SelectionCandidate& c : s.candidates)
-    if (std::none_of(devices.begin(), devices.end(), [&](const DeviceInfo& d) { return d.id() == c.device; }))
+    if (std::find(devices.begin(), devices.end(), c.device) == devices.end())
       return "it names device '" + c.device + "', which is not present";
   const auto first = std::find_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible; });
   if (first == s.candidates.end() || first->device != s.device)
@@ -62,6 +64,37 @@ void apply_demotions(Selection& s, const std::set<std::string>& demoted, const s
   s.device = usable->device;
 }
 
+// The ids of devices.
+std::vector<std::string> ids_of(const std::vector<DeviceInfo>& devices) {
+  std::vector<std::string> ids;
+  for (const auto& d : devices) ids.push_back(d.id());
+  return ids;
+}
+
+// The key of the pointer to op's size class's last persisted selection: op, class and the
+// backends the runtime may probe, nothing that needs probing one, so that a later process can
+// follow it after probing only the chosen device's backend (issue 17: a process whose choice is
+// cpu:0 loads no GPU runtime). The "select-last" prefix keeps it apart from selection keys.
+std::string last_key_text(const std::string& op, std::uint32_t size_class, const std::string& scope) {
+  return "select-last;v=1;op=" + op + ";class=" + std::to_string(size_class) + ";scope=" + scope;
+}
+
+// The sorted "id=fingerprint" items of a selection key text (selection_key_text).
+std::vector<std::string> key_items(const std::string& key_text) {
+  std::vector<std::string> items;
+  const auto at = key_text.find(";devices=");
+  if (at == std::string::npos) return items;
+  std::string_view rest = std::string_view(key_text).substr(at + 9);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    if (const std::string_view item = rest.substr(0, comma); !item.empty()) items.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  std::sort(items.begin(), items.end());
+  return items;
+}
+
 }  // namespace
 
 std::string selection_key_text(const std::string& op, std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
@@ -74,7 +107,7 @@ std::string selection_key_text(const std::string& op, std::uint32_t size_class, 
 }
 
 std::optional<Selection> SelectionService::load(const std::string& key_text, const std::string& op,
-                                                std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
+                                                std::uint32_t size_class, const std::vector<std::string>& devices) {
   auto loaded = load_selection(*store_, key_text);
   if (!loaded) return std::nullopt;
   // The key holds every device's id and fingerprint, so a sound entry names only devices of
@@ -97,17 +130,86 @@ Selection SelectionService::find_out(const std::string& op, const Shape& shape, 
     return s;
   }
   const std::uint32_t cls = size_class_of_work(work);
+  if (auto followed = follow_last(op, cls)) {
+    followed->shape = shape;
+    return *followed;
+  }
   const std::vector<DeviceInfo> devices = source_.devices();
   const std::string key_text = selection_key_text(op, cls, devices);
-  if (auto loaded = load(key_text, op, cls, devices)) {
+  if (auto loaded = load(key_text, op, cls, ids_of(devices))) {
+    remember_last(op, cls, key_text, loaded->device);
     loaded->shape = shape;
     return *loaded;
   }
   Selection s = calibration::calibrate({op, shape, factory, work}, source_, {}, &turns_);
-  if (worth_storing(s)) store_selection(*store_, key_text, s);
+  if (worth_storing(s)) {
+    store_selection(*store_, key_text, s);
+    remember_last(op, cls, key_text, s.device);
+  }
   log(LogLevel::info, op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
                           std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms)");
   return s;
+}
+
+void SelectionService::remember_last(const std::string& op, std::uint32_t size_class, const std::string& key_text,
+                                     const std::string& device) {
+  if (!store_->enabled() || source_.scope.empty()) return;
+  const std::string last_key = last_key_text(op, size_class, source_.scope);
+  const nlohmann::ordered_json j = {{"v", 1}, {"device", device}, {"key", key_text}};
+  const std::string text = j.dump();
+  if (load_selection_text(*store_, last_key) == text) return;  // already so: no rewrite
+  store_selection_text(*store_, last_key, text, 0);
+}
+
+std::optional<Selection> SelectionService::follow_last(const std::string& op, std::uint32_t size_class) {
+  if (!store_->enabled() || source_.scope.empty() || !source_.backend_devices) return std::nullopt;
+  const std::string last_key = last_key_text(op, size_class, source_.scope);
+  const std::optional<std::string> text = load_selection_text(*store_, last_key);
+  if (!text) return std::nullopt;
+  std::string device, key_text;
+  {
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    const auto str = [&](const char* name) -> const std::string* {
+      if (!j.is_object()) return nullptr;
+      const auto it = j.find(name);
+      return it != j.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+    };
+    const auto v = j.is_object() ? j.find("v") : j.end();
+    const std::string* d = str("device");
+    const std::string* k = str("key");
+    if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() != 1 || !d || !k ||
+        !k->starts_with("select;v=1;op=" + op + ";class=" + std::to_string(size_class) + ";devices=")) {
+      // Written so by another build, a tool or a hand: drop it; the full path writes a sound one.
+      log(LogLevel::warn, "selection cache: ignoring the stored pointer to the last selection for " + op + " class " +
+                              std::to_string(size_class) + " (it is not a version 1 pointer for it); enumerating.");
+      reject_selection(*store_, last_key);
+      return std::nullopt;
+    }
+    device = *d;
+    key_text = *k;
+  }
+  BackendKind kind{};
+  try {
+    kind = parse_backend_kind(device.substr(0, device.find(':')));
+  } catch (const Error&) {
+    return std::nullopt;  // a backend this build does not know: the full path decides
+  }
+  // Only the chosen device's backend is probed. Every device it has must be in the key as it
+  // is now (same ids, same fingerprints), else the choice may be stale: enumerate everything.
+  // The other backends' devices are taken as the key recorded them; a change there is not seen
+  // until a process enumerates (vgpu-probe, a recalibration after a demotion).
+  const std::string prefix = std::string(to_string(kind)) + ":";
+  std::vector<std::string> here;
+  for (const DeviceInfo& d : source_.backend_devices(kind)) here.push_back(d.id() + "=" + d.fingerprint.hex());
+  std::sort(here.begin(), here.end());
+  const std::vector<std::string> items = key_items(key_text);
+  std::vector<std::string> recorded, ids;
+  for (const std::string& item : items) {
+    if (item.starts_with(prefix)) recorded.push_back(item);
+    ids.push_back(item.substr(0, item.find('=')));
+  }
+  if (here != recorded || std::find(ids.begin(), ids.end(), device) == ids.end()) return std::nullopt;
+  return load(key_text, op, size_class, ids);
 }
 
 Selection SelectionService::forced_selection(const std::string& op, const Shape& shape) {

@@ -68,9 +68,16 @@ class SelectionService {
   // calibrated (again, without the demoted devices, when recalibrating).
   Selection find_out(const std::string& op, const Shape& shape, const PlanFactory& factory, std::uint64_t work,
                      bool recalibrate, const std::set<std::string>& demoted);
-  // Returns the sound selection stored for key_text, or nothing (a bad one is dropped).
+  // Returns the sound selection stored for key_text among the devices with these ids, or
+  // nothing (a bad one is dropped).
   std::optional<Selection> load(const std::string& key_text, const std::string& op, std::uint32_t size_class,
-                                const std::vector<DeviceInfo>& devices);
+                                const std::vector<std::string>& devices);
+  // Follows the pointer to op's size class's last persisted selection, probing only the chosen
+  // device's backend; nothing when there is none or it may be stale (the caller enumerates).
+  std::optional<Selection> follow_last(const std::string& op, std::uint32_t size_class);
+  // Points op's size class at the selection persisted under key_text, which chose device.
+  void remember_last(const std::string& op, std::uint32_t size_class, const std::string& key_text,
+                     const std::string& device);
 
   DeviceSource source_;
   std::string forced_;

@@ -101,6 +101,23 @@ inline std::vector<cache::DiskEntryInfo> entries(const std::filesystem::path& di
   return out;
 }
 
+/// The device selections stored in dir (key text "select;..."), without the pointers beside them.
+inline std::vector<cache::DiskEntryInfo> selection_entries(const std::filesystem::path& dir, bool verify) {
+  std::vector<cache::DiskEntryInfo> out;
+  for (auto& e : entries(dir, cache::EntryKind::selection, verify))
+    if (e.fingerprint_text.starts_with("select;")) out.push_back(std::move(e));
+  return out;
+}
+
+/// The pointers to each class's last selection stored in dir (key text "select-last;...",
+/// docs/selection.md: following a persisted choice without enumerating).
+inline std::vector<cache::DiskEntryInfo> selection_pointer_entries(const std::filesystem::path& dir, bool verify) {
+  std::vector<cache::DiskEntryInfo> out;
+  for (auto& e : entries(dir, cache::EntryKind::selection, verify))
+    if (e.fingerprint_text.starts_with("select-last;")) out.push_back(std::move(e));
+  return out;
+}
+
 /// Returns the bytes of the file at p (empty when it cannot be read).
 inline std::vector<std::uint8_t> read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -80,7 +80,9 @@ struct VGPU_API RuntimeOptions {
 /// found. Devices are opened once and shared. Thread-safety: every member function is safe
 /// to call from several threads at once. The runtime's mutex guards the backend list and the
 /// open devices; it is held while backends are probed and a device is opened (both bounded by
-/// the backends), never while a device works or a selection calibrates.
+/// the backends), never while a device works or a selection calibrates. Backends are probed
+/// lazily, each once: open() probes only the id's backend (so a process that only uses cpu:0
+/// loads no GPU runtime), backends() and devices() probe them all.
 class VGPU_API Runtime {
  public:
   /// Builds a runtime over the compiled-in backends, filtered by options, with options'
@@ -96,12 +98,16 @@ class VGPU_API Runtime {
 
   /// Returns the settings this runtime uses: RuntimeOptions' overrides over the environment.
   const Config& config() const noexcept;
-  /// Returns every compiled-in backend with its availability and reason, in registry order.
+  /// Returns every compiled-in backend with its availability and reason, in registry order (probes them all).
   std::vector<BackendStatus> backends();
-  /// Returns every device of every allowed, available backend, in registry order.
+  /// Returns every device of every allowed, available backend, in registry order (probes them all).
   std::vector<DeviceInfo> devices();
-  /// Opens (or returns the already open) device with this "backend:index" id; a device that
-  /// was lost (Device::lost()) is returned as it is: its next call recovers it in place.
+  /// Returns the devices of one backend (none when it is unknown, excluded or unavailable),
+  /// probing only that backend: the others' vendor libraries stay unloaded.
+  std::vector<DeviceInfo> backend_devices(BackendKind kind);
+  /// Opens (or returns the already open) device with this "backend:index" id, probing only that
+  /// backend (all of them when it has no such device, to list them); a device that was lost
+  /// (Device::lost()) is returned as it is: its next call recovers it in place.
   Device open(const std::string& id);
   /// Opens (or returns the already open) device described by info (a lost one recovers at its next call).
   Device open(const DeviceInfo& info);
