@@ -108,6 +108,8 @@ struct Request {
   const Shape& shape;
   const PlanFactory& factory;
   std::uint64_t work;
+  std::string incumbent{};             // the stored choice being rechecked ("" for none)
+  std::function<bool()> cancelled{};   // true: give up at the next step (a background run being stopped)
 };
 
 /// One eligible device while it is measured.

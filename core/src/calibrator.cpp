@@ -6,6 +6,7 @@
 #include <string>
 
 #include "calibration.hpp"
+#include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
 namespace vgpu::detail::calibration {
@@ -55,7 +56,14 @@ Selection calibrate(const Request& r, const DeviceSource& source, const std::set
   HostDataPool data;
   double best = std::numeric_limits<double>::infinity();
   const std::optional<Shape> pshape = probe_shape(r);
-  for (Candidate& cand : field.eligible) measure(r, cand, source, pshape, best, field.eligible, data);
+  for (Candidate& cand : field.eligible) {
+    // A background calibration being stopped (runtime destroyed, process exiting) ends here,
+    // between devices; what it measured is dropped.
+    if (r.cancelled && r.cancelled())
+      fail(ErrorCategory::unavailable, "the calibration of '" + r.op + "' was cancelled: its runtime is shutting down.",
+           "nothing to fix: the next process measures again.");
+    measure(r, cand, source, pshape, best, field.eligible, data);
+  }
   refine_close(field.eligible, best, data);
   return order_candidates(r, std::move(field), t0);
 }
