@@ -41,7 +41,8 @@ stage() {
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select \
            build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref \
-           build/bin/vgpu-bench-roundtrip build/bin/vgpu-bench-cpu-kernels; do
+           build/bin/vgpu-bench-roundtrip build/bin/vgpu-bench-cpu-kernels build/bin/vgpu-bench-first-call \
+           build/bin/vgpu-bench-predict; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -74,7 +75,7 @@ stage() {
 remote() {
   : "${OUT:?remote mode needs OUT (the device tool sets it)}"
   local what=${1:-all}
-  case $what in all|tests|python|ncu) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu]" >&2; exit 2 ;; esac
+  case $what in all|tests|python|ncu|first) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu|first]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
   if [ -f "$stage_dir/bin.tar.xz" ]; then xz -dc "$stage_dir/bin.tar.xz" | tar -xf - -C "$stage_dir"; fi
   # The validation layer travels compressed: unpack it beside its manifest.
@@ -95,6 +96,10 @@ remote() {
   fi
   if [ "$what" = ncu ]; then
     remote_ncu "$bin"
+    return
+  fi
+  if [ "$what" = first ]; then
+    remote_first "$bin"
     return
   fi
   # At most 7 files come back from the device tool: keep the outputs to these.
@@ -173,6 +178,44 @@ remote() {
   } > "$OUT/bench-select.txt" 2>&1
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   tail -8 "$OUT/bench-gpu.txt"
+}
+
+# remote first (issue 17, the first call): process start -> first result per device against a
+# main that only opens it, cold and warm, background on and off; the choice in fresh processes
+# (vgpu-bench-select --quick --processes, and five `vgpu-probe select matmul 256` with empty
+# caches); the prediction's error per device and size; which vendor libraries a process whose
+# persisted choice is the CPU maps (LD_DEBUG=files).
+remote_first() {
+  local bin=$1
+  {
+    echo "=== vgpu-bench-first-call"
+    "$bin/vgpu-bench-first-call" --runs 5 || echo "bench-first-call failed"
+    echo "=== vgpu-bench-first-call --size 1024"
+    "$bin/vgpu-bench-first-call" --runs 3 --size 1024 || echo "bench-first-call failed"
+  } > "$OUT/first-call.txt" 2>&1
+  {
+    echo "=== vgpu-probe select matmul 256, five fresh processes with empty caches"
+    for i in 1 2 3 4 5; do
+      VGPU_CACHE_DIR=/tmp/vgpu-fresh-$i "$bin/vgpu-probe" select matmul 256 | head -3 || echo "probe select failed"
+      rm -rf /tmp/vgpu-fresh-$i
+    done
+    echo "=== vgpu-bench-select --quick --processes ${VGPU_FIRST_PROCESSES:-20}"
+    "$bin/vgpu-bench-select" --quick --processes "${VGPU_FIRST_PROCESSES:-20}" || echo "bench-select failed"
+  } > "$OUT/select-processes.txt" 2>&1
+  {
+    echo "=== vgpu-bench-predict"
+    if [ -x "$bin/vgpu-bench-predict" ]; then "$bin/vgpu-bench-predict" || echo "bench-predict failed"; else echo "not built"; fi
+  } > "$OUT/predict.txt" 2>&1
+  {
+    echo "=== libraries a process maps when its persisted choice is cpu:0 (LD_DEBUG=files)"
+    rm -rf /tmp/vgpu-lazy && mkdir -p /tmp/vgpu-lazy
+    VGPU_CACHE_DIR=/tmp/vgpu-lazy VGPU_BACKGROUND=0 VGPU_DEVICE= "$bin/vgpu-demo" > /dev/null 2>&1 || true
+    VGPU_CACHE_DIR=/tmp/vgpu-lazy "$bin/vgpu-probe" select matmul 16 | head -2
+    VGPU_CACHE_DIR=/tmp/vgpu-lazy LD_DEBUG=files "$bin/vgpu-demo" 2>&1 >/dev/null | grep -E "calling init: .*(libvulkan|libEGL|libcuda|libGL)" | sort -u || true
+    echo "(no lines above: none of libvulkan, libEGL, libGL, libcuda was loaded)"
+  } > "$OUT/lazy.txt" 2>&1
+  cat "$OUT/first-call.txt"
+  tail -5 "$OUT/select-processes.txt"
 }
 
 # remote ncu: the hardware counters of vgpu's CUDA matmul beside cuBLAS's SGEMM at N=4096 (issue 16:
