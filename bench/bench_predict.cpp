@@ -97,7 +97,9 @@ int main(int argc, char** argv) {
           std::cout << std::setw(12) << (measured > 0 ? vb::fmt_time(measured) : "-") << std::setw(12)
                     << (predicted > 0 ? vb::fmt_time(predicted) : "-") << std::setw(10) << ratio_cell(rm)
                     << std::setw(12) << (old > 0 ? vb::fmt_time(old) : "-") << std::setw(10) << ratio_cell(ro)
-                    << (skipped.empty() ? probes : skipped) << "\n";
+                    << (skipped.empty() ? probes : skipped)
+                    << (cal::probe_shape(req) ? "" : " (at or below the probe size: calibration times it directly)")
+                    << "\n";
           row["measured_s"] = measured;
           row["model_s"] = predicted;
           row["model_ratio"] = rm;

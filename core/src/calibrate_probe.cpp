@@ -58,15 +58,22 @@ std::optional<model::Model> fit_model(const std::string& op, const Shape& shape,
   const std::uint64_t work = selection_work(op, shape);
   std::vector<model::Point> points;
   Shape last;
-  for (double w = double(first_model_work(op)); points.size() < kMaxProbes && w <= double(work) / 8; w *= 8) {
-    const Shape p = scaled_to(shape, work, w);
-    if (p == last) continue;  // a thin shape: its small dimensions stay at 1
+  const double top = double(work) / 8;
+  for (double w = double(first_model_work(op)); points.size() < kMaxProbes; w *= 8) {
+    // The last step stops at the real work / 8, so a request just past the probe size still
+    // gets its two points.
+    const bool last_step = w >= top;
+    const Shape p = scaled_to(shape, work, std::min(w, top));
+    if (p == last) {  // a thin shape: its small dimensions stay at 1
+      if (last_step) break;
+      continue;
+    }
     last = p;
     const model::OpCost c = model::op_cost(op, p);
     const double t = time_at(factory, info, device, p, data);
     points.push_back(model::Point{p, c.bytes, c.flops, t});
     // Past the overheads: the next step would cost 8x more and teach little.
-    if (points.size() >= 2 && t >= kProbeEnough) break;
+    if (last_step || (points.size() >= 2 && t >= kProbeEnough)) break;
   }
   if (points.size() < 2) return std::nullopt;
   model::Model m = model::fit(std::move(points));

@@ -166,7 +166,7 @@ bool probe_rules_out(const Request& r, Candidate& cand, Device& device, const Sh
 double time_at(const PlanFactory& factory, const DeviceInfo& info, Device& device, const Shape& shape,
                HostDataPool& data);
 /// Probes device at sizes 8x apart below shape (kProbeEnough, kMaxProbes) and fits op's model;
-/// nothing when fewer than two distinct probe shapes fit below the real work / 8.
+/// nothing when fewer than two distinct probe shapes fit up to the real work / 8.
 std::optional<model::Model> fit_model(const std::string& op, const Shape& shape, const PlanFactory& factory,
                                       const DeviceInfo& info, Device& device, HostDataPool& data);
 /// After cand's timed runs at the real shape: records its model's prediction beside the
