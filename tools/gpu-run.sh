@@ -39,7 +39,7 @@ stage() {
   # (component python): it is built there for that machine's interpreter.
   cmake --install build --prefix "$stage_dir" --component Unspecified >/dev/null
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
-           build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select \
+           build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select build/bin/vgpu-bench-predict \
            build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref \
            build/bin/vgpu-bench-roundtrip build/bin/vgpu-bench-cpu-kernels build/bin/vgpu-bench-first-call \
            build/bin/vgpu-bench-predict; do
@@ -171,6 +171,8 @@ remote() {
   # (the second select in a new process reads the persisted choice).
   {
     "$bin/vgpu-bench-select" --json "$OUT/bench-select.json" || echo "bench-select failed"
+    echo "=== vgpu-bench-predict (the prediction model vs measured, per device and size)"
+    "$bin/vgpu-bench-predict" || echo "bench-predict failed"  # no --json: $OUT holds at most 8 files
     echo "=== vgpu-probe bench"
     "$bin/vgpu-probe" bench || echo "probe bench failed"
     echo "=== vgpu-probe select matmul 16 / 4096 (twice: calibrated, then persisted)"

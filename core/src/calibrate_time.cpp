@@ -56,6 +56,7 @@ void measure(const Request& r, Candidate& cand, const DeviceSource& source, cons
     if (pshape && std::isfinite(best) && probe_rules_out(r, cand, dev, *pshape, best, data)) return;
     cand.kernel = std::make_unique<PersistentKernel>(dev, cand.plan);
     time_runs(cand, best, data);
+    check_model(r, cand);  // its model's prediction beside this measurement (prediction_model.hpp)
     if (cand.result.runs == 0) return;  // stopped after its warm-up
     best = std::min(best, cand.result.seconds);
     release_outside_window(all, best);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "call_data.hpp"
+#include "prediction_model.hpp"
 #include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
@@ -54,10 +55,16 @@ using Clock = std::chrono::steady_clock;
 inline constexpr double kWarmupSkip = 50, kRunSkip = 4;
 inline constexpr int kRuns = 3;
 inline constexpr double kDeviceBudget = 0.25;
-// A device whose probe, scaled linearly to the real work, predicts more than kPredictSkip× the
-// best real time — and more than kRunCheap seconds, so that an overhead-bound probe scaled up
-// cannot exclude a GPU that is merely slow at small sizes — is never run at the real size.
+// A device whose trusted prediction model (prediction_model.hpp) predicts more than
+// kPredictSkip× the best real time — and more than kRunCheap seconds, so that a model that is
+// off cannot exclude a GPU that is merely slow at small sizes — is never run at the real size.
 inline constexpr double kPredictSkip = 4, kRunCheap = 0.5;
+// The model's probes: work steps 8x apart, from 32³ for matmul, until one takes kProbeEnough
+// seconds (past the per-call overheads) or reaches the real work / 8, at most kMaxProbes of
+// them; each a warm-up call and the median of kProbeRuns.
+inline constexpr double kProbeEnough = 5e-3;
+inline constexpr std::size_t kMaxProbes = 6;
+inline constexpr int kProbeRuns = 3;
 // Devices within kCloseFactor of the best get up to kRefineRounds more calls each,
 // round-robin, within kRefineBudget seconds.
 inline constexpr double kCloseFactor = 1.3;
@@ -108,6 +115,9 @@ struct Request {
   const Shape& shape;
   const PlanFactory& factory;
   std::uint64_t work;
+  /// Where prediction models persist (SelectionService passes its store); null: fitted anew
+  /// by every calibration and kept nowhere.
+  std::shared_ptr<cache::DiskStore> store = nullptr;
   std::string incumbent{};             // the stored choice being rechecked ("" for none)
   std::function<bool()> cancelled{};   // true: give up at the next step (a background run being stopped)
 };
@@ -119,6 +129,7 @@ struct Candidate {
   SelectionCandidate result;                 // what explain() will show for it
   std::unique_ptr<PersistentKernel> kernel;  // kept while it may still be a close contender
   std::vector<double> times;                 // timed calls at the real shape
+  std::optional<model::Model> model = std::nullopt;  // its prediction model, once probed or loaded
 };
 
 /// The devices sorted by the eligibility phase.
@@ -145,11 +156,25 @@ Field find_eligible(const Request& r, const DeviceSource& source, const std::set
 /// Phase 2, probe: the smaller shape to time first when the request is big, or nothing.
 /// Why: running a 4096² matmul on llvmpipe only to learn it is slow would take minutes.
 std::optional<Shape> probe_shape(const Request& r);
-/// Phase 2, probe: times cand at pshape and, when the prediction for the real work is hopeless
-/// against best, records it in cand.result and returns true (cand is then never run at the
-/// real size).
+/// Phase 2, probe: loads (from r.store) or fits cand's prediction model and, when it is trusted
+/// and its prediction for the real shape is hopeless against best, records it in cand.result
+/// and returns true (cand is then never run at the real size). pshape only says the request
+/// is big enough to probe.
 bool probe_rules_out(const Request& r, Candidate& cand, Device& device, const Shape& pshape, double best,
                      HostDataPool& data);
+
+/// Returns the median seconds of kProbeRuns calls of factory's plan at shape on device, after
+/// a warm-up call (the model's probes and the bench's figures go through this one path).
+double time_at(const PlanFactory& factory, const DeviceInfo& info, Device& device, const Shape& shape,
+               HostDataPool& data);
+/// Probes device at sizes 8x apart below shape (kProbeEnough, kMaxProbes) and fits op's model;
+/// nothing when fewer than two distinct probe shapes fit up to the real work / 8.
+std::optional<model::Model> fit_model(const std::string& op, const Shape& shape, const PlanFactory& factory,
+                                      const DeviceInfo& info, Device& device, HostDataPool& data);
+/// After cand's timed runs at the real shape: records its model's prediction beside the
+/// measurement (untrusting it when off by more than 2x) and stores the model. Why: a model is
+/// only as good as its last check, and a later process must know.
+void check_model(const Request& r, Candidate& cand);
 
 /// Phase 3, timed runs: a warm-up call and up to kRuns timed calls of cand at the real shape,
 /// stopping early by the bounds above; records the median (or why it stopped) in cand.result.

@@ -129,6 +129,7 @@ Selection SelectionService::find_out(const std::string& op, const Shape& shape, 
                                      std::optional<std::string> followed_incumbent,
                                      const std::function<bool()>& cancelled) {
   calibration::Request request{op, shape, factory, work};
+  request.store = store_;  // prediction models persist beside the selections
   request.cancelled = cancelled;
   if (recalibrate) {
     // The order of the others came from a calibration that may have stopped them after one

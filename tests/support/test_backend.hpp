@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
 // CPU device underneath (so results are right) with knobs the test turns while it runs:
-// latency added per dispatch, failures at compile, dispatch, allocation or (re)opening, losses
+// latency added per dispatch and per KiB a round trip moves, failures at compile, dispatch, allocation or (re)opening, losses
 // of the next few dispatches (and the test hook's simulated loss), a timeout that loses the
 // device, and a fingerprint
 // salt. Injected through RuntimeOptions::backends, it lets the selection tests decide which
@@ -35,6 +35,7 @@ inline constexpr vgpu::BackendKind kTestBackend = static_cast<vgpu::BackendKind>
 /// What one test device does; shared between the test and the device.
 struct TestDeviceKnobs {
   std::atomic<std::uint64_t> latency_us{0};  ///< added to every dispatch
+  std::atomic<std::uint64_t> ns_per_kib{0};  ///< added per KiB a round trip moves (a slow host link)
   std::atomic<bool> fail_compile{false};     ///< compile() throws compile_error
   std::atomic<bool> fail_dispatch{false};    ///< submit/round_trip throw device_lost
   std::atomic<bool> timeout_lost{false};  ///< submit/round_trip time out, losing the device (a GPU wait that gave up)
@@ -121,6 +122,10 @@ class TestDevice final : public ForwardingDevice {
                   std::span<const vgpu::HostReadOp> reads, const vgpu::Deadline& dl) override {
     auto* b = static_cast<TestBatch*>(batch);
     if (b) before_dispatch(b->dispatches);
+    std::uint64_t bytes = 0;
+    for (const auto& w : writes) bytes += w.bytes;
+    for (const auto& r : reads) bytes += r.bytes;
+    wait_us(knobs_->ns_per_kib * bytes / 1024 / 1000);
     inner_->round_trip(writes, b ? b->inner.get() : nullptr, reads, dl);
   }
 
