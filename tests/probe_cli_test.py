@@ -45,6 +45,7 @@ def require(obj, fields, where):
 
 
 NUM = (int, float)
+SELECT_KIND = "select"  # EntryKind::selection in cache stats --json
 OPT_INT = (int, type(None))
 OPT_STR = (str, type(None))
 
@@ -140,7 +141,7 @@ def select_json(probe):
                 "calibration_seconds": NUM, "lookup_seconds": NUM, "candidates": list}, "select")
     if s["shape"] != [64, 64, 64] or s["op"] != "matmul":
         raise AssertionError(f"select answered for {s['op']} {s['shape']}")
-    if s["source"] not in ("calibrated", "persisted", "forced", "fallback", "only"):
+    if s["source"] not in ("calibrated", "persisted", "forced", "fallback", "only", "interim"):
         raise AssertionError(f"unknown source {s['source']}")
     for c in s["candidates"]:
         require(c, {"device": str, "eligible": bool, "seconds": NUM, "runs": int, "demoted": bool, "note": str},
@@ -151,6 +152,29 @@ def select_json(probe):
     again = json.loads(run(probe, "select", "matmul", "60", "--json")[0])
     if again["device"] != s["device"] or again["source"] not in ("persisted", "only", "forced"):
         raise AssertionError(f"second process: {again['device']} [{again['source']}] after {s['device']}")
+    if s["source"] not in ("calibrated", "persisted"):
+        return  # one device, or forced: nothing is stored, so nothing to measure again or clear
+    # --recalibrate measures every device again (never reads the stored choice) and stores it.
+    redo = json.loads(run(probe, "select", "matmul", "64", "--recalibrate", "--json")[0])
+    if redo["source"] != "calibrated" or not any(c["runs"] > 0 for c in redo["candidates"]):
+        raise AssertionError(f"--recalibrate answered from '{redo['source']}':\n{json.dumps(redo)[:600]}")
+    after = json.loads(run(probe, "select", "matmul", "64", "--json")[0])
+    if after["source"] != "persisted" or after["device"] != redo["device"]:
+        raise AssertionError(f"after --recalibrate: {after['device']} [{after['source']}], it chose {redo['device']}")
+    # cache clear --selections forgets the choices and keeps the compiled kernels.
+    before = json.loads(run(probe, "cache", "stats", "--json")[0])
+    cleared = json.loads(run(probe, "cache", "clear", "--selections", "--json")[0])
+    if cleared.get("only") != "selections" or cleared["removed"] < 1:
+        raise AssertionError(f"cache clear --selections: {json.dumps(cleared)[:400]}")
+    stats = json.loads(run(probe, "cache", "stats", "--json")[0])
+    kinds = {k: v["entries"] for k, v in stats["kinds"].items()}
+    kinds_before = {k: v["entries"] for k, v in before["kinds"].items()}
+    if kinds.get(SELECT_KIND, 0) != 0 or kinds_before.get(SELECT_KIND, 0) == 0 or \
+            {k: v for k, v in kinds.items() if k != SELECT_KIND} != {k: v for k, v in kinds_before.items() if k != SELECT_KIND}:
+        raise AssertionError(f"after clear --selections: {kinds} (before: {kinds_before})")
+    fresh = json.loads(run(probe, "select", "matmul", "64", "--json")[0])
+    if fresh["source"] != "calibrated":
+        raise AssertionError(f"after clear --selections the choice came from '{fresh['source']}'")
 
 
 def bench_json(probe):

@@ -362,12 +362,19 @@ std::uint64_t DiskStore::remove_invalid(std::vector<DiskLeftover>* left_out) {
   return removed;
 }
 
-std::uint64_t DiskStore::clear(std::vector<DiskLeftover>* left_out) {
+std::uint64_t DiskStore::clear(std::vector<DiskLeftover>* left_out) { return clear_matching(nullptr, left_out); }
+
+std::uint64_t DiskStore::clear_kind(EntryKind only, std::vector<DiskLeftover>* left_out) {
+  return clear_matching(&only, left_out);
+}
+
+std::uint64_t DiskStore::clear_matching(const EntryKind* only, std::vector<DiskLeftover>* left_out) {
   Impl& s = *impl_;
   std::vector<DiskLeftover> left;
   const std::uint64_t removed = delete_walk(
       s.open_tree(), 60, left,
       [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
+        if (only && kind != *only) return std::optional<DiskEntryInfo>();  // another kind: kept, not reported
         return std::optional<DiskEntryInfo>(describe(kind, d, name, st, stat_errno));  // nothing is opened
       },
       [](const DiskEntryInfo&) {});

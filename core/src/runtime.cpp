@@ -364,6 +364,10 @@ Selection Runtime::choose(const std::string& op, const Shape& shape, const PlanF
   return state_->selection->explain(op, shape, factory, /*interim_ok=*/true);
 }
 
+Selection Runtime::recalibrate(const std::string& op, const Shape& shape, const PlanFactory& factory) {
+  return state_->selection->recalibrate(op, shape, factory);
+}
+
 bool Runtime::settle(std::chrono::milliseconds timeout) { return state_->selection->settle(timeout); }
 
 BackgroundStats Runtime::background_stats() const noexcept { return state_->selection->background_stats(); }

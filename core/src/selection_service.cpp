@@ -151,15 +151,7 @@ Selection SelectionService::find_out(const std::string& op, const Shape& shape, 
     incumbent = followed.incumbent;
   }
   const std::vector<DeviceInfo> devices = source_.devices();
-  // The plan's sources, hashed on the first device by id (any fixed one will do: each key is
-  // only ever compared with one made the same way).
-  std::string plan = "none";
-  if (!devices.empty()) {
-    const auto first = std::min_element(devices.begin(), devices.end(),
-                                        [](const DeviceInfo& a, const DeviceInfo& b) { return a.id() < b.id(); });
-    plan = plan_hash_text(op, factory, *first, shape);
-  }
-  const std::string key_text = selection_key_text(op, cls, devices, plan);
+  const std::string key_text = full_key_text(op, cls, devices, factory, shape);
   if (auto loaded = load(key_text, op, cls, ids_of(devices))) {
     remember_last(op, cls, key_text, loaded->device, factory, shape);
     loaded->shape = shape;
@@ -314,11 +306,8 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
                                     bool interim_ok) {
   const auto t0 = Clock::now();
   const std::uint64_t work = selection_work(op, shape);  // validates op and shape first
-  PlanFactory factory = given;
-  if (!factory) {
-    ops::check_shape(op, shape);  // with no factory, op must be a built-in
-    factory = [op](const DeviceInfo& d, const Shape& sh) { return ops::plan(op, d, sh); };
-  }
+  if (!given) ops::check_shape(op, shape);  // with no factory, op must be a built-in
+  const PlanFactory factory = factory_for(op, given);
   if (!forced_.empty()) {
     Selection s = forced_selection(op, shape);
     s.lookup_seconds = seconds_since(t0);
@@ -382,6 +371,57 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
     done_.notify_all();
     if (error) std::rethrow_exception(error);
   }
+}
+
+PlanFactory SelectionService::factory_for(const std::string& op, const PlanFactory& factory) {
+  if (factory) return factory;
+  return [op](const DeviceInfo& d, const Shape& sh) { return ops::plan(op, d, sh); };
+}
+
+std::string SelectionService::full_key_text(const std::string& op, std::uint32_t size_class,
+                                            const std::vector<DeviceInfo>& devices, const PlanFactory& factory,
+                                            const Shape& shape) {
+  // The plan's sources, hashed on the first device by id (any fixed one will do: each key is
+  // only ever compared with one made the same way).
+  std::string plan = "none";
+  if (!devices.empty()) {
+    const auto first = std::min_element(devices.begin(), devices.end(),
+                                        [](const DeviceInfo& a, const DeviceInfo& b) { return a.id() < b.id(); });
+    plan = plan_hash_text(op, factory, *first, shape);
+  }
+  return selection_key_text(op, size_class, devices, plan);
+}
+
+Selection SelectionService::recalibrate(const std::string& op, const Shape& shape, const PlanFactory& given) {
+  const std::uint64_t work = selection_work(op, shape);
+  if (!given) ops::check_shape(op, shape);  // with no factory, op must be a built-in
+  const PlanFactory factory = factory_for(op, given);
+  if (!forced_.empty()) return forced_selection(op, shape);
+  const std::string key = entry_key(op, shape);
+  const std::uint32_t cls = size_class_of_work(work);
+  std::string incumbent;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = entries_.find(key); it != entries_.end()) incumbent = it->second.selection.device;
+  }
+  if (incumbent.empty()) incumbent = follow_last(op, cls, factory).incumbent;  // the stored choice, stale or not
+  const std::string key_text = full_key_text(op, cls, source_.devices(), factory, shape);
+  calibration::Request request{op, shape, factory, work};
+  request.store = store_;
+  request.incumbent = incumbent;
+  Selection s = calibration::calibrate(request, source_, {}, &turns_);
+  if (worth_storing(s)) {
+    store_selection(*store_, key_text, s);
+    remember_last(op, cls, key_text, s.device, factory, shape);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    Entry& e = entries_[key];
+    e.selection = s;
+    e.recalibrate = false;
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  return s;
 }
 
 Selection SelectionService::begin(const std::string& key, const std::string& op, const Shape& shape,

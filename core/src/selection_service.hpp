@@ -55,6 +55,9 @@ class SelectionService {
   /// interim_ok (and background on), a calibration runs in the background and an interim
   /// selection of a ready device is returned meanwhile.
   Selection explain(const std::string& op, const Shape& shape, const PlanFactory& factory, bool interim_ok = false);
+  /// Calibrates op's class at shape again in the foreground (the current choice the incumbent),
+  /// stores it and puts it in the table.
+  Selection recalibrate(const std::string& op, const Shape& shape, const PlanFactory& factory);
   /// Waits until no background calibration is queued or running (false: timed out).
   bool settle(std::chrono::milliseconds timeout) { return worker_.wait_idle(timeout); }
   /// Returns the background calibration counts.
@@ -80,6 +83,11 @@ class SelectionService {
   };
   // The selection VGPU_DEVICE forces (no table, no timing).
   Selection forced_selection(const std::string& op, const Shape& shape);
+  // The built-in plan factory for op when factory is empty, else factory.
+  static PlanFactory factory_for(const std::string& op, const PlanFactory& factory);
+  // The key text of op's size class on devices, with the hash of factory's plan sources.
+  std::string full_key_text(const std::string& op, std::uint32_t size_class, const std::vector<DeviceInfo>& devices,
+                            const PlanFactory& factory, const Shape& shape);
   // What following the pointer to a class's last selection found: the selection when it is
   // still sound (fresh), else the stored choice when that device is still here (incumbent) and
   // why it must be rechecked.

@@ -289,6 +289,36 @@ void bind_devices(py::module_& m) {
       "Returns the vgpu.Selection for op at shape, with every candidate, its timing and the source "
       "(calibrating on first use, as select() does). shape as for select().");
   m.def(
+      "settle",
+      [](double timeout_s) {
+        if (!(timeout_s >= 0) || timeout_s > 1e9)
+          fail(ErrorCategory::invalid_argument, "settle(timeout_s=" + std::to_string(timeout_s) + ") is out of range.",
+               "pass a number of seconds from 0 up to 1e9.");
+        py::gil_scoped_release release;
+        return Runtime::global().settle(std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
+      },
+      py::arg("timeout_s") = 600.0,
+      "Waits until no background calibration is running (VGPU_BACKGROUND: a first call of a size class "
+      "runs on the CPU while the devices are measured in the background; later calls switch over). "
+      "Returns False when timeout_s passed first. Call it before timing steady state, or before exit "
+      "so that the next process starts from the stored choice.");
+  m.def(
+      "background_stats",
+      [] {
+        const BackgroundStats b = Runtime::global().background_stats();
+        py::dict d;
+        d["interim"] = b.interim;
+        d["rechecks"] = b.rechecks;
+        d["finished"] = b.finished;
+        d["switches"] = b.switches;
+        d["failed"] = b.failed;
+        d["cancelled"] = b.cancelled;
+        return d;
+      },
+      "Returns what background calibration did so far, as a dict: interim (size classes served by the CPU "
+      "while measured), rechecks, finished, switches (choices that moved off the interim device), failed, "
+      "cancelled.");
+  m.def(
       "counters",
       [] {
         CounterSnapshot c;

@@ -113,7 +113,7 @@ def test_select_and_explain():
     assert isinstance(s, vgpu.Selection)
     assert s.op == "matmul" and s.shape == (8, 8, 8)
     assert s.device == d.id  # same size class: the same choice
-    assert s.source in {"calibrated", "persisted", "forced", "fallback", "only"}
+    assert s.source in {"calibrated", "persisted", "forced", "fallback", "only", "interim"}
     assert s.candidates and all(isinstance(c, vgpu.SelectionCandidate) for c in s.candidates)
     ids = {i.id for i in vgpu.devices()}
     for c in s.candidates:
@@ -155,3 +155,23 @@ def test_help_is_useful():
     assert "zero-copy" in vgpu.Cache.matmul.__doc__
     assert "KernelDB" in vgpu.KernelDatabase.__doc__
     assert vgpu.devices.__doc__ and vgpu.explain.__doc__ and vgpu.Device.__doc__
+
+
+def test_settle_and_background_stats():
+    # A default Cache at a size class nothing has chosen yet: with background work on (the
+    # default) the first call may run on the CPU while the devices are measured; either way,
+    # after settle() nothing is in flight and explain() gives a final choice.
+    A = np.arange(33 * 17, dtype=np.float32).reshape(33, 17) / 100
+    B = np.arange(17 * 29, dtype=np.float32).reshape(17, 29) / 100
+    C = vgpu.Cache().matmul(A, B)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-4, atol=1e-4)
+    assert vgpu.settle(600) is True
+    stats = vgpu.background_stats()
+    assert set(stats) == {"interim", "rechecks", "finished", "switches", "failed", "cancelled"}
+    assert all(isinstance(v, int) and v >= 0 for v in stats.values())
+    assert stats["finished"] + stats["failed"] + stats["cancelled"] <= stats["interim"]
+    s = vgpu.explain("matmul", (33, 17, 29))
+    assert s.source != "interim"
+    with pytest.raises(vgpu.InvalidArgument) as e:
+        vgpu.settle(-1)
+    assert "Fix:" in str(e.value)

@@ -32,6 +32,7 @@ constexpr EntryKind kKinds[] = {EntryKind::spirv, EntryKind::vk_pipeline_cache, 
 struct CacheOptions {
   bool json = false;
   bool fix = false;
+  bool selections = false;  // clear: only the device selections (choices, pointers, models)
 };
 
 /// Formats a byte count ("0 B" for zero).
@@ -144,16 +145,17 @@ int run_stats(const CacheOptions& o) {
 int run_clear(const CacheOptions& o) {
   DiskStore& store = DiskStore::global();
   std::vector<cache::DiskLeftover> left;
-  const std::uint64_t removed = store.clear(&left);
+  const std::uint64_t removed = o.selections ? store.clear_kind(EntryKind::selection, &left) : store.clear(&left);
   if (o.json) {
     nlohmann::ordered_json j = json_document();
     j["directory"] = store.directory().string();
+    j["only"] = o.selections ? "selections" : "all";
     j["removed"] = removed;
     j["left"] = leftovers_json(left);
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "removed " << removed << " entr" << (removed == 1 ? "y" : "ies") << " from " << format_directory(store)
-              << "\n";
+    std::cout << "removed " << removed << (o.selections ? " selection" : "") << " entr" << (removed == 1 ? "y" : "ies")
+              << " from " << format_directory(store) << "\n";
     print_leftovers(std::cout, left);
   }
   return left.empty() ? 0 : 1;
@@ -301,6 +303,9 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   CLI::App* clear = cache->add_subcommand(
       "clear", "Delete every entry and print how many, and what could not be deleted (exit 1 when something is left)");
   clear->add_flag("--json", options->json, "Print one JSON object");
+  clear->add_flag("--selections", options->selections,
+                  "Delete only the stored device selections (choices, their pointers, prediction models), keeping the "
+                  "compiled kernels: the next process measures every device again");
   clear->callback([&action, &app, options] {
     action = [&app, options] {
       options->json = options->json || json_requested(app);

@@ -25,6 +25,7 @@ namespace {
 struct SelectOptions {
   std::string op, size;
   bool json = false;
+  bool recalibrate = false;  // measure every device again and store the result
 };
 
 /// Parses one dimension ("1024", "1e6"); throws invalid_argument.
@@ -102,7 +103,7 @@ std::optional<VariantShown> show_variant(const Selection& s) {
 
 int run_select(const SelectOptions& o) {
   const Shape shape = parse_size(o.op, o.size);
-  const Selection s = Runtime::global().explain(o.op, shape);
+  const Selection s = o.recalibrate ? Runtime::global().recalibrate(o.op, shape) : Runtime::global().explain(o.op, shape);
   const std::optional<VariantShown> v = show_variant(s);
   if (o.json) {
     nlohmann::ordered_json j = to_json(s);
@@ -148,6 +149,9 @@ void add_select_command(CLI::App& app, std::function<int()>& action) {
                   "joined by x (matmul MxKxN, softmax_rows ROWSxCOLS)")
       ->required();
   cmd->add_flag("--json", o->json, "Print one JSON object");
+  cmd->add_flag("--recalibrate", o->recalibrate,
+                "Measure every device again (the stored choice kept where it is within 1.10 of the best) and store the "
+                "result, instead of reading the stored choice");
   cmd->callback([&action, &app, o] {
     action = [&app, o] {
       o->json = o->json || json_requested(app);

@@ -65,7 +65,10 @@ class VGPU_API KernelDatabase {
   KernelDatabase();
 
   /// Registers (or replaces, evicting its kernels) a kernel family under id; stability says
-  /// whether get() must ask the factory on every call (see PlanStability).
+  /// whether get() must ask the factory on every call (see PlanStability). With selection, the
+  /// factory may also run on the runtime's background thread (a calibration, VGPU_BACKGROUND)
+  /// after the call that started it returned: what it captures by reference must outlive
+  /// Runtime::settle() or the runtime.
   void add(const std::string& id, PlanFactory factory, PlanStability stability = PlanStability::varies);
   /// Returns the persistent kernel for id at shape, building it on a miss (a kernel whose
   /// device was lost since is returned as it is: its next call recovers the device); throws invalid_argument for an unknown id or a

@@ -138,6 +138,10 @@ class VGPU_API Runtime {
   /// CPU, or on a recheck the stored choice — while the calibration runs on a background thread;
   /// selection_epoch() changes when it finishes. KernelDatabase (and so Cache) calls this.
   Selection choose(const std::string& op, const Shape& shape, const PlanFactory& factory = {});
+  /// Measures op's size class at shape on every device again, in the foreground, with the
+  /// current choice as the incumbent (kept where it is within 1.10 of the best), stores the
+  /// result and uses it from now on (vgpu-probe select --recalibrate).
+  Selection recalibrate(const std::string& op, const Shape& shape, const PlanFactory& factory = {});
   /// Waits until no background calibration is queued or running, at most timeout; returns
   /// false when it timed out.
   bool settle(std::chrono::milliseconds timeout = std::chrono::minutes(10));

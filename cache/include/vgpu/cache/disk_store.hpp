@@ -164,8 +164,13 @@ class DiskStore {
   /// temp files abandoned for more than a minute; returns how many entries it deleted. *left
   /// (when given) receives what it could not or would not delete, with why.
   std::uint64_t clear(std::vector<DiskLeftover>* left = nullptr);
+  /// As clear(), for the entry files of one kind only (e.g. EntryKind::selection: every stored
+  /// device choice, pointer and prediction model, the compiled kernels kept).
+  std::uint64_t clear_kind(EntryKind kind, std::vector<DiskLeftover>* left = nullptr);
 
  private:
+  // clear() and clear_kind(): the entries of *only's kind, or of every kind when it is null.
+  std::uint64_t clear_matching(const EntryKind* only, std::vector<DiskLeftover>* left);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
