@@ -18,15 +18,23 @@
 //      re-run and are listed with the calibration's note.
 // ratio = chosen median / fastest median. A ratio above 1.10 is reported, never an exit failure.
 // --quick drops matmul 4096, axpy 1e8 and reduce_sum 1e7 and takes fewer samples.
+// --processes P (issue 17: is the choice right in every process?): per case, P fresh processes
+// (this program again, each with its own empty cache directory and VGPU_BACKGROUND=0, so each
+// calibrates for itself) print the device they chose; step 3 also measures every device a
+// process chose, and the table gives how many of the P choices are within 1.10 of the fastest
+// (goal: all of them).
 //
-// Run: build/bin/vgpu-bench-select [--quick] [--json FILE]
+// Run: build/bin/vgpu-bench-select [--quick] [--json FILE] [--processes P]
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <iostream>
 
 #include "bench_util.hpp"
 #include "vgpu/vgpu.hpp"
@@ -69,6 +77,8 @@ struct CaseResult {
   vb::Stats chosen_stats, fastest_stats;
   double ratio = 0;
   std::vector<std::string> problems;  ///< source or device mismatches
+  std::vector<std::string> process_choices;  ///< --processes: each fresh process's choice
+  int processes_within = 0;                  ///< of those, choices within kTargetRatio of the fastest
   std::string error;                  ///< a vgpu::Error that ended this case
 };
 
@@ -169,7 +179,9 @@ void measure(CaseResult& r, vgpu::Runtime& rt, const vb::Options& o) {
   unsigned seed = 1;
   for (std::size_t i = 0; i < r.cands.size(); ++i) {
     const auto& c = r.cands[i].cal;
-    if (!(c.eligible && c.runs > 0) && c.device != r.chosen) continue;
+    const bool chosen_elsewhere = std::find(r.process_choices.begin(), r.process_choices.end(), c.device) !=
+                                  r.process_choices.end();
+    if (!(c.eligible && c.runs > 0) && c.device != r.chosen && !chosen_elsewhere) continue;
     vgpu::Device dev = rt.open(c.device);
     vgpu::KernelPlan plan = vgpu::ops::plan(r.spec.op, dev.info(), r.spec.shape);
     const auto sig = signature_of(plan);
@@ -210,6 +222,37 @@ void measure(CaseResult& r, vgpu::Runtime& rt, const vb::Options& o) {
     if (c.cal.device == r.chosen) r.chosen_stats = c.stats;
   }
   r.ratio = r.fastest_stats.median > 0 ? r.chosen_stats.median / r.fastest_stats.median : 0;
+  for (const std::string& choice : r.process_choices)
+    for (const CandResult& c : r.cands)
+      if (c.cal.device == choice && c.measured && r.fastest_stats.median > 0 &&
+          c.stats.median / r.fastest_stats.median <= kTargetRatio)
+        ++r.processes_within;
+}
+
+/// --processes: runs `self --child-choose op dims...` in count fresh processes, each with its
+/// own empty cache directory (so each calibrates), and returns their choices ("?" for a failure).
+std::vector<std::string> choices_of_fresh_processes(const std::string& self, const CaseSpec& spec, int count) {
+  std::vector<std::string> out;
+  for (int i = 0; i < count; ++i) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("vgpu-bench-select-child-" + std::to_string(::getpid()) + "-" + std::to_string(i));
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::string cmd = "env -u VGPU_DEVICE VGPU_BACKGROUND=0 VGPU_CACHE_DIR='" + dir.string() + "' '" + self +
+                      "' --child-choose " + spec.op;
+    for (auto d : spec.shape) cmd += " " + std::to_string(d);
+    cmd += " 2>/dev/null";
+    std::string got;
+    if (FILE* f = ::popen(cmd.c_str(), "r")) {
+      char buf[256];
+      while (std::fgets(buf, sizeof buf, f)) got += buf;
+      ::pclose(f);
+    }
+    while (!got.empty() && (got.back() == '\n' || got.back() == ' ')) got.pop_back();
+    out.push_back(got.empty() ? "?" : got);
+    std::filesystem::remove_all(dir, ec);
+  }
+  return out;
 }
 
 /// Formats how the calibration saw a candidate: its time and runs, or why it was not run.
@@ -275,7 +318,9 @@ nlohmann::json to_json(const CaseResult& r) {
             {"persisted_lookup_wall_s", r.persisted_wall},
             {"persisted_lookup_seconds", r.persisted_lookup},
             {"persisted_backend_probe_s", r.persisted_probe_wall},
-            {"problems", r.problems}});
+            {"problems", r.problems},
+            {"process_choices", r.process_choices},
+            {"process_choices_within_target", r.processes_within}});
   for (const auto& c : r.cands) {
     nlohmann::json cj{{"device", c.cal.device},
                       {"eligible", c.cal.eligible},
@@ -292,6 +337,31 @@ nlohmann::json to_json(const CaseResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --child-choose op dims...: one fresh process's choice (for --processes), printed alone.
+  if (argc >= 4 && std::string(argv[1]) == "--child-choose") {
+    try {
+      vgpu::Shape shape;
+      for (int i = 3; i < argc; ++i) shape.push_back(std::strtoull(argv[i], nullptr, 10));
+      vgpu::Runtime rt{vgpu::RuntimeOptions{}};
+      std::cout << rt.explain(argv[2], shape).device << "\n";
+      return 0;
+    } catch (const vgpu::Error& e) {
+      std::cerr << e.what() << "\n";
+      return 4;
+    }
+  }
+  int processes = 0;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--processes" && i + 1 < argc) {
+      processes = std::max(0, std::atoi(argv[++i]));
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
+  argc = static_cast<int>(rest.size());
+  argv = rest.data();
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const vb::Options o =
       vb::parse_args(argc, argv, "device selection: chosen vs fastest device per op and size, calibration vs persisted cost");
   // A private, empty cache directory (always: the bench empties it, so never a user's cache),
@@ -323,6 +393,7 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       try {
         calibrate_and_lookup(r);
+        if (processes > 0) r.process_choices = choices_of_fresh_processes(self, spec, processes);
         measure(r, measure_rt, o);
       } catch (const vgpu::Error& e) {
         r.error = e.what();
@@ -337,9 +408,11 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(cache_dir, ec);
 
-  vb::Table t({"op", "size", "chosen", "source", "chosen time", "fastest", "fastest time", "ratio",
-               "calibration (one-time)", "persisted lookup"});
-  int ok = 0, total = 0;
+  std::vector<std::string> columns{"op",    "size", "chosen", "source", "chosen time", "fastest", "fastest time",
+                                   "ratio", "calibration (one-time)", "persisted lookup"};
+  if (processes > 0) columns.push_back(std::to_string(processes) + " fresh processes within 1.10");
+  vb::Table t(columns);
+  int ok = 0, total = 0, process_ok = 0, process_total = 0;
   for (const auto& r : results) {
     doc["cases"].push_back(to_json(r));
     if (!r.error.empty()) {
@@ -348,10 +421,22 @@ int main(int argc, char** argv) {
     }
     ++total;
     ok += r.ratio <= kTargetRatio;
-    t.add({r.spec.op, r.spec.size, r.chosen, r.source, vb::fmt_stats(r.chosen_stats), r.fastest,
-           vb::fmt_stats(r.fastest_stats), vb::fmt_ratio(r.ratio) + (r.ratio > kTargetRatio ? " !" : ""),
-           vb::fmt_time(r.calibration_wall),
-           vb::fmt_time(r.persisted_wall) + (r.persisted_source == "persisted" ? "" : " [" + r.persisted_source + "]")});
+    std::vector<std::string> row{
+        r.spec.op, r.spec.size, r.chosen, r.source, vb::fmt_stats(r.chosen_stats), r.fastest,
+        vb::fmt_stats(r.fastest_stats), vb::fmt_ratio(r.ratio) + (r.ratio > kTargetRatio ? " !" : ""),
+        vb::fmt_time(r.calibration_wall),
+        vb::fmt_time(r.persisted_wall) + (r.persisted_source == "persisted" ? "" : " [" + r.persisted_source + "]")};
+    if (processes > 0) {
+      std::map<std::string, int> by_device;
+      for (const auto& c : r.process_choices) ++by_device[c];
+      std::string spread;
+      for (const auto& [d, k] : by_device) spread += (spread.empty() ? "" : " ") + d + "x" + std::to_string(k);
+      row.push_back(std::to_string(r.processes_within) + "/" + std::to_string(r.process_choices.size()) + " (" +
+                    spread + ")");
+      process_ok += r.processes_within;
+      process_total += static_cast<int>(r.process_choices.size());
+    }
+    t.add(row);
   }
   std::cout << "\n";
   t.print();
@@ -360,6 +445,12 @@ int main(int argc, char** argv) {
   std::cout << "\n" << ok << " of " << total << " cases within ratio " << vb::fmt(kTargetRatio, 2)
             << " of the fastest measured device" << (failures ? " (" + std::to_string(failures) + " failed)" : "")
             << "\n";
+  if (processes > 0) {
+    std::cout << process_ok << " of " << process_total << " fresh-process choices (" << processes
+              << " per case) within ratio " << vb::fmt(kTargetRatio, 2) << " of the fastest measured device\n";
+    doc["process_choices_within_target"] = process_ok;
+    doc["process_choices_total"] = process_total;
+  }
   doc["cases_within_target"] = ok;
   doc["cases_total"] = total;
   doc["failures"] = failures;

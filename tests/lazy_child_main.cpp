@@ -9,7 +9,9 @@
 //                                   is cpu:0 (the parent leaves VGPU_DEVICE unset)
 //   vgpu-test-lazy-child select     the same with no device forced: the selection's choice (the
 //                                   parent gives it a private VGPU_CACHE_DIR, so the first run
-//                                   calibrates and later ones follow the persisted choice)
+//                                   calibrates — in the background while the CPU serves, waited
+//                                   for with Runtime::settle() — and later ones follow the
+//                                   persisted choice)
 //   vgpu-test-lazy-child devices    Runtime::global().devices() and backends() (enumeration)
 //
 // Then prints one line, read from /proc/self/maps after the work:
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
     if (mode == "matmul" || mode == "select") {
       vgpu::Cache cache;
       if (!matmul_ok(cache)) return 3;
+      // A first process lives until its background calibration is done, so that it persists.
+      if (mode == "select" && !vgpu::Runtime::global().settle()) return 4;
       const vgpu::Selection s = vgpu::Runtime::global().explain("matmul", {16, 16, 16});
       device = s.device;
       source = vgpu::to_string(s.source);

@@ -51,7 +51,8 @@ std::pair<double, double> median_interval(const std::vector<double>& sorted) {
   return {at(std::floor(n / 2 - half)), at(std::ceil(n / 2 + half))};
 }
 
-void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data) {
+void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data,
+                  const std::function<bool()>& cancelled) {
   std::vector<Candidate*> contenders;
   for (Candidate& cand : cands)
     if (cand.kernel && contends(cand, best)) contenders.push_back(&cand);
@@ -66,7 +67,7 @@ void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data
     std::vector<Verdict> verdict(cands.size(), Verdict::open);
     const auto index = [&](const Candidate* c) { return static_cast<std::size_t>(c - cands.data()); };
     int round = 0;
-    while (open.size() > 1 && round < kMaxRounds && seconds_since(t0) < budget) {
+    while (open.size() > 1 && round < kMaxRounds && seconds_since(t0) < budget && !(cancelled && cancelled())) {
       // One sample each per round, so drift hits all alike. Each sample is the second of two
       // back-to-back calls: the first pays for switching from the device timed just before (two
       // APIs on one GPU switch contexts, ~100 us on the H200, which made CUDA and Vulkan read

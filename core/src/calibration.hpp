@@ -120,7 +120,8 @@ struct Request {
   const Shape& shape;
   const PlanFactory& factory;
   std::uint64_t work;
-  std::string incumbent = {};  // the previously persisted choice, kept on a tie; empty: none
+  std::string incumbent{};             // the stored choice being rechecked ("" for none)
+  std::function<bool()> cancelled{};   // true: give up at the next step (a background run being stopped)
 };
 
 /// One eligible device while it is measured.
@@ -182,8 +183,10 @@ std::pair<double, double> median_interval(const std::vector<double>& sorted);
 /// until each is separated from the best or a sure tie (bounds above), and takes their medians
 /// over those samples. Why: devices timed one after the other a few calls each can be ordered
 /// by machine drift or noise; interleaving makes drift hit all alike, and enough samples make
-/// the order the same in every process.
-void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data);
+/// the order the same in every process. The rounds stop early once cancelled (when given)
+/// returns true: the separation phase can take seconds, and must not hold up a shutdown.
+void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data,
+                  const std::function<bool()>& cancelled = {});
 
 /// Phase 5, ordering: the Selection — measured candidates by time, then predicted ones, then
 /// failed or ineligible ones, then demoted ones — with the choice (the tie rule above) moved

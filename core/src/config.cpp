@@ -242,6 +242,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_GL_SPIRV", "0: OpenGL runs complete shaders and SPIR-V as GLSL cross-compiled by SPIRV-Cross, never through GL_ARB_gl_spirv (default 1)"},
       {"VGPU_MATMUL_TILING", "force the matmul variant: Vulkan/OpenGL naive or BMxBNxBKxTMxTN, CUDA BMxBNxBKxTMxTN[wWMxWN], e.g. 128x128x8x8x8 (default: chosen per shape and device)"},
       {"VGPU_TUNE", "measure (default): time the variants a backend offers for an op (matmul tilings) once per device and size class and keep the fastest in the cache; rules: never measure, the backend's rule picks"},
+      {"VGPU_BACKGROUND", "0: a call whose device is still being chosen waits for the calibration; 1 (default): it runs on the CPU meanwhile and the calibration runs on a background thread"},
       {"VGPU_VULKAN_VALIDATION", "1: Vulkan runs with VK_LAYER_KHRONOS_validation, each message logged as an error (default 0)"},
       {"VGPU_CACHE_DIR", "the on-disk kernel cache directory (default $XDG_CACHE_HOME/vgpu or ~/.cache/vgpu)"},
       {"VGPU_CACHE_DISABLE", "1: no on-disk cache, compiled kernels stay in memory (default 0)"},
@@ -270,6 +271,7 @@ Config read_env(Warnings& w) {
   c.cuda_zero_copy = read_bool(w, "VGPU_CUDA_ZERO_COPY", true);
   c.gl_spirv = read_bool(w, "VGPU_GL_SPIRV", true);
   c.vulkan_validation = read_bool(w, "VGPU_VULKAN_VALIDATION", false);
+  c.background = read_bool(w, "VGPU_BACKGROUND", true);
   // Checked against the known tilings by the GLSL tuner (core/kernels/gpu_tuning.cpp), which
   // owns that list; a bad name fails each matmul plan with the list in its Fix.
   if (const auto v = env("VGPU_MATMUL_TILING")) c.matmul_tiling = lower(trim(*v));

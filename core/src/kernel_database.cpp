@@ -8,95 +8,13 @@
 #include <utility>
 
 #include "device_core.hpp"
+#include "plan_hash.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/runtime.hpp"
 
 namespace vgpu {
 namespace {
-
-// Streams every field that decides what a persistent kernel is into one xxHash3 state:
-// every kernel's source text per dialect and specialisation, tensors (dtype, shape, access) and
-// the binding topology, kernel, params and groups of every step. Length prefixes keep fields
-// from running together.
-class PlanHasher {
- public:
-  PlanHasher() { XXH3_64bits_reset(state_); }
-  ~PlanHasher() { XXH3_freeState(state_); }
-  PlanHasher(const PlanHasher&) = delete;
-  PlanHasher& operator=(const PlanHasher&) = delete;
-
-  void bytes(const void* data, std::size_t n) {
-    const std::uint64_t len = n;
-    XXH3_64bits_update(state_, &len, sizeof len);
-    XXH3_64bits_update(state_, data, n);
-  }
-  void text(std::string_view s) { bytes(s.data(), s.size()); }
-  void num(std::uint64_t v) { XXH3_64bits_update(state_, &v, sizeof v); }
-  std::uint64_t digest() const { return XXH3_64bits_digest(state_); }
-
- private:
-  XXH3_state_t* state_ = XXH3_createState();
-};
-
-// Streams one kernel of a plan: its source text per dialect, binding ABI and specialisation.
-void hash_kernel(PlanHasher& h, const KernelSource& source, const CompileOptions& options) {
-  h.text(source.name);
-  h.num(source.sources.size());
-  for (const DialectSource& s : source.sources) {
-    h.text(s.dialect);
-    h.text(s.code);
-    h.text(s.entry);
-    h.text(s.version);
-    h.text(s.fn ? s.fn.target_type().name() : "");
-  }
-  h.num(source.bindings.size());
-  for (const auto& b : source.bindings) {
-    h.num(b.slot);
-    h.num(static_cast<std::uint64_t>(b.access));
-  }
-  h.num(source.params_size);
-  h.num(options.defines.size());
-  for (const auto& [k, v] : options.defines) {
-    h.text(k);
-    h.text(v);
-  }
-  for (auto w : options.workgroup_size) h.num(w);  // {0, 0, 0}: unset, the shader's own or the default
-  h.num(options.spec_constants.size());
-  for (const auto& c : options.spec_constants) {
-    h.num(c.id ? *c.id : ~std::uint64_t{0});
-    h.text(c.name);
-    h.num(std::uint64_t(static_cast<int>(c.value.type)) << 32 | c.value.bits);
-  }
-}
-
-std::uint64_t plan_key(const std::string& id, const Shape& shape, const KernelPlan& p) {
-  PlanHasher h;
-  h.text(id);
-  h.num(shape.size());
-  for (auto d : shape) h.num(d);
-  h.num(p.kernel_count());
-  for (std::size_t i = 0; i < p.kernel_count(); ++i) hash_kernel(h, p.kernel_source(i), p.kernel_options(i));
-  h.num(p.tensors.size());
-  for (const auto& t : p.tensors) {
-    h.text(t.name);
-    h.num(static_cast<std::uint64_t>(t.dtype));
-    h.num(t.shape.size());
-    for (auto d : t.shape) h.num(d);
-    h.num(static_cast<std::uint64_t>(t.access) * 2 + (t.scratch ? 1 : 0));
-  }
-  h.num(p.steps.size());
-  for (const auto& st : p.steps) {
-    h.num(st.slot_tensor.size());
-    for (const auto& [slot, tensor] : st.slot_tensor) h.num((std::uint64_t{slot} << 32) | tensor);
-    h.bytes(st.params.data(), st.params.size());
-    h.num(st.groups.x);
-    h.num(st.groups.y);
-    h.num(st.groups.z);
-    h.num(st.kernel);
-  }
-  return h.digest();
-}
 
 // Seeds keeping the three key families apart (a key is also checked against the entry).
 constexpr std::uint64_t kSlotSeed = 0x76677075'736c6f74ull;   // (id, shape): selection
@@ -324,6 +242,7 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
       }
       if (!(device_ == c->second.device)) drop_locked(std::exchange(device_, c->second.device));
       device_key = c->second.device_key;
+      if (c->second.interim) ++interim_calls_;
     }
 
     // 2. A fixed factory's kernel is found by key, without asking the factory.
@@ -355,7 +274,7 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
     lock.unlock();
     auto plan = std::make_unique<KernelPlan>(make(device.info(), shape));
     const std::uint64_t content =
-        plan_key(id + "@" + device.info().id() + "#" + device.info().fingerprint.hex(), shape, *plan);
+        detail::plan_content_hash(id + "@" + device.info().id() + "#" + device.info().fingerprint.hex(), shape, *plan);
     lock.lock();
     if (auto it = kernels_.find(content); it != kernels_.end()) {
       ++hits_;
@@ -389,8 +308,14 @@ void KernelDatabase::select_locked(std::unique_lock<std::mutex>& lock, std::uint
   Device chosen;
   std::uint64_t device_key = 0;
   std::exception_ptr error;
+  bool interim = false;
   try {
-    chosen = runtime_->select(id, shape, make);
+    // choose(), not select(): a first call of a size class runs on the CPU at once while its
+    // devices are measured in the background; the epoch moves when they are (lookup() then
+    // selects again and switches over).
+    const Selection s = runtime_->choose(id, shape, make);
+    interim = s.source == SelectionSource::interim;
+    chosen = runtime_->open(s.device);
     device_key = device_key_of(chosen);
   } catch (...) {
     error = std::current_exception();
@@ -399,8 +324,16 @@ void KernelDatabase::select_locked(std::unique_lock<std::mutex>& lock, std::uint
   lock.lock();
   selecting_.erase(slot);
   if (!error) {
-    if (auto old = chosen_.find(slot); old != chosen_.end()) drop_locked(std::move(old->second.device));
-    chosen_.insert_or_assign(slot, Chosen{id, shape, chosen, device_key, epoch});
+    if (auto old = chosen_.find(slot); old != chosen_.end()) {
+      // The interim device's kernel for (id, shape) is not needed once the choice moved away.
+      if (old->second.interim && old->second.device_key != device_key) {
+        const std::uint64_t old_key = old->second.device_key;
+        erase_kernels_locked(
+            [&](const Entry& e) { return e.id == id && e.shape == shape && e.device_key == old_key; });
+      }
+      drop_locked(std::move(old->second.device));
+    }
+    chosen_.insert_or_assign(slot, Chosen{id, shape, chosen, device_key, epoch, interim});
     if (used) *used = chosen;
   }
   flight->finished = true;
@@ -417,6 +350,11 @@ std::uint64_t KernelDatabase::hits() const {
 std::uint64_t KernelDatabase::misses() const {
   std::lock_guard lock(mutex_);
   return misses_;
+}
+
+std::uint64_t KernelDatabase::interim_calls() const {
+  std::lock_guard lock(mutex_);
+  return interim_calls_;
 }
 
 std::size_t KernelDatabase::size() const {

@@ -95,6 +95,7 @@ Config RuntimeOptions::resolve(const Config& env) const {
     c.timeout = *timeout;
   }
   if (cuda_graphs) c.cuda_graphs = *cuda_graphs;
+  if (background) c.background = *background;
   if (cuda_zero_copy) c.cuda_zero_copy = *cuda_zero_copy;
   if (gl_spirv) c.gl_spirv = *gl_spirv;
   check_log_level(log_level);
@@ -120,6 +121,9 @@ struct Runtime::State {
   std::vector<BackendStatus> statuses;  // every known kind, registry order (once probed_all)
   std::vector<DeviceInfo> devices;      // every found device, registry order (once probed_all)
   std::map<std::string, std::shared_ptr<detail::DeviceCore>> open;  // by "backend:index"
+  // One per kind (parallel to kinds): held while that backend is probed or opens a device.
+  // Taken before mutex, never after it.
+  std::vector<std::unique_ptr<std::mutex>> kind_mutexes;
 
   bool allowed(BackendKind k) const {
     return options.allowed.empty() ||
@@ -129,9 +133,19 @@ struct Runtime::State {
   // Each backend is probed once, and only when first needed: creating a Vulkan instance or a GL
   // context is not free, and probing loads the backend's vendor libraries (libvulkan and its
   // ICDs, libEGL, libcuda) into the process. So opening one device probes only its backend, and
-  // a process that only ever uses cpu:0 maps none of them (issue 17).
-  const Probed& probe_kind_locked(std::size_t i) {
-    if (probed[i]) return *probed[i];
+  // a process that only ever uses cpu:0 maps none of them (issue 17). A backend is probed (and
+  // its devices opened) under its own mutex, not the runtime's: a background calibration
+  // probing CUDA must not hold up a call opening the CPU meanwhile.
+  const Probed& probe_kind(std::size_t i) {
+    {
+      std::lock_guard lock(mutex);
+      if (probed[i]) return *probed[i];  // set once, never changed: the reference stays valid
+    }
+    std::lock_guard probing(*kind_mutexes[i]);
+    {
+      std::lock_guard lock(mutex);
+      if (probed[i]) return *probed[i];
+    }
     const BackendKind kind = kinds[i];
     auto it = std::find_if(backends.begin(), backends.end(), [&](auto& b) { return b->kind() == kind; });
     Probed p;
@@ -159,17 +173,19 @@ struct Runtime::State {
         p.devices.clear();
       }
     }
+    std::lock_guard lock(mutex);
     probed[i] = std::move(p);
     return *probed[i];
   }
 
   // Probes every backend (enumeration: backends(), devices(), a calibration, vgpu-probe).
-  void probe_locked() {
+  void probe_all() {
+    for (std::size_t i = 0; i < kinds.size(); ++i) probe_kind(i);
+    std::lock_guard lock(mutex);
     if (probed_all) return;
     for (std::size_t i = 0; i < kinds.size(); ++i) {
-      const Probed& p = probe_kind_locked(i);
-      statuses.push_back(p.status);
-      devices.insert(devices.end(), p.devices.begin(), p.devices.end());
+      statuses.push_back(probed[i]->status);
+      devices.insert(devices.end(), probed[i]->devices.begin(), probed[i]->devices.end());
     }
     probed_all = true;
   }
@@ -224,6 +240,7 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
       }
     }
     st.probed.resize(st.kinds.size());
+    for (std::size_t i = 0; i < st.kinds.size(); ++i) st.kind_mutexes.push_back(std::make_unique<std::mutex>());
     // Selection sees the runtime only through these calls (it sits a layer above).
     std::string scope;
     for (BackendKind kind : st.kinds)
@@ -231,7 +248,8 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
     detail::DeviceSource source{[this] { return devices(); }, [this] { return backends(); },
                                 [this](const std::string& id) { return open(id); },
                                 [this](BackendKind kind) { return backend_devices(kind); }, scope};
-    st.selection = std::make_unique<detail::SelectionService>(std::move(source), o.forced_device, settings->store);
+    st.selection = std::make_unique<detail::SelectionService>(std::move(source), o.forced_device, settings->store,
+                                                              settings->config.background);
   } catch (...) {
     restore_log_sink(st.log_token);  // the destructor does not run for a constructor that throws
     throw;
@@ -240,6 +258,7 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
 
 Runtime::~Runtime() {
   const std::uint64_t token = state_->log_token;
+  state_->selection->shutdown();  // background calibrations use the devices: they stop first
   state_.reset();  // what closing the devices logs still reaches the sink
   restore_log_sink(token);
 }
@@ -255,26 +274,24 @@ Runtime& Runtime::global() {
 }
 
 std::vector<BackendStatus> Runtime::backends() {
+  state_->probe_all();
   std::lock_guard lock(state_->mutex);
-  state_->probe_locked();
   return state_->statuses;
 }
 
 std::vector<DeviceInfo> Runtime::devices() {
+  state_->probe_all();
   std::lock_guard lock(state_->mutex);
-  state_->probe_locked();
   return state_->devices;
 }
 
 std::vector<DeviceInfo> Runtime::backend_devices(BackendKind kind) {
-  std::lock_guard lock(state_->mutex);
   const std::size_t i = state_->kind_index(kind);
   if (i == state_->kinds.size()) return {};
-  return state_->probe_kind_locked(i).devices;
+  return state_->probe_kind(i).devices;
 }
 
 Device Runtime::open(const std::string& id) {
-  std::lock_guard lock(state_->mutex);
   const auto colon = id.find(':');
   const std::string kind_name = id.substr(0, colon);
   BackendKind kind{};
@@ -286,18 +303,17 @@ Device Runtime::open(const std::string& id) {
   }
   // Only the id's own backend is probed: the others' libraries stay unloaded.
   const std::size_t ki = state_->kind_index(kind);
-  const std::vector<DeviceInfo>* found = nullptr;
-  if (ki < state_->kinds.size()) found = &state_->probe_kind_locked(ki).devices;
   const DeviceInfo* match = nullptr;
-  if (found)
-    for (const DeviceInfo& d : *found)
+  if (ki < state_->kinds.size())
+    for (const DeviceInfo& d : state_->probe_kind(ki).devices)
       if (d.id() == id || (colon == std::string::npos && d.backend == kind)) {
         match = &d;
         break;
       }
   if (match == nullptr) {
     // A failure may probe everything: its Fix hint lists every device there is.
-    state_->probe_locked();
+    state_->probe_all();
+    std::lock_guard lock(state_->mutex);
     std::string known;
     for (const auto& d : state_->devices) known += (known.empty() ? "" : ", ") + d.id();
     std::string why;
@@ -309,12 +325,22 @@ Device Runtime::open(const std::string& id) {
   // Devices are stored under their canonical id, so "cpu" and "cpu:0" share one device. A lost
   // device is handed out as it is: its next call recovers it in place (DeviceCore::recover),
   // through the backend, which the reopen function keeps alive.
-  if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
+  {
+    std::lock_guard lock(state_->mutex);
+    if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
+  }
+  // Opened under the backend's own mutex (a context creation can take long), then published.
+  std::lock_guard opening(*state_->kind_mutexes[ki]);
+  {
+    std::lock_guard lock(state_->mutex);
+    if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
+  }
   std::shared_ptr<ComputeBackend> backend = state_->backend_shared_locked(match->backend);
   const std::uint32_t index = match->index;
   auto core = std::make_shared<detail::DeviceCore>(backend->open(index), state_->settings->config,
                                                    [backend, index] { return backend->open(index); },
                                                    state_->settings->store);
+  std::lock_guard lock(state_->mutex);
   state_->open[match->id()] = core;
   return core->handle();
 }
@@ -333,6 +359,14 @@ Device Runtime::default_device() {
 Selection Runtime::explain(const std::string& op, const Shape& shape, const PlanFactory& factory) {
   return state_->selection->explain(op, shape, factory);
 }
+
+Selection Runtime::choose(const std::string& op, const Shape& shape, const PlanFactory& factory) {
+  return state_->selection->explain(op, shape, factory, /*interim_ok=*/true);
+}
+
+bool Runtime::settle(std::chrono::milliseconds timeout) { return state_->selection->settle(timeout); }
+
+BackgroundStats Runtime::background_stats() const noexcept { return state_->selection->background_stats(); }
 
 Device Runtime::select(const std::string& op, const Shape& shape, const PlanFactory& factory) {
   return open(explain(op, shape, factory).device);

@@ -18,6 +18,7 @@ const char* to_string(SelectionSource source) noexcept {
     case SelectionSource::forced: return "forced";
     case SelectionSource::fallback: return "fallback";
     case SelectionSource::only: return "only";
+    case SelectionSource::interim: return "interim";
   }
   return "unknown";
 }

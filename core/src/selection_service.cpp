@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "plan_hash.hpp"
 #include "selection_store.hpp"
 #include "size_class.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/inventory.hpp"
 #include "vgpu/log.hpp"
 #include "vgpu/ops.hpp"
 
@@ -97,11 +99,13 @@ std::vector<std::string> key_items(const std::string& key_text) {
 
 }  // namespace
 
-std::string selection_key_text(const std::string& op, std::uint32_t size_class, const std::vector<DeviceInfo>& devices) {
+std::string selection_key_text(const std::string& op, std::uint32_t size_class, const std::vector<DeviceInfo>& devices,
+                               const std::string& plan) {
   std::vector<std::string> parts;
   for (const auto& d : devices) parts.push_back(d.id() + "=" + d.fingerprint.hex());
   std::sort(parts.begin(), parts.end());
-  std::string text = "select;v=1;op=" + op + ";class=" + std::to_string(size_class) + ";devices=";
+  std::string text = "select;v=2;vgpu=" + version_string() + ";plan=" + plan + ";op=" + op +
+                     ";class=" + std::to_string(size_class) + ";devices=";
   for (const auto& p : parts) text += p + ",";
   return text;
 }
@@ -121,52 +125,106 @@ std::optional<Selection> SelectionService::load(const std::string& key_text, con
 }
 
 Selection SelectionService::find_out(const std::string& op, const Shape& shape, const PlanFactory& factory,
-                                     std::uint64_t work, bool recalibrate, const std::set<std::string>& demoted) {
+                                     std::uint64_t work, bool recalibrate, const std::set<std::string>& demoted,
+                                     std::optional<std::string> followed_incumbent,
+                                     const std::function<bool()>& cancelled) {
+  calibration::Request request{op, shape, factory, work};
+  request.cancelled = cancelled;
   if (recalibrate) {
     // The order of the others came from a calibration that may have stopped them after one
     // noisy warm-up against the now demoted device: measure them again, without it.
-    Selection s = calibration::calibrate({op, shape, factory, work}, source_, demoted, &turns_);
+    Selection s = calibration::calibrate(request, source_, demoted, &turns_);
     s.source = SelectionSource::fallback;
     return s;
   }
   const std::uint32_t cls = size_class_of_work(work);
-  if (auto followed = follow_last(op, cls)) {
-    followed->shape = shape;
-    return *followed;
+  std::string incumbent;
+  if (followed_incumbent) {
+    incumbent = *followed_incumbent;
+  } else {
+    Followed followed = follow_last(op, cls, factory);
+    if (followed.fresh) {
+      followed.fresh->shape = shape;
+      return *followed.fresh;
+    }
+    incumbent = followed.incumbent;
   }
   const std::vector<DeviceInfo> devices = source_.devices();
-  const std::string key_text = selection_key_text(op, cls, devices);
+  // The plan's sources, hashed on the first device by id (any fixed one will do: each key is
+  // only ever compared with one made the same way).
+  std::string plan = "none";
+  if (!devices.empty()) {
+    const auto first = std::min_element(devices.begin(), devices.end(),
+                                        [](const DeviceInfo& a, const DeviceInfo& b) { return a.id() < b.id(); });
+    plan = plan_hash_text(op, factory, *first, shape);
+  }
+  const std::string key_text = selection_key_text(op, cls, devices, plan);
   if (auto loaded = load(key_text, op, cls, ids_of(devices))) {
-    remember_last(op, cls, key_text, loaded->device);
+    remember_last(op, cls, key_text, loaded->device, factory, shape);
     loaded->shape = shape;
     return *loaded;
   }
-  Selection s = calibration::calibrate({op, shape, factory, work}, source_, {}, &turns_);
+  // A recheck (the device, driver, vgpu or the op's plan changed since the choice was stored)
+  // keeps the old choice where it is still within the tie factor of the best.
+  request.incumbent = incumbent;
+  Selection s = calibration::calibrate(request, source_, {}, &turns_);
   if (worth_storing(s)) {
     store_selection(*store_, key_text, s);
-    remember_last(op, cls, key_text, s.device);
+    remember_last(op, cls, key_text, s.device, factory, shape);
   }
   log(LogLevel::info, op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
-                          std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms)");
+                          std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms" +
+                          (incumbent.empty() ? std::string() : ", rechecking " + incumbent) + ")");
   return s;
 }
 
+std::string SelectionService::plan_hash_text(const std::string& op, const PlanFactory& factory, const DeviceInfo& info,
+                                             const Shape& shape) {
+  // A built-in's plan changes only with vgpu, whose version is in the key already; and its plan
+  // may depend on a measured variant choice, which would make the hash differ between processes.
+  const std::vector<std::string> builtins = ops::names();
+  if (std::find(builtins.begin(), builtins.end(), op) != builtins.end()) return "builtin";
+  try {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(plan_source_hash(factory(info, shape))));
+    return buf;
+  } catch (const Error&) {
+    return "none";  // the factory cannot build it there now: the comparison then fails
+  }
+}
+
 void SelectionService::remember_last(const std::string& op, std::uint32_t size_class, const std::string& key_text,
-                                     const std::string& device) {
+                                     const std::string& device, const PlanFactory& factory, const Shape& shape) {
   if (!store_->enabled() || source_.scope.empty()) return;
   const std::string last_key = last_key_text(op, size_class, source_.scope);
-  const nlohmann::ordered_json j = {{"v", 1}, {"device", device}, {"key", key_text}};
+  std::string plan = "builtin";
+  if (factory) {
+    const auto kind_end = device.find(':');
+    try {
+      const BackendKind kind = parse_backend_kind(device.substr(0, kind_end));
+      for (const DeviceInfo& d : source_.backend_devices(kind))
+        if (d.id() == device) plan = plan_hash_text(op, factory, d, shape);
+    } catch (const Error&) {
+      return;  // a backend this build does not name: no pointer
+    }
+  }
+  nlohmann::ordered_json j = {{"v", 2},       {"device", device}, {"key", key_text}, {"vgpu", version_string()},
+                              {"plan", plan}, {"shape", shape}};
   const std::string text = j.dump();
   if (load_selection_text(*store_, last_key) == text) return;  // already so: no rewrite
   store_selection_text(*store_, last_key, text, 0);
 }
 
-std::optional<Selection> SelectionService::follow_last(const std::string& op, std::uint32_t size_class) {
-  if (!store_->enabled() || source_.scope.empty() || !source_.backend_devices) return std::nullopt;
+SelectionService::Followed SelectionService::follow_last(const std::string& op, std::uint32_t size_class,
+                                                         const PlanFactory& factory) {
+  Followed out;
+  if (!store_->enabled() || source_.scope.empty() || !source_.backend_devices) return out;
   const std::string last_key = last_key_text(op, size_class, source_.scope);
   const std::optional<std::string> text = load_selection_text(*store_, last_key);
-  if (!text) return std::nullopt;
-  std::string device, key_text;
+  if (!text) return out;
+  std::string device, key_text, plan, vgpu_version;
+  std::int64_t version = 0;
+  Shape shape;
   {
     const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
     const auto str = [&](const char* name) -> const std::string* {
@@ -177,30 +235,50 @@ std::optional<Selection> SelectionService::follow_last(const std::string& op, st
     const auto v = j.is_object() ? j.find("v") : j.end();
     const std::string* d = str("device");
     const std::string* k = str("key");
-    if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() != 1 || !d || !k ||
-        !k->starts_with("select;v=1;op=" + op + ";class=" + std::to_string(size_class) + ";devices=")) {
+    if (v != j.end() && v->is_number_integer()) version = v->get<std::int64_t>();
+    const std::string key_start = ";op=" + op + ";class=" + std::to_string(size_class) + ";devices=";
+    const bool sound = (version == 1 || version == 2) && d && k && k->starts_with("select;") &&
+                       k->find(key_start) != std::string::npos && d->find(':') != std::string::npos;
+    if (!sound) {
       // Written so by another build, a tool or a hand: drop it; the full path writes a sound one.
       log(LogLevel::warn, "selection cache: ignoring the stored pointer to the last selection for " + op + " class " +
-                              std::to_string(size_class) + " (it is not a version 1 pointer for it); enumerating.");
+                              std::to_string(size_class) + " (it is not a pointer for it); enumerating.");
       reject_selection(*store_, last_key);
-      return std::nullopt;
+      return out;
     }
     device = *d;
     key_text = *k;
+    if (version == 2) {
+      if (const std::string* p = str("plan")) plan = *p;
+      if (const std::string* g = str("vgpu")) vgpu_version = *g;
+      const auto sh = j.find("shape");
+      if (sh != j.end() && sh->is_array() && sh->size() <= 8)
+        for (const auto& e : *sh)
+          if (e.is_number_unsigned()) shape.push_back(e.get<std::uint64_t>());
+    }
   }
   BackendKind kind{};
   try {
     kind = parse_backend_kind(device.substr(0, device.find(':')));
   } catch (const Error&) {
-    return std::nullopt;  // a backend this build does not know: the full path decides
+    return out;  // a backend this build does not know: the full path decides
   }
   // Only the chosen device's backend is probed. Every device it has must be in the key as it
   // is now (same ids, same fingerprints), else the choice may be stale: enumerate everything.
   // The other backends' devices are taken as the key recorded them; a change there is not seen
-  // until a process enumerates (vgpu-probe, a recalibration after a demotion).
+  // until a process enumerates (vgpu-probe, a recalibration after a demotion, --recalibrate).
   const std::string prefix = std::string(to_string(kind)) + ":";
   std::vector<std::string> here;
-  for (const DeviceInfo& d : source_.backend_devices(kind)) here.push_back(d.id() + "=" + d.fingerprint.hex());
+  const DeviceInfo* chosen = nullptr;
+  const std::vector<DeviceInfo> found = source_.backend_devices(kind);
+  for (const DeviceInfo& d : found) {
+    here.push_back(d.id() + "=" + d.fingerprint.hex());
+    if (d.id() == device) chosen = &d;
+  }
+  if (chosen == nullptr) return out;  // the chosen device is gone: calibrate afresh
+  // From here on the stored choice is a device that is still here: if anything else changed,
+  // it is the incumbent of a recheck.
+  out.incumbent = device;
   std::sort(here.begin(), here.end());
   const std::vector<std::string> items = key_items(key_text);
   std::vector<std::string> recorded, ids;
@@ -208,8 +286,16 @@ std::optional<Selection> SelectionService::follow_last(const std::string& op, st
     if (item.starts_with(prefix)) recorded.push_back(item);
     ids.push_back(item.substr(0, item.find('=')));
   }
-  if (here != recorded || std::find(ids.begin(), ids.end(), device) == ids.end()) return std::nullopt;
-  return load(key_text, op, size_class, ids);
+  if (version != 2 || vgpu_version != version_string() || !key_text.starts_with("select;v=2;vgpu=" + version_string() + ";plan="))
+    out.why_stale = "it was chosen by another vgpu version";
+  else if (here != recorded || std::find(ids.begin(), ids.end(), device) == ids.end())
+    out.why_stale = "the devices of " + std::string(to_string(kind)) + " changed since (driver or device)";
+  else if (factory && !shape.empty() && plan != plan_hash_text(op, factory, *chosen, shape))
+    out.why_stale = "the op's plan changed since (its kernel source or shape rules)";
+  if (!out.why_stale.empty()) return out;
+  out.fresh = load(key_text, op, size_class, ids);
+  if (!out.fresh) out.incumbent.clear();  // the entry itself went: nothing to keep
+  return out;
 }
 
 Selection SelectionService::forced_selection(const std::string& op, const Shape& shape) {
@@ -223,7 +309,8 @@ Selection SelectionService::forced_selection(const std::string& op, const Shape&
   return s;
 }
 
-Selection SelectionService::explain(const std::string& op, const Shape& shape, const PlanFactory& given) {
+Selection SelectionService::explain(const std::string& op, const Shape& shape, const PlanFactory& given,
+                                    bool interim_ok) {
   const auto t0 = Clock::now();
   const std::uint64_t work = selection_work(op, shape);  // validates op and shape first
   PlanFactory factory = given;
@@ -273,8 +360,10 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
     lock.unlock();
     std::optional<Selection> found;
     std::exception_ptr error;
+    BackgroundWorker::Job job;  // set when found is an interim selection
     try {
-      found = find_out(op, shape, factory, work, recalibrate, demoted);
+      found = !recalibrate && interim_ok && background_ ? begin(key, op, shape, factory, work, job)
+                                                        : find_out(op, shape, factory, work, recalibrate, demoted);
     } catch (...) {
       error = std::current_exception();
     }
@@ -283,12 +372,139 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
     if (found) {
       Entry& e = entries_[key];  // a demotion meanwhile kept its devices (and maybe asked again)
       e.selection = std::move(*found);
+      // Posted once the interim entry is in the table, which the job's result then replaces.
+      // Refused only while shutting down: the interim device then simply stays.
+      if (job && worker_.post(std::move(job))) BackgroundWorker::stop_all_at_exit();
     }
     flight->finished = true;
     flight->error = error;
     done_.notify_all();
     if (error) std::rethrow_exception(error);
   }
+}
+
+Selection SelectionService::begin(const std::string& key, const std::string& op, const Shape& shape,
+                                  const PlanFactory& factory, std::uint64_t work, BackgroundWorker::Job& job) {
+  Followed followed = follow_last(op, size_class_of_work(work), factory);
+  if (followed.fresh) {
+    followed.fresh->shape = shape;
+    return *followed.fresh;
+  }
+  std::optional<Selection> interim = interim_selection(op, shape, factory, followed);
+  if (!interim) return find_out(op, shape, factory, work, false, {}, followed.incumbent);
+  // The job holds copies of what it needs; the service outlives it (shutdown joins it).
+  const std::string incumbent = followed.incumbent;
+  job = [this, key, op, shape, factory, work, incumbent] {
+    std::optional<Selection> found;
+    std::string error;
+    bool cancelled = false;
+    try {
+      found = find_out(op, shape, factory, work, false, {}, incumbent, [this] { return worker_.cancelled(); });
+    } catch (const Error& e) {
+      error = e.what();
+      cancelled = worker_.cancelled();
+    }
+    // Probing has loaded the vendor libraries by now: an exit handler registered after theirs
+    // runs before them, so exit stops this worker while the drivers still work.
+    BackgroundWorker::stop_all_at_exit();
+    finish_background(key, std::move(found), error, cancelled);
+  };
+  stats_.interim.fetch_add(1, std::memory_order_relaxed);
+  if (!incumbent.empty()) stats_.rechecks.fetch_add(1, std::memory_order_relaxed);
+  log(LogLevel::info, op + " at " + to_string(shape) + ": " + interim->device + " serves while " +
+                          (incumbent.empty() ? std::string("the devices are measured")
+                                             : "the stored choice is rechecked (" + followed.why_stale + ")") +
+                          " in the background");
+  return *interim;
+}
+
+std::optional<Selection> SelectionService::interim_selection(const std::string& op, const Shape& shape,
+                                                             const PlanFactory& factory, const Followed& followed) {
+  std::optional<DeviceInfo> ready;
+  if (!followed.incumbent.empty()) {
+    try {
+      const BackendKind kind = parse_backend_kind(followed.incumbent.substr(0, followed.incumbent.find(':')));
+      for (const DeviceInfo& d : source_.backend_devices(kind))
+        if (d.id() == followed.incumbent) ready = d;
+    } catch (const Error&) {
+    }
+  } else {
+    // The CPU is ready at once: no context to create, and its kernels need no front-end compile.
+    for (const DeviceInfo& d : source_.backend_devices(BackendKind::cpu))
+      if (d.type == DeviceType::cpu) {
+        ready = d;
+        break;
+      }
+    // Without vgpu's CPU backend (excluded, or a runtime over other backends), a CPU device of
+    // another backend serves; finding one needs the full enumeration.
+    if (!ready && source_.scope.find("cpu") == std::string::npos)
+      for (const DeviceInfo& d : source_.devices())
+        if (d.type == DeviceType::cpu) {
+          ready = d;
+          break;
+        }
+  }
+  if (!ready) return std::nullopt;
+  try {
+    const KernelPlan plan = factory(*ready, shape);
+    for (std::size_t i = 0; i < plan.kernel_count(); ++i)
+      if (!plan.kernel_source(i).pick(ready->dialects)) return std::nullopt;  // no source it can run
+  } catch (const Error&) {
+    return std::nullopt;  // it cannot run this shape: the calibration decides in the foreground
+  }
+  Selection s;
+  s.op = op;
+  s.shape = shape;
+  s.calibration_shape = shape;
+  s.size_class = size_class(op, shape);
+  s.device = ready->id();
+  s.source = SelectionSource::interim;
+  s.candidates.push_back(SelectionCandidate{
+      s.device, true, 0, 0, false,
+      followed.incumbent.empty()
+          ? "interim: runs the calls while every device is measured in the background"
+          : "interim: the stored choice, rechecked in the background because " + followed.why_stale});
+  return s;
+}
+
+void SelectionService::finish_background(const std::string& key, std::optional<Selection> found,
+                                         const std::string& error, bool cancelled) {
+  std::string note;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return;  // cannot happen: interim entries are never erased
+    Selection& current = it->second.selection;
+    if (found) {
+      if (found->device != current.device) stats_.switches.fetch_add(1, std::memory_order_relaxed);
+      current = std::move(*found);
+      stats_.finished.fetch_add(1, std::memory_order_relaxed);
+      epoch_.fetch_add(1, std::memory_order_acq_rel);  // callers holding the interim device select again
+      note = current.op + ": background calibration chose " + current.device;
+    } else if (cancelled) {
+      stats_.cancelled.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      // The interim device stays the choice for this process; the next process measures again.
+      stats_.failed.fetch_add(1, std::memory_order_relaxed);
+      current.source = SelectionSource::fallback;
+      if (!current.candidates.empty())
+        current.candidates.front().note = "the background calibration failed: " + first_line(error);
+      note = "background calibration of '" + current.op + "' failed (" + first_line(error) + "); " + current.device +
+             " stays";
+    }
+  }
+  if (!note.empty()) log(found ? LogLevel::info : LogLevel::warn, note);
+}
+
+BackgroundStats SelectionService::background_stats() const noexcept {
+  BackgroundStats b;
+  b.interim = stats_.interim.load(std::memory_order_relaxed);
+  b.rechecks = stats_.rechecks.load(std::memory_order_relaxed);
+  b.finished = stats_.finished.load(std::memory_order_relaxed);
+  b.switches = stats_.switches.load(std::memory_order_relaxed);
+  b.failed = stats_.failed.load(std::memory_order_relaxed);
+  b.cancelled = stats_.cancelled.load(std::memory_order_relaxed);
+  return b;
 }
 
 bool SelectionService::demote(const std::string& op, const Shape& shape, const std::string& device_id,
@@ -302,7 +518,9 @@ bool SelectionService::demote(const std::string& op, const Shape& shape, const s
     Entry& e = it->second;
     e.demoted.insert(device_id);
     epoch_.fetch_add(1, std::memory_order_acq_rel);
-    other_left = std::any_of(e.selection.candidates.begin(), e.selection.candidates.end(),
+    // An interim selection lists only its ready device; the others are still to be measured.
+    other_left = e.selection.source == SelectionSource::interim ||
+                 std::any_of(e.selection.candidates.begin(), e.selection.candidates.end(),
                              [&](const SelectionCandidate& c) { return c.eligible && !e.demoted.contains(c.device); });
     if (other_left) e.recalibrate = true;
   }

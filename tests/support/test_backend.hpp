@@ -49,6 +49,9 @@ struct TestDeviceKnobs {
   std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
   std::atomic<int> noise_pct{0};    ///< each dispatch's latency times a random factor in [1-p%, 1+p%]
   std::atomic<int> spike_every{0};  ///< every k-th dispatch (from a random phase) takes 4x its latency
+  std::atomic<std::uint64_t> compile_delay_ms{0};  ///< every compile() takes this much longer (a slow driver)
+  std::atomic<bool> hold_compile{false};     ///< compile() waits while this is set (the test releases it)
+  std::atomic<std::uint64_t> compiles_started{0}, compiles_done{0};  ///< compile() calls begun / returned
   std::string salt;                          ///< part of the fingerprint (change = new device)
   vgpu::DeviceType type = vgpu::DeviceType::other;
 };
@@ -102,7 +105,12 @@ class TestDevice final : public ForwardingDevice {
     if (knobs_->fail_compile)
       vgpu::fail(vgpu::ErrorCategory::compile_error, info_.id() + " cannot compile '" + source.name + "' (injected).",
                  "run it elsewhere.");
-    return inner_->compile(source, code, o);
+    ++knobs_->compiles_started;
+    while (knobs_->hold_compile) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (const auto ms = knobs_->compile_delay_ms.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    auto kernel = inner_->compile(source, code, o);
+    ++knobs_->compiles_done;
+    return kernel;
   }
   std::unique_ptr<vgpu::RecordedBatchImpl> record(std::span<const vgpu::DispatchCommand> commands) override {
     auto b = std::make_unique<TestBatch>();
@@ -202,12 +210,17 @@ class TestBackend final : public vgpu::ComputeBackend {
   std::unique_ptr<vgpu::ComputeBackend> cpu_;
 };
 
-/// RuntimeOptions with only the test backend over knobs (and an optional forced device).
+/// RuntimeOptions with only the test backend over knobs (and an optional forced device), with
+/// background calibration off.
 inline vgpu::RuntimeOptions test_runtime_options(std::vector<std::shared_ptr<TestDeviceKnobs>> knobs,
                                                  std::string forced = {}) {
   vgpu::RuntimeOptions o;
   o.forced_device = std::move(forced);
   o.backends.push_back(std::make_shared<TestBackend>(std::move(knobs)));
+  // The tests over this backend check what a call's own calibration does; serving from an
+  // interim device while it runs in the background is tested on its own (background_test.cpp),
+  // which turns it on.
+  o.background = false;
   return o;
 }
 

@@ -67,6 +67,10 @@ struct VGPU_API Config {
   std::string tune = "measure";
   /// Set when VGPU_TUNE is neither (RuntimeOptions::from_env and resolve throw it).
   std::string tune_error;
+  /// VGPU_BACKGROUND: whether a call whose device is still being chosen (a calibration) runs on
+  /// a ready device (the CPU) while the choice is made on a background thread (true), or waits
+  /// for it (false).
+  bool background = true;
   /// VGPU_CACHE_DIR, else $XDG_CACHE_HOME/vgpu, else $HOME/.cache/vgpu (empty when none is set).
   std::filesystem::path cache_dir;
   /// !VGPU_CACHE_DISABLE: whether the on-disk (L2) cache is used.

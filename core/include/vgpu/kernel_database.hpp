@@ -84,6 +84,9 @@ class VGPU_API KernelDatabase {
   std::uint64_t hits() const;
   /// Returns how many get() calls had to build (compile, allocate, bind) a kernel.
   std::uint64_t misses() const;
+  /// Returns how many get() calls (call() included) ran on an interim device: the CPU serving
+  /// while their device was being measured in the background (VGPU_BACKGROUND; Runtime::choose).
+  std::uint64_t interim_calls() const;
   /// Returns the number of kernels held now.
   std::size_t size() const;
   /// Returns "KernelDB: <hits> hits, <misses> compiles".
@@ -124,6 +127,7 @@ class VGPU_API KernelDatabase {
     Device device;
     std::uint64_t device_key = 0;
     std::uint64_t epoch = 0;
+    bool interim = false;  // a ready device serving while the choice is measured in the background
   };
   using KernelFlight = Flight<std::shared_ptr<PersistentKernel>>;
   using SelectFlight = Flight<bool>;
@@ -171,7 +175,7 @@ class VGPU_API KernelDatabase {
   // device, shape and the plan's content. Only built kernels; builds in flight are in flights_.
   std::unordered_map<std::uint64_t, Entry> kernels_;
   std::unordered_map<std::uint64_t, std::shared_ptr<KernelFlight>> flights_;
-  std::uint64_t hits_ = 0, misses_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, interim_calls_ = 0;
   std::unordered_map<std::uint64_t, Chosen> chosen_;  // key: hash of (id, shape)
   std::unordered_map<std::uint64_t, std::shared_ptr<SelectFlight>> selecting_;
   mutable std::vector<std::shared_ptr<const void>> dropped_;  // freed by FreeDropped, outside the lock

@@ -59,6 +59,9 @@ struct VGPU_API RuntimeOptions {
   std::optional<bool> cuda_zero_copy{};
   /// VGPU_GL_SPIRV: false makes OpenGL cross-compile complete shaders and SPIR-V to GLSL.
   std::optional<bool> gl_spirv{};
+  /// VGPU_BACKGROUND: false makes a call wait for its device's calibration instead of running
+  /// on the CPU while the calibration runs on a background thread.
+  std::optional<bool> background{};
   /// Logging is process-wide (vgpu/log.hpp): when log_level or log_sink is set, the Runtime
   /// routes every log line of the process (set_log_sink) from its construction until its
   /// destruction, unless a later route replaced it; it then restores stderr at VGPU_LOG's level.
@@ -79,10 +82,13 @@ struct VGPU_API RuntimeOptions {
 /// The ordered registry of backends (CUDA, Vulkan, OpenGL, CPU last) and the devices they
 /// found. Devices are opened once and shared. Thread-safety: every member function is safe
 /// to call from several threads at once. The runtime's mutex guards the backend list and the
-/// open devices; it is held while backends are probed and a device is opened (both bounded by
-/// the backends), never while a device works or a selection calibrates. Backends are probed
-/// lazily, each once: open() probes only the id's backend (so a process that only uses cpu:0
-/// loads no GPU runtime), backends() and devices() probe them all.
+/// open devices, briefly; probing a backend and opening one of its devices hold that backend's
+/// own mutex instead (both bounded by the backend), so a background calibration probing one
+/// backend never holds up a call on another. No lock is held while a device works or a
+/// selection calibrates. Backends are probed lazily, each once: open() probes only the id's
+/// backend (so a process that only uses cpu:0 loads no GPU runtime), backends() and devices()
+/// probe them all. Destroying a runtime cancels its background calibrations and joins them
+/// first; so does process exit for the global one.
 class VGPU_API Runtime {
  public:
   /// Builds a runtime over the compiled-in backends, filtered by options, with options'
@@ -122,13 +128,26 @@ class VGPU_API Runtime {
   /// plan per device (empty: the built-in op named op); throws unavailable when no device can
   /// run it, invalid_argument for an unknown op or a bad shape.
   Device select(const std::string& op, const Shape& shape, const PlanFactory& factory = {});
-  /// Returns the selection for op at shape with every candidate, its timing and the source.
+  /// Returns the selection for op at shape with every candidate, its timing and the source
+  /// (calibrating first, in the foreground, when nothing has chosen it yet; while a background
+  /// calibration runs, the interim selection: source interim).
   Selection explain(const std::string& op, const Shape& shape, const PlanFactory& factory = {});
+  /// Returns the selection a call should use now: as explain(), except that when the choice must
+  /// first be measured and background work is on (VGPU_BACKGROUND, RuntimeOptions::background),
+  /// it returns at once an interim selection (source interim) of a device that is ready — the
+  /// CPU, or on a recheck the stored choice — while the calibration runs on a background thread;
+  /// selection_epoch() changes when it finishes. KernelDatabase (and so Cache) calls this.
+  Selection choose(const std::string& op, const Shape& shape, const PlanFactory& factory = {});
+  /// Waits until no background calibration is queued or running, at most timeout; returns
+  /// false when it timed out.
+  bool settle(std::chrono::milliseconds timeout = std::chrono::minutes(10));
+  /// Returns what background calibration has done in this runtime so far.
+  BackgroundStats background_stats() const noexcept;
   /// Demotes device for op at shape's size class after it failed there (logs one line naming
   /// the next device); returns false when no other candidate is left.
   bool demote(const std::string& op, const Shape& shape, const Device& device, const std::string& reason);
-  /// Returns a number that changes whenever a demotion changes a selection, so callers may
-  /// keep a selected device until it moves (KernelDatabase does).
+  /// Returns a number that changes whenever a demotion or a finished background calibration
+  /// changes a selection, so callers may keep a selected device until it moves (KernelDatabase does).
   std::uint64_t selection_epoch() const noexcept;
 
  private:

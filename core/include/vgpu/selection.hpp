@@ -31,9 +31,11 @@ enum class SelectionSource {
   forced,      ///< VGPU_DEVICE (RuntimeOptions::forced_device)
   fallback,    ///< the measured choice was demoted; the next candidate in order
   only,        ///< a single eligible device: nothing to compare
+  interim,     ///< a ready device (the CPU, or the stored choice being rechecked) serves while the
+               ///< calibration runs in the background (VGPU_BACKGROUND); later calls switch over
 };
 
-/// Returns "calibrated", "persisted", "forced", "fallback" or "only".
+/// Returns "calibrated", "persisted", "forced", "fallback", "only" or "interim".
 VGPU_API const char* to_string(SelectionSource source) noexcept;
 
 /// One device considered for an op at a size.
@@ -59,6 +61,16 @@ struct VGPU_API Selection {
   double lookup_seconds = 0;       ///< what this explain()/select() call cost
   /// Returns a few human-readable lines: the choice, its source and every candidate.
   std::string describe() const;
+};
+
+/// What background calibration did in one Runtime (Runtime::background_stats). A plain value.
+struct VGPU_API BackgroundStats {
+  std::uint64_t interim = 0;       ///< size classes served by an interim device while they were measured
+  std::uint64_t rechecks = 0;      ///< of those, stored choices rechecked (device, driver, vgpu or plan changed)
+  std::uint64_t finished = 0;      ///< background calibrations that finished (their choice is now in use)
+  std::uint64_t switches = 0;      ///< of those, choices that moved away from the interim device
+  std::uint64_t failed = 0;        ///< background calibrations that failed (the interim device stays)
+  std::uint64_t cancelled = 0;     ///< background calibrations cancelled by the runtime's destruction or exit
 };
 
 /// Returns the work of op at shape that decides its size class (m·k·n for matmul, else the
