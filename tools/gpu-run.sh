@@ -177,6 +177,15 @@ remote() {
     "$bin/vgpu-probe" bench || echo "probe bench failed"
     echo "=== vgpu-probe select matmul 16 / 4096 (twice: calibrated, then persisted)"
     for n in 16 4096 16 4096; do "$bin/vgpu-probe" select matmul $n || echo "probe select failed"; done
+    # Issue 17, a choice right in every process: 10 fresh processes each calibrate (choices in
+    # memory only); the count per chosen device, then one process's candidates and notes.
+    for n in 256 1024; do
+      echo "=== 10 fresh processes: vgpu-probe select matmul $n (VGPU_CACHE_DISABLE=1), count per device"
+      for i in 1 2 3 4 5 6 7 8 9 10; do
+        VGPU_CACHE_DISABLE=1 "$bin/vgpu-probe" select --json matmul $n | grep -m1 '"device"' || echo "probe select failed"
+      done | sort | uniq -c
+      VGPU_CACHE_DISABLE=1 "$bin/vgpu-probe" select matmul $n || echo "probe select failed"
+    done
   } > "$OUT/bench-select.txt" 2>&1
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   tail -8 "$OUT/bench-gpu.txt"

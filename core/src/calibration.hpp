@@ -50,8 +50,9 @@ namespace calibration {
 using Clock = std::chrono::steady_clock;
 
 // Bounds (docs/selection.md lists them). A device whose warm-up call is kWarmupSkip× (or whose
-// first timed call is kRunSkip×) slower than the best so far stops there; a device runs at
-// most kRuns timed calls and stops early once its calls took kDeviceBudget seconds.
+// first timed call, and a second one to confirm it, is kRunSkip×) slower than the best so far
+// stops there; a device runs at most kRuns timed calls and stops early once its calls took
+// kDeviceBudget seconds.
 inline constexpr double kWarmupSkip = 50, kRunSkip = 4;
 inline constexpr int kRuns = 3;
 inline constexpr double kDeviceBudget = 0.25;
@@ -65,11 +66,22 @@ inline constexpr double kPredictSkip = 4, kRunCheap = 0.5;
 inline constexpr double kProbeEnough = 5e-3;
 inline constexpr std::size_t kMaxProbes = 6;
 inline constexpr int kProbeRuns = 3;
-// Devices within kCloseFactor of the best get up to kRefineRounds more calls each,
-// round-robin, within kRefineBudget seconds.
-inline constexpr double kCloseFactor = 1.3;
-inline constexpr int kRefineRounds = 8;
-inline constexpr double kRefineBudget = 0.5;
+// Separation (issue 17: a choice that is right in every process). Devices whose fastest
+// first-pass call is within kContendFactor of the best median are timed again interleaved (the
+// fastest call, since noise — a spike, a preempted thread — only ever adds time), one sample each per
+// round, at least kMinSamples rounds and then until every contender is either separated from
+// the best (their medians' confidence intervals, kMedianZ, are apart and the medians more than
+// kTieFactor apart) or a sure tie (its interval's top within kTieFactor of the best's bottom),
+// at most kMaxRounds rounds and a time budget: kMinSamples rounds' worth of the first pass's
+// times, kSeparateSlack over, clamped to [kSeparateBudget, kSeparateCap] seconds.
+inline constexpr double kContendFactor = 2;
+inline constexpr int kMinSamples = 5, kMaxRounds = 120;
+inline constexpr double kMedianZ = 1.96;
+inline constexpr double kSeparateSlack = 2, kSeparateBudget = 0.5, kSeparateCap = 3;
+// The choice: among devices whose median is within kTieFactor of the best, the incumbent (the
+// previously persisted choice) is kept; without one, the first in the stable order (device
+// type, then registry order) within kStableFactor, so that processes agree on a tie.
+inline constexpr double kTieFactor = 1.10, kStableFactor = 1.05;
 
 /// How long a calibration waits for another's timing turn before it times anyway: longer than
 /// the timed phases of a calibration take (a few device budgets, kRefineBudget, warm-ups), so
@@ -128,7 +140,8 @@ struct Candidate {
   KernelPlan plan;                           // at the real shape
   SelectionCandidate result;                 // what explain() will show for it
   std::unique_ptr<PersistentKernel> kernel;  // kept while it may still be a close contender
-  std::vector<double> times;                 // timed calls at the real shape
+  std::vector<double> times;                 // timed calls at the real shape (first pass)
+  std::vector<double> samples = {};          // interleaved samples (separation phase)
   std::optional<model::Model> model = std::nullopt;  // its prediction model, once probed or loaded
 };
 
@@ -186,14 +199,24 @@ void time_runs(Candidate& cand, double best, HostDataPool& data);
 void measure(const Request& r, Candidate& cand, const DeviceSource& source, const std::optional<Shape>& pshape,
              double& best, std::vector<Candidate>& all, HostDataPool& data);
 
-/// Phase 4, refinement: times the devices within kCloseFactor of best again, round-robin, and
-/// takes their medians over all samples. Why: devices timed one after the other a few calls
-/// each can be ordered by machine drift; round-robin makes drift hit all alike.
-void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data);
+/// Whether cand's fastest first-pass call is within kContendFactor of best (a contender).
+bool contends(const Candidate& cand, double best);
+/// The order-statistic confidence interval of v's median at kMedianZ (v sorted, not empty).
+std::pair<double, double> median_interval(const std::vector<double>& sorted);
+
+/// Phase 4, separation: times the devices within kContendFactor of best again, interleaved,
+/// until each is separated from the best or a sure tie (bounds above), and takes their medians
+/// over those samples. Why: devices timed one after the other a few calls each can be ordered
+/// by machine drift or noise; interleaving makes drift hit all alike, and enough samples make
+/// the order the same in every process. The rounds stop early once cancelled (when given)
+/// returns true: the separation phase can take seconds, and must not hold up a shutdown.
+void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data,
+                  const std::function<bool()>& cancelled = {});
 
 /// Phase 5, ordering: the Selection — measured candidates by time, then predicted ones, then
-/// failed or ineligible ones, then demoted ones — choosing the first; throws unavailable when
-/// every device failed. Why: explain() and persistence show and keep the whole order.
+/// failed or ineligible ones, then demoted ones — with the choice (the tie rule above) moved
+/// first; throws unavailable when every device failed. Why: explain() and persistence show and
+/// keep the whole order, and a persisted choice must be its first eligible candidate.
 Selection order_candidates(const Request& r, Field field, Clock::time_point t0);
 
 /// Phase 5 for a single eligible device: it is chosen untimed (source only). Why: with nothing

@@ -56,15 +56,19 @@ Selection calibrate(const Request& r, const DeviceSource& source, const std::set
   HostDataPool data;
   double best = std::numeric_limits<double>::infinity();
   const std::optional<Shape> pshape = probe_shape(r);
-  for (Candidate& cand : field.eligible) {
-    // A background calibration being stopped (runtime destroyed, process exiting) ends here,
-    // between devices; what it measured is dropped.
+  // A background calibration being stopped (runtime destroyed, process exiting) ends between
+  // devices or separation rounds; what it measured is dropped.
+  const auto stop_if_cancelled = [&] {
     if (r.cancelled && r.cancelled())
       fail(ErrorCategory::unavailable, "the calibration of '" + r.op + "' was cancelled: its runtime is shutting down.",
            "nothing to fix: the next process measures again.");
+  };
+  for (Candidate& cand : field.eligible) {
+    stop_if_cancelled();
     measure(r, cand, source, pshape, best, field.eligible, data);
   }
-  refine_close(field.eligible, best, data);
+  refine_close(field.eligible, best, data, r.cancelled);
+  stop_if_cancelled();
   return order_candidates(r, std::move(field), t0);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
 // CPU device underneath (so results are right) with knobs the test turns while it runs:
-// latency added per dispatch and per KiB a round trip moves, failures at compile, dispatch, allocation or (re)opening, losses
+// latency added per dispatch (with optional noise and spikes, seeded differently in every
+// process, so that fresh processes see different noise) and per KiB a round trip moves, failures at compile, dispatch, allocation or (re)opening, losses
 // of the next few dispatches (and the test hook's simulated loss), a timeout that loses the
 // device, and a fingerprint
 // salt. Injected through RuntimeOptions::backends, it lets the selection tests decide which
@@ -12,7 +13,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +48,8 @@ struct TestDeviceKnobs {
   std::atomic<bool> fail_open{false};        ///< opening the device (again) throws unavailable
   std::atomic<std::uint64_t> opens{0};       ///< times the device was opened
   std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
+  std::atomic<int> noise_pct{0};    ///< each dispatch's latency times a random factor in [1-p%, 1+p%]
+  std::atomic<int> spike_every{0};  ///< every k-th dispatch (from a random phase) takes 4x its latency
   std::atomic<std::uint64_t> compile_delay_ms{0};  ///< every compile() takes this much longer (a slow driver)
   std::atomic<bool> hold_compile{false};     ///< compile() waits while this is set (the test releases it)
   std::atomic<std::uint64_t> compiles_started{0}, compiles_done{0};  ///< compile() calls begun / returned
@@ -144,11 +150,30 @@ class TestDevice final : public ForwardingDevice {
       mark_lost("an injected timeout left work running");
       vgpu::fail_timeout(info_, vgpu::Deadline::after(timeout()), "dispatching (injected)", true);
     }
-    knobs_->dispatches += n;
-    wait_us(knobs_->latency_us * n);
+    const std::uint64_t before = knobs_->dispatches.fetch_add(n);
+    wait_us(noisy_latency_us(before, n));
+  }
+
+  // The latency of n dispatches after the first `before`, with the knobs' noise and spikes.
+  std::uint64_t noisy_latency_us(std::uint64_t before, std::uint64_t n) {
+    const double base = double(knobs_->latency_us.load());
+    const int noise = knobs_->noise_pct, every = knobs_->spike_every;
+    if (base == 0 || (noise == 0 && every <= 0)) return knobs_->latency_us * n;
+    std::lock_guard lock(rng_mutex_);
+    std::uniform_real_distribution<double> factor(1 - noise / 100.0, 1 + noise / 100.0);
+    double total = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const bool spike = every > 0 && (before + i + spike_phase_) % std::uint64_t(every) == 0;
+      total += base * (noise ? factor(rng_) : 1.0) * (spike ? 4.0 : 1.0);
+    }
+    return static_cast<std::uint64_t>(total);
   }
 
   std::shared_ptr<TestDeviceKnobs> knobs_;
+  std::mutex rng_mutex_;  // a leaf: guards rng_ only
+  // Seeded from the OS and this device's address: every process (and device) draws other noise.
+  std::mt19937_64 rng_{std::random_device{}() ^ reinterpret_cast<std::uintptr_t>(this)};
+  std::uint64_t spike_phase_ = rng_() % 1024;
 };
 
 }  // namespace detail
