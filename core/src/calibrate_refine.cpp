@@ -98,11 +98,14 @@ void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data
       cand->result.runs = static_cast<int>(cand->times.size() + cand->samples.size());
       const Verdict v = verdict[index(cand)];
       const bool still_open = std::find(open.begin(), open.end(), cand) != open.end() && open.size() > 1;
-      cand->result.note = "contender: timed round-robin, " + fmt_count(cand->samples.size()) + " interleaved samples" +
-                          (v == Verdict::separated ? ", separated from the best"
-                           : v == Verdict::tie     ? ", a tie with the best"
-                           : still_open            ? ", not separated within the bounds"
-                                                   : "");
+      // Appended: an earlier phase's note (why its model did not exclude it, say) still holds.
+      const std::string note = "contender: timed round-robin, " + fmt_count(cand->samples.size()) +
+                               " interleaved samples" +
+                               (v == Verdict::separated ? ", separated from the best"
+                                : v == Verdict::tie     ? ", a tie with the best"
+                                : still_open            ? ", not separated within the bounds"
+                                                        : "");
+      cand->result.note += (cand->result.note.empty() ? "" : "; ") + note;
     }
   }
   // Every kernel goes now: the ordering needs only the times, and the buffers may be large.

@@ -33,8 +33,8 @@ class PlanHasher {
   XXH3_state_t* state_ = XXH3_createState();
 };
 
-// Streams one kernel of a plan: its source text per dialect, binding ABI and specialisation.
-void hash_kernel(PlanHasher& h, const KernelSource& source, const CompileOptions& options) {
+// Streams a kernel's name and its source per dialect (code, entry, version, CPU callable type).
+void hash_sources(PlanHasher& h, const KernelSource& source) {
   h.text(source.name);
   h.num(source.sources.size());
   for (const DialectSource& s : source.sources) {
@@ -44,6 +44,11 @@ void hash_kernel(PlanHasher& h, const KernelSource& source, const CompileOptions
     h.text(s.version);
     h.text(s.fn ? s.fn.target_type().name() : "");
   }
+}
+
+// Streams one kernel of a plan: its source text per dialect, binding ABI and specialisation.
+void hash_kernel(PlanHasher& h, const KernelSource& source, const CompileOptions& options) {
+  hash_sources(h, source);
   h.num(source.bindings.size());
   for (const auto& b : source.bindings) {
     h.num(b.slot);
@@ -97,18 +102,7 @@ std::uint64_t plan_content_hash(const std::string& id, const Shape& shape, const
 std::uint64_t plan_source_hash(const KernelPlan& p) {
   PlanHasher h;
   h.num(p.kernel_count());
-  for (std::size_t i = 0; i < p.kernel_count(); ++i) {
-    const KernelSource& source = p.kernel_source(i);
-    h.text(source.name);
-    h.num(source.sources.size());
-    for (const DialectSource& s : source.sources) {
-      h.text(s.dialect);
-      h.text(s.code);
-      h.text(s.entry);
-      h.text(s.version);
-      h.text(s.fn ? s.fn.target_type().name() : "");
-    }
-  }
+  for (std::size_t i = 0; i < p.kernel_count(); ++i) hash_sources(h, p.kernel_source(i));
   return h.digest();
 }
 
