@@ -3,6 +3,7 @@
 #include "selection_service.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
