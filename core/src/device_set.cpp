@@ -86,7 +86,7 @@ DeviceSet DeviceSet::all(Runtime& runtime, const std::function<bool(const Device
     fail(ErrorCategory::invalid_argument,
          "DeviceSet::all: no device is left (" + std::to_string(found.size()) + " found: " + joined(found) + ").",
          "loosen the filter, or check the backends with vgpu-probe.");
-  return DeviceSet(runtime, std::move(kept));
+  return DeviceSet(Found{}, runtime, std::move(kept));
 }
 
 DeviceSet DeviceSet::from_config(Runtime& runtime) {

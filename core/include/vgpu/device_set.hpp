@@ -62,7 +62,8 @@ class VGPU_API DeviceSet {
   std::vector<std::uint32_t> shares(const std::string& op, const Shape& shape, std::uint32_t items) const;
 
  private:
-  DeviceSet(Runtime& runtime, std::vector<DeviceInfo> infos) : runtime_(&runtime), infos_(std::move(infos)) {}
+  struct Found {};  // the tag of the constructor over devices already found (all())
+  DeviceSet(Found, Runtime& runtime, std::vector<DeviceInfo> infos) : runtime_(&runtime), infos_(std::move(infos)) {}
 
   Runtime* runtime_;
   std::vector<DeviceInfo> infos_;
