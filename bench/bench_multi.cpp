@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,25 +140,31 @@ int main(int argc, char** argv) {
     const double batch_flop = 2.0 * n * n * double(n) * sz.batch;
     std::cout << "batched matmul: " << sz.batch << " x " << n << "^3 (" << sz.runs << " runs after one warm-up, median)\n";
     print_row({"devices", "seconds", "GFLOP/s", "speedup vs 1", "shares"}, {8, 10, 10, 13, 24});
-    double one = 0;
+    // One cache per device count, warmed (calibration for the shares, compiles, first uploads),
+    // then timed interleaved: run r of 1 device, of 2, ..., so drifting load hits all alike.
+    std::vector<std::unique_ptr<Cache>> caches;
     for (std::size_t k = 1; k <= all.size(); ++k) {
-      const DeviceSet part(rt, std::vector<std::string>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
-      Cache cache(part);
-      (void)cache.matmul_batch(pairs);  // calibration (shares), compiles, first uploads
-      std::vector<double> t;
-      for (std::uint32_t r = 0; r < sz.runs; ++r) {
-        const auto t0 = Clock::now();
-        (void)cache.matmul_batch(pairs);
-        t.push_back(seconds_since(t0));
-      }
-      const double med = median_of(t);
-      if (k == 1) one = med;
-      std::string shares;
-      for (std::uint32_t s : cache.multi_stats().last_shares) shares += (shares.empty() ? "" : "/") + std::to_string(s);
-      print_row({std::to_string(k), fmt(med, 4), fmt(batch_flop / med / 1e9, 1), fmt(one / med, 2) + "x", shares},
-                {8, 10, 10, 13, 24});
-      doc["batch"].push_back({{"devices", k}, {"seconds", med}, {"speedup", one / med}, {"shares", shares}});
+      caches.push_back(std::make_unique<Cache>(
+          DeviceSet(rt, std::vector<std::string>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)))));
+      (void)caches.back()->matmul_batch(pairs);
     }
+    std::vector<std::vector<double>> times(caches.size());
+    for (std::uint32_t r = 0; r < sz.runs; ++r)
+      for (std::size_t k = 0; k < caches.size(); ++k) {
+        const auto t0 = Clock::now();
+        (void)caches[k]->matmul_batch(pairs);
+        times[k].push_back(seconds_since(t0));
+      }
+    const double one = median_of(times[0]);
+    for (std::size_t k = 0; k < caches.size(); ++k) {
+      const double med = median_of(times[k]);
+      std::string shares;
+      for (std::uint32_t x : caches[k]->multi_stats().last_shares) shares += (shares.empty() ? "" : "/") + std::to_string(x);
+      print_row({std::to_string(k + 1), fmt(med, 4), fmt(batch_flop / med / 1e9, 1), fmt(one / med, 2) + "x", shares},
+                {8, 10, 10, 13, 24});
+      doc["batch"].push_back({{"devices", k + 1}, {"seconds", med}, {"speedup", one / med}, {"shares", shares}});
+    }
+    caches.clear();
     std::cout << "goal on 2 GPUs (64 x 2048^3): >= 1.8x\n\n";
 
     // Part 2: one split matmul, every device of the set against the first one.
@@ -167,27 +174,32 @@ int main(int argc, char** argv) {
     const double split_flop = 2.0 * s * s * double(s);
     std::cout << "split matmul: " << s << "^3, rows of C over the devices\n";
     print_row({"devices", "seconds", "GFLOP/s", "speedup vs 1", "rows"}, {8, 10, 10, 13, 24});
-    double split_one = 0;
-    for (std::size_t k : {std::size_t{1}, all.size()}) {
-      if (k == 1 && split_one > 0) continue;
-      const DeviceSet part(rt, std::vector<std::string>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)));
-      Cache cache(part);
-      cache.set_split_min_work(0);  // measure the split itself at whatever size was asked
-      (void)cache.matmul(a, b);
-      std::vector<double> t;
-      for (std::uint32_t r = 0; r < sz.runs; ++r) {
+    std::vector<std::size_t> counts{1};
+    if (all.size() > 1) counts.push_back(all.size());
+    for (std::size_t k : counts) {
+      caches.push_back(std::make_unique<Cache>(
+          DeviceSet(rt, std::vector<std::string>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k)))));
+      caches.back()->set_split_min_work(0);  // measure the split itself at whatever size was asked
+      (void)caches.back()->matmul(a, b);
+    }
+    std::vector<std::vector<double>> split_times(caches.size());
+    for (std::uint32_t r = 0; r < sz.runs; ++r)
+      for (std::size_t i = 0; i < caches.size(); ++i) {
         const auto t0 = Clock::now();
-        (void)cache.matmul(a, b);
-        t.push_back(seconds_since(t0));
+        (void)caches[i]->matmul(a, b);
+        split_times[i].push_back(seconds_since(t0));
       }
-      const double med = median_of(t);
-      if (k == 1) split_one = med;
-      std::string rows;
-      for (std::uint32_t x : cache.multi_stats().last_shares) rows += (rows.empty() ? "" : "/") + std::to_string(x);
-      print_row({std::to_string(k), fmt(med, 4), fmt(split_flop / med / 1e9, 1), fmt(split_one / med, 2) + "x", rows},
+    const double split_one = median_of(split_times[0]);
+    for (std::size_t i = 0; i < caches.size(); ++i) {
+      const double med = median_of(split_times[i]);
+      std::string rows = std::to_string(s);
+      if (counts[i] > 1) {
+        rows.clear();
+        for (std::uint32_t x : caches[i]->multi_stats().last_shares) rows += (rows.empty() ? "" : "/") + std::to_string(x);
+      }
+      print_row({std::to_string(counts[i]), fmt(med, 4), fmt(split_flop / med / 1e9, 1), fmt(split_one / med, 2) + "x", rows},
                 {8, 10, 10, 13, 24});
-      doc["split"].push_back({{"devices", k}, {"seconds", med}, {"speedup", split_one / med}, {"rows", rows}});
-      if (all.size() == 1) break;
+      doc["split"].push_back({{"devices", counts[i]}, {"seconds", med}, {"speedup", split_one / med}, {"rows", rows}});
     }
     std::cout << "goal on 2 GPUs (8192^3): >= 1.7x\n";
     if (kinds.size() == 1 && kinds[0] == BackendKind::cpu)
