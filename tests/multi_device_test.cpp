@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -250,4 +251,39 @@ TEST_CASE("A set over the software GPUs (lavapipe, llvmpipe) and the CPU is righ
   const auto a = random_matrix(17, 33, 3), b = random_matrix(33, 9, 4);
   check_product(a, b, cache.matmul(a, b));
   CHECK(cache.multi_stats().splits == 1);
+}
+
+TEST_CASE("VGPU_CPU_DEVICES out of range is a warning and one device", "[multi_device]") {
+  for (const char* bad : {"0", "65", "two", "-1"}) {
+    vgpu_test::ScopedEnv env("VGPU_CPU_DEVICES", bad);
+    INFO("VGPU_CPU_DEVICES=" << bad);
+    CHECK(vgpu::Config::from_env().cpu_devices == 1);
+  }
+  vgpu_test::ScopedEnv env("VGPU_CPU_DEVICES", "64");
+  CHECK(vgpu::Config::from_env().cpu_devices == 64);
+}
+
+TEST_CASE("A Cache over a set serves several threads at once", "[multi_device]") {
+  vgpu::Runtime rt(cpu_options(3));
+  vgpu::Cache cache(vgpu::DeviceSet::all(rt));
+  cache.set_split_min_work(0);
+  const auto pairs = random_batch(9, 17, 33, 9);
+  std::vector<std::vector<vgpu::Matrix>> outs(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < outs.size(); ++t)
+    threads.emplace_back([&, t] {
+      outs[t] = t % 2 ? cache.matmul_batch(pairs) : std::vector<vgpu::Matrix>{cache.matmul(pairs[t].first, pairs[t].second)};
+    });
+  for (std::thread& t : threads) t.join();
+  for (std::size_t t = 0; t < outs.size(); ++t) {
+    if (t % 2) {
+      REQUIRE(outs[t].size() == pairs.size());
+      for (std::size_t i = 0; i < pairs.size(); ++i) check_product(pairs[i].first, pairs[i].second, outs[t][i]);
+    } else {
+      REQUIRE(outs[t].size() == 1);
+      check_product(pairs[t].first, pairs[t].second, outs[t][0]);
+    }
+  }
+  CHECK(cache.multi_stats().batches == 2);
+  CHECK(cache.multi_stats().splits == 2);
 }
