@@ -4,7 +4,7 @@
 #
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
 #                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
-#   tools/gpu-run.sh remote [all|tests|python|ncu]
+#   tools/gpu-run.sh remote [all|tests|python|ncu|first|multi]
 #                             (there, from the repo root, with $OUT set) run the probe, every
 #                             test program per backend, then (all, the default) the GPU, dispatch,
 #                             queue, recovery, round-trip and selection benchmarks and the probe's bench/select,
@@ -17,6 +17,10 @@
 #                             vgpu's CUDA matmul at N=4096 (the rule's pick, then each tiling of
 #                             VGPU_NCU_TILINGS), one product per process (vgpu-bench-gpu --profile);
 #                             $OUT/ncu.txt (the reports, a summary table last) and $OUT/summary.txt
+#                             multi (issue 18, a host of several GPUs: nvidia-h200-x2 or more):
+#                             vgpu-bench-multi over the CUDA devices (64 x 2048^3 batched, 8192^3
+#                             split; 1, 2, ... devices in one run), then over the Vulkan devices,
+#                             and the multi_device tests; $OUT/multi.txt
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote"
 # (or "bash tools/gpu-run.sh remote python": a separate command, as $OUT holds at most 8 files).
@@ -42,7 +46,7 @@ stage() {
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select build/bin/vgpu-bench-predict \
            build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref \
            build/bin/vgpu-bench-roundtrip build/bin/vgpu-bench-cpu-kernels build/bin/vgpu-bench-first-call \
-           build/bin/vgpu-bench-predict; do
+           build/bin/vgpu-bench-predict build/bin/vgpu-bench-multi; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -75,7 +79,7 @@ stage() {
 remote() {
   : "${OUT:?remote mode needs OUT (the device tool sets it)}"
   local what=${1:-all}
-  case $what in all|tests|python|ncu|first) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu|first]" >&2; exit 2 ;; esac
+  case $what in all|tests|python|ncu|first|multi) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu|first|multi]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
   if [ -f "$stage_dir/bin.tar.xz" ]; then xz -dc "$stage_dir/bin.tar.xz" | tar -xf - -C "$stage_dir"; fi
   # The validation layer travels compressed: unpack it beside its manifest.
@@ -100,6 +104,10 @@ remote() {
   fi
   if [ "$what" = first ]; then
     remote_first "$bin"
+    return
+  fi
+  if [ "$what" = multi ]; then
+    remote_multi "$bin"
     return
   fi
   # At most 7 files come back from the device tool: keep the outputs to these.
@@ -227,6 +235,25 @@ remote_first() {
   } > "$OUT/lazy.txt" 2>&1
   cat "$OUT/first-call.txt"
   tail -5 "$OUT/select-processes.txt"
+}
+
+# remote multi (issue 18): several GPUs of one host. The CUDA devices first (the goals: >= 1.8x on
+# 2 GPUs for 64 x 2048^3 batched, >= 1.7x for one split 8192^3), then the Vulkan ones (same
+# sizes), then the multi_device tests (N logical CPU devices, test backend, the GPUs' ICDs).
+remote_multi() {
+  local bin=$1
+  {
+    nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader || true
+    nvidia-smi topo -m || true
+    for kind in cuda vulkan; do
+      echo "=== vgpu-bench-multi --backend $kind"
+      "$bin/vgpu-bench-multi" --backend "$kind" --batch "${VGPU_MULTI_BATCH:-64}" --size "${VGPU_MULTI_SIZE:-2048}" \
+        --split "${VGPU_MULTI_SPLIT:-8192}" --runs 3 || echo "bench-multi failed"
+    done
+    echo "=== vgpu-test-multi-device"
+    "$bin/vgpu-test-multi-device" || echo "multi-device tests failed"
+  } > "$OUT/multi.txt" 2>&1
+  cat "$OUT/multi.txt"
 }
 
 # remote ncu: the hardware counters of vgpu's CUDA matmul beside cuBLAS's SGEMM at N=4096 (issue 16:

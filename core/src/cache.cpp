@@ -7,11 +7,9 @@
 
 namespace vgpu {
 
-Cache::Cache() : db_(Runtime::global()) {}
+namespace detail {
 
-Cache::Cache(Device device) : db_(std::move(device)) {}
-
-Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
+void check_matmul_operands(const Matrix& a, const Matrix& b) {
   auto check = [](const Matrix& m, const char* name) {
     if (m.rows == 0 || m.cols == 0)
       fail(ErrorCategory::invalid_argument, std::string("matmul: matrix ") + name + " is empty (" +
@@ -30,15 +28,15 @@ Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
          "matmul: A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and B is " +
              std::to_string(b.rows) + "x" + std::to_string(b.cols) + "; A's columns must equal B's rows.",
          "transpose or reshape so that A is M×K and B is K×N.");
+}
+
+}  // namespace detail
+
+Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
+  detail::check_matmul_operands(a, b);
   Matrix c(a.rows, b.cols);
   matmul(a.data.data(), b.data.data(), c.data.data(), a.rows, a.cols, b.cols);
   return c;
-}
-
-void Cache::matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  const TensorArg args[] = {TensorArg(a, {m, k}), TensorArg(b, {k, n}), TensorArg(c, {m, n})};
-  static const std::string kMatmul = "matmul";  // one string, not one per call
-  db_.call(kMatmul, {m, k, n}, args);
 }
 
 std::string Cache::report() const {

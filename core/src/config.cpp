@@ -166,6 +166,13 @@ void read_numbers(Config& c, Warnings& w) {
       bad_value(w, "VGPU_CACHE_MAX_BYTES", *v, "a positive byte count such as 268435456 or 256M",
                 std::to_string(c.cache_max_bytes >> 20) + " MiB");
   }
+  if (const auto v = env("VGPU_CPU_DEVICES")) {
+    if (auto n = config_parse::integer(*v, 1, kMaxCpuDevices))
+      c.cpu_devices = static_cast<std::uint32_t>(*n);
+    else
+      bad_value(w, "VGPU_CPU_DEVICES", *v, "a whole number of devices from 1 to " + std::to_string(kMaxCpuDevices),
+                std::to_string(c.cpu_devices));
+  }
   if (const auto v = env("VGPU_TIMEOUT_MS")) {
     if (auto n = config_parse::integer(*v, 0, static_cast<std::uint64_t>(kMaxTimeout.count())))
       c.timeout = std::chrono::milliseconds(*n);
@@ -237,6 +244,8 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_LOG", "stderr log threshold: error, warn (default), info or debug"},
       {"VGPU_L1_CAPACITY", "compiled kernels the in-RAM cache keeps per device, 1 to 1048576 (default 512)"},
       {"VGPU_CPU_ISA", "force the CPU backend's kernels: sse2, avx2 or avx512 (default: the best this CPU has)"},
+      {"VGPU_CPU_DEVICES", "logical CPU devices cpu:0 ... cpu:N-1 the CPU backend exposes, 1 to 64 (default 1; they share one thread pool: for testing multi-device code)"},
+      {"VGPU_DEVICES", "the devices a default DeviceSet (and vgpu.Cache(devices=...)) spreads work over, comma list of backend:index (default: every device)"},
       {"VGPU_CUDA_GRAPHS", "0: the CUDA backend replays nothing as a CUDA graph (default 1)"},
       {"VGPU_CUDA_ZERO_COPY", "0: small CUDA round trips copy with memcpys, not the copy kernel (default 1)"},
       {"VGPU_GL_SPIRV", "0: OpenGL runs complete shaders and SPIR-V as GLSL cross-compiled by SPIRV-Cross, never through GL_ARB_gl_spirv (default 1)"},
@@ -282,6 +291,15 @@ Config read_env(Warnings& w) {
   }
   c.cache_dir = default_cache_dir();
   c.cache_enabled = !read_bool(w, "VGPU_CACHE_DISABLE", false);
+  if (const auto v = env("VGPU_DEVICES")) {
+    std::string_view rest = *v;
+    while (true) {  // empty items are kept: DeviceSet reports them with their position
+      const std::size_t comma = rest.find(',');
+      c.devices.emplace_back(trim(rest.substr(0, comma)));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
   read_numbers(c, w);
   check_names(w);
   return c;

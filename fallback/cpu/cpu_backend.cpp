@@ -66,12 +66,12 @@ std::uint64_t physical_memory() {
   return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) : 0;
 }
 
-/// Describes the one CPU device, whose built-in kernels use isa.
-DeviceInfo describe(const std::string& isa) {
+/// Describes logical CPU device index (VGPU_CPU_DEVICES), whose built-in kernels use isa.
+DeviceInfo describe(const std::string& isa, std::uint32_t index) {
   const CpuIdentity id = read_identity();
   DeviceInfo info;
   info.backend = BackendKind::cpu;
-  info.index = 0;
+  info.index = index;
   info.name = id.model;
   info.vendor = id.vendor;
   info.type = DeviceType::cpu;
@@ -90,11 +90,18 @@ DeviceInfo describe(const std::string& isa) {
   info.dialects = {std::string(dialect::cpu)};
   info.op_tuner = cpu::cpu_op_tuner();
   // The ISA is part of the identity: built-ins compiled for another ISA round differently.
-  info.fingerprint = make_fingerprint({{"backend", "cpu"}, {"vendor", id.vendor}, {"model", id.model}, {"isa", isa}});
+  // Logical devices past the first carry their index, so selections and calibrations keyed by
+  // fingerprint tell them apart; cpu:0 keeps the one-device fingerprint (existing caches stay warm).
+  std::vector<std::pair<std::string, std::string>> parts = {
+      {"backend", "cpu"}, {"vendor", id.vendor}, {"model", id.model}, {"isa", isa}};
+  if (index > 0) parts.emplace_back("index", std::to_string(index));
+  info.fingerprint = make_fingerprint(parts);
   return info;
 }
 
-/// The CPU fallback: always compiled in, always available, exactly one device.
+/// The CPU fallback: always compiled in, always available, VGPU_CPU_DEVICES logical devices
+/// (default one). The logical devices share oneTBB's process-wide thread pool: each dispatch
+/// spreads over every core, so N of them running at once share the cores rather than N× them.
 /// Thread-safety: immutable after construction; every member is safe to call from several threads.
 class CpuBackend final : public ComputeBackend {
  public:
@@ -122,18 +129,30 @@ class CpuBackend final : public ComputeBackend {
     return s;
   }
 
-  /// Returns the one CPU device; throws not_supported when the ISA asked for cannot run here.
-  std::vector<DeviceInfo> enumerate() override { return {describe(isa())}; }
+  /// Returns the logical CPU devices; throws not_supported when the ISA asked for cannot run here.
+  std::vector<DeviceInfo> enumerate() override {
+    std::vector<DeviceInfo> all;
+    const std::string name = isa();
+    for (std::uint32_t i = 0; i < count(); ++i) all.push_back(describe(name, i));
+    return all;
+  }
 
-  /// Opens cpu:0 (the only index); throws invalid_argument for any other.
+  /// Opens cpu:index; throws invalid_argument past VGPU_CPU_DEVICES.
   std::unique_ptr<DeviceImpl> open(std::uint32_t index) override {
-    if (index != 0)
-      fail(ErrorCategory::invalid_argument, "the CPU backend has one device (cpu:0); cpu:" + std::to_string(index) + " does not exist.",
-           "use VGPU_DEVICE=cpu:0 (the CPU backend spreads work over every core itself).");
-    return std::make_unique<cpu::CpuDevice>(describe(isa()), *kernels_, settings_);
+    if (index >= count())
+      fail(ErrorCategory::invalid_argument,
+           "the CPU backend has " + std::to_string(count()) + " device(s) (cpu:0 ... cpu:" + std::to_string(count() - 1) +
+               "); cpu:" + std::to_string(index) + " does not exist.",
+           count() == 1 ? "use VGPU_DEVICE=cpu:0 (the CPU backend spreads work over every core itself), or set "
+                          "VGPU_CPU_DEVICES for several logical CPU devices."
+                        : "use an index below VGPU_CPU_DEVICES, or raise it.");
+    return std::make_unique<cpu::CpuDevice>(describe(isa(), index), *kernels_, settings_);
   }
 
  private:
+  /// Returns how many logical devices this backend exposes.
+  std::uint32_t count() const noexcept { return settings_->config.cpu_devices; }
+
   /// Returns the chosen ISA's name; throws why the ISA asked for cannot run here.
   std::string isa() const {
     if (unusable_) throw *unusable_;

@@ -64,14 +64,79 @@ void bind_cache(py::module_& m) {
                     "that device (a vgpu.Device, a vgpu.DeviceInfo or an id such as \"vulkan:0\").\n"
                     "Thread-safe: call it from several threads (calls of one shape are serialised; the GIL is "
                     "released while the device works).")
-      .def(py::init([](py::object device) {
+      .def(py::init([](py::object device, std::optional<std::vector<std::string>> devices) {
+             if (devices) {
+               if (!device.is_none())
+                 fail(ErrorCategory::invalid_argument, "Cache: both device and devices are given.",
+                      "Pass device= for one device or devices=[...] for a set, not both.");
+               py::gil_scoped_release release;  // opening devices may take a while
+               return std::make_unique<Cache>(DeviceSet(*devices));
+             }
              if (device.is_none()) return std::make_unique<Cache>();
              Device d = device_arg(device);
              return std::make_unique<Cache>(std::move(d));
            }),
-           py::arg("device") = py::none(),
-           "Cache(device=None): None selects a device per shape (measured); otherwise a vgpu.Device, "
-           "vgpu.DeviceInfo or \"backend:index\" id.")
+           py::arg("device") = py::none(), py::kw_only(), py::arg("devices") = py::none(),
+           "Cache(device=None, *, devices=None): None selects a device per shape (measured); otherwise a "
+           "vgpu.Device, vgpu.DeviceInfo or \"backend:index\" id. devices=[\"cpu:0\", \"cpu:1\"] spreads "
+           "matmul_batch and large matmuls over those devices (a DeviceSet; docs/scale-out.md).")
+      .def(
+          "matmul_batch",
+          [](Cache& cache, const std::vector<std::pair<py::handle, py::handle>>& pairs) {
+            std::vector<std::pair<Matrix, Matrix>> in;
+            in.reserve(pairs.size());
+            auto to_matrix = [](py::handle obj, const char* name) {
+              py::array a = input_array(obj, DType::f32, name);
+              const auto [r, c] = matrix_dims(a, name);
+              Matrix mat(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(c));
+              std::memcpy(mat.data.data(), a.data(), mat.data.size() * sizeof(float));
+              return mat;
+            };
+            for (const auto& [a, b] : pairs) in.emplace_back(to_matrix(a, "A"), to_matrix(b, "B"));
+            std::vector<Matrix> out;
+            {
+              py::gil_scoped_release release;
+              out = cache.matmul_batch(in);
+            }
+            py::list result;
+            for (const Matrix& c : out) {
+              py::array arr = new_array(DType::f32, {c.rows, c.cols});
+              std::memcpy(arr.mutable_data(), c.data.data(), c.data.size() * sizeof(float));
+              result.append(arr);
+            }
+            return result;
+          },
+          py::arg("pairs"),
+          "matmul_batch(pairs) -> list[numpy.ndarray]\n\n"
+          "Returns [A·B for (A, B) in pairs], every pair of one shape (else vgpu.InvalidArgument). With "
+          "devices=[...] the batch is spread over the set in proportion to the devices' measured speed; a "
+          "device that fails has its share rerun on the others. Inputs are converted as matmul's.")
+      .def_property_readonly(
+          "devices",
+          [](const Cache& c) -> py::object {
+            const DeviceSet* s = c.devices();
+            return s ? py::cast(s->ids()) : py::none();
+          },
+          "The ids of the device set the cache spreads over, or None for a one-device cache.")
+      .def(
+          "multi_stats",
+          [](const Cache& c) {
+            const MultiStats s = c.multi_stats();
+            py::dict d;
+            d["batches"] = s.batches;
+            d["splits"] = s.splits;
+            d["unsplit"] = s.unsplit;
+            d["failures"] = s.failures;
+            d["rerun_items"] = s.rerun_items;
+            d["last_shares"] = s.last_shares;
+            d["items"] = s.items;
+            d["last_failures"] = s.last_failures;
+            return d;
+          },
+          "Returns what spreading over the set did: batches, splits, unsplit, failures, rerun_items, "
+          "last_shares, items (per device) and last_failures.")
+      .def_property("split_min_work", &Cache::split_min_work, &Cache::set_split_min_work,
+                    "matmul work (M·K·N) from which matmul splits the rows of C over the set (0: always).")
       .def(
           "matmul",
           [](Cache& cache, py::handle a_obj, py::handle b_obj, py::object out) {

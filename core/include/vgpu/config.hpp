@@ -29,6 +29,9 @@ inline constexpr std::chrono::milliseconds kDefaultTimeout{60000};
 /// The largest VGPU_TIMEOUT_MS accepted: 10^12 ms (about 31 years; larger values are typos).
 inline constexpr std::chrono::milliseconds kMaxTimeout{1'000'000'000'000};
 
+/// The most logical CPU devices VGPU_CPU_DEVICES may ask for.
+inline constexpr std::uint32_t kMaxCpuDevices = 64;
+
 /// The validated settings of the VGPU_* environment variables, which RuntimeOptions may
 /// override per runtime (RuntimeOptions::resolve, Runtime::config()). A plain value.
 struct VGPU_API Config {
@@ -47,6 +50,13 @@ struct VGPU_API Config {
   /// VGPU_CPU_ISA: the CPU backend's forced instruction set, lower-cased; empty for the best.
   /// (Its names are the CPU backend's to check: fallback/cpu/cpu_isa.cpp.)
   std::string cpu_isa;
+  /// VGPU_CPU_DEVICES: how many logical devices the CPU backend exposes (cpu:0 ... cpu:N-1,
+  /// 1 ... kMaxCpuDevices; default 1). They share oneTBB's one thread pool: several exist so that
+  /// multi-device code (DeviceSet) can be run and tested on a machine without several GPUs.
+  std::uint32_t cpu_devices = 1;
+  /// VGPU_DEVICES: the device ids of the default DeviceSet ("cuda:0,cuda:1"), trimmed, in order;
+  /// empty when unset. DeviceSet::from_config() checks them against the runtime's devices.
+  std::vector<std::string> devices;
   /// VGPU_CUDA_GRAPHS / VGPU_CUDA_ZERO_COPY: the CUDA backend's graph replay and zero-copy staging.
   bool cuda_graphs = true;
   bool cuda_zero_copy = true;

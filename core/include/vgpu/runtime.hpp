@@ -52,6 +52,8 @@ struct VGPU_API RuntimeOptions {
   /// Unlike the variable, an unknown name is an error; one this CPU cannot run leaves the CPU
   /// backend unavailable (Runtime::backends() says why).
   std::optional<std::string> cpu_isa{};
+  /// VGPU_CPU_DEVICES: the logical CPU devices cpu:0 ... cpu:N-1 (1 ... kMaxCpuDevices).
+  std::optional<std::uint32_t> cpu_devices{};
   /// VGPU_TIMEOUT_MS: the limit each device of this runtime starts with (0: none; at most kMaxTimeout).
   std::optional<std::chrono::milliseconds> timeout{};
   /// VGPU_CUDA_GRAPHS / VGPU_CUDA_ZERO_COPY: the CUDA backend's graph replay and zero-copy staging.

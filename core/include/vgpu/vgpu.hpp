@@ -9,6 +9,7 @@
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/device_info.hpp"
+#include "vgpu/device_set.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/kernel_database.hpp"
 #include "vgpu/kernel_plan.hpp"

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: Apache-2.0
+"""vgpu.Cache(devices=[...]): a batch spread over 4 logical CPU devices, a split matmul, bad sets.
+
+The checks run in a child process with VGPU_CPU_DEVICES=4: the process-wide runtime reads it once,
+and an earlier test of this process may already have made that runtime with one CPU device.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+CHILD = textwrap.dedent(r"""
+    import numpy as np
+    import vgpu
+
+    assert [d.id for d in vgpu.devices()] == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"], vgpu.devices()
+    rng = np.random.default_rng(18)
+
+    def check(a, b, c):
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        bound = 2 * a.shape[1] * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
+        assert c.shape == ref.shape and c.dtype == np.float32
+        assert np.all(np.abs(c - ref) <= bound), float(np.max(np.abs(c - ref) - bound))
+
+    cache = vgpu.Cache(devices=["cpu:0", "cpu:1", "cpu:2", "cpu:3"])
+    assert cache.devices == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]
+    pairs = [(rng.standard_normal((17, 33), dtype=np.float32), rng.standard_normal((33, 9), dtype=np.float32))
+             for _ in range(10)]
+    outs = cache.matmul_batch(pairs)
+    assert len(outs) == 10
+    for (a, b), c in zip(pairs, outs):
+        check(a, b, c)
+    s = cache.multi_stats()
+    assert s["batches"] == 1 and sum(s["last_shares"]) == 10 and sum(s["items"]) == 10, s
+    assert all(x > 0 for x in s["last_shares"]), s  # equal devices: every one gets a share
+
+    cache.split_min_work = 0
+    for m, k, n in [(1, 1, 1), (17, 33, 9), (3, 5, 7), (1000, 17, 1000)]:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        check(a, b, cache.matmul(a, b))
+    assert cache.multi_stats()["splits"] == 3
+
+    for bad, fragment in [([], "empty"), (["cpu:0", "cpu:0"], "twice"), (["cpu:7"], "does not exist")]:
+        try:
+            vgpu.Cache(devices=bad)
+        except vgpu.InvalidArgument as e:
+            assert fragment in str(e) and "Fix:" in str(e), str(e)
+        else:
+            raise AssertionError(f"devices={bad} was accepted")
+    try:
+        cache.matmul_batch([pairs[0], (pairs[0][0][:, :5], pairs[0][1][:5])])
+    except vgpu.InvalidArgument as e:
+        assert "one shape" in str(e), str(e)
+    else:
+        raise AssertionError("a batch of two shapes was accepted")
+    one = vgpu.Cache(device="cpu:1")  # matmul_batch on one device: in order, no set
+    assert one.devices is None
+    for (a, b), c in zip(pairs, one.matmul_batch(pairs)):
+        check(a, b, c)
+    print("ok")
+""")
+
+
+def test_cache_over_a_device_set():
+    env = dict(os.environ, VGPU_CPU_DEVICES="4", VGPU_BACKEND="cpu", VGPU_CACHE_DISABLE="1", VGPU_BACKGROUND="0")
+    env.pop("VGPU_DEVICE", None)
+    env.pop("VGPU_DEVICES", None)
+    r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
