@@ -78,16 +78,24 @@ int rank_main(const std::string& mode, bool quick) {
   const auto work = items(quick);
   if (mode == "alone" || mode == "race") {
     const vgpu::CounterSnapshot before = runtime.counters();
+    const double t0 = MPI_Wtime();
     for (const auto& item : work)
       if (runtime.explain(item.op, item.shape).source == vgpu::SelectionSource::calibrated) ++local[1];
+    const double t1 = MPI_Wtime();
+    const std::uint64_t calibration_compiles = (runtime.counters() - before).source_compiles;
     compile_user_kernels(runtime, quick);
     local[0] = (runtime.counters() - before).source_compiles;
+    // The model's constants (docs/scale-out.md): seconds per calibrated item, per user-kernel compile.
+    if (rank == 0)
+      std::printf("PHASES calibrate_s=%.3f items=%zu compile_s=%.3f kernels=%llu\n", t1 - t0, work.size(),
+                  MPI_Wtime() - t1, static_cast<unsigned long long>(local[0] - calibration_compiles));
   } else {
     vgpu::mpi::WarmUpOptions options;
     options.share = mode == "bundle" ? vgpu::mpi::WarmUpOptions::Share::bundle : vgpu::mpi::WarmUpOptions::Share::directory;
     options.work = [quick](vgpu::Runtime& r) { compile_user_kernels(r, quick); };
     const vgpu::mpi::WarmUpReport r = vgpu::mpi::warm_up(MPI_COMM_WORLD, runtime, work, options);
     local[0] = r.local.source_compiles, local[1] = r.calibrations;
+    if (rank == 0 && r.bundle_bytes) std::printf("PHASES bundle_bytes=%llu\n", static_cast<unsigned long long>(r.bundle_bytes));
   }
   // Every rank's first real call on its chosen device: what a job does next.
   const vgpu::CounterSnapshot before = runtime.counters();
@@ -135,6 +143,8 @@ Row run_job(const std::string& self, int np, const std::string& mode, bool quick
   while (std::getline(in, line)) {
     unsigned long long c = 0, k = 0;
     double s = 0;
+    if (line.rfind("PHASES bundle", 0) == 0) std::printf("%s job: %s\n", mode.c_str(), line.c_str() + 7);
+    if (line.rfind("PHASES calibrate", 0) == 0 && np == 1) std::printf("one rank's phases: %s\n", line.c_str() + 7);
     if (std::sscanf(line.c_str(), "RESULT compiles=%llu calibrations=%llu seconds=%lf", &c, &k, &s) == 3)
       row.compiles = c, row.calibrations = k, row.seconds = s, row.ok = rc == 0;
   }
