@@ -92,6 +92,7 @@ int rank_main(const std::string& mode, bool quick) {
   } else {
     vgpu::mpi::WarmUpOptions options;
     options.share = mode == "bundle" ? vgpu::mpi::WarmUpOptions::Share::bundle : vgpu::mpi::WarmUpOptions::Share::directory;
+    options.timeout = std::chrono::minutes(10);  // a host of 8 GPUs calibrates 25 candidates
     options.work = [quick](vgpu::Runtime& r) { compile_user_kernels(r, quick); };
     const vgpu::mpi::WarmUpReport r = vgpu::mpi::warm_up(MPI_COMM_WORLD, runtime, work, options);
     local[0] = r.local.source_compiles, local[1] = r.calibrations;

@@ -6,6 +6,8 @@
 //       llvmpipe): the job's source compiles equal the compiling ranks' (rank 0 compiles from a
 //       fresh cache exactly as one rank alone would), every other rank compiles nothing, and the
 //       job calibrates each item once per compiling rank
+//   vgpu-mpi-check warm-fail  warm_up of an unknown op: rank 0 throws invalid_argument, the
+//                           others an unavailable error naming rank 0 (never a hang)
 //   vgpu-mpi-check batch    matmul_batch of 17 random 17x33x9 matmuls against a double reference
 //                           and against the same batch on one rank (identical)
 //   vgpu-mpi-check stall    after one good batch, rank 2 sleeps through the next: the others must throw vgpu::Error
@@ -66,6 +68,11 @@ bool check_warm(const std::string& share) {
   std::printf("rank %d: %s\n", g_rank, report.to_string().c_str());
   std::fflush(stdout);
   bool ok = true;
+  // One host: the local rank is the world rank, every rank is local.
+  int world = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (vgpu::mpi::local_rank(MPI_COMM_WORLD) != g_rank || vgpu::mpi::local_size(MPI_COMM_WORLD) != world)
+    ok = fail("local_rank/local_size disagree with the world on one host");
   // What the compiling ranks did, summed: each compiled from a fresh cache, as one rank alone.
   std::uint64_t mine[2] = {0, 0}, compilers[2] = {0, 0};
   const bool compiled = options.share == vgpu::mpi::WarmUpOptions::Share::bundle ? g_rank == 0 : report.leader;
@@ -96,6 +103,20 @@ bool check_warm(const std::string& share) {
   const vgpu::CounterSnapshot after = runtime.counters() - before;
   if (!compiled && after.source_compiles != 0) ok = fail("a matmul after the warm-up compiled from source");
   return ok;
+}
+
+// The leader's failure reaches every member as an error naming it, not as a hang.
+bool check_warm_failure() {
+  try {
+    vgpu::mpi::warm_up(MPI_COMM_WORLD, vgpu::Runtime::global(), {{"no_such_op", {4}}});
+  } catch (const vgpu::Error& e) {
+    const std::string what = e.what();
+    if (what.find("Fix:") == std::string::npos) return fail("no Fix hint: " + what);
+    if (g_rank == 0) return e.category() == vgpu::ErrorCategory::invalid_argument || fail("leader: " + what);
+    return (e.category() == vgpu::ErrorCategory::unavailable && what.find("rank 0 failed") != std::string::npos) ||
+           fail("member: " + what);
+  }
+  return fail("warm_up of an unknown op succeeded");
 }
 
 std::vector<vgpu::Matrix> random_batch(std::uint32_t count, std::uint32_t rows, std::uint32_t cols, std::uint32_t seed) {
@@ -173,10 +194,11 @@ int main(int argc, char** argv) {
   bool ok = false;
   try {
     if (mode == "warm" && argc == 3) ok = check_warm(argv[2]);
+    else if (mode == "warm-fail") ok = check_warm_failure();
     else if (mode == "batch") ok = check_batch();
     else if (mode == "stall" || mode == "die") ok = check_failure(mode == "die");
     else {
-      std::fprintf(stderr, "usage: vgpu-mpi-check warm directory|bundle | batch | stall | die\n");
+      std::fprintf(stderr, "usage: vgpu-mpi-check warm directory|bundle | warm-fail | batch | stall | die\n");
       MPI_Finalize();
       return 2;
     }

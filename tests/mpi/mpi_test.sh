@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # tests/mpi/mpi_test.sh CHECK MPIEXEC CASE — one MPI test case: mpirun -np 4 --oversubscribe of
 # vgpu-mpi-check (tests/mpi/mpi_check_main.cpp) over the CPU and software devices, in a private
-# cache directory. CASE: warm-directory, warm-bundle, batch, stall, die.
+# cache directory. CASE: warm-directory, warm-bundle, warm-fail, batch, stall, die.
 set -uo pipefail
 check=$1 mpiexec=$2 case=$3
 dir=$(mktemp -d)
@@ -19,6 +19,7 @@ case $case in
     # Each rank its own cache directory (hosts that share nothing): the bundle carries it.
     run bash -c 'VGPU_CACHE_DIR=$VGPU_CACHE_DIR/rank$OMPI_COMM_WORLD_RANK exec "$0" warm bundle' "$check"
     [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
+  warm-fail) run "$check" warm-fail; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
   batch) run "$check" batch; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
   stall)
     # Rank 2 hangs: the others throw vgpu::Error (timeout) with a Fix hint and abort the job.
