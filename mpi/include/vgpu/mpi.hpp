@@ -60,8 +60,8 @@ struct VGPU_MPI_API WarmUpOptions {
   /// of the job compiles, exports a cache bundle and broadcasts it; the first rank of every other
   /// group imports it (for hosts or containers that do not share a directory).
   enum class Share { directory, bundle } share = Share::directory;
-  /// The longest any rank waits for another (a rank waits for its leader's whole warm-up);
-  /// zero: the runtime's VGPU_TIMEOUT_MS, or 10 minutes when that is zero (no limit).
+  /// The deadline of the whole call on each rank (a member waits for its leader's whole
+  /// warm-up); zero: the runtime's VGPU_TIMEOUT_MS, or 10 minutes when that is zero (no limit).
   std::chrono::milliseconds timeout{0};
   /// Extra work to warm up (user kernels: Device::compile), run like the items.
   std::function<void(Runtime&)> work{};
@@ -94,7 +94,8 @@ VGPU_MPI_API WarmUpReport warm_up(MPI_Comm comm, Runtime& runtime, const std::ve
 /// How matmul_batch() runs. A plain value.
 struct VGPU_MPI_API BatchOptions {
   int root = 0;                          ///< the rank that holds the inputs and receives C
-  std::chrono::milliseconds timeout{0};  ///< each wait; zero: VGPU_TIMEOUT_MS (10 minutes when 0)
+  /// The deadline of the whole call; zero: Runtime::global()'s VGPU_TIMEOUT_MS (10 minutes when 0).
+  std::chrono::milliseconds timeout{0};
 };
 
 /// Computes c[i] = a[i]·b[i] for a batch of same-shape matmuls spread over the ranks of comm
