@@ -9,6 +9,15 @@ install(TARGETS vgpu EXPORT vgpuTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY core/include/vgpu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT vgpuTargets NAMESPACE vgpu:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
+# The MPI layer, when built: an optional component (find_package(vgpu COMPONENTS vgpu_mpi)).
+if(VGPU_MPI_ENABLED)
+  install(TARGETS vgpu_mpi EXPORT vgpuMpiTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(DIRECTORY mpi/include/vgpu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT vgpuMpiTargets NAMESPACE vgpu:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
+endif()
 
 configure_package_config_file(cmake/vgpuConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/vgpuConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)

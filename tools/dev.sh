@@ -38,6 +38,7 @@ PACKAGES=(
   libopenblas-dev vulkan-tools mesa-utils
   clang-14 libclang-rt-14-dev
   python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl
+  libopenmpi-dev openmpi-bin
 )
 
 BUILD_DIR=build

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// vgpu/mpi.hpp — the optional MPI layer (libvgpu_mpi, vgpu::vgpu_mpi; built when VGPU_WITH_MPI):
+// which device each rank uses, one warm kernel cache for the whole job, and scatter/gather of
+// a batch of matmuls over the ranks. It uses only vgpu's public API and MPI; libvgpu itself never
+// links MPI. docs/scale-out.md, "Across ranks", describes the protocol and the failure behaviour.
+//
+// Failure: every collective of this layer runs on a duplicate of the caller's communicator with
+// MPI_ERRORS_RETURN and is waited for with a deadline, so a rank that stops answering makes the
+// others throw vgpu::Error (timeout) instead of hanging. After such an error the communicator's
+// state is unknown: report the error and call MPI_Abort (Open MPI itself ends the whole job when
+// a rank exits without MPI_Finalize).
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vgpu/cache.hpp"
+#include "vgpu/counters.hpp"
+#include "vgpu/device.hpp"
+#include "vgpu/kernel_plan.hpp"
+#include "vgpu/runtime.hpp"
+#include "vgpu/types.hpp"
+
+#if defined(VGPU_MPI_STATIC_DEFINE)
+#define VGPU_MPI_API
+#else
+#define VGPU_MPI_API __attribute__((visibility("default")))
+#endif
+
+namespace vgpu::mpi {
+
+/// Returns this rank's index among the ranks of comm on its host (MPI_Comm_split_type with
+/// MPI_COMM_TYPE_SHARED). Collective over comm and blocking: call it at start-up.
+VGPU_MPI_API int local_rank(MPI_Comm comm);
+/// Returns how many ranks of comm run on this host. Collective over comm and blocking.
+VGPU_MPI_API int local_size(MPI_Comm comm);
+
+/// Returns the device this rank should use: VGPU_DEVICE (the runtime's forced device) when set;
+/// else device local_rank % n of the first backend in registry order (CUDA, Vulkan, OpenGL) that
+/// has a GPU — one backend only, as several backends list the same physical GPU; else the CPU.
+/// Collective over comm (it calls local_rank).
+VGPU_MPI_API Device pick_device(Runtime& runtime, MPI_Comm comm);
+
+/// One op and shape to compile and calibrate in the warm-up. A plain value.
+struct VGPU_MPI_API WarmUpItem {
+  std::string op;        ///< a built-in op ("matmul", ...) or the name factory builds
+  Shape shape;           ///< e.g. {m, k, n} for matmul
+  PlanFactory factory{}; ///< empty: the built-in op
+};
+
+/// How warm_up() shares the cache. A plain value.
+struct VGPU_MPI_API WarmUpOptions {
+  /// directory: the first rank of each (host, cache directory) group compiles and calibrates, the
+  /// others load from the shared directory (the L2 store's cross-process locking). bundle: rank 0
+  /// of the job compiles, exports a cache bundle and broadcasts it; the first rank of every other
+  /// group imports it (for hosts or containers that do not share a directory).
+  enum class Share { directory, bundle } share = Share::directory;
+  /// The deadline of the whole call on each rank (a member waits for its leader's whole
+  /// warm-up); zero: the runtime's VGPU_TIMEOUT_MS, or 10 minutes when that is zero (no limit).
+  std::chrono::milliseconds timeout{0};
+  /// Extra work to warm up (user kernels: Device::compile), run like the items.
+  std::function<void(Runtime&)> work{};
+};
+
+/// What warm_up() did, on this rank and summed over the job. A plain value.
+struct VGPU_MPI_API WarmUpReport {
+  bool leader = false;                  ///< this rank compiled and calibrated first
+  int groups = 0;                       ///< (host, cache directory) groups in the job
+  int compiling_ranks = 0;              ///< ranks that compiled from nothing (groups, or 1 with bundle)
+  CounterSnapshot local{};              ///< this rank's counters during warm_up
+  std::uint64_t calibrations = 0;       ///< items this rank measured (Selection source calibrated)
+  std::uint64_t job_source_compiles = 0;  ///< sum over ranks of source_compiles
+  std::uint64_t job_calibrations = 0;     ///< sum over ranks of calibrations
+  std::uint64_t bundle_bytes = 0;         ///< bytes broadcast (bundle mode)
+  double seconds = 0;                     ///< wall time of warm_up on this rank
+  /// Returns "leader=1 groups=1 ... job_source_compiles=N job_calibrations=M".
+  std::string to_string() const;
+};
+
+/// Compiles and calibrates items (then options.work) once per group or job, then on every
+/// other rank from the cache, so the job pays one source compile per key. Collective over comm
+/// (every rank passes the same items). Throws vgpu::Error: timeout when a rank does not answer
+/// within options.timeout, unavailable when an MPI call fails, the leader's error (on the others
+/// as unavailable naming the leader's rank) when its warm-up failed, invalid_argument when a
+/// rank's cache is disabled.
+VGPU_MPI_API WarmUpReport warm_up(MPI_Comm comm, Runtime& runtime, const std::vector<WarmUpItem>& items,
+                                  const WarmUpOptions& options = {});
+
+/// How matmul_batch() runs. A plain value.
+struct VGPU_MPI_API BatchOptions {
+  int root = 0;                          ///< the rank that holds the inputs and receives C
+  /// The deadline of the whole call; zero: Runtime::global()'s VGPU_TIMEOUT_MS (10 minutes when 0).
+  std::chrono::milliseconds timeout{0};
+};
+
+/// Computes c[i] = a[i]·b[i] for a batch of same-shape matmuls spread over the ranks of comm
+/// (MPI_Iscatterv of A and B, each rank's share through cache, MPI_Igatherv of C): returns the
+/// batch of C on the root, an empty vector elsewhere. Only the root's a and b are read. Results
+/// equal one rank's. Collective over comm. Throws vgpu::Error: invalid_argument (on every rank)
+/// for an empty batch or mismatched shapes, timeout when a rank does not answer in time,
+/// unavailable when an MPI call or another rank's share failed. Implemented in one readable
+/// file, mpi/src/matmul_batch.cpp.
+VGPU_MPI_API std::vector<Matrix> matmul_batch(MPI_Comm comm, Cache& cache, const std::vector<Matrix>& a,
+                                              const std::vector<Matrix>& b, const BatchOptions& options = {});
+
+}  // namespace vgpu::mpi
