@@ -32,23 +32,23 @@ namespace vgpu::mpi {
 using detail::check;
 using detail::Clock;
 
-int local_rank(MPI_Comm comm) {
+namespace {
+
+// Returns what query (MPI_Comm_rank or MPI_Comm_size) says of comm's ranks on this host.
+int on_this_host(MPI_Comm comm, int (*query)(MPI_Comm, int*)) {
   MPI_Comm node = MPI_COMM_NULL;
   check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-  int rank = 0;
-  MPI_Comm_rank(node, &rank);
+  int value = 0;
+  query(node, &value);
   MPI_Comm_free(&node);
-  return rank;
+  return value;
 }
 
-int local_size(MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
-  int size = 0;
-  MPI_Comm_size(node, &size);
-  MPI_Comm_free(&node);
-  return size;
-}
+}  // namespace
+
+int local_rank(MPI_Comm comm) { return on_this_host(comm, MPI_Comm_rank); }
+
+int local_size(MPI_Comm comm) { return on_this_host(comm, MPI_Comm_size); }
 
 Device pick_device(Runtime& runtime, MPI_Comm comm) {
   const int local = local_rank(comm);  // collective: every rank calls it, forced or not
