@@ -87,13 +87,13 @@ Config RuntimeOptions::resolve(const Config& env) const {
                    "VGPU_L1_CAPACITY");
     c.l1_capacity = *l1_capacity;
   }
-  if (cpu_isa) c.cpu_isa = lower(*cpu_isa);
+  if (cpu_isa) c.cpu_isa = lower(*cpu_isa);  // its names are the CPU backend's to check
   if (cpu_devices) {
     if (*cpu_devices < 1 || *cpu_devices > kMaxCpuDevices)
       bad_override("cpu_devices", std::to_string(*cpu_devices), "1 to " + std::to_string(kMaxCpuDevices) + " devices",
                    "VGPU_CPU_DEVICES");
     c.cpu_devices = *cpu_devices;
-  }  // its names are the CPU backend's to check
+  }
   if (timeout) {
     if (timeout->count() < 0 || *timeout > kMaxTimeout)
       bad_override("timeout", std::to_string(timeout->count()) + " ms",

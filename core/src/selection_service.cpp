@@ -161,15 +161,23 @@ Selection SelectionService::find_out(const std::string& op, const Shape& shape, 
   // A recheck (the device, driver, vgpu or the op's plan changed since the choice was stored)
   // keeps the old choice where it is still within the tie factor of the best.
   request.incumbent = incumbent;
-  Selection s = calibration::calibrate(request, source_, {}, &turns_);
-  if (worth_storing(s)) {
-    store_selection(*store_, key_text, s);
-    remember_last(op, cls, key_text, s.device, factory, shape);
-  }
+  Selection s = calibrate_and_store(request, cls, key_text);
   log(LogLevel::info, op + " at " + to_string(shape) + " → " + s.device + " (calibrated in " +
                           std::to_string(static_cast<int>(s.calibration_seconds * 1000)) + " ms" +
                           (incumbent.empty() ? std::string() : ", rechecking " + incumbent) + ")");
   return s;
+}
+
+std::optional<DeviceInfo> SelectionService::find_device(const std::string& id) {
+  BackendKind kind{};
+  try {
+    kind = parse_backend_kind(id.substr(0, id.find(':')));
+  } catch (const Error&) {
+    return std::nullopt;  // a backend this build does not name
+  }
+  for (const DeviceInfo& d : source_.backend_devices(kind))
+    if (d.id() == id) return d;
+  return std::nullopt;
 }
 
 std::string SelectionService::plan_hash_text(const std::string& op, const PlanFactory& factory, const DeviceInfo& info,
@@ -191,17 +199,9 @@ void SelectionService::remember_last(const std::string& op, std::uint32_t size_c
                                      const std::string& device, const PlanFactory& factory, const Shape& shape) {
   if (!store_->enabled() || source_.scope.empty()) return;
   const std::string last_key = last_key_text(op, size_class, source_.scope);
-  std::string plan = "builtin";
-  if (factory) {
-    const auto kind_end = device.find(':');
-    try {
-      const BackendKind kind = parse_backend_kind(device.substr(0, kind_end));
-      for (const DeviceInfo& d : source_.backend_devices(kind))
-        if (d.id() == device) plan = plan_hash_text(op, factory, d, shape);
-    } catch (const Error&) {
-      return;  // a backend this build does not name: no pointer
-    }
-  }
+  const std::optional<DeviceInfo> chosen = find_device(device);
+  if (!chosen) return;  // a device of a backend this build does not name, or gone: no pointer
+  const std::string plan = plan_hash_text(op, factory, *chosen, shape);
   nlohmann::ordered_json j = {{"v", 2},       {"device", device}, {"key", key_text}, {"vgpu", version_string()},
                               {"plan", plan}, {"shape", shape}};
   const std::string text = j.dump();
@@ -284,7 +284,7 @@ SelectionService::Followed SelectionService::follow_last(const std::string& op, 
     out.why_stale = "it was chosen by another vgpu version";
   else if (here != recorded || std::find(ids.begin(), ids.end(), device) == ids.end())
     out.why_stale = "the devices of " + std::string(to_string(kind)) + " changed since (driver or device)";
-  else if (factory && !shape.empty() && plan != plan_hash_text(op, factory, *chosen, shape))
+  else if (!shape.empty() && plan != plan_hash_text(op, factory, *chosen, shape))
     out.why_stale = "the op's plan changed since (its kernel source or shape rules)";
   if (!out.why_stale.empty()) return out;
   out.fresh = load(key_text, op, size_class, ids);
@@ -374,6 +374,16 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
   }
 }
 
+Selection SelectionService::calibrate_and_store(const calibration::Request& request, std::uint32_t size_class,
+                                                const std::string& key_text) {
+  Selection s = calibration::calibrate(request, source_, {}, &turns_);
+  if (worth_storing(s)) {
+    store_selection(*store_, key_text, s);
+    remember_last(request.op, size_class, key_text, s.device, request.factory, request.shape);
+  }
+  return s;
+}
+
 PlanFactory SelectionService::factory_for(const std::string& op, const PlanFactory& factory) {
   if (factory) return factory;
   return [op](const DeviceInfo& d, const Shape& sh) { return ops::plan(op, d, sh); };
@@ -410,11 +420,7 @@ Selection SelectionService::recalibrate(const std::string& op, const Shape& shap
   calibration::Request request{op, shape, factory, work};
   request.store = store_;
   request.incumbent = incumbent;
-  Selection s = calibration::calibrate(request, source_, {}, &turns_);
-  if (worth_storing(s)) {
-    store_selection(*store_, key_text, s);
-    remember_last(op, cls, key_text, s.device, factory, shape);
-  }
+  const Selection s = calibrate_and_store(request, cls, key_text);
   {
     std::lock_guard lock(mutex_);
     Entry& e = entries_[key];
@@ -464,12 +470,7 @@ std::optional<Selection> SelectionService::interim_selection(const std::string& 
                                                              const PlanFactory& factory, const Followed& followed) {
   std::optional<DeviceInfo> ready;
   if (!followed.incumbent.empty()) {
-    try {
-      const BackendKind kind = parse_backend_kind(followed.incumbent.substr(0, followed.incumbent.find(':')));
-      for (const DeviceInfo& d : source_.backend_devices(kind))
-        if (d.id() == followed.incumbent) ready = d;
-    } catch (const Error&) {
-    }
+    ready = find_device(followed.incumbent);
   } else {
     // The CPU is ready at once: no context to create, and its kernels need no front-end compile.
     for (const DeviceInfo& d : source_.backend_devices(BackendKind::cpu))

@@ -83,6 +83,12 @@ class SelectionService {
   };
   // The selection VGPU_DEVICE forces (no table, no timing).
   Selection forced_selection(const std::string& op, const Shape& shape);
+  // Calibrates request on every device, and stores the result under key_text (and the pointer
+  // to it) when it is worth storing.
+  Selection calibrate_and_store(const calibration::Request& request, std::uint32_t size_class,
+                                const std::string& key_text);
+  // The device with this id, probing only its backend; nothing when it is not there.
+  std::optional<DeviceInfo> find_device(const std::string& id);
   // The built-in plan factory for op when factory is empty, else factory.
   static PlanFactory factory_for(const std::string& op, const PlanFactory& factory);
   // The key text of op's size class on devices, with the hash of factory's plan sources.
