@@ -38,7 +38,7 @@ PACKAGES=(
   libopenblas-dev vulkan-tools mesa-utils
   clang-14 libclang-rt-14-dev
   python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin python3-mpi4py
 )
 
 BUILD_DIR=build

@@ -5,7 +5,8 @@
 //   1. every rank contributes (hash of host name + cache directory, flags): MPI_Iallgather;
 //      ranks with the same hash form a group, its lowest rank is the group's leader;
 //   2. directory: each leader compiles and calibrates the items; bundle: only rank 0 does, exports a
-//      cache bundle and MPI_Ibcasts it (header, then bytes); each other leader imports it;
+//      cache bundle and MPI_Ibcasts it (header, then bytes) on a communicator of the leaders only
+//      (MPI_Comm_split); each other leader imports it;
 //   3. each leader sends its outcome (ok, or its error text) to its group's members (MPI_Isend);
 //      a member waits for it (MPI_Irecv), then runs the same items, which now load from the cache;
 //   4. MPI_Iallreduce sums source_compiles and calibrations over the job.
@@ -69,7 +70,9 @@ std::string WarmUpReport::to_string() const {
   s << "leader=" << leader << " groups=" << groups << " compiling_ranks=" << compiling_ranks
     << " source_compiles=" << local.source_compiles << " l2_hits=" << local.l2_hits
     << " calibrations=" << calibrations << " job_source_compiles=" << job_source_compiles
-    << " job_calibrations=" << job_calibrations << " bundle_bytes=" << bundle_bytes << " seconds=" << seconds;
+    << " job_calibrations=" << job_calibrations << " bundle_bytes=" << bundle_bytes
+    << " bundle_bytes_received=" << bundle_bytes_received << " job_bundle_bytes=" << job_bundle_bytes
+    << " seconds=" << seconds;
   return s.str();
 }
 
@@ -186,7 +189,15 @@ WarmUpReport warm_up(MPI_Comm user_comm, Runtime& runtime, const std::vector<War
       }
     }
     if (bundle) {
-      // Header {ok, bytes}; then the bundle, or rank 0's error text.
+      // Only the ranks that import the bundle receive it: rank 0 and the other groups' leaders,
+      // on a communicator of their own, so the bytes moved grow with the groups (hosts), not the
+      // ranks. MPI_Comm_split is blocking, but every rank reaches it straight from the allgather
+      // above with no device work between. Header {ok, bytes}; then the bundle, or rank 0's
+      // error text; a leader forwards a failure to its members in step 3.
+      MPI_Comm leaders_raw = MPI_COMM_NULL;
+      const bool receives = report.leader || rank == 0;
+      check(MPI_Comm_split(comm, receives ? 0 : MPI_UNDEFINED, rank, &leaders_raw), "warm_up: MPI_Comm_split");
+      detail::CommGuard leaders(leaders_raw);
       std::array<std::uint64_t, 2> header{1, 0};
       std::vector<char> bytes;
       if (rank == 0) {
@@ -207,15 +218,25 @@ WarmUpReport warm_up(MPI_Comm user_comm, Runtime& runtime, const std::vector<War
         }
         header[1] = bytes.size();
       }
-      check(MPI_Ibcast(header.data(), 2, MPI_UINT64_T, 0, comm, &r), "warm_up: MPI_Ibcast");
-      detail::wait(r, deadline, "warm_up: waiting for rank 0's cache bundle (MPI_Ibcast)");
-      bytes.resize(header[1]);
-      bcast_bytes(bytes, 0, comm, deadline, "warm_up: broadcasting the cache bundle (MPI_Ibcast)");
-      report.bundle_bytes = header[0] ? header[1] : 0;
-      if (header[0] == 0 && rank != 0)
-        throw Error(ErrorCategory::unavailable,
-                    "vgpu::mpi::warm_up: rank 0 failed to warm up the cache: " + std::string(bytes.begin(), bytes.end()),
-                    "fix rank 0's error (above), then rerun the job.");
+      if (receives) {
+        try {
+          // Rank 0 is rank 0 of the leaders' communicator too (split keeps the order).
+          check(MPI_Ibcast(header.data(), 2, MPI_UINT64_T, 0, leaders.get(), &r), "warm_up: MPI_Ibcast");
+          detail::wait(r, deadline, "warm_up: waiting for rank 0's cache bundle (MPI_Ibcast)");
+          bytes.resize(header[1]);
+          bcast_bytes(bytes, 0, leaders.get(), deadline, "warm_up: broadcasting the cache bundle (MPI_Ibcast)");
+        } catch (const Error& e) {
+          if (e.category() == ErrorCategory::timeout) leaders.leak();
+          throw;
+        }
+        report.bundle_bytes = header[0] ? header[1] : 0;
+        if (rank != 0 && header[0]) report.bundle_bytes_received = header[1];
+      }
+      if (receives && header[0] == 0 && rank != 0)
+        failure = std::make_exception_ptr(Error(
+            ErrorCategory::unavailable,
+            "vgpu::mpi::warm_up: rank 0 failed to warm up the cache: " + std::string(bytes.begin(), bytes.end()),
+            "fix rank 0's error (above), then rerun the job."));
       if (report.leader && rank != 0 && !failure && leader != 0) {
         try {
           const std::filesystem::path file = temp_bundle(rank);
@@ -266,12 +287,13 @@ WarmUpReport warm_up(MPI_Comm user_comm, Runtime& runtime, const std::vector<War
 
     // 4. Count it over the job.
     report.local = runtime.counters() - before;
-    std::uint64_t local_sums[2] = {report.local.source_compiles, report.calibrations};
-    std::uint64_t job_sums[2] = {0, 0};
-    check(MPI_Iallreduce(local_sums, job_sums, 2, MPI_UINT64_T, MPI_SUM, comm, &r), "warm_up: MPI_Iallreduce");
+    std::uint64_t local_sums[3] = {report.local.source_compiles, report.calibrations, report.bundle_bytes_received};
+    std::uint64_t job_sums[3] = {0, 0, 0};
+    check(MPI_Iallreduce(local_sums, job_sums, 3, MPI_UINT64_T, MPI_SUM, comm, &r), "warm_up: MPI_Iallreduce");
     detail::wait(r, deadline, "warm_up: summing the counters (MPI_Iallreduce)");
     report.job_source_compiles = job_sums[0];
     report.job_calibrations = job_sums[1];
+    report.job_bundle_bytes = job_sums[2];
     report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return report;
   } catch (const Error& e) {

@@ -10,8 +10,12 @@
 namespace vgpu::mpi::detail {
 
 std::chrono::milliseconds effective_timeout(std::chrono::milliseconds requested, const Runtime& runtime) {
+  return effective_timeout(requested, runtime.config().timeout);
+}
+
+std::chrono::milliseconds effective_timeout(std::chrono::milliseconds requested, std::chrono::milliseconds fallback) {
   if (requested.count() > 0) return requested;
-  if (runtime.config().timeout.count() > 0) return runtime.config().timeout;
+  if (fallback.count() > 0) return fallback;
   return std::chrono::minutes(10);
 }
 

@@ -15,6 +15,8 @@ using Clock = std::chrono::steady_clock;
 
 /// Returns options' timeout, else the runtime's VGPU_TIMEOUT_MS, else 10 minutes (never unbounded).
 std::chrono::milliseconds effective_timeout(std::chrono::milliseconds requested, const Runtime& runtime);
+/// Returns requested, else fallback (a device's limit), else 10 minutes (never unbounded).
+std::chrono::milliseconds effective_timeout(std::chrono::milliseconds requested, std::chrono::milliseconds fallback);
 /// Throws vgpu::Error (unavailable) naming what when rc is not MPI_SUCCESS.
 void check(int rc, const std::string& what);
 /// Waits for request until deadline, polling; throws vgpu::Error (timeout) naming what when it

@@ -9,7 +9,15 @@
 //   vgpu-mpi-check warm-fail  warm_up of an unknown op: rank 0 throws invalid_argument, the
 //                           others an unavailable error naming rank 0 (never a hang)
 //   vgpu-mpi-check batch    matmul_batch of 17 random 17x33x9 matmuls against a double reference
-//                           and against the same batch on one rank (identical)
+//                           and against the same batch on one rank (identical); batches of 1, 3
+//                           and 17 at 1x1x1 and 17x5x3 equal one rank's; a bad batch on the root
+//                           (or a rank whose op/shape differs) is invalid_argument on every rank
+//   vgpu-mpi-check split    the measured split: given speeds 1..4 the counts are 2,3,5,7 of 17
+//                           on every rank, a rank without a time weighs the median, none: even;
+//                           rank 0 on the CPU and the others on their pick_device, the counts
+//                           follow the measured speeds and the results stay right
+//   vgpu-mpi-check ops      call_batch of add, mul, axpy, softmax_rows, reduce_sum (and matmul)
+//                           against a double reference on the root, at awkward sizes
 //   vgpu-mpi-check stall    after one good batch, rank 2 sleeps through the next: the others must throw vgpu::Error
 //                           (timeout) within 1 s, print it and MPI_Abort
 //   vgpu-mpi-check die      after one good batch, rank 2 calls _exit(1) before the next: the others must not hang
@@ -20,6 +28,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -86,6 +95,20 @@ bool check_warm(const std::string& share) {
               std::to_string(compilers[0]));
   if (report.job_calibrations != compilers[1] || compilers[1] != items.size() * report.compiling_ranks)
     ok = fail("job calibrations " + std::to_string(report.job_calibrations) + ", expected one per item per compiling rank");
+  if (options.share == vgpu::mpi::WarmUpOptions::Share::bundle) {
+    // The bundle goes to the group leaders only: a member receives nothing, and the job moves
+    // (groups - 1) bundles, not (ranks - 1).
+    std::uint64_t bundle = report.bundle_bytes;
+    MPI_Bcast(&bundle, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (bundle == 0) ok = fail("rank 0 reports an empty bundle");
+    if (!report.leader && (report.bundle_bytes != 0 || report.bundle_bytes_received != 0))
+      ok = fail("a group member received the bundle");
+    if (report.leader && g_rank != 0 && report.bundle_bytes_received != bundle)
+      ok = fail("a group leader received " + std::to_string(report.bundle_bytes_received) + " bytes, not the bundle");
+    if (report.job_bundle_bytes != bundle * static_cast<std::uint64_t>(report.groups - 1))
+      ok = fail("the job moved " + std::to_string(report.job_bundle_bytes) + " bundle bytes for " +
+                std::to_string(report.groups) + " groups");
+  }
   std::uint64_t gpus = 0;
   for (const vgpu::DeviceInfo& d : runtime.devices())
     gpus += d.backend == vgpu::BackendKind::vulkan || d.backend == vgpu::BackendKind::opengl;
@@ -131,6 +154,79 @@ std::vector<vgpu::Matrix> random_batch(std::uint32_t count, std::uint32_t rows, 
   return out;
 }
 
+// C of one rank alone (a communicator of one) for the same batch on the same cache.
+std::vector<vgpu::Matrix> one_rank(vgpu::Cache& cache, const std::vector<vgpu::Matrix>& a, const std::vector<vgpu::Matrix>& b) {
+  MPI_Comm self = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, g_rank, 0, &self);
+  std::vector<vgpu::Matrix> c = g_rank == 0 ? vgpu::mpi::matmul_batch(self, cache, a, b) : std::vector<vgpu::Matrix>{};
+  MPI_Comm_free(&self);
+  return c;
+}
+
+// Batches of 1, 3 and 17 (fewer entries than ranks, and not a multiple) at 1x1x1 and 17x5x3:
+// 4 ranks give exactly what one rank gives, in order, and the counts sum to the batch.
+bool check_awkward(vgpu::Cache& cache) {
+  bool ok = true;
+  const std::uint32_t shapes[2][3] = {{1, 1, 1}, {17, 5, 3}};
+  for (std::uint32_t count : {1u, 3u, 17u})
+    for (const auto& s : shapes) {
+      std::vector<vgpu::Matrix> a, b;
+      if (g_rank == 0) a = random_batch(count, s[0], s[1], 10 + count), b = random_batch(count, s[1], s[2], 20 + count);
+      vgpu::mpi::BatchReport report;
+      vgpu::mpi::BatchOptions options;
+      options.report = &report;
+      options.speed = g_rank + 1.0;  // uneven shares without a calibration per shape (check_split measures)
+      const std::vector<vgpu::Matrix> c = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, options);
+      const std::vector<vgpu::Matrix> c1 = one_rank(cache, a, b);
+      int sum = 0;
+      for (int x : report.counts) sum += x;
+      const std::string what = std::to_string(count) + " x " + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
+                               std::to_string(s[2]);
+      if (report.counts.size() != 4 || sum != static_cast<int>(count)) ok = fail(what + ": the counts do not sum to the batch");
+      if (g_rank != 0) continue;
+      if (c.size() != count || c1.size() != count) {
+        ok = fail(what + ": got " + std::to_string(c.size()) + " results");
+        continue;
+      }
+      for (std::uint32_t i = 0; i < count; ++i)
+        if (c[i].rows != s[0] || c[i].cols != s[2] || c[i].data != c1[i].data)
+          ok = fail(what + ": matmul " + std::to_string(i) + " differs from one rank's");
+    }
+  return ok;
+}
+
+// Bad input never hangs: the root's bad batch, or a rank that disagrees, is invalid_argument
+// (with a Fix) on every rank.
+bool check_bad_inputs(vgpu::Cache& cache) {
+  bool ok = true;
+  auto expect_invalid = [&](const std::string& what, const std::function<void()>& call) {
+    try {
+      call();
+      ok = fail(what + ": no error");
+    } catch (const vgpu::Error& e) {
+      if (e.category() != vgpu::ErrorCategory::invalid_argument || std::string(e.what()).find("Fix:") == std::string::npos)
+        ok = fail(what + ": " + e.what());
+    }
+  };
+  std::vector<vgpu::Matrix> a, b;
+  if (g_rank == 0) a = random_batch(3, 4, 5, 1), b = random_batch(2, 5, 6, 2);  // 3 A, 2 B
+  expect_invalid("3 A and 2 B", [&] { vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b); });
+  if (g_rank == 0) b = random_batch(3, 6, 6, 2);  // A.cols != B.rows
+  expect_invalid("4x5 times 6x6", [&] { vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b); });
+  vgpu::KernelDatabase db(cache.device());
+  std::vector<std::vector<float>> in;
+  if (g_rank == 0) in = {std::vector<float>(10, 1.0f)};  // add takes two inputs
+  expect_invalid("add with one input", [&] { vgpu::mpi::call_batch(MPI_COMM_WORLD, db, "add", {5}, in); });
+  if (g_rank == 0) in = {std::vector<float>(10, 1.0f), std::vector<float>(9, 1.0f)};
+  expect_invalid("add of 10 and 9 floats", [&] { vgpu::mpi::call_batch(MPI_COMM_WORLD, db, "add", {5}, in); });
+  if (g_rank == 0) in = {std::vector<float>(10, 1.0f), std::vector<float>(10, 1.0f)};
+  const vgpu::Shape mine = g_rank == 3 ? vgpu::Shape{2} : vgpu::Shape{5};  // rank 3 disagrees
+  expect_invalid("rank 3's shape differs", [&] { vgpu::mpi::call_batch(MPI_COMM_WORLD, db, "add", mine, in); });
+  const std::string op = g_rank == 1 ? "no_such_op" : "add";  // rank 1 names an unknown op
+  expect_invalid("rank 1's unknown op", [&] { vgpu::mpi::call_batch(MPI_COMM_WORLD, db, op, {5}, in); });
+  return ok;
+}
+
 bool check_batch() {
   const std::uint32_t count = 17, m = 17, k = 33, n = 9;
   std::vector<vgpu::Matrix> a, b;
@@ -138,13 +234,11 @@ bool check_batch() {
   vgpu::Cache cache(vgpu::mpi::pick_device(vgpu::Runtime::global(), MPI_COMM_WORLD));
   const std::vector<vgpu::Matrix> c = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b);
   // Each rank alone on the same device kind: the same batch on one communicator of one rank.
-  MPI_Comm self = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, g_rank, 0, &self);
-  const std::vector<vgpu::Matrix> c1 = g_rank == 0 ? vgpu::mpi::matmul_batch(self, cache, a, b) : std::vector<vgpu::Matrix>{};
-  MPI_Comm_free(&self);
-  if (g_rank != 0) return c.empty() || fail("a non-root rank got C");
+  const std::vector<vgpu::Matrix> c1 = one_rank(cache, a, b);
+  bool ok = check_awkward(cache);  // both on every rank: each is collective
+  ok = check_bad_inputs(cache) && ok;
+  if (g_rank != 0) return (c.empty() || fail("a non-root rank got C")) && ok;
   if (c.size() != count) return fail("got " + std::to_string(c.size()) + " results, expected 17");
-  bool ok = true;
   for (std::uint32_t i = 0; i < count; ++i)
     for (std::uint32_t r = 0; r < m; ++r)
       for (std::uint32_t col = 0; col < n; ++col) {
@@ -155,6 +249,180 @@ bool check_batch() {
                       std::to_string(c[i](r, col)) + ", reference " + std::to_string(ref));
         if (c[i](r, col) != c1[i](r, col)) ok = fail("4 ranks and 1 rank differ at matmul " + std::to_string(i));
       }
+  return ok;
+}
+
+// Every rank's report must be the same: gathers rank 0's counts and compares.
+bool same_on_every_rank(const vgpu::mpi::BatchReport& report, const std::string& what) {
+  std::vector<int> root = report.counts;
+  root.resize(4);
+  MPI_Bcast(root.data(), 4, MPI_INT, 0, MPI_COMM_WORLD);
+  return root == report.counts || fail(what + ": this rank's counts differ from rank 0's");
+}
+
+std::string joined(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+bool check_split() {
+  bool ok = true;
+  vgpu::Runtime& runtime = vgpu::Runtime::global();
+  // Rank 0 on the CPU, the others on the first Vulkan (lavapipe) or else OpenGL (llvmpipe)
+  // device where there is one: devices of different speed. One warm-up first, so every rank
+  // reads the job's one stored calibration instead of measuring on its own.
+  std::string other = "cpu:0";
+  for (vgpu::BackendKind kind : {vgpu::BackendKind::vulkan, vgpu::BackendKind::opengl})
+    for (const vgpu::DeviceInfo& d : runtime.devices())
+      if (d.backend == kind && other == "cpu:0") other = d.id();
+  if (g_rank == 0) std::printf("split: rank 0 on cpu:0, ranks 1-3 on %s\n", other.c_str());
+  vgpu::mpi::warm_up(MPI_COMM_WORLD, runtime, {{"matmul", {17, 5, 3}}});
+  vgpu::Cache cache(runtime.open(g_rank == 0 ? "cpu:0" : other));
+  const std::uint32_t count = 17;
+  std::vector<vgpu::Matrix> a, b;
+  if (g_rank == 0) a = random_batch(count, 17, 5, 5), b = random_batch(count, 5, 3, 6);
+  // Given speeds (deterministic): rank r runs r + 1 calls a second.
+  auto run = [&](double speed, const std::vector<int>& expected, const std::string& what) {
+    vgpu::mpi::BatchReport report;
+    vgpu::mpi::BatchOptions options;
+    options.speed = speed;
+    options.report = &report;
+    const std::vector<vgpu::Matrix> c = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, options);
+    if (!expected.empty() && report.counts != expected)
+      ok = fail(what + ": counts " + joined(report.counts) + ", expected " + joined(expected));
+    ok = same_on_every_rank(report, what) && ok;
+    if (g_rank == 0 && c.size() != count) ok = fail(what + ": " + std::to_string(c.size()) + " results");
+    return report;
+  };
+  run(g_rank + 1.0, {2, 3, 5, 7}, "speeds 1,2,3,4");        // 17·(1,2,3,4)/10, largest remainder
+  run(g_rank == 1 ? -1.0 : g_rank + 1.0, {1, 5, 5, 6}, "rank 1 without a time");  // weighs the median 3
+  run(-1.0, {5, 4, 4, 4}, "no rank with a time");               // even
+  {
+    vgpu::mpi::BatchOptions even;
+    even.split = vgpu::mpi::BatchOptions::Split::even;
+    vgpu::mpi::BatchReport report;
+    even.report = &report;
+    even.speed = g_rank + 1.0;  // ignored by even
+    vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, even);
+    if (report.counts != std::vector<int>{5, 4, 4, 4} || report.measured) ok = fail("even: counts " + joined(report.counts));
+  }
+  // Measured: each rank's speed from its selection (calibrated here on first use); the counts
+  // are split_by_weight of the gathered speeds, the same on every rank.
+  const vgpu::mpi::BatchReport measured = run(0.0, {}, "measured");
+  std::vector<double> w = measured.speeds;
+  for (double x : w)
+    if (!(x > 0)) ok = fail("measured: a rank has no time (" + std::to_string(x) + ")");
+  if (ok) {
+    const std::vector<std::uint32_t> parts = vgpu::split_by_weight(w, count);
+    const std::vector<int> expected(parts.begin(), parts.end());
+    if (measured.counts != expected) ok = fail("measured: counts " + joined(measured.counts) + " do not follow the speeds");
+  }
+  if (g_rank == 0) {
+    std::printf("measured speeds (calls/s):");
+    for (double x : measured.speeds) std::printf(" %.1f", x);
+    std::printf(" -> counts %s\n", joined(measured.counts).c_str());
+  }
+  // Right results with uneven shares: against one rank's on the CPU.
+  const std::vector<vgpu::Matrix> c = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b);
+  if (g_rank == 0)
+    for (std::uint32_t i = 0; i < count; ++i)
+      for (std::uint32_t r = 0; r < 17; ++r)
+        for (std::uint32_t col = 0; col < 3; ++col) {
+          double ref = 0, mag = 0;
+          for (std::uint32_t x = 0; x < 5; ++x) ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
+          if (std::abs(c[i](r, col) - ref) > 1e-5 * mag + 1e-6) return fail("measured: matmul " + std::to_string(i) + " is wrong");
+        }
+  return ok;
+}
+
+// call_batch of each elementwise/row op on the rank's device against a double reference.
+bool check_ops() {
+  bool ok = true;
+  vgpu::KernelDatabase db(vgpu::mpi::pick_device(vgpu::Runtime::global(), MPI_COMM_WORLD));
+  std::mt19937 gen(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(gen);
+    return v;
+  };
+  struct Case {
+    std::string op;
+    vgpu::Shape shape;
+    std::uint32_t count;
+  };
+  const std::vector<Case> cases{{"add", {1000}, 17}, {"add", {1}, 1},          {"mul", {17}, 3},
+                                {"axpy", {1000}, 17}, {"axpy", {1}, 3},        {"softmax_rows", {17, 5}, 17},
+                                {"softmax_rows", {1, 1}, 1}, {"reduce_sum", {1000}, 17}, {"reduce_sum", {1}, 3},
+                                {"matmul", {17, 5, 3}, 17}, {"matmul", {1, 1, 1}, 1}};
+  for (const Case& c : cases) {
+    const std::string what = c.op + " x" + std::to_string(c.count);
+    const std::uint64_t n = c.shape[0];
+    std::vector<std::vector<float>> in;
+    if (c.op == "add" || c.op == "mul") in = {random(c.count * n), random(c.count * n)};
+    else if (c.op == "axpy") in = {random(c.count), random(c.count * n), random(c.count * n)};
+    else if (c.op == "softmax_rows") in = {random(c.count * n * c.shape[1])};
+    else if (c.op == "reduce_sum") in = {random(c.count * n)};
+    else in = {random(c.count * n * c.shape[1]), random(c.count * c.shape[1] * c.shape[2])};
+    if (g_rank != 0) in.clear();  // only the root's inputs are read
+    vgpu::mpi::BatchOptions options;
+    options.speed = 4.0 - g_rank;  // uneven shares (rank 0 most) without a calibration per op
+    const std::vector<std::vector<float>> out = vgpu::mpi::call_batch(MPI_COMM_WORLD, db, c.op, c.shape, in, options);
+    if (g_rank != 0) {
+      if (!out.empty()) ok = fail(what + ": a non-root rank got outputs");
+      continue;
+    }
+    if (out.size() != 1) {
+      ok = fail(what + ": " + std::to_string(out.size()) + " outputs");
+      continue;
+    }
+    const std::vector<float>& y = out[0];
+    // Per entry: the reference and the tolerance (the op's: float32 rounding of its sums).
+    for (std::uint32_t e = 0; e < c.count && ok; ++e) {
+      std::vector<double> ref, tol;
+      if (c.op == "add" || c.op == "mul" || c.op == "axpy")
+        for (std::uint64_t i = 0; i < n; ++i) {
+          const double a = in[0][c.op == "axpy" ? e : e * n + i], x = in[1][e * n + i];
+          const double r = c.op == "add" ? a + x : c.op == "mul" ? a * x : a * x + in[2][e * n + i];
+          ref.push_back(r), tol.push_back(1e-6 * (std::abs(a) + std::abs(x) + 1) + (c.op == "axpy" ? 1e-6 * std::abs(in[2][e * n + i]) : 0));
+        }
+      else if (c.op == "softmax_rows")
+        for (std::uint64_t r = 0; r < n; ++r) {
+          const std::uint64_t cols = c.shape[1], at = (e * n + r) * cols;
+          double top = in[0][at], sum = 0;
+          for (std::uint64_t j = 0; j < cols; ++j) top = std::max(top, double(in[0][at + j]));
+          for (std::uint64_t j = 0; j < cols; ++j) sum += std::exp(in[0][at + j] - top);
+          for (std::uint64_t j = 0; j < cols; ++j) ref.push_back(std::exp(in[0][at + j] - top) / sum), tol.push_back(1e-5);
+        }
+      else if (c.op == "reduce_sum") {
+        double sum = 0, mag = 0;
+        for (std::uint64_t i = 0; i < n; ++i) sum += in[0][e * n + i], mag += std::abs(in[0][e * n + i]);
+        ref.push_back(sum), tol.push_back(1e-5 * mag + 1e-6);
+      } else {
+        const std::uint64_t m = c.shape[0], k = c.shape[1], nn = c.shape[2];
+        for (std::uint64_t r = 0; r < m; ++r)
+          for (std::uint64_t col = 0; col < nn; ++col) {
+            double sum = 0, mag = 0;
+            for (std::uint64_t x = 0; x < k; ++x) {
+              const double p = double(in[0][e * m * k + r * k + x]) * in[1][e * k * nn + x * nn + col];
+              sum += p, mag += std::abs(p);
+            }
+            ref.push_back(sum), tol.push_back(1e-5 * mag + 1e-6);
+          }
+      }
+      if (y.size() != ref.size() * c.count) {
+        ok = fail(what + ": " + std::to_string(y.size()) + " output floats, expected " + std::to_string(ref.size() * c.count));
+        break;
+      }
+      for (std::size_t i = 0; i < ref.size(); ++i)
+        if (std::abs(y[e * ref.size() + i] - ref[i]) > tol[i]) {
+          ok = fail(what + ": entry " + std::to_string(e) + " [" + std::to_string(i) + "] = " +
+                    std::to_string(y[e * ref.size() + i]) + ", reference " + std::to_string(ref[i]));
+          break;
+        }
+    }
+  }
   return ok;
 }
 
@@ -196,9 +464,11 @@ int main(int argc, char** argv) {
     if (mode == "warm" && argc == 3) ok = check_warm(argv[2]);
     else if (mode == "warm-fail") ok = check_warm_failure();
     else if (mode == "batch") ok = check_batch();
+    else if (mode == "split") ok = check_split();
+    else if (mode == "ops") ok = check_ops();
     else if (mode == "stall" || mode == "die") ok = check_failure(mode == "die");
     else {
-      std::fprintf(stderr, "usage: vgpu-mpi-check warm directory|bundle | warm-fail | batch | stall | die\n");
+      std::fprintf(stderr, "usage: vgpu-mpi-check warm directory|bundle | warm-fail | batch | split | ops | stall | die\n");
       MPI_Finalize();
       return 2;
     }
