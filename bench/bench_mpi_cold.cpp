@@ -96,7 +96,10 @@ int rank_main(const std::string& mode, bool quick) {
     options.work = [quick](vgpu::Runtime& r) { compile_user_kernels(r, quick); };
     const vgpu::mpi::WarmUpReport r = vgpu::mpi::warm_up(MPI_COMM_WORLD, runtime, work, options);
     local[0] = r.local.source_compiles, local[1] = r.calibrations;
-    if (rank == 0 && r.bundle_bytes) std::printf("PHASES bundle_bytes=%llu\n", static_cast<unsigned long long>(r.bundle_bytes));
+    // job_bundle_bytes: what the job moved, (groups - 1) bundles (only the group leaders receive it).
+    if (rank == 0 && r.bundle_bytes)
+      std::printf("PHASES bundle_bytes=%llu groups=%d job_bundle_bytes=%llu\n", static_cast<unsigned long long>(r.bundle_bytes),
+                  r.groups, static_cast<unsigned long long>(r.job_bundle_bytes));
   }
   // Every rank's first real call on its chosen device: what a job does next.
   const vgpu::CounterSnapshot before = runtime.counters();
