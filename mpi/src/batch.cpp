@@ -8,7 +8,8 @@
 //      speed for them, and all share {bad, speed}                                  (MPI_Iallgather)
 //   3. counts: even, or split_by_weight of the speeds — every rank computes the same counts
 //      from the same gathered values; each input tensor goes out in those counts  (MPI_Iscatterv)
-//   4. each rank runs its share through its KernelDatabase (or Cache, for matmul_batch)
+//   4. each rank runs its share through its KernelDatabase (or Cache, for matmul_batch; a Cache
+//      over a DeviceSet spreads the share over its devices, and its speed is their sum)
 //   5. every rank says whether its share worked                                  (MPI_Iallreduce, MAXLOC)
 //   6. the root collects each output tensor                                      (MPI_Igatherv)
 //
@@ -76,25 +77,33 @@ struct TensorType {
   TensorType& operator=(const TensorType&) = delete;
 };
 
-// Where a rank's share runs: its device id (for the speed lookup), its runtime and its
-// deadline's fallback; run(ptrs) computes one entry, ptrs[t] pointing at tensor t's floats.
+// Where a rank's share runs: its devices (for the speed lookup), its runtime and its deadline's
+// fallback; run(shape, entries, base) computes entries packed entries, base[t] pointing at
+// tensor t's first float.
 struct Runner {
-  std::string name;                                  // "call_batch", "matmul_batch" (for messages)
-  Runtime* runtime = nullptr;                        // the selection's timings
-  Device device;                                     // empty: the runtime selects per op
-  std::function<void(const Shape&, const std::vector<float*>&)> run;
+  std::string name;                  // "call_batch", "matmul_batch" (for messages)
+  Runtime* runtime = nullptr;        // the selection's timings
+  Device device;                     // the deadline's fallback; empty: the runtime's
+  std::vector<std::string> devices;  // the ids whose speeds add up (a Cache's set); empty: the
+                                     // device, else the one the selection picks
+  std::function<void(const Shape&, int, const std::vector<float*>&)> run;
 };
 
-// This rank's speed for op at shape (1 / the selection's time of one call on its device), or 0
+// This rank's speed for op at shape: 1 / the selection's time of one call on its device (over
+// a DeviceSet, the sum over its devices: they share the rank's entries in proportion), or 0
 // when it has none; it never throws (a rank without a time weighs the median).
 double measured_speed(const Runner& where, const std::string& op, const Shape& shape, const BatchOptions& options) {
   if (options.speed > 0) return options.speed;
   if (options.speed < 0) return 0;
   try {
     const Selection s = where.runtime->explain(op, shape);
-    const std::string id = where.device ? where.device.info().id() : s.device;
-    for (const SelectionCandidate& c : s.candidates)
-      if (c.device == id && c.eligible && !c.demoted && c.seconds > 0) return 1.0 / c.seconds;
+    std::vector<std::string> ids = where.devices;
+    if (ids.empty()) ids.push_back(where.device ? where.device.info().id() : s.device);
+    double speed = 0;
+    for (const std::string& id : ids)
+      for (const SelectionCandidate& c : s.candidates)
+        if (c.device == id && c.eligible && !c.demoted && c.seconds > 0) speed += 1.0 / c.seconds;
+    return speed;
   } catch (const std::exception&) {
     // No time (a forced device, a failed calibration): the median of the others stands in.
   }
@@ -248,11 +257,9 @@ std::vector<std::vector<float>> run_batch(MPI_Comm user_comm, const std::string&
     // 4. This rank's share.
     std::exception_ptr failure;
     try {
-      std::vector<float*> ptrs(tensors.size());
-      for (int i = 0; i < share; ++i) {
-        for (std::size_t t = 0; t < tensors.size(); ++t) ptrs[t] = mine_t[t].data() + tensors[t].elements() * i;
-        where.run(shape, ptrs);
-      }
+      std::vector<float*> base(tensors.size());
+      for (std::size_t t = 0; t < tensors.size(); ++t) base[t] = mine_t[t].data();
+      if (share > 0) where.run(shape, share, base);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -303,12 +310,15 @@ std::vector<std::vector<float>> call_batch(MPI_Comm comm, KernelDatabase& db, co
   } catch (const Error&) {
     // run_batch reports it on every rank.
   }
-  where.run = [&](const Shape&, const std::vector<float*>& ptrs) {
-    std::vector<TensorArg> args;
-    for (std::size_t t = 0; t < tensors.size(); ++t)
-      args.push_back(tensors[t].out ? TensorArg(ptrs[t], tensors[t].shape)
-                                    : TensorArg(static_cast<const float*>(ptrs[t]), tensors[t].shape));
-    db.call(op, shape, args);
+  where.run = [&](const Shape&, int entries, const std::vector<float*>& base) {
+    for (int i = 0; i < entries; ++i) {  // one after another through the persistent kernel
+      std::vector<TensorArg> args;
+      for (std::size_t t = 0; t < tensors.size(); ++t) {
+        float* at = base[t] + tensors[t].elements() * i;
+        args.push_back(tensors[t].out ? TensorArg(at, tensors[t].shape) : TensorArg(static_cast<const float*>(at), tensors[t].shape));
+      }
+      db.call(op, shape, args);
+    }
   };
   std::vector<const std::vector<float>*> in;
   for (const std::vector<float>& x : inputs) in.push_back(&x);
@@ -343,9 +353,24 @@ std::vector<Matrix> matmul_batch(MPI_Comm comm, Cache& cache, const std::vector<
   where.name = "matmul_batch";
   where.runtime = options.runtime ? options.runtime : cache.devices() ? &cache.devices()->runtime() : &Runtime::global();
   where.device = cache.device();
-  where.run = [&](const Shape& s, const std::vector<float*>& p) {
-    cache.matmul(p[0], p[1], p[2], static_cast<std::uint32_t>(s[0]), static_cast<std::uint32_t>(s[1]),
-                 static_cast<std::uint32_t>(s[2]));
+  if (cache.devices()) where.devices = cache.devices()->ids();
+  where.run = [&](const Shape& s, int entries, const std::vector<float*>& p) {
+    const auto m = static_cast<std::uint32_t>(s[0]), k = static_cast<std::uint32_t>(s[1]),
+               n = static_cast<std::uint32_t>(s[2]);
+    if (!cache.devices()) {
+      for (int i = 0; i < entries; ++i)
+        cache.matmul(p[0] + std::size_t{m} * k * i, p[1] + std::size_t{k} * n * i, p[2] + std::size_t{m} * n * i, m, k, n);
+      return;
+    }
+    // Over a DeviceSet: the rank's share is itself spread over its devices (Cache::matmul_batch).
+    std::vector<std::pair<Matrix, Matrix>> pairs(entries);
+    for (int i = 0; i < entries; ++i) {
+      pairs[i].first = Matrix(m, k), pairs[i].second = Matrix(k, n);
+      std::copy_n(p[0] + std::size_t{m} * k * i, std::size_t{m} * k, pairs[i].first.data.begin());
+      std::copy_n(p[1] + std::size_t{k} * n * i, std::size_t{k} * n, pairs[i].second.data.begin());
+    }
+    const std::vector<Matrix> c = cache.matmul_batch(pairs);
+    for (int i = 0; i < entries; ++i) std::copy(c[i].data.begin(), c[i].data.end(), p[2] + std::size_t{m} * n * i);
   };
   std::vector<std::vector<float>> c =
       run_batch(comm, "matmul", shape, true, {&all_a, &all_b}, is_root ? problem : "", where, options);

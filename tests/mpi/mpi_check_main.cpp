@@ -323,6 +323,39 @@ bool check_split() {
     for (double x : measured.speeds) std::printf(" %.1f", x);
     std::printf(" -> counts %s\n", joined(measured.counts).c_str());
   }
+  // Rank 0 over a DeviceSet of cpu:0 and cpu:1 (VGPU_CPU_DEVICES=2): its speed is the sum of
+  // its devices' (the selection's timings), and its share is spread over them.
+  bool have_set = false;
+  for (const vgpu::DeviceInfo& d : runtime.devices()) have_set = have_set || d.id() == "cpu:1";
+  if (g_rank == 0 && !have_set) std::printf("SKIPPED the DeviceSet rank: no cpu:1 (VGPU_CPU_DEVICES=2)\n");
+  if (have_set) {
+    vgpu::Cache set_cache = g_rank == 0 ? vgpu::Cache(vgpu::DeviceSet(runtime, {"cpu:0", "cpu:1"})) : vgpu::Cache(runtime.open(other));
+    vgpu::mpi::BatchReport report;
+    vgpu::mpi::BatchOptions options;
+    options.report = &report;
+    const std::vector<vgpu::Matrix> c = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, set_cache, a, b, options);
+    if (g_rank == 0) {
+      double sum = 0;
+      for (const vgpu::SelectionCandidate& x : runtime.explain("matmul", {17, 5, 3}).candidates)
+        if ((x.device == "cpu:0" || x.device == "cpu:1") && x.eligible && x.seconds > 0) sum += 1.0 / x.seconds;
+      if (!(report.speeds[0] > 0) || std::abs(report.speeds[0] - sum) > 1e-9 * sum)
+        ok = fail("set rank: speed " + std::to_string(report.speeds[0]) + ", its devices' sum " + std::to_string(sum));
+      for (std::uint32_t i = 0; i < count && c.size() == count; ++i)
+        for (std::uint32_t r = 0; r < 17; ++r)
+          for (std::uint32_t col = 0; col < 3; ++col) {
+            double ref = 0, mag = 0;
+            for (std::uint32_t x = 0; x < 5; ++x) ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
+            if (std::abs(c[i](r, col) - ref) > 1e-5 * mag + 1e-6) ok = fail("set rank: matmul " + std::to_string(i) + " is wrong");
+          }
+      if (c.size() != count) ok = fail("set rank: " + std::to_string(c.size()) + " results");
+      const vgpu::MultiStats st = set_cache.multi_stats();
+      std::printf("set rank: speed %.1f calls/s (cpu:0 + cpu:1), counts %s, set items %llu,%llu\n", report.speeds[0],
+                  joined(report.counts).c_str(), st.items.size() > 0 ? (unsigned long long)st.items[0] : 0ull,
+                  st.items.size() > 1 ? (unsigned long long)st.items[1] : 0ull);
+      if (report.counts[0] > 1 && (st.items.size() != 2 || st.items[0] == 0 || st.items[1] == 0))
+        ok = fail("set rank: its share did not spread over both devices");
+    }
+  }
   // Right results with uneven shares: against one rank's on the CPU.
   const std::vector<vgpu::Matrix> c = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b);
   if (g_rank == 0)

@@ -25,7 +25,10 @@ case $case in
     run bash -c 'VGPU_CACHE_DIR=$VGPU_CACHE_DIR/host$((OMPI_COMM_WORLD_RANK / 2)) exec "$0" warm bundle' "$check"
     [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" && grep -q 'groups=2' "$dir/out" ;;
   warm-fail) run "$check" warm-fail; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
-  batch | split | ops) run "$check" "$case"; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
+  batch | ops) run "$check" "$case"; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
+  split)
+    # Two CPU devices, so that one rank can run over a DeviceSet (cpu:0, cpu:1).
+    VGPU_CPU_DEVICES=2 run "$check" split; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
   stall)
     # Rank 2 hangs: the others throw vgpu::Error (timeout) with a Fix hint and abort the job.
     start=$SECONDS; run "$check" stall; took=$((SECONDS - start))
