@@ -19,7 +19,8 @@
 //   vgpu-mpi-check ops      call_batch of add, mul, axpy, softmax_rows, reduce_sum (and matmul)
 //                           against a double reference on the root, at awkward sizes
 //   vgpu-mpi-check stall    after one good batch, rank 2 sleeps through the next: the others must throw vgpu::Error
-//                           (timeout) within 1 s, print it and MPI_Abort
+//                           (timeout) within 1 s (their cache's device limit, set to 1 s: the
+//                           batch's default deadline), print it and MPI_Abort
 //   vgpu-mpi-check die      after one good batch, rank 2 calls _exit(1) before the next: the others must not hang
 //
 // Exit 0 when the checks pass, 3 when one failed (the rank prints why).
@@ -474,7 +475,10 @@ bool check_failure(bool die) {
   const auto start = std::chrono::steady_clock::now();
   try {
     vgpu::mpi::BatchOptions options;
-    options.timeout = std::chrono::milliseconds(die ? 3000 : 1000);
+    // stall: no timeout of the call's own, so the deadline is the cache's device's limit (not
+    // Runtime::global()'s VGPU_TIMEOUT_MS, 60 s here); die: the call's own.
+    if (die) options.timeout = std::chrono::milliseconds(3000);
+    else cache.device().set_timeout(std::chrono::milliseconds(1000));
     vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, options);
   } catch (const vgpu::Error& e) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
