@@ -144,7 +144,8 @@ VGPU_MPI_API std::vector<std::vector<float>> call_batch(MPI_Comm comm, KernelDat
                                                         const BatchOptions& options = {});
 
 /// Computes c[i] = a[i]·b[i] for a batch of same-shape matmuls spread over the ranks of comm
-/// (call_batch's protocol, each rank's share through cache): returns the batch of C on the
+/// (call_batch's protocol, each rank's share through cache; a cache over a DeviceSet spreads
+/// the share over its devices and weighs their summed speed): returns the batch of C on the
 /// root, an empty vector elsewhere. Only the root's a and b are read. Results equal one rank's.
 /// Collective over comm. Throws vgpu::Error: invalid_argument (on every rank) for an empty
 /// batch or mismatched shapes, timeout when a rank does not answer in time, unavailable when
