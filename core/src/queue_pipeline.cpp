@@ -97,22 +97,26 @@ std::uint64_t QueuePipeline::runs() const {
   return runs_;
 }
 
-QueueReport QueuePipeline::run(const PersistentQueue& queue) {
+QueueReport QueuePipeline::run(const PersistentQueue& queue) { return run(queue, 0, queue.size()); }
+
+QueueReport QueuePipeline::run(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count) {
   std::lock_guard lock(mutex_);
-  if (queue.empty()) {
+  first = std::min<std::uint64_t>(first, queue.size());
+  count = std::min<std::uint64_t>(count, queue.size() - first);
+  if (count == 0) {
     ++runs_;
     return {};
   }
   // Every input is on the host: the device recovers itself at the next call, so run once more.
-  QueueReport report = detail::retry_once_after_loss([&] { return run_once(queue); });
+  QueueReport report = detail::retry_once_after_loss([&] { return run_once(queue, first, count); });
   ++runs_;
   return report;
 }
 
-QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
+QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count) {
   Resources& r = *resources_;
   const std::string& dev_id = device_.info().id();
-  const std::vector<detail::QueueChunk> chunks = detail::plan_queue(queue, r.limits, dev_id);
+  const std::vector<detail::QueueChunk> chunks = detail::plan_queue(queue, r.limits, dev_id, first, count);
   std::uint64_t need_in = 0, need_out = 0;
   for (const auto& c : chunks) {
     need_in = std::max(need_in, c.in_words * 4);
@@ -164,8 +168,8 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
   // Each result's start and length in storage; spans are set at the end, once storage stops moving.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> where;
   try {
-    report.results.resize(queue.size());
-    where.resize(queue.size());
+    report.results.resize(count);
+    where.resize(count);
   } catch (const std::bad_alloc&) {
     no_host_memory();
   }
@@ -233,13 +237,13 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
       const std::size_t i = static_cast<std::size_t>(c.first + j);
       const std::uint32_t bytes = res[2 * j];
       const auto* src = reinterpret_cast<const std::byte*>(res + entries[4 * j + 2]);
-      where[i] = {report.storage.size(), bytes};
+      where[i - first] = {report.storage.size(), bytes};
       try {
         report.storage.insert(report.storage.end(), src, src + bytes);
       } catch (const std::bad_alloc&) {
         no_host_memory();
       }
-      report.results[i].id = queue.id(i);
+      report.results[i - first].id = queue.id(i);
     }
   }
   for (std::size_t i = 0; i < report.results.size(); ++i)

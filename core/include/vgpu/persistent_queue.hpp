@@ -175,6 +175,10 @@ class VGPU_API QueuePipeline {
   /// count different from the item count), out_of_memory when the buffers cannot grow ("split
   /// the queue"), timeout, device_lost when recovery failed.
   QueueReport run(const PersistentQueue& queue);
+  /// Drains items [first, first + count) of queue only (clipped to its end): one result per
+  /// item of the range, in queue order, without copying the queue (QueuePipelineSet gives each
+  /// device a range so). Throws as run().
+  QueueReport run(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count);
 
   /// Returns the device the pipeline runs on.
   const Device& device() const noexcept { return device_; }
@@ -192,7 +196,8 @@ class VGPU_API QueuePipeline {
 
  private:
   struct Resources;
-  QueueReport run_once(const PersistentQueue& queue);  // one attempt; mutex_ held
+  // One attempt at items [first, first + count); mutex_ held.
+  QueueReport run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count);
   Device device_;
   KernelSource source_;
   QueueConfig config_;
