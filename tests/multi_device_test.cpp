@@ -224,11 +224,8 @@ TEST_CASE("A split matmul over 4 CPU devices is right at awkward shapes", "[mult
 }
 
 TEST_CASE("A set over the software GPUs (lavapipe, llvmpipe) and the CPU is right", "[multi_device]") {
-  vgpu::RuntimeOptions o;
-  o.cache_enabled = false;
-  o.background = false;
-  vgpu::Runtime rt(o);
-  const vgpu::DeviceSet set = vgpu::DeviceSet::all(rt);
+  MultiSetup ms(MultiSetup::every_backend);
+  const vgpu::DeviceSet& set = ms.set;
   if (set.size() < 2) {
     WARN("skipped: only " << set.size() << " device here (no lavapipe/llvmpipe)");
     return;

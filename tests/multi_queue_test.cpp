@@ -184,11 +184,8 @@ TEST_CASE("A kernel a device cannot take leaves it out of the queue set", "[mult
 }
 
 TEST_CASE("A queue over the software GPUs (lavapipe, llvmpipe) and the CPU equals one device", "[multi_device]") {
-  vgpu::RuntimeOptions o;
-  o.cache_enabled = false;
-  o.background = false;
-  vgpu::Runtime rt(o);
-  const vgpu::DeviceSet set = vgpu::DeviceSet::all(rt);
+  MultiSetup ms(MultiSetup::every_backend);
+  const vgpu::DeviceSet& set = ms.set;
   if (set.size() < 2) {
     WARN("skipped: only " << set.size() << " device here (no lavapipe/llvmpipe)");
     return;

@@ -33,11 +33,22 @@ struct MultiSetup {
 
   /// N logical CPU devices.
   explicit MultiSetup(std::uint32_t cpu_devices) : rt(cpu_options(cpu_devices)), set(vgpu::DeviceSet::all(rt)) {}
+  /// Every device of every backend here (the software GPUs lavapipe, llvmpipe beside the CPU),
+  /// memory-only cache, foreground calibration: MultiSetup(MultiSetup::every_backend).
+  struct EveryBackend {};
+  static constexpr EveryBackend every_backend{};
+  explicit MultiSetup(EveryBackend) : rt(every_backend_options()), set(vgpu::DeviceSet::all(rt)) {}
   /// One test device per latency (µs per dispatch), fingerprints salted with salt, no disk cache.
   MultiSetup(const std::vector<std::uint64_t>& latencies_us, const std::string& salt)
       : knobs(test_devices(latencies_us, salt)), rt(options(knobs)), set(vgpu::DeviceSet::all(rt)) {}
 
  private:
+  static vgpu::RuntimeOptions every_backend_options() {
+    vgpu::RuntimeOptions o;
+    o.cache_enabled = false;
+    o.background = false;
+    return o;
+  }
   static vgpu::RuntimeOptions options(const std::vector<std::shared_ptr<TestDeviceKnobs>>& knobs) {
     vgpu::RuntimeOptions o = test_runtime_options(knobs);
     o.cache_enabled = false;
