@@ -148,7 +148,7 @@ TEST_CASE("A device failing mid-queue has its range rerun and is left out", "[mu
 
 TEST_CASE("Queue shares move toward the faster device", "[multi_device]") {
   MultiSetup ms({0, 0}, "multi-queue-speed");
-  ms.knobs[1]->ns_per_kib = 40000;  // test:1's link: 40 µs per KiB moved, test:0's none
+  ms.knobs[1]->ns_per_kib = 200000;  // test:1's link: 200 µs per KiB moved, test:0's none
   vgpu::QueuePipelineSet qs(ms.set, vgpu::queue_add_one_kernel());
   vgpu::PersistentQueue q;
   std::vector<std::uint32_t> words(64, 7);
@@ -162,7 +162,9 @@ TEST_CASE("Queue shares move toward the faster device", "[multi_device]") {
   (void)qs.run(q);
   const vgpu::MultiStats s = qs.stats();
   INFO("shares " << s.last_shares[0] << "/" << s.last_shares[1]);
-  CHECK(s.last_shares[0] > 300);  // test:1 moves ~200 KiB: ~8 ms against test:0's ≤ 1 ms
+  // test:1 moves ~100 KiB of its 200 items: ~20 ms, against ~1 ms for test:0 here (≥ 15:1 would
+  // give test:0 ≥ 375); > 250 still holds if load slows test:0 several times over.
+  CHECK(s.last_shares[0] > 250);
   CHECK(s.last_shares[0] + s.last_shares[1] == 400);
   CHECK(s.items[0] + s.items[1] == 800);
 }

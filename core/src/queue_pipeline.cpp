@@ -3,6 +3,7 @@
 // binding set and batch, made once and reused; each run is one round trip per buffer-sized
 // chunk of the queue (one for every queue that fits), with the fewest launches.
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -100,6 +101,11 @@ std::uint64_t QueuePipeline::runs() const {
 QueueReport QueuePipeline::run(const PersistentQueue& queue) { return run(queue, 0, queue.size()); }
 
 QueueReport QueuePipeline::run(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count) {
+  return run_into(queue, first, count, Sink{});
+}
+
+QueueReport QueuePipeline::run_into(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count,
+                                    const Sink& sink) {
   std::lock_guard lock(mutex_);
   first = std::min<std::uint64_t>(first, queue.size());
   count = std::min<std::uint64_t>(count, queue.size() - first);
@@ -107,13 +113,15 @@ QueueReport QueuePipeline::run(const PersistentQueue& queue, std::uint64_t first
     ++runs_;
     return {};
   }
+  const Sink* into = sink.dest != nullptr || sink.results != nullptr ? &sink : nullptr;
   // Every input is on the host: the device recovers itself at the next call, so run once more.
-  QueueReport report = detail::retry_once_after_loss([&] { return run_once(queue, first, count); });
+  QueueReport report = detail::retry_once_after_loss([&] { return run_once(queue, first, count, into); });
   ++runs_;
   return report;
 }
 
-QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count) {
+QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count,
+                                    const Sink* sink) {
   Resources& r = *resources_;
   const std::string& dev_id = device_.info().id();
   const std::vector<detail::QueueChunk> chunks = detail::plan_queue(queue, r.limits, dev_id, first, count);
@@ -168,11 +176,14 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t 
   // Each result's start and length in storage; spans are set at the end, once storage stops moving.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> where;
   try {
-    report.results.resize(count);
-    where.resize(count);
+    if (!sink) {
+      report.results.resize(count);
+      where.resize(count);
+    }
   } catch (const std::bad_alloc&) {
     no_host_memory();
   }
+  std::uint64_t sink_at = 0;  // with a sink: the capacities of the range's items so far
   const std::uint64_t guard = 2ull * r.limits.guard_entries;
   for (const detail::QueueChunk& c : chunks) {
     const std::uint64_t table = 2 * c.count + guard;
@@ -237,6 +248,13 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t 
       const std::size_t i = static_cast<std::size_t>(c.first + j);
       const std::uint32_t bytes = res[2 * j];
       const auto* src = reinterpret_cast<const std::byte*>(res + entries[4 * j + 2]);
+      if (sink) {
+        std::byte* to = sink->dest + sink_at;
+        if (bytes > 0) std::memcpy(to, src, bytes);
+        sink->results[i - first] = QueueResult{queue.id(i), std::span<const std::byte>(to, bytes)};
+        sink_at += detail::queue_out_capacity(queue, i, r.limits);
+        continue;
+      }
       where[i - first] = {report.storage.size(), bytes};
       try {
         report.storage.insert(report.storage.end(), src, src + bytes);

@@ -5,9 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
+#include <new>
 #include <mutex>
 
+#include "queue_layout.hpp"
 #include "spread.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -23,6 +24,7 @@ struct QueuePipelineSet::State {
 
   DeviceSet set;
   KernelSource kernel;
+  QueueConfig config;
   std::vector<std::unique_ptr<QueuePipeline>> pipes;  // per device; null: left out at construction
   std::mutex run_mutex;                               // serialises runs
   mutable std::mutex mutex;                           // guards what follows
@@ -55,6 +57,7 @@ QueuePipelineSet::QueuePipelineSet(DeviceSet devices, KernelSource kernel, Queue
   State& s = *state_;
   const std::size_t n = s.set.size();
   s.kernel = kernel;
+  s.config = config;
   s.spi.assign(n, 0.0);
   s.out.assign(n, false);
   s.stats.items.assign(n, 0);
@@ -87,10 +90,27 @@ QueueReport QueuePipelineSet::run(const PersistentQueue& queue) {
     fail(ErrorCategory::invalid_argument, std::string(kWho) + ": a queue of " + std::to_string(queue.size()) + " items.",
          "split the queue into queues of at most 2^32-1 items.");
   const std::size_t n = s.set.size();
-  std::mutex parts_mutex;
-  std::map<std::uint32_t, QueueReport> parts;  // by first item: merged in queue order below
+  const std::size_t items_n = queue.size();
+  // The merged report, laid out before the run: item i's output at at[i], the capacities of the
+  // items before it (bytes it may write), so each device writes its range's outputs in place
+  // while it runs — no second copy of the outputs to merge (storage may hold gaps where an item
+  // wrote less than its capacity; each result's span says its bytes).
+  QueueReport report;
+  std::vector<std::uint64_t> at(items_n + 1, 0);
+  detail::QueueLimits limits;
+  limits.output_bytes = s.config.output_bytes;
+  for (std::size_t i = 0; i < items_n; ++i) at[i + 1] = at[i] + detail::queue_out_capacity(queue, i, limits);
+  try {
+    report.storage.resize(static_cast<std::size_t>(at[items_n]));
+    report.results.resize(items_n);
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCategory::out_of_memory,
+         std::string(kWho) + ": no host memory for the results of " + std::to_string(items_n) + " items (" +
+             std::to_string(at[items_n]) + " bytes of output capacity).",
+         "split the queue into smaller ones and run them one after another.");
+  }
   std::vector<double> seconds(n, 0.0);
-  std::vector<std::uint64_t> items(n, 0);
+  std::vector<std::uint64_t> items(n, 0), launches(n, 0), trips(n, 0);
 
   detail::SpreadTask task;
   task.who = kWho;
@@ -102,12 +122,13 @@ QueueReport QueuePipelineSet::run(const PersistentQueue& queue) {
   };
   task.work = [&](std::size_t dev, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
     const auto t0 = std::chrono::steady_clock::now();
-    QueueReport part = s.pipes[dev]->run(queue, begin, end - begin);  // all or nothing
+    const QueuePipeline::Sink sink{report.storage.data() + at[begin], report.results.data() + begin};
+    const QueueReport part = s.pipes[dev]->run_into(queue, begin, end - begin, sink);  // all or nothing
     seconds[dev] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     items[dev] += end - begin;
+    launches[dev] += part.kernel_launches;
+    trips[dev] += part.round_trips;
     done = end - begin;
-    std::lock_guard lock(parts_mutex);
-    parts.emplace(begin, std::move(part));
   };
   task.failed = [&](std::size_t dev, const std::string&) {
     std::lock_guard lock(s.mutex);
@@ -128,30 +149,11 @@ QueueReport QueuePipelineSet::run(const PersistentQueue& queue) {
         s.spi[i] = s.spi[i] > 0 ? 0.5 * s.spi[i] + 0.5 * measured : measured;
       }
   };
-  detail::spread(task, static_cast<std::uint32_t>(queue.size()));
-
-  QueueReport report;
-  std::size_t bytes = 0;
-  for (const auto& [first, part] : parts) bytes += part.storage.size();
-  report.storage.reserve(bytes);
-  report.results.reserve(queue.size());
-  std::vector<std::pair<std::size_t, std::size_t>> where;  // each result's offset and length in storage
-  where.reserve(queue.size());
-  for (auto& [first, part] : parts) {
-    report.kernel_launches += part.kernel_launches;
-    report.round_trips += part.round_trips;
-    const std::byte* base = part.storage.data();
-    const std::size_t offset = report.storage.size();
-    report.storage.insert(report.storage.end(), part.storage.begin(), part.storage.end());
-    for (const QueueResult& r : part.results) {
-      report.results.push_back(QueueResult{r.id, {}});
-      where.emplace_back(r.payload.empty() ? offset : offset + static_cast<std::size_t>(r.payload.data() - base),
-                         r.payload.size());
-    }
+  detail::spread(task, static_cast<std::uint32_t>(items_n));
+  for (std::size_t i = 0; i < n; ++i) {
+    report.kernel_launches += launches[i];
+    report.round_trips += trips[i];
   }
-  // Spans last, once storage stops moving.
-  for (std::size_t i = 0; i < report.results.size(); ++i)
-    report.results[i].payload = std::span<const std::byte>(report.storage.data() + where[i].first, where[i].second);
   {
     std::lock_guard lock(s.mutex);
     ++s.stats.batches;

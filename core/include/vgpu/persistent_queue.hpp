@@ -196,8 +196,18 @@ class VGPU_API QueuePipeline {
 
  private:
   struct Resources;
-  // One attempt at items [first, first + count); mutex_ held.
-  QueueReport run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count);
+  friend class QueuePipelineSet;  // drains its ranges straight into the merged report (run_into)
+  // Where run_into puts a range's outputs: item first + j's at dest + (the capacities of the
+  // range's items before it), its result in results[j]. The caller sized both.
+  struct Sink {
+    std::byte* dest = nullptr;
+    QueueResult* results = nullptr;
+  };
+  // run(queue, first, count) writing into sink instead of the report's own storage (the report
+  // returned holds the counters only): no second copy of the outputs when a set merges ranges.
+  QueueReport run_into(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count, const Sink& sink);
+  // One attempt at items [first, first + count), into sink when it is set; mutex_ held.
+  QueueReport run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count, const Sink* sink);
   Device device_;
   KernelSource source_;
   QueueConfig config_;

@@ -16,9 +16,10 @@ namespace vgpu {
 
 /// A QueuePipeline per device of a DeviceSet. run(queue) gives each device a contiguous range of
 /// the queue's items (QueuePipeline::run over [first, first + count): no payload is copied into
-/// per-device queues), runs the ranges at once, one thread per device, and merges the results
-/// back in queue order with the reports' counters summed: the same results as one device (the
-/// queue ABI is deterministic per item). Shares follow each device's measured seconds per item
+/// per-device queues), runs the ranges at once, one thread per device, each writing its outputs
+/// in place into the merged report (results in queue order; storage laid out by capacity, so it
+/// may hold gaps), counters summed: the same results as one device (the queue ABI is
+/// deterministic per item). Shares follow each device's measured seconds per item
 /// of its share in this object's earlier runs (the first run: equal weights; a device without a
 /// measurement: the median of the others). A device whose range fails (compile error, out of
 /// memory, unavailable, not supported, device lost past its recovery) has its range rerun on the
