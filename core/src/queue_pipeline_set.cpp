@@ -86,9 +86,7 @@ QueueReport QueuePipelineSet::run(const PersistentQueue& queue) {
   State& s = *state_;
   std::lock_guard run_lock(s.run_mutex);
   if (queue.empty()) return {};
-  if (queue.size() > 0xFFFFFFFFull)  // a queue holds at most kMaxItems; checked for the 32-bit engine
-    fail(ErrorCategory::invalid_argument, std::string(kWho) + ": a queue of " + std::to_string(queue.size()) + " items.",
-         "split the queue into queues of at most 2^32-1 items.");
+  static_assert(PersistentQueue::kMaxItems <= UINT32_MAX, "the spread engine counts items in 32 bits");
   const std::size_t n = s.set.size();
   const std::size_t items_n = queue.size();
   // The merged report, laid out before the run: item i's output at at[i], the capacities of the
