@@ -3,13 +3,12 @@
 // (call, call_batch of built-in and user ops over a set) and QueuePipelineSet (one queue drained
 // over a set: results as on one device, in queue order; a failed device's range rerun; shares
 // following measured speed).
-#include "support/catch.hpp"
-
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "support/catch.hpp"
 #include "support/expect_error.hpp"
 #include "support/multi_device.hpp"
 #include "support/numerics.hpp"
@@ -108,7 +107,8 @@ TEST_CASE("QueuePipeline runs a range of a queue without copying it", "[multi_de
   for (std::size_t j = 0; j < 7; ++j) {
     CHECK(mid.results[j].id == q.id(5 + j));
     REQUIRE(mid.results[j].payload.size() == all.results[5 + j].payload.size());
-    CHECK(std::memcmp(mid.results[j].payload.data(), all.results[5 + j].payload.data(), mid.results[j].payload.size()) == 0);
+    CHECK(std::memcmp(mid.results[j].payload.data(), all.results[5 + j].payload.data(),
+                      mid.results[j].payload.size()) == 0);
   }
   CHECK(p.run(q, 15, 100).results.size() == 2);  // clipped to the queue's end
   CHECK(p.run(q, 17, 1).results.empty());
@@ -279,8 +279,10 @@ TEST_CASE("ShardedDatabase: call on the fastest device, user ops by equal weight
   CHECK(s.items == std::vector<std::uint64_t>{0, 1, 0});  // test:1 is the fastest (500 µs)
 
   // A user op: no timings, equal weights; its batch runs and is right.
-  db.add("my_add", [](const vgpu::DeviceInfo& info, const vgpu::Shape& shape) { return vgpu::ops::add(info, shape.at(0)); },
-         vgpu::PlanStability::fixed);
+  db.add(
+      "my_add",
+      [](const vgpu::DeviceInfo& info, const vgpu::Shape& shape) { return vgpu::ops::add(info, shape.at(0)); },
+      vgpu::PlanStability::fixed);
   const std::vector<double> w = db.weights("my_add", {17});
   REQUIRE(w.size() == 3);
   for (double x : w) CHECK(std::abs(x - 1.0 / 3) < 1e-12);

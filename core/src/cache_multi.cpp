@@ -40,14 +40,14 @@ Cache::~Cache() = default;
 void Cache::matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
   if (multi_ && multi_->db.devices().size() > 1 && m > 1 &&
       std::uint64_t{m} * k * n >= multi_->split_min_work.load(std::memory_order_relaxed)) {
-    multi_->db.spread(kMatmul, {m, k, n}, m,
-                      [&](KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
-                        const std::uint32_t rows = end - begin;  // rows [begin, end) of C from those of A; B whole
-                        const TensorArg args[] = {TensorArg(a + std::size_t{begin} * k, {rows, k}), TensorArg(b, {k, n}),
-                                                  TensorArg(c + std::size_t{begin} * n, {rows, n})};
-                        db.call(kMatmul, {rows, k, n}, args);
-                        done = rows;
-                      });
+    multi_->db.spread(
+        kMatmul, {m, k, n}, m, [&](KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
+          const std::uint32_t rows = end - begin;  // rows [begin, end) of C from those of A; B whole
+          const TensorArg args[] = {TensorArg(a + std::size_t{begin} * k, {rows, k}), TensorArg(b, {k, n}),
+                                    TensorArg(c + std::size_t{begin} * n, {rows, n})};
+          db.call(kMatmul, {rows, k, n}, args);
+          done = rows;
+        });
     return;
   }
   const TensorArg args[] = {TensorArg(a, {m, k}), TensorArg(b, {k, n}), TensorArg(c, {m, n})};
@@ -78,7 +78,8 @@ std::vector<Matrix> Cache::matmul_batch(const std::vector<std::pair<Matrix, Matr
   for (std::size_t i = 0; i < pairs.size(); ++i) out.emplace_back(m, n);
   auto args_of = [&](std::size_t i) {
     return std::vector<TensorArg>{TensorArg(pairs[i].first.data.data(), {m, k}),
-                                  TensorArg(pairs[i].second.data.data(), {k, n}), TensorArg(out[i].data.data(), {m, n})};
+                                  TensorArg(pairs[i].second.data.data(), {k, n}),
+                                  TensorArg(out[i].data.data(), {m, n})};
   };
   if (!multi_) {
     for (std::size_t i = 0; i < pairs.size(); ++i) db_.call(kMatmul, {m, k, n}, args_of(i));

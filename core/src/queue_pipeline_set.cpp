@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <new>
 #include <mutex>
+#include <new>
 
 #include "queue_layout.hpp"
 #include "spread.hpp"

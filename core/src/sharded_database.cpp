@@ -23,9 +23,9 @@ struct ShardedDatabase::State {
   explicit State(DeviceSet s) : set(std::move(s)) {}
 
   DeviceSet set;
-  std::vector<std::unique_ptr<KernelDatabase>> dbs;  // per device of the set
-  mutable std::mutex mutex;                          // guards what follows; never held while a device works
-  std::set<std::string> added;                       // ids registered through add(): equal weights
+  std::vector<std::unique_ptr<KernelDatabase>> dbs;   // per device of the set
+  mutable std::mutex mutex;                           // guards what follows; never held while a device works
+  std::set<std::string> added;                        // ids registered through add(): equal weights
   std::map<std::string, std::vector<bool>> left_out;  // per added id: devices that failed for it
   MultiStats stats;
 
@@ -44,7 +44,8 @@ struct ShardedDatabase::State {
       for (const std::string& b : builtin) known += (known.empty() ? "" : ", ") + b;
       std::lock_guard lock(mutex);
       for (const std::string& a : added) known += ", " + a;
-      fail(ErrorCategory::invalid_argument, std::string(kWho) + ": no kernel is registered under '" + id + "' (known: " + known + ").",
+      fail(ErrorCategory::invalid_argument,
+           std::string(kWho) + ": no kernel is registered under '" + id + "' (known: " + known + ").",
            "register it first with ShardedDatabase::add(id, factory), or use a built-in op's name.");
     }
     ops::check_shape(id, shape);
@@ -132,25 +133,32 @@ void ShardedDatabase::call(const std::string& id, const Shape& shape, std::span<
   State& s = *state_;
   s.check(id, shape);
   // One item: split_by_weight gives it to the largest weight (ties: the earlier device).
-  s.run(id, shape, 1, [&](KernelDatabase& db, std::uint32_t, std::uint32_t, std::uint32_t& done) {
-    db.call(id, shape, args);
-    done = 1;
-  }, &MultiStats::unsplit, false);
+  s.run(
+      id, shape, 1,
+      [&](KernelDatabase& db, std::uint32_t, std::uint32_t, std::uint32_t& done) {
+        db.call(id, shape, args);
+        done = 1;
+      },
+      &MultiStats::unsplit, false);
 }
 
-void ShardedDatabase::call_batch(const std::string& id, const Shape& shape, std::uint32_t count, const ArgsOf& args_of) {
+void ShardedDatabase::call_batch(const std::string& id, const Shape& shape, std::uint32_t count,
+                                 const ArgsOf& args_of) {
   State& s = *state_;
   s.check(id, shape);
   if (count == 0) return;
   if (!args_of)
     fail(ErrorCategory::invalid_argument, std::string(kWho) + "::call_batch('" + id + "') got an empty args_of.",
          "pass a function that returns call i's TensorArgs.");
-  s.run(id, shape, count, [&](KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
-    for (std::uint32_t i = begin; i < end; ++i, ++done) {
-      const std::vector<TensorArg> args = args_of(i);
-      db.call(id, shape, args);
-    }
-  }, &MultiStats::batches, true);
+  s.run(
+      id, shape, count,
+      [&](KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
+        for (std::uint32_t i = begin; i < end; ++i, ++done) {
+          const std::vector<TensorArg> args = args_of(i);
+          db.call(id, shape, args);
+        }
+      },
+      &MultiStats::batches, true);
 }
 
 void ShardedDatabase::spread(const std::string& id, const Shape& weight_shape, std::uint32_t count,

@@ -3,13 +3,12 @@
 // device, each given a contiguous range of the queue by measured speed (docs/scale-out.md).
 #pragma once
 
-#include "vgpu/export.hpp"
-
 #include <memory>
 #include <vector>
 
 #include "vgpu/cache.hpp"
 #include "vgpu/device_set.hpp"
+#include "vgpu/export.hpp"
 #include "vgpu/persistent_queue.hpp"
 
 namespace vgpu {

@@ -3,8 +3,6 @@
 // fastest device, a batch of calls spread over the set (docs/scale-out.md, "In one process").
 #pragma once
 
-#include "vgpu/export.hpp"
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +12,7 @@
 
 #include "vgpu/cache.hpp"
 #include "vgpu/device_set.hpp"
+#include "vgpu/export.hpp"
 #include "vgpu/kernel_database.hpp"
 
 namespace vgpu {
@@ -36,7 +35,8 @@ class VGPU_API ShardedDatabase {
   using ArgsOf = std::function<std::vector<TensorArg>(std::uint32_t i)>;
   /// Computes items [begin, end) of a spread() on database db, setting done to the items it
   /// finished (a failure part way reruns only the rest); called on that device's own thread.
-  using RangeWork = std::function<void(KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done)>;
+  using RangeWork =
+      std::function<void(KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done)>;
 
   /// Opens every device of devices and makes its database; throws what opening one does.
   explicit ShardedDatabase(DeviceSet devices);
