@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,10 @@ struct PyQueueKernel {
   KernelSource source;
   CompileOptions options;
   std::shared_ptr<CpuCallback> callback;
+  // vgpu.run(..., devices=[...]): one QueuePipelineSet per (device ids, config), kept with the
+  // kernel so its measured shares carry over from run to run and go when the kernel goes.
+  mutable std::mutex sets_mutex;
+  mutable std::map<std::string, std::shared_ptr<QueuePipelineSet>> sets;
 
   PyQueueKernel() = default;
   PyQueueKernel(const PyQueueKernel&) = delete;
@@ -51,6 +56,7 @@ struct PyQueueKernel {
   ~PyQueueKernel() {
     if (PyGILState_Check()) {
       py::gil_scoped_release release;
+      sets.clear();
       source = KernelSource();
       callback.reset();
     }
@@ -178,12 +184,39 @@ std::unique_ptr<PyQueueSet> make_queue_set(py::handle kernel_obj, const std::vec
   return s;
 }
 
+// The set kernel keeps for ids and config (made on first use; the GIL released meanwhile).
+std::shared_ptr<QueuePipelineSet> set_for(const PyQueueKernel& kernel, const std::vector<std::string>& ids,
+                                          const QueueConfig& config) {
+  std::string key;
+  for (const std::string& id : ids) key += id + ",";
+  key += "|" + to_string(config.output_bytes) + "|" + to_string(config.max_items_per_launch) + "|" +
+         to_string(config.timeout.count());
+  py::gil_scoped_release release;  // opening devices and compiling may take a while
+  std::lock_guard lock(kernel.sets_mutex);
+  auto& slot = kernel.sets[key];
+  if (!slot) slot = std::make_shared<QueuePipelineSet>(DeviceSet(ids), kernel.source, config);
+  return slot;
+}
+
 PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32_t output_bytes,
-                        std::uint32_t max_items_per_launch, py::object timeout, py::object device) {
+                        std::uint32_t max_items_per_launch, py::object timeout, py::object device,
+                        std::optional<std::vector<std::string>> devices) {
   refuse_inside_cpu_callable("vgpu.run");
   const PyQueueKernel& kernel = kernel_of(kernel_obj, "vgpu.run");
   PyQueue& queue = queue_of(queue_obj, "vgpu.run");
   const QueueConfig config = config_of(kernel, output_bytes, max_items_per_launch, timeout, "vgpu.run");
+  if (devices) {
+    if (!device.is_none())
+      fail(ErrorCategory::invalid_argument, "vgpu.run: both device and devices are given.",
+           "pass device= for one device or devices=[...] for a set, not both.");
+    const std::shared_ptr<QueuePipelineSet> set = set_for(kernel, *devices, config);
+    QueueReport report;
+    run_released(kernel.callback, [&] {
+      std::lock_guard lock(queue.mutex);
+      report = set->run(queue.queue);
+    });
+    return to_python(report);
+  }
   Device dev = device_arg(device);
   if (!dev) dev = default_device_for(kernel.source);
   QueueReport report;
@@ -291,12 +324,15 @@ void bind_queue(py::module_& m) {
 
   m.def("run", &run_queue, py::arg("kernel"), py::arg("queue"), py::kw_only(), py::arg("output_bytes") = 0,
         py::arg("max_items_per_launch") = 0, py::arg("timeout") = py::none(), py::arg("device") = py::none(),
+        py::arg("devices") = py::none(),
         "Drains queue through kernel (a vgpu.QueueKernel): one result per item in queue order, through the pipeline "
         "kept per (device, kernel, config) for the process, so only the first run compiles, allocates and binds. "
         "output_bytes: bytes the kernel may write per item (0: as many as its payload); max_items_per_launch: 0 = "
         "the device's limits; timeout: seconds (None: the device's limit); device: None = the default device that "
-        "takes the kernel. The GIL is released during the run. Raises InvalidArgument for a kernel breaking the ABI, "
-        "OutOfMemory, Timeout; the queue is left as it was.");
+        "takes the kernel; devices=[\"cuda:0\", \"cuda:1\"]: spread the queue over that set (a "
+        "vgpu.QueuePipelineSet the kernel keeps per set and config, so its measured shares carry over). The GIL is "
+        "released during the run. Raises InvalidArgument for a kernel breaking the ABI, OutOfMemory, Timeout; the "
+        "queue is left as it was.");
 
   py::class_<PyQueueSet>(m, "QueuePipelineSet",
                          "One queue drained over several devices (vgpu::QueuePipelineSet; docs/scale-out.md): a "

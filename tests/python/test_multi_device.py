@@ -85,6 +85,15 @@ QUEUE_CHILD = textwrap.dedent(r"""
         assert got.results == one.results, count
         s = qs.stats()
         assert s["runs"] == runs and sum(s["last_shares"]) == count and s["failures"] == 0, s
+    # vgpu.run(devices=...): the same bytes, through the set the kernel keeps.
+    for _ in range(2):
+        assert vgpu.run(kernel, q, devices=ids[1:]).results == one.results
+    try:
+        vgpu.run(kernel, q, device="cpu:0", devices=ids)
+    except vgpu.InvalidArgument as e:
+        assert "both" in str(e) and "Fix:" in str(e), str(e)
+    else:
+        raise AssertionError("device= and devices= were both accepted")
     assert abs(sum(qs.weights) - 1) < 1e-9 and all(w > 0 for w in qs.weights), qs.weights
     assert all(t > 0 for t in qs.seconds_per_item), qs.seconds_per_item
 
