@@ -2,7 +2,9 @@
 // bench/bench_multi.cpp — vgpu-bench-multi: several devices of one process (issue 18). In one run:
 // a batched matmul (default 64 × 2048³) on 1, 2, ... devices of the set, throughput and speedup
 // against one device; then one split matmul (default 8192³) on every device of the set against
-// one. Goals on the multi-GPU machine: ≥ 1.8× on 2 GPUs for the batch, ≥ 1.7× for the split.
+// one; then one PersistentQueue (default 262144 items of 1 KiB, the add-one kernel) drained over
+// every device of the set (QueuePipelineSet) against the first device alone (QueuePipeline).
+// Goals on the multi-GPU machine: ≥ 1.8× on 2 GPUs for the batch, ≥ 1.7× for the split.
 // The set: --backend KIND's devices, else VGPU_DEVICES, else the devices of the backend that has the most (registry order
 // breaks ties: CUDA first). On the 2-core build machine use VGPU_CPU_DEVICES=2 and --quick:
 // the logical CPU devices share one CPU, so ~1× is the expected (and right) answer there.
@@ -12,6 +14,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <span>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,24 +30,28 @@ using namespace vgpu::bench;
 struct Sizes {
   std::uint32_t batch = 64, size = 2048, split = 8192, runs = 3;
   std::string backend;  // --backend KIND: the set is that backend's devices
+  std::uint32_t queue = 262144, payload = 1024;  // --queue N items of --payload bytes
 };
 
 // Takes --batch N, --size N, --split N and --runs N out of argv (the rest go to parse_args).
 Sizes take_sizes(int& argc, char** argv, bool quick_default) {
   Sizes s;
-  if (quick_default) s = {8, 256, 1024, 3, {}};
+  if (quick_default) s = {8, 256, 1024, 3, {}, 4096, 1024};
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     std::uint32_t* field = a == "--batch" ? &s.batch : a == "--size" ? &s.size : a == "--split" ? &s.split
                            : a == "--runs"                          ? &s.runs
+                           : a == "--queue"                         ? &s.queue
+                           : a == "--payload"                       ? &s.payload
                                                                     : nullptr;
+    const long most = field == &s.queue ? (1L << 24) : 65536;
     if (a == "--backend" && i + 1 < argc) {
       s.backend = argv[++i];
     } else if (field && i + 1 < argc) {
       const long v = std::strtol(argv[++i], nullptr, 10);
-      if (v < 1 || v > 65536) {
-        std::cerr << "vgpu-bench-multi: " << a << " needs a number from 1 to 65536\n";
+      if (v < 1 || v > most) {
+        std::cerr << "vgpu-bench-multi: " << a << " needs a number from 1 to " << most << "\n";
         std::exit(2);
       }
       *field = static_cast<std::uint32_t>(v);
@@ -109,7 +116,7 @@ int main(int argc, char** argv) {
   const Options o = parse_args(argc, argv,
                                "batched and split matmul over 1, 2, ... devices of a DeviceSet (VGPU_DEVICES); "
                                "--batch N --size N (batch of N×size³), --split N (one N³), --runs N, --backend KIND "
-                               "(the set: that backend's devices)");
+                               "(the set: that backend's devices), --queue N --payload B (a queue of N items of B bytes)");
   nlohmann::json doc;
   doc["machine"] = print_header("vgpu-bench-multi: several devices in one process", o);
   try {
@@ -201,7 +208,44 @@ int main(int argc, char** argv) {
                 {8, 10, 10, 13, 24});
       doc["split"].push_back({{"devices", counts[i]}, {"seconds", med}, {"speedup", split_one / med}, {"rows", rows}});
     }
-    std::cout << "goal on 2 GPUs (8192^3): >= 1.7x\n";
+    std::cout << "goal on 2 GPUs (8192^3): >= 1.7x\n\n";
+    caches.clear();
+
+    // Part 3: one queue over every device of the set (QueuePipelineSet) against the first device
+    // alone (QueuePipeline), timed interleaved. The set's shares follow the seconds per item it
+    // measured in its earlier runs (the warm-up is its first measurement).
+    PersistentQueue queue;
+    {
+      std::vector<std::uint32_t> words((sz.payload + 3) / 4);
+      for (std::uint32_t i = 0; i < sz.queue; ++i) {
+        for (std::size_t w = 0; w < words.size(); ++w) words[w] = i * 2654435761u + std::uint32_t(w);
+        queue.push(i, std::as_bytes(std::span<const std::uint32_t>(words)).first(sz.payload));
+      }
+    }
+    std::cout << "queue: " << sz.queue << " items of " << sz.payload << " bytes, add-one kernel (" << sz.runs
+              << " runs after one warm-up, median)\n";
+    print_row({"devices", "seconds", "items/s", "speedup vs 1", "shares"}, {8, 10, 12, 13, 24});
+    QueuePipeline single(all.open(0), queue_add_one_kernel());
+    QueuePipelineSet spread(all, queue_add_one_kernel());
+    (void)single.run(queue);
+    (void)spread.run(queue);
+    std::vector<double> t_single, t_spread;
+    for (std::uint32_t r = 0; r < sz.runs; ++r) {
+      auto t0 = Clock::now();
+      (void)single.run(queue);
+      t_single.push_back(seconds_since(t0));
+      t0 = Clock::now();
+      (void)spread.run(queue);
+      t_spread.push_back(seconds_since(t0));
+    }
+    const double q_one = median_of(t_single), q_set = median_of(t_spread);
+    std::string qshares;
+    for (std::uint32_t x : spread.stats().last_shares) qshares += (qshares.empty() ? "" : "/") + std::to_string(x);
+    print_row({"1", fmt(q_one, 4), fmt(sz.queue / q_one, 0), "1.00x", std::to_string(sz.queue)}, {8, 10, 12, 13, 24});
+    print_row({std::to_string(all.size()), fmt(q_set, 4), fmt(sz.queue / q_set, 0), fmt(q_one / q_set, 2) + "x", qshares},
+              {8, 10, 12, 13, 24});
+    doc["queue"].push_back({{"devices", 1}, {"seconds", q_one}, {"speedup", 1.0}});
+    doc["queue"].push_back({{"devices", all.size()}, {"seconds", q_set}, {"speedup", q_one / q_set}, {"shares", qshares}});
     if (kinds.size() == 1 && kinds[0] == BackendKind::cpu)
       std::cout << "note: logical CPU devices (VGPU_CPU_DEVICES) share one CPU and its thread pool: ~1x is expected here.\n";
   } catch (const Error& e) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/expect_error.hpp"
+#include "support/multi_device.hpp"
 #include "support/numerics.hpp"
 #include "support/scoped_env.hpp"
 #include "support/test_backend.hpp"
@@ -17,20 +18,12 @@
 #include "vgpu/vgpu.hpp"
 
 using vgpu_test::compare;
+using vgpu_test::cpu_options;
+using vgpu_test::MultiSetup;
 using vgpu_test::matmul_reference;
 using vgpu_test::random_floats;
 
 namespace {
-
-// A runtime over N logical CPU devices only, memory-only cache, calibrating in the foreground.
-vgpu::RuntimeOptions cpu_options(std::uint32_t devices) {
-  vgpu::RuntimeOptions o;
-  o.allowed = {vgpu::BackendKind::cpu};
-  o.cpu_devices = devices;
-  o.cache_enabled = false;
-  o.background = false;
-  return o;
-}
 
 vgpu::Matrix random_matrix(std::uint32_t r, std::uint32_t c, std::uint64_t seed) {
   vgpu::Matrix m(r, c);
@@ -126,11 +119,9 @@ TEST_CASE("split_by_weight sums to the items, in proportion, largest remainder",
 
 TEST_CASE("A sharded batch follows the devices' measured speeds and is right", "[multi_device]") {
   // test:i adds its latency to every dispatch: weights 1/t are 4:2:1.
-  auto knobs = vgpu_test::test_devices({2000, 4000, 8000}, "multi-speeds");
-  vgpu::RuntimeOptions o = vgpu_test::test_runtime_options(knobs);
-  o.cache_enabled = false;
-  vgpu::Runtime rt(o);
-  vgpu::Cache cache(vgpu::DeviceSet::all(rt));
+  MultiSetup ms({2000, 4000, 8000}, "multi-speeds");
+  vgpu::Runtime& rt = ms.rt;
+  vgpu::Cache cache(ms.set);
   const auto pairs = random_batch(35, 17, 33, 9);
   const auto out = cache.matmul_batch(pairs);
   REQUIRE(out.size() == pairs.size());
@@ -155,11 +146,9 @@ TEST_CASE("A sharded batch follows the devices' measured speeds and is right", "
 }
 
 TEST_CASE("A device that fails mid-batch has its share rerun on the others", "[multi_device]") {
-  auto knobs = vgpu_test::test_devices({300, 300, 300}, "multi-fail");
-  vgpu::RuntimeOptions o = vgpu_test::test_runtime_options(knobs);
-  o.cache_enabled = false;
-  vgpu::Runtime rt(o);
-  vgpu::Cache cache(vgpu::DeviceSet::all(rt));
+  MultiSetup ms({300, 300, 300}, "multi-fail");
+  auto& knobs = ms.knobs;
+  vgpu::Cache cache(ms.set);
   const auto pairs = random_batch(30, 17, 5, 3);
   (void)cache.matmul_batch(pairs);  // calibrates; every device works
   REQUIRE(cache.multi_stats().failures == 0);
@@ -188,8 +177,9 @@ TEST_CASE("A device that fails mid-batch has its share rerun on the others", "[m
 }
 
 TEST_CASE("A device lost mid-batch recovers in place and the batch is right", "[multi_device]") {
-  vgpu::Runtime rt(cpu_options(3));
-  vgpu::Cache cache(vgpu::DeviceSet::all(rt));
+  MultiSetup ms(3);
+  vgpu::Runtime& rt = ms.rt;
+  vgpu::Cache cache(ms.set);
   const auto pairs = random_batch(12, 8, 8, 8);
   (void)cache.matmul_batch(pairs);
   const vgpu::Device lost = rt.open("cpu:2");
@@ -201,8 +191,8 @@ TEST_CASE("A device lost mid-batch recovers in place and the batch is right", "[
 }
 
 TEST_CASE("A split matmul over 4 CPU devices is right at awkward shapes", "[multi_device]") {
-  vgpu::Runtime rt(cpu_options(4));
-  vgpu::Cache cache(vgpu::DeviceSet::all(rt));
+  MultiSetup ms(4);
+  vgpu::Cache cache(ms.set);
   CHECK(cache.split_min_work() == vgpu::Cache::kSplitMinWork);
   {  // below the threshold: one device
     const auto a = random_matrix(17, 33, 1), b = random_matrix(33, 9, 2);
@@ -234,11 +224,8 @@ TEST_CASE("A split matmul over 4 CPU devices is right at awkward shapes", "[mult
 }
 
 TEST_CASE("A set over the software GPUs (lavapipe, llvmpipe) and the CPU is right", "[multi_device]") {
-  vgpu::RuntimeOptions o;
-  o.cache_enabled = false;
-  o.background = false;
-  vgpu::Runtime rt(o);
-  const vgpu::DeviceSet set = vgpu::DeviceSet::all(rt);
+  MultiSetup ms(MultiSetup::every_backend);
+  const vgpu::DeviceSet& set = ms.set;
   if (set.size() < 2) {
     WARN("skipped: only " << set.size() << " device here (no lavapipe/llvmpipe)");
     return;
@@ -264,8 +251,8 @@ TEST_CASE("VGPU_CPU_DEVICES out of range is a warning and one device", "[multi_d
 }
 
 TEST_CASE("A Cache over a set serves several threads at once", "[multi_device]") {
-  vgpu::Runtime rt(cpu_options(3));
-  vgpu::Cache cache(vgpu::DeviceSet::all(rt));
+  MultiSetup ms(3);
+  vgpu::Cache cache(ms.set);
   cache.set_split_min_work(0);
   const auto pairs = random_batch(9, 17, 33, 9);
   std::vector<std::vector<vgpu::Matrix>> outs(4);

@@ -19,7 +19,7 @@
 #                             $OUT/ncu.txt (the reports, a summary table last) and $OUT/summary.txt
 #                             multi (issue 18, a host of several GPUs: nvidia-h200-x2 or more):
 #                             vgpu-bench-multi over the CUDA devices (64 x 2048^3 batched, 8192^3
-#                             split; 1, 2, ... devices in one run), then over the Vulkan devices,
+#                             split; 1, 2, ... devices in one run; a 262144 x 1 KiB queue over the set vs one device), then over the Vulkan devices,
 #                             and the multi_device tests; $OUT/multi.txt
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote"
@@ -252,6 +252,8 @@ remote_multi() {
     done
     echo "=== vgpu-test-multi-device"
     "$bin/vgpu-test-multi-device" || echo "multi-device tests failed"
+    echo "=== vgpu-test-multi-queue"
+    "$bin/vgpu-test-multi-queue" || echo "multi-queue tests failed"
   } > "$OUT/multi.txt" 2>&1
   cat "$OUT/multi.txt"
 }

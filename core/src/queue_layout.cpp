@@ -29,13 +29,13 @@ std::uint32_t queue_out_capacity(const PersistentQueue& queue, std::size_t i, co
 }
 
 std::vector<QueueChunk> plan_queue(const PersistentQueue& queue, const QueueLimits& limits,
-                                   const std::string& device_id) {
+                                   const std::string& device_id, std::uint64_t first, std::uint64_t count) {
   std::vector<QueueChunk> chunks;
   const std::uint64_t limit = buffer_word_limit(limits);
   const std::uint64_t guard = 2ull * limits.guard_entries;
-  const std::uint64_t n = queue.size();
+  const std::uint64_t n = first + std::min<std::uint64_t>(count, queue.size() - std::min<std::uint64_t>(first, queue.size()));
   QueueChunk cur;
-  for (std::uint64_t i = 0; i < n; ++i) {
+  for (std::uint64_t i = first; i < n; ++i) {
     const std::uint64_t in_w = 4 + words_of(queue.payload(i).size());
     const std::uint64_t out_w = 2 + words_of(queue_out_capacity(queue, i, limits));
     if (in_w > limit || out_w + guard > limit)

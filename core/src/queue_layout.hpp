@@ -31,11 +31,13 @@ struct QueueChunk {
 /// Returns the bytes item i may write under limits.
 std::uint32_t queue_out_capacity(const PersistentQueue& queue, std::size_t i, const QueueLimits& limits);
 
-/// Splits queue into the fewest round trips the buffer limit allows, each into the fewest
-/// launches the launch limit allows. Throws invalid_argument naming the first item that alone
-/// does not fit a buffer ("a payload larger than the device allows").
+/// Splits items [first, first + count) of queue (count UINT64_MAX: to the end) into the fewest
+/// round trips the buffer limit allows, each into the fewest launches the launch limit allows.
+/// Throws invalid_argument naming the first item that alone does not fit a buffer ("a payload
+/// larger than the device allows").
 std::vector<QueueChunk> plan_queue(const PersistentQueue& queue, const QueueLimits& limits,
-                                   const std::string& device_id);
+                                   const std::string& device_id, std::uint64_t first = 0,
+                                   std::uint64_t count = UINT64_MAX);
 
 /// Writes chunk's `in` words (entries, then zero-padded payloads) into words (resized).
 void pack_queue_chunk(const PersistentQueue& queue, const QueueChunk& chunk, const QueueLimits& limits,

@@ -3,6 +3,7 @@
 // binding set and batch, made once and reused; each run is one round trip per buffer-sized
 // chunk of the queue (one for every queue that fits), with the fewest launches.
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -97,22 +98,33 @@ std::uint64_t QueuePipeline::runs() const {
   return runs_;
 }
 
-QueueReport QueuePipeline::run(const PersistentQueue& queue) {
+QueueReport QueuePipeline::run(const PersistentQueue& queue) { return run(queue, 0, queue.size()); }
+
+QueueReport QueuePipeline::run(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count) {
+  return run_into(queue, first, count, Sink{});
+}
+
+QueueReport QueuePipeline::run_into(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count,
+                                    const Sink& sink) {
   std::lock_guard lock(mutex_);
-  if (queue.empty()) {
+  first = std::min<std::uint64_t>(first, queue.size());
+  count = std::min<std::uint64_t>(count, queue.size() - first);
+  if (count == 0) {
     ++runs_;
     return {};
   }
+  const Sink* into = sink.dest != nullptr || sink.results != nullptr ? &sink : nullptr;
   // Every input is on the host: the device recovers itself at the next call, so run once more.
-  QueueReport report = detail::retry_once_after_loss([&] { return run_once(queue); });
+  QueueReport report = detail::retry_once_after_loss([&] { return run_once(queue, first, count, into); });
   ++runs_;
   return report;
 }
 
-QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
+QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count,
+                                    const Sink* sink) {
   Resources& r = *resources_;
   const std::string& dev_id = device_.info().id();
-  const std::vector<detail::QueueChunk> chunks = detail::plan_queue(queue, r.limits, dev_id);
+  const std::vector<detail::QueueChunk> chunks = detail::plan_queue(queue, r.limits, dev_id, first, count);
   std::uint64_t need_in = 0, need_out = 0;
   for (const auto& c : chunks) {
     need_in = std::max(need_in, c.in_words * 4);
@@ -164,11 +176,14 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
   // Each result's start and length in storage; spans are set at the end, once storage stops moving.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> where;
   try {
-    report.results.resize(queue.size());
-    where.resize(queue.size());
+    if (!sink) {
+      report.results.resize(count);
+      where.resize(count);
+    }
   } catch (const std::bad_alloc&) {
     no_host_memory();
   }
+  std::uint64_t sink_at = 0;  // with a sink: the capacities of the range's items so far
   const std::uint64_t guard = 2ull * r.limits.guard_entries;
   for (const detail::QueueChunk& c : chunks) {
     const std::uint64_t table = 2 * c.count + guard;
@@ -233,13 +248,20 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue) {
       const std::size_t i = static_cast<std::size_t>(c.first + j);
       const std::uint32_t bytes = res[2 * j];
       const auto* src = reinterpret_cast<const std::byte*>(res + entries[4 * j + 2]);
-      where[i] = {report.storage.size(), bytes};
+      if (sink) {
+        std::byte* to = sink->dest + sink_at;
+        if (bytes > 0) std::memcpy(to, src, bytes);
+        sink->results[i - first] = QueueResult{queue.id(i), std::span<const std::byte>(to, bytes)};
+        sink_at += detail::queue_out_capacity(queue, i, r.limits);
+        continue;
+      }
+      where[i - first] = {report.storage.size(), bytes};
       try {
         report.storage.insert(report.storage.end(), src, src + bytes);
       } catch (const std::bad_alloc&) {
         no_host_memory();
       }
-      report.results[i].id = queue.id(i);
+      report.results[i - first].id = queue.id(i);
     }
   }
   for (std::size_t i = 0; i < report.results.size(); ++i)

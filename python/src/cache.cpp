@@ -24,6 +24,21 @@
 namespace py = pybind11;
 
 namespace vgpu::python {
+
+// MultiStats as a dict: Cache.multi_stats() and QueuePipelineSet.stats() (queue.cpp).
+py::dict multi_stats_dict(const MultiStats& s) {
+  py::dict d;
+  d["batches"] = s.batches;
+  d["splits"] = s.splits;
+  d["unsplit"] = s.unsplit;
+  d["failures"] = s.failures;
+  d["rerun_items"] = s.rerun_items;
+  d["last_shares"] = s.last_shares;
+  d["items"] = s.items;
+  d["last_failures"] = s.last_failures;
+  return d;
+}
+
 namespace {
 
 std::string repr_str(const std::string& s) { return py::repr(py::str(s)).cast<std::string>(); }
@@ -120,19 +135,7 @@ void bind_cache(py::module_& m) {
           "The ids of the device set the cache spreads over, or None for a one-device cache.")
       .def(
           "multi_stats",
-          [](const Cache& c) {
-            const MultiStats s = c.multi_stats();
-            py::dict d;
-            d["batches"] = s.batches;
-            d["splits"] = s.splits;
-            d["unsplit"] = s.unsplit;
-            d["failures"] = s.failures;
-            d["rerun_items"] = s.rerun_items;
-            d["last_shares"] = s.last_shares;
-            d["items"] = s.items;
-            d["last_failures"] = s.last_failures;
-            return d;
-          },
+          [](const Cache& c) { return multi_stats_dict(c.multi_stats()); },
           "Returns what spreading over the set did: batches, splits, unsplit, failures, rerun_items, "
           "last_shares, items (per device) and last_failures.")
       .def_property("split_min_work", &Cache::split_min_work, &Cache::set_split_min_work,

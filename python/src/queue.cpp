@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// python/src/queue.cpp — vgpu.PersistentQueue, vgpu.QueueKernel, vgpu.QueueReport, vgpu.run()
+// python/src/queue.cpp — vgpu.PersistentQueue, vgpu.QueueKernel, vgpu.QueueReport, vgpu.run(),
+// vgpu.QueuePipelineSet (one queue over several devices)
 // and the design's add-one example kernel (vgpu.queue_kernels).
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -15,6 +17,8 @@
 #include "kernel_source.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/persistent_queue.hpp"
+#include "vgpu/queue_pipeline_set.hpp"
+#include "vgpu/runtime.hpp"
 #include "vgpu/queue_kernels.hpp"
 
 namespace py = pybind11;
@@ -22,6 +26,7 @@ namespace py = pybind11;
 namespace vgpu::python {
 
 std::optional<std::chrono::milliseconds> timeout_arg(py::handle seconds);  // kernels.cpp
+py::dict multi_stats_dict(const MultiStats& s);                           // cache.cpp
 
 namespace {
 
@@ -40,6 +45,10 @@ struct PyQueueKernel {
   KernelSource source;
   CompileOptions options;
   std::shared_ptr<CpuCallback> callback;
+  // vgpu.run(..., devices=[...]): one QueuePipelineSet per (device ids, config), kept with the
+  // kernel so its measured shares carry over from run to run and go when the kernel goes.
+  mutable std::mutex sets_mutex;
+  mutable std::map<std::string, std::shared_ptr<QueuePipelineSet>> sets;
 
   PyQueueKernel() = default;
   PyQueueKernel(const PyQueueKernel&) = delete;
@@ -47,6 +56,7 @@ struct PyQueueKernel {
   ~PyQueueKernel() {
     if (PyGILState_Check()) {
       py::gil_scoped_release release;
+      sets.clear();
       source = KernelSource();
       callback.reset();
     }
@@ -102,31 +112,111 @@ std::unique_ptr<PyQueueKernel> builtin(KernelSource source) {
   return k;
 }
 
-PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32_t output_bytes,
-                        std::uint32_t max_items_per_launch, py::object timeout, py::object device) {
-  refuse_inside_cpu_callable("vgpu.run");
+const PyQueueKernel& kernel_of(py::handle kernel_obj, const std::string& who) {
   if (!py::isinstance<PyQueueKernel>(kernel_obj))
     fail(ErrorCategory::invalid_argument,
-         "vgpu.run's kernel is a " + py::str(kernel_obj.get_type().attr("__name__")).cast<std::string>() +
+         who + "'s kernel is a " + py::str(kernel_obj.get_type().attr("__name__")).cast<std::string>() +
              ", not a vgpu.QueueKernel.",
          "pass vgpu.queue_kernels.add_one() or a vgpu.QueueKernel(glsl=/glsl_shader=/spirv=/cuda=/cpu=...).");
+  return kernel_obj.cast<const PyQueueKernel&>();
+}
+
+PyQueue& queue_of(py::handle queue_obj, const std::string& who) {
   if (!py::isinstance<PyQueue>(queue_obj))
     fail(ErrorCategory::invalid_argument,
-         "vgpu.run's queue is a " + py::str(queue_obj.get_type().attr("__name__")).cast<std::string>() +
+         who + "'s queue is a " + py::str(queue_obj.get_type().attr("__name__")).cast<std::string>() +
              ", not a vgpu.PersistentQueue.",
          "push the items into a vgpu.PersistentQueue and pass that.");
-  const PyQueueKernel& kernel = kernel_obj.cast<const PyQueueKernel&>();
-  PyQueue& queue = queue_obj.cast<PyQueue&>();
+  return queue_obj.cast<PyQueue&>();
+}
+
+QueueConfig config_of(const PyQueueKernel& kernel, std::uint32_t output_bytes, std::uint32_t max_items_per_launch,
+                      py::handle timeout, const std::string& who) {
   QueueConfig config;
   config.output_bytes = output_bytes;
   config.max_items_per_launch = max_items_per_launch;
   if (auto t = timeout_arg(timeout)) {
     if (t->count() == 0)
-      fail(ErrorCategory::invalid_argument, "vgpu.run got timeout=0, but a queue run's 0 means the device's limit.",
+      fail(ErrorCategory::invalid_argument, who + " got timeout=0, but a queue run's 0 means the device's limit.",
            "pass None for the device's limit, or a positive number of seconds.");
     config.timeout = *t;
   }
   config.options = kernel.options;
+  return config;
+}
+
+PyQueueReport to_python(const QueueReport& report) {
+  PyQueueReport r;
+  r.kernel_launches = report.kernel_launches;
+  r.round_trips = report.round_trips;
+  for (const QueueResult& res : report.results)
+    r.results.append(py::make_tuple(res.id, py::bytes(reinterpret_cast<const char*>(res.payload.data()), res.payload.size())));
+  return r;
+}
+
+// vgpu.QueuePipelineSet: the C++ set, plus the kernel's Python callable (kept alive, and its
+// protocol followed on every run).
+struct PyQueueSet {
+  std::unique_ptr<QueuePipelineSet> set;
+  std::shared_ptr<CpuCallback> callback;
+
+  PyQueueSet() = default;
+  PyQueueSet(const PyQueueSet&) = delete;
+  PyQueueSet& operator=(const PyQueueSet&) = delete;
+  ~PyQueueSet() {
+    if (PyGILState_Check()) {  // closing pipelines may wait for devices: not with the GIL
+      py::gil_scoped_release release;
+      set.reset();
+      callback.reset();
+    }
+  }
+};
+
+std::unique_ptr<PyQueueSet> make_queue_set(py::handle kernel_obj, const std::vector<std::string>& devices,
+                                           std::uint32_t output_bytes, std::uint32_t max_items_per_launch,
+                                           py::handle timeout) {
+  const PyQueueKernel& kernel = kernel_of(kernel_obj, "vgpu.QueuePipelineSet");
+  const QueueConfig config = config_of(kernel, output_bytes, max_items_per_launch, timeout, "vgpu.QueuePipelineSet");
+  auto s = std::make_unique<PyQueueSet>();
+  s->callback = kernel.callback;
+  py::gil_scoped_release release;  // opening devices and compiling may take a while
+  s->set = std::make_unique<QueuePipelineSet>(DeviceSet(devices), kernel.source, config);
+  return s;
+}
+
+// The set kernel keeps for ids and config (made on first use; the GIL released meanwhile).
+std::shared_ptr<QueuePipelineSet> set_for(const PyQueueKernel& kernel, const std::vector<std::string>& ids,
+                                          const QueueConfig& config) {
+  std::string key;
+  for (const std::string& id : ids) key += id + ",";
+  key += "|" + to_string(config.output_bytes) + "|" + to_string(config.max_items_per_launch) + "|" +
+         to_string(config.timeout.count());
+  py::gil_scoped_release release;  // opening devices and compiling may take a while
+  std::lock_guard lock(kernel.sets_mutex);
+  auto& slot = kernel.sets[key];
+  if (!slot) slot = std::make_shared<QueuePipelineSet>(DeviceSet(ids), kernel.source, config);
+  return slot;
+}
+
+PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32_t output_bytes,
+                        std::uint32_t max_items_per_launch, py::object timeout, py::object device,
+                        std::optional<std::vector<std::string>> devices) {
+  refuse_inside_cpu_callable("vgpu.run");
+  const PyQueueKernel& kernel = kernel_of(kernel_obj, "vgpu.run");
+  PyQueue& queue = queue_of(queue_obj, "vgpu.run");
+  const QueueConfig config = config_of(kernel, output_bytes, max_items_per_launch, timeout, "vgpu.run");
+  if (devices) {
+    if (!device.is_none())
+      fail(ErrorCategory::invalid_argument, "vgpu.run: both device and devices are given.",
+           "pass device= for one device or devices=[...] for a set, not both.");
+    const std::shared_ptr<QueuePipelineSet> set = set_for(kernel, *devices, config);
+    QueueReport report;
+    run_released(kernel.callback, [&] {
+      std::lock_guard lock(queue.mutex);
+      report = set->run(queue.queue);
+    });
+    return to_python(report);
+  }
   Device dev = device_arg(device);
   if (!dev) dev = default_device_for(kernel.source);
   QueueReport report;
@@ -134,12 +224,7 @@ PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32
     std::lock_guard lock(queue.mutex);
     report = vgpu::run(dev, kernel.source, config, queue.queue);
   });
-  PyQueueReport r;
-  r.kernel_launches = report.kernel_launches;
-  r.round_trips = report.round_trips;
-  for (const QueueResult& res : report.results)
-    r.results.append(py::make_tuple(res.id, py::bytes(reinterpret_cast<const char*>(res.payload.data()), res.payload.size())));
-  return r;
+  return to_python(report);
 }
 
 }  // namespace
@@ -239,12 +324,60 @@ void bind_queue(py::module_& m) {
 
   m.def("run", &run_queue, py::arg("kernel"), py::arg("queue"), py::kw_only(), py::arg("output_bytes") = 0,
         py::arg("max_items_per_launch") = 0, py::arg("timeout") = py::none(), py::arg("device") = py::none(),
+        py::arg("devices") = py::none(),
         "Drains queue through kernel (a vgpu.QueueKernel): one result per item in queue order, through the pipeline "
         "kept per (device, kernel, config) for the process, so only the first run compiles, allocates and binds. "
         "output_bytes: bytes the kernel may write per item (0: as many as its payload); max_items_per_launch: 0 = "
         "the device's limits; timeout: seconds (None: the device's limit); device: None = the default device that "
-        "takes the kernel. The GIL is released during the run. Raises InvalidArgument for a kernel breaking the ABI, "
-        "OutOfMemory, Timeout; the queue is left as it was.");
+        "takes the kernel; devices=[\"cuda:0\", \"cuda:1\"]: spread the queue over that set (a "
+        "vgpu.QueuePipelineSet the kernel keeps per set and config, so its measured shares carry over). The GIL is "
+        "released during the run. Raises InvalidArgument for a kernel breaking the ABI, OutOfMemory, Timeout; the "
+        "queue is left as it was.");
+
+  py::class_<PyQueueSet>(m, "QueuePipelineSet",
+                         "One queue drained over several devices (vgpu::QueuePipelineSet; docs/scale-out.md): a "
+                         "pipeline per device, each given a contiguous range of the queue by its measured seconds per "
+                         "item in earlier runs (the first run: equal shares); results in queue order, equal to one "
+                         "device's. A device that fails has its range rerun on the others and is left out from then "
+                         "on. Runs take turns (safe from several threads).")
+      .def(py::init(&make_queue_set), py::arg("kernel"), py::kw_only(), py::arg("devices"),
+           py::arg("output_bytes") = 0, py::arg("max_items_per_launch") = 0, py::arg("timeout") = py::none(),
+           "QueuePipelineSet(kernel, *, devices=[\"cpu:0\", \"cpu:1\"], output_bytes=0, max_items_per_launch=0, "
+           "timeout=None): compiles kernel (a vgpu.QueueKernel) on every device of the set (ids as vgpu.Cache's "
+           "devices=); a device that cannot take it is left out. Arguments as vgpu.run's.")
+      .def(
+          "run",
+          [](PyQueueSet& s, py::handle queue_obj) {
+            refuse_inside_cpu_callable("vgpu.QueuePipelineSet.run");
+            PyQueue& queue = queue_of(queue_obj, "vgpu.QueuePipelineSet.run");
+            QueueReport report;
+            run_released(s.callback, [&] {
+              std::lock_guard lock(queue.mutex);
+              report = s.set->run(queue.queue);
+            });
+            return to_python(report);
+          },
+          py::arg("queue"),
+          "Drains queue over the set: a vgpu.QueueReport with one result per item in queue order (launches and "
+          "round trips summed over the devices). The GIL is released during the run.")
+      .def_property_readonly("devices", [](const PyQueueSet& s) { return s.set->devices().ids(); },
+                             "The ids of the set's devices, in its order.")
+      .def_property_readonly("weights", [](const PyQueueSet& s) { return s.set->weights(); },
+                             "The weights the next run splits by (sum 1; 0 for a device left out).")
+      .def_property_readonly("seconds_per_item", [](const PyQueueSet& s) { return s.set->seconds_per_item(); },
+                             "Each device's measured seconds per item (0 until it ran a share).")
+      .def_property_readonly("left_out", [](const PyQueueSet& s) { return s.set->left_out(); },
+                             "Per device: True when it failed (or could not compile the kernel) and is left out.")
+      .def(
+          "stats",
+          [](const PyQueueSet& s) {
+            const MultiStats st = s.set->stats();
+            py::dict d = multi_stats_dict(st);
+            d["runs"] = st.batches;  // a queue set's batches are its runs
+            return d;
+          },
+          "Returns Cache.multi_stats()'s dict for the runs: runs (= batches), failures, rerun_items, last_shares "
+          "(the last run's split), items (per device) and last_failures.");
 
   py::module_ qk = m.def_submodule("queue_kernels", "The design's example queue kernel: add 1 to each u32 of a payload.");
   qk.def("add_one", [] { return builtin(queue_add_one_kernel()); },

@@ -31,11 +31,12 @@ struct VGPU_API Matrix {
   float operator()(std::uint32_t r, std::uint32_t c) const { return data[std::size_t{r} * cols + c]; }
 };
 
-/// What a Cache over a DeviceSet did (Cache::multi_stats). A plain value.
+/// What spreading over a DeviceSet did: Cache::multi_stats, ShardedDatabase::stats,
+/// QueuePipelineSet::stats (each says what its batches, splits and unsplit count). A plain value.
 struct VGPU_API MultiStats {
-  std::uint64_t batches = 0;      ///< matmul_batch calls spread over the set
-  std::uint64_t splits = 0;       ///< matmul calls split by rows of C over the set
-  std::uint64_t unsplit = 0;      ///< matmul calls below split_min_work(), run on one device
+  std::uint64_t batches = 0;      ///< matmul_batch calls spread over the set (ShardedDatabase: call_batch; queue set: runs)
+  std::uint64_t splits = 0;       ///< matmul calls split by rows of C over the set (ShardedDatabase: spread)
+  std::uint64_t unsplit = 0;      ///< matmul calls below split_min_work(), run on one device (ShardedDatabase: call)
   std::uint64_t failures = 0;     ///< devices that failed during a call (their share ran elsewhere)
   std::uint64_t rerun_items = 0;  ///< batch entries or rows of C rerun on other devices
   std::vector<std::uint32_t> last_shares;  ///< per device of the set: the last spread call's first split

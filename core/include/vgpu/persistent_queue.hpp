@@ -175,6 +175,10 @@ class VGPU_API QueuePipeline {
   /// count different from the item count), out_of_memory when the buffers cannot grow ("split
   /// the queue"), timeout, device_lost when recovery failed.
   QueueReport run(const PersistentQueue& queue);
+  /// Drains items [first, first + count) of queue only (clipped to its end): one result per
+  /// item of the range, in queue order, without copying the queue (QueuePipelineSet gives each
+  /// device a range so). Throws as run().
+  QueueReport run(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count);
 
   /// Returns the device the pipeline runs on.
   const Device& device() const noexcept { return device_; }
@@ -192,7 +196,18 @@ class VGPU_API QueuePipeline {
 
  private:
   struct Resources;
-  QueueReport run_once(const PersistentQueue& queue);  // one attempt; mutex_ held
+  friend class QueuePipelineSet;  // drains its ranges straight into the merged report (run_into)
+  // Where run_into puts a range's outputs: item first + j's at dest + (the capacities of the
+  // range's items before it), its result in results[j]. The caller sized both.
+  struct Sink {
+    std::byte* dest = nullptr;
+    QueueResult* results = nullptr;
+  };
+  // run(queue, first, count) writing into sink instead of the report's own storage (the report
+  // returned holds the counters only): no second copy of the outputs when a set merges ranges.
+  QueueReport run_into(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count, const Sink& sink);
+  // One attempt at items [first, first + count), into sink when it is set; mutex_ held.
+  QueueReport run_once(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count, const Sink* sink);
   Device device_;
   KernelSource source_;
   QueueConfig config_;

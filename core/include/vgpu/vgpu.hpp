@@ -21,6 +21,8 @@
 #include "vgpu/persistent_queue.hpp"
 #include "vgpu/queue_kernels.hpp"
 #include "vgpu/runtime.hpp"
+#include "vgpu/queue_pipeline_set.hpp"
 #include "vgpu/selection.hpp"
+#include "vgpu/sharded_database.hpp"
 #include "vgpu/types.hpp"
 #include "vgpu/version.hpp"
