@@ -19,8 +19,10 @@ namespace {
 const char* const kWho = "ShardedDatabase";
 }  // namespace
 
-struct ShardedDatabase::State {
-  explicit State(DeviceSet s) : set(std::move(s)) {}
+namespace detail {
+
+struct ShardedState {
+  explicit ShardedState(DeviceSet s) : set(std::move(s)) {}
 
   DeviceSet set;
   std::vector<std::unique_ptr<KernelDatabase>> dbs;   // per device of the set
@@ -73,9 +75,9 @@ struct ShardedDatabase::State {
   }
 
   // Runs items [0, count) of id over the set; stat is the counter this kind of call bumps.
-  void run(const std::string& id, const Shape& shape, std::uint32_t count, const RangeWork& work,
+  void run(const std::string& id, const Shape& shape, std::uint32_t count, const ShardedDatabase::RangeWork& work,
            std::uint64_t MultiStats::*stat, bool keep_shares) {
-    detail::SpreadTask task;
+    SpreadTask task;
     task.who = kWho;
     task.op = id;
     task.ids = set.ids();
@@ -96,7 +98,7 @@ struct ShardedDatabase::State {
       } catch (const Error&) {
       }
     };
-    task.record = [&](const detail::SpreadRecord& r) {
+    task.record = [&](const SpreadRecord& r) {
       std::lock_guard lock(mutex);
       if (keep_shares && !r.first_shares.empty()) stats.last_shares = r.first_shares;
       for (std::size_t i = 0; i < r.items.size(); ++i) stats.items[i] += r.items[i];
@@ -104,14 +106,16 @@ struct ShardedDatabase::State {
       stats.rerun_items += r.rerun;
       stats.last_failures = r.failures;
     };
-    detail::spread(task, count);  // throws past the counter: only finished calls count
+    spread(task, count);  // throws past the counter: only finished calls count
     std::lock_guard lock(mutex);
     ++(stats.*stat);
   }
 };
 
-ShardedDatabase::ShardedDatabase(DeviceSet devices) : state_(std::make_unique<State>(std::move(devices))) {
-  State& s = *state_;
+}  // namespace detail
+
+ShardedDatabase::ShardedDatabase(DeviceSet devices) : state_(std::make_unique<detail::ShardedState>(std::move(devices))) {
+  detail::ShardedState& s = *state_;
   for (std::size_t i = 0; i < s.set.size(); ++i) s.dbs.push_back(std::make_unique<KernelDatabase>(s.set.open(i)));
   s.stats.items.assign(s.set.size(), 0);
   s.stats.last_shares.assign(s.set.size(), 0);
@@ -130,7 +134,7 @@ void ShardedDatabase::add(const std::string& id, PlanFactory factory, PlanStabil
 }
 
 void ShardedDatabase::call(const std::string& id, const Shape& shape, std::span<const TensorArg> args) {
-  State& s = *state_;
+  detail::ShardedState& s = *state_;
   s.check(id, shape);
   // One item: split_by_weight gives it to the largest weight (ties: the earlier device).
   s.run(
@@ -144,7 +148,7 @@ void ShardedDatabase::call(const std::string& id, const Shape& shape, std::span<
 
 void ShardedDatabase::call_batch(const std::string& id, const Shape& shape, std::uint32_t count,
                                  const ArgsOf& args_of) {
-  State& s = *state_;
+  detail::ShardedState& s = *state_;
   s.check(id, shape);
   if (count == 0) return;
   if (!args_of)
@@ -163,7 +167,7 @@ void ShardedDatabase::call_batch(const std::string& id, const Shape& shape, std:
 
 void ShardedDatabase::spread(const std::string& id, const Shape& weight_shape, std::uint32_t count,
                              const RangeWork& work) {
-  State& s = *state_;
+  detail::ShardedState& s = *state_;
   s.check(id, weight_shape);
   if (count == 0) return;
   s.run(id, weight_shape, count, work, &MultiStats::splits, true);

@@ -17,6 +17,10 @@
 
 namespace vgpu {
 
+namespace detail {
+struct ShardedState;  // the databases and stats (core/src/sharded_database.cpp)
+}  // namespace detail
+
 /// One KernelDatabase per device of a DeviceSet (each with the built-in ops registered), and the
 /// engine that spreads work over them: call_batch splits `count` calls of one (id, shape) in
 /// proportion to the devices' measured speed (built-in ops: DeviceSet::weights, the selection's
@@ -75,8 +79,9 @@ class VGPU_API ShardedDatabase {
   std::string report() const;
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  // Not a nested class: a class nested in an exported one is exported too (with the typeinfo of
+  // the lambdas its members make), and the library's ABI is the public API only.
+  std::unique_ptr<detail::ShardedState> state_;
 };
 
 }  // namespace vgpu
