@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench/bench_mpi_cold.cpp — vgpu-bench-mpi-cold: the cold start of an MPI job (issue 18).
 //
-//   vgpu-bench-mpi-cold [--np N] [--quick] [--json FILE]
+//   vgpu-bench-mpi-cold [--np N] [--quick] [--check] [--json FILE]
 //
 // Runs mpirun itself, one fresh job per row, each with an empty cache directory, and prints
 // side by side (1 rank, then N ranks; default N=4, oversubscribed where cores are fewer):
@@ -17,7 +17,9 @@
 // included), and each against one rank alone. The work per rank: a selection (calibration on
 // every device) and a first call of matmul at 3 shapes (--quick: 2), and 8 user GLSL kernels
 // (--quick: 2) compiled on every Vulkan and OpenGL device. Device figures differ by
-// machine; no figure is asserted.
+// machine; no time is asserted. --check (ctest's bench.mpi_cold, so CI prints the table) also
+// fails (exit 4) unless both warm_up modes' job compiles and calibrations equal one rank's: exact
+// counts, the issue's "the sum over ranks of source compiles equals that of one rank".
 //
 // Internally each rank runs `vgpu-bench-mpi-cold --rank MODE` under mpirun.
 #include <sys/wait.h>
@@ -160,17 +162,18 @@ Row run_job(const std::string& self, int np, const std::string& mode, bool quick
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, check = false;
   int np = 4;
   std::string json, rank_mode;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
+    else if (a == "--check") check = true;
     else if (a == "--np" && i + 1 < argc) np = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--rank" && i + 1 < argc) rank_mode = argv[++i];
     else {
-      std::fprintf(stderr, "usage: vgpu-bench-mpi-cold [--np N] [--quick] [--json FILE]\n");
+      std::fprintf(stderr, "usage: vgpu-bench-mpi-cold [--np N] [--quick] [--check] [--json FILE]\n");
       return 2;
     }
   }
@@ -226,5 +229,17 @@ int main(int argc, char** argv) {
   }
   std::error_code ec;
   std::filesystem::remove_all(root, ec);
-  return ok ? 0 : 3;
+  if (!ok) return 3;
+  if (check)
+    for (const char* mode : {"directory", "bundle"})
+      if (rows[mode].compiles != one.compiles || rows[mode].calibrations != one.calibrations) {
+        std::fprintf(stderr,
+                     "vgpu-bench-mpi-cold: warm_up %s: %d ranks made %llu source compiles and %llu calibrations, one rank "
+                     "%llu and %llu; the job must pay one per key. Fix: see docs/scale-out.md, \"The warm-up protocol\".\n",
+                     mode, np, static_cast<unsigned long long>(rows[mode].compiles),
+                     static_cast<unsigned long long>(rows[mode].calibrations),
+                     static_cast<unsigned long long>(one.compiles), static_cast<unsigned long long>(one.calibrations));
+        return 4;
+      }
+  return 0;
 }
