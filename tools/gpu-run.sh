@@ -21,6 +21,8 @@
 #                             vgpu-bench-multi over the CUDA devices (64 x 2048^3 batched, 8192^3
 #                             split; 1, 2, ... devices in one run; a 262144 x 1 KiB queue over the set vs one device), then over the Vulkan devices,
 #                             and the multi_device tests; $OUT/multi.txt
+#                             (MULTI_BATCH, MULTI_SIZE, MULTI_SPLIT change the sizes: not VGPU_*,
+#                             which vgpu itself reads and warns about when it does not know one)
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote"
 # (or "bash tools/gpu-run.sh remote python": a separate command, as $OUT holds at most 8 files).
@@ -247,8 +249,8 @@ remote_multi() {
     nvidia-smi topo -m || true
     for kind in cuda vulkan; do
       echo "=== vgpu-bench-multi --backend $kind"
-      "$bin/vgpu-bench-multi" --backend "$kind" --batch "${VGPU_MULTI_BATCH:-64}" --size "${VGPU_MULTI_SIZE:-2048}" \
-        --split "${VGPU_MULTI_SPLIT:-8192}" --runs 3 || echo "bench-multi failed"
+      "$bin/vgpu-bench-multi" --backend "$kind" --batch "${MULTI_BATCH:-64}" --size "${MULTI_SIZE:-2048}" \
+        --split "${MULTI_SPLIT:-8192}" --runs 3 || echo "bench-multi failed"
     done
     echo "=== vgpu-test-multi-device"
     "$bin/vgpu-test-multi-device" || echo "multi-device tests failed"
