@@ -36,7 +36,19 @@ void stop_live_workers() {
   for (BackgroundWorker* w : live) w->stop();
 }
 
+// The worker whose job runs on this thread (null elsewhere).
+thread_local BackgroundWorker* t_current = nullptr;
+
 }  // namespace
+
+bool BackgroundWorker::on_worker_thread() noexcept { return t_current != nullptr; }
+
+bool BackgroundWorker::wait_for_stop_here(std::chrono::milliseconds limit) {
+  BackgroundWorker* w = t_current;
+  if (w == nullptr) return false;
+  std::unique_lock lock(w->mutex_);
+  return w->changed_.wait_for(lock, limit, [&] { return w->stopping_; });
+}
 
 BackgroundWorker::BackgroundWorker() {
   std::lock_guard lock(registry().mutex);
@@ -89,6 +101,7 @@ void BackgroundWorker::stop_all_at_exit() {
 }
 
 void BackgroundWorker::run() {
+  t_current = this;
   std::unique_lock lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

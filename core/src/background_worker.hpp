@@ -40,6 +40,11 @@ class BackgroundWorker {
   /// after vendor libraries were loaded, so that it runs before their own exit handlers
   /// (handlers run in reverse order of registration), i.e. while the drivers still work.
   static void stop_all_at_exit();
+  /// Returns whether this thread is a worker's (one of its jobs runs here).
+  static bool on_worker_thread() noexcept;
+  /// On a worker's thread: waits until its stop() begins, at most limit; returns whether it
+  /// began. Elsewhere returns false at once. For the tests' hold (testing.hpp).
+  static bool wait_for_stop_here(std::chrono::milliseconds limit);
 
  private:
   void run();

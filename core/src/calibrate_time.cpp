@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "calibration.hpp"
+#include "testing_hold.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -23,6 +24,7 @@ void time_runs(Candidate& cand, double best, HostDataPool& data) {
   SelectionCandidate& c = cand.result;
   PersistentKernel& pk = *cand.kernel;
   CallData& args = data.for_plan(cand.plan);
+  testing_hold(c.device);  // a test may end the process with this call in flight
   const auto tw = Clock::now();
   pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
   const double warm = seconds_since(tw);

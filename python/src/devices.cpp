@@ -19,6 +19,7 @@
 #include "vgpu/ops.hpp"
 #include "vgpu/runtime.hpp"
 #include "vgpu/selection.hpp"
+#include "vgpu/testing.hpp"
 
 namespace py = pybind11;
 
@@ -318,6 +319,11 @@ void bind_devices(py::module_& m) {
       "Returns what background calibration did so far, as a dict: interim (size classes served by the CPU "
       "while measured), rechecks, finished, switches (choices that moved off the interim device), failed, "
       "cancelled.");
+  // FOR TESTS ONLY (vgpu/testing.hpp): tests/python/test_exit.py ends interpreters with a
+  // calibration held in flight on a chosen device.
+  m.def("_testing_hold_background_calibration",
+        [](const std::string& device_id) { testing::hold_background_calibration(device_id); });
+  m.def("_testing_background_calibration_held", [] { return testing::background_calibration_held(); });
   m.def(
       "counters",
       [] {

@@ -4,6 +4,8 @@
 
 #include "vgpu/export.hpp"
 
+#include <string>
+
 #include "vgpu/device.hpp"
 
 namespace vgpu::testing {
@@ -33,5 +35,18 @@ VGPU_API void tune_software_devices(bool on);
 /// and size class), so the next plan reads them from the disk cache, or measures, as a new
 /// process would. Thread-safety: any thread.
 VGPU_API void forget_variant_choices();
+
+/// FOR TESTS ONLY. Holds the next background calibration (Runtime::choose, VGPU_BACKGROUND)
+/// that is about to make its first call on the device with this id ("vulkan:0"): it waits there
+/// until its runtime stops its background work — the runtime destroyed, or the process exiting —
+/// at most 60 s, and then makes that call all the same, as a call already inside the driver when
+/// the stop came would. So a test can end a process with driver work in flight at exactly that
+/// point (background_calibration_held() says when). One hold at a time, used once; an empty id
+/// clears it. Foreground calibrations are never held. Thread-safety: any thread.
+VGPU_API void hold_background_calibration(const std::string& device_id);
+
+/// FOR TESTS ONLY. Returns whether a background calibration waits at the hold that
+/// hold_background_calibration() asked for. Thread-safety: any thread.
+VGPU_API bool background_calibration_held() noexcept;
 
 }  // namespace vgpu::testing
