@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "vgpu/backend/exit_order.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::cuda {
@@ -98,6 +99,8 @@ const NvrtcFns* load_nvrtc(std::string* reason) {
       if (fns.nvrtcGetSupportedArchs(fns.archs.data()) != NVRTC_SUCCESS) fns.archs.clear();
     }
     result = &fns;
+    // Loaded at a first compile, maybe on the background thread: keep its exit handler first.
+    driver_exit_handlers_changed();
   });
   if (!result && reason) *reason = why;
   return result;

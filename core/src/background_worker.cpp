@@ -2,13 +2,14 @@
 // core/src/background_worker.cpp — the background job thread and its exit handling.
 #include "background_worker.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <exception>
 #include <set>
 #include <vector>
 
+#include "vgpu/backend/exit_order.hpp"
 #include "vgpu/log.hpp"
 
 namespace vgpu::detail {
@@ -25,7 +26,15 @@ Registry& registry() {
   return *r;
 }
 
-void stop_live_workers() {
+// The worker whose job runs on this thread (null elsewhere).
+thread_local BackgroundWorker* t_current = nullptr;
+
+// The exit handler (registered again and again: it must be cheap once everything stopped).
+void stop_live_workers() { BackgroundWorker::stop_all(); }
+
+}  // namespace
+
+void BackgroundWorker::stop_all() noexcept {
   std::vector<BackgroundWorker*> live;
   {
     std::lock_guard lock(registry().mutex);
@@ -36,12 +45,9 @@ void stop_live_workers() {
   for (BackgroundWorker* w : live) w->stop();
 }
 
-// The worker whose job runs on this thread (null elsewhere).
-thread_local BackgroundWorker* t_current = nullptr;
-
-}  // namespace
-
 bool BackgroundWorker::on_worker_thread() noexcept { return t_current != nullptr; }
+
+bool BackgroundWorker::stop_requested_here() noexcept { return t_current != nullptr && t_current->cancelled(); }
 
 bool BackgroundWorker::wait_for_stop_here(std::chrono::milliseconds limit) {
   BackgroundWorker* w = t_current;
@@ -64,11 +70,24 @@ BackgroundWorker::~BackgroundWorker() {
 }
 
 bool BackgroundWorker::post(Job job) {
-  std::lock_guard lock(mutex_);
-  if (stopping_) return false;
-  queue_.push_back(std::move(job));
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-  changed_.notify_all();
+  bool started = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(job));
+    if (!thread_.joinable()) {
+      thread_ = std::thread([this] { run(); });
+      owner_pid_ = static_cast<long>(::getpid());
+      started = true;
+    }
+    changed_.notify_all();
+  }
+  // After the caller's probing and opening so far (outside the leaf mutex: the exit handler
+  // takes it). The job itself re-registers between its steps when it loads more.
+  if (started)
+    run_first_at_exit(stop_live_workers);
+  else
+    keep_first_at_exit(true);
   return true;
 }
 
@@ -90,14 +109,13 @@ void BackgroundWorker::stop() noexcept {
     queue_.clear();
     changed_.notify_all();
     if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) t = std::move(thread_);
+    if (t.joinable() && owner_pid_ != static_cast<long>(::getpid())) {
+      // A forked child: the thread lives only in its parent, joining would wait forever.
+      new std::thread(std::move(t));  // leaked on purpose: ~thread of a joinable one aborts
+      return;
+    }
   }
   if (t.joinable()) t.join();  // the running job returns at its next step (cancelled())
-}
-
-void BackgroundWorker::stop_all_at_exit() {
-  // Bounded: a process posts one job per op and size class, and registering costs one entry.
-  static std::atomic<int> registered{0};
-  if (registered.fetch_add(1) < 256) std::atexit(stop_live_workers);
 }
 
 void BackgroundWorker::run() {
@@ -110,13 +128,15 @@ void BackgroundWorker::run() {
     queue_.pop_front();
     running_job_ = true;
     lock.unlock();
+    keep_first_at_exit();  // what ran since the last job may have loaded libraries
     try {
       job();
     } catch (const std::exception& e) {
       // A job reports its own errors; one escaping is logged, never allowed to end the process.
-      log(LogLevel::warn, std::string("a background job failed: ") + e.what());
+      // Nothing is said for one that a stop cut short: nobody can act on it.
+      if (!cancelled()) log(LogLevel::warn, std::string("a background job failed: ") + e.what());
     } catch (...) {
-      log(LogLevel::warn, "a background job failed with an unknown exception");
+      if (!cancelled()) log(LogLevel::warn, "a background job failed with an unknown exception");
     }
     job = nullptr;  // what it captured goes before the worker reports idle
     lock.lock();

@@ -5,6 +5,7 @@
 
 #include "calibration.hpp"
 #include "testing_hold.hpp"
+#include "vgpu/backend/exit_order.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -20,7 +21,7 @@ void release_outside_window(std::vector<Candidate>& all, double best) {
 
 }  // namespace
 
-void time_runs(Candidate& cand, double best, HostDataPool& data) {
+void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& data) {
   SelectionCandidate& c = cand.result;
   PersistentKernel& pk = *cand.kernel;
   CallData& args = data.for_plan(cand.plan);
@@ -28,6 +29,9 @@ void time_runs(Candidate& cand, double best, HostDataPool& data) {
   const auto tw = Clock::now();
   pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
   const double warm = seconds_since(tw);
+  // A first compile and dispatch may have made the driver register exit handlers (lazily
+  // created threads and statics): vgpu's, which stops this thread, must stay ahead of them.
+  keep_first_at_exit(/*force=*/true);
   if (warm > kWarmupSkip * best) {
     c.seconds = warm;
     c.note = "warm-up call " + fmt_ratio(warm / best) + " the best; stopped";
@@ -37,6 +41,7 @@ void time_runs(Candidate& cand, double best, HostDataPool& data) {
   std::vector<double>& times = cand.times;
   const auto td = Clock::now();
   while (static_cast<int>(times.size()) < kRuns) {
+    stop_if_cancelled(r);
     const auto tr = Clock::now();
     pk(args.args);
     times.push_back(seconds_since(tr));
@@ -63,13 +68,18 @@ void measure(const Request& r, Candidate& cand, const DeviceSource& source, cons
     Device dev = source.open(cand.info.id());
     // The probe needs a best to compare with: the first device always runs the real size.
     if (pshape && std::isfinite(best) && probe_rules_out(r, cand, dev, *pshape, best, data)) return;
+    stop_if_cancelled(r);
     cand.kernel = std::make_unique<PersistentKernel>(dev, cand.plan);
-    time_runs(cand, best, data);
+    stop_if_cancelled(r);
+    time_runs(r, cand, best, data);
     check_model(r, cand);  // its model's prediction beside this measurement (prediction_model.hpp)
     if (cand.result.runs == 0) return;  // stopped after its warm-up
     best = std::min(best, cand.result.seconds);
     release_outside_window(all, best);
   } catch (const Error& e) {
+    // Stopped (or failing because the stop is tearing things down): nothing is said about the
+    // device, and the calibration ends unrecorded.
+    if (cancelled(r)) throw;
     // Failing while calibrating is failing for this op: never chosen in this process.
     cand.kernel.reset();
     cand.result.eligible = false;

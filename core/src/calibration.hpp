@@ -152,6 +152,12 @@ struct Field {
   std::vector<SelectionCandidate> skipped;     // demoted in this process: listed last, not run
 };
 
+/// Returns whether r's calibration is being stopped (a background one: its runtime is shutting
+/// down, or the process exiting).
+bool cancelled(const Request& r);
+/// Throws unavailable ("cancelled") once r is cancelled. Checked between the steps that call
+/// into a driver, so a stop waits for one such call at most; callers let it pass, unlogged.
+void stop_if_cancelled(const Request& r);
 /// Returns seconds elapsed since t0.
 double seconds_since(Clock::time_point t0);
 /// Returns the median of v (the upper one for an even count); v is not empty.
@@ -192,7 +198,8 @@ void check_model(const Request& r, Candidate& cand);
 /// Phase 3, timed runs: a warm-up call and up to kRuns timed calls of cand at the real shape,
 /// stopping early by the bounds above; records the median (or why it stopped) in cand.result.
 /// Why: one untimed call keeps first-use costs out, the bounds keep a slow device cheap.
-void time_runs(Candidate& cand, double best, HostDataPool& data);
+/// Throws the cancellation (stop_if_cancelled) between calls once r is cancelled.
+void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& data);
 /// Phases 2 and 3 for one device, turning a device error into a "failed" candidate; lowers
 /// best and releases kernels that fell out of the close window. Why per device: each device's
 /// skip rules need the best time of those measured before it.

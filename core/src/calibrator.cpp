@@ -57,19 +57,22 @@ Selection calibrate(const Request& r, const DeviceSource& source, const std::set
   double best = std::numeric_limits<double>::infinity();
   const std::optional<Shape> pshape = probe_shape(r);
   // A background calibration being stopped (runtime destroyed, process exiting) ends between
-  // devices or separation rounds; what it measured is dropped.
-  const auto stop_if_cancelled = [&] {
-    if (r.cancelled && r.cancelled())
-      fail(ErrorCategory::unavailable, "the calibration of '" + r.op + "' was cancelled: its runtime is shutting down.",
-           "nothing to fix: the next process measures again.");
-  };
+  // devices, their steps or separation rounds; what it measured is dropped.
   for (Candidate& cand : field.eligible) {
-    stop_if_cancelled();
+    stop_if_cancelled(r);
     measure(r, cand, source, pshape, best, field.eligible, data);
   }
   refine_close(field.eligible, best, data, r.cancelled);
-  stop_if_cancelled();
+  stop_if_cancelled(r);
   return order_candidates(r, std::move(field), t0);
+}
+
+bool cancelled(const Request& r) { return r.cancelled && r.cancelled(); }
+
+void stop_if_cancelled(const Request& r) {
+  if (cancelled(r))
+    fail(ErrorCategory::unavailable, "the calibration of '" + r.op + "' was cancelled: its runtime is shutting down.",
+         "nothing to fix: the next process measures again.");
 }
 
 }  // namespace vgpu::detail::calibration

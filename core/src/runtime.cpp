@@ -13,6 +13,7 @@
 #include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/backend_settings.hpp"
 #include "vgpu/backend/device_impl.hpp"
+#include "vgpu/backend/exit_order.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -178,6 +179,8 @@ struct Runtime::State {
         st.reason = e.what();
         p.devices.clear();
       }
+      // Probing loads the backend's libraries, which register exit handlers of their own.
+      driver_exit_handlers_changed();
     }
     std::lock_guard lock(mutex);
     probed[i] = std::move(p);
@@ -271,6 +274,8 @@ Runtime::~Runtime() {
 
 const Config& Runtime::config() const noexcept { return state_->settings->config; }
 
+void Runtime::stop_background_work() noexcept { detail::BackgroundWorker::stop_all(); }
+
 Runtime& Runtime::global() {
   // Never destroyed: GPU drivers tear themselves down in their own exit handlers, and
   // destroying devices after that crashes (seen with NVIDIA's Vulkan driver). Every cache
@@ -343,9 +348,15 @@ Device Runtime::open(const std::string& id) {
   }
   std::shared_ptr<ComputeBackend> backend = state_->backend_shared_locked(match->backend);
   const std::uint32_t index = match->index;
-  auto core = std::make_shared<detail::DeviceCore>(backend->open(index), state_->settings->config,
-                                                   [backend, index] { return backend->open(index); },
-                                                   state_->settings->store);
+  auto core = std::make_shared<detail::DeviceCore>(
+      backend->open(index), state_->settings->config,
+      [backend, index] {
+        auto impl = backend->open(index);
+        driver_exit_handlers_changed();  // reopened after a loss: the same holds
+        return impl;
+      },
+      state_->settings->store);
+  driver_exit_handlers_changed();  // a context or device may register the driver's exit handlers
   std::lock_guard lock(state_->mutex);
   state_->open[match->id()] = core;
   return core->handle();

@@ -10,6 +10,7 @@
 #include "plan_hash.hpp"
 #include "selection_store.hpp"
 #include "size_class.hpp"
+#include "vgpu/backend/exit_order.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/inventory.hpp"
 #include "vgpu/log.hpp"
@@ -365,7 +366,7 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
       e.selection = std::move(*found);
       // Posted once the interim entry is in the table, which the job's result then replaces.
       // Refused only while shutting down: the interim device then simply stays.
-      if (job && worker_.post(std::move(job))) BackgroundWorker::stop_all_at_exit();
+      if (job) worker_.post(std::move(job));
     }
     flight->finished = true;
     flight->error = error;
@@ -446,15 +447,18 @@ Selection SelectionService::begin(const std::string& key, const std::string& op,
     std::optional<Selection> found;
     std::string error;
     bool cancelled = false;
+    // Checked between the calibration's steps: the step before may have loaded a driver
+    // library, whose exit handlers must not run before the one that stops this thread.
+    const auto stop_requested = [this] {
+      keep_first_at_exit();
+      return worker_.cancelled();
+    };
     try {
-      found = find_out(op, shape, factory, work, false, {}, incumbent, [this] { return worker_.cancelled(); });
+      found = find_out(op, shape, factory, work, false, {}, incumbent, stop_requested);
     } catch (const Error& e) {
       error = e.what();
       cancelled = worker_.cancelled();
     }
-    // Probing has loaded the vendor libraries by now: an exit handler registered after theirs
-    // runs before them, so exit stops this worker while the drivers still work.
-    BackgroundWorker::stop_all_at_exit();
     finish_background(key, std::move(found), error, cancelled);
   };
   stats_.interim.fetch_add(1, std::memory_order_relaxed);

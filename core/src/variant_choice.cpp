@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "background_worker.hpp"
 #include "call_data.hpp"
 #include "device_core.hpp"
 #include "selection_store.hpp"
@@ -201,6 +202,7 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
   std::optional<std::size_t> best;
   double best_s = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (BackgroundWorker::stop_requested_here()) return std::nullopt;  // the caller says nothing
     const std::string& name = candidates[i].variant;
     try {
       const KernelPlan p = plan(candidates[i]);
@@ -217,6 +219,7 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
       std::vector<double> times;
       const auto td = Clock::now();
       while (static_cast<int>(times.size()) < kRuns) {
+        if (BackgroundWorker::stop_requested_here()) return std::nullopt;
         const auto tr = Clock::now();
         device.submit(r.batch);
         device.synchronize();
@@ -228,6 +231,7 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
       measured.push_back({name, med});
       if (!best || med < best_s) best = i, best_s = med;
     } catch (const Error& e) {
+      if (BackgroundWorker::stop_requested_here()) return std::nullopt;  // failing as it stops
       // Never chosen: a variant that fails (compile error, out of memory) is skipped.
       log(LogLevel::warn, "variant " + name + " of " + std::string(shape.op) + " " + shape_text(shape) + " failed on " +
                               core.info().id() + " while measuring: " + first_line(e.what()) + "; skipped.");
@@ -249,6 +253,9 @@ std::optional<std::string> find_out(DeviceCore& core, const DeviceInfo& device, 
   std::vector<Measured> measured;
   const std::optional<std::size_t> best = measure(core, shape, candidates, plan, measured);
   const double seconds = seconds_since(t0);
+  // A background calibration being stopped (its runtime destroyed, the process exiting): what
+  // was measured is dropped unsaid, and the rule's pick serves until a later plan measures.
+  if (BackgroundWorker::stop_requested_here()) return std::nullopt;
   if (!best) {
     log(LogLevel::warn, "every variant of " + std::string(shape.op) + " " + shape_text(shape) + " failed on " +
                             device.id() + " while measuring; using the rule's pick " + candidates[0].variant + ".");
@@ -323,14 +330,16 @@ std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const
     } catch (const std::exception& e) {
       // Not a candidate's failure (those are caught per candidate): the store or the device
       // handle; the rule's pick runs, and the next plan tries again.
-      log(LogLevel::warn, "choosing the " + std::string(shape.op) + " variant on " + device.id() +
-                              " failed: " + first_line(e.what()) + "; using the rule's pick.");
+      if (!BackgroundWorker::stop_requested_here())
+        log(LogLevel::warn, "choosing the " + std::string(shape.op) + " variant on " + device.id() +
+                                " failed: " + first_line(e.what()) + "; using the rule's pick.");
     }
     lock.lock();
     t.flights.erase(key_text);
     // Nothing found (every candidate failed): the rule's pick for the rest of this process,
-    // never stored, so a later process measures again.
-    t.chosen.insert_or_assign(key_text, found ? *found : candidates[0].variant);
+    // never stored, so a later process measures again. Cut short by a stop: nothing is kept.
+    if (found || !BackgroundWorker::stop_requested_here())
+      t.chosen.insert_or_assign(key_text, found ? *found : candidates[0].variant);
     flight->finished = true;
     t.done.notify_all();
     return found ? index_of(candidates, *found).value_or(0) : 0;

@@ -319,6 +319,14 @@ void bind_devices(py::module_& m) {
       "Returns what background calibration did so far, as a dict: interim (size classes served by the CPU "
       "while measured), rechecks, finished, switches (choices that moved off the interim device), failed, "
       "cancelled.");
+  // Interpreter exit: Python's atexit hooks run before the interpreter is torn down and before
+  // the C exit handlers (the drivers' among them), so the background calibrations stop here,
+  // while everything they use still works. Hooks registered before the import run after this
+  // one (vgpu still works then, without background calibration), later ones before it.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    py::gil_scoped_release release;  // a step in flight may need the GIL to finish
+    Runtime::stop_background_work();
+  }));
   // FOR TESTS ONLY (vgpu/testing.hpp): tests/python/test_exit.py ends interpreters with a
   // calibration held in flight on a chosen device.
   m.def("_testing_hold_background_calibration",

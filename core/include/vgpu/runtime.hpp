@@ -149,6 +149,14 @@ class VGPU_API Runtime {
   bool settle(std::chrono::milliseconds timeout = std::chrono::minutes(10));
   /// Returns what background calibration has done in this runtime so far.
   BackgroundStats background_stats() const noexcept;
+  /// Stops the background calibrations of every runtime that exists now, as process exit does
+  /// (its exit handler runs before the drivers' own): queued ones are dropped, a running one
+  /// finishes the driver call it is in and stops, unrecorded and unlogged, and the threads are
+  /// joined. Those runtimes' choose() then keeps the interim device of a class still to be
+  /// measured (explain() and select() still calibrate, in the foreground). For hosts whose exit
+  /// runs code before the C exit handlers (the Python module calls it from Python's atexit).
+  /// Idempotent. Thread-safety: any thread but a background calibration's (a factory's).
+  static void stop_background_work() noexcept;
   /// Demotes device for op at shape's size class after it failed there (logs one line naming
   /// the next device); returns false when no other candidate is left.
   bool demote(const std::string& op, const Shape& shape, const Device& device, const std::string& reason);
