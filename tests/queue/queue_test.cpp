@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <span>
 
 #include "queue/queue_suite.hpp"
 #include "support/expect_error.hpp"
@@ -75,6 +76,39 @@ QueueConfig probe_config() {
 }
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// A queue of items whose payloads are words_of[i] random u32 words each (ids 500 + i).
+PersistentQueue word_queue(const std::vector<std::uint32_t>& words_of, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  PersistentQueue q;
+  for (std::size_t i = 0; i < words_of.size(); ++i) {
+    std::vector<std::uint32_t> w(words_of[i]);
+    for (auto& v : w) v = static_cast<std::uint32_t>(rng());
+    q.push(500 + i, std::as_bytes(std::span<const std::uint32_t>(w)));
+  }
+  return q;
+}
+
+// Checks an add-one report word by word: item i's output is its payload with 1 added to each word.
+void check_add_one_words(const QueueReport& r, const PersistentQueue& q) {
+  REQUIRE(r.results.size() == q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    INFO("item " << i << " (id " << q.id(i) << ", " << q.payload(i).size() / 4 << " words)");
+    const auto in = q.payload(i);
+    const auto out = r.results[i].payload;
+    CHECK(r.results[i].id == q.id(i));
+    REQUIRE(out.size() == in.size());
+    std::size_t wrong = 0, first_wrong = 0;
+    for (std::size_t w = 0; w < in.size() / 4; ++w) {
+      std::uint32_t a = 0, b = 0;
+      std::memcpy(&a, in.data() + 4 * w, 4);
+      std::memcpy(&b, out.data() + 4 * w, 4);
+      if (b != a + 1 && wrong++ == 0) first_wrong = w;
+    }
+    INFO(wrong << " words wrong, the first at word " << first_wrong);
+    CHECK(wrong == 0);
+  }
+}
 
 }  // namespace
 
@@ -316,6 +350,24 @@ TEST_CASE("queue: 1 000 runs of the same or smaller size allocate, compile and b
     CHECK(grow.allocations <= 8);
     CHECK(grow.binds >= 1);
     CHECK(grow.binds <= grow.allocations);  // one binding set per growth, which allocates one or two buffers
+  }
+}
+
+TEST_CASE("queue: add-one over payloads past a driver's loop limit, every word checked", "[queue][loops]") {
+  // Mesa's llvmpipe and lavapipe stop an invocation's loops after 65 535 iterations
+  // (DeviceLimits::max_loop_iterations): one invocation cannot walk a payload longer than that.
+  // An item of 2·65 536 + 5 words among short ones, and one just under the limit.
+  const PersistentQueue q = word_queue({3, 2 * 65536 + 5, 1, 65534, 17}, 29);
+  for (vgpu::Device device : queue_devices()) {
+    INFO("device " << device.info().id() << " (max_loop_iterations " << device.info().limits.max_loop_iterations
+                   << ")");
+    std::vector<vgpu::KernelSource> kernels{vgpu::queue_add_one_kernel()};
+    if (is_glsl_device(device)) kernels.push_back(vgpu::queue_add_one_shader_kernel());
+    for (const auto& kernel : kernels) {
+      INFO("kernel " << kernel.name);
+      QueuePipeline pipeline(device, kernel);
+      check_add_one_words(pipeline.run(q), q);
+    }
   }
 }
 
