@@ -18,6 +18,7 @@
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
 
 namespace vgpu_test {
 namespace {
@@ -61,10 +62,9 @@ vgpu::DeviceInfo with_loop_limit(const vgpu::Device& device, std::uint32_t limit
 
 TEST_CASE("loop limits: matmul with K past the loop limit gives exactly K", "[matmul][loops]") {
   for (vgpu::Device device : devices_under_test()) {
-    for (Path path : kPaths) {
-      check_ones_product(device, 1, kLongK, 1, path);
-      check_ones_product(device, 3, kLongK, 5, path);
-    }
+    // (Each run costs ~0.8 s on lavapipe, so only the reported shape takes both paths.)
+    for (Path path : kPaths) check_ones_product(device, 1, kLongK, 1, path);
+    check_ones_product(device, 3, kLongK, 5, Path::raw);
     // Every GLSL variant, the naive one included (one loop over all of K per invocation).
     if (runs_glsl(device))
       for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings())
@@ -77,6 +77,67 @@ TEST_CASE("loop limits: matmul with K past the loop limit gives exactly K", "[ma
     cache.matmul(a.data(), b.data(), &c, 1, kLongK, 1);
     CHECK(c == static_cast<float>(kLongK));
   }
+}
+
+TEST_CASE("loop limits: matmul plans keep every loop under the device's limit", "[matmul][loops]") {
+  // No device: plans for a lavapipe-like device, at the real limit and at a small one.
+  vgpu::DeviceInfo soft;
+  soft.backend = vgpu::BackendKind::vulkan;
+  soft.type = vgpu::DeviceType::software;
+  soft.compute_units = 2;
+  soft.limits.max_shared_memory_bytes = 32768;
+  for (std::uint32_t limit : {65535u, 2000u}) {
+    soft.limits.max_loop_iterations = limit;
+    const std::uint64_t budget = vgpu::kernels::loop_budget(soft);
+    CHECK(budget < limit);
+    for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings()) {
+      if (!t.fits(soft)) continue;
+      vgpu::DeviceInfo info = soft;
+      info.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
+      // The most K one invocation walks fits the budget, and 16 more would not.
+      const std::uint64_t slice_max = t.max_k_slice(budget);
+      REQUIRE(slice_max >= 16);
+      const std::uint64_t per_k = t.naive ? 1 : t.bk;
+      CHECK(t.loops_fixed() + slice_max / per_k * t.loops_per_step() <= budget);
+      CHECK(t.loops_fixed() + (slice_max + 16) / per_k * t.loops_per_step() > budget);
+      for (std::uint32_t k : {16u, 4097u, kLongK, 1u << 22}) {
+        INFO("limit " << limit << " tiling " << t.name() << " K " << k);
+        vgpu::KernelPlan plan;
+        try {
+          plan = vgpu::ops::matmul(info, 7, k, 9);
+        } catch (const vgpu::Error& e) {
+          // Only a small limit may run out of slices (the sum's loop walks them); it says so.
+          CHECK(limit == 2000u);
+          CHECK(e.category() == vgpu::ErrorCategory::invalid_argument);
+          CHECK_THAT(std::string(e.what()), Catch::Matchers::ContainsSubstring("loop"));
+          continue;
+        }
+        const auto q = plan.steps[0].params.as<vgpu::kernels::MatmulParams>();
+        const std::uint64_t slice = q.pad == 0 ? k : q.pad;
+        CHECK(slice <= slice_max);
+        CHECK(std::uint64_t{plan.steps[0].groups.z} * slice >= k);     // the slices cover K ...
+        CHECK(std::uint64_t{plan.steps[0].groups.z - 1} * slice < k);  // ... each holding some
+        if (plan.steps.size() == 2) CHECK(plan.steps[1].params.as<vgpu::kernels::MatmulParams>().n + 1 <= budget);
+      }
+    }
+  }
+  // Where the slices would need more workgroups along z than the device launches, the plan
+  // says so instead of walking K past the limit.
+  soft.limits.max_loop_iterations = 2000;
+  soft.limits.max_workgroup_count = {65535, 65535, 4};
+  soft.op_tuner = vgpu::kernels::gpu_builtin_tuner();
+  try {
+    (void)vgpu::ops::matmul(soft, 1, 1u << 22, 1);
+    FAIL("a plan whose K slices exceed the loop limit was made");
+  } catch (const vgpu::Error& e) {
+    CHECK(e.category() == vgpu::ErrorCategory::invalid_argument);
+    CHECK_THAT(std::string(e.what()), Catch::Matchers::ContainsSubstring("max_loop_iterations"));
+    CHECK_THAT(std::string(e.what()), Catch::Matchers::ContainsSubstring("Fix:"));
+  }
+  // Without a limit nothing changes: one slice unless the rule splits K for speed.
+  soft.limits.max_loop_iterations = 0;
+  soft.limits.max_workgroup_count = {65535, 65535, 65535};
+  CHECK(vgpu::ops::matmul(soft, 7, 4000, 9).steps.size() == 1);
 }
 
 TEST_CASE("loop limits: reduce_sum far past the loop limit sums exactly", "[reduce][loops]") {
@@ -131,8 +192,8 @@ TEST_CASE("loop limits: softmax_rows split over groups at small limits, awkward 
     // 60: rows from ~3 300 columns split into chunks of 1 280 (past 256 chunks at 330 001);
     // 400: rows from ~33 000 columns split into chunks of 16 384.
     for (std::uint32_t limit : {60u, 400u})
-      for (Shape2 s : {Shape2{1, 1}, Shape2{3, 1000}, Shape2{2, 4097}, Shape2{5, 70001}, Shape2{300, 257},
-                       Shape2{1, 330001}})
+      for (Shape2 s :
+           {Shape2{1, 1}, Shape2{3, 1000}, Shape2{2, 4097}, Shape2{5, 70001}, Shape2{300, 257}, Shape2{1, 330001}})
         for (Path path : kPaths) {
           INFO(device.info().id() << " limit " << limit << " softmax_rows " << s.rows << "x" << s.cols << " via "
                                   << to_string(path));

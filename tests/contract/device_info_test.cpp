@@ -156,7 +156,9 @@ CONTRACT_CASE("device info: max_loop_iterations is what the driver does to a lon
     // What the device does: a loop past the limit stops exactly at it, and where the device
     // claims none, a loop past Mesa's runs to the end.
     vgpu::Device device = runtime.open(info);
-    const vgpu::Kernel k = device.compile(loop_count_source(), {.workgroup_size = {1, 1, 1}});
+    vgpu::CompileOptions one;
+    one.workgroup_size = {1, 1, 1};
+    const vgpu::Kernel k = device.compile(loop_count_source(), one);
     const std::uint32_t n = (limit ? limit : 65535) + 1000;
     std::vector<std::uint32_t> words{0xFFFFFFFFu, 1, 1, 1, 1, 1, 1, 1, 1};
     vgpu::Buffer buf = device.create_buffer(words.size() * 4);
