@@ -33,6 +33,7 @@ set(VGPU_GLSL_PRECOMPILED
     axpy
     reduce_sum
     softmax_rows
+    softmax_rows:VGPU_SOFTMAX_SPLIT=1
     elementwise:VGPU_OP=0
     elementwise:VGPU_OP=1)
 

@@ -57,10 +57,18 @@ Bytes bytes_of(const std::vector<std::uint32_t>& words) {
 
 Bytes bytes_of(const std::string& text) { return Bytes(text.begin(), text.end()); }
 
-/// Every built-in kernel plan vgpu compiles for GLSL (the L3 variants), on device.
+/// Every built-in kernel plan vgpu compiles for GLSL (the L3 variants), on device; softmax_rows
+/// also split over groups, as on a device whose driver cuts loops short (a low limit splits short rows).
 std::vector<vgpu::KernelPlan> builtin_plans(const vgpu::DeviceInfo& d) {
-  return {vgpu::ops::matmul(d, 33, 17, 45), vgpu::ops::axpy(d, 1000),         vgpu::ops::add(d, 1000),
-          vgpu::ops::mul(d, 1000),          vgpu::ops::reduce_sum(d, 100000), vgpu::ops::softmax_rows(d, 15, 17)};
+  vgpu::DeviceInfo limited = d;
+  limited.limits.max_loop_iterations = 400;
+  return {vgpu::ops::matmul(d, 33, 17, 45),
+          vgpu::ops::axpy(d, 1000),
+          vgpu::ops::add(d, 1000),
+          vgpu::ops::mul(d, 1000),
+          vgpu::ops::reduce_sum(d, 100000),
+          vgpu::ops::softmax_rows(d, 15, 17),
+          vgpu::ops::softmax_rows(limited, 2, 70001)};
 }
 
 #if VGPU_WITH_VULKAN

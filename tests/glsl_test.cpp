@@ -56,6 +56,7 @@ const std::vector<Variant>& builtin_variants() {
                                          {"axpy", {}},
                                          {"reduce_sum", {}},
                                          {"softmax_rows", {}},
+                                         {"softmax_rows", {{"VGPU_SOFTMAX_SPLIT", "1"}}},
                                          {"elementwise", {{"VGPU_OP", "0"}}},
                                          {"elementwise", {{"VGPU_OP", "1"}}}};
   return v;

@@ -45,18 +45,25 @@ BACKEND_CASE(vulkan, "L3: every GLSL matmul tiling and split-K's sum compile fro
 }
 
 BACKEND_CASE(vulkan, "L3: every built-in op compiles from embedded SPIR-V with no GLSL compile", "[l3]") {
-  CHECK(vgpu::cache::precompiled_spirv_count() == 12);  // 6 matmul tilings and split-K's sum among them
+  CHECK(vgpu::cache::precompiled_spirv_count() == 13);  // 6 matmul tilings, split-K's sum, softmax's split
 
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));  // a new device: its L1 is empty
   vgpu::Device device = runtime.open("vulkan:0");
   const vgpu::DeviceInfo& info = device.info();
-  const std::vector<vgpu::KernelPlan> plans = {
-      vgpu::ops::matmul(info, 33, 17, 45), vgpu::ops::axpy(info, 1000),         vgpu::ops::add(info, 1000),
-      vgpu::ops::mul(info, 1000),          vgpu::ops::reduce_sum(info, 100000), vgpu::ops::softmax_rows(info, 15, 17)};
+  vgpu::DeviceInfo limited = info;  // a low loop limit: softmax_rows splits even short rows over groups
+  limited.limits.max_loop_iterations = 400;
+  const std::vector<vgpu::KernelPlan> plans = {vgpu::ops::matmul(info, 33, 17, 45),
+                                               vgpu::ops::axpy(info, 1000),
+                                               vgpu::ops::add(info, 1000),
+                                               vgpu::ops::mul(info, 1000),
+                                               vgpu::ops::reduce_sum(info, 100000),
+                                               vgpu::ops::softmax_rows(info, 15, 17),
+                                               vgpu::ops::softmax_rows(limited, 2, 70001)};
+  REQUIRE(plans[6].steps.size() == 2);  // the split kernel's two phases
   std::set<std::string> keys;
   for (const auto& p : plans)
     keys.insert(vgpu::cache::make_kernel_key(p.source, *p.source.find(vgpu::dialect::glsl), p.options, info.fingerprint).hex());
-  REQUIRE(keys.size() == 6);  // add and mul share a body but not their defines
+  REQUIRE(keys.size() == 7);  // add and mul share a body but not their defines
 
   const vgpu::CounterSnapshot before = device.counters();
   for (const auto& p : plans) {

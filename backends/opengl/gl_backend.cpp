@@ -11,6 +11,7 @@
 #include "vgpu/config.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "gl_device.hpp"
+#include "vgpu/backend/driver_limits.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
@@ -81,6 +82,7 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   // must fit the compute stage's block limit too.
   const GLint usable = std::min(c.ssbo_bindings - 1, c.compute_ssbo_blocks - 1);
   l.max_bindings = std::min<std::uint32_t>(clamp_u32(usable), 32);
+  l.max_loop_iterations = loop_iteration_limit_of(c.renderer);  // llvmpipe: Mesa's gallivm cuts loops short
   d.features.push_back("egl_" + src.platform);
   // The body form first (as before); a module form costs no front-end compile when given as SPIR-V.
   d.dialects = {std::string(dialect::glsl), std::string(dialect::spirv), std::string(dialect::glsl_shader)};

@@ -9,6 +9,7 @@
 
 #include "vgpu/config.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
+#include "vgpu/backend/driver_limits.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/version.hpp"
 #include "vk_validation.hpp"
@@ -219,6 +220,10 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
     pd.info.driver_uuid = hex(ids.driverUUID, VK_UUID_SIZE);
     if (subgroup.subgroupSize > 0) pd.info.subgroup_size = subgroup.subgroupSize;
     pd.info.compute_units = vendor_compute_units(f, h);
+    // lavapipe runs shaders through Mesa's gallivm, which cuts every loop short past its limit.
+    const bool lavapipe =
+        pd.features.api_version >= VK_API_VERSION_1_2 && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
+    pd.info.limits.max_loop_iterations = lavapipe ? kGallivmLoopIterations : loop_iteration_limit_of(pd.info.name);
     inst->devices_.push_back(pd);
   }
   if (inst->devices_.empty()) {

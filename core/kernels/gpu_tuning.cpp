@@ -53,6 +53,22 @@ constexpr std::size_t kMaxCandidates = 4;
 
 std::uint64_t tiling_units(const DeviceInfo& device);
 
+// c's tuning with the longest K slice device's loop limit allows (0: no limit); throws
+// invalid_argument when not even one step of K fits.
+OpTuning bounded(const GlslMatmulTiling& c, const DeviceInfo& device) {
+  OpTuning t = c.tuning();
+  const std::uint64_t budget = loop_budget(device);
+  if (budget == 0) return t;
+  t.max_k_slice = c.max_k_slice(budget);
+  if (t.max_k_slice == 0)
+    fail(ErrorCategory::invalid_argument,
+         "the GLSL matmul variant " + c.name() + " runs more loop iterations per invocation than " + device.id() +
+             "'s driver allows (DeviceLimits::max_loop_iterations = " +
+             std::to_string(device.limits.max_loop_iterations) + ").",
+         "run matmul on a device without such a low loop limit, or force another tiling (VGPU_MATMUL_TILING).");
+  return t;
+}
+
 class GpuBuiltinTuner final : public OpTuner {
  public:
   explicit GpuBuiltinTuner(std::string forced) : forced_(std::move(forced)) {}
@@ -68,7 +84,7 @@ class GpuBuiltinTuner final : public OpTuner {
                std::to_string(device.limits.max_shared_memory_bytes) + " bytes, " +
                std::to_string(device.limits.max_workgroup_invocations) + " invocations).",
            "pick a smaller tiling (vgpu-probe shows the limits), or unset VGPU_MATMUL_TILING.");
-    OpTuning t = c.tuning();
+    OpTuning t = bounded(c, device);
     if (!c.naive) t.split_k = glsl_matmul_split_k(shape.m, shape.k, shape.n, device);
     return t;
   }
@@ -93,7 +109,7 @@ class GpuBuiltinTuner final : public OpTuner {
       if (c == rule || !c.fits(device)) continue;
       // A grid under a quarter of the compute units leaves most of the GPU idle: not worth a run.
       if (ceil_div(shape.m, c.bm) * ceil_div(shape.n, c.bn) * 4 < units) continue;
-      out.push_back(c.tuning());
+      out.push_back(bounded(c, device));
     }
     return out;
   }
@@ -133,6 +149,45 @@ OpTuning GlslMatmulTiling::tuning() const {
 std::uint64_t GlslMatmulTiling::shared_bytes() const {
   if (naive) return 0;
   return 4ull * 2 * bk * (bm + 4) + 4ull * 2 * bk * bn;  // As[2][BK][BM + 4], Bs[2][BK][BN]
+}
+
+// matmul.comp's loops, each counted as if the compiler unrolled none (drivers differ in what they
+// unroll; gallivm did not unroll the BK loop of 64x64x16x4x4) and one more than its iterations
+// for its exit test (gallivm counts that too); a loop skipped by a branch counts one.
+std::uint64_t GlslMatmulTiling::loops_per_step() const {
+  if (naive) return 1;  // one K element per iteration of its one loop
+  const std::uint64_t threads = std::uint64_t{bm / tm} * (bn / tn);
+  const std::uint64_t a_loads = ceil_div(std::uint64_t{bm} * bk / 4, threads),
+                      b_loads = ceil_div(std::uint64_t{bk} * bn / 4, threads);
+  const std::uint64_t tiles = (a_loads + 1) + (b_loads + 1);  // load_tiles or store_tiles, once each per step
+  // Per step: the step loop's own iteration, the next step's loads and stores (run or skipped),
+  // and BK iterations of kk, each with its b, g and h loops.
+  return 1 + 2 * tiles + (bk + 1) + std::uint64_t{bk} * ((tn / 4 + 1) + (tm / 4 + 1) + (tm / 4) * (tn / 4 + 1));
+}
+
+std::uint64_t GlslMatmulTiling::loops_fixed() const {
+  if (naive) return 1;  // the exit test of its loop
+  const std::uint64_t threads = std::uint64_t{bm / tm} * (bn / tn);
+  const std::uint64_t a_loads = ceil_div(std::uint64_t{bm} * bk / 4, threads),
+                      b_loads = ceil_div(std::uint64_t{bk} * bn / 4, threads);
+  const std::uint64_t init = (tm + 1) + std::uint64_t{tm} * (tn / 4 + 1);                       // acc = 0
+  const std::uint64_t first = 2 * ((a_loads + 1) + (b_loads + 1));                              // step 0's tiles
+  const std::uint64_t store = (tm / 4 + 1) + (tm / 4) * (5 + std::uint64_t{4} * (tn / 4 + 1));  // C
+  return init + first + store + 1;  // + the step loop's exit test
+}
+
+std::uint32_t GlslMatmulTiling::max_k_slice(std::uint64_t budget) const {
+  if (budget <= loops_fixed()) return 0;
+  const std::uint64_t steps = (budget - loops_fixed()) / loops_per_step();
+  // The plan slices K in multiples of 16 (a multiple of every BK).
+  const std::uint64_t slice = steps * (naive ? 1 : bk) / 16 * 16;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(slice, 0xFFFFFFF0u));
+}
+
+std::uint64_t loop_budget(const DeviceInfo& device) {
+  // Some room for loops a compiler may add or count differently than the kernels' own count.
+  const std::uint64_t limit = device.limits.max_loop_iterations;
+  return limit - limit / 64;
 }
 
 bool GlslMatmulTiling::fits(const DeviceInfo& device) const {

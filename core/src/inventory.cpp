@@ -70,7 +70,8 @@ nlohmann::ordered_json device_object(const DeviceInfo& i) {
   nlohmann::ordered_json limits = {
       {"max_workgroup_size", l.max_workgroup_size},   {"max_workgroup_invocations", l.max_workgroup_invocations},
       {"max_workgroup_count", l.max_workgroup_count}, {"max_shared_memory_bytes", l.max_shared_memory_bytes},
-      {"max_buffer_bytes", l.max_buffer_bytes},       {"max_bindings", l.max_bindings}};
+      {"max_buffer_bytes", l.max_buffer_bytes},       {"max_bindings", l.max_bindings},
+      {"max_loop_iterations", l.max_loop_iterations}};
   return {{"id", i.id()},
           {"backend", std::string(to_string(i.backend))},
           {"index", i.index},
@@ -157,6 +158,10 @@ std::string inventory_text(const std::vector<BackendStatus>& backends, const std
     row(os, "max shared memory",
         i.limits.max_shared_memory_bytes ? format_bytes(i.limits.max_shared_memory_bytes) : std::string("none"));
     row(os, "max buffer", format_bytes(i.limits.max_buffer_bytes));
+    // 0 is "no limit": only drivers that cut loops short (llvmpipe, lavapipe) have one.
+    row(os, "max loop iterations",
+        i.limits.max_loop_iterations ? std::to_string(i.limits.max_loop_iterations) + " per invocation, all loops"
+                                     : std::string("none"));
     row(os, "features", join(i.features));
     row(os, "dialects", join(i.dialects));
     row(os, "fingerprint", i.fingerprint.hex());

@@ -10,6 +10,7 @@
 #include "variant_choice.hpp"
 #include "vgpu/kernels/cuda_source.hpp"
 #include "vgpu/kernels/glsl_source.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/kernels/kernel_abi.hpp"
 #include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/error.hpp"
@@ -160,10 +161,40 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
                {"C", DType::f32, {m, n}, Access::write, false}};
   // Split-K: slices of K (multiples of 16, every GLSL BK) into a scratch tensor of partial
   // products, then a second kernel adds them. Only the GLSL kernel reads the slice length.
-  const std::uint64_t want = std::clamp<std::uint64_t>(
+  std::uint64_t want = std::clamp<std::uint64_t>(
       t.split_k, 1, std::max<std::uint64_t>(1, std::min<std::uint64_t>(k / 16, dev.limits.max_workgroup_count[2])));
+  // On a device that cuts loops short, no slice may be longer than the kernel's loops allow
+  // (OpTuning::max_k_slice, a multiple of 16: ceil(k / want) rounded up to 16 stays within it).
+  if (t.max_k_slice != 0 && k > t.max_k_slice) {
+    const std::uint64_t need = ceil_div(k, t.max_k_slice);
+    if (need > dev.limits.max_workgroup_count[2])
+      fail(ErrorCategory::invalid_argument,
+           "matmul with K = " + std::to_string(k) + " needs " + std::to_string(need) + " slices of K on " + dev.id() +
+               " to keep each invocation's loops under its driver's limit of " +
+               std::to_string(dev.limits.max_loop_iterations) +
+               " iterations (DeviceLimits::max_loop_iterations), more than the " +
+               std::to_string(dev.limits.max_workgroup_count[2]) + " workgroups along z it launches.",
+           "split K yourself: add the products of A's column blocks and B's row blocks of at most " +
+               std::to_string(std::uint64_t{t.max_k_slice} * dev.limits.max_workgroup_count[2]) +
+               " each, or run it on a device without a loop limit.");
+    want = std::max(want, need);
+  }
   const std::uint32_t slice = want > 1 ? static_cast<std::uint32_t>(ceil_div(ceil_div(k, want), 16) * 16) : 0;
   const std::uint32_t slices = slice ? static_cast<std::uint32_t>(ceil_div(k, slice)) : 1;
+  if (slices > 1) {
+    // The sum's one loop walks the slices; the kernels index the partials with 32-bit words.
+    const std::uint64_t budget = kernels::loop_budget(dev);
+    if ((budget != 0 && slices + 1 > budget) || std::uint64_t{slices} * m * n > 0xFFFFFFFFull)
+      fail(ErrorCategory::invalid_argument,
+           "matmul of " + std::to_string(m) + "x" + std::to_string(k) + " by " + std::to_string(k) + "x" +
+               std::to_string(n) + " needs " + std::to_string(slices) + " partial products of K slices on " + dev.id() +
+               ", more than " +
+               (budget != 0 && slices + 1 > budget
+                    ? "its driver's loop limit lets one invocation add (DeviceLimits::max_loop_iterations = " +
+                          std::to_string(dev.limits.max_loop_iterations) + ")."
+                    : std::string("32-bit indices address.")),
+           "split the product: K into parts whose products you add, or M and N into blocks.");
+  }
   PlanStep step;
   step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
   step.params = ParamsBlock::of(MatmulParams{m, n, k, slices > 1 ? slice : 0});
@@ -267,10 +298,86 @@ KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
   return p;
 }
 
+namespace {
+
+using kernels::SoftmaxSplitParams;
+
+// softmax_rows.comp's loops per invocation, each counted one more for its exit test (Mesa's
+// gallivm counts that too). One group per row: three passes of ⌈cols/256⌉ and two 8-step trees.
+std::uint64_t softmax_row_loops(std::uint64_t cols) { return 3 * (ceil_div(cols, 256) + 1) + 2 * 9; }
+
+// The split kernel, the loops of both phases together (a loop in the phase not taken still
+// runs once): three passes of ⌈chunk/256⌉, two of ⌈chunks/256⌉ and four trees.
+std::uint64_t softmax_split_loops(std::uint64_t chunk, std::uint64_t chunks) {
+  return 3 * (ceil_div(chunk, 256) + 1) + 2 * (ceil_div(chunks, 256) + 1) + 4 * 9;
+}
+
+// Columns per group of the split kernel at most: 64 per invocation and pass keeps each
+// invocation's float sums short and gives a software device's threads many groups.
+constexpr std::uint64_t kSoftmaxChunk = 256 * 64;
+
+// softmax_rows for rows longer than one workgroup's loops may walk on dev (loop budget
+// budget): softmax_rows.comp's split kernel (VGPU_SOFTMAX_SPLIT) over chunks of each row, two
+// dispatches. GLSL only: only devices with a loop limit take it, and those are GLSL devices.
+KernelPlan softmax_split(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t cols, std::uint64_t budget,
+                         OpTuning t) {
+  // The longest chunk (in 256-column steps per invocation) whose loops fit, at most kSoftmaxChunk.
+  std::uint64_t per = kSoftmaxChunk / 256, chunks = 0;
+  for (;;) {
+    if (per == 0)
+      fail(ErrorCategory::invalid_argument,
+           "softmax_rows of " + std::to_string(rows) + "x" + std::to_string(cols) + " cannot keep its loops under " +
+               dev.id() + "'s driver limit of " + std::to_string(dev.limits.max_loop_iterations) +
+               " iterations per invocation (DeviceLimits::max_loop_iterations).",
+           "run it on a device without a loop limit, or with a limit of at least a few hundred iterations.");
+    chunks = ceil_div(cols, per * 256);
+    const std::uint64_t cost = softmax_split_loops(per * 256, chunks);
+    if (cost <= budget) break;
+    const std::uint64_t fixed = cost - 3 * per;  // what does not shrink with the chunk
+    per = std::min(per - 1, budget > fixed ? (budget - fixed) / 3 : 0);
+  }
+  const auto chunk = static_cast<std::uint32_t>(per * 256);
+  KernelPlan p;
+  p.source.name = "vgpu.softmax_rows_split";
+  p.source.add_glsl(std::string(kernels::builtin_glsl("softmax_rows")));
+  p.source.params_size = sizeof(SoftmaxSplitParams);
+  p.options = std::move(t.options);
+  p.options.defines["VGPU_SOFTMAX_SPLIT"] = "1";
+  auto bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+    const auto q = pb.as<SoftmaxSplitParams>();
+    return std::uint64_t{q.rows} * q.cols * kFloat;
+  };
+  auto stats_bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+    const auto q = pb.as<SoftmaxSplitParams>();
+    return 2 * std::uint64_t{q.rows} * ceil_div(q.cols, q.chunk) * kFloat;
+  };
+  p.source.bindings = {BindingDecl{0, Access::read, "x", bytes}, BindingDecl{1, Access::write, "out", bytes},
+                       BindingDecl{2, Access::read_write, "stats", stats_bytes}};
+  p.tensors = {{"x", DType::f32, {rows, cols}, Access::read, false},
+               {"out", DType::f32, {rows, cols}, Access::write, false},
+               {"stats", DType::f32, {rows, chunks, 2}, Access::read_write, true}};
+  // Phase 0: each chunk's max and sum of exponentials; phase 1: each group combines its row's
+  // chunks and writes its own.
+  for (std::uint32_t phase : {0u, 1u}) {
+    PlanStep step;
+    step.slot_tensor = {{0, 0}, {1, 1}, {2, 2}};
+    step.params = ParamsBlock::of(SoftmaxSplitParams{rows, cols, chunk, phase});
+    step.groups = linear_groups("softmax_rows", std::uint64_t{rows} * chunks, dev);
+    p.steps.push_back(step);
+  }
+  return p;
+}
+
+}  // namespace
+
 KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t cols) {
   require_positive("softmax_rows", "rows", rows);
   require_positive("softmax_rows", "cols", cols);
   OpTuning t = tune(dev, OpShape{"softmax_rows", rows, 1, cols});
+  // One workgroup walks a whole row; on a device that cuts loops short, a row too long for
+  // that is spread over several.
+  const std::uint64_t budget = kernels::loop_budget(dev);
+  if (budget != 0 && softmax_row_loops(cols) > budget) return softmax_split(dev, rows, cols, budget, std::move(t));
   KernelPlan p;
   p.source = builtin_source("softmax_rows", "softmax_rows", sizeof(SoftmaxParams), t);
   p.options = std::move(t.options);

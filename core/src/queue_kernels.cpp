@@ -16,7 +16,9 @@ std::vector<BindingDecl> queue_bindings() {
 
 namespace {
 
-// The add-one main() of both GLSL forms, which differ only in how they declare the ABI.
+// The add-one main() of both GLSL forms, which differ only in how they declare the ABI. Each
+// item's words are split over its lanes, so no invocation walks more of them than a driver's
+// loop limit allows (QueueConfig::lanes).
 const char* const kAddOneGlslMain = R"(
 void main() {
   const uint x = gl_GlobalInvocationID.x;
@@ -25,7 +27,11 @@ void main() {
   const uint in_offset = in_words[4u * i], in_bytes = in_words[4u * i + 1u];
   const uint out_offset = in_words[4u * i + 2u], out_capacity = in_words[4u * i + 3u];
   const uint n = min(in_bytes, out_capacity) / 4u;
-  for (uint w = 0u; w < n; ++w) out_words[out_offset + w] = in_words[in_offset + w] + 1u;
+  // Lanes (docs/queue.md): this item's words are shared by the workgroups along y.
+  const uint lane = gl_WorkGroupID.y, per = (n + gl_NumWorkGroups.y - 1u) / gl_NumWorkGroups.y;
+  const uint end = min(n, lane * per + per);
+  for (uint w = lane * per; w < end; ++w) out_words[out_offset + w] = in_words[in_offset + w] + 1u;
+  if (lane != 0u) return;  // lane 0 reports the item
   out_words[2u * i] = 4u * n;
   atomicAdd(out_words[2u * i + 1u], 1u);
 }
@@ -63,7 +69,11 @@ extern "C" __global__ void queue_add_one(const unsigned* in, unsigned* out, Queu
   const unsigned in_offset = in[4u * i], in_bytes = in[4u * i + 1u];
   const unsigned out_offset = in[4u * i + 2u], out_capacity = in[4u * i + 3u];
   const unsigned n = min(in_bytes, out_capacity) / 4u;
-  for (unsigned w = 0u; w < n; ++w) out[out_offset + w] = in[in_offset + w] + 1u;
+  // Lanes (docs/queue.md): this item's words are shared by the blocks along y.
+  const unsigned lane = blockIdx.y, per = (n + gridDim.y - 1u) / gridDim.y;
+  const unsigned end = min(n, lane * per + per);
+  for (unsigned w = lane * per; w < end; ++w) out[out_offset + w] = in[in_offset + w] + 1u;
+  if (lane != 0u) return;  // lane 0 reports the item
   out[2u * i] = 4u * n;
   atomicAdd(&out[2u * i + 1u], 1u);
 }
@@ -82,7 +92,12 @@ void queue_add_one_cpu(const CpuWorkgroup& wg) {
     const std::uint32_t in_offset = in[4 * i], in_bytes = in[4 * i + 1];
     const std::uint32_t out_offset = in[4 * i + 2], out_capacity = in[4 * i + 3];
     const std::uint32_t n = std::min(in_bytes, out_capacity) / 4;
-    for (std::uint32_t w = 0; w < n; ++w) out[out_offset + w] = in[in_offset + w] + 1;
+    // Lanes (docs/queue.md): this item's words are shared by the workgroups along y.
+    const std::uint32_t lane = wg.workgroup_id[1], lanes = std::max<std::uint32_t>(wg.num_workgroups[1], 1);
+    const std::uint32_t per = static_cast<std::uint32_t>((std::uint64_t{n} + lanes - 1) / lanes);
+    const std::uint32_t end = static_cast<std::uint32_t>(std::min<std::uint64_t>(n, std::uint64_t{lane} * per + per));
+    for (std::uint32_t w = lane * per; w < end; ++w) out[out_offset + w] = in[in_offset + w] + 1;
+    if (lane != 0) continue;  // lane 0 reports the item
     out[2 * i] = 4 * n;
     std::atomic_ref<std::uint32_t>(out[2 * i + 1]).fetch_add(1, std::memory_order_relaxed);
   }

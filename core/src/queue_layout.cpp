@@ -22,6 +22,40 @@ std::uint64_t buffer_word_limit(const QueueLimits& limits) {
   return std::min(by_device, kMaxWords);
 }
 
+// The words one lane of item i may have to walk: its payload's or its output area's, the longer.
+std::uint64_t item_words(const PersistentQueue& queue, std::size_t i, const QueueLimits& limits) {
+  return words_of(std::max<std::uint64_t>(queue.payload(i).size(), queue_out_capacity(queue, i, limits)));
+}
+
+// The lanes a launch of items [first, first + count) gets (QueueLimits::lanes, lane_words).
+std::uint32_t launch_lanes(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count,
+                           const QueueLimits& limits, const std::string& device_id) {
+  if (limits.lanes != 0) {
+    if (limits.lanes > limits.max_lanes)
+      fail(
+          ErrorCategory::invalid_argument,
+          "QueueConfig::lanes = " + std::to_string(limits.lanes) + " is more lanes (workgroups along y) than " +
+              device_id + " launches (" + std::to_string(limits.max_lanes) + ").",
+          "set QueueConfig::lanes to at most " + std::to_string(limits.max_lanes) + ", or 0 to let the device decide.");
+    return limits.lanes;
+  }
+  if (limits.lane_words == 0) return 1;
+  std::uint64_t longest = 0, at = first;
+  for (std::uint64_t i = first; i < first + count; ++i) {
+    const std::uint64_t w = item_words(queue, static_cast<std::size_t>(i), limits);
+    if (w > longest) longest = w, at = i;
+  }
+  const std::uint64_t lanes = std::max<std::uint64_t>(1, (longest + limits.lane_words - 1) / limits.lane_words);
+  if (lanes > limits.max_lanes)
+    fail(ErrorCategory::invalid_argument,
+         "item id " + std::to_string(queue.id(at)) + " (position " + std::to_string(at) + ") has " +
+             std::to_string(longest) + " words to walk, more than " + device_id + " can spread over its " +
+             std::to_string(limits.max_lanes) + " lanes of " + std::to_string(limits.lane_words) +
+             " words each (its driver stops a shader's loops early: DeviceLimits::max_loop_iterations).",
+         "split that payload over several items, or run the queue on a device without a loop limit.");
+  return static_cast<std::uint32_t>(lanes);
+}
+
 }  // namespace
 
 std::uint32_t queue_out_capacity(const PersistentQueue& queue, std::size_t i, const QueueLimits& limits) {
@@ -61,9 +95,12 @@ std::vector<QueueChunk> plan_queue(const PersistentQueue& queue, const QueueLimi
   if (cur.count > 0) chunks.push_back(std::move(cur));
   const std::uint64_t per_launch = std::max<std::uint64_t>(limits.max_items_per_launch, 1);
   for (QueueChunk& c : chunks)
-    for (std::uint64_t base = 0; base < c.count; base += per_launch)
-      c.launches.push_back(QueueLaunch{static_cast<std::uint32_t>(base),
-                                       static_cast<std::uint32_t>(std::min(per_launch, c.count - base))});
+    for (std::uint64_t base = 0; base < c.count; base += per_launch) {
+      const QueueLaunch l{static_cast<std::uint32_t>(base),
+                          static_cast<std::uint32_t>(std::min(per_launch, c.count - base))};
+      c.launches.push_back(l);
+      c.lanes.push_back(launch_lanes(queue, c.first + l.item_base, l.item_count, limits, device_id));
+    }
   return chunks;
 }
 

@@ -17,6 +17,12 @@ struct QueueLimits {
   std::uint64_t max_items_per_launch = 0;  ///< max_workgroup_count.x × local size x, or the config's lower bound
   std::uint32_t output_bytes = 0;       ///< QueueConfig::output_bytes (0: each item's payload length)
   std::uint32_t guard_entries = 0;      ///< zeroed result entries after the table that catch unguarded kernels
+  /// Lanes (docs/queue.md): QueueConfig::lanes when not 0 (every launch gets exactly that many);
+  /// else each launch gets enough that no lane has more than lane_words words of an item to
+  /// walk (0: no bound, one lane).
+  std::uint32_t lanes = 0;
+  std::uint64_t lane_words = 0;
+  std::uint32_t max_lanes = 1;  ///< the most lanes a launch may have (max_workgroup_count.y)
 };
 
 /// One round trip: items [first, first + count) with their buffer sizes and launches.
@@ -26,15 +32,17 @@ struct QueueChunk {
   std::uint64_t in_words = 0;       ///< words of `in` used (table + payloads)
   std::uint64_t out_words = 0;      ///< words of `out` used (table + guard + output areas)
   std::vector<QueueLaunch> launches;  ///< item_base is relative to the chunk
+  std::vector<std::uint32_t> lanes;   ///< each launch's lanes (workgroups along y), ≥ 1
 };
 
 /// Returns the bytes item i may write under limits.
 std::uint32_t queue_out_capacity(const PersistentQueue& queue, std::size_t i, const QueueLimits& limits);
 
 /// Splits items [first, first + count) of queue (count UINT64_MAX: to the end) into the fewest
-/// round trips the buffer limit allows, each into the fewest launches the launch limit allows.
-/// Throws invalid_argument naming the first item that alone does not fit a buffer ("a payload
-/// larger than the device allows").
+/// round trips the buffer limit allows, each into the fewest launches the launch limit allows,
+/// each launch with the lanes its longest item needs. Throws invalid_argument naming the first
+/// item that alone does not fit a buffer ("a payload larger than the device allows") or the
+/// device's lanes.
 std::vector<QueueChunk> plan_queue(const PersistentQueue& queue, const QueueLimits& limits,
                                    const std::string& device_id, std::uint64_t first = 0,
                                    std::uint64_t count = UINT64_MAX);

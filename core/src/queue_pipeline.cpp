@@ -65,6 +65,7 @@ struct QueuePipeline::Resources {
   BindingSet bindings;
   Batch batch;
   std::vector<QueueLaunch> recorded;  // the launches batch holds
+  std::vector<std::uint32_t> recorded_lanes;              // and their lanes
   std::vector<std::uint32_t> in_words, zeros, out_words;  // host staging, reused
 };
 
@@ -85,6 +86,11 @@ QueuePipeline::QueuePipeline(Device device, KernelSource kernel, QueueConfig con
   r->limits.output_bytes = config_.output_bytes;
   // An unguarded kernel's extra invocations of the last workgroup land in these entries.
   r->limits.guard_entries = std::min<std::uint32_t>(r->local_x, 4096);
+  // Lanes (docs/queue.md): on a device that cuts loops short, no lane gets more than a quarter
+  // of its loop limit in words, leaving room for a kernel's other loops and a few per word.
+  r->limits.lanes = config_.lanes;
+  r->limits.lane_words = device_.info().limits.max_loop_iterations / 4;
+  r->limits.max_lanes = std::max<std::uint32_t>(lim.max_workgroup_count[1], 1);
   r->buffer_limit = 4ull * 0xFFFFFFFFull;
   if (lim.max_buffer_bytes != 0) r->buffer_limit = std::min(r->buffer_limit, lim.max_buffer_bytes);
   r->batch = device_.create_batch();
@@ -169,6 +175,7 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t 
     r.out_bytes = out_cap;
     r.bindings = std::move(bindings);
     r.recorded.clear();  // the batch refers to the old binding set
+    r.recorded_lanes.clear();
     r.batch.clear();
   }
 
@@ -194,16 +201,20 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t 
     } catch (const std::bad_alloc&) {
       no_host_memory();
     }
-    if (r.recorded.size() != c.launches.size() ||
+    if (r.recorded.size() != c.launches.size() || r.recorded_lanes != c.lanes ||
         !std::equal(c.launches.begin(), c.launches.end(), r.recorded.begin(), [](const auto& a, const auto& b) {
           return a.item_base == b.item_base && a.item_count == b.item_count;
         })) {
       r.batch.clear();
       r.recorded.clear();
-      for (const QueueLaunch& l : c.launches)
-        r.batch.dispatch(kernel_, r.bindings, ParamsBlock::of(l),
-                         Groups{static_cast<std::uint32_t>((std::uint64_t{l.item_count} + r.local_x - 1) / r.local_x), 1, 1});
+      r.recorded_lanes.clear();
+      for (std::size_t l = 0; l < c.launches.size(); ++l)
+        r.batch.dispatch(
+            kernel_, r.bindings, ParamsBlock::of(c.launches[l]),
+            Groups{static_cast<std::uint32_t>((std::uint64_t{c.launches[l].item_count} + r.local_x - 1) / r.local_x),
+                   c.lanes[l], 1});
       r.recorded = c.launches;
+      r.recorded_lanes = c.lanes;
     }
     const HostWrite writes[] = {{r.in, r.in_words.data(), c.in_words * 4, 0}, {r.out, r.zeros.data(), table * 4, 0}};
     const HostRead reads[] = {{r.out, r.out_words.data(), c.out_words * 4, 0}};
@@ -226,6 +237,21 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t 
              "result (docs/queue.md).");
     std::uint64_t emitted = 0;
     for (std::uint64_t j = 0; j < c.count; ++j) emitted += res[2 * j + 1];
+    const std::uint32_t lanes = *std::max_element(c.lanes.begin(), c.lanes.end());
+    // A kernel that ignores lanes emits once per lane: say why there were several.
+    const std::string lanes_note =
+        lanes < 2 ? std::string()
+                  : " The launch gave each item " + to_string(lanes) + " lanes (workgroups along y)" +
+                        (config_.lanes != 0 ? " as QueueConfig::lanes asks"
+                                            : ", since " + dev_id + " stops a shader's loops after " +
+                                                  to_string(device_.info().limits.max_loop_iterations) +
+                                                  " iterations and the items are long") +
+                        "; only lane 0 may emit.";
+    const std::string lanes_fix =
+        lanes < 2 ? std::string()
+                  : " Split each item's work over its lanes (gl_WorkGroupID.y of gl_NumWorkGroups.y) and emit "
+                    "from lane 0 only (docs/queue.md, Lanes), or set QueueConfig::lanes = 1 for a kernel whose work "
+                    "per item does not grow with its payload.";
     for (std::uint64_t j = 0; j < c.count; ++j) {
       const std::size_t i = static_cast<std::size_t>(c.first + j);
       const std::uint32_t bytes = res[2 * j], emits = res[2 * j + 1];
@@ -233,8 +259,10 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t 
       if (emits != 1)
         fail(ErrorCategory::invalid_argument,
              "kernel '" + kernel_.name() + "' emitted " + to_string(emitted) + " outputs for " + to_string(c.count) +
-                 " items: " + item + (emits == 0 ? " got no output." : " got " + to_string(emits) + " outputs."),
-             "write exactly one output per item and add 1 to its emits word once (atomicAdd; docs/queue.md).");
+                 " items: " + item + (emits == 0 ? " got no output." : " got " + to_string(emits) + " outputs.") +
+                 lanes_note,
+             "write exactly one output per item and add 1 to its emits word once (atomicAdd; docs/queue.md)." +
+                 lanes_fix);
       const std::uint32_t cap = detail::queue_out_capacity(queue, i, r.limits);
       if (bytes > cap)
         fail(ErrorCategory::invalid_argument,

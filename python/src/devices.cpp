@@ -49,6 +49,7 @@ py::dict limits_dict(const DeviceLimits& l) {
   d["max_shared_memory_bytes"] = l.max_shared_memory_bytes;
   d["max_buffer_bytes"] = l.max_buffer_bytes;
   d["max_bindings"] = l.max_bindings;
+  d["max_loop_iterations"] = l.max_loop_iterations;
   return d;
 }
 

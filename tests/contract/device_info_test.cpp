@@ -3,9 +3,12 @@
 // (software for llvmpipe/lavapipe, never the CPU fallback's unless it is the CPU), names, the
 // API version, limits at least the backend's minimums, and a fingerprint that is the same in
 // two runtimes, hashes its text and names the facts that identify the device; two devices opened
-// from two runtimes give a kernel the same key (what L2 sharing relies on) and both compute.
+// from two runtimes give a kernel the same key (what L2 sharing relies on) and both compute;
+// and a loop limit (max_loop_iterations) that is what the device does to a long loop.
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "contract/contract.hpp"
 #include "support/cache_fixtures.hpp"
@@ -96,6 +99,74 @@ CONTRACT_CASE("device info: type, limits, stable fingerprint, and two runtimes a
   CHECK(ka.key_hex() == scale_add_key(a.info()).hex());
   check_scale_add(a, ka, 100, 64);
   check_scale_add(b, kb, 100, 64);
+}
+
+namespace {
+
+// One invocation counts the iterations of one loop of p.n (slot 0: word 0 the count, words 1..8
+// ones the loop reads, so that no compiler folds the loop away): what a driver's loop limit does.
+struct LoopParams {
+  std::uint32_t n, pad0, pad1, pad2;
+};
+
+vgpu::KernelSource loop_count_source() {
+  vgpu::KernelSource s;
+  s.name = "contract.loop_count";
+  s.params_size = sizeof(LoopParams);
+  s.bindings = {{0, vgpu::Access::read_write, "words", {}}};
+  s.add_glsl(R"(
+VGPU_PARAMS { uint n; uint pad0; uint pad1; uint pad2; } p;
+layout(std430, binding = 0) buffer Words { uint w[]; };
+void main() {
+  uint c = 0u;
+  for (uint i = 0u; i < p.n; ++i) c += w[1u + (i & 7u)];
+  w[0] = c;
+}
+)");
+  s.add_cuda(R"(
+struct LoopParams { unsigned n, pad0, pad1, pad2; };
+extern "C" __global__ void loop_count(unsigned* w, LoopParams p) {
+  unsigned c = 0u;
+  for (unsigned i = 0u; i < p.n; ++i) c += w[1u + (i & 7u)];
+  w[0] = c;
+}
+)",
+             "loop_count");
+  s.add_cpu([](const vgpu::CpuWorkgroup& wg) {
+    auto* w = wg.buffer<std::uint32_t>(0);
+    std::uint32_t c = 0;
+    for (std::uint32_t i = 0; i < wg.params_as<LoopParams>().n; ++i) c += w[1 + (i & 7)];
+    w[0] = c;
+  });
+  return s;
+}
+
+}  // namespace
+
+CONTRACT_CASE("device info: max_loop_iterations is what the driver does to a long loop", "[info][loops]",
+              every_backend) {
+  vgpu::Runtime runtime(vgpu::test::only(backend.kind));
+  for (const vgpu::DeviceInfo& info : runtime.devices()) {
+    INFO(info.id() << " '" << info.name << "' max_loop_iterations " << info.limits.max_loop_iterations);
+    const std::uint32_t limit = info.limits.max_loop_iterations;
+    // Mesa's llvmpipe (OpenGL) and lavapipe (Vulkan, also named llvmpipe) cut loops at 65 535;
+    // the CPU device runs plain C++, which has no such limit.
+    if (info.name.find("llvmpipe") != std::string::npos) CHECK(limit == 65535);
+    if (backend.cpu_device) CHECK(limit == 0);
+    // What the device does: a loop past the limit stops exactly at it, and where the device
+    // claims none, a loop past Mesa's runs to the end.
+    vgpu::Device device = runtime.open(info);
+    vgpu::CompileOptions one;
+    one.workgroup_size = {1, 1, 1};
+    const vgpu::Kernel k = device.compile(loop_count_source(), one);
+    const std::uint32_t n = (limit ? limit : 65535) + 1000;
+    std::vector<std::uint32_t> words{0xFFFFFFFFu, 1, 1, 1, 1, 1, 1, 1, 1};
+    vgpu::Buffer buf = device.create_buffer(words.size() * 4);
+    device.write(buf, words.data(), words.size() * 4);
+    device.dispatch(k, device.bind(k, {{0, buf}}), vgpu::ParamsBlock::of(LoopParams{n, 0, 0, 0}), {1, 1, 1});
+    device.read(buf, words.data(), words.size() * 4);
+    CHECK(words[0] == (limit ? limit : n));
+  }
 }
 
 }  // namespace vgpu_test::contract

@@ -2,11 +2,15 @@
 // tests/queue/queue_limits_test.cpp — the queue against device limits it cannot meet here with a
 // real device: a reservation that fails (an injected out-of-memory), a buffer limit that splits
 // a queue into several round trips and refuses one payload too large for it, and a group-count
-// limit that splits launches. Each runs on a test device over the CPU device, so only in the
-// queue.cpu run (the other kinds would run the same thing again).
+// limit that splits launches, and a driver's loop limit that spreads long items over lanes.
+// Each runs on a test device over the CPU device, so only in the queue.cpu run (the other kinds
+// would run the same thing again).
 #include "support/catch.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <span>
+#include <vector>
 
 #include "queue/queue_suite.hpp"
 #include "support/expect_error.hpp"
@@ -22,11 +26,17 @@ bool cpu_under_test() {
   return false;
 }
 
-// A backend whose one device is the CPU device with a small buffer limit and group-count limit.
+// A backend whose one device is the CPU device with a small buffer limit and group-count limit,
+// and optionally a loop limit and group-count limit along y (lanes) as a software GPU has.
 class LimitedBackend final : public vgpu::ComputeBackend {
  public:
-  LimitedBackend(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x)
-      : cpu_(vgpu::make_cpu_backend()), max_buffer_(max_buffer_bytes), max_groups_(max_groups_x) {}
+  LimitedBackend(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x, std::uint32_t max_loops = 0,
+                 std::uint32_t max_groups_y = 65535)
+      : cpu_(vgpu::make_cpu_backend()),
+        max_buffer_(max_buffer_bytes),
+        max_groups_(max_groups_x),
+        max_loops_(max_loops),
+        max_groups_y_(max_groups_y) {}
   vgpu::BackendKind kind() const noexcept override { return kTestBackend; }
   std::string name() const override { return "test"; }
   vgpu::BackendStatus status() override { return {kTestBackend, true, true, {}}; }
@@ -43,17 +53,23 @@ class LimitedBackend final : public vgpu::ComputeBackend {
     d.name = "limited test device";
     d.limits.max_buffer_bytes = max_buffer_;
     d.limits.max_workgroup_count[0] = max_groups_;
-    d.fingerprint = vgpu::make_fingerprint({{"queue_limited", std::to_string(max_buffer_) + "/" + std::to_string(max_groups_)}});
+    d.limits.max_workgroup_count[1] = max_groups_y_;
+    d.limits.max_loop_iterations = max_loops_;
+    d.fingerprint = vgpu::make_fingerprint(
+        {{"queue_limited", std::to_string(max_buffer_) + "/" + std::to_string(max_groups_) + "/" +
+                               std::to_string(max_loops_) + "/" + std::to_string(max_groups_y_)}});
     return d;
   }
   std::unique_ptr<vgpu::ComputeBackend> cpu_;
   std::uint64_t max_buffer_;
   std::uint32_t max_groups_;
+  std::uint32_t max_loops_, max_groups_y_;
 };
 
-vgpu::RuntimeOptions limited_options(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x) {
+vgpu::RuntimeOptions limited_options(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x,
+                                     std::uint32_t max_loops = 0, std::uint32_t max_groups_y = 65535) {
   vgpu::RuntimeOptions o;
-  o.backends.push_back(std::make_shared<LimitedBackend>(max_buffer_bytes, max_groups_x));
+  o.backends.push_back(std::make_shared<LimitedBackend>(max_buffer_bytes, max_groups_x, max_loops, max_groups_y));
   return o;
 }
 
@@ -129,6 +145,65 @@ TEST_CASE("queue: a group-count limit splits a local-size-1 kernel into the fewe
   const auto r2 = pipeline.run(odd);
   CHECK(r2.kernel_launches == 3);
   check_counting(r2, odd);
+}
+
+TEST_CASE("queue: a device that cuts loops short gets long items spread over lanes, or refused", "[queue][loops]") {
+  if (!cpu_under_test()) return;
+  // A loop limit of 400: no lane may walk more than 100 words (a quarter of it).
+  vgpu::Runtime rt(limited_options(0, 65535, 400, 8));
+  vgpu::Device device = rt.open("test:0");
+  auto items = [](std::vector<std::uint32_t> words) {
+    vgpu::PersistentQueue q;
+    std::uint32_t v = 1;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      std::vector<std::uint32_t> w(words[i]);
+      for (auto& x : w) x = v++ * 2654435761u;
+      q.push(70 + i, std::as_bytes(std::span<const std::uint32_t>(w)));
+    }
+    return q;
+  };
+  auto check_words = [](const vgpu::QueueReport& r, const vgpu::PersistentQueue& q) {
+    REQUIRE(r.results.size() == q.size());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      const auto in = q.payload(i), out = r.results[i].payload;
+      if (out.size() != in.size()) {
+        ++wrong;
+        continue;
+      }
+      for (std::size_t w = 0; w < in.size() / 4; ++w) {
+        std::uint32_t a = 0, b = 0;
+        std::memcpy(&a, in.data() + 4 * w, 4);
+        std::memcpy(&b, out.data() + 4 * w, 4);
+        wrong += b != a + 1;
+      }
+    }
+    CHECK(wrong == 0);
+  };
+  // 750 words need 8 lanes of at most 100: the add-one kernel splits over them.
+  const vgpu::PersistentQueue long_items = items({3, 750, 100, 101, 0});
+  vgpu::QueuePipeline add_one(device, vgpu::queue_add_one_kernel());
+  check_words(add_one.run(long_items), long_items);
+  // Short items keep one lane, so a kernel that ignores lanes runs as before ...
+  vgpu::QueueConfig probe;
+  probe.output_bytes = kProbeCapacity;
+  vgpu::QueuePipeline ignores_lanes(device, queue_probe_kernel(), probe);
+  vgpu::PersistentQueue short_items;
+  for (std::uint32_t i = 0; i < 20; ++i) short_items.push(i, std::vector<std::byte>(4 * i, std::byte{9}));
+  const auto r = ignores_lanes.run(short_items);
+  REQUIRE(r.results.size() == 20);
+  for (std::uint32_t i = 0; i < 20; ++i) CHECK(r.results[i].payload.size() == 4 + 4 * i);
+  // ... and on a long item fails loudly, saying why there were lanes, where it would have
+  // returned words it never wrote on a real device.
+  vgpu::PersistentQueue one_long;
+  one_long.push(5, std::vector<std::byte>(4 * 64, std::byte{1}));
+  probe.output_bytes = 4 * 64 + 4 + 4 * 300;  // an output area of 365 words: 4 lanes
+  vgpu::QueuePipeline wide(device, queue_probe_kernel(), probe);
+  REQUIRE_VGPU_ERROR(invalid_argument, "stops a shader's loops after 400 iterations", wide.run(one_long));
+  // An item longer than 8 lanes of 100 words is refused, naming it, before anything runs.
+  const vgpu::PersistentQueue too_long = items({5, 801});
+  REQUIRE_VGPU_ERROR(invalid_argument, "item id 71 (position 1)", add_one.run(too_long));
+  check_words(add_one.run(long_items), long_items);
 }
 
 }  // namespace vgpu_test

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <span>
 
 #include "queue/queue_suite.hpp"
 #include "support/expect_error.hpp"
@@ -75,6 +76,45 @@ QueueConfig probe_config() {
 }
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// A queue of items whose payloads are bytes_of[i] random bytes each (ids 500 + i).
+PersistentQueue byte_queue(const std::vector<std::uint32_t>& bytes_of, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  PersistentQueue q;
+  for (std::size_t i = 0; i < bytes_of.size(); ++i) {
+    std::vector<std::byte> b(bytes_of[i]);
+    for (auto& v : b) v = static_cast<std::byte>(rng());
+    q.push(500 + i, b);
+  }
+  return q;
+}
+
+// A queue of items whose payloads are words_of[i] random u32 words each (ids 500 + i).
+PersistentQueue word_queue(std::vector<std::uint32_t> words_of, std::uint32_t seed) {
+  for (auto& w : words_of) w *= 4;
+  return byte_queue(words_of, seed);
+}
+
+// Checks an add-one report word by word: item i's output is its payload's whole words, each plus 1.
+void check_add_one_words(const QueueReport& r, const PersistentQueue& q) {
+  REQUIRE(r.results.size() == q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    INFO("item " << i << " (id " << q.id(i) << ", " << q.payload(i).size() / 4 << " words)");
+    const auto in = q.payload(i);
+    const auto out = r.results[i].payload;
+    CHECK(r.results[i].id == q.id(i));
+    REQUIRE(out.size() == in.size() / 4 * 4);
+    std::size_t wrong = 0, first_wrong = 0;
+    for (std::size_t w = 0; w < in.size() / 4; ++w) {
+      std::uint32_t a = 0, b = 0;
+      std::memcpy(&a, in.data() + 4 * w, 4);
+      std::memcpy(&b, out.data() + 4 * w, 4);
+      if (b != a + 1 && wrong++ == 0) first_wrong = w;
+    }
+    INFO(wrong << " words wrong, the first at word " << first_wrong);
+    CHECK(wrong == 0);
+  }
+}
 
 }  // namespace
 
@@ -316,6 +356,70 @@ TEST_CASE("queue: 1 000 runs of the same or smaller size allocate, compile and b
     CHECK(grow.allocations <= 8);
     CHECK(grow.binds >= 1);
     CHECK(grow.binds <= grow.allocations);  // one binding set per growth, which allocates one or two buffers
+  }
+}
+
+TEST_CASE("queue: add-one over payloads past a driver's loop limit, every word checked", "[queue][loops]") {
+  // Mesa's llvmpipe and lavapipe stop an invocation's loops after 65 535 iterations
+  // (DeviceLimits::max_loop_iterations): one invocation cannot walk a payload longer than that.
+  // An item of 2·65 536 + 5 words among short ones, and one just under the limit.
+  const PersistentQueue q = word_queue({3, 2 * 65536 + 5, 1, 65534, 17}, 29);
+  for (vgpu::Device device : queue_devices()) {
+    INFO("device " << device.info().id() << " (max_loop_iterations " << device.info().limits.max_loop_iterations
+                   << ")");
+    std::vector<vgpu::KernelSource> kernels{vgpu::queue_add_one_kernel()};
+    if (is_glsl_device(device)) kernels.push_back(vgpu::queue_add_one_shader_kernel());
+    for (const auto& kernel : kernels) {
+      INFO("kernel " << kernel.name);
+      QueuePipeline pipeline(device, kernel);
+      check_add_one_words(pipeline.run(q), q);
+    }
+  }
+}
+
+TEST_CASE("queue: QueueConfig::lanes splits each item over that many lanes, in every form of add-one",
+          "[queue][loops]") {
+  // Lanes are what long payloads get on devices that cut loops short; forced here, every
+  // device runs each form's lane code (GLSL body and shader, CUDA C, the CPU callable) at
+  // sizes that do not divide evenly: empty, shorter than the lanes, ragged, and long.
+  const PersistentQueue q = byte_queue({0, 4, 8, 12, 13, 4000, 30, 4 * 1001 + 3}, 31);
+  for (vgpu::Device device : queue_devices()) {
+    INFO("device " << device.info().id());
+    std::vector<vgpu::KernelSource> kernels{vgpu::queue_add_one_kernel()};
+    if (is_glsl_device(device)) kernels.push_back(vgpu::queue_add_one_shader_kernel());
+    for (const auto& kernel : kernels)
+      for (std::uint32_t lanes : {1u, 3u, 7u}) {
+        INFO("kernel " << kernel.name << ", " << lanes << " lanes");
+        QueueConfig c;
+        c.lanes = lanes;
+        QueuePipeline pipeline(device, kernel, c);
+        const QueueReport r = pipeline.run(q);
+        CHECK(r.kernel_launches == 1);
+        check_add_one_words(r, q);
+      }
+  }
+}
+
+TEST_CASE("queue: a kernel that ignores lanes fails loudly when given several", "[queue][loops]") {
+  // The probe kernel walks its whole item in one invocation and emits from each: with lanes,
+  // every item emits once per lane, which the run reports, naming the lanes and the Fix.
+  vgpu::PersistentQueue q;
+  for (std::uint32_t i = 0; i < 5; ++i) q.push(i, std::vector<std::byte>(4 + 8 * i, std::byte{7}));
+  for (vgpu::Device device : queue_devices()) {
+    INFO("device " << device.info().id());
+    QueueConfig c = probe_config();
+    c.lanes = 2;
+    QueuePipeline pipeline(device, queue_probe_kernel(), c);
+    REQUIRE_VGPU_ERROR(invalid_argument, "2 lanes", pipeline.run(q));
+    REQUIRE_VGPU_ERROR(invalid_argument, "QueueConfig::lanes = 1", pipeline.run(q));
+    c.lanes = 1;
+    check_probe(QueuePipeline(device, queue_probe_kernel(), c).run(q), q);
+    // More lanes than the device launches along y is refused before anything runs.
+    c.lanes = device.info().limits.max_workgroup_count[1] + 1;
+    if (c.lanes != 0) {
+      QueuePipeline add_one(device, vgpu::queue_add_one_kernel(), c);
+      REQUIRE_VGPU_ERROR(invalid_argument, "QueueConfig::lanes", add_one.run(q));
+    }
   }
 }
 

@@ -25,6 +25,13 @@ struct VGPU_API DeviceLimits {
   std::uint64_t max_shared_memory_bytes = 0;
   std::uint64_t max_buffer_bytes = 0;
   std::uint32_t max_bindings = 16;
+  /// The most loop iterations one shader invocation runs, counted over all its loops together
+  /// (every iteration of a nested loop counts, and a loop in a branch not taken counts one):
+  /// past it the driver silently stops looping, so the invocation goes on with wrong values.
+  /// Mesa's llvmpipe (OpenGL) and lavapipe (Vulkan): 65 535. 0: no such limit (CUDA, the CPU
+  /// device, hardware GPUs). vgpu's built-in kernels keep under it; kernels of your own must
+  /// too (docs/embedding.md, "Loops on software devices").
+  std::uint32_t max_loop_iterations = 0;
 };
 
 /// A stable identity of a device + driver + vgpu cache format; cache keys include it.

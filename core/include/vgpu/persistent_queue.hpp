@@ -43,6 +43,11 @@ namespace vgpu {
 // from word out_offset of `out`, stores the count in out_bytes and adds 1 to emits (atomicAdd:
 // vgpu checks every item emitted exactly once). Item indices are queue positions; ids never
 // reach the kernel.
+//
+// Lanes: a launch may give each item several invocations, one per workgroup along y (lane =
+// gl_WorkGroupID.y of gl_NumWorkGroups.y; CUDA blockIdx.y of gridDim.y; CPU workgroup_id[1] of
+// num_workgroups[1]): they share the item's work, and only lane 0 writes out_bytes and emits.
+// QueueConfig::lanes says how many; on a device without a loop limit it is 1 unless asked.
 // ---------------------------------------------------------------------------------------------
 
 /// The queue ABI's per-launch params block (the 8 bytes every queue kernel declares).
@@ -115,6 +120,12 @@ struct VGPU_API QueueConfig {
   /// The most items one launch takes (0: as many as the device's limits allow). Lower it to
   /// bound the latency of one launch; the run then counts the extra launches.
   std::uint32_t max_items_per_launch = 0;
+  /// Invocations per item, its lanes (workgroups along y; docs/queue.md, "Lanes"). 0: as the
+  /// device needs — 1, or on a device whose driver cuts loops short
+  /// (DeviceLimits::max_loop_iterations) enough that no lane walks more than a quarter of that
+  /// limit in words of a launch's longest item. n: exactly n per launch. A kernel that ignores
+  /// lanes (one invocation walks its whole item) needs 1, and is then wrong past that limit.
+  std::uint32_t lanes = 0;
   /// The run's time limit (0: the device's, Device::timeout()).
   std::chrono::milliseconds timeout{0};
   /// Compile options of the kernel (specialisation constants, workgroup size).

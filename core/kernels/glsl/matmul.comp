@@ -14,9 +14,13 @@
 // loads and stores, no checks); the others load and store element by element with bounds
 // checks. The branch is uniform per workgroup.
 //
-// Split-K (tiled only): p.pad, when not 0, is a K slice length (a multiple of 16, so of every
-// BK); workgroup z then sums k in [z·pad, min(k, (z+1)·pad)) and writes its partial C at
+// Split-K (both variants): p.pad, when not 0, is a K slice length (a multiple of 16, so of
+// every BK); workgroup z then sums k in [z·pad, min(k, (z+1)·pad)) and writes its partial C at
 // C[z·m·n ...]; a second step (matmul_splitk_reduce.comp) adds the slices. pad = 0: all of K.
+// Besides spreading a long K over the device, slices keep each invocation's loops under a
+// driver's loop limit (DeviceLimits::max_loop_iterations: Mesa's gallivm stops an invocation's
+// loops after 65 535 iterations); the tuner counts this file's loops (GlslMatmulTiling::
+// max_k_slice), so keep it in step with them.
 //
 // VGPU_MM_NAIVE=1: one invocation per element of C and one loop over k, no shared memory — for
 // shapes where a tile would be mostly padding (a 16×16 product in a 64×64 tile) or the grid
@@ -32,10 +36,12 @@ layout(std430, binding = 2) writeonly buffer BufC { float C[]; };
 void main() {
   const uint c = gl_GlobalInvocationID.x, r = gl_GlobalInvocationID.y;
   if (r >= p.m || c >= p.n) return;
+  const uint slice = p.pad == 0u ? p.k : p.pad;
+  const uint kbegin = gl_WorkGroupID.z * slice, kend = min(p.k, kbegin + slice);
   float s = 0.0;
-  uint a = r * p.k, b = c;
-  for (uint q = 0u; q < p.k; ++q, ++a, b += p.n) s = fma(A[a], B[b], s);
-  C[r * p.n + c] = s;
+  uint a = r * p.k + kbegin, b = kbegin * p.n + c;
+  for (uint q = kbegin; q < kend; ++q, ++a, b += p.n) s = fma(A[a], B[b], s);
+  C[gl_WorkGroupID.z * p.m * p.n + r * p.n + c] = s;
 }
 
 #else

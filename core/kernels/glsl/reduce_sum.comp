@@ -2,6 +2,8 @@
 // One pass of a pairwise sum: linear group g sums BLOCK = 256*ITEMS consecutive inputs into
 // out[g]. Each invocation adds ITEMS values strided by 256 (coalesced), then the workgroup
 // combines its 256 partials in a shared-memory tree. Error: ≤ (ITEMS + log2(n)) * eps * Σ|x|.
+// Its loops run ITEMS + 8 iterations per invocation whatever n is (longer inputs take more
+// groups and passes), so a driver's loop limit (DeviceLimits::max_loop_iterations) never binds.
 VGPU_PARAMS { uint n; uint pad0; uint pad1; uint pad2; } p;
 layout(std430, binding = 0) readonly buffer BufIn { float x[]; };
 layout(std430, binding = 1) writeonly buffer BufOut { float o[]; };

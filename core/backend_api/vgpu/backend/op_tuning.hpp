@@ -30,6 +30,10 @@ struct OpTuning {
   /// matmul on the GLSL kernel: K slices whose partial products a second step adds (split-K,
   /// for K ≫ M·N); 1: none. Other kernels must leave it 1.
   std::uint32_t split_k = 1;
+  /// matmul: the longest K slice one workgroup may walk on this device, so that its loops stay
+  /// under the driver's loop limit (DeviceLimits::max_loop_iterations), a multiple of 16; the
+  /// plan then splits K into at least ⌈K / max_k_slice⌉ slices (or refuses the shape). 0: any.
+  std::uint32_t max_k_slice = 0;
   /// The backend's own code for the op, for a dialect vgpu's built-ins do not ship (it joins
   /// the built-in's sources and must follow core/kernels/kernel_abi.hpp); empty for the rest.
   std::optional<DialectSource> code;

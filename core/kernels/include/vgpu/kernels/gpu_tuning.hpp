@@ -31,8 +31,21 @@ struct GlslMatmulTiling {
   std::uint64_t shared_bytes() const;
   /// Returns whether device can run the variant (its shared memory and workgroup fit the limits).
   bool fits(const DeviceInfo& device) const;
+  /// Returns the loop iterations one invocation runs per step of K (BK elements; naive: one),
+  /// counting matmul.comp's loops as if none were unrolled, each one more for its exit test.
+  std::uint64_t loops_per_step() const;
+  /// Returns the loop iterations one invocation runs besides its steps of K (same counting).
+  std::uint64_t loops_fixed() const;
+  /// Returns the longest K slice (a multiple of 16) whose loops fit budget iterations per
+  /// invocation; 0 when not even 16 do.
+  std::uint32_t max_k_slice(std::uint64_t budget) const;
   friend bool operator==(const GlslMatmulTiling&, const GlslMatmulTiling&) = default;
 };
+
+/// Returns the loop iterations a built-in's invocation may run on device in all: its driver's
+/// limit (DeviceLimits::max_loop_iterations) less 1/64 for loops a compiler may count otherwise
+/// than the kernels' own count; 0 when the device has no limit.
+std::uint64_t loop_budget(const DeviceInfo& device);
 
 /// Returns every GLSL matmul variant the tuner may pick (each precompiled in L3, cmake/VgpuGlsl.cmake).
 std::span<const GlslMatmulTiling> glsl_matmul_tilings();

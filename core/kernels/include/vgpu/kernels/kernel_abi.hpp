@@ -32,4 +32,12 @@ struct SoftmaxParams {
   std::uint32_t rows, cols, pad0, pad1;
 };
 
+/// softmax_rows split over groups (GLSL softmax_rows.comp with VGPU_SOFTMAX_SPLIT=1, for rows
+/// too long for one group's loops): slots 0, 1 as above, slot 2 = stats[rows×chunks×2]; linear
+/// group g takes columns [c·chunk, (c+1)·chunk) of row g / chunks (c = g % chunks, chunks =
+/// ⌈cols / chunk⌉); phase 0 writes each chunk's max and sum, phase 1 the outputs.
+struct SoftmaxSplitParams {
+  std::uint32_t rows, cols, chunk, phase;
+};
+
 }  // namespace vgpu::kernels
