@@ -19,13 +19,19 @@ void release_outside_window(std::vector<Candidate>& all, double best) {
 
 }  // namespace
 
-void time_runs(Candidate& cand, double best, HostDataPool& data) {
+void time_runs(Candidate& cand, double best, HostDataPool& data, ResultChecker* checker) {
   SelectionCandidate& c = cand.result;
   PersistentKernel& pk = *cand.kernel;
-  CallData& args = data.for_plan(cand.plan);
+  const bool checking = checker && checker->at_real_shape();
+  CallData& args = checking ? checker->prepare(cand, cand.plan, data) : data.for_plan(cand.plan);
   const auto tw = Clock::now();
   pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
   const double warm = seconds_since(tw);
+  // The warm-up's result is checked before anything is timed: a wrong one is never timed.
+  if (checking && !checker->judge(cand, cand.plan, args)) {
+    cand.kernel.reset();
+    return;
+  }
   if (warm > kWarmupSkip * best) {
     c.seconds = warm;
     c.note = "warm-up call " + fmt_ratio(warm / best) + " the best; stopped";
@@ -56,13 +62,16 @@ void time_runs(Candidate& cand, double best, HostDataPool& data) {
 }
 
 void measure(const Request& r, Candidate& cand, const DeviceSource& source, const std::optional<Shape>& pshape,
-             double& best, std::vector<Candidate>& all, HostDataPool& data) {
+             double& best, std::vector<Candidate>& all, HostDataPool& data, ResultChecker* checker) {
   try {
     Device dev = source.open(cand.info.id());
+    // A check apart from the timed runs (a big user op): a wrong device is neither probed nor timed.
+    if (checker && !checker->at_real_shape() && !checker->check_apart(cand, dev, data)) return;
     // The probe needs a best to compare with: the first device always runs the real size.
     if (pshape && std::isfinite(best) && probe_rules_out(r, cand, dev, *pshape, best, data)) return;
     cand.kernel = std::make_unique<PersistentKernel>(dev, cand.plan);
-    time_runs(cand, best, data);
+    time_runs(cand, best, data, checker);
+    if (cand.result.check == ResultCheck::wrong) return;  // rejected: its time never sets best
     check_model(r, cand);  // its model's prediction beside this measurement (prediction_model.hpp)
     if (cand.result.runs == 0) return;  // stopped after its warm-up
     best = std::min(best, cand.result.seconds);

@@ -63,9 +63,10 @@ Selection calibrate(const Request& r, const DeviceSource& source, const std::set
       fail(ErrorCategory::unavailable, "the calibration of '" + r.op + "' was cancelled: its runtime is shutting down.",
            "nothing to fix: the next process measures again.");
   };
+  ResultChecker checker(r, source, field.eligible);
   for (Candidate& cand : field.eligible) {
     stop_if_cancelled();
-    measure(r, cand, source, pshape, best, field.eligible, data);
+    measure(r, cand, source, pshape, best, field.eligible, data, &checker);
   }
   refine_close(field.eligible, best, data, r.cancelled);
   stop_if_cancelled();
