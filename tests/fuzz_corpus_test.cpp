@@ -5,7 +5,8 @@
 // DiskStore::list(true)), and, while at it, the seed corpora of the fuzz targets (tests/fuzz/)
 // are written from those real artifacts into VGPU_FUZZ_CORPUS_DIR/<target>/ in the build tree:
 //   spirv/     SPIR-V modules (L3 built-ins, the scale-add user kernel)
-//   selection/ persisted selection JSON (a real calibration on test devices, and an "only" one)
+//   selection/ persisted selection JSON (a real calibration on test devices, one of which
+//              computes wrong, and an "only" one)
 //   l2_entry/  one flag byte + a real entry file of each kind (flags 0: as is; 7: resealed)
 // tools/dev.sh fuzz and test run this first, then the fuzz targets on these folders.
 #include "support/catch.hpp"
@@ -126,6 +127,7 @@ TEST_CASE("every SPIR-V vgpu produces passes the payload and interface checks (a
 TEST_CASE("real selections round trip through the strict reader (and seed the selection corpus)", "[fuzz][corpus]") {
   std::vector<std::shared_ptr<TestDeviceKnobs>> knobs = {test_device(2000, "corpus"), test_device(0, "corpus"),
                                                          test_device(2000, "corpus")};
+  knobs[2]->wrong_results = true;  // a rejected candidate (check "wrong") in the seed too
   vgpu::Runtime runtime(test_runtime_options(knobs));
   const vgpu::Selection calibrated = runtime.explain("axpy", {1000});
   vgpu::Runtime cpu(vgpu::test::only(vgpu::BackendKind::cpu));

@@ -144,10 +144,17 @@ def select_json(probe):
     if s["source"] not in ("calibrated", "persisted", "forced", "fallback", "only", "interim"):
         raise AssertionError(f"unknown source {s['source']}")
     for c in s["candidates"]:
-        require(c, {"device": str, "eligible": bool, "seconds": NUM, "runs": int, "demoted": bool, "note": str},
-                "candidate")
+        require(c, {"device": str, "eligible": bool, "seconds": NUM, "runs": int, "demoted": bool, "note": str,
+                    "check": str, "check_error": NUM}, "candidate")
+        if c["check"] not in ("passed", "wrong", "unchecked"):
+            raise AssertionError(f"unknown check {c['check']}")
+        if c["check"] == "wrong" and c["eligible"]:
+            raise AssertionError(f"{c['device']} computed a wrong result yet is eligible")
     if s["candidates"][0]["device"] != s["device"]:
         raise AssertionError("the chosen device is not the first candidate")
+    # A calibrated choice was checked: its first result was right (issue 29).
+    if s["source"] == "calibrated" and s["candidates"][0]["check"] != "passed":
+        raise AssertionError(f"the chosen device's result was not checked: {json.dumps(s['candidates'][0])}")
     # Asked again in a new process, the choice comes from the selection cache.
     again = json.loads(run(probe, "select", "matmul", "60", "--json")[0])
     if again["device"] != s["device"] or again["source"] not in ("persisted", "only", "forced"):

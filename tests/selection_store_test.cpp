@@ -123,7 +123,9 @@ TEST_CASE("the selection reader refuses every field out of range or of the wrong
   s.size_class = 10;
   s.device = "test:1";
   s.calibration_seconds = 0.25;
-  s.candidates = {{"test:1", true, 1e-5, 3, false, ""}, {"test:0", false, 0, 0, false, "failed: x"}};
+  s.candidates = {{"test:1", true, 1e-5, 3, false, "", vgpu::ResultCheck::passed, 0.25},
+                  {"test:0", false, 0, 0, false, "rejected: wrong result (x)", vgpu::ResultCheck::wrong, 1e300},
+                  {"test:2", false, 0, 0, false, "failed: x"}};
   const std::string good = vgpu::detail::selection_to_json(s);
   std::string why;
   const auto back = vgpu::detail::selection_from_json(good, &why);
@@ -133,8 +135,14 @@ TEST_CASE("the selection reader refuses every field out of range or of the wrong
   CHECK(back->calibration_shape == s.calibration_shape);
   CHECK(back->size_class == s.size_class);
   CHECK(back->device == s.device);
-  CHECK(back->candidates.size() == 2);
+  CHECK(back->candidates.size() == 3);
   CHECK(back->candidates[0].runs == 3);
+  // Each candidate's result check (version 2, issue 29).
+  CHECK(back->candidates[0].check == vgpu::ResultCheck::passed);
+  CHECK(back->candidates[0].check_error == 0.25);
+  CHECK(back->candidates[1].check == vgpu::ResultCheck::wrong);
+  CHECK(back->candidates[1].check_error == 1e300);
+  CHECK(back->candidates[2].check == vgpu::ResultCheck::unchecked);
   CHECK(back->source == vgpu::SelectionSource::persisted);
 
   const json base = json::parse(good);
@@ -146,7 +154,19 @@ TEST_CASE("the selection reader refuses every field out of range or of the wrong
       {"size_class 65", [](json& j) { j["size_class"] = 65; }, "\"size_class\" is 65, outside 0..64"},
       {"size_class -1", [](json& j) { j["size_class"] = -1; }, "\"size_class\" is not a non-negative integer"},
       {"version 1e300", [](json& j) { j["version"] = 1e300; }, "\"version\" is not a non-negative integer"},
-      {"version 2", [](json& j) { j["version"] = 2; }, "payload version 2"},
+      {"version 3", [](json& j) { j["version"] = 3; }, "payload version 3"},
+      // Version 1 was written before results were checked: never trusted now.
+      {"version 1", [](json& j) { j["version"] = 1; }, "payload version 1"},
+      {"check unknown", [](json& j) { j["candidates"][0]["check"] = "maybe"; },
+       "candidate 0 field \"check\" is not \"unchecked\", \"passed\" or \"wrong\""},
+      {"check 1", [](json& j) { j["candidates"][0]["check"] = 1; }, "\"check\" is not a string"},
+      {"no check", [](json& j) { j["candidates"][0].erase("check"); }, "\"check\" is missing"},
+      {"check_error -1", [](json& j) { j["candidates"][0]["check_error"] = -1.0; },
+       "\"check_error\" is not a finite number >= 0"},
+      {"check_error text", [](json& j) { j["candidates"][0]["check_error"] = "big"; },
+       "\"check_error\" is not a number"},
+      {"wrong but eligible", [](json& j) { j["candidates"][1]["eligible"] = true; },
+       "candidate 1 computed a wrong result but is eligible"},
       {"shape 1e300", [](json& j) { j["calibration_shape"] = json::array({1e300}); }, "calibration_shape[0]"},
       {"shape 0", [](json& j) { j["calibration_shape"] = json::array({0}); }, "calibration_shape[0]"},
       {"shape empty", [](json& j) { j["calibration_shape"] = json::array(); }, "\"calibration_shape\" is not an array"},

@@ -89,7 +89,7 @@ std::vector<std::string> software_gpus() {
 std::vector<vgpu::cache::DiskEntryInfo> variant_entries(const std::filesystem::path& dir) {
   std::vector<vgpu::cache::DiskEntryInfo> out;
   for (const auto& e : vgpu::test::entries(dir, EntryKind::selection, true))
-    if (e.fingerprint_text.starts_with("variant;v=1;op=matmul;")) out.push_back(e);
+    if (e.fingerprint_text.starts_with("variant;v=2;op=matmul;")) out.push_back(e);
   return out;
 }
 
@@ -209,7 +209,7 @@ TEST_CASE("a damaged or hostile stored variant is dropped with one warning and m
       {"garbage", [](nlohmann::json) { return std::string("{not json"); }},
        {"not a candidate", [](nlohmann::json j) { j["variant"] = "999x1x1x1x1"; return j.dump(); }},
        {"wrong type", [](nlohmann::json j) { j["variant"] = 7; return j.dump(); }},
-       {"another key", [](nlohmann::json j) { j["key"] = "variant;v=1;op=matmul;class=1x1x1;devices=x=0,"; return j.dump(); }},
+       {"another key", [](nlohmann::json j) { j["key"] = "variant;v=2;op=matmul;class=1x1x1;devices=x=0,"; return j.dump(); }},
        {"array", [](nlohmann::json) { return std::string("[1,2]"); }}};
   for (const auto& [what, edit] : edits) {
     INFO(what);
@@ -398,4 +398,61 @@ TEST_CASE("threads planning one shape at once measure it once") {
   CHECK(!got[0].empty());
   CHECK(dev.counters().variant_measurements == 4);  // one flight: four candidates, once
   CHECK(l.count("measured 4 variants") == 1);
+}
+
+namespace {
+
+// The GLSL tuner's candidates plus one that computes a wrong result fast: the 32x32 tiling
+// told that one workgroup covers the whole of C, so it dispatches a single group, which fills
+// only C's first 32x32 tile (issue 29: a tiling must be checked, not only timed).
+class WrongTuner final : public vgpu::OpTuner {
+ public:
+  explicit WrongTuner(std::shared_ptr<const vgpu::OpTuner> real) : real_(std::move(real)) {}
+  vgpu::OpTuning tune(const vgpu::OpShape& s, const vgpu::DeviceInfo& d) const override { return real_->tune(s, d); }
+  std::vector<vgpu::OpTuning> candidates(const vgpu::OpShape& s, const vgpu::DeviceInfo& d) const override {
+    std::vector<vgpu::OpTuning> c = real_->candidates(s, d);
+    vgpu::OpTuning wrong = vgpu::kernels::glsl_matmul_tiling("32x32x16x4x4").tuning();
+    wrong.per_group_x = wrong.per_group_y = 1u << 20;
+    wrong.variant = "wrong-fast";
+    c.insert(c.begin() + 1, wrong);
+    return c;
+  }
+
+ private:
+  std::shared_ptr<const vgpu::OpTuner> real_;
+};
+
+}  // namespace
+
+TEST_CASE("a variant that computes a wrong result is never chosen, and the stored choice says why") {
+  const auto ids = software_gpus();
+  if (ids.empty()) {
+    WARN("skipped: no lavapipe/llvmpipe device");
+    return;
+  }
+  OptIn on;
+  for (const std::string& id : ids) {
+    INFO(id);
+    vgpu::testing::forget_variant_choices();
+    TempDir dir("variant-wrong-");
+    Logged l(dir.path);
+    vgpu::Device dev = l.runtime.open(id);
+    vgpu::DeviceInfo info = dev.info();
+    info.op_tuner = std::make_shared<WrongTuner>(dev.info().op_tuner);
+    // 256x64x256: the real tilings run 4 to 64 workgroups, the wrong one a single 32x32 tile,
+    // so it is by far the fastest: measured by time alone, it would be chosen.
+    const vgpu::OpShape shape{"matmul", 256, 64, 256};
+    const vgpu::KernelPlan p = vgpu::ops::matmul(info, 256, 64, 256);
+    INFO(l.all());
+    const std::string chosen = variant_of(p, info, shape);
+    CHECK(!chosen.empty());
+    CHECK(chosen != "wrong-fast");
+    CHECK(l.count("variant wrong-fast of matmul 256x64x256 computed a wrong result on " + id) == 1);
+    const nlohmann::json stored = stored_json(dir.path);
+    CHECK(stored["variant"] == chosen);
+    bool recorded = false;
+    for (const auto& m : stored["measured"])
+      if (m["variant"] == "wrong-fast") recorded = m.contains("rejected");
+    CHECK(recorded);
+  }
 }

@@ -21,10 +21,11 @@ void release_outside_window(std::vector<Candidate>& all, double best) {
 
 }  // namespace
 
-void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& data) {
+void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& data, ResultChecker* checker) {
   SelectionCandidate& c = cand.result;
   PersistentKernel& pk = *cand.kernel;
-  CallData& args = data.for_plan(cand.plan);
+  const bool checking = checker && checker->at_real_shape();
+  CallData& args = checking ? checker->prepare(cand, cand.plan, data) : data.for_plan(cand.plan);
   testing_hold(c.device);  // a test may end the process with this call in flight
   const auto tw = Clock::now();
   pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
@@ -32,6 +33,11 @@ void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& dat
   // A first compile and dispatch may have made the driver register exit handlers (lazily
   // created threads and statics): vgpu's, which stops this thread, must stay ahead of them.
   keep_first_at_exit(/*force=*/true);
+  // The warm-up's result is checked before anything is timed: a wrong one is never timed.
+  if (checking && !checker->judge(cand, cand.plan, args)) {
+    cand.kernel.reset();
+    return;
+  }
   if (warm > kWarmupSkip * best) {
     c.seconds = warm;
     c.note = "warm-up call " + fmt_ratio(warm / best) + " the best; stopped";
@@ -63,15 +69,18 @@ void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& dat
 }
 
 void measure(const Request& r, Candidate& cand, const DeviceSource& source, const std::optional<Shape>& pshape,
-             double& best, std::vector<Candidate>& all, HostDataPool& data) {
+             double& best, std::vector<Candidate>& all, HostDataPool& data, ResultChecker* checker) {
   try {
     Device dev = source.open(cand.info.id());
+    // A check apart from the timed runs (a big user op): a wrong device is neither probed nor timed.
+    if (checker && !checker->at_real_shape() && !checker->check_apart(cand, dev, data)) return;
     // The probe needs a best to compare with: the first device always runs the real size.
     if (pshape && std::isfinite(best) && probe_rules_out(r, cand, dev, *pshape, best, data)) return;
     stop_if_cancelled(r);
     cand.kernel = std::make_unique<PersistentKernel>(dev, cand.plan);
     stop_if_cancelled(r);
-    time_runs(r, cand, best, data);
+    time_runs(r, cand, best, data, checker);
+    if (cand.result.check == ResultCheck::wrong) return;  // rejected: its time never sets best
     check_model(r, cand);  // its model's prediction beside this measurement (prediction_model.hpp)
     if (cand.result.runs == 0) return;  // stopped after its warm-up
     best = std::min(best, cand.result.seconds);

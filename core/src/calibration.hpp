@@ -23,6 +23,7 @@
 
 #include "call_data.hpp"
 #include "prediction_model.hpp"
+#include "result_check.hpp"
 #include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
@@ -158,6 +159,44 @@ bool cancelled(const Request& r);
 /// Throws unavailable ("cancelled") once r is cancelled. Checked between the steps that call
 /// into a driver, so a stop waits for one such call at most; callers let it pass, unlogged.
 void stop_if_cancelled(const Request& r);
+
+/// Checks each candidate's first result against a reference of the request's op on the same
+/// inputs before the candidate can be chosen (docs/selection.md, "Result check"; issue 29:
+/// Mesa's software devices stop shader loops after 65 535 iterations, and their wrong results
+/// were timed as the fastest). A built-in op: sampled double-precision values with the op's
+/// tolerance (result_check.hpp), at the real shape, on the warm-up call. A user's op: the result
+/// of its CPU dialect on vgpu's CPU device (when that device can run it), computed once; for a
+/// request bigger than a probe, both run at the probe shape instead, so the reference stays cheap.
+/// Other user ops are not checked. A wrong candidate is rejected: not eligible, its note says
+/// how wrong, one warning. Thread-safety: none; one calibration uses it from one thread.
+class ResultChecker {
+ public:
+  /// Prepares the checks of r among the eligible candidates (finds the reference device).
+  ResultChecker(const Request& r, const DeviceSource& source, const std::vector<Candidate>& eligible);
+  /// Whether a candidate's warm-up call at the real shape is its check (else check_apart()).
+  bool at_real_shape() const noexcept { return !apart_; }
+  /// Returns the data for cand's check call of plan (the calibration's inputs, as made), with
+  /// the reference computed for them when it is not yet.
+  CallData& prepare(const Candidate& cand, const KernelPlan& plan, HostDataPool& data);
+  /// Judges what got holds after cand's check call of plan and records it in cand.result;
+  /// returns false when the result is wrong (cand is then rejected).
+  bool judge(Candidate& cand, const KernelPlan& plan, const CallData& got);
+  /// A user's op bigger than a probe: cand's check call at the probe shape on device, judged;
+  /// false when rejected.
+  bool check_apart(Candidate& cand, Device& device, HostDataPool& data);
+
+ private:
+  const Request& r_;
+  const DeviceSource& source_;
+  bool builtin_ = false;
+  bool apart_ = false;
+  std::optional<DeviceInfo> cpu_;  // a user op's reference device (vgpu's CPU device), if eligible
+  Shape shape_;                    // where candidates are checked
+  bool tried_ = false;             // the reference was attempted
+  std::optional<check::Reference> ref_;
+  std::string ref_signature_;  // the call data the reference is for
+};
+
 /// Returns seconds elapsed since t0.
 double seconds_since(Clock::time_point t0);
 /// Returns the median of v (the upper one for an even count); v is not empty.
@@ -197,14 +236,17 @@ void check_model(const Request& r, Candidate& cand);
 
 /// Phase 3, timed runs: a warm-up call and up to kRuns timed calls of cand at the real shape,
 /// stopping early by the bounds above; records the median (or why it stopped) in cand.result.
-/// Why: one untimed call keeps first-use costs out, the bounds keep a slow device cheap.
-/// Throws the cancellation (stop_if_cancelled) between calls once r is cancelled.
-void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& data);
-/// Phases 2 and 3 for one device, turning a device error into a "failed" candidate; lowers
-/// best and releases kernels that fell out of the close window. Why per device: each device's
-/// skip rules need the best time of those measured before it.
+/// Why: one untimed call keeps first-use costs out, the bounds keep a slow device cheap, and a
+/// wrong result must never be timed as a fast one. The warm-up call is the result check when
+/// checker checks at the real shape; a wrong result stops there. Throws the cancellation
+/// (stop_if_cancelled) between calls once r is cancelled.
+void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& data, ResultChecker* checker = nullptr);
+/// Phases 2 and 3 for one device, with its result check, turning a device error into a "failed"
+/// candidate; lowers best (never for a rejected one) and releases kernels that fell out of the
+/// close window. Why per device: each device's skip rules need the best time of those measured
+/// before it.
 void measure(const Request& r, Candidate& cand, const DeviceSource& source, const std::optional<Shape>& pshape,
-             double& best, std::vector<Candidate>& all, HostDataPool& data);
+             double& best, std::vector<Candidate>& all, HostDataPool& data, ResultChecker* checker = nullptr);
 
 /// Whether cand's fastest first-pass call is within kContendFactor of best (a contender).
 bool contends(const Candidate& cand, double best);

@@ -58,9 +58,10 @@ Selection calibrate(const Request& r, const DeviceSource& source, const std::set
   const std::optional<Shape> pshape = probe_shape(r);
   // A background calibration being stopped (runtime destroyed, process exiting) ends between
   // devices, their steps or separation rounds; what it measured is dropped.
+  ResultChecker checker(r, source, field.eligible);
   for (Candidate& cand : field.eligible) {
     stop_if_cancelled(r);
-    measure(r, cand, source, pshape, best, field.eligible, data);
+    measure(r, cand, source, pshape, best, field.eligible, data, &checker);
   }
   refine_close(field.eligible, best, data, r.cancelled);
   stop_if_cancelled(r);

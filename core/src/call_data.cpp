@@ -2,6 +2,7 @@
 // core/src/call_data.cpp — random host data for calibration calls.
 #include "call_data.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -50,14 +51,37 @@ CallData make_call_data(const KernelPlan& plan) {
   return d;
 }
 
-CallData& HostDataPool::for_plan(const KernelPlan& plan) {
+std::string call_signature(const KernelPlan& plan) {
   std::string sig;
   for (const TensorSpec& t : plan.tensors)
     if (!t.scratch)
       sig += std::to_string(static_cast<int>(t.dtype)) + to_string(t.shape) + std::to_string(static_cast<int>(t.access)) + ";";
-  for (auto& [s, d] : pool_)
-    if (s == sig) return *d;
-  return *pool_.emplace_back(sig, std::make_unique<CallData>(make_call_data(plan))).second;
+  return sig;
+}
+
+HostDataPool::Entry& HostDataPool::entry(const KernelPlan& plan) {
+  const std::string sig = call_signature(plan);
+  for (Entry& e : pool_)
+    if (e.signature == sig) return e;
+  Entry e{sig, std::make_unique<CallData>(make_call_data(plan)), {}};
+  // Only read_write tensors change under a call (inputs are uploaded, outputs overwritten by
+  // the readback): their first values are kept to restore.
+  std::size_t i = 0;
+  for (const TensorSpec& t : plan.tensors) {
+    if (t.scratch) continue;
+    e.initial.push_back(t.access == Access::read_write ? e.data->storage[i] : std::vector<std::uint64_t>{});
+    ++i;
+  }
+  return pool_.emplace_back(std::move(e));
+}
+
+CallData& HostDataPool::for_plan(const KernelPlan& plan) { return *entry(plan).data; }
+
+CallData& HostDataPool::pristine(const KernelPlan& plan) {
+  Entry& e = entry(plan);
+  for (std::size_t i = 0; i < e.initial.size(); ++i)
+    if (!e.initial[i].empty()) std::copy(e.initial[i].begin(), e.initial[i].end(), e.data->storage[i].begin());
+  return *e.data;
 }
 
 }  // namespace vgpu::detail

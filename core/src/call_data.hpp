@@ -23,17 +23,32 @@ struct CallData {
   std::vector<TensorArg> args;
 };
 
-/// Returns fresh call data for plan's non-scratch tensors.
+/// Returns fresh call data for plan's non-scratch tensors (the same values for the same
+/// signature, every time).
 CallData make_call_data(const KernelPlan& plan);
 
-/// Call data by tensor signature (dtype, shape, access of each non-scratch tensor).
+/// Returns the signature of plan's non-scratch tensors (dtype, shape, access of each): plans with
+/// equal signatures take the same call data.
+std::string call_signature(const KernelPlan& plan);
+
+/// Call data by tensor signature.
 class HostDataPool {
  public:
-  /// Returns the data for plan, making it on first use of its signature.
+  /// Returns the data for plan, making it on first use of its signature. Calls change it: a
+  /// read_write tensor then holds the last call's result.
   CallData& for_plan(const KernelPlan& plan);
+  /// Returns the data for plan as it was made (its read_write tensors restored): the inputs a
+  /// result check's reference was computed from, the same for every device.
+  CallData& pristine(const KernelPlan& plan);
 
  private:
-  std::vector<std::pair<std::string, std::unique_ptr<CallData>>> pool_;  // stable addresses
+  struct Entry {
+    std::string signature;
+    std::unique_ptr<CallData> data;                   // stable address
+    std::vector<std::vector<std::uint64_t>> initial;  // per storage: a read_write tensor's first values, else empty
+  };
+  Entry& entry(const KernelPlan& plan);
+  std::vector<Entry> pool_;
 };
 
 }  // namespace vgpu::detail

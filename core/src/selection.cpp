@@ -23,6 +23,15 @@ const char* to_string(SelectionSource source) noexcept {
   return "unknown";
 }
 
+const char* to_string(ResultCheck check) noexcept {
+  switch (check) {
+    case ResultCheck::unchecked: return "unchecked";
+    case ResultCheck::passed: return "passed";
+    case ResultCheck::wrong: return "wrong";
+  }
+  return "unknown";
+}
+
 std::string Selection::describe() const {
   auto us = [](double s) {
     char buf[48];
@@ -38,6 +47,10 @@ std::string Selection::describe() const {
   out += "\n";
   for (const auto& c : candidates) {
     out += "  " + c.device + ": ";
+    if (c.check == ResultCheck::wrong) {  // its note says so: "rejected: wrong result (…)"
+      out += c.note + "\n";
+      continue;
+    }
     if (!c.eligible)
       out += "not eligible";
     else if (c.runs > 0)
@@ -46,6 +59,7 @@ std::string Selection::describe() const {
       out += us(c.seconds);  // the note says whether predicted or a single warm-up call
     else
       out += "-";
+    if (c.eligible && c.check == ResultCheck::passed) out += ", result checked";
     if (!c.note.empty()) out += "; " + c.note;
     out += "\n";
   }

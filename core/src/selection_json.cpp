@@ -13,7 +13,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::uint64_t kPayloadVersion = 1;
+// 2: each candidate records its result check ("check", "check_error"; issue 29). Version 1
+// records were chosen without checking results; they live under "select;v=2" keys, which this
+// vgpu never looks up (selection_service.cpp), and are refused here like any other version.
+constexpr std::uint64_t kPayloadVersion = 2;
 constexpr std::size_t kMaxCandidates = 256, kMaxDims = 8;
 
 /// Reads fields of one JSON object, remembering the first problem; each getter returns a
@@ -47,6 +50,15 @@ class Fields {
     if (!std::isfinite(x) || x < 0) return fail(key, "is not a finite number of seconds >= 0"), 0;
     return x;
   }
+  /// A finite number ≥ 0 that is not a time.
+  double non_negative(const char* key) {
+    const json* v = field(key);
+    if (!v) return 0;
+    if (!v->is_number()) return fail(key, "is not a number"), 0;
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x < 0) return fail(key, "is not a finite number >= 0"), 0;
+    return x;
+  }
   std::string text(const char* key, bool non_empty) {
     const json* v = field(key);
     if (!v) return {};
@@ -55,6 +67,16 @@ class Fields {
     if (non_empty && s.empty()) fail(key, "is empty");
     return s;
   }
+  /// One of the names of ResultCheck.
+  ResultCheck check(const char* key) {
+    const std::string s = text(key, true);
+    for (const ResultCheck c : {ResultCheck::unchecked, ResultCheck::passed, ResultCheck::wrong})
+      if (s == to_string(c)) return c;
+    if (ok()) fail(key, "is not \"unchecked\", \"passed\" or \"wrong\"");
+    return ResultCheck::unchecked;
+  }
+  /// Records a problem of this object that no single field's type shows.
+  void problem(const std::string& what) { fail(what); }
   bool boolean(const char* key) {
     const json* v = field(key);
     if (!v) return false;
@@ -92,8 +114,13 @@ class Fields {
 std::string selection_to_json(const Selection& s) {
   json cands = json::array();
   for (const auto& c : s.candidates)
-    cands.push_back(
-        {{"device", c.device}, {"eligible", c.eligible}, {"seconds", c.seconds}, {"runs", c.runs}, {"note", c.note}});
+    cands.push_back({{"device", c.device},
+                     {"eligible", c.eligible},
+                     {"seconds", c.seconds},
+                     {"runs", c.runs},
+                     {"note", c.note},
+                     {"check", to_string(c.check)},
+                     {"check_error", c.check_error}});
   const json j = {{"version", kPayloadVersion}, {"op", s.op},         {"calibration_shape", s.calibration_shape},
                   {"size_class", s.size_class}, {"device", s.device}, {"calibration_seconds", s.calibration_seconds},
                   {"candidates", cands}};
@@ -131,6 +158,10 @@ std::optional<Selection> selection_from_json(std::string_view text, std::string*
         cand.seconds = c.seconds("seconds");
         cand.runs = static_cast<int>(c.unsigned_in("runs", 0, INT_MAX));
         cand.note = c.text("note", false);
+        cand.check = c.check("check");
+        cand.check_error = c.non_negative("check_error");
+        // A wrong result is never eligible: a record saying otherwise could choose it.
+        if (cand.check == ResultCheck::wrong && cand.eligible) c.problem("computed a wrong result but is eligible");
         s.candidates.push_back(std::move(cand));
       }
   }

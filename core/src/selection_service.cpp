@@ -23,6 +23,9 @@ using calibration::Clock;
 using calibration::first_line;
 using calibration::seconds_since;
 
+// The start of this vgpu's selection key texts (selection_key_text).
+constexpr std::string_view kSelectionKeyPrefix = "select;v=3;";
+
 // The in-memory table's key: one entry per op and size class.
 std::string entry_key(const std::string& op, const Shape& shape) {
   return op + "#" + std::to_string(size_class(op, shape));
@@ -106,7 +109,9 @@ std::string selection_key_text(const std::string& op, std::uint32_t size_class, 
   std::vector<std::string> parts;
   for (const auto& d : devices) parts.push_back(d.id() + "=" + d.fingerprint.hex());
   std::sort(parts.begin(), parts.end());
-  std::string text = "select;v=2;vgpu=" + version_string() + ";plan=" + plan + ";op=" + op +
+  // v=3: selections whose candidates' results were checked (issue 29); v=2 and older keys hold
+  // choices made without checking, which are never looked up again (follow_last).
+  std::string text = std::string(kSelectionKeyPrefix) + "vgpu=" + version_string() + ";plan=" + plan + ";op=" + op +
                      ";class=" + std::to_string(size_class) + ";devices=";
   for (const auto& p : parts) text += p + ",";
   return text;
@@ -271,6 +276,14 @@ SelectionService::Followed SelectionService::follow_last(const std::string& op, 
     if (d.id() == device) chosen = &d;
   }
   if (chosen == nullptr) return out;  // the chosen device is gone: calibrate afresh
+  // A choice stored before results were checked (a v=2 or older key) may be a device that
+  // computes this op wrong (issue 29): it neither serves in the interim nor is kept as the
+  // incumbent; the class is measured afresh, with checks.
+  if (!key_text.starts_with(kSelectionKeyPrefix)) {
+    log(LogLevel::info, "selection cache: the stored choice for " + op + " class " + std::to_string(size_class) +
+                            " was made without checking results; measuring again.");
+    return out;
+  }
   // From here on the stored choice is a device that is still here: if anything else changed,
   // it is the incumbent of a recheck.
   out.incumbent = device;
@@ -281,7 +294,8 @@ SelectionService::Followed SelectionService::follow_last(const std::string& op, 
     if (item.starts_with(prefix)) recorded.push_back(item);
     ids.push_back(item.substr(0, item.find('=')));
   }
-  if (version != 2 || vgpu_version != version_string() || !key_text.starts_with("select;v=2;vgpu=" + version_string() + ";plan="))
+  if (version != 2 || vgpu_version != version_string() ||
+      !key_text.starts_with(std::string(kSelectionKeyPrefix) + "vgpu=" + version_string() + ";plan="))
     out.why_stale = "it was chosen by another vgpu version";
   else if (here != recorded || std::find(ids.begin(), ids.end(), device) == ids.end())
     out.why_stale = "the devices of " + std::string(to_string(kind)) + " changed since (driver or device)";

@@ -39,7 +39,7 @@ std::optional<Selection> load_selection(cache::DiskStore& store, const std::stri
 }
 
 void drop_selection(cache::DiskStore& store, const std::string& key_text, const std::string& why) {
-  // The key text reads "select;v=1;op=<op>;class=<class>;devices=...": name the op and class.
+  // The key text reads "select;v=3;vgpu=…;plan=…;op=<op>;class=<class>;devices=...": name the op and class.
   const auto from = key_text.find("op="), to = key_text.find(";devices=");
   std::string what = from != std::string::npos && to != std::string::npos && to > from
                          ? key_text.substr(from + 3, to - from - 3)

@@ -18,6 +18,7 @@
 #include "background_worker.hpp"
 #include "call_data.hpp"
 #include "device_core.hpp"
+#include "result_check.hpp"
 #include "selection_store.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/error.hpp"
@@ -100,12 +101,13 @@ std::optional<std::size_t> index_of(const std::vector<OpTuning>& candidates, con
 struct Measured {
   std::string variant;
   double median_seconds = 0;
+  std::string rejected;  // why its result was wrong (then it has no time), else empty
 };
 
 std::string to_json(const DeviceInfo& device, const OpShape& shape, const std::string& key_text,
                     const std::string& chosen, const std::vector<Measured>& measured, double seconds) {
   nlohmann::ordered_json j;
-  j["v"] = 1;
+  j["v"] = 2;
   j["key"] = key_text;
   j["op"] = std::string(shape.op);
   j["device"] = device.id();
@@ -113,7 +115,10 @@ std::string to_json(const DeviceInfo& device, const OpShape& shape, const std::s
   j["variant"] = chosen;
   j["measure_ms"] = seconds * 1e3;
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
-  for (const Measured& m : measured) all.push_back({{"variant", m.variant}, {"median_us", m.median_seconds * 1e6}});
+  for (const Measured& m : measured)
+    all.push_back(m.rejected.empty()
+                      ? nlohmann::ordered_json{{"variant", m.variant}, {"median_us", m.median_seconds * 1e6}}
+                      : nlohmann::ordered_json{{"variant", m.variant}, {"rejected", m.rejected}});
   j["measured"] = all;
   return j.dump();
 }
@@ -130,7 +135,8 @@ std::optional<std::string> from_json(std::string_view text, const DeviceInfo& de
     return it != j.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
   };
   const auto v = j.find("v");
-  if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() != 1) return why = "not version 1", std::nullopt;
+  if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() != 2)
+    return why = "not version 2", std::nullopt;
   const std::string* key = str("key");
   const std::string* op = str("op");
   const std::string* dev = str("device");
@@ -194,11 +200,31 @@ Resident make_resident(Device& device, const KernelPlan& plan, const CallData& d
   return r;
 }
 
-// Times every candidate on device; returns the fastest's index, or nothing when all failed.
+// Why the outputs of the warm-up run of r (plan p, on inputs) are wrong, or empty: they are read
+// back into inputs' output tensors and compared with ref.
+std::string wrong_result(Device& device, const KernelPlan& p, Resident& r, CallData& inputs,
+                         const check::Reference& ref) {
+  std::size_t visible = 0;
+  for (std::size_t t = 0; t < p.tensors.size(); ++t) {
+    const TensorSpec& spec = p.tensors[t];
+    if (spec.scratch) continue;
+    if (spec.access != Access::read)
+      device.read(r.buffers.at(t), inputs.args.at(visible).out, element_count(spec.shape) * dtype_size(spec.dtype));
+    ++visible;
+  }
+  const check::Outcome o = check::compare(ref, p, inputs);
+  return o.ok() ? std::string() : o.describe();
+}
+
+// Times every candidate on device; returns the fastest's index, or nothing when all failed or
+// computed wrong. Each candidate's warm-up result is checked first (issue 29: a tiling whose
+// loops stop early, or that leaves tiles unwritten, is fast and wrong).
 std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const std::vector<OpTuning>& candidates,
                                    const CandidatePlan& plan, std::vector<Measured>& measured) {
   Device device = core.handle();
   HostDataPool data;  // one set of random inputs for every candidate (the same tensors)
+  std::optional<check::Reference> ref;  // of the op on those inputs, made for the first candidate
+  std::string ref_signature;
   std::optional<std::size_t> best;
   double best_s = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -206,14 +232,27 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
     const std::string& name = candidates[i].variant;
     try {
       const KernelPlan p = plan(candidates[i]);
-      Resident r = make_resident(device, p, data.for_plan(p));
+      CallData& inputs = data.pristine(p);
+      if (ref_signature.empty()) {
+        ref = check::builtin_reference(std::string(shape.op), p, inputs);
+        ref_signature = call_signature(p);
+      }
+      Resident r = make_resident(device, p, inputs);
       core.counters().variant_measurements.fetch_add(1, std::memory_order_relaxed);
       const auto tw = Clock::now();
       device.submit(r.batch);  // warm-up: first-use costs (pipeline, page faults) stay out
       device.synchronize();
       const double warm = seconds_since(tw);
+      if (ref && call_signature(p) == ref_signature) {
+        if (std::string why = wrong_result(device, p, r, inputs, *ref); !why.empty()) {
+          log(LogLevel::warn, "variant " + name + " of " + std::string(shape.op) + " " + shape_text(shape) +
+                                  " computed a wrong result on " + core.info().id() + " (" + why + "); never chosen.");
+          measured.push_back({name, 0, "wrong result (" + why + ")"});
+          continue;
+        }
+      }
       if (best && warm > kWarmupSkip * best_s) {
-        measured.push_back({name, warm});
+        measured.push_back({name, warm, {}});
         continue;
       }
       std::vector<double> times;
@@ -228,7 +267,7 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
       }
       std::sort(times.begin(), times.end());
       const double med = times[times.size() / 2];
-      measured.push_back({name, med});
+      measured.push_back({name, med, {}});
       if (!best || med < best_s) best = i, best_s = med;
     } catch (const Error& e) {
       if (BackgroundWorker::stop_requested_here()) return std::nullopt;  // failing as it stops
@@ -291,7 +330,9 @@ std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, con
   std::sort(names.begin(), names.end());
   std::string set;
   for (const std::string& n : names) set += (set.empty() ? "" : "|") + n;
-  return "variant;v=1;op=" + std::string(shape.op) + ";class=" + std::to_string(log2_class(shape.m)) + "x" +
+  // v=2: choices whose candidates' results were checked (issue 29); v=1 entries were not, and
+  // are never looked up again.
+  return "variant;v=2;op=" + std::string(shape.op) + ";class=" + std::to_string(log2_class(shape.m)) + "x" +
          std::to_string(log2_class(shape.k)) + "x" + std::to_string(log2_class(shape.n)) + ";candidates=" + set +
          ";devices=" + device.id() + "=" + device.fingerprint.hex() + ",";
 }

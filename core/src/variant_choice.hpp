@@ -3,8 +3,10 @@
 // offers for one op (OpTuner::candidates(), e.g. the GLSL matmul tilings): chosen once per
 // device (id + fingerprint), op and per-dimension size class, by timing every candidate at the
 // real shape on the open device, then kept in memory and in the runtime's L2 store
-// (EntryKind::selection, key text "variant;v=1;..."), so later processes load it. Timing runs
-// the candidates' kernels resident on the device (no transfers), a median of up to 7 runs.
+// (EntryKind::selection, key text "variant;v=2;..."), so later processes load it. Timing runs
+// the candidates' kernels resident on the device (no transfers), a median of up to 7 runs,
+// after the warm-up run's result is checked against the op's double-precision reference
+// (result_check.hpp): a variant that computes wrong is never chosen (issue 29).
 // Thread-safety: every function is safe from any thread. One thread measures a key while the
 // others asking for it wait (single flight); no lock is held while a candidate is built or
 // timed, so measuring may run inside a plan factory, a KernelDatabase build or a selection's
@@ -37,12 +39,13 @@ using CandidatePlan = std::function<KernelPlan(const OpTuning&)>;
 /// variant names) of the variant to run shape on device: from memory, else the disk store,
 /// else measured now on an open Device of that id and fingerprint. Returns 0 (the rule's
 /// pick) when no such device is open, its runtime has VGPU_TUNE=rules, this thread is already
-/// measuring the key, or every candidate failed (each failure is logged as a warning).
+/// measuring the key, or every candidate failed or computed a wrong result (each is logged as
+/// a warning).
 std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates,
                            const CandidatePlan& plan);
 
 /// The key text a choice is stored under:
-/// "variant;v=1;op=<op>;class=<cm>x<ck>x<cn>;candidates=<names sorted, |-joined>;devices=<id>=<fingerprint hex>,"
+/// "variant;v=2;op=<op>;class=<cm>x<ck>x<cn>;candidates=<names sorted, |-joined>;devices=<id>=<fingerprint hex>,"
 /// where each class is ceil(log2) of m, k, n (the tile choice depends on the grid, not only the work).
 std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates);
 

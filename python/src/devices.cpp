@@ -188,16 +188,23 @@ void bind_devices(py::module_& m) {
 
   py::class_<SelectionCandidate>(m, "SelectionCandidate", "One device considered for an op at a size.")
       .def_readonly("device", &SelectionCandidate::device, "The device's \"backend:index\" id.")
-      .def_readonly("eligible", &SelectionCandidate::eligible, "False: it could not run the op (see note).")
+      .def_readonly("eligible", &SelectionCandidate::eligible,
+                    "False: it could not run the op, or computed it wrong (see note).")
       .def_readonly("seconds", &SelectionCandidate::seconds,
                     "Median time of one call (uploads, dispatch, readback), or the prediction.")
       .def_readonly("runs", &SelectionCandidate::runs,
                     "Timed runs at the real shape (0: predicted from a probe, or ineligible).")
       .def_readonly("demoted", &SelectionCandidate::demoted, "It failed for this op in this process.")
-      .def_readonly("note", &SelectionCandidate::note, "Why it was skipped, predicted or demoted.")
+      .def_readonly("note", &SelectionCandidate::note, "Why it was skipped, predicted, rejected or demoted.")
+      .def_property_readonly(
+          "check", [](const SelectionCandidate& c) { return std::string(to_string(c.check)); },
+          "Its first result against a reference: \"passed\", \"wrong\" (never chosen) or \"unchecked\".")
+      .def_readonly("check_error", &SelectionCandidate::check_error,
+                    "The worst error of its checked result as a multiple of the op's tolerance (<= 1: passed).")
       .def("__repr__", [](const SelectionCandidate& c) {
         std::string r = "SelectionCandidate(" + repr_str(c.device) + ", eligible=" + (c.eligible ? "True" : "False");
         if (c.eligible) r += ", seconds=" + format_seconds(c.seconds) + ", runs=" + std::to_string(c.runs);
+        if (c.check != ResultCheck::unchecked) r += ", check=" + repr_str(to_string(c.check));
         if (c.demoted) r += ", demoted=True";
         if (!c.note.empty()) r += ", note=" + repr_str(c.note);
         return r + ")";

@@ -111,6 +111,9 @@ class SelectionCandidate:
     runs: int
     demoted: bool
     note: str
+    @property
+    def check(self) -> str: ...
+    check_error: float
 
 class Selection:
     """Which device runs an op at a size and why (vgpu.explain())."""

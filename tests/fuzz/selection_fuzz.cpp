@@ -19,7 +19,7 @@ bool same(const vgpu::Selection& a, const vgpu::Selection& b) {
   for (std::size_t i = 0; i < a.candidates.size(); ++i) {
     const auto &x = a.candidates[i], &y = b.candidates[i];
     if (x.device != y.device || x.eligible != y.eligible || x.seconds != y.seconds || x.runs != y.runs ||
-        x.note != y.note)
+        x.note != y.note || x.check != y.check || x.check_error != y.check_error)
       return false;
   }
   return true;

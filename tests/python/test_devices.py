@@ -120,6 +120,8 @@ def test_select_and_explain():
         assert c.device in ids
         if c.eligible:
             assert c.seconds > 0
+        assert c.check in {"passed", "wrong", "unchecked"} and c.check_error >= 0
+        assert not (c.eligible and c.check == "wrong")  # a wrong result is never eligible
         assert repr(c).startswith(f"SelectionCandidate('{c.device}'")
     assert str(s) == s.describe() and s.device in str(s)
     assert repr(s).startswith("Selection(op='matmul', shape=(8, 8, 8), device=")

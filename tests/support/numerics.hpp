@@ -3,8 +3,8 @@
 // built-in ops, and element-wise comparison against per-element error bounds.
 //
 // Every reference returns both the exact (double) value of each output element and the bound
-// its float32 result must stay within; the bounds are derived in the comments next to each
-// reference, from u = 2⁻²⁴ (unit roundoff) and eps32 = 2u = FLT_EPSILON.
+// its float32 result must stay within. The bounds are the library's own (vgpu/tolerance.hpp,
+// where they are derived), which calibration's result check uses too: one rule for both.
 #pragma once
 
 #include <algorithm>
@@ -17,10 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/tolerance.hpp"
+
 namespace vgpu_test {
 
 /// FLT_EPSILON = 2⁻²³ = twice the unit roundoff of float32.
-inline constexpr double kEps32 = 1.1920928955078125e-07;
+inline constexpr double kEps32 = vgpu::tolerance::kEps32;
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 /// Returns n floats uniform in [lo, hi) from std::mt19937 seeded with 12345 + seed_offset
@@ -84,10 +86,7 @@ inline Comparison compare(const std::vector<float>& got, const Reference& ref) {
   return c;
 }
 
-/// C = A·B for row-major A[m×k], B[k×n]. Bound: a float32 dot product of length k, summed in
-/// any order (blocked, FMA or not), satisfies |err_ij| ≤ γ_k · Σ_k |a_ik||b_kj| with
-/// γ_k = k·u/(1−k·u) ≈ k·u (Higham, Accuracy and Stability, §3.1). We allow 2·k·eps32 = 4·k·u:
-/// four times the worst case, still ~1e-4·Σ|a||b| at k = 300, far below any indexing bug.
+/// C = A·B for row-major A[m×k], B[k×n]. Bound: vgpu::tolerance::matmul, 2·k·eps32·Σ|a||b|.
 inline Reference matmul_reference(const std::vector<float>& a, const std::vector<float>& b, std::size_t m,
                                   std::size_t k, std::size_t n) {
   Reference r;
@@ -102,53 +101,43 @@ inline Reference matmul_reference(const std::vector<float>& a, const std::vector
         absdot[i * n + j] += std::abs(aip * b[p * n + j]);
       }
     }
-  for (std::size_t i = 0; i < m * n; ++i) r.bound[i] = 2.0 * static_cast<double>(k) * kEps32 * absdot[i];
+  for (std::size_t i = 0; i < m * n; ++i) r.bound[i] = vgpu::tolerance::matmul(k, absdot[i]);
   return r;
 }
 
-/// y = a·x + y. Bound: fused, one rounding (≤ u·|ax+y|); unfused, two (≤ u|ax| + u|ax+y|
-/// ≤ 2u(|ax|+|y|)). We allow 2·eps32·(|ax|+|y|): at most 2 eps relative to the operands'
-/// magnitude, which cancellation in ax+y cannot make unfair.
+/// y = a·x + y. Bound: vgpu::tolerance::axpy, 2·eps32·(|ax|+|y|).
 inline Reference axpy_reference(float alpha, const std::vector<float>& x, const std::vector<float>& y) {
   Reference r;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double ax = static_cast<double>(alpha) * x[i];
     r.value.push_back(ax + y[i]);
-    r.bound.push_back(2.0 * kEps32 * (std::abs(ax) + std::abs(static_cast<double>(y[i]))));
+    r.bound.push_back(vgpu::tolerance::axpy(std::abs(ax), std::abs(static_cast<double>(y[i]))));
   }
   return r;
 }
 
-/// out = a + b or a * b. IEEE add and multiply are correctly rounded (≤ u relative, i.e.
-/// half an ulp); we allow 2·eps32 relative to the exact result (≤ 2 eps, "1 ulp-ish"). An exact
-/// zero result (a = −b) must come out exactly zero.
+/// out = a + b or a * b. Bound: vgpu::tolerance::elementwise, 2·eps32 relative to the exact
+/// result; an exact zero (a = −b) must come out exactly zero.
 inline Reference binary_reference(const std::vector<float>& a, const std::vector<float>& b, bool multiply) {
   Reference r;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double v = multiply ? static_cast<double>(a[i]) * b[i] : static_cast<double>(a[i]) + b[i];
     r.value.push_back(v);
-    r.bound.push_back(2.0 * kEps32 * std::abs(v));
+    r.bound.push_back(vgpu::tolerance::elementwise(v));
   }
   return r;
 }
 
-/// Σx. Bound: pairwise (tree) summation of n terms has |err| ≤ ⌈log2 n⌉·u·Σ|x|; a multi-pass
-/// reduction adds one level per pass and SIMD lanes a few more. We allow
-/// (log2(n) + 8)·eps32·Σ|x|. A naive running sum (error up to (n−1)·u·Σ|x|) fails it at
-/// large n on adversarial data (see the 0.1 × 1e6 case in the conformance suite).
+/// Σx. Bound: vgpu::tolerance::reduce_sum, (log2(n) + 8)·eps32·Σ|x|; a naive running sum fails
+/// it at large n on adversarial data (see the 0.1 × 1e6 case in the conformance suite).
 inline Reference sum_reference(const std::vector<float>& x) {
   double sum = 0, abs_sum = 0;
   for (float v : x) sum += v, abs_sum += std::abs(static_cast<double>(v));
-  const double levels = std::log2(static_cast<double>(x.size() < 2 ? 2 : x.size())) + 8.0;
-  return Reference{{sum}, {levels * kEps32 * abs_sum}};
+  return Reference{{sum}, {vgpu::tolerance::reduce_sum(x.size(), abs_sum)}};
 }
 
-/// Row-wise softmax. Bound: relative error ≤ 1e-5 per element. exp costs a few ulp and the
-/// final scale one rounding; the row sum of cols terms (each ≤ 1) costs ≤ depth·u, where depth
-/// is the summation tree's height: ≤ cols/8 + 3 levels (≈ 7.6e-6 at cols = 1000) for any
-/// implementation that keeps at least 8 partial sums, as SIMD lanes and GPU trees do. Plus
-/// 1e-37 absolute for results that underflow float32 (exp(−160) is 3e-70 in double but 0 or
-/// a flushed denormal in float).
+/// Row-wise softmax. Bound: vgpu::tolerance::softmax, 1e-5 relative per element plus 1e-37
+/// absolute for results that underflow float32.
 inline Reference softmax_reference(const std::vector<float>& x, std::size_t rows, std::size_t cols) {
   Reference r;
   r.value.resize(rows * cols);
@@ -160,7 +149,7 @@ inline Reference softmax_reference(const std::vector<float>& x, std::size_t rows
     for (std::size_t j = 0; j < cols; ++j) {
       const double v = std::exp(static_cast<double>(x[i * cols + j]) - mx) / sum;
       r.value[i * cols + j] = v;
-      r.bound[i * cols + j] = 1e-5 * v + 1e-37;
+      r.bound[i * cols + j] = vgpu::tolerance::softmax(v);
     }
   }
   return r;

@@ -2,7 +2,8 @@
 // tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
 // CPU device underneath (so results are right) with knobs the test turns while it runs:
 // latency added per dispatch (with optional noise and spikes, seeded differently in every
-// process, so that fresh processes see different noise) and per KiB a round trip moves, failures at compile, dispatch, allocation or (re)opening, losses
+// process, so that fresh processes see different noise) and per KiB a round trip moves, wrong
+// results, failures at compile, dispatch, allocation or (re)opening, losses
 // of the next few dispatches (and the test hook's simulated loss), a timeout that loses the
 // device, and a fingerprint
 // salt. Injected through RuntimeOptions::backends, it lets the selection tests decide which
@@ -11,6 +12,7 @@
 // devices forward to the CPU device, which is safe from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -46,6 +48,9 @@ struct TestDeviceKnobs {
   std::atomic<bool> fail_alloc{false};       ///< create_buffer throws out_of_memory
   std::atomic<int> lose_next{0};             ///< the next lose_next submits/round trips throw device_lost
   std::atomic<bool> fail_open{false};        ///< opening the device (again) throws unavailable
+  /// Its dispatches do nothing and every word a round trip reads back is 1.0f: fast and wrong,
+  /// as a device whose shader loops stop early (Mesa's software devices, issue 29) is.
+  std::atomic<bool> wrong_results{false};
   std::atomic<std::uint64_t> opens{0};       ///< times the device was opened
   std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
   std::atomic<int> noise_pct{0};    ///< each dispatch's latency times a random factor in [1-p%, 1+p%]
@@ -122,7 +127,7 @@ class TestDevice final : public ForwardingDevice {
   void submit(vgpu::RecordedBatchImpl& batch, const vgpu::Deadline& dl) override {
     auto& b = static_cast<TestBatch&>(batch);
     before_dispatch(b.dispatches);
-    inner_->submit(*b.inner, dl);
+    if (!knobs_->wrong_results) inner_->submit(*b.inner, dl);
   }
   void round_trip(std::span<const vgpu::HostWriteOp> writes, vgpu::RecordedBatchImpl* batch,
                   std::span<const vgpu::HostReadOp> reads, const vgpu::Deadline& dl) override {
@@ -132,7 +137,10 @@ class TestDevice final : public ForwardingDevice {
     for (const auto& w : writes) bytes += w.bytes;
     for (const auto& r : reads) bytes += r.bytes;
     wait_us(knobs_->ns_per_kib * bytes / 1024 / 1000);
-    inner_->round_trip(writes, b ? b->inner.get() : nullptr, reads, dl);
+    const bool wrong = knobs_->wrong_results;
+    inner_->round_trip(writes, b && !wrong ? b->inner.get() : nullptr, reads, dl);
+    if (wrong)
+      for (const auto& r : reads) std::fill_n(static_cast<float*>(r.out), r.bytes / sizeof(float), 1.0f);
   }
 
  private:

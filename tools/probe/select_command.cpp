@@ -51,7 +51,9 @@ nlohmann::ordered_json to_json(const Selection& s) {
                      {"seconds", c.seconds},
                      {"runs", c.runs},
                      {"demoted", c.demoted},
-                     {"note", c.note}});
+                     {"note", c.note},
+                     {"check", to_string(c.check)},
+                     {"check_error", c.check_error}});
   nlohmann::ordered_json j = json_document();
   j["op"] = s.op;
   j["shape"] = s.shape;

@@ -38,14 +38,30 @@ enum class SelectionSource {
 /// Returns "calibrated", "persisted", "forced", "fallback", "only" or "interim".
 VGPU_API const char* to_string(SelectionSource source) noexcept;
 
+/// What calibration's result check found for a candidate: its first call's outputs against a
+/// reference of the same op on the same inputs (docs/selection.md, "Result check").
+enum class ResultCheck {
+  unchecked,  ///< not run at a checked shape (predicted, ineligible, untimed), or no reference (a user
+              ///< kernel without a CPU dialect, or no vgpu CPU device to run it)
+  passed,     ///< every checked element within the op's tolerance (vgpu/tolerance.hpp)
+  wrong,      ///< a wrong result: never chosen for this op and size class (not eligible; note says how wrong)
+};
+
+/// Returns "unchecked", "passed" or "wrong".
+VGPU_API const char* to_string(ResultCheck check) noexcept;
+
 /// One device considered for an op at a size.
 struct VGPU_API SelectionCandidate {
   std::string device;         ///< "backend:index"
-  bool eligible = false;      ///< false: could not run it (see note)
+  bool eligible = false;      ///< false: could not run it, or computed it wrong (see note)
   double seconds = 0;         ///< median time of one call (uploads, dispatch, readback), or the prediction
   int runs = 0;               ///< timed runs at the real shape (0: predicted from a probe, or ineligible)
   bool demoted = false;       ///< failed for this op in this process
-  std::string note;           ///< why it was skipped, predicted or demoted
+  std::string note;           ///< why it was skipped, predicted, rejected or demoted
+  ResultCheck check = ResultCheck::unchecked;  ///< whether its result was checked, and how that went
+  /// The worst |result − reference| / tolerance over the checked elements (≤ 1: passed); 0 when
+  /// unchecked. Capped at 1e300 (a NaN or infinite result counts as the cap).
+  double check_error = 0;
 };
 
 /// A selection and why it was made.

@@ -24,5 +24,6 @@
 #include "vgpu/queue_pipeline_set.hpp"
 #include "vgpu/selection.hpp"
 #include "vgpu/sharded_database.hpp"
+#include "vgpu/tolerance.hpp"
 #include "vgpu/types.hpp"
 #include "vgpu/version.hpp"
