@@ -61,7 +61,7 @@ void dispatch_sleeping(vgpu::Device& device, std::atomic<int>* started, int slee
 /// A plan whose kernel doubles its input, out[i] = 2 * in[i], in groups of 1024. When in[0] is
 /// -1000 - t (t > 0), every workgroup first sleeps t ms: "slow" is data, so a slow call and a
 /// fast call of one PersistentKernel differ in nothing but their data (calibration's random
-/// inputs in [-1, 1) are always fast).
+/// inputs in [-0.5, 1) are always fast).
 vgpu::KernelPlan doubling_plan(std::uint64_t n) {
   vgpu::KernelPlan p;
   p.source.name = "test.doubling";

@@ -107,8 +107,10 @@ Selection order_candidates(const Request& r, Field field, Clock::time_point t0) 
   choose(s.candidates, stable, r.incumbent);
   s.device = s.candidates.front().device;
   s.candidates.insert(s.candidates.end(), field.skipped.begin(), field.skipped.end());
-  const auto eligible = std::count_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible; });
-  // Demoted devices count as eligible here (they could run it): only one left means "only".
+  // Demoted devices count as eligible here (they could run it): only one left means "only". So do
+  // rejected ones (they ran it, wrongly): their rejection is a measurement worth storing.
+  const auto eligible = std::count_if(s.candidates.begin(), s.candidates.end(),
+                                      [](auto& c) { return c.eligible || c.check == ResultCheck::wrong; });
   s.source = eligible == 1 ? SelectionSource::only : SelectionSource::calibrated;
   s.calibration_seconds = seconds_since(t0);
   return s;

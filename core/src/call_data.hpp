@@ -16,8 +16,8 @@
 
 namespace vgpu::detail {
 
-/// Host buffers for a plan's non-scratch tensors, in [-1, 1) for f32 and small integers
-/// otherwise (fixed seed), and the TensorArgs pointing at them.
+/// Host buffers for a plan's non-scratch tensors, in [-0.5, 1) for f32 (a mean of 0.25: see
+/// make_call_data) and small integers otherwise (fixed seed), and the TensorArgs pointing at them.
 struct CallData {
   std::vector<std::vector<std::uint64_t>> storage;  // 8-byte words: aligned for every dtype
   std::vector<TensorArg> args;

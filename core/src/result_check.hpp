@@ -6,7 +6,9 @@
 // wrong results as the fastest. Two kinds of reference:
 // - a built-in op: its exact value in double precision at sampled output elements (the cost stays
 //   bounded at any shape: at most ~4M multiply-adds for matmul), each with the op's tolerance from
-//   vgpu/tolerance.hpp, the bounds the conformance suite holds every device to;
+//   vgpu/tolerance.hpp, the bounds the conformance suite holds every device to (matmul: the
+//   tighter of its worst case and the probabilistic bound for random inputs, matmul_random(),
+//   since the worst case allows 100% error at k ≈ 4·10⁶);
 // - a user's op: every output element of the CPU device's run of its CPU dialect on the same
 //   inputs, within kUserRelTolerance (integers exactly).
 // Thread-safety: pure functions over their arguments.

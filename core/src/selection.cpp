@@ -23,15 +23,6 @@ const char* to_string(SelectionSource source) noexcept {
   return "unknown";
 }
 
-const char* to_string(ResultCheck check) noexcept {
-  switch (check) {
-    case ResultCheck::unchecked: return "unchecked";
-    case ResultCheck::passed: return "passed";
-    case ResultCheck::wrong: return "wrong";
-  }
-  return "unknown";
-}
-
 std::string Selection::describe() const {
   auto us = [](double s) {
     char buf[48];

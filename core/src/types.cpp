@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "vgpu/error.hpp"
+#include "vgpu/selection.hpp"
 
 // register_backend_name is declared in the backend-author header vgpu/backend/backend_names.hpp,
 // a layer above this one (docs/architecture.md, "Layers and targets"); it is defined here because
@@ -92,6 +93,17 @@ std::string_view to_string(DType dtype) noexcept {
     case DType::f32: return "f32";
     case DType::i32: return "i32";
     case DType::u32: return "u32";
+  }
+  return "unknown";
+}
+
+// Here, not in selection.cpp: the strict selection reader (selection_json.cpp, fuzzed on its own)
+// reads these names.
+const char* to_string(ResultCheck check) noexcept {
+  switch (check) {
+    case ResultCheck::unchecked: return "unchecked";
+    case ResultCheck::passed: return "passed";
+    case ResultCheck::wrong: return "wrong";
   }
   return "unknown";
 }

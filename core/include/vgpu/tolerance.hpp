@@ -25,6 +25,20 @@ constexpr double matmul(std::uint64_t k, double abs_dot) noexcept {
   return 2.0 * static_cast<double>(k) * kEps32 * abs_dot;
 }
 
+/// matmul on random inputs, as calibration's result check has them (vgpu/selection.hpp): the
+/// bound above grows as k and says nothing once k·kEps32 nears 1 (k ≈ 4·10⁶), where a sum that
+/// stopped early is well inside it. When the rounding errors are independent and of mean zero,
+/// as they are for random inputs, |err| ≤ λ·√k·u·Σ|a||b| (to first order) holds with probability
+/// at least 1 − 2k·exp(−λ²/2) for any summation order (Higham and Mary, "A new approach to
+/// probabilistic rounding error analysis", SIAM J. Sci. Comput. 41(5), 2019). Allowed: the smaller
+/// of matmul() and 16·√k·kEps32·Σ|a||b| (λ = 32: a false alarm is beyond any probability that
+/// matters), which a result short by a few thousand terms of a 10⁶-term sum of mean 0.06 exceeds.
+inline double matmul_random(std::uint64_t k, double abs_dot) noexcept {
+  const double probabilistic = 16.0 * std::sqrt(static_cast<double>(k)) * kEps32 * abs_dot;
+  const double worst = matmul(k, abs_dot);
+  return probabilistic < worst ? probabilistic : worst;
+}
+
 /// axpy, y = a·x + y, given |a·x| and |y| (the input y). Fused it costs one rounding (≤ u·|ax + y|),
 /// unfused two (≤ 2u(|ax| + |y|)). Allowed: 2·kEps32·(|ax| + |y|), at most 2 eps relative to the
 /// operands' magnitude, which cancellation in ax + y cannot make unfair.
