@@ -114,7 +114,7 @@ std::string to_json(const DeviceInfo& device, const OpShape& shape, const std::s
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (const Measured& m : measured) all.push_back({{"variant", m.variant}, {"median_us", m.median_seconds * 1e6}});
   j["measured"] = all;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // never throws on bytes
 }
 
 // The stored variant, or why the entry cannot be trusted (strict: every field has its type,
