@@ -72,7 +72,7 @@ detail::OpenedDir DiskStore::Impl::open_kind_path(EntryKind kind, bool create) c
 
 void DiskStore::Impl::warn_folder(const detail::OpenedDir& folder, EntryKind kind) const {
   const std::string what =
-      folder.path == kind_dir(kind) ? std::string(to_string(kind)) + " entries are" : "no compiled kernel is";
+      folder.path == kind_dir(kind) ? std::string(to_string(kind)) + " entries are not" : "no compiled kernel is";
   detail::warn_once("folder:" + folder.path.string(), "kernel cache folder '" + folder.path.string() +
                                                           "' is not usable (" + folder.problem + "); " + what +
                                                           " cached on disk. Fix: " + folder.fix + ".");
