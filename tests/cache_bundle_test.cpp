@@ -3,9 +3,13 @@
 // a round trip keeps every entry and fingerprint, and hostile bundles (truncated, wrong magic,
 // newer version, damaged or resealed payloads, path-unsafe names, huge sizes, conflicting
 // entries) are refused with a Fix hint and leave the target directory exactly as it was.
+#include <sys/stat.h>
+
 #include <cstring>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/cache_fixtures.hpp"
 #include "support/catch.hpp"
@@ -170,12 +174,128 @@ TEST_CASE("bundle: truncated, wrong magic, newer version and damaged manifests a
   Parts newer = Parts::of(bytes);
   newer.version = kCacheBundleVersion + 1;
   expect_refused(f, newer.seal(), "newer");
+  CHECK_THROWS_MATCHES(
+      f.import_bytes(newer.seal()), Error,
+      Catch::Matchers::Predicate<Error>([](const Error& e) { return e.category() == ErrorCategory::not_supported; },
+                                        "category not_supported"));
   auto flipped_manifest = bytes;
   flipped_manifest[40] ^= 0x01;
   expect_refused(f, flipped_manifest, "manifest checksum");
   auto extra = bytes;
   extra.push_back(0);
   expect_refused(f, extra, "after the last payload");
+}
+
+TEST_CASE("bundle: a manifest field missing or of the wrong JSON type is invalid_argument, never another exception") {
+  // A hostile tool reseals the manifest, so only the reader's typed checks stand between these
+  // values and nlohmann's type_error; expect_refused fails on any exception but vgpu::Error.
+  Fixture f;
+  const Parts good = Parts::of(test::read_bytes(f.file));
+  const std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>> edits = {
+      {"\"format\" is null", [](nlohmann::json& m) { m["format"] = nullptr; }},
+      {"\"format\" is an unsigned integer", [](nlohmann::json& m) { m["format"] = 0; }},
+      {"\"format\" is an array", [](nlohmann::json& m) { m["format"] = nlohmann::json::array(); }},
+      {"has no \"format\"", [](nlohmann::json& m) { m.erase("format"); }},
+      {"\"format\" is not \"vgpu-cache-bundle\"", [](nlohmann::json& m) { m["format"] = "vgpu-cache-bundle2"; }},
+      {"\"bundle_version\" is a string", [](nlohmann::json& m) { m["bundle_version"] = "1"; }},
+      {"\"bundle_version\" is not the header's", [](nlohmann::json& m) { m["bundle_version"] = 7; }},
+      {"\"cache_format\" is a negative integer", [](nlohmann::json& m) { m["cache_format"] = -1; }},
+      {"has no \"cache_format\"", [](nlohmann::json& m) { m.erase("cache_format"); }},
+      {"\"vgpu_version\" is a boolean", [](nlohmann::json& m) { m["vgpu_version"] = true; }},
+      {"\"entries\" is an object", [](nlohmann::json& m) { m["entries"] = nlohmann::json::object(); }},
+      {"manifest entry 1 is null", [](nlohmann::json& m) { m["entries"][1] = nullptr; }},
+      {"\"size\" is a string", [](nlohmann::json& m) { m["entries"][0]["size"] = "600"; }},
+      {"\"size\" is a number", [](nlohmann::json& m) { m["entries"][0]["size"] = 1.5; }},
+      {"\"cost_us\" is a negative integer", [](nlohmann::json& m) { m["entries"][2]["cost_us"] = -3; }},
+      {"\"kind\" is an unsigned integer", [](nlohmann::json& m) { m["entries"][0]["kind"] = 1; }},
+      {"has no \"xxh3\"", [](nlohmann::json& m) { m["entries"][1].erase("xxh3"); }},
+      {"\"fingerprint_text\" is an object",
+       [](nlohmann::json& m) {
+         m["entries"][0]["fingerprint_text"] = {{"a", 1}};
+       }},
+      {"its manifest is an array",
+       [](nlohmann::json& m) {
+         m = nlohmann::json::array({1, 2});
+       }},
+  };
+  for (const auto& [what, edit] : edits) {
+    INFO(what);
+    Parts p = good;
+    edit(p.manifest);
+    expect_refused(f, p.seal(), what);
+    try {
+      f.import_bytes(p.seal());
+    } catch (const Error& e) {
+      CHECK(e.category() == ErrorCategory::invalid_argument);
+    }
+  }
+}
+
+TEST_CASE("bundle: export leaves out an entry whose fingerprint text is not UTF-8, and exports the rest") {
+  // A manifest is JSON, which holds only UTF-8; such an entry (a driver's name in another
+  // encoding, a hand-made entry) used to make the export throw nlohmann's type_error.
+  Fixture f;
+  cache::DiskStore s(test::options_for(f.src));
+  const DeviceFingerprint latin1 = test::fingerprint("backend=test;device=caf\xe9;");
+  REQUIRE(s.store(EntryKind::spirv, cache::KernelKey{0x7777, 0x8888}, latin1, valid_spirv(300, 5), 10));
+  const CacheBundleReport r = export_cache_bundle(f.src, f.file);
+  CHECK(r.exported == 3);
+  CHECK(r.skipped == 1);
+  CHECK_THAT(only_entry(r, "skipped").reason, Catch::Matchers::ContainsSubstring("not UTF-8"));
+  CHECK(f.import(f.file).imported == 3);
+}
+
+TEST_CASE(
+    "bundle: export never replaces what is not a regular file, keeps a replaced file's mode, and writes to a stream") {
+  Fixture f;
+  const auto& dir = f.root.path;
+  const std::vector<std::uint8_t> other{'k', 'e', 'p', 't'};
+  test::write_bytes(dir / "target", other);
+  std::filesystem::create_symlink("target", dir / "link");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0644) == 0);
+  std::filesystem::create_directory(dir / "folder");
+  for (const char* name : {"link", "fifo", "folder"}) {
+    INFO(name);
+    const auto before = std::filesystem::symlink_status(dir / name).type();
+    try {
+      export_cache_bundle(f.src, dir / name);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.category() == ErrorCategory::invalid_argument);
+      CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("not a regular file"));
+      CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("Fix:"));
+    }
+    CHECK(std::filesystem::symlink_status(dir / name).type() == before);
+  }
+  CHECK(test::read_bytes(dir / "target") == other);
+
+  // A replaced file keeps its permission bits.
+  std::filesystem::permissions(dir / "target", std::filesystem::perms::owner_read |
+                                                   std::filesystem::perms::owner_write |
+                                                   std::filesystem::perms::others_read);
+  CHECK(export_cache_bundle(f.src, dir / "target").exported == 3);
+  CHECK(
+      (std::filesystem::status(dir / "target").permissions() & std::filesystem::perms::all) ==
+      (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write | std::filesystem::perms::others_read));
+  CHECK(test::read_bytes(dir / "target") == test::read_bytes(f.file));
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+
+  // A stream gets the same bytes; a failing one is an io error.
+  std::ostringstream out;
+  const CacheBundleReport r = export_cache_bundle(f.src, out);
+  CHECK(r.bundle == "-");
+  const std::string text = out.str();
+  CHECK(std::vector<std::uint8_t>(text.begin(), text.end()) == test::read_bytes(f.file));
+  std::ostringstream broken;
+  broken.setstate(std::ios::badbit);
+  try {
+    export_cache_bundle(f.src, broken);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.category() == ErrorCategory::io);
+    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("Fix:"));
+  }
 }
 
 TEST_CASE("bundle: a huge declared size is refused before anything is allocated") {

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/errors_test.cpp — every bad input throws vgpu::Error with the documented category and a
 // message ending in an actionable "Fix: " hint, and the device keeps working afterwards.
-#include "support/catch.hpp"
-
 #include <array>
 #include <cstddef>
 
-#include "vgpu/kernels/kernel_abi.hpp"
+#include "support/catch.hpp"
 #include "support/expect_error.hpp"
 #include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "support/scoped_env.hpp"
+#include "vgpu/inventory.hpp"
+#include "vgpu/kernels/kernel_abi.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vgpu_test {
@@ -211,6 +211,26 @@ TEST_CASE("errors: unknown ops, kernels, shapes and missing dialects", "[errors]
   REQUIRE_VGPU_ERROR(invalid_argument, "no name", device.compile(nameless));
   CHECK(db.size() == 0);
   require_usable(device);
+}
+
+TEST_CASE("errors: text that is not UTF-8 is vgpu's invalid_argument or comes out replaced, never nlohmann's error",
+          "[errors]") {
+  // An op name of a user's factory goes into the selection cache's JSON, which holds only UTF-8:
+  // refused up front, before any calibration (nlohmann used to throw type_error 316 mid-way).
+  const vgpu::PlanFactory axpy = [](const vgpu::DeviceInfo& d, const vgpu::Shape& shape) {
+    return vgpu::ops::axpy(d, shape.at(0));
+  };
+  const std::string op = "my_axpy_\xff";
+  REQUIRE_VGPU_ERROR(invalid_argument, "is not UTF-8", vgpu::Runtime::global().explain(op, {4096}, axpy));
+  REQUIRE_VGPU_ERROR(invalid_argument, "is not UTF-8", vgpu::Runtime::global().select(op, {4096}, axpy));
+  // A device name as a driver might report it (Latin-1): the inventory's JSON says U+FFFD there.
+  vgpu::DeviceInfo info = cpu().info();
+  info.name = "caf\xe9";
+  std::string text;
+  REQUIRE_NOTHROW(text = vgpu::inventory_json(info));
+  CHECK_THAT(text, Catch::Matchers::ContainsSubstring("caf\xef\xbf\xbd"));
+  REQUIRE_NOTHROW(text = vgpu::inventory_json({}, {info}, 2));
+  CHECK_THAT(text, Catch::Matchers::ContainsSubstring("caf\xef\xbf\xbd"));
 }
 
 TEST_CASE("errors: bad VGPU_BACKEND, unknown device ids", "[errors]") {

@@ -8,8 +8,8 @@
 //   selection/ persisted selection JSON (a real calibration on test devices, one of which
 //              computes wrong, and an "only" one)
 //   l2_entry/  one flag byte + a real entry file of each kind (flags 0: as is; 7: resealed)
+//   bundle/    a real bundle of those entries (flag 1: the file; 2: manifest, NUL, payloads)
 // tools/dev.sh fuzz and test run this first, then the fuzz targets on these folders.
-#include "support/catch.hpp"
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -17,14 +17,17 @@
 #include <string>
 #include <vector>
 
-#include "vgpu/kernels/glsl_source.hpp"
 #include "selection_json.hpp"
+#include "selection_store.hpp"
 #include "support/cache_fixtures.hpp"
+#include "support/catch.hpp"
 #include "support/scale_add_kernel.hpp"
 #include "support/test_backend.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/payload_check.hpp"
 #include "vgpu/cache/precompiled.hpp"
+#include "vgpu/cache_bundle.hpp"
+#include "vgpu/kernels/glsl_source.hpp"
 #include "vgpu/vgpu.hpp"
 #if VGPU_WITH_VULKAN
 #include "vgpu/shader/shader_tools.hpp"
@@ -93,6 +96,37 @@ std::vector<std::uint32_t> scale_add_spirv() {
 #endif
 }
 
+/// Stores a real entry of every kind (the SPIR-V only with the Vulkan backend) for runtime's
+/// first device; returns how many.
+std::uint64_t store_every_kind(vgpu::cache::DiskStore& store, vgpu::Runtime& runtime) {
+  const vgpu::DeviceFingerprint fp = runtime.devices().at(0).fingerprint;
+  vgpu::Selection s = runtime.explain("axpy", {1000});
+  Bytes pipeline_cache(32, 0);
+  pipeline_cache[0] = 32, pipeline_cache[4] = 1;  // a header-only VkPipelineCache blob, as lavapipe writes
+  const std::string ptx =
+      std::string(".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n") + '\0';
+  Bytes gl_binary = {0x41, 0x87, 0, 0};  // a format word, then the driver's bytes
+  for (int i = 0; i < 64; ++i) gl_binary.push_back(static_cast<std::uint8_t>(i * 7));
+  const std::vector<std::pair<EntryKind, Bytes>> payloads = {{EntryKind::spirv, bytes_of(scale_add_spirv())},
+                                                             {EntryKind::vk_pipeline_cache, pipeline_cache},
+                                                             {EntryKind::gl_program_binary, gl_binary},
+                                                             {EntryKind::cuda_binary, bytes_of(ptx)}};
+  std::uint64_t i = 0;
+  for (const auto& [kind, payload] : payloads) {
+    if (payload.empty()) continue;  // no SPIR-V without the Vulkan backend
+    // A pipeline cache's key is derived from its fingerprint, as the Vulkan backend derives it.
+    const vgpu::cache::KernelKey key = kind == EntryKind::vk_pipeline_cache
+                                           ? vgpu::cache::KernelKey{vgpu::cache::hash64("vk-pipeline-cache"), fp.hash}
+                                           : vgpu::cache::KernelKey{0x5eed, i + 1};
+    REQUIRE(store.store(kind, key, fp, payload, 100));
+    ++i;
+  }
+  // A selection, stored as the runtime stores one: under its key text.
+  vgpu::detail::store_selection(store,
+                                "select;op=axpy;class=10;devices=" + runtime.devices().at(0).id() + "=" + fp.hex(), s);
+  return i + 1;
+}
+
 }  // namespace
 
 TEST_CASE("every SPIR-V vgpu produces passes the payload and interface checks (and seeds the spirv corpus)",
@@ -150,25 +184,7 @@ TEST_CASE("real entries of every kind pass DiskStore::list(true) (and seed the l
   vgpu::test::TempDir tmp("corpus-");
   vgpu::cache::DiskStore store(vgpu::test::options_for(tmp.path));
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::cpu));
-  const vgpu::DeviceFingerprint fp = runtime.devices().at(0).fingerprint;
-  vgpu::Selection s = runtime.explain("axpy", {1000});
-  Bytes pipeline_cache(32, 0);
-  pipeline_cache[0] = 32, pipeline_cache[4] = 1;  // a header-only VkPipelineCache blob, as lavapipe writes
-  const std::string ptx =
-      std::string(".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n") + '\0';
-  Bytes gl_binary = {0x41, 0x87, 0, 0};  // a format word, then the driver's bytes
-  for (int i = 0; i < 64; ++i) gl_binary.push_back(static_cast<std::uint8_t>(i * 7));
-  const std::vector<std::pair<EntryKind, Bytes>> payloads = {
-      {EntryKind::spirv, bytes_of(scale_add_spirv())},
-      {EntryKind::vk_pipeline_cache, pipeline_cache},
-      {EntryKind::gl_program_binary, gl_binary},
-      {EntryKind::cuda_binary, bytes_of(ptx)},
-      {EntryKind::selection, bytes_of(vgpu::detail::selection_to_json(s))}};
-  std::uint64_t i = 0;
-  for (const auto& [kind, payload] : payloads) {
-    if (payload.empty()) continue;  // no SPIR-V without the Vulkan backend
-    REQUIRE(store.store(kind, vgpu::cache::KernelKey{0x5eed, ++i}, fp, payload, 100));
-  }
+  store_every_kind(store, runtime);
   const auto listed = store.list(true);
   REQUIRE(!listed.empty());
   for (const auto& e : listed) {
@@ -183,6 +199,39 @@ TEST_CASE("real entries of every kind pass DiskStore::list(true) (and seed the l
       write_seed("l2_entry", std::string(to_string(e.kind)) + "-" + std::to_string(flags) + ".bin", seed);
     }
   }
+}
+
+TEST_CASE("a real bundle of entries of every kind imports whole (and seeds the bundle corpus)", "[fuzz][corpus]") {
+  vgpu::test::TempDir tmp("corpus-bundle-");
+  vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::cpu));
+  std::uint64_t stored = 0;
+  {
+    vgpu::cache::DiskStore store(vgpu::test::options_for(tmp.path / "src"));
+    stored = store_every_kind(store, runtime);
+  }
+  const vgpu::CacheBundleReport exported = vgpu::export_cache_bundle(tmp.path / "src", tmp.path / "all.vgb");
+  REQUIRE(exported.exported == stored);
+  const vgpu::CacheBundleReport imported =
+      vgpu::import_cache_bundle(tmp.path / "all.vgb", tmp.path / "dst",
+                                std::vector<vgpu::DeviceFingerprint>{runtime.devices().at(0).fingerprint});
+  CHECK(imported.imported == stored);
+  CHECK(imported.rejected == 0);
+  // The seeds, in vgpu-fuzz-bundle's input format (tests/fuzz/bundle_fuzz.cpp): flag 1 and the
+  // file as is; flag 2 and the manifest, a NUL and the payloads (the harness reseals them).
+  std::ifstream in(tmp.path / "all.vgb", std::ios::binary);
+  const Bytes file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(file.size() >= 32);
+  std::uint64_t manifest = 0;
+  for (int i = 7; i >= 0; --i) manifest = manifest << 8 | file[16 + i];
+  REQUIRE(32 + manifest <= file.size());
+  Bytes raw{1};
+  raw.insert(raw.end(), file.begin(), file.end());
+  write_seed("bundle", "every-kind-raw.bin", raw);
+  Bytes parts{2};
+  parts.insert(parts.end(), file.begin() + 32, file.begin() + 32 + static_cast<std::ptrdiff_t>(manifest));
+  parts.push_back(0);
+  parts.insert(parts.end(), file.begin() + 32 + static_cast<std::ptrdiff_t>(manifest), file.end());
+  write_seed("bundle", "every-kind-parts.bin", parts);
 }
 
 }  // namespace vgpu_test

@@ -5,7 +5,7 @@
     probe_cli_test.py <check> <path-to-vgpu-probe>
 
 check is one of inventory_json, select_json, bench_json, errors, exit_codes, json_anywhere,
-vulkaninfo, cache_untrusted. Each JSON output is parsed and its required fields are checked for
+vulkaninfo, cache_untrusted, cache_export, cache_import_errors. Each JSON output is parsed and its required fields are checked for
 presence and type ("schema": 1 first, unknown values null; docs/probe.md); a failed check raises
 (exit 1) with what was wrong and the probe's output. exit_codes runs one case of each code
 `vgpu-probe --help` documents; json_anywhere gives --json before and after each subcommand;
@@ -13,12 +13,21 @@ vulkaninfo cross-checks the Vulkan devices' fields against `vulkaninfo --json` (
 why, when vulkaninfo or a Vulkan device is missing). cache_untrusted plants symlinked
 folders, FIFOs, sockets, devices and a read-only directory in private cache directories and
 checks that `vgpu-probe cache` never deletes outside them, never hangs, and says what it left.
+cache_export gives `cache export` a FIFO, a symlink, a directory and a character device of its
+own as FILE (each refused and kept), `-` (standard output), an existing file (its mode kept) and a
+file size limit (no temp file left); cache_import_errors imports bundles whose manifest has a
+field of the wrong JSON type, or of a newer version (exit 2, never 4).
 """
+import ctypes
+import ctypes.util
 import json
 import os
+import resource
 import shutil
+import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -538,9 +547,197 @@ def cache_untrusted(probe):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def bundle_env(cache_dir):
+    """The environment of a `cache export|import` run on cache_dir: CPU devices only (fast)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VGPU_CACHE_DISABLE", "VGPU_CACHE_MAX_BYTES",
+                                                            "VGPU_DEVICE")}
+    env.update(VGPU_CACHE_DIR=cache_dir, VGPU_BACKEND="cpu", VGPU_CPU_DEVICES="2")
+    return env
+
+
+def probe_run(probe, args, env, expect, stdout=subprocess.PIPE, preexec_fn=None):
+    """Runs the probe with env (30 s: a hang fails); checks the exit code; returns the process."""
+    try:
+        p = subprocess.run([probe, *args], env=env, stdout=stdout, stderr=subprocess.PIPE, timeout=30,
+                           preexec_fn=preexec_fn)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"vgpu-probe {' '.join(args)} did not finish in 30 s (it hangs)") from None
+    err = p.stderr.decode(errors="replace")
+    if p.returncode != expect:
+        out = p.stdout.decode(errors="replace") if isinstance(p.stdout, bytes) else ""
+        raise AssertionError(f"vgpu-probe {' '.join(args)} exited {p.returncode}, expected {expect}\n{out}{err}")
+    p.err = err
+    return p
+
+
+def filled_cache(probe, work):
+    """A cache directory holding a few entries (device selections of the two CPU devices)."""
+    cache = os.path.join(work, "cache")
+    env = bundle_env(cache)
+    probe_run(probe, ["select", "matmul", "64"], env, 0)
+    entries = json.loads(probe_run(probe, ["cache", "stats", "--json"], env, 0).stdout)["entries"]
+    if entries < 1:
+        raise AssertionError(f"`select matmul 64` left {entries} entries in {cache}; the export checks need some")
+    return cache, env, entries
+
+
+def temp_leftovers(folder):
+    """The export temp files (FILE.tmp-*) left in folder."""
+    return [n for n in os.listdir(folder) if ".tmp-" in n]
+
+
+def cache_export(probe):
+    """`cache export FILE` never replaces what is not a regular file (exit 2, a Fix, the thing kept),
+    writes `-` to stdout (a bundle that imports), keeps a replaced file's mode, gives a new one
+    0666 less the umask, and leaves no temp file behind when writing fails."""
+    work = tempfile.mkdtemp(prefix="probe-export-")
+    try:
+        cache, env, entries = filled_cache(probe, work)
+        out = os.path.join(work, "out")
+        os.makedirs(out)
+
+        # 1. Things that are not regular files: refused before anything is written, and kept.
+        fifo = os.path.join(out, "fifo")
+        os.mkfifo(fifo)
+        target = os.path.join(out, "target.vgb")
+        with open(target, "wb") as f:
+            f.write(b"the link's target")
+        link = os.path.join(out, "link.vgb")
+        os.symlink("target.vgb", link)
+        folder = os.path.join(out, "folder")
+        os.mkdir(folder)
+        refused = {fifo: ("a FIFO", stat.S_ISFIFO), link: ("a symbolic link", stat.S_ISLNK),
+                   folder: ("a directory", stat.S_ISDIR)}
+        try:
+            node = os.path.join(out, "null")
+            os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers, in our folder
+            refused[node] = ("a character device", stat.S_ISCHR)
+        except PermissionError as e:
+            print(f"cache_export: no character device of our own: mknod needs CAP_MKNOD ({e})")
+        if not os.access("/dev", os.W_OK):
+            # Only where /dev cannot be written: whatever the code does, /dev/null cannot be replaced.
+            refused["/dev/null"] = ("a character device", stat.S_ISCHR)
+        for path, (what, is_kind) in refused.items():
+            p = probe_run(probe, ["cache", "export", path], env, 2)
+            require_in(p.err, [path, what, "not a regular file", "Fix:"], f"export to {what}")
+            if not is_kind(os.lstat(path).st_mode):
+                raise AssertionError(f"export to {what} {path} changed it: {stat.filemode(os.lstat(path).st_mode)}")
+            e = json.loads(probe_run(probe, ["cache", "export", path, "--json"], env, 2).stdout)
+            require_schema(e, "error document")
+            if e["error"]["exit_code"] != 2 or e["error"]["category"] != "invalid_argument":
+                raise AssertionError(f"export to {what} --json: {e}")
+        with open(target, "rb") as f:
+            if f.read() != b"the link's target":
+                raise AssertionError("export to a symlink changed the file it points to")
+        if temp_leftovers(out):
+            raise AssertionError(f"refused exports left temp files: {temp_leftovers(out)}")
+
+        # 2. `-`: the bundle on stdout, the report on stderr; the bundle imports whole.
+        bundle = os.path.join(work, "stdout.vgb")
+        with open(bundle, "wb") as f:
+            p = probe_run(probe, ["cache", "export", "-"], env, 0, stdout=f)
+        require_in(p.err, [f"exported {entries} entr", "to standard output"], "export -")
+        fresh = os.path.join(work, "fresh")
+        doc = json.loads(probe_run(probe, ["cache", "import", bundle, "--json"], bundle_env(fresh), 0).stdout)
+        if doc["imported"] != entries or doc["rejected"] != 0:
+            raise AssertionError(f"the bundle export - wrote does not import whole ({entries} entries): {doc}")
+        probe_run(probe, ["cache", "export", "-", "--json"], env, 2, stdout=subprocess.DEVNULL)
+        with open("/dev/full", "wb") as full:  # a write error on stdout: exit 3 with a Fix
+            p = probe_run(probe, ["cache", "export", "-"], env, 3, stdout=full)
+        require_in(p.err, ["No space left on device", "Fix:"], "export - > /dev/full")
+
+        # 3. Modes: a replaced file keeps its own, a new one gets 0666 less the umask.
+        kept = os.path.join(out, "kept.vgb")
+        with open(kept, "wb") as f:
+            f.write(b"an old bundle")
+        os.chmod(kept, 0o604)
+        probe_run(probe, ["cache", "export", kept], env, 0)
+        if stat.S_IMODE(os.stat(kept).st_mode) != 0o604:
+            raise AssertionError(f"a replaced bundle has mode {oct(os.stat(kept).st_mode)}, not its old 0604")
+        doc = json.loads(probe_run(probe, ["cache", "import", kept, "--json"], bundle_env(os.path.join(work, "f2")), 0)
+                         .stdout)
+        if doc["imported"] != entries:
+            raise AssertionError(f"the replaced bundle does not import whole: {doc}")
+        new = os.path.join(out, "new.vgb")
+        probe_run(probe, ["cache", "export", new], env, 0, preexec_fn=lambda: os.umask(0o027))
+        if stat.S_IMODE(os.stat(new).st_mode) != 0o640:
+            raise AssertionError(f"a new bundle under umask 027 has mode {oct(os.stat(new).st_mode)}, not 0640")
+
+        # 4. A write that fails (the file size limit, with SIGXFSZ ignored so write() says EFBIG):
+        # exit 3 with a Fix, the old file untouched, no temp file left.
+        def small_files():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+        with open(kept, "rb") as f:
+            before = f.read()
+        p = probe_run(probe, ["cache", "export", kept], env, 3, preexec_fn=small_files)
+        require_in(p.err, ["File too large", "Fix:"], "export with a 64-byte file size limit")
+        with open(kept, "rb") as f:
+            if f.read() != before:
+                raise AssertionError("a failed export changed the existing bundle")
+        if temp_leftovers(out):
+            raise AssertionError(f"a failed export left its temp file: {temp_leftovers(out)}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def xxh3_64(data):
+    """XXH3_64bits(data), the bundle's checksum, from the libxxhash vgpu links."""
+    lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    lib.XXH3_64bits.restype = ctypes.c_uint64
+    lib.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    return lib.XXH3_64bits(data, len(data))
+
+
+def bundle_bytes(manifest, version=1):
+    """A bundle of no payloads around manifest (a dict, or raw text), sealed with a valid checksum."""
+    text = (manifest if isinstance(manifest, str) else json.dumps(manifest)).encode()
+    return (b"VGPUBNDL" + struct.pack("<IIQQ", version, 0, len(text), xxh3_64(text)) + text)
+
+
+def cache_import_errors(probe):
+    """A bundle whose manifest has a field of the wrong JSON type, or of a newer version, is a bad
+    FILE: exit 2 with a Fix (never 4, a bug), with --json an error document, and nothing imported."""
+    work = tempfile.mkdtemp(prefix="probe-import-")
+    try:
+        good = {"format": "vgpu-cache-bundle", "bundle_version": 1, "cache_format": 1, "vgpu_version": "0.1.0",
+                "entries": []}
+        cases = {"format 0": (dict(good, format=0), "invalid_argument", "\"format\""),
+                 "format null": (dict(good, format=None), "invalid_argument", "\"format\""),
+                 "no format": ({k: v for k, v in good.items() if k != "format"}, "invalid_argument", "\"format\""),
+                 "entries null": (dict(good, entries=None), "invalid_argument", "\"entries\""),
+                 "cache_format text": (dict(good, cache_format="1"), "invalid_argument", "\"cache_format\""),
+                 "an entry's size text": (dict(good, entries=[{"kind": "spirv", "key": "0" * 32, "fingerprint": "0" * 16,
+                                                               "fingerprint_text": "x", "size": "4", "xxh3": "0" * 16,
+                                                               "cost_us": 1}]), "invalid_argument", "\"size\""),
+                 "a manifest array": ("[1, 2]", "invalid_argument", "not a JSON object"),
+                 "version 2": (good, "not_supported", "newer")}
+        for name, (manifest, category, words) in cases.items():
+            bundle = os.path.join(work, "bad.vgb")
+            with open(bundle, "wb") as f:
+                f.write(bundle_bytes(manifest, version=2 if name == "version 2" else 1))
+            target = os.path.join(work, "untouched")
+            p = probe_run(probe, ["cache", "import", bundle], bundle_env(target), 2)
+            require_in(p.err, [words, "Fix:", f"error ({category})"], f"import of a bundle with {name}")
+            e = json.loads(probe_run(probe, ["cache", "import", bundle, "--json"], bundle_env(target), 2).stdout)
+            require_schema(e, "error document")
+            if e["error"]["exit_code"] != 2 or e["error"]["category"] != category:
+                raise AssertionError(f"import of a bundle with {name} --json: {e}")
+            if os.path.exists(target):
+                raise AssertionError(f"a refused import ({name}) created the cache directory")
+        # The good manifest itself imports (the cases above differ from it in one field each).
+        with open(bundle, "wb") as f:
+            f.write(bundle_bytes(good))
+        probe_run(probe, ["cache", "import", bundle], bundle_env(os.path.join(work, "ok")), 0)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+CHECKS = ("inventory_json", "select_json", "bench_json", "errors", "exit_codes", "json_anywhere", "vulkaninfo",
+          "cache_untrusted", "cache_export", "cache_import_errors")
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("inventory_json", "select_json", "bench_json", "errors",
-                                                 "exit_codes", "json_anywhere", "vulkaninfo", "cache_untrusted"):
+    if len(sys.argv) != 3 or sys.argv[1] not in CHECKS:
         sys.exit(__doc__)
     globals()[sys.argv[1]](sys.argv[2])
     print(f"probe {sys.argv[1]}: ok")

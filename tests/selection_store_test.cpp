@@ -145,6 +145,17 @@ TEST_CASE("the selection reader refuses every field out of range or of the wrong
   CHECK(back->candidates[2].check == vgpu::ResultCheck::unchecked);
   CHECK(back->source == vgpu::SelectionSource::persisted);
 
+  // A note is a device's error text, which can quote non-UTF-8 bytes (a compile log of a
+  // Latin-1 source): written replaced, never nlohmann's type_error, and read back.
+  vgpu::Selection bytes = s;
+  bytes.candidates[1].note = "failed: caf\xe9";
+  std::string text;
+  REQUIRE_NOTHROW(text = vgpu::detail::selection_to_json(bytes));
+  const auto replaced = vgpu::detail::selection_from_json(text, &why);
+  INFO(why);
+  REQUIRE(replaced);
+  CHECK(replaced->candidates[1].note == "failed: caf\xef\xbf\xbd");
+
   const json base = json::parse(good);
   const std::vector<std::tuple<std::string, std::function<void(json&)>, std::string>> cases = {
       {"runs 1e300", [](json& j) { j["candidates"][0]["runs"] = 1e300; }, "\"runs\" is not a non-negative integer"},

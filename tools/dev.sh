@@ -55,7 +55,7 @@ COMPAT_PACKAGES=(libcatch2-dev libxsimd-dev xtl-dev)
 # runtime, config, runtime_options, glsl, l2_store, l2_payload).
 COMPAT_TESTS='^(conformance\.cpu|queue\.cpu|device_fault\.cpu|cpu\.|errors\.|l1_cache\.|reflection\.|cpu_spec\.|kernel_db\.|runtime\.|config\.|runtime_options\.|glsl\.|l2_store\.|l2_payload\.)'
 # The libFuzzer targets (tests/fuzz/<name>_fuzz.cpp → build-fuzz/bin/vgpu-fuzz-<name>).
-FUZZ_TARGETS=(l2_entry selection spirv)
+FUZZ_TARGETS=(l2_entry selection spirv bundle)
 CI_FUZZ_SECONDS=30
 START_NS=$(date +%s%N)
 TEMP_DIRS=()

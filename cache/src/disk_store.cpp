@@ -72,7 +72,7 @@ detail::OpenedDir DiskStore::Impl::open_kind_path(EntryKind kind, bool create) c
 
 void DiskStore::Impl::warn_folder(const detail::OpenedDir& folder, EntryKind kind) const {
   const std::string what =
-      folder.path == kind_dir(kind) ? std::string(to_string(kind)) + " entries are" : "no compiled kernel is";
+      folder.path == kind_dir(kind) ? std::string(to_string(kind)) + " entries are not" : "no compiled kernel is";
   detail::warn_once("folder:" + folder.path.string(), "kernel cache folder '" + folder.path.string() +
                                                           "' is not usable (" + folder.problem + "); " + what +
                                                           " cached on disk. Fix: " + folder.fix + ".");
@@ -263,6 +263,14 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
   const std::string name = Impl::entry_name(key);
   const fs::path path = s.entry_path(kind, key);
   const std::string prefix = std::string(detail::kTempPrefix) + key.hex() + "-";
+  // A full disk (or quota) gets one eviction to make room and one more try (docs/cache-format.md,
+  // "A full disk"); retry says whether to try again after the errno e.
+  bool made_room = false;
+  const auto retry_when_full = [&](int e) { return s.retry_after_full(e, file_bytes, made_room); };
+  const auto full_note = [&](int e) {
+    return made_room && (e == ENOSPC || e == EDQUOT) ? std::string(" (also after evicting older entries to make room)")
+                                                     : std::string();
+  };
   // More attempts when the folders vanished under us (a concurrent rm -rf of the cache):
   // they are made again, with the same no-symlink rule.
   for (int attempt = 0;; ++attempt) {
@@ -281,11 +289,14 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
     if (fd < 0) {
       const int e = errno;
       if (e == ENOENT && !last) continue;
-      return s.write_failed("cannot create a temp file in " + s.kind_dir(kind).string() + ": " + errno_text(e));
+      if (retry_when_full(e)) continue;
+      return s.write_failed("cannot create a temp file in " + s.kind_dir(kind).string() + ": " + errno_text(e) +
+                            full_note(e));
     }
-    bool ok =
-        detail::write_all(fd, header.data(), header.size()) && detail::write_all(fd, payload.data(), payload.size());
-    int err = ok ? 0 : errno;
+    int err = detail::write_fault(s.kind_dir(kind), file_bytes);  // 0 unless a test simulates a failure
+    bool ok = err == 0 && detail::write_all(fd, header.data(), header.size()) &&
+              detail::write_all(fd, payload.data(), payload.size());
+    if (!ok && err == 0) err = errno;
     ::fchmod(fd, 0644);
     if (::close(fd) != 0 && ok) ok = false, err = errno;
     struct stat there;
@@ -300,7 +311,8 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
     if (!ok) {
       ::unlinkat(dir.fd.get(), temp.c_str(), 0);
       if (err == ENOENT && !last) continue;
-      return s.write_failed("writing " + path.string() + ": " + errno_text(err));
+      if (retry_when_full(err)) continue;
+      return s.write_failed("writing " + path.string() + ": " + errno_text(err) + full_note(err));
     }
     break;
   }

@@ -16,6 +16,7 @@
 #include "disk_store_impl.hpp"
 #include "payload_check.hpp"
 #include "vgpu/cache/disk_store.hpp"
+#include "vgpu/log.hpp"
 
 namespace vgpu::cache {
 namespace fs = std::filesystem;
@@ -216,7 +217,29 @@ void DiskStore::Impl::evict() {
   }
 }
 
-void DiskStore::Impl::evict_pass() {
+bool DiskStore::Impl::retry_after_full(int e, std::uint64_t bytes, bool& made_room) {
+  if (e != ENOSPC && e != EDQUOT) return false;
+  {
+    std::lock_guard lock(mutex);
+    if (made_room) full_gave_up = true;  // evicting made room, and still no space: it goes elsewhere
+    if (full_gave_up) return false;
+  }
+  made_room = true;
+  const std::uint64_t evictions_before = stats_evictions();
+  const std::uint64_t freed = evict_pass(bytes);
+  log(LogLevel::info, "kernel cache: " + root.string() + " is on a full disk (" + errno_text(e) + "); evicted " +
+                          std::to_string(stats_evictions() - evictions_before) + " older entries (" +
+                          std::to_string(freed) + " bytes) to make room for a " + std::to_string(bytes) +
+                          "-byte entry, writing it again");
+  return freed > 0;
+}
+
+std::uint64_t DiskStore::Impl::stats_evictions() const {
+  std::lock_guard lock(mutex);
+  return stats.evictions;
+}
+
+std::uint64_t DiskStore::Impl::evict_pass(std::uint64_t min_free) {
   struct Candidate {
     std::size_t kind = 0;
     std::string name, path;
@@ -251,9 +274,12 @@ void DiskStore::Impl::evict_pass() {
         all.push_back(std::move(c));
       },
       [](auto&&...) {});
-  const std::uint64_t target = options.max_bytes - options.max_bytes / 10;
+  // Over the cap: down to 90% of it. To make room on a full disk: min_free bytes at least.
+  std::uint64_t target = total > options.max_bytes ? options.max_bytes - options.max_bytes / 10 : total;
+  if (min_free > 0) target = std::min(target, total - std::min(total, min_free));
+  std::uint64_t freed = 0;
   std::unordered_set<std::string> removed;
-  if (total > options.max_bytes) {
+  if (total > target) {
     // a before b when cost_a / bytes_a < cost_b / bytes_b, compared exactly.
     __extension__ using u128 = unsigned __int128;
     std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
@@ -271,6 +297,7 @@ void DiskStore::Impl::evict_pass() {
       else if (e != ENOENT)
         continue;  // still there: still counts
       total -= c.file_bytes;
+      freed += c.file_bytes;  // gone, by us or another process: its space is free either way
     }
   }
   std::lock_guard lock(mutex);
@@ -285,6 +312,7 @@ void DiskStore::Impl::evict_pass() {
   bytes_of = std::move(fresh);
   total_bytes = fresh_total;
   scanned = true;
+  return freed;
 }
 
 std::vector<DiskEntryInfo> DiskStore::list(bool verify) const {

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
@@ -20,6 +21,17 @@ namespace vgpu::cache::detail {
 namespace fs = std::filesystem;
 
 std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+namespace {
+std::atomic<WriteFault> g_write_fault{nullptr};
+}  // namespace
+
+void set_write_fault(WriteFault fault) noexcept { g_write_fault.store(fault); }
+
+int write_fault(const fs::path& kind_dir, std::uint64_t file_bytes) noexcept {
+  const WriteFault fault = g_write_fault.load();
+  return fault ? fault(kind_dir, file_bytes) : 0;
+}
 
 Fd& Fd::operator=(Fd&& other) noexcept {
   if (this != &other) {

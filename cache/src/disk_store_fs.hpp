@@ -106,6 +106,16 @@ Problem type_problem(mode_t mode);
 /// when it cannot.
 int make_temp_at(int dirfd, const std::string& prefix, std::string& name);
 
+/// A test's stand-in for the file system's answer to an entry write (tests/l2_full_disk_test.cpp
+/// simulates a full disk with it): store() calls it before it writes an entry of file_bytes
+/// into the kind folder kind_dir, and takes a nonzero return as that write's errno (nothing is
+/// written). Without one (the default) the disk answers.
+using WriteFault = int (*)(const std::filesystem::path& kind_dir, std::uint64_t file_bytes);
+/// Installs fault (null: none) for every store of this process; thread-safe.
+void set_write_fault(WriteFault fault) noexcept;
+/// Returns the installed fault's answer for a write, or 0 when none is installed; thread-safe.
+int write_fault(const std::filesystem::path& kind_dir, std::uint64_t file_bytes) noexcept;
+
 /// Returns whether name is an entry file's name: 32 lower-case hex digits + ".vgc".
 bool is_entry_name(std::string_view name) noexcept;
 /// Returns whether name is a writer's temp file's name: ".tmp-" + 32 lower-case hex digits +

@@ -49,6 +49,7 @@ struct DiskStore::Impl {
   std::uint64_t total_bytes = 0;
   bool warned_write_failure = false;
   bool evicting = false, evict_again = false;  // one evicting thread per store at a time
+  bool full_gave_up = false;                   // evicting did not make room on a full disk once: no more tries
 
   std::filesystem::path kind_dir(EntryKind kind) const { return root / std::string(to_string(kind)); }
   static std::string entry_name(const KernelKey& key) { return key.hex() + std::string(detail::kEntrySuffix); }
@@ -88,9 +89,17 @@ struct DiskStore::Impl {
   /// (another thread's) asks it for one more pass instead of waiting.
   void evict();
   /// Deletes entries, cheapest to rebuild per byte first (ties: least recently used), until
-  /// the entry files take at most 90% of max_bytes. Rescans the directory, so entries written
-  /// by other processes count too.
-  void evict_pass();
+  /// the entry files take at most 90% of max_bytes, and (min_free > 0) until at least
+  /// min_free bytes of entry files are gone. Rescans the directory, so entries written by other
+  /// processes count too. Returns the bytes of the entry files that are gone.
+  std::uint64_t evict_pass(std::uint64_t min_free = 0);
+  /// After a store's write failed with errno e: on a full disk or quota (ENOSPC, EDQUOT) the
+  /// first time for this store (made_room false), evicts at least bytes of entries
+  /// (evict_pass) and returns true to say "write again"; a second full-disk failure of that
+  /// store means the space goes elsewhere, and this store evicts for a full disk no more.
+  bool retry_after_full(int e, std::uint64_t bytes, bool& made_room);
+  /// Returns stats.evictions (takes the mutex).
+  std::uint64_t stats_evictions() const;
 };
 
 }  // namespace vgpu::cache

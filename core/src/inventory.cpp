@@ -169,9 +169,15 @@ std::string inventory_text(const std::vector<BackendStatus>& backends, const std
   return os.str();
 }
 
-std::string inventory_json(const BackendStatus& backend) { return backend_object(backend).dump(); }
+// Driver-reported names and reasons may hold any bytes: non-UTF-8 ones come out as U+FFFD
+// rather than as nlohmann's type_error.
+constexpr auto kReplace = nlohmann::ordered_json::error_handler_t::replace;
 
-std::string inventory_json(const DeviceInfo& device) { return device_object(device).dump(); }
+std::string inventory_json(const BackendStatus& backend) {
+  return backend_object(backend).dump(-1, ' ', false, kReplace);
+}
+
+std::string inventory_json(const DeviceInfo& device) { return device_object(device).dump(-1, ' ', false, kReplace); }
 
 std::string inventory_json(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices,
                            int indent) {
@@ -187,7 +193,7 @@ std::string inventory_json(const std::vector<BackendStatus>& backends, const std
                                       {"cache_format_version", kCacheFormatVersion},
                                       {"backends", std::move(b)},
                                       {"devices", std::move(d)}};
-  return all.dump(indent);
+  return all.dump(indent, ' ', false, kReplace);
 }
 
 }  // namespace vgpu

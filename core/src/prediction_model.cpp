@@ -227,7 +227,7 @@ std::string to_json(const Model& m) {
                   {"probes", probes},
                   {"checks", checks},
                   {"trusted", m.trusted}};
-  return j.dump();
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);  // never throws on bytes
 }
 
 std::optional<Model> from_json(std::string_view text, const std::string& op, const std::string& device,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
@@ -57,7 +58,25 @@ std::string Selection::describe() const {
   return out;
 }
 
+namespace {
+
+/// Refuses an op name that is not UTF-8: the selection cache stores it in JSON, which holds only
+/// UTF-8 (nlohmann would throw its own type_error when it is written, deep inside a calibration).
+void check_op_name(const std::string& op) {
+  try {
+    (void)nlohmann::json(op).dump();
+  } catch (const nlohmann::json::exception&) {
+    fail(ErrorCategory::invalid_argument,
+         "op name " + nlohmann::json(op).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) +
+             " is not UTF-8 text.",
+         "name the op in UTF-8 (an ASCII name such as \"my_axpy\" is the usual choice).");
+  }
+}
+
+}  // namespace
+
 std::uint64_t selection_work(const std::string& op, const Shape& shape) {
+  check_op_name(op);  // first: everything below names the op in messages and in the store
   const auto builtins = ops::names();
   if (std::find(builtins.begin(), builtins.end(), op) != builtins.end())
     ops::check_shape(op, shape);

@@ -124,7 +124,8 @@ std::string selection_to_json(const Selection& s) {
   const json j = {{"version", kPayloadVersion}, {"op", s.op},         {"calibration_shape", s.calibration_shape},
                   {"size_class", s.size_class}, {"device", s.device}, {"calibration_seconds", s.calibration_seconds},
                   {"candidates", cands}};
-  return j.dump();
+  // Notes carry device error text (a compile log can quote non-UTF-8 source): replaced, never a throw.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::optional<Selection> selection_from_json(std::string_view text, std::string* why) {

@@ -210,7 +210,7 @@ void SelectionService::remember_last(const std::string& op, std::uint32_t size_c
   const std::string plan = plan_hash_text(op, factory, *chosen, shape);
   nlohmann::ordered_json j = {{"v", 2},       {"device", device}, {"key", key_text}, {"vgpu", version_string()},
                               {"plan", plan}, {"shape", shape}};
-  const std::string text = j.dump();
+  const std::string text = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   if (load_selection_text(*store_, last_key) == text) return;  // already so: no rewrite
   store_selection_text(*store_, last_key, text, 0);
 }

@@ -120,7 +120,7 @@ std::string to_json(const DeviceInfo& device, const OpShape& shape, const std::s
                       ? nlohmann::ordered_json{{"variant", m.variant}, {"median_us", m.median_seconds * 1e6}}
                       : nlohmann::ordered_json{{"variant", m.variant}, {"rejected", m.rejected}});
   j["measured"] = all;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // never throws on bytes
 }
 
 // The stored variant, or why the entry cannot be trusted (strict: every field has its type,

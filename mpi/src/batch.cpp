@@ -3,6 +3,7 @@
 // one built-in op at one shape over the ranks of a communicator, as a thin layer over MPI
 // collectives, readable in one file:
 //
+//   0. every rank shares its root and split; any disagreement fails on every rank (MPI_Iallgather)
 //   1. the root checks its inputs and broadcasts {ok, count, hash of op and shape}  (MPI_Ibcast)
 //   2. every rank checks op and shape (and that they match the root's), looks up its device's
 //      speed for them, and all share {bad, speed}                                  (MPI_Iallgather)
@@ -153,13 +154,41 @@ std::vector<std::vector<float>> run_batch(MPI_Comm user_comm, const std::string&
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    MPI_Request r = MPI_REQUEST_NULL;
+
+    // 0. Every rank's root and split, before any collective that names a root: ranks that
+    // disagree would pair one rank's MPI_Ibcast with another's (some would return, the others
+    // wait out the deadline and blame a rank for not answering). Any mismatch, or a root out of
+    // range, fails on every rank alike.
+    const std::array<int, 2> mine_agree{options.root, static_cast<int>(options.split)};
+    std::vector<int> agree(2 * static_cast<std::size_t>(size));
+    detail::check(MPI_Iallgather(mine_agree.data(), 2, MPI_INT, agree.data(), 2, MPI_INT, comm, &r),
+                  name + ": MPI_Iallgather");
+    detail::wait(r, deadline, name + ": agreeing on the root and split (MPI_Iallgather)");
+    for (int field = 0; field < 2; ++field) {
+      bool same = true;
+      for (int i = 1; i < size; ++i) same = same && agree[2 * i + field] == agree[field];
+      if (same) continue;
+      const char* what = field == 0 ? "BatchOptions::root" : "BatchOptions::split";
+      std::string per_rank;
+      for (int i = 0; i < size; ++i) {
+        const int v = agree[2 * i + field];
+        const std::string value = field == 0                                         ? std::to_string(v)
+                                  : v == static_cast<int>(BatchOptions::Split::even) ? "even"
+                                                                                     : "measured";
+        per_rank += (i ? ", rank " : "rank ") + std::to_string(i) + ": " + value;
+      }
+      throw Error(ErrorCategory::invalid_argument,
+                  "vgpu::mpi::" + name + ": the ranks pass different " + what + " (" + per_rank +
+                      "); no rank sent or received any data.",
+                  std::string("pass the same ") + what + " on every rank of the communicator.");
+    }
     const int root = options.root;
     if (root < 0 || root >= size)
       throw Error(ErrorCategory::invalid_argument,
                   "vgpu::mpi::" + name + ": root " + std::to_string(root) + " is not a rank of a communicator of " +
                       std::to_string(size) + ".",
                   "pass BatchOptions::root between 0 and the communicator's size - 1, the same on every rank.");
-    MPI_Request r = MPI_REQUEST_NULL;
 
     // Each rank's own checks: op and shape (every rank has them), then the root's inputs.
     std::string problem;

@@ -4,19 +4,20 @@
 // its reason (exit code 77, ctest's SKIP_RETURN_CODE), never as a silent pass. Driver validators
 // pick devices with --device ID (docs/conformance.md); --list and --junit FILE are ours too. These
 // are taken out of argv before Catch sees it (Catch2 2 and 3 differ in their CLI API); every
-// other argument is Catch's.
+// other argument is Catch's. Exit codes: 0, 1, 2 and 77 only (run_tally.hpp).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "conformance/conformance.hpp"
+#include "conformance/run_tally.hpp"
 #include "support/backend_under_test.hpp"
 #include "support/catch_session.hpp"
 
@@ -157,8 +158,8 @@ int main(int argc, char* argv[]) {
           "  --device ID    test only this device (cpu:0, vulkan:0, ... as --list shows); repeatable or a comma list\n"
           "  --list         list this machine's devices and the test cases, then exit 0\n"
           "  --junit FILE   write a JUnit XML report to FILE (Catch's junit reporter)\n"
-          "Exit codes: 0 all passed, 1 or more failed cases, 2 bad arguments or unknown device, 77 backend "
-          "unavailable (VGPU_TEST_BACKENDS)\n\n");
+          "Exit codes: 0 every case that ran passed, 1 a case failed, 2 bad arguments, an unknown device or no "
+          "test case ran (a filter that matched none), 77 backend unavailable (VGPU_TEST_BACKENDS)\n\n");
     }
   std::vector<char*> catch_argv;
   for (std::string& a : options.catch_args) catch_argv.push_back(a.data());
@@ -203,5 +204,8 @@ int main(int argc, char* argv[]) {
   std::string ids;
   for (const auto& id : vgpu_test::exercised_devices()) ids += " " + id;
   std::printf("conformance: exercised devices:%s\n", ids.empty() ? " none" : ids.c_str());
-  return result;
+  std::fflush(stdout);
+  // Catch's own result counts failed assertions (2 or 77 would read as bad arguments or a skip)
+  // and is 0 when a filter matched nothing; the tally gives 0, 1 or 2.
+  return vgpu_test::conformance_exit_code(result, options.catch_args, vgpu_test::run_tally());
 }

@@ -22,6 +22,8 @@
 //                           (timeout) within 1 s (their cache's device limit, set to 1 s: the
 //                           batch's default deadline), print it and MPI_Abort
 //   vgpu-mpi-check die      after one good batch, rank 2 calls _exit(1) before the next: the others must not hang
+//   vgpu-mpi-check root     ranks that disagree on BatchOptions::root or split, or a root out of range: every
+//                           rank throws invalid_argument naming it (no rank returns, none waits out the deadline)
 //
 // Exit 0 when the checks pass, 3 when one failed (the rank prints why).
 #include <unistd.h>
@@ -460,6 +462,53 @@ bool check_ops() {
   return ok;
 }
 
+// Ranks that disagree on BatchOptions::root (or split), or one whose root is out of range:
+// invalid_argument naming the mismatch, with a Fix, on every rank and at once (never success on
+// some and a timeout on the others); a good batch afterwards still works.
+bool check_root_mismatch() {
+  bool ok = true;
+  std::vector<vgpu::Matrix> a, b;
+  if (g_rank == 0) a = random_batch(8, 16, 16, 3), b = random_batch(8, 16, 16, 4);
+  vgpu::Cache cache(vgpu::Runtime::global().open("cpu:0"));
+  auto expect_mismatch = [&](const std::string& what, const std::string& words,
+                             const vgpu::mpi::BatchOptions& options) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, options);
+      ok = fail(what + ": matmul_batch returned");
+    } catch (const vgpu::Error& e) {
+      const std::string text = e.what();
+      if (e.category() != vgpu::ErrorCategory::invalid_argument || text.find(words) == std::string::npos ||
+          text.find("Fix:") == std::string::npos)
+        ok = fail(what + ": " + std::string(vgpu::to_string(e.category())) + ": " + text);
+      else if (g_rank == 0)
+        std::printf("%s: %s\n", what.c_str(), text.c_str());
+    }
+    // Well before the deadline: the mismatch is found, not waited out.
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s > 20) ok = fail(what + ": took " + std::to_string(s) + " s");
+  };
+  vgpu::mpi::BatchOptions options;
+  options.timeout = std::chrono::milliseconds(30000);
+  options.root = g_rank < 2 ? 0 : 1;  // ranks 0, 1 say 0; ranks 2, 3 say 1
+  expect_mismatch("roots 0,0,1,1", "different BatchOptions::root (rank 0: 0, rank 1: 0, rank 2: 1, rank 3: 1)",
+                  options);
+  options.root = g_rank == 3 ? 7 : 0;  // one rank's root is not a rank at all
+  expect_mismatch("rank 3's root 7", "rank 3: 7", options);
+  options.root = 0;
+  options.split = g_rank == 1 ? vgpu::mpi::BatchOptions::Split::even : vgpu::mpi::BatchOptions::Split::measured;
+  expect_mismatch("rank 1 splits evenly", "different BatchOptions::split", options);
+  options.root = 9;  // the same wrong root everywhere: the range check, on every rank
+  options.split = vgpu::mpi::BatchOptions::Split::even;
+  expect_mismatch("root 9 everywhere", "root 9 is not a rank", options);
+  // The communicator is still fine: a good batch goes through.
+  options.root = 0;
+  const std::vector<vgpu::Matrix> c = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, options);
+  if (g_rank == 0 && c.size() != 8)
+    ok = fail("the good batch after the mismatches returned " + std::to_string(c.size()));
+  return ok;
+}
+
 bool check_failure(bool die) {
   std::vector<vgpu::Matrix> a, b;
   if (g_rank == 0) a = random_batch(8, 16, 16, 3), b = random_batch(8, 16, 16, 4);
@@ -504,8 +553,12 @@ int main(int argc, char** argv) {
     else if (mode == "split") ok = check_split();
     else if (mode == "ops") ok = check_ops();
     else if (mode == "stall" || mode == "die") ok = check_failure(mode == "die");
+    else if (mode == "root")
+      ok = check_root_mismatch();
     else {
-      std::fprintf(stderr, "usage: vgpu-mpi-check warm directory|bundle | warm-fail | batch | split | ops | stall | die\n");
+      std::fprintf(
+          stderr,
+          "usage: vgpu-mpi-check warm directory|bundle | warm-fail | batch | split | ops | stall | die | root\n");
       MPI_Finalize();
       return 2;
     }

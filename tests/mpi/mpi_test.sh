@@ -3,7 +3,7 @@
 # tests/mpi/mpi_test.sh CHECK MPIEXEC CASE — one MPI test case: mpirun -np 4 --oversubscribe of
 # vgpu-mpi-check (tests/mpi/mpi_check_main.cpp) over the CPU and software devices, in a private
 # cache directory. CASE: warm-directory, warm-bundle, warm-bundle-hosts, warm-fail, batch, split,
-# ops, stall, die; or python (CHECK: the Python interpreter, then the example's path).
+# ops, stall, die, root; or python (CHECK: the Python interpreter, then the example's path).
 set -uo pipefail
 check=$1 mpiexec=$2 case=$3
 dir=$(mktemp -d)
@@ -25,7 +25,7 @@ case $case in
     run bash -c 'VGPU_CACHE_DIR=$VGPU_CACHE_DIR/host$((OMPI_COMM_WORLD_RANK / 2)) exec "$0" warm bundle' "$check"
     [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" && grep -q 'groups=2' "$dir/out" ;;
   warm-fail) run "$check" warm-fail; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
-  batch | ops) run "$check" "$case"; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
+  batch | ops | root) run "$check" "$case"; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;
   split)
     # Two CPU devices, so that one rank can run over a DeviceSet (cpu:0, cpu:1).
     VGPU_CPU_DEVICES=2 run "$check" split; [[ $rc == 0 ]] && grep -q '^PASSED' "$dir/out" ;;

@@ -167,7 +167,7 @@ int run_bench(const BenchOptions& o) {
                               {"matmul_gflops", m},
                               {"error", r.error.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.error)}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "Per-device bench (medians; round trip = steady axpy n=1024 persistent call, uploads and "
                  "readback included)\n";

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// tools/probe/cache_command.cpp — `vgpu-probe cache stats|clear|verify`.
+// tools/probe/cache_command.cpp — `vgpu-probe cache stats|clear|verify|export|import`.
 #include "cache_command.hpp"
+
+#include <unistd.h>
 
 #include <cstdint>
 #include <iomanip>
@@ -120,7 +122,7 @@ int run_stats(const CacheOptions& o) {
     for (const auto* f : folders)
       unusable.push_back({{"path", f->path.string()}, {"problem", f->problem}, {"fix", f->fix}});
     j["unusable_folders"] = unusable;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::cout << "vgpu kernel cache (L2, format v" << kCacheFormatVersion << ")\n";
@@ -152,7 +154,7 @@ int run_clear(const CacheOptions& o) {
     j["only"] = o.selections ? "selections" : "all";
     j["removed"] = removed;
     j["left"] = leftovers_json(left);
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "removed " << removed << (o.selections ? " selection" : "") << " entr" << (removed == 1 ? "y" : "ies")
               << " from " << format_directory(store) << "\n";
@@ -187,7 +189,7 @@ int run_verify(const CacheOptions& o) {
     j["fix"] = o.fix;
     j["removed"] = removed;
     j["left"] = leftovers_json(left);
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "verifying " << entries.size() << " entr" << (entries.size() == 1 ? "y" : "ies") << " in "
               << format_directory(store) << "\n";
@@ -248,26 +250,49 @@ void print_bundle_problems(std::ostream& os, const CacheBundleReport& r) {
          << "\n";
 }
 
-/// `cache export FILE`: every valid entry of the cache directory into one bundle file.
+/// `cache export FILE`: every valid entry of the cache directory into one bundle file; FILE "-"
+/// writes the bundle to standard output, and the report then goes to stderr.
 int run_export(const BundleOptions& o) {
-  const CacheBundleReport r = export_cache_bundle(DiskStoreOptions::from_env().directory, o.file);
+  const bool to_stdout = o.file == "-";
+  if (to_stdout && o.json)
+    throw vgpu::Error(vgpu::ErrorCategory::invalid_argument,
+                      "cache export - --json would print the bundle and the JSON report both on standard output.",
+                      "write the bundle to a FILE to get the --json report, or leave --json out (the report then "
+                      "goes to stderr)");
+  if (to_stdout && ::isatty(STDOUT_FILENO))
+    throw vgpu::Error(
+        vgpu::ErrorCategory::invalid_argument,
+        "cache export - writes a binary bundle to standard output, which is a terminal.",
+        "redirect it to a file or a pipe: `vgpu-probe cache export - > FILE`, `... | ssh HOST 'cat > FILE'`");
+  const auto directory = DiskStoreOptions::from_env().directory;
+  const CacheBundleReport r =
+      to_stdout ? export_cache_bundle(directory, std::cout) : export_cache_bundle(directory, o.file);
+  std::ostream& os = to_stdout ? std::cerr : std::cout;
   if (o.json) {
-    std::cout << bundle_json(r, false).dump(2) << "\n";
+    os << json_text(bundle_json(r, false)) << "\n";
   } else {
-    std::cout << "exported " << r.exported << " entr" << (r.exported == 1 ? "y" : "ies") << " ("
-              << r.fingerprints.size() << " fingerprint" << (r.fingerprints.size() == 1 ? "" : "s") << ") from "
-              << r.directory.string() << " to " << r.bundle.string() << "\n";
-    print_bundle_problems(std::cout, r);
-    if (r.skipped) std::cout << r.skipped << " invalid entries were left out (see above)\n";
+    os << "exported " << r.exported << " entr" << (r.exported == 1 ? "y" : "ies") << " (" << r.fingerprints.size()
+       << " fingerprint" << (r.fingerprints.size() == 1 ? "" : "s") << ") from " << r.directory.string() << " to "
+       << (to_stdout ? std::string("standard output") : r.bundle.string()) << "\n";
+    print_bundle_problems(os, r);
+    if (r.skipped) os << r.skipped << " invalid entries were left out (see above)\n";
   }
   return r.skipped == 0 ? 0 : 1;
 }
 
 /// `cache import FILE`: every good entry of a bundle into the cache directory.
 int run_import(const BundleOptions& o) {
-  const CacheBundleReport r = import_cache_bundle(o.file, DiskStoreOptions::from_env().directory);
+  CacheBundleReport r;
+  try {
+    r = import_cache_bundle(o.file, DiskStoreOptions::from_env().directory);
+  } catch (const vgpu::Error& e) {
+    // A bundle of a newer version is not_supported in the library; here it is what any other
+    // unusable FILE is, a bad argument value (exit 2).
+    if (e.category() == vgpu::ErrorCategory::not_supported) throw ArgumentError(e);
+    throw;
+  }
   if (o.json) {
-    std::cout << bundle_json(r, true).dump(2) << "\n";
+    std::cout << json_text(bundle_json(r, true)) << "\n";
   } else {
     std::cout << "imported " << r.imported << ", already present " << r.present << ", rejected " << r.rejected
               << " (from " << r.bundle.string() << " into " << r.directory.string() << ")\n";
@@ -329,9 +354,13 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
 
   auto bundle = std::make_shared<BundleOptions>();
   CLI::App* exp = cache->add_subcommand(
-      "export", "Write every valid entry and device selection (all devices) to one bundle FILE (exit 1 when invalid "
-                "entries were left out)");
-  exp->add_option("FILE", bundle->file, "The bundle file to write (replaced atomically)")->required();
+      "export",
+      "Write every valid entry and device selection (all devices) to one bundle FILE (exit 1 when invalid "
+      "entries were left out, 2 when FILE exists and is not a regular file)");
+  exp->add_option("FILE", bundle->file,
+                  "The bundle file to write (replaced atomically, keeping its permissions; refused when it exists "
+                  "and is not a regular file: a symlink, FIFO, device or directory), or - for standard output")
+      ->required();
   exp->add_flag("--json", bundle->json, "Print one JSON object");
   exp->callback([&action, &app, bundle] {
     action = [&app, bundle] {
@@ -341,8 +370,9 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   });
 
   CLI::App* imp = cache->add_subcommand(
-      "import", "Check every entry of a bundle FILE and write the good ones into the cache (exit 1 when some were "
-                "rejected, 2 when the file is not a usable bundle: nothing is imported then)");
+      "import",
+      "Check every entry of a bundle FILE and write the good ones into the cache (exit 1 when some were "
+      "rejected, 2 when the file is not a usable bundle, also one of a newer version: nothing is imported then)");
   imp->add_option("FILE", bundle->file, "The bundle file to read")->required();
   imp->add_flag("--json", bundle->json, "Print one JSON object");
   imp->callback([&action, &app, bundle] {

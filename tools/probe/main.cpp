@@ -34,8 +34,9 @@ constexpr const char* kFooter =
     "     remain, also after --fix when some could not or must not be deleted; cache clear:\n"
     "     something could not or must not be deleted; each is listed with why and a Fix)\n"
     "  2  usage error: bad command-line arguments, or a bad value in one (a SIZE that is\n"
-    "     no size, an unknown OP, a --device that names no device); the message ends in a\n"
-    "     \"Fix:\" hint\n"
+    "     no size, an unknown OP, a --device that names no device, a cache import FILE\n"
+    "     that is no usable bundle (also one of a newer version), a cache export FILE that\n"
+    "     is not a regular file); the message ends in a \"Fix:\" hint\n"
     "  3  a vgpu error escaped (a device, driver or cache failure); its message ends in a\n"
     "     \"Fix:\" hint\n"
     "  4  any other unexpected error (a bug: please report it)\n"
@@ -61,7 +62,7 @@ struct Options {
 void print_json_error(const std::string& category, const std::string& message, int exit_code) {
   nlohmann::ordered_json j = vgpu::probe::json_document();
   j["error"] = {{"category", category}, {"message", message}, {"exit_code", exit_code}};
-  std::cout << j.dump(2) << "\n" << std::flush;
+  std::cout << vgpu::probe::json_text(j) << "\n" << std::flush;
 }
 
 /// Registers the bench, select and cache subcommands on app.
@@ -90,7 +91,7 @@ int run_probe(const Options& options) {
     }
     if (!options.json && report.devices.empty()) std::cout << "  no device to test\n";
   }
-  if (options.json) std::cout << vgpu::probe::to_json(report).dump(2) << "\n";
+  if (options.json) std::cout << vgpu::probe::json_text(vgpu::probe::to_json(report)) << "\n";
   std::cout << std::flush;
   return vgpu::probe::all_passed(report) ? kOk : kSelfTestFailed;
 }
@@ -120,9 +121,11 @@ int main(int argc, char** argv) {
   try {
     return options.action ? options.action() : run_probe(options);
   } catch (const vgpu::Error& e) {
-    // A bad value in a subcommand's argument (SIZE, OP, --device) is the caller's mistake like a
-    // bad flag; the default action takes no values, so there invalid_argument stays a vgpu error.
-    const bool bad_value = options.action && e.category() == vgpu::ErrorCategory::invalid_argument;
+    // A bad value in a subcommand's argument (SIZE, OP, --device, a FILE that is no usable
+    // bundle or no place to export to) is the caller's mistake like a bad flag; the default
+    // action takes no values, so there invalid_argument stays a vgpu error.
+    const bool bad_value = options.action && (e.category() == vgpu::ErrorCategory::invalid_argument ||
+                                              dynamic_cast<const vgpu::probe::ArgumentError*>(&e) != nullptr);
     const int code = bad_value ? kUsageError : kVgpuError;
     std::cout << std::flush;
     std::cerr << "vgpu-probe: error (" << vgpu::to_string(e.category()) << "): " << e.what() << "\n";

@@ -17,6 +17,10 @@ namespace vgpu::probe {
 
 nlohmann::ordered_json json_document() { return {{"schema", kProbeSchemaVersion}}; }
 
+std::string json_text(const nlohmann::ordered_json& j) {
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 bool json_requested(const CLI::App& root) {
   for (const CLI::App* app = &root; app != nullptr;) {
     const CLI::Option* json = app->get_option_no_throw("--json");

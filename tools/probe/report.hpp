@@ -12,6 +12,7 @@
 #include "self_test.hpp"
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device_info.hpp"
+#include "vgpu/error.hpp"
 
 namespace CLI {
 class App;
@@ -22,6 +23,19 @@ namespace vgpu::probe {
 /// Returns an empty JSON object whose first key is "schema" (docs/probe.md): every document the
 /// probe prints starts from it, so scripts can check the version before reading on.
 nlohmann::ordered_json json_document();
+/// Returns j as indented JSON text; bytes that are not UTF-8 (a path or a driver's device name
+/// can hold any) come out as U+FFFD instead of making nlohmann throw.
+std::string json_text(const nlohmann::ordered_json& j);
+
+/// A vgpu::Error that is the caller's bad argument value, whatever its category (a FILE that is
+/// no usable bundle is not_supported when it is of a newer version): main() exits 2 for it, as
+/// for invalid_argument, and keeps its category in the error document.
+class ArgumentError : public vgpu::Error {
+ public:
+  /// Wraps error as a bad argument value.
+  explicit ArgumentError(const vgpu::Error& error) : vgpu::Error(error) {}
+};
+
 /// Returns true when --json was given to root or to any subcommand chosen under it, so the flag
 /// works in any position (`vgpu-probe --json cache stats` and `vgpu-probe cache stats --json`).
 bool json_requested(const CLI::App& root);

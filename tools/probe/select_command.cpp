@@ -110,7 +110,7 @@ int run_select(const SelectOptions& o) {
   if (o.json) {
     nlohmann::ordered_json j = to_json(s);
     if (v) j["variant"] = {{"chosen", v->chosen}, {"candidates", v->candidates}, {"source", v->source}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << s.describe();
     if (v) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,10 +53,20 @@ struct VGPU_API CacheBundleReport {
 };
 
 /// Writes every valid L2 entry and persisted selection under cache_dir (all kinds, every
-/// fingerprint) to the bundle file (replaced atomically); entries that fail verification are
-/// left out and reported as "skipped". Throws vgpu::Error (io) when cache_dir does not exist or
-/// the file cannot be written.
+/// fingerprint) to the bundle file: a new file beside it, renamed over it, so a reader never
+/// sees half a bundle. An existing file keeps its permission bits (and, where allowed, its
+/// owner); a new one gets 0666 less the umask. Entries that fail verification (or whose
+/// fingerprint text is not UTF-8) are left out and reported as "skipped". Throws vgpu::Error:
+/// invalid_argument, before anything is read, when file exists and is not a regular file (a
+/// symlink, FIFO, device, directory: a rename would replace it; use the std::ostream overload
+/// for those); io when cache_dir does not exist or the file cannot be written (the new file is
+/// removed again and file is left as it was).
 VGPU_API CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, const std::filesystem::path& file);
+
+/// As above, but writes the bundle to out (e.g. std::cout, for `vgpu-probe cache export -`);
+/// the report's bundle is "-". Throws vgpu::Error (io) when out fails (say, a full disk or a
+/// closed pipe): what was written then is not a whole bundle.
+VGPU_API CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, std::ostream& out);
 
 /// Reads the bundle file, checks all of it (magic, version, manifest, sizes, every payload's
 /// checksum and payload check, key and fingerprint consistency, names) and writes each good
@@ -63,8 +74,10 @@ VGPU_API CacheBundleReport export_cache_bundle(const std::filesystem::path& cach
 /// same payload is "present"; one with a different payload is "rejected" (the existing entry
 /// is kept). local_fingerprints decides which entries count as this machine's (default: the
 /// devices of Runtime::global()); the others are still imported, for the machines they fit.
-/// Throws vgpu::Error (invalid_argument, or io) with a Fix hint, leaving cache_dir unchanged,
-/// when the file is unreadable, truncated, not a bundle, of a newer version or inconsistent.
+/// Throws vgpu::Error with a Fix hint, leaving cache_dir unchanged, when the file is unreadable
+/// (io), of a newer bundle version (not_supported), or truncated, not a bundle or inconsistent
+/// (invalid_argument: also any manifest field missing or of the wrong JSON type). No other
+/// exception leaves it.
 VGPU_API CacheBundleReport import_cache_bundle(const std::filesystem::path& file, const std::filesystem::path& cache_dir,
                                       const std::optional<std::vector<DeviceFingerprint>>& local_fingerprints = {},
                                       const CacheBundleLimits& limits = {});

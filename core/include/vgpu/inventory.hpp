@@ -32,6 +32,8 @@ VGPU_API std::string inventory_text(const std::vector<BackendStatus>& backends, 
 VGPU_API std::string inventory_json(const BackendStatus& backend);
 /// Returns one device as a JSON object {"id","backend","index","name","type",…,"fingerprint"}
 /// (compact; vgpu-probe adds "self_test"); unknown values (DeviceInfo's 0 or empty) are null.
+/// Bytes that are not UTF-8 (a driver's name in another encoding) come out as U+FFFD in every
+/// inventory_json, which never throws for them.
 VGPU_API std::string inventory_json(const DeviceInfo& device);
 /// Returns {"schema":1,"version","cache_format_version","backends":[…],"devices":[…]} with each device's
 /// "self_test" null (vgpu-probe --json --no-self-test), indented by indent spaces (< 0: compact).

@@ -135,7 +135,8 @@ struct VGPU_MPI_API BatchOptions {
 /// options must be the same on every rank. Tensors per op: add, mul {n}: a, b -> out; axpy {n}:
 /// a[1], x, y -> y; reduce_sum {n}: x -> out[1]; softmax_rows {rows, cols}: x -> out; matmul
 /// {m, k, n}: A, B -> C. Collective over comm. Throws vgpu::Error: invalid_argument (on every
-/// rank) for an unknown op, a malformed shape, ranks that disagree on them, or the root's
+/// rank) for an unknown op, a malformed shape, ranks that disagree on them or on
+/// BatchOptions::root or split (checked first, naming each rank's value), or the root's
 /// inputs of the wrong count or size; timeout when a rank does not answer in time; unavailable
 /// when an MPI call or another rank's share failed. Implemented in one readable file,
 /// mpi/src/batch.cpp.
@@ -148,8 +149,9 @@ VGPU_MPI_API std::vector<std::vector<float>> call_batch(MPI_Comm comm, KernelDat
 /// the share over its devices and weighs their summed speed): returns the batch of C on the
 /// root, an empty vector elsewhere. Only the root's a and b are read. Results equal one rank's.
 /// Collective over comm. Throws vgpu::Error: invalid_argument (on every rank) for an empty
-/// batch or mismatched shapes, timeout when a rank does not answer in time, unavailable when
-/// an MPI call or another rank's share failed.
+/// batch, mismatched shapes or ranks that disagree on BatchOptions::root or split, timeout
+/// when a rank does not answer in time, unavailable when an MPI call or another rank's share
+/// failed.
 VGPU_MPI_API std::vector<Matrix> matmul_batch(MPI_Comm comm, Cache& cache, const std::vector<Matrix>& a,
                                               const std::vector<Matrix>& b, const BatchOptions& options = {});
 
