@@ -23,9 +23,10 @@ void time_runs(Candidate& cand, double best, HostDataPool& data) {
   SelectionCandidate& c = cand.result;
   PersistentKernel& pk = *cand.kernel;
   CallData& args = data.for_plan(cand.plan);
-  const auto tw = Clock::now();
+  const TimingClock& clock = clock_of(pk);
+  const auto tw = clock.now();
   pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
-  const double warm = seconds_since(tw);
+  const double warm = seconds_since(clock, tw);
   if (warm > kWarmupSkip * best) {
     c.seconds = warm;
     c.note = "warm-up call " + fmt_ratio(warm / best) + " the best; stopped";
@@ -33,23 +34,23 @@ void time_runs(Candidate& cand, double best, HostDataPool& data) {
     return;
   }
   std::vector<double>& times = cand.times;
-  const auto td = Clock::now();
+  const auto td = clock.now();
   while (static_cast<int>(times.size()) < kRuns) {
-    const auto tr = Clock::now();
+    const auto tr = clock.now();
     pk(args.args);
-    times.push_back(seconds_since(tr));
+    times.push_back(seconds_since(clock, tr));
     if (times.size() == 1 && times[0] > kRunSkip * best) {
       // One more call before stopping: a single spike (a preemption, a page fault) must not
       // drop the fastest device. Only the faster of the two is kept, so runs stays 1.
-      const auto tc = Clock::now();
+      const auto tc = clock.now();
       pk(args.args);
-      times[0] = std::min(times[0], seconds_since(tc));
+      times[0] = std::min(times[0], seconds_since(clock, tc));
       if (times[0] > kRunSkip * best) {
         c.note = "first run " + fmt_ratio(times[0] / best) + " the best (and a second call); stopped";
         break;
       }
     }
-    if (seconds_since(td) > kDeviceBudget) break;
+    if (seconds_since(clock, td) > kDeviceBudget) break;
   }
   c.seconds = median(times);
   c.runs = static_cast<int>(times.size());

@@ -34,6 +34,10 @@ constexpr double kCandidateBudget = 1.0;  // seconds of timed runs per candidate
 constexpr double kWarmupSkip = 4.0;       // a warm-up this many times the best so far: not a contender
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// The same on the clock a device's measurements read (DeviceCore::timing_clock()).
+double seconds_since(const TimingClock& clock, TimingClock::time_point t) {
+  return std::chrono::duration<double>(clock.now() - t).count();
+}
 
 std::string first_line(const char* what) {
   std::string s(what);
@@ -197,6 +201,7 @@ Resident make_resident(Device& device, const KernelPlan& plan, const CallData& d
 std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const std::vector<OpTuning>& candidates,
                                    const CandidatePlan& plan, std::vector<Measured>& measured) {
   Device device = core.handle();
+  const TimingClock& clock = core.timing_clock();
   HostDataPool data;  // one set of random inputs for every candidate (the same tensors)
   std::optional<std::size_t> best;
   double best_s = 0;
@@ -206,22 +211,22 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
       const KernelPlan p = plan(candidates[i]);
       Resident r = make_resident(device, p, data.for_plan(p));
       core.counters().variant_measurements.fetch_add(1, std::memory_order_relaxed);
-      const auto tw = Clock::now();
+      const auto tw = clock.now();
       device.submit(r.batch);  // warm-up: first-use costs (pipeline, page faults) stay out
       device.synchronize();
-      const double warm = seconds_since(tw);
+      const double warm = seconds_since(clock, tw);
       if (best && warm > kWarmupSkip * best_s) {
         measured.push_back({name, warm});
         continue;
       }
       std::vector<double> times;
-      const auto td = Clock::now();
+      const auto td = clock.now();
       while (static_cast<int>(times.size()) < kRuns) {
-        const auto tr = Clock::now();
+        const auto tr = clock.now();
         device.submit(r.batch);
         device.synchronize();
-        times.push_back(seconds_since(tr));
-        if (seconds_since(td) > kCandidateBudget) break;
+        times.push_back(seconds_since(clock, tr));
+        if (seconds_since(clock, td) > kCandidateBudget) break;
       }
       std::sort(times.begin(), times.end());
       const double med = times[times.size() / 2];
