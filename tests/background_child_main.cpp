@@ -4,9 +4,11 @@
 //
 //   vgpu-test-background-child destroy|exit <salt>
 //
-// Over the test backend (test:0 typed as the CPU, test:1 a GPU whose every compile takes
-// 1.5 s), it runs one axpy through a KernelDatabase (served by test:0 while test:1 is measured
-// in the background), prints "source=<explain's source> result=ok" and then ends:
+// Over the test backend (test:0 typed as the CPU, test:1 a GPU whose compile is held until the
+// line below is printed and then takes 1.5 s), it runs one axpy through a KernelDatabase (served
+// by test:0 while test:1 is measured in the background), prints "source=<explain's source>
+// result=ok" and then ends — with the background calibration in flight however slow the machine
+// is, since the compile it waits for is only released then:
 //   destroy — the Runtime goes out of scope (its destructor cancels and joins the work);
 //   exit    — the Runtime is leaked, as Runtime::global() is, and std::exit(0) runs, so only the
 //             exit handler stops the worker.
@@ -46,10 +48,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool leak = std::string(argv[1]) == "exit";
+  const auto knobs = vgpu_test::test_devices({3000, 0}, argv[2]);
   try {
-    auto knobs = vgpu_test::test_devices({3000, 0}, argv[2]);
     knobs[0]->type = vgpu::DeviceType::cpu;
     knobs[1]->type = vgpu::DeviceType::discrete_gpu;
+    knobs[1]->hold_compile = true;  // released once explain() has answered: it sees the interim choice
     knobs[1]->compile_delay_ms = 1500;
     vgpu::RuntimeOptions o = vgpu_test::test_runtime_options(knobs);
     o.background = true;
@@ -63,10 +66,12 @@ int main(int argc, char** argv) {
     const vgpu::Selection s = runtime->explain("axpy", {1000});
     std::printf("source=%s result=%s\n", vgpu::to_string(s.source), ok ? "ok" : "wrong");
     std::fflush(stdout);
+    knobs[1]->hold_compile = false;   // the compile now takes its 1.5 s: still running at the end
     if (leak) std::exit(ok ? 0 : 3);  // the runtime is never destroyed
     delete runtime;
     return ok ? 0 : 3;
   } catch (const vgpu::Error& e) {
+    knobs[1]->hold_compile = false;  // so that the end does not wait for a compile held forever
     std::cerr << e.what() << "\n";
     return 4;
   }

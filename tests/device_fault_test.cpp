@@ -300,8 +300,8 @@ TEST_CASE("device fault: Vulkan and OpenGL, a kernel past a 200 ms limit loses t
   // llvmpipe/lavapipe threads do not burn CI time for long after the test let go.
   const Work run = work_for(t.runtime.open(device_id()), 1.5);
   vgpu::Device device = t.runtime.open(device_id());
+  Spin spin(device, run.groups);  // compiled under the default limit: a busy machine compiles slowly
   device.set_timeout(200ms);
-  Spin spin(device, run.groups);
   spin.start(run);
   const auto t0 = Clock::now();
   REQUIRE_VGPU_ERROR(timeout, "time limit of 200 ms", spin.result(run));

@@ -128,6 +128,21 @@ TEST_CASE("devices within 30% of the best are timed again round-robin before the
   CHECK(candidate(s, "test:2").runs <= 1);  // far slower: never a contender
 }
 
+TEST_CASE("calibration measures a test device's injected cost exactly, however loaded the machine is",
+          "[select][clock]") {
+  // The test devices add their cost to the clock calibration reads for them instead of sleeping
+  // it (vgpu/backend/timing_clock.hpp), so every time is exactly the injected one: a busy
+  // machine can neither lengthen a device's time nor reorder devices 1.2x apart (issue 29).
+  Knobs k = devices({480, 400, 4000}, fresh_salt("exact"));
+  const vgpu::Selection s = calibrate_axpy(k);
+  INFO(s.describe());
+  CHECK(s.device == "test:1");
+  CHECK(candidate(s, "test:1").seconds == 400e-6);
+  CHECK(candidate(s, "test:0").seconds == 480e-6);
+  CHECK(candidate(s, "test:2").seconds == 4000e-6);  // stopped after its first runs, 10x the best
+  CHECK_THAT(candidate(s, "test:0").note, Catch::Matchers::ContainsSubstring("separated from the best"));
+}
+
 TEST_CASE("a big problem is probed small first, and a device the probe shows hopeless never runs it", "[select]") {
   const std::string salt = fresh_salt("probe");
   Knobs k = devices({0, 0}, salt);

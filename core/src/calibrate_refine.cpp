@@ -62,22 +62,25 @@ void refine_close(std::vector<Candidate>& cands, double best, HostDataPool& data
     double round_seconds = 0;
     for (Candidate* cand : contenders) round_seconds += 2 * cand->result.seconds;
     const double budget = std::clamp(kMinSamples * round_seconds * kSeparateSlack, kSeparateBudget, kSeparateCap);
-    const auto t0 = Clock::now();
+    double spent = 0;  // seconds the rounds' calls took, each on its device's clock
     std::vector<Candidate*> open = contenders;
     std::vector<Verdict> verdict(cands.size(), Verdict::open);
     const auto index = [&](const Candidate* c) { return static_cast<std::size_t>(c - cands.data()); };
     int round = 0;
-    while (open.size() > 1 && round < kMaxRounds && seconds_since(t0) < budget && !(cancelled && cancelled())) {
+    while (open.size() > 1 && round < kMaxRounds && spent < budget && !(cancelled && cancelled())) {
       // One sample each per round, so drift hits all alike. Each sample is the second of two
       // back-to-back calls: the first pays for switching from the device timed just before (two
       // APIs on one GPU switch contexts, ~100 us on the H200, which made CUDA and Vulkan read
       // 2x slower than alone and lose matmul 256 to the CPU).
       for (Candidate* cand : open) {
         CallData& args = data.for_plan(cand->plan);
+        const TimingClock& clock = clock_of(*cand->kernel);
+        const auto t0 = clock.now();
         (*cand->kernel)(args.args);
-        const auto t = Clock::now();
+        const auto t = clock.now();
         (*cand->kernel)(args.args);
-        cand->samples.push_back(seconds_since(t));
+        cand->samples.push_back(seconds_since(clock, t));
+        spent += seconds_since(clock, t0);
       }
       if (++round < kMinSamples) continue;
       // Judge every open contender against the best of them; a separated one stops (it cannot

@@ -26,10 +26,11 @@ void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& dat
   PersistentKernel& pk = *cand.kernel;
   const bool checking = checker && checker->at_real_shape();
   CallData& args = checking ? checker->prepare(cand, cand.plan, data) : data.for_plan(cand.plan);
+  const TimingClock& clock = clock_of(pk);
   testing_hold(c.device);  // a test may end the process with this call in flight
-  const auto tw = Clock::now();
+  const auto tw = clock.now();
   pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
-  const double warm = seconds_since(tw);
+  const double warm = seconds_since(clock, tw);
   // A first compile and dispatch may have made the driver register exit handlers (lazily
   // created threads and statics): vgpu's, which stops this thread, must stay ahead of them.
   keep_first_at_exit(/*force=*/true);
@@ -45,24 +46,24 @@ void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& dat
     return;
   }
   std::vector<double>& times = cand.times;
-  const auto td = Clock::now();
+  const auto td = clock.now();
   while (static_cast<int>(times.size()) < kRuns) {
     stop_if_cancelled(r);
-    const auto tr = Clock::now();
+    const auto tr = clock.now();
     pk(args.args);
-    times.push_back(seconds_since(tr));
+    times.push_back(seconds_since(clock, tr));
     if (times.size() == 1 && times[0] > kRunSkip * best) {
       // One more call before stopping: a single spike (a preemption, a page fault) must not
       // drop the fastest device. Only the faster of the two is kept, so runs stays 1.
-      const auto tc = Clock::now();
+      const auto tc = clock.now();
       pk(args.args);
-      times[0] = std::min(times[0], seconds_since(tc));
+      times[0] = std::min(times[0], seconds_since(clock, tc));
       if (times[0] > kRunSkip * best) {
         c.note = "first run " + fmt_ratio(times[0] / best) + " the best (and a second call); stopped";
         break;
       }
     }
-    if (seconds_since(td) > kDeviceBudget) break;
+    if (seconds_since(clock, td) > kDeviceBudget) break;
   }
   c.seconds = median(times);
   c.runs = static_cast<int>(times.size());

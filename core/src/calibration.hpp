@@ -25,6 +25,7 @@
 #include "prediction_model.hpp"
 #include "result_check.hpp"
 #include "vgpu/backend/compute_backend.hpp"
+#include "vgpu/backend/timing_clock.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
 #include "vgpu/persistent_kernel.hpp"
@@ -48,6 +49,9 @@ struct DeviceSource {
 
 namespace calibration {
 
+// The clock of what a calibration reports about itself (calibration_seconds); what it measures
+// of a device is read on that device's clock (TimingClock: the steady one, or a test backend's
+// simulated one), so that a simulated device's times are exact whatever the machine's load.
 using Clock = std::chrono::steady_clock;
 
 // Bounds (docs/selection.md lists them). A device whose warm-up call is kWarmupSkip× (or whose
@@ -199,6 +203,10 @@ class ResultChecker {
 
 /// Returns seconds elapsed since t0.
 double seconds_since(Clock::time_point t0);
+/// Returns seconds elapsed on clock since t0 (a time read from that clock).
+double seconds_since(const TimingClock& clock, TimingClock::time_point t0);
+/// Returns the clock the times of kernel's calls are measured on (its device's).
+const TimingClock& clock_of(const PersistentKernel& kernel);
 /// Returns the median of v (the upper one for an even count); v is not empty.
 double median(std::vector<double> v);
 /// Returns the first line of s (error messages go into one-line notes).

@@ -6,12 +6,19 @@
 #include <string>
 
 #include "calibration.hpp"
+#include "device_core.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
 namespace vgpu::detail::calibration {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double seconds_since(const TimingClock& clock, TimingClock::time_point t0) {
+  return std::chrono::duration<double>(clock.now() - t0).count();
+}
+
+const TimingClock& clock_of(const PersistentKernel& kernel) { return DeviceAccess::clock(kernel.device()); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

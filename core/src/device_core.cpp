@@ -205,6 +205,7 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
       timeout_ms_(config.timeout.count()),
       host_(make_device_host(std::move(impl), counters_)),
       current_impl_(&host_->impl()),
+      clock_(host_->impl().timing_clock()),
       l1_(config.l1_capacity) {
   host_->impl().set_timeout(config.timeout);  // also for a backend made without the runtime's settings
   register_open_device(*this);  // ops plans reach the device to measure variants (variant_choice.hpp)

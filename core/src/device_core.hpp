@@ -18,6 +18,7 @@
 #include "device_host.hpp"
 #include "lost_contents.hpp"
 #include "vgpu/backend/device_impl.hpp"
+#include "vgpu/backend/timing_clock.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/memory_cache.hpp"
@@ -147,6 +148,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   cache::DiskStore& l2_store() const noexcept { return *store_; }
   /// Returns the opening runtime's VGPU_TUNE: "measure" or "rules".
   const std::string& tune_mode() const noexcept { return tune_; }
+  /// Returns the clock measurements of this device read (DeviceImpl::timing_clock()).
+  const TimingClock& timing_clock() const noexcept { return clock_; }
 
   /// Allocates a buffer; internal marks one vgpu owns and rewrites on every use (PersistentKernel's,
   /// QueuePipeline's), whose contents a recovery never reports lost.
@@ -245,6 +248,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   mutable std::shared_mutex recovery_mutex_;  // shared: a call or compile; exclusive: recovery
   std::shared_ptr<DeviceHost> host_;          // replaced only under recovery_mutex_ held exclusively
   std::atomic<DeviceImpl*> current_impl_;     // &host_->impl(), readable without the recovery lock
+  const TimingClock& clock_;                  // the first backend device's (the same for every one)
   std::size_t lost_buffers_ = 0;  // user buffers with lost contents, an upper bound (call lock)
   std::string loss_reason_;       // why the last recovery was needed (call lock)
   std::atomic<std::uint64_t> relapses_{0};
@@ -264,6 +268,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
 struct DeviceAccess {
   /// Returns device's core; throws invalid_argument for an empty handle.
   static DeviceCore& core(const Device& device);
+  /// Returns the clock measurements of device's work read; throws as core() does.
+  static const TimingClock& clock(const Device& device) { return core(device).timing_clock(); }
   /// Allocates a buffer vgpu owns on device (DeviceCore::create_buffer(bytes, true)).
   static Buffer internal_buffer(const Device& device, std::uint64_t bytes) {
     return core(device).create_buffer(bytes, true);

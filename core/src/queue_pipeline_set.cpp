@@ -8,8 +8,10 @@
 #include <mutex>
 #include <new>
 
+#include "device_core.hpp"
 #include "queue_layout.hpp"
 #include "spread.hpp"
+#include "vgpu/backend/timing_clock.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -119,10 +121,12 @@ QueueReport QueuePipelineSet::run(const PersistentQueue& queue) {
     return s.weights_locked();
   };
   task.work = [&](std::size_t dev, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
-    const auto t0 = std::chrono::steady_clock::now();
+    // Timed on the device's own clock (TimingClock), as calibration times devices.
+    const TimingClock& clock = detail::DeviceAccess::clock(s.pipes[dev]->device());
+    const auto t0 = clock.now();
     const QueuePipeline::Sink sink{report.storage.data() + at[begin], report.results.data() + begin};
     const QueueReport part = s.pipes[dev]->run_into(queue, begin, end - begin, sink);  // all or nothing
-    seconds[dev] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    seconds[dev] += std::chrono::duration<double>(clock.now() - t0).count();
     items[dev] += end - begin;
     launches[dev] += part.kernel_launches;
     trips[dev] += part.round_trips;

@@ -36,6 +36,10 @@ constexpr double kCandidateBudget = 1.0;  // seconds of timed runs per candidate
 constexpr double kWarmupSkip = 4.0;       // a warm-up this many times the best so far: not a contender
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// The same on the clock a device's measurements read (DeviceCore::timing_clock()).
+double seconds_since(const TimingClock& clock, TimingClock::time_point t) {
+  return std::chrono::duration<double>(clock.now() - t).count();
+}
 
 std::string first_line(const char* what) {
   std::string s(what);
@@ -222,6 +226,7 @@ std::string wrong_result(Device& device, const KernelPlan& p, Resident& r, CallD
 std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const std::vector<OpTuning>& candidates,
                                    const CandidatePlan& plan, std::vector<Measured>& measured) {
   Device device = core.handle();
+  const TimingClock& clock = core.timing_clock();
   HostDataPool data;  // one set of random inputs for every candidate (the same tensors)
   std::optional<check::Reference> ref;  // of the op on those inputs, made for the first candidate
   std::string ref_signature;
@@ -239,10 +244,10 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
       }
       Resident r = make_resident(device, p, inputs);
       core.counters().variant_measurements.fetch_add(1, std::memory_order_relaxed);
-      const auto tw = Clock::now();
+      const auto tw = clock.now();
       device.submit(r.batch);  // warm-up: first-use costs (pipeline, page faults) stay out
       device.synchronize();
-      const double warm = seconds_since(tw);
+      const double warm = seconds_since(clock, tw);
       if (ref && call_signature(p) == ref_signature) {
         if (std::string why = wrong_result(device, p, r, inputs, *ref); !why.empty()) {
           log(LogLevel::warn, "variant " + name + " of " + std::string(shape.op) + " " + shape_text(shape) +
@@ -256,14 +261,14 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
         continue;
       }
       std::vector<double> times;
-      const auto td = Clock::now();
+      const auto td = clock.now();
       while (static_cast<int>(times.size()) < kRuns) {
         if (BackgroundWorker::stop_requested_here()) return std::nullopt;
-        const auto tr = Clock::now();
+        const auto tr = clock.now();
         device.submit(r.batch);
         device.synchronize();
-        times.push_back(seconds_since(tr));
-        if (seconds_since(td) > kCandidateBudget) break;
+        times.push_back(seconds_since(clock, tr));
+        if (seconds_since(clock, td) > kCandidateBudget) break;
       }
       std::sort(times.begin(), times.end());
       const double med = times[times.size() / 2];

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -152,7 +153,10 @@ inline bool is_llvmpipe(const vgpu::DeviceInfo& info) { return info.name.find("l
 /// Work that keeps this device busy for about seconds: rounds grow first (up to what the device
 /// runs per invocation: 50000 on llvmpipe), then groups; the last doubling that took over 50 ms
 /// is scaled linearly to the target (measured as the time of the extra work, so fixed costs do
-/// not count).
+/// not count, within 4x of the doubled call's own time), rounds first and what their cap leaves
+/// as more groups: on a busy machine the doubling passes 50 ms while rounds still grow, and
+/// capping the rounds alone made a "4 s" runaway of one group that ended before the limits it
+/// tests (issue 29).
 inline Work work_for(vgpu::Device device, double seconds) {
   Spin spin(std::move(device));
   spin.check({10, 1});   // compiles, warms up, and proves the kernel right
@@ -168,11 +172,18 @@ inline Work work_for(vgpu::Device device, double seconds) {
       twice.groups *= 2;
     const double base = spin.time(w), more = spin.time(twice);
     if (more > 0.05 || twice.groups * 2 > kMaxGroups) {
-      const double scale = std::max(1.0, (seconds - base) / std::max(more - base, 1e-6) + 1.0);  // in units of w
+      // The time of one w: the extra work's (fixed costs do not count), yet at least an eighth
+      // of the doubled call's, so at most 4x what the whole call shows: on a busy machine the
+      // two times are noisy, and a near-zero difference once sized a "4 s" runaway of hours.
+      const double per_w = std::max(more - base, more / 8);
+      const double scale = std::max(1.0, (seconds - base) / per_w + 1.0);  // in units of w
       Work target = w;
-      if (grow_rounds)
-        target.rounds = std::min<std::uint64_t>(max_rounds, static_cast<std::uint64_t>(double(w.rounds) * scale));
-      else
+      if (grow_rounds) {
+        const double rounds = double(w.rounds) * scale;
+        target.rounds = std::min<std::uint64_t>(max_rounds, static_cast<std::uint64_t>(rounds));
+        target.groups = static_cast<std::uint32_t>(
+            std::min<double>(kMaxGroups, std::ceil(double(w.groups) * rounds / double(target.rounds))));
+      } else
         target.groups = static_cast<std::uint32_t>(std::min<double>(kMaxGroups, double(w.groups) * scale));
       return target;
     }

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/support/test_backend.hpp — a backend built only for tests: each of its devices is the
-// CPU device underneath (so results are right) with knobs the test turns while it runs:
-// latency added per dispatch (with optional noise and spikes, seeded differently in every
-// process, so that fresh processes see different noise) and per KiB a round trip moves, wrong
-// results, failures at compile, dispatch, allocation or (re)opening, losses
-// of the next few dispatches (and the test hook's simulated loss), a timeout that loses the
-// device, and a fingerprint
-// salt. Injected through RuntimeOptions::backends, it lets the selection tests decide which
-// device is fastest and which one breaks.
+// CPU device underneath (so results are right) with knobs the test turns while it runs: latency
+// added per dispatch (with optional noise and spikes, seeded differently in every process, so
+// that fresh processes see different noise) and per KiB a round trip moves, wrong results, failures at compile,
+// dispatch, allocation or (re)opening, losses of the next few dispatches (and the test hook's
+// simulated loss), a timeout that loses the device, and a fingerprint salt. Injected through
+// RuntimeOptions::backends, it lets the selection tests decide which device is fastest and which
+// one breaks.
+// Costs are simulated, never slept: latency and link costs advance the SimulatedClock that the
+// devices give vgpu's measurements (DeviceImpl::timing_clock()), so calibration measures exactly
+// the injected costs (the CPU work underneath counts nothing) and no test that judges devices
+// by their times depends on the machine's load (issue 29).
 // Thread-safety: knobs are atomics (the salt is read once, when the runtime enumerates); the
-// devices forward to the CPU device, which is safe from any thread.
+// devices forward to the CPU device, which is safe from any thread; the clock is per thread.
 #pragma once
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
+#include "vgpu/backend/timing_clock.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/runtime.hpp"
 #include "support/forwarding_device.hpp"
@@ -40,8 +44,8 @@ inline constexpr vgpu::BackendKind kTestBackend = static_cast<vgpu::BackendKind>
 
 /// What one test device does; shared between the test and the device.
 struct TestDeviceKnobs {
-  std::atomic<std::uint64_t> latency_us{0};  ///< added to every dispatch
-  std::atomic<std::uint64_t> ns_per_kib{0};  ///< added per KiB a round trip moves (a slow host link)
+  std::atomic<std::uint64_t> latency_us{0};  ///< added to every dispatch (simulated: SimulatedClock)
+  std::atomic<std::uint64_t> ns_per_kib{0};  ///< added per KiB a round trip moves, a slow host link (simulated)
   std::atomic<bool> fail_compile{false};     ///< compile() throws compile_error
   std::atomic<bool> fail_dispatch{false};    ///< submit/round_trip throw device_lost
   std::atomic<bool> timeout_lost{false};  ///< submit/round_trip time out, losing the device (a GPU wait that gave up)
@@ -55,7 +59,7 @@ struct TestDeviceKnobs {
   std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
   std::atomic<int> noise_pct{0};    ///< each dispatch's latency times a random factor in [1-p%, 1+p%]
   std::atomic<int> spike_every{0};  ///< every k-th dispatch (from a random phase) takes 4x its latency
-  std::atomic<std::uint64_t> compile_delay_ms{0};  ///< every compile() takes this much longer (a slow driver)
+  std::atomic<std::uint64_t> compile_delay_ms{0};  ///< every compile() really takes this much longer (a slow driver)
   std::atomic<bool> hold_compile{false};     ///< compile() waits while this is set (the test releases it)
   std::atomic<std::uint64_t> compiles_started{0}, compiles_done{0};  ///< compile() calls begun / returned
   std::string salt;                          ///< part of the fingerprint (change = new device)
@@ -78,16 +82,30 @@ inline std::vector<std::shared_ptr<TestDeviceKnobs>> test_devices(const std::vec
   return k;
 }
 
-namespace detail {
-
-// Waits us microseconds: sleeping is too coarse below a millisecond, so spin there.
-inline void wait_us(std::uint64_t us) {
-  if (us == 0) return;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-  if (us >= 2000) std::this_thread::sleep_for(std::chrono::microseconds(us - 1000));
-  while (std::chrono::steady_clock::now() < until) {
+/// The clock of the test devices (their DeviceImpl::timing_clock()): simulated time that a
+/// dispatch or round trip on a test device advances by its injected cost instead of sleeping
+/// it, so that what calibration, the variant choice or a queue set measures around the call is
+/// exactly that cost, however loaded the machine is. Per thread: a call's cost is its caller's
+/// wait (as a sleep was), so calls on other threads at the same time never show in a measurement.
+/// Thread-safety: safe from any thread (each reads and advances its own time).
+class SimulatedClock final : public vgpu::TimingClock {
+ public:
+  time_point now() const noexcept override {
+    return time_point(std::chrono::duration_cast<time_point::duration>(std::chrono::nanoseconds(elapsed_ns_)));
   }
-}
+  /// Adds ns of simulated time on the calling thread's clock.
+  static void advance(std::uint64_t ns) noexcept { elapsed_ns_ += static_cast<std::int64_t>(ns); }
+  /// Returns the one clock (never destroyed: a runtime may outlive static destruction).
+  static const SimulatedClock& instance() {
+    static const auto* clock = new SimulatedClock;
+    return *clock;
+  }
+
+ private:
+  inline static thread_local std::int64_t elapsed_ns_ = 0;
+};
+
+namespace detail {
 
 // A recorded batch of the CPU device plus how many dispatches it holds.
 class TestBatch final : public vgpu::RecordedBatchImpl {
@@ -101,6 +119,7 @@ class TestDevice final : public ForwardingDevice {
   TestDevice(std::unique_ptr<vgpu::DeviceImpl> inner, vgpu::DeviceInfo info, std::shared_ptr<TestDeviceKnobs> knobs)
       : ForwardingDevice(std::move(inner), std::move(info)), knobs_(std::move(knobs)) {}
 
+  const vgpu::TimingClock& timing_clock() const noexcept override { return SimulatedClock::instance(); }
   std::unique_ptr<vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override {
     if (knobs_->fail_alloc)
       vgpu::fail(vgpu::ErrorCategory::out_of_memory, info_.id() + " is out of memory (injected).", "free memory.");
@@ -136,7 +155,7 @@ class TestDevice final : public ForwardingDevice {
     std::uint64_t bytes = 0;
     for (const auto& w : writes) bytes += w.bytes;
     for (const auto& r : reads) bytes += r.bytes;
-    wait_us(knobs_->ns_per_kib * bytes / 1024 / 1000);
+    SimulatedClock::advance(knobs_->ns_per_kib * bytes / 1024);
     const bool wrong = knobs_->wrong_results;
     inner_->round_trip(writes, b && !wrong ? b->inner.get() : nullptr, reads, dl);
     if (wrong)
@@ -159,14 +178,14 @@ class TestDevice final : public ForwardingDevice {
       vgpu::fail_timeout(info_, vgpu::Deadline::after(timeout()), "dispatching (injected)", true);
     }
     const std::uint64_t before = knobs_->dispatches.fetch_add(n);
-    wait_us(noisy_latency_us(before, n));
+    SimulatedClock::advance(noisy_latency_ns(before, n));
   }
 
-  // The latency of n dispatches after the first `before`, with the knobs' noise and spikes.
-  std::uint64_t noisy_latency_us(std::uint64_t before, std::uint64_t n) {
-    const double base = double(knobs_->latency_us.load());
+  // The latency of n dispatches after the first `before`, with the knobs' noise and spikes, in ns.
+  std::uint64_t noisy_latency_ns(std::uint64_t before, std::uint64_t n) {
+    const double base = double(knobs_->latency_us.load()) * 1000;
     const int noise = knobs_->noise_pct, every = knobs_->spike_every;
-    if (base == 0 || (noise == 0 && every <= 0)) return knobs_->latency_us * n;
+    if (base == 0 || (noise == 0 && every <= 0)) return knobs_->latency_us * 1000 * n;
     std::lock_guard lock(rng_mutex_);
     std::uniform_real_distribution<double> factor(1 - noise / 100.0, 1 + noise / 100.0);
     double total = 0;

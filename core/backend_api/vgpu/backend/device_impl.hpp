@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "vgpu/backend/deadline.hpp"
+#include "vgpu/backend/timing_clock.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/kernel_source.hpp"
@@ -106,7 +107,7 @@ struct HostReadOp {
 ///   - compile(): a long compile must not hold up dispatches (Vulkan guards its layout and
 ///     pipeline-cache state, OpenGL queues on its context's thread, CUDA and the CPU share no
 ///     state with other calls);
-///   - info(): immutable;
+///   - info() and timing_clock(): immutable;
 ///   - timeout(), lost(), lost_reason(), mark_lost() and the counters: safe from any thread.
 /// A backend's own threads (OpenGL's context thread) are the backend's to synchronise.
 /// Waiting (read, synchronize, round_trip, a full staging ring) holds the lock, so later calls
@@ -123,6 +124,10 @@ class DeviceImpl {
   virtual ~DeviceImpl() = default;
   /// Returns the device's description (stable for the device's lifetime).
   virtual const DeviceInfo& info() const = 0;
+  /// Returns the clock measurements of this device's work read (vgpu/backend/timing_clock.hpp):
+  /// the steady clock, unless the backend simulates its devices' cost. The same for every device
+  /// the backend opens for this one, and never destroyed (core keeps it across recoveries).
+  virtual const TimingClock& timing_clock() const noexcept { return TimingClock::steady(); }
   /// Allocates bytes (> 0, within limits); throws out_of_memory.
   virtual std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) = 0;
   /// Copies host data into the buffer after earlier submitted work that may use it.
