@@ -284,6 +284,8 @@ Buffer DeviceCore::create_buffer(std::uint64_t bytes, bool internal) {
   state->internal = internal;
   entered(true, [&] {
     state->impl = guarded("allocating a buffer", [&] { return impl().create_buffer(bytes); });
+    // Counted with the allocation: from here on the state's end counts it freed.
+    counters_->allocated_bytes.fetch_add(bytes, std::memory_order_relaxed);
     state->device = host_;
     enlist(buffers_, state);
   });

@@ -47,9 +47,11 @@ struct DeviceIdentity {
   DeviceInfo info;
 };
 
-/// Hands object to host for deferred destruction (nothing when either is null).
-inline void retire(const std::shared_ptr<DeviceHost>& host, std::unique_ptr<DeviceObject> object) noexcept {
-  if (host && object) host->retire(std::move(object));
+/// Hands object to host for deferred destruction (nothing when either is null); buffer_bytes:
+/// a buffer allocation's size, counted as freed once it is (DeviceHost::retire).
+inline void retire(const std::shared_ptr<DeviceHost>& host, std::unique_ptr<DeviceObject> object,
+                   std::uint64_t buffer_bytes = 0) noexcept {
+  if (host && object) host->retire(std::move(object), buffer_bytes);
 }
 
 struct BufferState {
@@ -59,7 +61,7 @@ struct BufferState {
   std::uint64_t size = 0;
   bool internal = false;  // vgpu's own (PersistentKernel, QueuePipeline): rewritten by every call, never "lost"
   LostContents lost;      // what a recovery lost and no write has covered since (call lock)
-  ~BufferState() { retire(device, std::move(impl)); }
+  ~BufferState() { retire(device, std::move(impl), size); }
 };
 
 struct KernelState {

@@ -362,6 +362,13 @@ std::size_t KernelDatabase::size() const {
   return kernels_.size();
 }
 
+std::uint64_t KernelDatabase::buffer_bytes() const {
+  std::lock_guard lock(mutex_);
+  std::uint64_t sum = 0;
+  for (const auto& [_, e] : kernels_) sum += e.kernel->buffer_bytes();
+  return sum;
+}
+
 std::string KernelDatabase::report() const {
   std::lock_guard lock(mutex_);
   return "KernelDB: " + std::to_string(hits_) + " hits, " + std::to_string(misses_) + " compiles";

@@ -188,6 +188,10 @@ void bind_cache(py::module_& m) {
       .def_property_readonly("hits", &Cache::hits, "How many calls reused a persistent kernel.")
       .def_property_readonly("dispatches", &Cache::dispatches,
                              "How many matmuls ran (each is one dispatch: the matmul plan has one step).")
+      .def_property_readonly("size", &Cache::size,
+                             "How many persistent kernels the cache holds now (one per shape and device it keeps).")
+      .def_property_readonly("buffer_bytes", &Cache::buffer_bytes,
+                             "The bytes of device memory the persistent kernels it holds keep in their buffers.")
       .def_property_readonly("device", [](const Cache& c) { return device_or_none(c.device()); },
                              "The device the cache runs on (a vgpu.Device; with selection the device of the last "
                              "call, None before the first).")
@@ -237,6 +241,8 @@ void bind_cache(py::module_& m) {
                              "How many get() calls had to build (compile, allocate, bind) a kernel.")
       .def_property_readonly("size", &KernelDatabase::size, "The number of kernels held now.")
       .def("__len__", &KernelDatabase::size, "The number of kernels held now.")
+      .def_property_readonly("buffer_bytes", &KernelDatabase::buffer_bytes,
+                             "The bytes of device memory the kernels held now keep in their buffers.")
       .def("report", &KernelDatabase::report, "Returns \"KernelDB: <hits> hits, <misses> compiles\".")
       .def(
           "evict",

@@ -84,6 +84,10 @@ class VGPU_API Cache {
   std::uint64_t hits() const;
   /// Returns how many matmuls ran (each is one dispatch: the matmul plan has one step).
   std::uint64_t dispatches() const { return hits() + compiles(); }
+  /// Returns how many persistent kernels the cache holds now (over a set: on all its devices).
+  std::size_t size() const;
+  /// Returns the bytes of device memory the persistent kernels it holds keep in their buffers.
+  std::uint64_t buffer_bytes() const;
   /// Returns "VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches".
   std::string report() const;
   /// Returns the device the cache runs on (with selection: the device of the last call; over a

@@ -92,6 +92,8 @@ class VGPU_API KernelDatabase {
   std::uint64_t interim_calls() const;
   /// Returns the number of kernels held now.
   std::size_t size() const;
+  /// Returns the bytes of device memory the kernels held now keep in their buffers.
+  std::uint64_t buffer_bytes() const;
   /// Returns "KernelDB: <hits> hits, <misses> compiles".
   std::string report() const;
   /// Drops every kernel built for id.
