@@ -110,6 +110,8 @@ std::uint64_t Cache::buffer_bytes() const {
   return n;
 }
 
+std::uint64_t Cache::evictions() const { return db_.evictions() + (multi_ ? multi_->db.evictions() : 0); }
+
 const DeviceSet* Cache::devices() const noexcept { return multi_ ? &multi_->db.devices() : nullptr; }
 
 MultiStats Cache::multi_stats() const {

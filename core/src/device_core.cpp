@@ -201,6 +201,7 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
       store_(store ? std::move(store)
                    : std::shared_ptr<cache::DiskStore>(&cache::DiskStore::global(), [](cache::DiskStore*) {})),
       tune_(config.tune),
+      persistent_limits_(config.persistent_limits()),
       reopen_(std::move(reopen)),
       timeout_ms_(config.timeout.count()),
       host_(make_device_host(std::move(impl), counters_)),

@@ -147,6 +147,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   Counters& counters() noexcept { return *counters_; }
   /// Returns the opening runtime's L2 store (where measured variant choices persist too).
   cache::DiskStore& l2_store() const noexcept { return *store_; }
+  /// Returns the opening runtime's bounds on a cache of live persistent kernels (KernelDatabase
+  /// on this device, vgpu::run's pipelines on it).
+  const PersistentLimits& persistent_limits() const noexcept { return persistent_limits_; }
   /// Returns the opening runtime's VGPU_TUNE: "measure" or "rules".
   const std::string& tune_mode() const noexcept { return tune_; }
 
@@ -242,6 +245,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<Counters> counters_;
   std::shared_ptr<cache::DiskStore> store_;  // the runtime's (kept: the runtime may go first)
   std::string tune_;
+  PersistentLimits persistent_limits_;
   Reopen reopen_;
   std::atomic<std::int64_t> timeout_ms_{0};
   mutable std::shared_mutex recovery_mutex_;  // shared: a call or compile; exclusive: recovery

@@ -100,11 +100,11 @@ class DeviceHost {
 
   std::shared_ptr<Counters> counters_;  // before impl_: the backend may count while it is destroyed
   std::unique_ptr<DeviceImpl> impl_;
-  std::mutex call_mutex_;                     // the call lock
-  std::atomic<std::thread::id> owner_{};      // the thread holding call_mutex_ (none: default id)
-  std::vector<Deferred> deferred_;            // guarded by the call lock
-  std::mutex incoming_mutex_;                 // guards incoming_ (a leaf: nothing is called under it)
-  std::vector<Retired> incoming_;              // retired while another thread held the lock
+  std::mutex call_mutex_;                 // the call lock
+  std::atomic<std::thread::id> owner_{};  // the thread holding call_mutex_ (none: default id)
+  std::vector<Deferred> deferred_;        // guarded by the call lock
+  std::mutex incoming_mutex_;             // guards incoming_ (a leaf: nothing is called under it)
+  std::vector<Retired> incoming_;         // retired while another thread held the lock
   std::atomic<bool> has_incoming_{false};
 };
 
