@@ -61,6 +61,24 @@ TEST_CASE("config: a bad VGPU_L1_CAPACITY is a warning and keeps 512", "[config]
   check_warned(read_with("VGPU_L1_CAPACITY", " 7").second, "VGPU_L1_CAPACITY", " 7");
 }
 
+TEST_CASE("config: bad VGPU_PERSISTENT_CAPACITY / _MAX_BYTES are warnings and keep 64 / 1 GiB", "[config]") {
+  for (const char* bad : {"-1", "0", "12abc", "2000000", " 7"}) {
+    auto [c, log] = read_with("VGPU_PERSISTENT_CAPACITY", bad);
+    CHECK(c.persistent_capacity == 64);
+    check_warned(log, "VGPU_PERSISTENT_CAPACITY", bad);
+  }
+  for (const char* bad : {"0", "-5", "1X", "lots"}) {
+    auto [c, log] = read_with("VGPU_PERSISTENT_MAX_BYTES", bad);
+    CHECK(c.persistent_max_bytes == (std::uint64_t{1} << 30));
+    check_warned(log, "VGPU_PERSISTENT_MAX_BYTES", bad);
+  }
+  auto [c, log] = read_with("VGPU_PERSISTENT_CAPACITY", "16");
+  CHECK(c.persistent_capacity == 16);
+  CHECK(log.empty());
+  CHECK(read_with("VGPU_PERSISTENT_MAX_BYTES", "256M").first.persistent_max_bytes == (std::uint64_t{256} << 20));
+  CHECK(read_with("VGPU_PERSISTENT_MAX_BYTES", "4096").first.persistent_max_bytes == 4096);
+}
+
 TEST_CASE("config: a bad VGPU_LOG is a warning and means warn", "[config]") {
   auto [c, log] = read_with("VGPU_LOG", "garbage");
   CHECK(c.log_level == vgpu::LogLevel::warn);

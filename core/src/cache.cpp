@@ -40,8 +40,10 @@ Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
 }
 
 std::string Cache::report() const {
-  return "VGPUCache: " + std::to_string(compiles()) + " compiles, " + std::to_string(hits()) + " cache hits, " +
-         std::to_string(dispatches()) + " dispatches";
+  std::string s = "VGPUCache: " + std::to_string(compiles()) + " compiles, " + std::to_string(hits()) +
+                  " cache hits, " + std::to_string(dispatches()) + " dispatches";
+  if (const std::uint64_t e = evictions(); e != 0) s += ", " + std::to_string(e) + " evictions";
+  return s;
 }
 
 }  // namespace vgpu

@@ -96,6 +96,22 @@ std::uint64_t Cache::compiles() const { return db_.misses() + (multi_ ? multi_->
 
 std::uint64_t Cache::hits() const { return db_.hits() + (multi_ ? multi_->db.hits() : 0); }
 
+std::size_t Cache::size() const {
+  std::size_t n = db_.size();
+  if (multi_)
+    for (std::size_t i = 0; i < multi_->db.devices().size(); ++i) n += multi_->db.database(i).size();
+  return n;
+}
+
+std::uint64_t Cache::buffer_bytes() const {
+  std::uint64_t n = db_.buffer_bytes();
+  if (multi_)
+    for (std::size_t i = 0; i < multi_->db.devices().size(); ++i) n += multi_->db.database(i).buffer_bytes();
+  return n;
+}
+
+std::uint64_t Cache::evictions() const { return db_.evictions() + (multi_ ? multi_->db.evictions() : 0); }
+
 const DeviceSet* Cache::devices() const noexcept { return multi_ ? &multi_->db.devices() : nullptr; }
 
 MultiStats Cache::multi_stats() const {

@@ -159,6 +159,20 @@ void read_numbers(Config& c, Warnings& w) {
     else
       bad_value(w, "VGPU_L1_CAPACITY", *v, "a whole number of kernels from 1 to 1048576", std::to_string(c.l1_capacity));
   }
+  if (const auto v = env("VGPU_PERSISTENT_CAPACITY")) {
+    if (auto n = config_parse::integer(*v, 1, PersistentLimits::kMaxCount))
+      c.persistent_capacity = static_cast<std::size_t>(*n);
+    else
+      bad_value(w, "VGPU_PERSISTENT_CAPACITY", *v, "a whole number of kernels from 1 to 1048576",
+                std::to_string(c.persistent_capacity));
+  }
+  if (const auto v = env("VGPU_PERSISTENT_MAX_BYTES")) {
+    if (auto n = config_parse::bytes(*v))
+      c.persistent_max_bytes = *n;
+    else
+      bad_value(w, "VGPU_PERSISTENT_MAX_BYTES", *v, "a positive byte count such as 1073741824 or 1G",
+                std::to_string(c.persistent_max_bytes >> 20) + " MiB");
+  }
   if (const auto v = env("VGPU_CACHE_MAX_BYTES")) {
     if (auto n = config_parse::bytes(*v))
       c.cache_max_bytes = *n;
@@ -243,6 +257,12 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_DEVICE", "force one device, as backend:index (e.g. vulkan:1)"},
       {"VGPU_LOG", "stderr log threshold: error, warn (default), info or debug"},
       {"VGPU_L1_CAPACITY", "compiled kernels the in-RAM cache keeps per device, 1 to 1048576 (default 512)"},
+      {"VGPU_PERSISTENT_CAPACITY",
+       "live persistent kernels (with their buffers) one KernelDatabase, Cache or vgpu::run's pipeline cache (per "
+       "device) keeps, least recently used out, 1 to 1048576 (default 64)"},
+      {"VGPU_PERSISTENT_MAX_BYTES",
+       "bytes of device memory the buffers of those kernels hold per cache at most, bytes or with K/M/G suffix "
+       "(default 1G)"},
       {"VGPU_CPU_ISA", "force the CPU backend's kernels: sse2, avx2 or avx512 (default: the best this CPU has)"},
       {"VGPU_CPU_DEVICES", "logical CPU devices cpu:0 ... cpu:N-1 the CPU backend exposes, 1 to 64 (default 1; they share one thread pool: for testing multi-device code)"},
       {"VGPU_DEVICES", "the devices a default DeviceSet (and vgpu.Cache(devices=...)) spreads work over, comma list of backend:index (default: every device)"},

@@ -201,6 +201,7 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
       store_(store ? std::move(store)
                    : std::shared_ptr<cache::DiskStore>(&cache::DiskStore::global(), [](cache::DiskStore*) {})),
       tune_(config.tune),
+      persistent_limits_(config.persistent_limits()),
       reopen_(std::move(reopen)),
       timeout_ms_(config.timeout.count()),
       host_(make_device_host(std::move(impl), counters_)),
@@ -285,6 +286,8 @@ Buffer DeviceCore::create_buffer(std::uint64_t bytes, bool internal) {
   state->internal = internal;
   entered(true, [&] {
     state->impl = guarded("allocating a buffer", [&] { return impl().create_buffer(bytes); });
+    // Counted with the allocation: from here on the state's end counts it freed.
+    counters_->allocated_bytes.fetch_add(bytes, std::memory_order_relaxed);
     state->device = host_;
     enlist(buffers_, state);
   });

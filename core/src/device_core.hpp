@@ -48,9 +48,11 @@ struct DeviceIdentity {
   DeviceInfo info;
 };
 
-/// Hands object to host for deferred destruction (nothing when either is null).
-inline void retire(const std::shared_ptr<DeviceHost>& host, std::unique_ptr<DeviceObject> object) noexcept {
-  if (host && object) host->retire(std::move(object));
+/// Hands object to host for deferred destruction (nothing when either is null); buffer_bytes:
+/// a buffer allocation's size, counted as freed once it is (DeviceHost::retire).
+inline void retire(const std::shared_ptr<DeviceHost>& host, std::unique_ptr<DeviceObject> object,
+                   std::uint64_t buffer_bytes = 0) noexcept {
+  if (host && object) host->retire(std::move(object), buffer_bytes);
 }
 
 struct BufferState {
@@ -60,7 +62,7 @@ struct BufferState {
   std::uint64_t size = 0;
   bool internal = false;  // vgpu's own (PersistentKernel, QueuePipeline): rewritten by every call, never "lost"
   LostContents lost;      // what a recovery lost and no write has covered since (call lock)
-  ~BufferState() { retire(device, std::move(impl)); }
+  ~BufferState() { retire(device, std::move(impl), size); }
 };
 
 struct KernelState {
@@ -146,6 +148,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   Counters& counters() noexcept { return *counters_; }
   /// Returns the opening runtime's L2 store (where measured variant choices persist too).
   cache::DiskStore& l2_store() const noexcept { return *store_; }
+  /// Returns the opening runtime's bounds on a cache of live persistent kernels (KernelDatabase
+  /// on this device, vgpu::run's pipelines on it).
+  const PersistentLimits& persistent_limits() const noexcept { return persistent_limits_; }
   /// Returns the opening runtime's VGPU_TUNE: "measure" or "rules".
   const std::string& tune_mode() const noexcept { return tune_; }
   /// Returns the clock measurements of this device read (DeviceImpl::timing_clock()).
@@ -243,6 +248,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<Counters> counters_;
   std::shared_ptr<cache::DiskStore> store_;  // the runtime's (kept: the runtime may go first)
   std::string tune_;
+  PersistentLimits persistent_limits_;
   Reopen reopen_;
   std::atomic<std::int64_t> timeout_ms_{0};
   mutable std::shared_mutex recovery_mutex_;  // shared: a call or compile; exclusive: recovery

@@ -91,16 +91,16 @@ void DeviceHost::reclaim_if_free() noexcept {
   }
 }
 
-void DeviceHost::retire(std::unique_ptr<DeviceObject> object) noexcept {
+void DeviceHost::retire(std::unique_ptr<DeviceObject> object, std::uint64_t buffer_bytes) noexcept {
   if (!object) return;
   if (held_here()) {  // dropped inside a call (or while freeing): the lock is ours already
-    defer_locked(std::move(object));
+    defer_locked(Retired{std::move(object), buffer_bytes});
     return;
   }
   {
     std::lock_guard lock(incoming_mutex_);
     try {
-      incoming_.push_back(std::move(object));
+      incoming_.push_back(Retired{std::move(object), buffer_bytes});
     } catch (...) {  // no memory to remember it: leak it rather than free it under the GPU
       (void)object.release();
       return;
@@ -110,23 +110,33 @@ void DeviceHost::retire(std::unique_ptr<DeviceObject> object) noexcept {
   reclaim_if_free();
 }
 
-void DeviceHost::defer_locked(std::unique_ptr<DeviceObject> object) noexcept {
+void DeviceHost::defer_locked(Retired retired) noexcept {
   try {
-    deferred_.push_back(Deferred{impl_->submitted_serial(), std::move(object)});
+    deferred_.push_back(Deferred{impl_->submitted_serial(), std::move(retired)});
   } catch (...) {  // no memory to remember it: leak it rather than free it under the GPU
-    (void)object.release();
+    (void)retired.object.release();
   }
+}
+
+void DeviceHost::free_locked(std::vector<Deferred>& due) noexcept {
+  std::uint64_t bytes = 0;
+  for (Deferred& d : due) {
+    d.retired.object.reset();
+    bytes += d.retired.buffer_bytes;
+  }
+  due.clear();
+  if (bytes != 0) counters_->freed_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void DeviceHost::reclaim_locked() noexcept {
   if (has_incoming_.load(std::memory_order_acquire)) {
-    std::vector<std::unique_ptr<DeviceObject>> arrived;
+    std::vector<Retired> arrived;
     {
       std::lock_guard lock(incoming_mutex_);
       arrived.swap(incoming_);
       has_incoming_.store(false, std::memory_order_release);
     }
-    for (auto& object : arrived) defer_locked(std::move(object));
+    for (Retired& r : arrived) defer_locked(std::move(r));
   }
   if (deferred_.empty()) return;
   const std::uint64_t done = impl_->completed_serial();
@@ -146,7 +156,7 @@ void DeviceHost::reclaim_locked() noexcept {
       deferred_[kept - 1] = std::move(deferred_[i]);
   }
   deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(kept), deferred_.end());
-  due.clear();
+  free_locked(due);
 }
 
 bool DeviceHost::close() noexcept {
@@ -161,6 +171,7 @@ bool DeviceHost::close() noexcept {
   while (released && !deferred_.empty()) {
     std::vector<Deferred> rest;
     rest.swap(deferred_);
+    free_locked(rest);
   }
   owner_.store(std::thread::id(), std::memory_order_relaxed);
   return released;

@@ -68,8 +68,9 @@ class DeviceHost {
   /// it, or runs a kernel of this device); core checks it before it takes any other lock.
   void check_not_inside() const;
   /// Takes a backend object no handle refers to any more and frees it once the work that may
-  /// use it has completed; never waits, never throws.
-  void retire(std::unique_ptr<DeviceObject> object) noexcept;
+  /// use it has completed; never waits, never throws. buffer_bytes: the size of a buffer
+  /// allocation, counted in counters().freed_bytes once it is freed (0 for other objects).
+  void retire(std::unique_ptr<DeviceObject> object, std::uint64_t buffer_bytes = 0) noexcept;
   /// Called once, when nothing refers to the device any more: frees what has completed, lets
   /// the backend finish or give up its work (DeviceImpl::release), then frees the rest.
   /// Returns false when the backend must be leaked: the objects still waiting stay with it.
@@ -77,27 +78,33 @@ class DeviceHost {
 
  private:
   friend class CallLock;
+  struct Retired {
+    std::unique_ptr<DeviceObject> object;
+    std::uint64_t buffer_bytes = 0;  // counted as freed once object is
+  };
   struct Deferred {
     std::uint64_t serial;  // submitted_serial() when it was retired
-    std::unique_ptr<DeviceObject> object;
+    Retired retired;
   };
   bool held_here() const noexcept { return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
   // Frees what is due and lets the lock go (CallLock's destructor).
   void unlock() noexcept;
   // Takes the lock if it is free and frees what is due; repeats while objects keep arriving.
   void reclaim_if_free() noexcept;
-  // Tags object with the current serial and keeps it (lock held).
-  void defer_locked(std::unique_ptr<DeviceObject> object) noexcept;
+  // Tags retired with the current serial and keeps it (lock held).
+  void defer_locked(Retired retired) noexcept;
+  // Frees the objects of due, counting the buffer bytes freed (lock held).
+  void free_locked(std::vector<Deferred>& due) noexcept;
   // Tags what other threads retired, then frees every object whose work has completed (lock held).
   void reclaim_locked() noexcept;
 
   std::shared_ptr<Counters> counters_;  // before impl_: the backend may count while it is destroyed
   std::unique_ptr<DeviceImpl> impl_;
-  std::mutex call_mutex_;                     // the call lock
-  std::atomic<std::thread::id> owner_{};      // the thread holding call_mutex_ (none: default id)
-  std::vector<Deferred> deferred_;            // guarded by the call lock
-  std::mutex incoming_mutex_;                 // guards incoming_ (a leaf: nothing is called under it)
-  std::vector<std::unique_ptr<DeviceObject>> incoming_;  // retired while another thread held the lock
+  std::mutex call_mutex_;                 // the call lock
+  std::atomic<std::thread::id> owner_{};  // the thread holding call_mutex_ (none: default id)
+  std::vector<Deferred> deferred_;        // guarded by the call lock
+  std::mutex incoming_mutex_;             // guards incoming_ (a leaf: nothing is called under it)
+  std::vector<Retired> incoming_;         // retired while another thread held the lock
   std::atomic<bool> has_incoming_{false};
 };
 

@@ -139,7 +139,9 @@ void DeviceCore::recover() {
     // Nothing below throws: every state moves to the fresh device, its old object to the old host.
     std::size_t lost_buffers = 0;
     for (auto& [b, impl] : rebuilt.buffers) {
-      retire(b->device, std::move(b->impl));
+      retire(b->device, std::move(b->impl), b->size);
+      // Counted here, not when rebuild() made it: a failed rebuild frees what it made uncounted.
+      counters_->allocated_bytes.fetch_add(b->size, std::memory_order_relaxed);
       b->impl = std::move(impl);
       b->device = host;
       if (b->internal) {

@@ -5,6 +5,8 @@
 
 #include <xxhash.h>
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "device_core.hpp"
@@ -19,6 +21,23 @@ namespace {
 // Seeds keeping the three key families apart (a key is also checked against the entry).
 constexpr std::uint64_t kSlotSeed = 0x76677075'736c6f74ull;   // (id, shape): selection
 constexpr std::uint64_t kFixedSeed = 0x76677075'66697864ull;  // (id, shape, device): fixed plans
+
+// Choices of a device per (id, shape) kept per live kernel allowed: a choice holds no device
+// memory, and one dropped is asked of the runtime again (cheap: it keeps its size class's choice).
+constexpr std::size_t kChosenPerKernel = 4;
+
+// The bounds of the device choices, given those of the kernels.
+PersistentLimits chosen_limits(const PersistentLimits& limits) { return {limits.count * kChosenPerKernel, UINT64_MAX}; }
+
+// Throws invalid_argument (with a Fix) for bounds out of range.
+void check_limits(const PersistentLimits& l) {
+  if (l.count < 1 || l.count > PersistentLimits::kMaxCount || l.bytes == 0)
+    fail(ErrorCategory::invalid_argument,
+         "KernelDatabase::set_limits got count " + std::to_string(l.count) + " and bytes " + std::to_string(l.bytes) +
+             "; a database keeps 1 to " + std::to_string(PersistentLimits::kMaxCount) +
+             " kernels and a positive number of bytes.",
+         "pass a count from 1 to 1048576 and bytes > 0 (the defaults: PersistentLimits{}).");
+}
 
 // Hashes id and shape (no allocation: this is the hot path's key).
 std::uint64_t key_of(std::string_view id, const Shape& shape, std::uint64_t seed) {
@@ -61,13 +80,16 @@ void KernelDatabase::drop_locked(PlanFactory factory) const {
 
 template <class Pred>
 void KernelDatabase::erase_kernels_locked(Pred pred) {
-  for (auto it = kernels_.begin(); it != kernels_.end();) {
-    if (pred(it->second)) {
-      drop_locked(std::move(it->second.kernel));
-      it = kernels_.erase(it);
-    } else {
-      ++it;
-    }
+  for (Entry& e : kernels_.erase_if([&](std::uint64_t, const Entry& e) { return pred(e); }))
+    drop_locked(std::move(e.kernel));
+}
+
+void KernelDatabase::drop_evicted_locked(std::vector<Entry> evicted) {
+  for (Entry& e : evicted) {
+    detail::DeviceAccess::core(e.kernel->device())
+        .counters()
+        .persistent_evictions.fetch_add(1, std::memory_order_relaxed);
+    drop_locked(std::move(e.kernel));  // freed once the lock is released, or later by its last user
   }
 }
 
@@ -76,10 +98,19 @@ KernelDatabase::KernelDatabase(Device device) : device_(std::move(device)) {
     fail(ErrorCategory::invalid_argument, "KernelDatabase needs an open device.",
          "pass Runtime::global().default_device() or a device from Runtime::open().");
   device_key_ = device_key_of(device_);
+  // The bounds of the runtime that opened the device (its RuntimeOptions, else the environment).
+  const PersistentLimits limits = detail::DeviceAccess::core(device_).persistent_limits();
+  kernels_.set_limits(limits);
+  chosen_.set_limits(chosen_limits(limits));
   register_builtins();
 }
 
-KernelDatabase::KernelDatabase(Runtime& runtime) : runtime_(&runtime) { register_builtins(); }
+KernelDatabase::KernelDatabase(Runtime& runtime) : runtime_(&runtime) {
+  const PersistentLimits limits = runtime.config().persistent_limits();
+  kernels_.set_limits(limits);
+  chosen_.set_limits(chosen_limits(limits));
+  register_builtins();
+}
 
 KernelDatabase::KernelDatabase() : KernelDatabase(Runtime::global()) {}
 
@@ -148,14 +179,8 @@ void KernelDatabase::add(const std::string& id, PlanFactory factory, PlanStabili
   drop_locked(std::move(f.make));
   f = Factory{std::move(factory), stability, ++generation_};
   erase_kernels_locked([&](const Entry& e) { return e.id == id; });
-  for (auto it = chosen_.begin(); it != chosen_.end();) {
-    if (it->second.id == id) {
-      drop_locked(std::move(it->second.device));
-      it = chosen_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (Chosen& c : chosen_.erase_if([&](std::uint64_t, const Chosen& c) { return c.id == id; }))
+    drop_locked(std::move(c.device));
 }
 
 const KernelDatabase::Factory& KernelDatabase::factory_locked(const std::string& id) const {
@@ -208,8 +233,9 @@ std::shared_ptr<PersistentKernel> KernelDatabase::build_locked(std::unique_lock<
     ++misses_;
     auto cur = factories_.find(id);
     if (cur != factories_.end() && cur->second.generation == generation) {
-      if (auto old = kernels_.find(key); old != kernels_.end()) drop_locked(std::move(old->second.kernel));
-      kernels_.insert_or_assign(key, Entry{id, shape, device_key, kernel});
+      if (auto old = kernels_.take(key)) drop_locked(std::move(old->kernel));
+      // The new kernel is the most recently used: the bounds evict others, never it.
+      drop_evicted_locked(kernels_.put(key, Entry{id, shape, device_key, kernel}, kernel->buffer_bytes()));
     }
   }
   flight->finished = true;
@@ -234,21 +260,20 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
     std::uint64_t device_key = device_key_;
     if (runtime_) {
       const std::uint64_t epoch = runtime_->selection_epoch();
-      auto c = chosen_.find(slot);
-      if (c == chosen_.end() || c->second.epoch != epoch || c->second.id != id || c->second.shape != shape ||
-          !c->second.device) {
+      const Chosen* c = chosen_.find(slot);
+      if (c == nullptr || c->epoch != epoch || c->id != id || c->shape != shape || !c->device) {
         select_locked(lock, slot, id, shape, epoch, used);
         continue;
       }
-      if (!(device_ == c->second.device)) drop_locked(std::exchange(device_, c->second.device));
-      device_key = c->second.device_key;
-      if (c->second.interim) ++interim_calls_;
+      if (!(device_ == c->device)) drop_locked(std::exchange(device_, c->device));
+      device_key = c->device_key;
+      if (c->interim) ++interim_calls_;
     }
 
     // 2. A fixed factory's kernel is found by key, without asking the factory.
     const std::uint64_t key = key_of(id, shape, kFixedSeed ^ device_key);
-    if (auto it = kernels_.find(key); it != kernels_.end()) {
-      const Entry& e = it->second;
+    if (const Entry* found = kernels_.find(key)) {
+      const Entry& e = *found;
       if (e.device_key == device_key && e.id == id && e.shape == shape) {
         ++hits_;  // on a device lost since too: the kernel's next call recovers the device in place
         return e.kernel;
@@ -276,9 +301,9 @@ std::shared_ptr<PersistentKernel> KernelDatabase::lookup(const std::string& id, 
     const std::uint64_t content =
         detail::plan_content_hash(id + "@" + device.info().id() + "#" + device.info().fingerprint.hex(), shape, *plan);
     lock.lock();
-    if (auto it = kernels_.find(content); it != kernels_.end()) {
+    if (const Entry* found = kernels_.find(content)) {
       ++hits_;
-      return it->second.kernel;
+      return found->kernel;
     }
     if (auto fl = flights_.find(content); fl != flights_.end()) {
       auto flight = fl->second;
@@ -324,16 +349,17 @@ void KernelDatabase::select_locked(std::unique_lock<std::mutex>& lock, std::uint
   lock.lock();
   selecting_.erase(slot);
   if (!error) {
-    if (auto old = chosen_.find(slot); old != chosen_.end()) {
+    if (std::optional<Chosen> old = chosen_.take(slot)) {
       // The interim device's kernel for (id, shape) is not needed once the choice moved away.
-      if (old->second.interim && old->second.device_key != device_key) {
-        const std::uint64_t old_key = old->second.device_key;
+      if (old->interim && old->device_key != device_key) {
+        const std::uint64_t old_key = old->device_key;
         erase_kernels_locked(
             [&](const Entry& e) { return e.id == id && e.shape == shape && e.device_key == old_key; });
       }
-      drop_locked(std::move(old->second.device));
+      drop_locked(std::move(old->device));
     }
-    chosen_.insert_or_assign(slot, Chosen{id, shape, chosen, device_key, epoch, interim});
+    for (Chosen& c : chosen_.put(slot, Chosen{id, shape, chosen, device_key, epoch, interim}, 0))
+      drop_locked(std::move(c.device));
     if (used) *used = chosen;
   }
   flight->finished = true;
@@ -362,9 +388,34 @@ std::size_t KernelDatabase::size() const {
   return kernels_.size();
 }
 
+std::uint64_t KernelDatabase::buffer_bytes() const {
+  std::lock_guard lock(mutex_);
+  return kernels_.bytes();
+}
+
+std::uint64_t KernelDatabase::evictions() const {
+  std::lock_guard lock(mutex_);
+  return kernels_.evictions();
+}
+
+PersistentLimits KernelDatabase::limits() const {
+  std::lock_guard lock(mutex_);
+  return kernels_.limits();
+}
+
+void KernelDatabase::set_limits(PersistentLimits limits) {
+  check_limits(limits);
+  FreeDropped free_dropped{*this};
+  std::lock_guard lock(mutex_);
+  drop_evicted_locked(kernels_.set_limits(limits));
+  for (Chosen& c : chosen_.set_limits(chosen_limits(limits))) drop_locked(std::move(c.device));
+}
+
 std::string KernelDatabase::report() const {
   std::lock_guard lock(mutex_);
-  return "KernelDB: " + std::to_string(hits_) + " hits, " + std::to_string(misses_) + " compiles";
+  std::string s = "KernelDB: " + std::to_string(hits_) + " hits, " + std::to_string(misses_) + " compiles";
+  if (kernels_.evictions() != 0) s += ", " + std::to_string(kernels_.evictions()) + " evictions";
+  return s;
 }
 
 void KernelDatabase::evict(const std::string& id) {

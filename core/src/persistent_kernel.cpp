@@ -87,7 +87,9 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
     const TensorSpec& t = plan_.tensors[i];
     // Internal: every call rewrites the inputs and the steps rewrite the rest, so a recovery
     // never reports their contents lost.
-    buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, element_count(t.shape) * dtype_size(t.dtype)));
+    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, bytes));
+    buffer_bytes_ += bytes;
     if (!t.scratch) visible_.push_back(i);
   }
   for (std::size_t a = 0; a < visible_.size(); ++a) {

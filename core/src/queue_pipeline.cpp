@@ -173,6 +173,7 @@ QueueReport QueuePipeline::run_once(const PersistentQueue& queue, std::uint64_t 
     r.out = std::move(out);
     r.in_bytes = in_cap;
     r.out_bytes = out_cap;
+    buffer_bytes_.store(in_cap + out_cap, std::memory_order_relaxed);
     r.bindings = std::move(bindings);
     r.recorded.clear();  // the batch refers to the old binding set
     r.recorded_lanes.clear();

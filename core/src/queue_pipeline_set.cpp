@@ -180,6 +180,13 @@ std::vector<bool> QueuePipelineSet::left_out() const {
   return state_->out;
 }
 
+std::uint64_t QueuePipelineSet::buffer_bytes() const {
+  std::uint64_t sum = 0;  // pipes is fixed once the set is made: no lock needed to walk it
+  for (const auto& pipe : state_->pipes)
+    if (pipe) sum += pipe->buffer_bytes();
+  return sum;
+}
+
 MultiStats QueuePipelineSet::stats() const {
   std::lock_guard lock(state_->mutex);
   return state_->stats;

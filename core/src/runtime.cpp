@@ -88,6 +88,17 @@ Config RuntimeOptions::resolve(const Config& env) const {
                    "VGPU_L1_CAPACITY");
     c.l1_capacity = *l1_capacity;
   }
+  if (persistent_capacity) {
+    if (*persistent_capacity < 1 || *persistent_capacity > PersistentLimits::kMaxCount)
+      bad_override("persistent_capacity", std::to_string(*persistent_capacity), "a number of kernels from 1 to 1048576",
+                   "VGPU_PERSISTENT_CAPACITY");
+    c.persistent_capacity = *persistent_capacity;
+  }
+  if (persistent_max_bytes) {
+    if (*persistent_max_bytes == 0)
+      bad_override("persistent_max_bytes", "0", "a positive number of bytes", "VGPU_PERSISTENT_MAX_BYTES");
+    c.persistent_max_bytes = *persistent_max_bytes;
+  }
   if (cpu_isa) c.cpu_isa = lower(*cpu_isa);  // its names are the CPU backend's to check
   if (cpu_devices) {
     if (*cpu_devices < 1 || *cpu_devices > kMaxCpuDevices)

@@ -201,6 +201,12 @@ std::uint64_t ShardedDatabase::misses() const {
   return sum;
 }
 
+std::uint64_t ShardedDatabase::evictions() const {
+  std::uint64_t sum = 0;
+  for (const auto& db : state_->dbs) sum += db->evictions();
+  return sum;
+}
+
 MultiStats ShardedDatabase::stats() const {
   std::lock_guard lock(state_->mutex);
   return state_->stats;
@@ -208,8 +214,11 @@ MultiStats ShardedDatabase::stats() const {
 
 std::string ShardedDatabase::report() const {
   const MultiStats s = stats();
-  return std::string(kWho) + ": " + std::to_string(state_->set.size()) + " devices, " + std::to_string(hits()) +
-         " hits, " + std::to_string(misses()) + " compiles, " + std::to_string(s.failures) + " failures";
+  std::string r = std::string(kWho) + ": " + std::to_string(state_->set.size()) + " devices, " +
+                  std::to_string(hits()) + " hits, " + std::to_string(misses()) + " compiles, " +
+                  std::to_string(s.failures) + " failures";
+  if (const std::uint64_t e = evictions(); e != 0) r += ", " + std::to_string(e) + " evictions";
+  return r;
 }
 
 }  // namespace vgpu

@@ -77,6 +77,9 @@ void bind_cache(py::module_& m) {
                     "Cache() runs each shape on the device measured fastest for it (vgpu.select: the choice "
                     "persists across processes, a failing device falls back to the next); Cache(device) uses "
                     "that device (a vgpu.Device, a vgpu.DeviceInfo or an id such as \"vulkan:0\").\n"
+                    "It keeps at most 64 persistent kernels holding at most 1 GiB of buffers by default "
+                    "(VGPU_PERSISTENT_CAPACITY, VGPU_PERSISTENT_MAX_BYTES), least recently used shape out "
+                    "(size, buffer_bytes, evictions).\n"
                     "Thread-safe: call it from several threads (calls of one shape are serialised; the GIL is "
                     "released while the device works).")
       .def(py::init([](py::object device, std::optional<std::vector<std::string>> devices) {
@@ -188,6 +191,13 @@ void bind_cache(py::module_& m) {
       .def_property_readonly("hits", &Cache::hits, "How many calls reused a persistent kernel.")
       .def_property_readonly("dispatches", &Cache::dispatches,
                              "How many matmuls ran (each is one dispatch: the matmul plan has one step).")
+      .def_property_readonly("size", &Cache::size,
+                             "How many persistent kernels the cache holds now (one per shape and device it keeps).")
+      .def_property_readonly("buffer_bytes", &Cache::buffer_bytes,
+                             "The bytes of device memory the persistent kernels it holds keep in their buffers.")
+      .def_property_readonly("evictions", &Cache::evictions,
+                             "How many persistent kernels the bounds evicted (least recently used shapes; "
+                             "VGPU_PERSISTENT_CAPACITY, VGPU_PERSISTENT_MAX_BYTES).")
       .def_property_readonly("device", [](const Cache& c) { return device_or_none(c.device()); },
                              "The device the cache runs on (a vgpu.Device; with selection the device of the last "
                              "call, None before the first).")
@@ -237,6 +247,10 @@ void bind_cache(py::module_& m) {
                              "How many get() calls had to build (compile, allocate, bind) a kernel.")
       .def_property_readonly("size", &KernelDatabase::size, "The number of kernels held now.")
       .def("__len__", &KernelDatabase::size, "The number of kernels held now.")
+      .def_property_readonly("buffer_bytes", &KernelDatabase::buffer_bytes,
+                             "The bytes of device memory the kernels held now keep in their buffers.")
+      .def_property_readonly("evictions", &KernelDatabase::evictions,
+                             "How many kernels the bounds evicted (least recently used; evict() does not count).")
       .def("report", &KernelDatabase::report, "Returns \"KernelDB: <hits> hits, <misses> compiles\".")
       .def(
           "evict",

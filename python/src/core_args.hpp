@@ -57,8 +57,11 @@ inline pybind11::dict counters_dict(const CounterSnapshot& c) {
   d["l1_hits"] = c.l1_hits;
   d["l1_misses"] = c.l1_misses;
   d["l1_evictions"] = c.l1_evictions;
+  d["persistent_evictions"] = c.persistent_evictions;
   d["binds"] = c.binds;
   d["allocations"] = c.allocations;
+  d["allocated_bytes"] = c.allocated_bytes;
+  d["freed_bytes"] = c.freed_bytes;
   d["dispatches"] = c.dispatches;
   d["submits"] = c.submits;
   d["bytes_up"] = c.bytes_up;

@@ -5,7 +5,6 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "device_arg.hpp"
 #include "kernel_source.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/lru_map.hpp"
 #include "vgpu/persistent_queue.hpp"
 #include "vgpu/queue_pipeline_set.hpp"
 #include "vgpu/runtime.hpp"
@@ -46,9 +46,11 @@ struct PyQueueKernel {
   CompileOptions options;
   std::shared_ptr<CpuCallback> callback;
   // vgpu.run(..., devices=[...]): one QueuePipelineSet per (device ids, config), kept with the
-  // kernel so its measured shares carry over from run to run and go when the kernel goes.
+  // kernel so its measured shares carry over from run to run and go when the kernel goes;
+  // bounded as every cache of persistent pipelines is (by count and by their buffers' bytes,
+  // least recently used out; the environment's limits, as the global runtime's).
   mutable std::mutex sets_mutex;
-  mutable std::map<std::string, std::shared_ptr<QueuePipelineSet>> sets;
+  mutable LruMap<std::string, std::shared_ptr<QueuePipelineSet>> sets{vgpu::config().persistent_limits()};
 
   PyQueueKernel() = default;
   PyQueueKernel(const PyQueueKernel&) = delete;
@@ -56,7 +58,7 @@ struct PyQueueKernel {
   ~PyQueueKernel() {
     if (PyGILState_Check()) {
       py::gil_scoped_release release;
-      sets.clear();
+      sets.erase_if([](const std::string&, const std::shared_ptr<QueuePipelineSet>&) { return true; });
       source = KernelSource();
       callback.reset();
     }
@@ -184,18 +186,33 @@ std::unique_ptr<PyQueueSet> make_queue_set(py::handle kernel_obj, const std::vec
   return s;
 }
 
-// The set kernel keeps for ids and config (made on first use; the GIL released meanwhile).
-std::shared_ptr<QueuePipelineSet> set_for(const PyQueueKernel& kernel, const std::vector<std::string>& ids,
-                                          const QueueConfig& config) {
+// The key of kernel's set for ids and config.
+std::string set_key(const std::vector<std::string>& ids, const QueueConfig& config) {
   std::string key;
   for (const std::string& id : ids) key += id + ",";
-  key += "|" + to_string(config.output_bytes) + "|" + to_string(config.max_items_per_launch) + "|" +
+  return key + "|" + to_string(config.output_bytes) + "|" + to_string(config.max_items_per_launch) + "|" +
          to_string(config.timeout.count());
-  py::gil_scoped_release release;  // opening devices and compiling may take a while
+}
+
+// The set kernel keeps for key (made on first use; called with the GIL released). The sets the
+// bounds evict go into dropped, for the caller to let go outside the lock.
+std::shared_ptr<QueuePipelineSet> set_for(const PyQueueKernel& kernel, const std::string& key,
+                                          const std::vector<std::string>& ids, const QueueConfig& config,
+                                          std::vector<std::shared_ptr<QueuePipelineSet>>& dropped) {
+  std::lock_guard lock(kernel.sets_mutex);  // opening devices and compiling under it: one build per key
+  if (auto* found = kernel.sets.find(key)) return *found;
+  auto made = std::make_shared<QueuePipelineSet>(DeviceSet(ids), kernel.source, config);
+  for (auto& s : kernel.sets.put(key, made, made->buffer_bytes())) dropped.push_back(std::move(s));
+  return made;
+}
+
+// Accounts for set's buffers after a run (they may have grown), evicting others past the bounds.
+void account(const PyQueueKernel& kernel, const std::string& key, const std::shared_ptr<QueuePipelineSet>& set,
+             std::vector<std::shared_ptr<QueuePipelineSet>>& dropped) {
+  const std::uint64_t bytes = set->buffer_bytes();
   std::lock_guard lock(kernel.sets_mutex);
-  auto& slot = kernel.sets[key];
-  if (!slot) slot = std::make_shared<QueuePipelineSet>(DeviceSet(ids), kernel.source, config);
-  return slot;
+  if (auto* found = kernel.sets.peek(key); found && *found == set)
+    for (auto& s : kernel.sets.resize(key, bytes)) dropped.push_back(std::move(s));
 }
 
 PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32_t output_bytes,
@@ -209,12 +226,24 @@ PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32
     if (!device.is_none())
       fail(ErrorCategory::invalid_argument, "vgpu.run: both device and devices are given.",
            "pass device= for one device or devices=[...] for a set, not both.");
-    const std::shared_ptr<QueuePipelineSet> set = set_for(kernel, *devices, config);
+    const std::string key = set_key(*devices, config);
+    std::shared_ptr<QueuePipelineSet> set;
     QueueReport report;
+    {
+      py::gil_scoped_release release;  // opening devices, compiling and dropping sets may take a while
+      std::vector<std::shared_ptr<QueuePipelineSet>> dropped;  // let go after the kernel's lock
+      set = set_for(kernel, key, *devices, config, dropped);
+    }
     run_released(kernel.callback, [&] {
       std::lock_guard lock(queue.mutex);
       report = set->run(queue.queue);
     });
+    {
+      py::gil_scoped_release release;
+      std::vector<std::shared_ptr<QueuePipelineSet>> dropped;
+      account(kernel, key, set, dropped);
+      set.reset();  // the last reference when another run evicted it meanwhile
+    }
     return to_python(report);
   }
   Device dev = device_arg(device);

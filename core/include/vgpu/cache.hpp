@@ -50,6 +50,11 @@ struct VGPU_API MultiStats {
 /// Over a DeviceSet (docs/scale-out.md), matmul_batch spreads a batch and matmul splits the rows
 /// of a large C across the devices, in proportion to their measured speed, each device on its
 /// own thread; a device that fails has its share rerun on the others (and is demoted).
+/// Bounded like its KernelDatabase (one per device over a set): at most 64 live persistent
+/// kernels and 1 GiB of their buffers by default (RuntimeOptions::persistent_capacity /
+/// persistent_max_bytes, VGPU_PERSISTENT_CAPACITY / VGPU_PERSISTENT_MAX_BYTES), least recently
+/// used shape out; evictions() counts them. An evicted shape seen again allocates and binds
+/// (its compiled program stays in the device's L1 cache) and counts as a compile here.
 /// Thread-safety: safe to call from several threads (calls of one shape on one device are
 /// serialised); over a set, no lock is held while devices work (a mutex guards the stats only).
 class VGPU_API Cache {
@@ -84,7 +89,14 @@ class VGPU_API Cache {
   std::uint64_t hits() const;
   /// Returns how many matmuls ran (each is one dispatch: the matmul plan has one step).
   std::uint64_t dispatches() const { return hits() + compiles(); }
-  /// Returns "VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches".
+  /// Returns how many persistent kernels the cache holds now (over a set: on all its devices).
+  std::size_t size() const;
+  /// Returns the bytes of device memory the persistent kernels it holds keep in their buffers.
+  std::uint64_t buffer_bytes() const;
+  /// Returns how many persistent kernels its bounds evicted (least recently used shapes).
+  std::uint64_t evictions() const;
+  /// Returns "VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches", with
+  /// ", <n> evictions" once the bounds evicted any.
   std::string report() const;
   /// Returns the device the cache runs on (with selection: the device of the last call; over a
   /// set: its first device).

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vgpu/log.hpp"
+#include "vgpu/lru_map.hpp"
 #include "vgpu/types.hpp"
 
 namespace vgpu {
@@ -47,6 +48,13 @@ struct VGPU_API Config {
   LogLevel log_level = LogLevel::warn;
   /// VGPU_L1_CAPACITY: compiled kernels the in-RAM cache keeps per device (1 ... 1048576).
   std::size_t l1_capacity = 512;
+  /// VGPU_PERSISTENT_CAPACITY: live persistent kernels (with their buffers) one cache keeps: a
+  /// KernelDatabase, a Cache, each device's database of a ShardedDatabase, vgpu::run's pipelines
+  /// per device (1 ... PersistentLimits::kMaxCount; least recently used out past it).
+  std::size_t persistent_capacity = PersistentLimits::kDefaultCount;
+  /// VGPU_PERSISTENT_MAX_BYTES: bytes of device memory the buffers of those kernels hold, per
+  /// cache, at most (> 0; the most recently used kernel is kept even when larger on its own).
+  std::uint64_t persistent_max_bytes = PersistentLimits::kDefaultBytes;
   /// VGPU_CPU_ISA: the CPU backend's forced instruction set, lower-cased; empty for the best.
   /// (Its names are the CPU backend's to check: fallback/cpu/cpu_isa.cpp.)
   std::string cpu_isa;
@@ -90,6 +98,9 @@ struct VGPU_API Config {
   /// VGPU_TIMEOUT_MS: how long a wait for device work may take before it fails with
   /// ErrorCategory::timeout; zero means no limit.
   std::chrono::milliseconds timeout = kDefaultTimeout;
+
+  /// Returns persistent_capacity and persistent_max_bytes as the bounds of one cache.
+  PersistentLimits persistent_limits() const noexcept { return {persistent_capacity, persistent_max_bytes}; }
 
   /// Reads and validates the environment now. Logs each bad value and each unknown VGPU_*
   /// name once per process (however often it is called), then uses the default.

@@ -16,8 +16,11 @@ struct VGPU_API CounterSnapshot {
   std::uint64_t l1_hits = 0;      ///< compile() answered from the in-RAM kernel cache
   std::uint64_t l1_misses = 0;    ///< compile() that had to build the kernel
   std::uint64_t l1_evictions = 0; ///< kernels dropped from the in-RAM cache by its bound
+  std::uint64_t persistent_evictions = 0;  ///< persistent kernels, queue pipelines dropped by a cache's bound
   std::uint64_t binds = 0;        ///< binding sets created (descriptor sets, argument packs)
   std::uint64_t allocations = 0;  ///< device buffers allocated
+  std::uint64_t allocated_bytes = 0;  ///< bytes of the device buffers allocated (recoveries' reallocations included)
+  std::uint64_t freed_bytes = 0;      ///< bytes of device buffers freed (once the work that used them completed)
   std::uint64_t dispatches = 0;   ///< kernel dispatches executed
   std::uint64_t submits = 0;      ///< batches submitted (one or more dispatches each)
   std::uint64_t bytes_up = 0;     ///< host → device bytes
@@ -40,15 +43,18 @@ struct VGPU_API CounterSnapshot {
   CounterSnapshot operator+(const CounterSnapshot& other) const noexcept;
   /// Formats as "compiles=1 l1_hits=2 ...".
   std::string to_string() const;
+  /// Returns allocated_bytes - freed_bytes: of a snapshot, the device buffer bytes alive when it
+  /// was taken (of a difference of two snapshots, how much that grew; 0 when it shrank).
+  std::uint64_t live_bytes() const noexcept { return allocated_bytes > freed_bytes ? allocated_bytes - freed_bytes : 0; }
 };
 
 /// Live counters, updated with relaxed atomics. Thread-safety: every member is safe to
 /// update and read from any thread.
 struct VGPU_API Counters {
-  std::atomic<std::uint64_t> compiles{0}, l1_hits{0}, l1_misses{0}, l1_evictions{0}, binds{0},
-      allocations{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0}, source_compiles{0}, l2_hits{0},
-      l2_misses{0}, l2_writes{0}, l2_rejected{0}, l3_hits{0}, pipeline_builds{0}, device_losses{0}, recoveries{0},
-      variant_measurements{0}, variant_loads{0};
+  std::atomic<std::uint64_t> compiles{0}, l1_hits{0}, l1_misses{0}, l1_evictions{0}, persistent_evictions{0}, binds{0},
+      allocations{0}, allocated_bytes{0}, freed_bytes{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0},
+      source_compiles{0}, l2_hits{0}, l2_misses{0}, l2_writes{0}, l2_rejected{0}, l3_hits{0}, pipeline_builds{0},
+      device_losses{0}, recoveries{0}, variant_measurements{0}, variant_loads{0};
 
   /// Returns a consistent-enough copy of all fields (each read is atomic).
   CounterSnapshot snapshot() const noexcept;

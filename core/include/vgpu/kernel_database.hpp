@@ -19,6 +19,7 @@
 
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
+#include "vgpu/lru_map.hpp"
 #include "vgpu/persistent_kernel.hpp"
 
 namespace vgpu {
@@ -54,6 +55,14 @@ enum class PlanStability {
 /// for the very kernel it is building (that throws invalid_argument instead of deadlocking).
 /// What the database drops (kernels, devices, factories) is freed after the mutex is released:
 /// a kernel's last reference may close a lost device, which waits for it within its timeout.
+/// Bounded: it keeps at most limits().count live kernels whose buffers hold at most
+/// limits().bytes (RuntimeOptions::persistent_capacity / persistent_max_bytes, else
+/// VGPU_PERSISTENT_CAPACITY / VGPU_PERSISTENT_MAX_BYTES: 64 kernels, 1 GiB by default; the
+/// device's runtime's, or with selection the given runtime's). Past either, the least recently
+/// used kernels are evicted (evictions(), the device's counters().persistent_evictions): the
+/// database drops its reference, so a kernel another thread still uses stays alive until that
+/// thread lets it go, and its buffers are freed then. Its compiled programs stay in the
+/// device's L1 cache, so getting an evicted shape again allocates and binds, not compiles.
 class VGPU_API KernelDatabase {
  public:
   /// Creates a database of kernels on device, with the built-in ops registered.
@@ -92,7 +101,16 @@ class VGPU_API KernelDatabase {
   std::uint64_t interim_calls() const;
   /// Returns the number of kernels held now.
   std::size_t size() const;
-  /// Returns "KernelDB: <hits> hits, <misses> compiles".
+  /// Returns the bytes of device memory the kernels held now keep in their buffers.
+  std::uint64_t buffer_bytes() const;
+  /// Returns how many kernels the bounds evicted so far (evict() does not count).
+  std::uint64_t evictions() const;
+  /// Returns the bounds on the kernels held.
+  PersistentLimits limits() const;
+  /// Sets the bounds on the kernels held, evicting the least recently used beyond them; throws
+  /// invalid_argument for a count outside 1 ... PersistentLimits::kMaxCount or 0 bytes.
+  void set_limits(PersistentLimits limits);
+  /// Returns "KernelDB: <hits> hits, <misses> compiles", with ", <n> evictions" once the bounds evicted any.
   std::string report() const;
   /// Drops every kernel built for id.
   void evict(const std::string& id);
@@ -148,6 +166,8 @@ class VGPU_API KernelDatabase {
   // Erases the kernels pred picks, dropping them (lock held).
   template <class Pred>
   void erase_kernels_locked(Pred pred);
+  // Drops kernels the bounds evicted and counts them on their devices (lock held).
+  void drop_evicted_locked(std::vector<Entry> evicted);
   // get() that also says the device it used or was building on (for call()'s demotion).
   std::shared_ptr<PersistentKernel> lookup(const std::string& id, const Shape& shape, Device* used);
   // The factory registered under id; throws invalid_argument (listing the ids) when none is.
@@ -176,10 +196,13 @@ class VGPU_API KernelDatabase {
   std::uint64_t generation_ = 0;
   // key: for fixed factories a hash of (id, shape, device); for varies ones a hash of id,
   // device, shape and the plan's content. Only built kernels; builds in flight are in flights_.
-  std::unordered_map<std::uint64_t, Entry> kernels_;
+  // Bounded by count and by the kernels' buffer bytes (least recently used out).
+  LruMap<std::uint64_t, Entry> kernels_;
   std::unordered_map<std::uint64_t, std::shared_ptr<KernelFlight>> flights_;
   std::uint64_t hits_ = 0, misses_ = 0, interim_calls_ = 0;
-  std::unordered_map<std::uint64_t, Chosen> chosen_;  // key: hash of (id, shape)
+  // key: hash of (id, shape). Bounded too (kChosenPerKernel × the kernel count): a choice
+  // dropped is only asked of the runtime again (its size class's choice is kept there).
+  LruMap<std::uint64_t, Chosen> chosen_;
   std::unordered_map<std::uint64_t, std::shared_ptr<SelectFlight>> selecting_;
   mutable std::vector<std::shared_ptr<const void>> dropped_;  // freed by FreeDropped, outside the lock
   mutable std::atomic<bool> has_dropped_{false};

@@ -80,6 +80,8 @@ class VGPU_API PersistentKernel {
   std::uint64_t dispatches() const;
   /// Returns the total wall time spent inside calls, in seconds.
   double total_seconds() const;
+  /// Returns the bytes of device memory its buffers hold (every tensor of the plan, scratch included).
+  std::uint64_t buffer_bytes() const noexcept { return buffer_bytes_; }
   /// Returns the plan this kernel was built from.
   const KernelPlan& plan() const noexcept { return plan_; }
   /// Returns the device the kernel lives on.
@@ -96,6 +98,7 @@ class VGPU_API PersistentKernel {
   KernelPlan plan_;
   std::vector<Kernel> kernels_;         // one per plan kernel
   std::vector<Buffer> buffers_;         // one per plan tensor
+  std::uint64_t buffer_bytes_ = 0;      // their sizes, summed
   std::vector<std::uint32_t> visible_;  // tensor indices the caller passes, in order
   Batch batch_;
   // One round trip's copies, built once: a call only points them at the caller's data.

@@ -4,6 +4,7 @@
 
 #include "vgpu/export.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -199,6 +200,9 @@ class VGPU_API QueuePipeline {
   const QueueConfig& config() const noexcept { return config_; }
   /// Returns the number of runs so far.
   std::uint64_t runs() const;
+  /// Returns the bytes of device memory its buffers hold now (they grow with the largest queue
+  /// run so far). Does not wait for a run in progress.
+  std::uint64_t buffer_bytes() const noexcept { return buffer_bytes_.load(std::memory_order_relaxed); }
 
   /// Closes the pipeline (its buffers go once the device has finished with them).
   ~QueuePipeline();
@@ -226,6 +230,7 @@ class VGPU_API QueuePipeline {
   std::unique_ptr<Resources> resources_;  // buffers, binding set, batch; grown by run()
   mutable std::mutex mutex_;
   std::uint64_t runs_ = 0;
+  std::atomic<std::uint64_t> buffer_bytes_{0};  // the resources' in_bytes + out_bytes (set under mutex_)
 };
 
 /// Runs queue through the pipeline made once per (device, kernel, config) and kept for the

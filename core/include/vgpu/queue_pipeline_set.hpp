@@ -47,6 +47,8 @@ class VGPU_API QueuePipelineSet {
   std::vector<double> seconds_per_item() const;
   /// Returns which devices are left out (failed, or could not compile the kernel).
   std::vector<bool> left_out() const;
+  /// Returns the bytes of device memory the pipelines' buffers hold now, summed over the devices.
+  std::uint64_t buffer_bytes() const;
   /// Returns what the runs did: batches = runs, last_shares = the last run's first split, items
   /// per device, failures, rerun_items, last_failures (the other counters stay 0).
   MultiStats stats() const;

@@ -48,6 +48,11 @@ struct VGPU_API RuntimeOptions {
   std::optional<std::uint64_t> cache_max_bytes{};
   /// VGPU_L1_CAPACITY: compiled kernels the in-RAM cache keeps per device (1 ... 1048576).
   std::optional<std::size_t> l1_capacity{};
+  /// VGPU_PERSISTENT_CAPACITY: live persistent kernels one cache keeps (1 ... 1048576): each
+  /// KernelDatabase and Cache of this runtime (or on its devices), vgpu::run's pipelines per device.
+  std::optional<std::size_t> persistent_capacity{};
+  /// VGPU_PERSISTENT_MAX_BYTES: bytes of device memory those kernels' buffers hold per cache (> 0).
+  std::optional<std::uint64_t> persistent_max_bytes{};
   /// VGPU_CPU_ISA: the CPU backend's instruction set ("sse2", "avx2", "avx512"; empty: the best).
   /// Unlike the variable, an unknown name is an error; one this CPU cannot run leaves the CPU
   /// backend unavailable (Runtime::backends() says why).

@@ -28,7 +28,8 @@ struct ShardedState;  // the databases and stats (core/src/sharded_database.cpp)
 /// device's share on its own thread; a device that fails (compile error, out of memory,
 /// unavailable, not supported, device lost past recovery) has its unfinished calls rerun on the
 /// others and is left out afterwards (built-in ops: demoted for the size class; add()ed ids: left
-/// out for that id by this database). Cache(DeviceSet) is built on it.
+/// out for that id by this database). Cache(DeviceSet) is built on it. Each device's database
+/// is bounded by its runtime's persistent limits (KernelDatabase): evictions() sums them.
 /// Thread-safety: every member is safe to call from several threads at once; a mutex guards the
 /// statistics only and is never held while a device works; each device's KernelDatabase has its
 /// own locking. The set's runtime must outlive the database.
@@ -72,10 +73,13 @@ class VGPU_API ShardedDatabase {
   std::uint64_t hits() const;
   /// Returns the sum over the devices of KernelDatabase::misses() (kernels built).
   std::uint64_t misses() const;
+  /// Returns the sum over the devices of KernelDatabase::evictions() (kernels the bounds dropped).
+  std::uint64_t evictions() const;
   /// Returns what spreading did: batches = call_batch calls, unsplit = call() calls, splits =
   /// spread() calls; per device shares, items, failures.
   MultiStats stats() const;
-  /// Returns "ShardedDatabase: <n> devices, <hits> hits, <misses> compiles, <failures> failures".
+  /// Returns "ShardedDatabase: <n> devices, <hits> hits, <misses> compiles, <failures> failures",
+  /// with ", <n> evictions" once the bounds evicted any.
   std::string report() const;
 
  private:

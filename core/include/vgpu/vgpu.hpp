@@ -15,6 +15,7 @@
 #include "vgpu/kernel_plan.hpp"
 #include "vgpu/kernel_source.hpp"
 #include "vgpu/log.hpp"
+#include "vgpu/lru_map.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/params.hpp"
 #include "vgpu/persistent_kernel.hpp"
