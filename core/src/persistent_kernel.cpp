@@ -159,6 +159,9 @@ void PersistentKernel::operator()(std::span<const TensorArg> args, std::chrono::
 
 void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::milliseconds* limit) {
   validate(args);
+  // Before the kernel's own lock: a CPU kernel calling the kernel it runs in would wait for
+  // that lock forever instead of being refused by its device.
+  detail::DeviceAccess::core(device_).check_not_inside();
   std::lock_guard lock(mutex_);
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < writes_.size(); ++i) writes_[i].data = args[write_arg_[i]].in;
