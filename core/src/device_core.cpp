@@ -181,9 +181,32 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
                " but " + device_label(info) + " allows " + to_string(info.limits.max_workgroup_count[d]) + ".",
            "spread the groups over x, y and z, or give each group more work.");
   }
+  // Group counts × local size: every invocation the backend runs is counted in 64 bits (a
+  // CPU loop over them, a GPU's grid); a product past that would run a wrapped, smaller grid.
+  try {
+    const auto& ws = kernel.workgroup_size;
+    const std::uint64_t total = checked_mul(checked_mul(g[0], g[1], "workgroups x·y"), g[2], "workgroups x·y·z");
+    const std::uint64_t local = checked_mul(checked_mul(ws[0], ws[1], "local size x·y"), ws[2], "local size x·y·z");
+    (void)checked_mul(total, local, "workgroups × local size");
+  } catch (const Error& e) {
+    const auto& ws = kernel.workgroup_size;
+    fail(ErrorCategory::invalid_argument,
+         "dispatch of kernel '" + src.name + "' asks for " + to_string(g[0]) + "x" + to_string(g[1]) + "x" +
+             to_string(g[2]) + " workgroups of " + to_string(ws[0]) + "x" + to_string(ws[1]) + "x" + to_string(ws[2]) +
+             " invocations: " + e.problem(),
+         "split the work over several dispatches, or give each invocation more work.");
+  }
   for (const BindingDecl& decl : src.bindings) {
     if (!decl.required_bytes) continue;
-    const std::uint64_t need = decl.required_bytes(params, groups);
+    std::uint64_t need = 0;
+    try {
+      need = decl.required_bytes(params, groups);  // a size past 64 bits throws (ops' declarations check)
+    } catch (const Error& e) {
+      if (e.category() != ErrorCategory::invalid_argument) throw;
+      throw Error(e.category(),
+                  "kernel '" + src.name + "' slot " + to_string(decl.slot) + " ('" + decl.name + "'): " + e.problem(),
+                  e.fix());
+    }
     const auto& buf = bindings.by_slot.at(decl.slot);
     if (buf->size < need) {
       fail(ErrorCategory::invalid_argument,

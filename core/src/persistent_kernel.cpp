@@ -30,7 +30,15 @@ void validate_plan(const KernelPlan& plan) {
     fail(ErrorCategory::invalid_argument, "plan for kernel '" + name + "' has no dispatch steps.",
          "add at least one PlanStep with its slot bindings, params and groups.");
   for (const TensorSpec& t : plan.tensors) {
-    if (t.shape.empty() || element_count(t.shape) == 0)
+    // Checked before any buffer is made: a size past 64 bits would wrap to a small buffer that
+    // the kernel then writes past.
+    std::uint64_t bytes = 0;
+    try {
+      bytes = tensor_bytes(t.shape, t.dtype);
+    } catch (const Error& e) {
+      throw Error(e.category(), "tensor '" + t.name + "' of kernel '" + name + "': " + e.problem(), e.fix());
+    }
+    if (t.shape.empty() || bytes == 0)
       fail(ErrorCategory::invalid_argument,
            "tensor '" + t.name + "' of kernel '" + name + "' has shape " + vgpu::to_string(t.shape) + " with no elements.",
            "give every tensor a shape with all dimensions ≥ 1.");
@@ -87,12 +95,12 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
     const TensorSpec& t = plan_.tensors[i];
     // Internal: every call rewrites the inputs and the steps rewrite the rest, so a recovery
     // never reports their contents lost.
-    buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, element_count(t.shape) * dtype_size(t.dtype)));
+    buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, tensor_bytes(t.shape, t.dtype)));
     if (!t.scratch) visible_.push_back(i);
   }
   for (std::size_t a = 0; a < visible_.size(); ++a) {
     const TensorSpec& t = plan_.tensors[visible_[a]];
-    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
     if (t.access != Access::write) {
       writes_.push_back(HostWrite{buffers_[visible_[a]], nullptr, bytes, 0});
       write_arg_.push_back(a);
