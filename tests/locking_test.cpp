@@ -274,6 +274,223 @@ TEST_CASE("CPU: a kernel that calls its own device is refused with invalid_argum
   CHECK(add_once(*device, vgpu::ops::add(device->info(), 100), 1.0f, 2.0f, false) == 0);
 }
 
+/// A runtime over two logical CPU devices and every other backend here (the software GPUs
+/// lavapipe and llvmpipe where present), memory-only cache, foreground calibration.
+vgpu::RuntimeOptions cpu_pair_and_every_backend() {
+  vgpu::RuntimeOptions o;
+  o.cpu_devices = 2;
+  o.cache_enabled = false;
+  o.background = false;
+  return o;
+}
+
+/// A CPU kernel over slots 0 (in, read), 1 (out, write) and 2 (side, write) running body.
+vgpu::KernelSource cpu_kernel_3(const std::string& name, vgpu::CpuKernelFn body) {
+  vgpu::KernelSource s = cpu_kernel(name, std::move(body));
+  s.bindings = {vgpu::BindingDecl{0, vgpu::Access::read, "in", nullptr},
+                vgpu::BindingDecl{1, vgpu::Access::write, "out", nullptr},
+                vgpu::BindingDecl{2, vgpu::Access::write, "side", nullptr}};
+  return s;
+}
+
+TEST_CASE("CPU: a kernel that runs a round trip on another device gets its result and its own trip gets its reads",
+          "[locking][cpu][nested]") {
+  // Issue 29 item 1: the round trip's op lists were per thread, so a round trip on another
+  // device made inside a CPU kernel (which runs on the calling thread) replaced the outer
+  // trip's reads: its outputs were never read back (and the lists it still pointed into were
+  // freed when they grew).
+  vgpu::Runtime runtime(cpu_pair_and_every_backend());
+  vgpu::Device outer = runtime.open("cpu:0");
+  constexpr std::uint32_t kN = 256, kM = 8;  // outer elements; the inner matmul is kM x kM x kM
+  std::vector<std::string> inner_ids;
+  for (const vgpu::DeviceInfo& info : runtime.devices())
+    if (info.id() != "cpu:0") inner_ids.push_back(info.id());
+  REQUIRE(!inner_ids.empty());  // cpu:1 at least
+  for (const std::string& inner_id : inner_ids) {
+    INFO("inner device " << inner_id);
+    vgpu::Device inner = runtime.open(inner_id);
+    auto product = std::make_shared<vgpu::PersistentKernel>(inner, vgpu::ops::matmul(inner.info(), kM, kM, kM));
+    // A = small integers, so A·A is exact in float on every device.
+    std::vector<float> a(kM * kM);
+    for (std::uint32_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 5);
+    std::vector<float> aa(kM * kM, 0.0f);
+    for (std::uint32_t r = 0; r < kM; ++r)
+      for (std::uint32_t c = 0; c < kM; ++c)
+        for (std::uint32_t p = 0; p < kM; ++p) aa[r * kM + c] += a[r * kM + p] * a[p * kM + c];
+    auto wrong_inner = std::make_shared<std::atomic<int>>(0);
+    // Each workgroup runs the inner product (a round trip on the inner device), checks it, and
+    // then writes out = 2·in + (A·A)[0][1] and side = element index + 0.5 over its part.
+    const vgpu::Kernel kernel = outer.compile(
+        cpu_kernel_3("test.calls_another_device",
+                     [product, a, aa, wrong_inner](const vgpu::CpuWorkgroup& wg) {
+                       std::vector<float> c(kM * kM, -1.0f);
+                       (*product)({vgpu::TensorArg(a.data(), {kM, kM}), vgpu::TensorArg(a.data(), {kM, kM}),
+                                   vgpu::TensorArg(c.data(), {kM, kM})});
+                       if (c != aa) ++*wrong_inner;
+                       const float* in = wg.buffer<const float>(0);
+                       float* out = wg.buffer<float>(1);
+                       float* side = wg.buffer<float>(2);
+                       const std::uint32_t per = kN / wg.num_workgroups[0], first = wg.workgroup_id[0] * per;
+                       for (std::uint32_t i = first; i < first + per; ++i) {
+                         out[i] = 2.0f * in[i] + c[1];
+                         side[i] = static_cast<float>(i) + 0.5f;
+                       }
+                     }),
+        {});
+    vgpu::Buffer in = outer.create_buffer(kN * 4), out = outer.create_buffer(kN * 4),
+                 side = outer.create_buffer(kN * 4);
+    const std::array<vgpu::Binding, 3> bindings{vgpu::Binding{0, in}, vgpu::Binding{1, out}, vgpu::Binding{2, side}};
+    const vgpu::BindingSet set = outer.bind(kernel, bindings);
+    // One workgroup runs on the calling thread only; 4 run on the TBB pool's threads too.
+    for (const std::uint32_t groups : {1u, 4u}) {
+      INFO(groups << " workgroup(s)");
+      vgpu::Batch batch = outer.create_batch();
+      batch.dispatch(kernel, set, vgpu::ParamsBlock{}, {groups, 1, 1});
+      int wrong_out = 0, wrong_side = 0;
+      for (int call = 0; call < 5; ++call) {
+        std::vector<float> x(kN), got(kN, -1.0f), got_side(kN, -1.0f);
+        for (std::uint32_t i = 0; i < kN; ++i) x[i] = static_cast<float>(i + call);
+        const std::array<vgpu::HostWrite, 1> writes{vgpu::HostWrite{in, x.data(), kN * 4, 0}};
+        const std::array<vgpu::HostRead, 2> reads{vgpu::HostRead{out, got.data(), kN * 4, 0},
+                                                  vgpu::HostRead{side, got_side.data(), kN * 4, 0}};
+        REQUIRE(finishes([&] { outer.round_trip(writes, batch, reads); }));
+        for (std::uint32_t i = 0; i < kN; ++i) {
+          wrong_out += got[i] != 2.0f * x[i] + aa[1];
+          wrong_side += got_side[i] != static_cast<float>(i) + 0.5f;
+        }
+      }
+      CHECK(wrong_out == 0);
+      CHECK(wrong_side == 0);
+      CHECK(*wrong_inner == 0);
+    }
+  }
+}
+
+TEST_CASE("CPU: threads whose kernels run round trips on another device all get their own results",
+          "[locking][cpu][nested][threads]") {
+  vgpu::Runtime runtime(cpu_pair_and_every_backend());
+  vgpu::Device outer = runtime.open("cpu:0");
+  // The inner device: a software GPU where there is one, else the second logical CPU.
+  std::string inner_id = "cpu:1";
+  for (const vgpu::DeviceInfo& info : runtime.devices())
+    if (info.backend == vgpu::BackendKind::vulkan || (info.backend == vgpu::BackendKind::opengl && inner_id == "cpu:1"))
+      inner_id = info.id();
+  INFO("inner device " << inner_id);
+  vgpu::Device inner = runtime.open(inner_id);
+  constexpr std::uint32_t kN = 64;
+  auto add = std::make_shared<vgpu::PersistentKernel>(inner, vgpu::ops::add(inner.info(), kN));
+  // out = in + in·1 computed on the inner device, side = in − 1 on the CPU.
+  const vgpu::Kernel kernel =
+      outer.compile(cpu_kernel_3("test.threads_call_another_device",
+                                 [add](const vgpu::CpuWorkgroup& wg) {
+                                   const float* in = wg.buffer<const float>(0);
+                                   std::vector<float> ones(kN, 1.0f);
+                                   (*add)({vgpu::TensorArg(in, {kN}), vgpu::TensorArg(ones.data(), {kN}),
+                                           vgpu::TensorArg(wg.buffer<float>(1), {kN})});
+                                   float* side = wg.buffer<float>(2);
+                                   for (std::uint32_t i = 0; i < kN; ++i) side[i] = in[i] - 1.0f;
+                                 }),
+                    {});
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        // Each thread its own buffers and batch on the shared device.
+        vgpu::Buffer in = outer.create_buffer(kN * 4), out = outer.create_buffer(kN * 4),
+                     side = outer.create_buffer(kN * 4);
+        const std::array<vgpu::Binding, 3> bindings{vgpu::Binding{0, in}, vgpu::Binding{1, out},
+                                                    vgpu::Binding{2, side}};
+        vgpu::Batch batch = outer.create_batch();
+        batch.dispatch(kernel, outer.bind(kernel, bindings), vgpu::ParamsBlock{}, {1, 1, 1});
+        for (int call = 0; call < 20; ++call) {
+          std::vector<float> x(kN), got(kN, -1.0f), got_side(kN, -1.0f);
+          for (std::uint32_t i = 0; i < kN; ++i)
+            x[i] = static_cast<float>(1000 * t + 10 * call) + static_cast<float>(i);
+          const std::array<vgpu::HostWrite, 1> writes{vgpu::HostWrite{in, x.data(), kN * 4, 0}};
+          const std::array<vgpu::HostRead, 2> reads{vgpu::HostRead{out, got.data(), kN * 4, 0},
+                                                    vgpu::HostRead{side, got_side.data(), kN * 4, 0}};
+          outer.round_trip(writes, batch, reads);
+          for (std::uint32_t i = 0; i < kN; ++i) wrong += (got[i] != x[i] + 1.0f) + (got_side[i] != x[i] - 1.0f);
+        }
+      } catch (...) {
+        ++failed;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("CPU: a kernel that calls its own device through another device's kernel is refused and does not deadlock",
+          "[locking][cpu][nested]") {
+  // cpu:0's kernel runs a kernel on cpu:1 whose workgroups call cpu:0: the device is the same
+  // one its own kernel runs on, two levels up, on whatever TBB thread the groups land.
+  vgpu::Runtime runtime(cpu_pair_and_every_backend());
+  auto outer = std::make_shared<vgpu::Device>(runtime.open("cpu:0"));
+  auto middle = std::make_shared<vgpu::Device>(runtime.open("cpu:1"));
+  std::weak_ptr<vgpu::Device> weak_outer = outer, weak_middle = middle;
+  vgpu::CompileOptions wide;
+  wide.workgroup_size = {1024, 1, 1};  // each group a task of its own
+  const vgpu::Kernel back =
+      middle->compile(cpu_kernel("test.calls_the_outer_device",
+                                 [weak_outer](const vgpu::CpuWorkgroup&) { weak_outer.lock()->create_buffer(64); }),
+                      wide);
+  const vgpu::BindingSet back_none = middle->bind(back, std::span<const vgpu::Binding>{});
+  // Each group waits (a little) until two have started, so that some run on the TBB pool's
+  // threads, which do not hold cpu:0 themselves, when they call cpu:1.
+  auto started = std::make_shared<std::atomic<int>>(0);
+  const vgpu::Kernel first = outer->compile(
+      cpu_kernel("test.calls_the_middle_device",
+                 [weak_middle, back, back_none, started](const vgpu::CpuWorkgroup& wg) {
+                   ++*started;
+                   const auto until = std::chrono::steady_clock::now() + 200ms;
+                   while (wg.num_workgroups[0] > 1 && *started < 2 && std::chrono::steady_clock::now() < until)
+                     std::this_thread::yield();
+                   weak_middle.lock()->dispatch(back, back_none, vgpu::ParamsBlock{}, {wg.num_workgroups[0], 1, 1});
+                 }),
+      wide);
+  const vgpu::BindingSet none = outer->bind(first, std::span<const vgpu::Binding>{});
+  for (const std::uint32_t groups : {1u, 16u}) {
+    INFO(groups << " workgroups");
+    *started = 0;
+    auto refused = std::make_shared<std::optional<vgpu::Error>>();
+    REQUIRE(finishes([outer, first, none, refused, groups] {
+      *refused = catch_error([&] { outer->dispatch(first, none, vgpu::ParamsBlock{}, {groups, 1, 1}); });
+    }));
+    REQUIRE(refused->has_value());
+    check_error(**refused, vgpu::ErrorCategory::invalid_argument, "inside another call on the same device");
+  }
+  CHECK(add_once(*outer, vgpu::ops::add(outer->info(), 100), 1.0f, 2.0f, false) == 0);
+  CHECK(add_once(*middle, vgpu::ops::add(middle->info(), 100), 1.0f, 2.0f, false) == 0);
+}
+
+TEST_CASE("CPU: a kernel that calls the PersistentKernel it runs in is refused and does not deadlock",
+          "[locking][cpu][nested]") {
+  vgpu::Runtime runtime(only(vgpu::BackendKind::cpu));
+  vgpu::Device device = runtime.open("cpu:0");
+  auto self = std::make_shared<std::weak_ptr<vgpu::PersistentKernel>>();
+  vgpu::KernelPlan plan;
+  plan.source = cpu_kernel("test.calls_its_persistent_kernel", [self](const vgpu::CpuWorkgroup& wg) {
+    float* y = wg.buffer<float>(0);
+    (*self->lock())({vgpu::TensorArg(y, {4})});  // the kernel this workgroup runs in
+  });
+  plan.source.bindings = {vgpu::BindingDecl{0, vgpu::Access::read_write, "y", nullptr}};
+  plan.tensors = {{"y", vgpu::DType::f32, {4}, vgpu::Access::read_write, false}};
+  plan.steps.push_back(vgpu::PlanStep{});
+  plan.steps.back().slot_tensor = {{0, 0}};
+  auto kernel = std::make_shared<vgpu::PersistentKernel>(device, plan);
+  *self = kernel;
+  auto refused = std::make_shared<std::optional<vgpu::Error>>();
+  REQUIRE(finishes([kernel, refused] {
+    std::vector<float> y(4, 1.0f);
+    *refused = catch_error([&] { (*kernel)({vgpu::TensorArg(y.data(), {4})}); });
+  }));
+  REQUIRE(refused->has_value());
+  check_error(**refused, vgpu::ErrorCategory::invalid_argument, "inside another call on the same device");
+}
+
 TEST_CASE("selection: a factory that selects another op while its own op calibrates does not deadlock",
           "[locking][select]") {
   auto runtime = std::make_shared<vgpu::Runtime>(test_runtime_options(two_test_devices("locking-nested-")));

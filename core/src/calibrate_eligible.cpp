@@ -13,10 +13,11 @@ namespace {
 std::string memory_problem(const DeviceInfo& d, const KernelPlan& plan) {
   std::uint64_t total = 0;
   for (const TensorSpec& t : plan.tensors) {
-    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);  // invalid_argument past 64 bits
     if (d.limits.max_buffer_bytes && bytes > d.limits.max_buffer_bytes)
       return "tensor '" + t.name + "' needs " + std::to_string(bytes) + " bytes, over the device's buffer limit";
-    total += bytes;
+    if (__builtin_add_overflow(total, bytes, &total))
+      return "its tensors need more bytes than 64 bits can count, more than the device's memory allows";
   }
   // Leave a fifth of the memory to everything else on the device.
   if (d.memory_bytes && total > d.memory_bytes / 5 * 4)

@@ -37,7 +37,8 @@ CallData make_call_data(const KernelPlan& plan) {
     if (t.scratch) continue;
     const std::uint64_t n = element_count(t.shape);
     const std::size_t size = dtype_size(t.dtype);
-    auto& v = d.storage.emplace_back((n * size + 7) / 8);
+    const std::uint64_t total = tensor_bytes(t.shape, t.dtype);  // checked: never a wrapped, small storage
+    auto& v = d.storage.emplace_back(total / 8 + (total % 8 != 0));
     auto* bytes = reinterpret_cast<unsigned char*>(v.data());
     for (std::uint64_t i = 0; i < n; ++i) {
       state ^= state << 13;

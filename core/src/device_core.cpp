@@ -98,9 +98,14 @@ void DeviceCore::force_lost(const std::string& why) {
   note_loss();
 }
 
+bool DeviceCore::inside_here() const noexcept {
+  for (const Inside* in = inside_; in; in = in->outer)
+    if (in->core == this) return true;
+  return false;
+}
+
 void DeviceCore::check_not_inside() const {
-  const DeviceImpl* running = DeviceImpl::running_kernel();
-  if (inside_ == this || (running && running == current_impl_.load(std::memory_order_acquire)))
+  if (inside_here() || DeviceImpl::runs_kernel_of(current_impl_.load(std::memory_order_acquire)))
     fail(ErrorCategory::invalid_argument,
          "a call on " + device_label(info()) +
              " was made from inside another call on the same device (a CPU kernel calling its own device?).",
@@ -117,11 +122,7 @@ auto DeviceCore::entered(bool call_lock, F&& f) -> decltype(f()) {
       if (!impl().lost()) {
         // Marks this thread as inside a call on this core, so that a nested call is refused
         // before it takes the recovery lock again.
-        struct Inside {
-          const DeviceCore* outer = inside_;
-          explicit Inside(const DeviceCore* core) { inside_ = core; }
-          ~Inside() { inside_ = outer; }
-        } inside(this);
+        const Inside inside(this);
         if (!call_lock) return f();
         const CallLock call = host_->lock();
         // A call before this one may have lost the device while this one waited for the lock.
@@ -180,9 +181,32 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
                " but " + device_label(info) + " allows " + to_string(info.limits.max_workgroup_count[d]) + ".",
            "spread the groups over x, y and z, or give each group more work.");
   }
+  // Group counts × local size: every invocation the backend runs is counted in 64 bits (a
+  // CPU loop over them, a GPU's grid); a product past that would run a wrapped, smaller grid.
+  try {
+    const auto& ws = kernel.workgroup_size;
+    const std::uint64_t total = checked_mul(checked_mul(g[0], g[1], "workgroups x·y"), g[2], "workgroups x·y·z");
+    const std::uint64_t local = checked_mul(checked_mul(ws[0], ws[1], "local size x·y"), ws[2], "local size x·y·z");
+    (void)checked_mul(total, local, "workgroups × local size");
+  } catch (const Error& e) {
+    const auto& ws = kernel.workgroup_size;
+    fail(ErrorCategory::invalid_argument,
+         "dispatch of kernel '" + src.name + "' asks for " + to_string(g[0]) + "x" + to_string(g[1]) + "x" +
+             to_string(g[2]) + " workgroups of " + to_string(ws[0]) + "x" + to_string(ws[1]) + "x" + to_string(ws[2]) +
+             " invocations: " + e.problem(),
+         "split the work over several dispatches, or give each invocation more work.");
+  }
   for (const BindingDecl& decl : src.bindings) {
     if (!decl.required_bytes) continue;
-    const std::uint64_t need = decl.required_bytes(params, groups);
+    std::uint64_t need = 0;
+    try {
+      need = decl.required_bytes(params, groups);  // a size past 64 bits throws (ops' declarations check)
+    } catch (const Error& e) {
+      if (e.category() != ErrorCategory::invalid_argument) throw;
+      throw Error(e.category(),
+                  "kernel '" + src.name + "' slot " + to_string(decl.slot) + " ('" + decl.name + "'): " + e.problem(),
+                  e.fix());
+    }
     const auto& buf = bindings.by_slot.at(decl.slot);
     if (buf->size < need) {
       fail(ErrorCategory::invalid_argument,
@@ -626,9 +650,11 @@ void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batc
   entered(true, [&] {
   const Deadline deadline = deadline_for(limit, "Device::round_trip");  // the trip's start, once it has the device
   // Everything is checked before anything runs, so a bad argument leaves buffers untouched.
-  // The op lists are reused per thread: a steady round trip allocates nothing.
-  thread_local std::vector<HostWriteOp> write_ops;
-  thread_local std::vector<HostReadOp> read_ops;
+  // The op lists are this device's, reused under its call lock, so a steady round trip
+  // allocates nothing; never per thread: a CPU kernel of this trip runs on this thread and may
+  // make a round trip on another device meanwhile (and a call on this one is refused).
+  std::vector<HostWriteOp>& write_ops = trip_writes_;
+  std::vector<HostReadOp>& read_ops = trip_reads_;
   write_ops.clear();
   read_ops.clear();
   std::uint64_t up = 0, down = 0;

@@ -185,6 +185,12 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// Returns how many recoveries followed a loss within kRelapseWindow of the previous recovery.
   std::uint64_t relapses() const noexcept { return relapses_.load(std::memory_order_relaxed); }
 
+  /// Throws invalid_argument when this thread is inside a call on this device already (at any
+  /// depth), or runs kernel code that such a call waits for (DeviceImpl::runs_kernel_of): what
+  /// every call checks first, and what a caller that takes a lock of its own before calling
+  /// (PersistentKernel, QueuePipeline) checks before that lock.
+  void check_not_inside() const;
+
   /// Returns the state behind a handle after checking it belongs to this device.
   BufferState& own(const Buffer& buffer, const char* what) const;
   KernelState& own(const Kernel& kernel) const;
@@ -197,8 +203,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   // recovering the device when it is lost.
   template <class F>
   auto entered(bool call_lock, F&& f) -> decltype(f());
-  // Throws invalid_argument when this thread is inside a call on this device already.
-  void check_not_inside() const;
+  // Returns true when this thread is inside a call on this core (entered), at any depth.
+  bool inside_here() const noexcept;
   // Reopens the backend device and moves every live state to it (takes the recovery lock
   // exclusively; nothing when another thread recovered it first). Throws device_lost.
   void recover();
@@ -258,7 +264,21 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::size_t lost_buffers_ = 0;  // user buffers with lost contents, an upper bound (call lock)
   std::string loss_reason_;       // why the last recovery was needed (call lock)
   std::atomic<std::uint64_t> relapses_{0};
-  inline static thread_local const DeviceCore* inside_ = nullptr;  // the core this thread is in a call on
+  // The calls this thread is in, innermost first (a CPU kernel of one device may call another):
+  // each entered() links one on its stack for the call's duration.
+  struct Inside {
+    const DeviceCore* core;
+    const Inside* outer;
+    explicit Inside(const DeviceCore* c) noexcept : core(c), outer(inside_) { inside_ = this; }
+    ~Inside() { inside_ = outer; }
+    Inside(const Inside&) = delete;
+    Inside& operator=(const Inside&) = delete;
+  };
+  inline static thread_local const Inside* inside_ = nullptr;
+  // A round trip's validated copies (round_trip), kept to reuse their capacity: guarded by the
+  // call lock, so they belong to the one call on this device in flight.
+  std::vector<HostWriteOp> trip_writes_;
+  std::vector<HostReadOp> trip_reads_;
   std::chrono::steady_clock::time_point last_recovery_{};  // (recovery lock exclusive)
   std::atomic<std::int64_t> loss_seen_ns_{0};              // steady-clock ns of the first sign of the loss (0: none)
   std::mutex registry_mutex_;  // guards the lists below (a leaf)

@@ -61,8 +61,9 @@ CallLock DeviceHost::lock() {
 
 void DeviceHost::check_not_inside() const {
   // This thread holds the lock, or runs a workgroup of a dispatch that holds it (a CPU kernel
-  // on a TBB thread): waiting would never end.
-  if (held_here() || DeviceImpl::running_kernel() == impl_.get())
+  // on a TBB thread), directly or through a dispatch that such a workgroup made on another
+  // device: waiting would never end.
+  if (held_here() || DeviceImpl::runs_kernel_of(impl_.get()))
     fail(ErrorCategory::invalid_argument,
          "a call on " + std::string(to_string(impl_->info().backend)) + " device '" + impl_->info().name +
              "' was made from inside another call on the same device (a CPU kernel calling its own device?).",

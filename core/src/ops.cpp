@@ -151,7 +151,9 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
       const auto q = pb.as<MatmulParams>();
       const std::uint64_t rows = which == 1 ? q.k : q.m, cols = which == 0 ? q.k : q.n;
       const std::uint64_t slices = which == 2 && q.pad != 0 ? ceil_div(q.k, q.pad) : 1;
-      return slices * rows * cols * kFloat;
+      // Checked: 2^31 x 2^31 floats would wrap to 0 bytes, and any buffer would pass.
+      return checked_mul(checked_mul(checked_mul(slices, rows, "matmul's buffer size"), cols, "matmul's buffer size"),
+                         kFloat, "matmul's buffer size");
     };
   };
   p.source.bindings = {BindingDecl{0, Access::read, "A", need(0)}, BindingDecl{1, Access::read, "B", need(1)},
@@ -216,7 +218,8 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
         BindingDecl{0, Access::read, "partials",
                     [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
                       const auto q = pb.as<MatmulParams>();
-                      return std::uint64_t{q.m} * q.n * kFloat;
+                      return checked_mul(checked_mul(q.m, q.n, "matmul's partial products"), kFloat,
+                                         "matmul's partial products");
                     }},
         BindingDecl{1, Access::write, "C", [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
                       return std::uint64_t{pb.as<MatmulParams>().m} * kFloat;
@@ -228,6 +231,11 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
     sum.kernel = 1;
     sum.slot_tensor = {{0, 3}, {1, 2}};
     const std::uint64_t count = std::uint64_t{m} * n;
+    if (count > std::numeric_limits<std::uint32_t>::max())  // the reduce kernel counts C's elements in 32 bits
+      fail(ErrorCategory::invalid_argument,
+           "matmul of " + std::to_string(m) + "x" + std::to_string(n) + " split over K has " + std::to_string(count) +
+               " elements of C, past the 32-bit count of the kernel that adds the slices.",
+           "split the product into row or column blocks of at most 4294967295 elements of C.");
     sum.params = ParamsBlock::of(MatmulParams{static_cast<std::uint32_t>(count), slices, 0, 0});
     sum.groups = linear_groups("matmul", ceil_div(count, 256), dev);
     p.steps.push_back(sum);
@@ -383,7 +391,8 @@ KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t
   p.options = std::move(t.options);
   auto bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     const auto q = pb.as<SoftmaxParams>();
-    return std::uint64_t{q.rows} * q.cols * kFloat;
+    // Checked: 2^31 x 2^31 floats would wrap to 0 bytes, and any buffer would pass.
+    return checked_mul(checked_mul(q.rows, q.cols, "softmax_rows's buffer size"), kFloat, "softmax_rows's buffer size");
   };
   p.source.bindings = {BindingDecl{0, Access::read, "x", bytes}, BindingDecl{1, Access::write, "out", bytes}};
   p.tensors = {{"x", DType::f32, {rows, cols}, Access::read, false},

@@ -30,7 +30,15 @@ void validate_plan(const KernelPlan& plan) {
     fail(ErrorCategory::invalid_argument, "plan for kernel '" + name + "' has no dispatch steps.",
          "add at least one PlanStep with its slot bindings, params and groups.");
   for (const TensorSpec& t : plan.tensors) {
-    if (t.shape.empty() || element_count(t.shape) == 0)
+    // Checked before any buffer is made: a size past 64 bits would wrap to a small buffer that
+    // the kernel then writes past.
+    std::uint64_t bytes = 0;
+    try {
+      bytes = tensor_bytes(t.shape, t.dtype);
+    } catch (const Error& e) {
+      throw Error(e.category(), "tensor '" + t.name + "' of kernel '" + name + "': " + e.problem(), e.fix());
+    }
+    if (t.shape.empty() || bytes == 0)
       fail(ErrorCategory::invalid_argument,
            "tensor '" + t.name + "' of kernel '" + name + "' has shape " + vgpu::to_string(t.shape) + " with no elements.",
            "give every tensor a shape with all dimensions ≥ 1.");
@@ -87,14 +95,14 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
     const TensorSpec& t = plan_.tensors[i];
     // Internal: every call rewrites the inputs and the steps rewrite the rest, so a recovery
     // never reports their contents lost.
-    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
     buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, bytes));
     buffer_bytes_ += bytes;
     if (!t.scratch) visible_.push_back(i);
   }
   for (std::size_t a = 0; a < visible_.size(); ++a) {
     const TensorSpec& t = plan_.tensors[visible_[a]];
-    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
     if (t.access != Access::write) {
       writes_.push_back(HostWrite{buffers_[visible_[a]], nullptr, bytes, 0});
       write_arg_.push_back(a);
@@ -161,6 +169,9 @@ void PersistentKernel::operator()(std::span<const TensorArg> args, std::chrono::
 
 void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::milliseconds* limit) {
   validate(args);
+  // Before the kernel's own lock: a CPU kernel calling the kernel it runs in would wait for
+  // that lock forever instead of being refused by its device.
+  detail::DeviceAccess::core(device_).check_not_inside();
   std::lock_guard lock(mutex_);
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < writes_.size(); ++i) writes_[i].data = args[write_arg_[i]].in;

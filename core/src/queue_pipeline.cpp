@@ -112,6 +112,9 @@ QueueReport QueuePipeline::run(const PersistentQueue& queue, std::uint64_t first
 
 QueueReport QueuePipeline::run_into(const PersistentQueue& queue, std::uint64_t first, std::uint64_t count,
                                     const Sink& sink) {
+  // Before the pipeline's own lock: a CPU queue kernel running this pipeline again would wait
+  // for that lock forever instead of being refused by its device.
+  detail::DeviceAccess::core(device_).check_not_inside();
   std::lock_guard lock(mutex_);
   first = std::min<std::uint64_t>(first, queue.size());
   count = std::min<std::uint64_t>(count, queue.size() - first);

@@ -99,11 +99,12 @@ QueueReport QueuePipelineSet::run(const PersistentQueue& queue) {
   std::vector<std::uint64_t> at(items_n + 1, 0);
   detail::QueueLimits limits;
   limits.output_bytes = s.config.output_bytes;
-  for (std::size_t i = 0; i < items_n; ++i) at[i + 1] = at[i] + detail::queue_out_capacity(queue, i, limits);
+  for (std::size_t i = 0; i < items_n; ++i)
+    at[i + 1] = checked_add(at[i], detail::queue_out_capacity(queue, i, limits), "the queue's output capacity");
   try {
     report.storage.resize(static_cast<std::size_t>(at[items_n]));
     report.results.resize(items_n);
-  } catch (const std::bad_alloc&) {
+  } catch (const std::exception&) {  // bad_alloc, or length_error past what a vector can hold
     fail(ErrorCategory::out_of_memory,
          std::string(kWho) + ": no host memory for the results of " + std::to_string(items_n) + " items (" +
              std::to_string(at[items_n]) + " bytes of output capacity).",

@@ -139,10 +139,53 @@ BackendKind parse_backend_kind(std::string_view name) {
 
 std::size_t dtype_size(DType) noexcept { return 4; }  // every supported dtype is 32-bit
 
-std::uint64_t element_count(const Shape& shape) noexcept {
+namespace {
+
+constexpr const char* kSizeFix =
+    "use smaller sizes: a tensor's element count and its size in bytes must fit in 64 bits (and in the device's "
+    "buffer limit); split the work into parts.";
+
+[[noreturn]] void fail_shape(const Shape& shape, const std::string& what) {
+  fail(ErrorCategory::invalid_argument,
+       "shape " + to_string(shape) + " has " + what + " than 64 bits can count (18446744073709551615).", kSizeFix);
+}
+
+}  // namespace
+
+std::uint64_t element_count(const Shape& shape) {
+  for (auto d : shape)
+    if (d == 0) return 0;  // empty however large the other dimensions are
   std::uint64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) fail_shape(shape, "more elements");
   return n;
+}
+
+std::uint64_t tensor_bytes(const Shape& shape, DType dtype) {
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(element_count(shape), std::uint64_t{dtype_size(dtype)}, &bytes))
+    fail_shape(shape, "more bytes of " + std::string(to_string(dtype)) + " elements");
+  return bytes;
+}
+
+std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    fail(ErrorCategory::invalid_argument,
+         std::string(what) + " is " + std::to_string(a) + " × " + std::to_string(b) +
+             ", more than 64 bits can count (18446744073709551615).",
+         kSizeFix);
+  return r;
+}
+
+std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, std::string_view what) {
+  std::uint64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r))
+    fail(ErrorCategory::invalid_argument,
+         std::string(what) + " is " + std::to_string(a) + " + " + std::to_string(b) +
+             ", more than 64 bits can count (18446744073709551615).",
+         kSizeFix);
+  return r;
 }
 
 std::string to_string(const Shape& shape) {

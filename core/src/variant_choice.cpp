@@ -187,7 +187,7 @@ Resident make_resident(Device& device, const KernelPlan& plan, const CallData& d
     r.kernels.push_back(device.compile(plan.kernel_source(i), plan.kernel_options(i)));
   std::size_t visible = 0;
   for (const TensorSpec& t : plan.tensors) {
-    const std::uint64_t bytes = element_count(t.shape) * dtype_size(t.dtype);
+    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
     r.buffers.push_back(DeviceAccess::internal_buffer(device, bytes));
     if (t.scratch) continue;
     if (t.access != Access::write && visible < data.args.size())

@@ -31,8 +31,10 @@ std::uint64_t grain_for(const CpuKernelImpl& kernel) {
 /// on the coarse clock, so a check per ~1024 invocations costs nothing measurable), and before
 /// every group once a stride is seen to take milliseconds (slow workgroups).
 void run_range(const CpuDevice& device, const CpuKernelImpl& kernel, CpuWorkgroup wg, std::uint64_t begin,
-               std::uint64_t end, std::uint64_t stride) {
-  const DeviceImpl::KernelScope scope(device);  // on a TBB thread too: a call on the device is refused
+               std::uint64_t end, std::uint64_t stride, const DeviceImpl::KernelScope* parent) {
+  // On a TBB thread too: a call on the device, or on a device whose kernel made this dispatch
+  // (parent: the dispatching thread's scope), is refused.
+  const DeviceImpl::KernelScope scope(device, parent);
   detail::CpuDispatchControl& control = *wg.control;
   const bool timed = control.deadline.limited();
   std::uint64_t until_check = 0;  // every range checks first: nothing starts after the deadline
@@ -97,10 +99,12 @@ void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& contro
       // Isolated: this thread holds the device's call lock, so while it waits for its groups it
       // must not pick up an outer task of the caller's (say, another iteration of a
       // tbb::parallel_for that dispatches on this device), which would wait for that lock.
+      const DeviceImpl::KernelScope* parent = DeviceImpl::KernelScope::current();
       tbb::this_task_arena::isolate([&] {
-        tbb::parallel_for(
-            tbb::blocked_range<std::uint64_t>(0, total, grain),
-            [&](const tbb::blocked_range<std::uint64_t>& r) { run_range(cpu, kernel, proto, r.begin(), r.end(), grain); });
+        tbb::parallel_for(tbb::blocked_range<std::uint64_t>(0, total, grain),
+                          [&](const tbb::blocked_range<std::uint64_t>& r) {
+                            run_range(cpu, kernel, proto, r.begin(), r.end(), grain, parent);
+                          });
       });
     }
   } catch (const Error&) {

@@ -16,6 +16,7 @@
 #include "bindings.hpp"
 #include "core_args.hpp"
 #include "device_arg.hpp"
+#include "int_args.hpp"
 #include "py_kernel.hpp"
 #include "vgpu/cache.hpp"
 #include "vgpu/kernel_database.hpp"
@@ -141,7 +142,8 @@ void bind_cache(py::module_& m) {
           [](const Cache& c) { return multi_stats_dict(c.multi_stats()); },
           "Returns what spreading over the set did: batches, splits, unsplit, failures, rerun_items, "
           "last_shares, items (per device) and last_failures.")
-      .def_property("split_min_work", &Cache::split_min_work, &Cache::set_split_min_work,
+      .def_property("split_min_work", &Cache::split_min_work,
+                    [](Cache& c, py::handle work) { c.set_split_min_work(uint_arg(work, "split_min_work")); },
                     "matmul work (M·K·N) from which matmul splits the rows of C over the set (0: always).")
       .def(
           "matmul",

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "int_args.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/error.hpp"
@@ -23,17 +24,7 @@ namespace vgpu::python {
 inline Shape op_shape_arg(const std::string& op, pybind11::handle shape) {
   namespace py = pybind11;
   const auto dim = [&](py::handle h) -> std::uint64_t {
-    if (py::isinstance<py::bool_>(h) || !(py::isinstance<py::int_>(h) || py::hasattr(h, "__index__")))
-      fail(ErrorCategory::invalid_argument,
-           "shape " + py::repr(shape).cast<std::string>() + " has the entry " + py::repr(h).cast<std::string>() +
-               ", which is not an integer.",
-           "Pass an int N or a tuple of non-negative ints, e.g. (64, 64, 64) for matmul.");
-    const long long v = py::reinterpret_steal<py::int_>(PyNumber_Index(h.ptr())).cast<long long>();
-    if (v < 0)
-      fail(ErrorCategory::invalid_argument,
-           "shape " + py::repr(shape).cast<std::string>() + " has the negative entry " + std::to_string(v) + ".",
-           "Pass non-negative sizes.");
-    return static_cast<std::uint64_t>(v);
+    return uint_arg(h, "shape " + py::repr(shape).cast<std::string>() + "'s entry");
   };
   if (py::isinstance<py::int_>(shape) || (!py::isinstance<py::sequence>(shape) && py::hasattr(shape, "__index__"))) {
     const std::uint64_t n = dim(shape);

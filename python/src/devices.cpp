@@ -7,11 +7,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "bindings.hpp"
 #include "core_args.hpp"
 #include "device_arg.hpp"
+#include "int_args.hpp"
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/device_info.hpp"
@@ -152,9 +154,11 @@ void bind_devices(py::module_& m) {
            "Returns a copy of this device's counters as a dict (compiles, l1_hits, dispatches, ...).")
       .def_property(
           "timeout_ms", [](const Device& d) { return static_cast<long long>(d.timeout().count()); },
-          [](Device& d, long long ms) {
+          [](Device& d, py::handle ms_arg) {
+            const auto ms = std::chrono::milliseconds(
+                int_arg(ms_arg, "timeout_ms", 0, std::numeric_limits<std::int64_t>::max()));
             py::gil_scoped_release release;
-            d.set_timeout(std::chrono::milliseconds(ms));
+            d.set_timeout(ms);
           },
           "The limit in milliseconds of every call on this device that brings none of its own (0: no limit; "
           "VGPU_TIMEOUT_MS until set), for every handle of it; a call past it raises vgpu.Timeout. Setting a "
@@ -169,7 +173,8 @@ void bind_devices(py::module_& m) {
               py::gil_scoped_release release;
               d.synchronize();
             } else {
-              const auto ms = std::chrono::milliseconds(timeout_ms.cast<long long>());
+              const auto ms = std::chrono::milliseconds(
+                  int_arg(timeout_ms, "timeout_ms", 0, std::numeric_limits<std::int64_t>::max()));
               py::gil_scoped_release release;
               d.synchronize(ms);
             }
@@ -299,7 +304,8 @@ void bind_devices(py::module_& m) {
       "(calibrating on first use, as select() does). shape as for select().");
   m.def(
       "settle",
-      [](double timeout_s) {
+      [](py::handle seconds) {
+        const double timeout_s = number_arg(seconds, "settle's timeout_s");
         if (!(timeout_s >= 0) || timeout_s > 1e9)
           fail(ErrorCategory::invalid_argument, "settle(timeout_s=" + std::to_string(timeout_s) + ") is out of range.",
                "pass a number of seconds from 0 up to 1e9.");
@@ -353,7 +359,8 @@ void bind_devices(py::module_& m) {
       "Returns the sum of the counters of every device opened so far, as a dict.");
   m.def(
       "inventory",
-      [](bool json, int indent) {
+      [](bool json, py::handle indent_arg) {
+        const int indent = static_cast<int>(int_arg(indent_arg, "indent", -1, 64));  // -1: one line
         py::gil_scoped_release release;
         Runtime& runtime = Runtime::global();
         const auto backends = runtime.backends();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "int_args.hpp"
 #include "vgpu/error.hpp"
 
 namespace py = pybind11;
@@ -23,16 +24,7 @@ thread_local int t_inside_callable = 0;
 
 std::string type_name(py::handle obj) { return py::str(obj.get_type().attr("__name__")).cast<std::string>(); }
 
-std::uint32_t to_u32(py::handle obj, const std::string& what) {
-  if (py::isinstance<py::bool_>(obj) || (!py::isinstance<py::int_>(obj) && !py::hasattr(obj, "__index__")))
-    fail(ErrorCategory::invalid_argument, what + " is a " + type_name(obj) + ", not an integer.",
-         "pass a non-negative integer.");
-  const long long v = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr())).cast<long long>();
-  if (v < 0 || v > 0xFFFFFFFFll)
-    fail(ErrorCategory::invalid_argument, what + " is " + std::to_string(v) + ", outside 0..4294967295.",
-         "pass a non-negative 32-bit integer.");
-  return static_cast<std::uint32_t>(v);
-}
+std::uint32_t to_u32(py::handle obj, const std::string& what) { return u32_arg(obj, what); }
 
 // A Python int, bool, float or numpy scalar as a specialization-constant value.
 SpecValue spec_value(py::handle v, const std::string& what) {
@@ -87,9 +79,10 @@ struct Workgroup {
 
 py::tuple triple(const std::array<std::uint32_t, 3>& a) { return py::make_tuple(a[0], a[1], a[2]); }
 
-py::array buffer_view(py::object self, std::uint32_t slot, py::handle dtype) {
+py::array buffer_view(py::object self, py::handle slot_arg, py::handle dtype) {
   const Workgroup& w = self.cast<const Workgroup&>();
   const CpuWorkgroup& wg = w.get();
+  const std::uint32_t slot = u32_arg(slot_arg, "slot");
   if (slot >= wg.buffers.size() || !wg.buffers[slot].data)
     fail(ErrorCategory::invalid_argument, "slot " + std::to_string(slot) + " has no buffer bound in this dispatch.",
          "ask for a slot the kernel's step binds (its tensors' slots).");
@@ -103,7 +96,7 @@ py::array buffer_view(py::object self, std::uint32_t slot, py::handle dtype) {
     shape = it->second.second;
   }
   const std::uint64_t item = dtype_size(d);
-  if (shape.empty() || element_count(shape) * item > b.bytes) shape = {b.bytes / item};
+  if (shape.empty() || tensor_bytes(shape, d) > b.bytes) shape = {b.bytes / item};
   std::vector<py::ssize_t> dims(shape.begin(), shape.end());
   return py::array(numpy_dtype(d), dims, b.data, self);  // a view: no copy, self as its base
 }
@@ -359,7 +352,7 @@ void bind_workgroup(py::module_& m) {
             const CpuWorkgroup& g = w.get();
             for (const SpecConstant& c : g.spec_constants) {
               const bool match = py::isinstance<py::str>(key) ? (!c.id && c.name == key.cast<std::string>())
-                                                              : (c.id && *c.id == key.cast<std::uint32_t>());
+                                                              : (c.id && *c.id == u32_arg(key, "a spec constant id"));
               if (!match) continue;
               switch (c.value.type) {
                 case SpecValue::Type::boolean: return py::bool_(c.value.bits != 0);

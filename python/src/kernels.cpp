@@ -22,6 +22,7 @@
 #include "bindings.hpp"
 #include "core_args.hpp"
 #include "device_arg.hpp"
+#include "int_args.hpp"
 #include "kernel_source.hpp"
 #include "py_kernel.hpp"
 #include "vgpu/error.hpp"
@@ -53,22 +54,15 @@ auto released(F&& f) {
 
 Shape dims_arg(py::handle obj, const std::string& what) {
   Shape shape;
-  if (py::isinstance<py::int_>(obj) || py::hasattr(obj, "__index__")) {
-    shape.push_back(py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr())).cast<std::uint64_t>());
+  if (!py::isinstance<py::bool_>(obj) && (py::isinstance<py::int_>(obj) || py::hasattr(obj, "__index__"))) {
+    shape.push_back(uint_arg(obj, what));
     return shape;
   }
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
     fail(ErrorCategory::invalid_argument, what + " is a " + type_name(obj) + ", not a shape.",
          "pass a tuple of positive integers, e.g. (16, 16).");
-  for (py::handle d : py::reinterpret_borrow<py::sequence>(obj)) {
-    if (py::isinstance<py::bool_>(d) || !(py::isinstance<py::int_>(d) || py::hasattr(d, "__index__")))
-      fail(ErrorCategory::invalid_argument, what + " holds a " + type_name(d) + ", not an integer.",
-           "pass a tuple of positive integers, e.g. (16, 16).");
-    const long long v = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr())).cast<long long>();
-    if (v < 0)
-      fail(ErrorCategory::invalid_argument, what + " holds " + to_string(v) + ".", "give every dimension ≥ 1.");
-    shape.push_back(static_cast<std::uint64_t>(v));
-  }
+  for (py::handle d : py::reinterpret_borrow<py::sequence>(obj))
+    shape.push_back(uint_arg(d, what + "[" + to_string(shape.size()) + "]"));
   return shape;
 }
 
@@ -87,6 +81,16 @@ Groups groups_arg(py::handle obj, const std::string& what) {
   return g;
 }
 
+// Throws InvalidArgument (prefixed with what) when t's size in bytes does not fit in 64 bits: a
+// tensor that could never exist is refused where it is described.
+void check_tensor_size(const TensorSpec& t, const std::string& what) {
+  try {
+    (void)tensor_bytes(t.shape, t.dtype);
+  } catch (const Error& e) {
+    throw Error(e.category(), what + " ('" + t.name + "'): " + e.problem(), e.fix());
+  }
+}
+
 TensorSpec tensor_arg(py::handle obj, std::size_t i) {
   const std::string what = "tensors[" + to_string(i) + "]";
   if (py::isinstance<TensorSpec>(obj)) return obj.cast<TensorSpec>();
@@ -103,21 +107,26 @@ TensorSpec tensor_arg(py::handle obj, std::size_t i) {
   s.shape = dims_arg(t[2], what + " shape");
   if (t.size() > 3) s.access = parse_access(t[3], what + " access");
   if (t.size() > 4) s.scratch = t[4].cast<bool>();
+  check_tensor_size(s, what);
   return s;
 }
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> slots_arg(py::handle obj, const std::string& what) {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
   if (py::isinstance<py::dict>(obj)) {
-    for (auto [k, v] : py::reinterpret_borrow<py::dict>(obj)) out.emplace_back(k.cast<std::uint32_t>(), v.cast<std::uint32_t>());
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(obj))
+      out.emplace_back(u32_arg(k, what + " slot"), u32_arg(v, what + " tensor index"));
     return out;
   }
   if (!py::isinstance<py::sequence>(obj) || py::isinstance<py::str>(obj))
     fail(ErrorCategory::invalid_argument, what + " is a " + type_name(obj) + ".",
          "pass {slot: tensor_index} or a list of (slot, tensor_index) pairs.");
   for (py::handle p : py::reinterpret_borrow<py::sequence>(obj)) {
-    auto pair = p.cast<std::pair<std::uint32_t, std::uint32_t>>();
-    out.push_back(pair);
+    if (!py::isinstance<py::sequence>(p) || py::isinstance<py::str>(p) || py::len(p) != 2)
+      fail(ErrorCategory::invalid_argument, what + " holds " + py::repr(p).cast<std::string>() + ".",
+           "pass {slot: tensor_index} or a list of (slot, tensor_index) pairs.");
+    const py::sequence pair = py::reinterpret_borrow<py::sequence>(p);
+    out.emplace_back(u32_arg(pair[0], what + " slot"), u32_arg(pair[1], what + " tensor index"));
   }
   return out;
 }
@@ -236,8 +245,12 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
              "slots has " + to_string(slot_list.size()) + " entries but kernel '" + kernel_name + "' has " +
                  to_string(plan.tensors.size()) + " tensors.",
              "give one binding slot per tensor, in the order of tensors=.");
-      for (std::uint32_t i = 0; i < slot_list.size(); ++i)
+      for (std::uint32_t i = 0; i < slot_list.size(); ++i) {
+        if (slot_list[i] > 0xFFFFFFFFull)
+          fail(ErrorCategory::invalid_argument, "slots[" + to_string(i) + "] is " + to_string(slot_list[i]) + ", outside 0..4294967295.",
+               "pass an integer in 0..4294967295.");
         step.slot_tensor.emplace_back(static_cast<std::uint32_t>(slot_list[i]), i);
+      }
     }
     plan.steps.push_back(std::move(step));
   }
@@ -265,7 +278,7 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
         fail(ErrorCategory::invalid_argument, "bindings holds " + py::repr(d).cast<std::string>() + ".",
              "list each slot as (slot, access[, name]), e.g. (0, \"read\", \"x\").");
       BindingDecl decl;
-      decl.slot = t[0].cast<std::uint32_t>();
+      decl.slot = u32_arg(t[0], "bindings slot");
       decl.access = parse_access(t[1], "binding access");
       if (t.size() > 2) decl.name = py::str(t[2]).cast<std::string>();
       u.source.bindings.push_back(std::move(decl));
@@ -283,7 +296,7 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
     }
   }
   if (!params_size.is_none())
-    u.source.params_size = params_size.cast<std::uint32_t>();
+    u.source.params_size = u32_arg(params_size, "params_size");
   else if (declare || !u.source.bindings.empty())
     u.source.params_size = static_cast<std::uint32_t>(plan.steps.front().params.size());
   if (u.callback)
@@ -406,7 +419,7 @@ std::optional<std::chrono::milliseconds> timeout_arg(py::handle seconds) {
   if (py::isinstance<py::bool_>(seconds) || !(py::isinstance<py::float_>(seconds) || py::isinstance<py::int_>(seconds)))
     fail(ErrorCategory::invalid_argument, "timeout is a " + type_name(seconds) + ", not a number of seconds.",
          "pass seconds as a number (0: no limit), or None for the device's limit.");
-  const double s = seconds.cast<double>();
+  const double s = number_arg(seconds, "timeout");  // an int past a double's range: infinity, refused below
   if (!(s >= 0) || s > 1e9)
     fail(ErrorCategory::invalid_argument, "timeout is " + py::repr(seconds).cast<std::string>() + " seconds.",
          "pass a limit of 0 (none) or more seconds.");
@@ -434,6 +447,7 @@ void bind_kernels(py::module_& m) {
              t.shape = dims_arg(shape, "shape");
              t.access = parse_access(access, "access");
              t.scratch = scratch;
+             check_tensor_size(t, "vgpu.Tensor");
              return t;
            }),
            py::arg("name"), py::arg("dtype") = "float32", py::arg("shape") = py::make_tuple(1),
@@ -449,12 +463,12 @@ void bind_kernels(py::module_& m) {
   py::class_<PlanStep>(m, "Step",
                        "One dispatch of a user kernel's plan (vgpu::PlanStep): which tensor sits at which binding "
                        "slot, its params block and its workgroup counts.")
-      .def(py::init([](py::handle slots, py::handle params, py::handle groups, std::uint32_t kernel) {
+      .def(py::init([](py::handle slots, py::handle params, py::handle groups, py::handle kernel) {
              PlanStep s;
              s.slot_tensor = slots_arg(slots, "slots");
              s.params = params_block(params, "params");
              s.groups = groups_arg(groups, "groups");
-             s.kernel = kernel;
+             s.kernel = u32_arg(kernel, "kernel");
              return s;
            }),
            py::arg("slots"), py::arg("params") = py::none(), py::arg("groups") = py::make_tuple(1),

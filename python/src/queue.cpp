@@ -13,6 +13,7 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "device_arg.hpp"
+#include "int_args.hpp"
 #include "kernel_source.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/lru_map.hpp"
@@ -71,17 +72,7 @@ struct PyQueueReport {
   py::list results;  // (id, bytes) per item, in queue order
 };
 
-std::uint64_t id_arg(py::handle id) {
-  if (py::isinstance<py::bool_>(id) || !(py::isinstance<py::int_>(id) || py::hasattr(id, "__index__")))
-    fail(ErrorCategory::invalid_argument,
-         "an item id is a " + py::str(id.get_type().attr("__name__")).cast<std::string>() + ", not an integer.",
-         "pass an integer id in 0..2**64-1.");
-  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(id.ptr()));
-  if (py::int_(0).attr("__gt__")(i).cast<bool>() || i.attr("bit_length")().cast<int>() > 64)
-    fail(ErrorCategory::invalid_argument, "item id " + py::str(i).cast<std::string>() + " is outside 0..2**64-1.",
-         "pass an integer id in 0..2**64-1.");
-  return i.cast<std::uint64_t>();
-}
+std::uint64_t id_arg(py::handle id) { return uint_arg(id, "an item id"); }
 
 void push_bytes(PyQueue& q, std::uint64_t id, const std::string& bytes) {
   py::gil_scoped_release release;
@@ -132,11 +123,11 @@ PyQueue& queue_of(py::handle queue_obj, const std::string& who) {
   return queue_obj.cast<PyQueue&>();
 }
 
-QueueConfig config_of(const PyQueueKernel& kernel, std::uint32_t output_bytes, std::uint32_t max_items_per_launch,
+QueueConfig config_of(const PyQueueKernel& kernel, py::handle output_bytes, py::handle max_items_per_launch,
                       py::handle timeout, const std::string& who) {
   QueueConfig config;
-  config.output_bytes = output_bytes;
-  config.max_items_per_launch = max_items_per_launch;
+  config.output_bytes = u32_arg(output_bytes, who + "'s output_bytes");
+  config.max_items_per_launch = u32_arg(max_items_per_launch, who + "'s max_items_per_launch");
   if (auto t = timeout_arg(timeout)) {
     if (t->count() == 0)
       fail(ErrorCategory::invalid_argument, who + " got timeout=0, but a queue run's 0 means the device's limit.",
@@ -175,7 +166,7 @@ struct PyQueueSet {
 };
 
 std::unique_ptr<PyQueueSet> make_queue_set(py::handle kernel_obj, const std::vector<std::string>& devices,
-                                           std::uint32_t output_bytes, std::uint32_t max_items_per_launch,
+                                           py::handle output_bytes, py::handle max_items_per_launch,
                                            py::handle timeout) {
   const PyQueueKernel& kernel = kernel_of(kernel_obj, "vgpu.QueuePipelineSet");
   const QueueConfig config = config_of(kernel, output_bytes, max_items_per_launch, timeout, "vgpu.QueuePipelineSet");
@@ -215,8 +206,8 @@ void account(const PyQueueKernel& kernel, const std::string& key, const std::sha
     for (auto& s : kernel.sets.resize(key, bytes)) dropped.push_back(std::move(s));
 }
 
-PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, std::uint32_t output_bytes,
-                        std::uint32_t max_items_per_launch, py::object timeout, py::object device,
+PyQueueReport run_queue(py::handle kernel_obj, py::handle queue_obj, py::handle output_bytes,
+                        py::handle max_items_per_launch, py::object timeout, py::object device,
                         std::optional<std::vector<std::string>> devices) {
   refuse_inside_cpu_callable("vgpu.run");
   const PyQueueKernel& kernel = kernel_of(kernel_obj, "vgpu.run");
@@ -263,7 +254,9 @@ void bind_queue(py::module_& m) {
                       "Work items, each a stable id and a byte payload, in push order (vgpu::PersistentQueue). Run "
                       "them with vgpu.run(kernel, queue): one upload, one launch, one read-back. Safe to use from "
                       "several threads (pushes and runs take turns).")
-      .def(py::init([](std::uint64_t max_items) { return std::make_unique<PyQueue>(max_items); }),
+      .def(py::init([](py::handle max_items) {
+             return std::make_unique<PyQueue>(uint_arg(max_items, "max_items", 1, PersistentQueue::kMaxItems));
+           }),
            py::arg("max_items") = PersistentQueue::kMaxItems,
            "Makes an empty queue holding at most max_items items (≤ 2**32 - 1).")
       .def(

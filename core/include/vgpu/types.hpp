@@ -57,8 +57,17 @@ struct VGPU_API Groups {
 /// Dimensions of a tensor, outermost first (row-major).
 using Shape = std::vector<std::uint64_t>;
 
-/// Returns the product of a shape's dimensions (1 for an empty shape).
-VGPU_API std::uint64_t element_count(const Shape& shape) noexcept;
+/// Returns the product of a shape's dimensions (1 for an empty shape, 0 when one is 0); throws
+/// invalid_argument naming the shape when the product does not fit in 64 bits.
+VGPU_API std::uint64_t element_count(const Shape& shape);
+/// Returns the bytes a tensor of shape and dtype takes (element_count × dtype_size); throws
+/// invalid_argument naming the shape when that does not fit in 64 bits.
+VGPU_API std::uint64_t tensor_bytes(const Shape& shape, DType dtype);
+/// Returns a × b; throws invalid_argument naming what (e.g. "kernel 'k' slot 0's size") when
+/// the product does not fit in 64 bits. The one checked multiply vgpu's sizes go through.
+VGPU_API std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what);
+/// Returns a + b; throws invalid_argument naming what when the sum does not fit in 64 bits.
+VGPU_API std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, std::string_view what);
 /// Formats a shape as "[2x3x4]".
 VGPU_API std::string to_string(const Shape& shape);
 

@@ -224,19 +224,42 @@ class DeviceImpl {
 
   /// Marks the calling thread as running this device's kernel code (a CPU workgroup) while it
   /// lives: core refuses a call on the device from there (it holds the device's call lock for
-  /// the dispatch, so the call would wait for itself) with invalid_argument. Nests.
+  /// the dispatch, so the call would wait for itself) with invalid_argument. Scopes form a tree
+  /// across threads: each names the scope the dispatch was made under (parent: the dispatching
+  /// thread's current() when the dispatch began, which lives while the dispatch runs), so a
+  /// workgroup on a pool thread, running a kernel that a kernel of device A dispatched on device
+  /// B, is refused calls on A as well as on B (A's call waits for it). Nests on one thread.
   class KernelScope {
    public:
-    explicit KernelScope(const DeviceImpl& device) noexcept : outer_(running_kernel_) { running_kernel_ = &device; }
-    ~KernelScope() { running_kernel_ = outer_; }
+    /// Enters device's kernel code under this thread's current scope (the dispatching thread itself).
+    explicit KernelScope(const DeviceImpl& device) noexcept : KernelScope(device, current_) {}
+    /// Enters device's kernel code dispatched under parent (a pool thread running a workgroup).
+    KernelScope(const DeviceImpl& device, const KernelScope* parent) noexcept
+        : device_(&device), parent_(parent), saved_(current_) {
+      current_ = this;
+    }
+    ~KernelScope() { current_ = saved_; }
     KernelScope(const KernelScope&) = delete;
     KernelScope& operator=(const KernelScope&) = delete;
 
+    /// Returns the calling thread's innermost scope (null: it runs no kernel code).
+    static const KernelScope* current() noexcept { return current_; }
+
    private:
-    const DeviceImpl* outer_;
+    friend class DeviceImpl;
+    const DeviceImpl* device_;
+    const KernelScope* parent_;  // the scope the dispatch was made under (another thread's, maybe)
+    const KernelScope* saved_;   // this thread's scope before this one (restored on exit)
+    inline static thread_local const KernelScope* current_ = nullptr;
   };
-  /// Returns the device whose kernel code the calling thread runs (KernelScope), or null.
-  static const DeviceImpl* running_kernel() noexcept { return running_kernel_; }
+  /// Returns true when the calling thread runs kernel code of device, or kernel code that a
+  /// kernel of device dispatched (at any depth, on any thread): a call on device from here
+  /// would wait for itself.
+  static bool runs_kernel_of(const DeviceImpl* device) noexcept {
+    for (const KernelScope* s = KernelScope::current(); s; s = s->parent_)
+      if (s->device_ == device) return true;
+    return false;
+  }
 
   /// Called once by core before any other call: the device's live counters, which the
   /// backend bumps for what only it sees (source compiles, L2/L3 hits).
@@ -269,7 +292,6 @@ class DeviceImpl {
 
  private:
   std::shared_ptr<const BackendSettings> settings_;
-  inline static thread_local const DeviceImpl* running_kernel_ = nullptr;
   Counters* counters_ = nullptr;
   Counters detached_;  // backend objects can outlive the DeviceCore that owned the counters
   std::atomic<std::int64_t> timeout_ms_;
