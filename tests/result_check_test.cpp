@@ -19,6 +19,7 @@
 #include "support/cache_fixtures.hpp"
 #include "support/catch.hpp"
 #include "support/kernel_sources.hpp"
+#include "support/logged_runtime.hpp"
 #include "support/test_backend.hpp"
 #include "vgpu/inventory.hpp"
 #include "vgpu/vgpu.hpp"
@@ -30,36 +31,7 @@ using Knobs = std::vector<std::shared_ptr<TestDeviceKnobs>>;
 using vgpu::test::TempDir;
 
 /// A runtime over the given backends on its own cache directory, keeping its log lines.
-struct Logged {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  vgpu::Runtime runtime;
-
-  Logged(vgpu::RuntimeOptions o, const std::filesystem::path& dir) : runtime(with_log(std::move(o), dir, this)) {}
-
-  static vgpu::RuntimeOptions with_log(vgpu::RuntimeOptions o, const std::filesystem::path& dir, Logged* self) {
-    o.cache_dir = dir;
-    o.cache_enabled = true;
-    o.log_level = vgpu::LogLevel::info;
-    o.log_sink = [self](vgpu::LogLevel, std::string_view line) {
-      std::lock_guard lock(self->mutex);
-      self->lines.emplace_back(line);
-    };
-    return o;
-  }
-  std::size_t count(const std::string& what) {
-    std::lock_guard lock(mutex);
-    std::size_t n = 0;
-    for (const auto& l : lines) n += l.find(what) != std::string::npos;
-    return n;
-  }
-  std::string all() {
-    std::lock_guard lock(mutex);
-    std::string s;
-    for (const auto& l : lines) s += l + "\n";
-    return s;
-  }
-};
+using Logged = vgpu::test::LoggedRuntime;
 
 const vgpu::SelectionCandidate& candidate(const vgpu::Selection& s, const std::string& id) {
   for (const auto& c : s.candidates)

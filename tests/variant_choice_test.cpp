@@ -17,6 +17,7 @@
 #include "support/cache_fixtures.hpp"
 #include "support/catch.hpp"
 #include "support/expect_error.hpp"
+#include "support/logged_runtime.hpp"
 #include "support/scoped_env.hpp"
 #include "variant_choice.hpp"
 #include "vgpu/cache/disk_store.hpp"
@@ -44,35 +45,9 @@ struct OptIn {
   }
 };
 
-// A runtime on dir that keeps its log lines (info and up).
-struct Logged {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  vgpu::Runtime runtime;
-  explicit Logged(const std::filesystem::path& dir) : runtime(options(dir, this)) {}
-  static vgpu::RuntimeOptions options(const std::filesystem::path& dir, Logged* self) {
-    vgpu::RuntimeOptions o = vgpu::RuntimeOptions::from_env();
-    o.cache_dir = dir;
-    o.cache_enabled = true;
-    o.log_level = vgpu::LogLevel::info;
-    o.log_sink = [self](vgpu::LogLevel, std::string_view line) {
-      std::lock_guard lock(self->mutex);
-      self->lines.emplace_back(line);
-    };
-    return o;
-  }
-  std::size_t count(const std::string& what) {
-    std::lock_guard lock(mutex);
-    std::size_t n = 0;
-    for (const auto& l : lines) n += l.find(what) != std::string::npos;
-    return n;
-  }
-  std::string all() {
-    std::lock_guard lock(mutex);
-    std::string s;
-    for (const auto& l : lines) s += l + "\n";
-    return s;
-  }
+// A runtime on dir (options from the environment) that keeps its log lines (info and up).
+struct Logged : vgpu::test::LoggedRuntime {
+  explicit Logged(const std::filesystem::path& dir) : LoggedRuntime(vgpu::RuntimeOptions::from_env(), dir) {}
 };
 
 // The software GPU devices of this machine (lavapipe, llvmpipe): ids.
