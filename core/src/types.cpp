@@ -168,23 +168,27 @@ std::uint64_t tensor_bytes(const Shape& shape, DType dtype) {
   return bytes;
 }
 
+namespace {
+
+// The one overflow error of checked_mul and checked_add: what is "a op b".
+[[noreturn]] void fail_overflow(std::string_view what, std::uint64_t a, std::string_view op, std::uint64_t b) {
+  fail(ErrorCategory::invalid_argument,
+       std::string(what) + " is " + std::to_string(a) + std::string(op) + std::to_string(b) +
+           ", more than 64 bits can count (18446744073709551615).",
+       kSizeFix);
+}
+
+}  // namespace
+
 std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what) {
   std::uint64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r))
-    fail(ErrorCategory::invalid_argument,
-         std::string(what) + " is " + std::to_string(a) + " × " + std::to_string(b) +
-             ", more than 64 bits can count (18446744073709551615).",
-         kSizeFix);
+  if (__builtin_mul_overflow(a, b, &r)) fail_overflow(what, a, " × ", b);
   return r;
 }
 
 std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, std::string_view what) {
   std::uint64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    fail(ErrorCategory::invalid_argument,
-         std::string(what) + " is " + std::to_string(a) + " + " + std::to_string(b) +
-             ", more than 64 bits can count (18446744073709551615).",
-         kSizeFix);
+  if (__builtin_add_overflow(a, b, &r)) fail_overflow(what, a, " + ", b);
   return r;
 }
 
