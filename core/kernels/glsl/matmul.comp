@@ -156,6 +156,7 @@ void main() {
 
   load_tiles(full, row0, col0, kbegin, tid);
   store_tiles(0u, tid);
+  memoryBarrierShared();  // OpenGL's barrier() does not order shared memory by itself
   barrier();
   const uint steps = (kend - kbegin + BK - 1u) / BK;
   for (uint s = 0u; s < steps; ++s) {
@@ -180,6 +181,7 @@ void main() {
     }
     // The other buffer was last read before the previous barrier, so it is free to fill.
     if (more) store_tiles(cur ^ 1u, tid);
+    memoryBarrierShared();  // OpenGL's barrier() does not order shared memory by itself
     barrier();
   }
 

@@ -21,9 +21,11 @@ void main() {
     if (i < p.n) s += x[i];
   }
   partial[lid] = s;
+  memoryBarrierShared();  // OpenGL's barrier() does not order shared memory by itself
   barrier();
   for (uint stride = WG / 2u; stride > 0u; stride >>= 1u) {
     if (lid < stride) partial[lid] += partial[lid + stride];
+    memoryBarrierShared();  // OpenGL's barrier() does not order shared memory by itself
     barrier();
   }
   if (lid == 0u && base < p.n) o[VGPU_LINEAR_GROUP] = partial[0];

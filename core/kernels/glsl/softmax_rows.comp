@@ -18,29 +18,27 @@
 #define WG 256u
 shared float red[WG];
 
-// Tree reductions of red[] over the workgroup; every invocation must call them.
-float workgroup_max(uint lid, float v) {
-  red[lid] = v;
-  barrier();
-  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) red[lid] = max(red[lid], red[lid + s]);
-    barrier();
-  }
-  const float r = red[0];
-  barrier();
-  return r;
-}
-float workgroup_sum(uint lid, float v) {
-  red[lid] = v;
-  barrier();
-  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) red[lid] += red[lid + s];
-    barrier();
-  }
-  const float r = red[0];
-  barrier();
-  return r;
-}
+// Tree reduction over the workgroup: RESULT = OP of every invocation's V, in each invocation.
+// A macro used in main(), never a helper function, and no invocation returns before it:
+// OpenGL's GLSL allowed barrier() only in main() and not after a return, and NVIDIA's OpenGL
+// compiler let some invocations run past the barriers of a helper called after an early
+// return (they read red[0] before it was written: a sum of exp(x) with a max of 0). Vulkan's
+// compilers did not; the H200's OpenGL conformance run found it. memoryBarrierShared()
+// because OpenGL's barrier() orders execution only, not shared-memory writes.
+#define WORKGROUP_REDUCE(RESULT, V, OP)                                  \
+  red[lid] = (V);                                                        \
+  memoryBarrierShared();                                                 \
+  barrier();                                                             \
+  for (uint s_ = WG / 2u; s_ > 0u; s_ >>= 1u) {                          \
+    if (lid < s_) red[lid] = OP(red[lid], red[lid + s_]);                \
+    memoryBarrierShared();                                               \
+    barrier();                                                           \
+  }                                                                      \
+  RESULT = red[0];                                                       \
+  memoryBarrierShared();                                                 \
+  barrier()
+
+float add(float a, float b) { return a + b; }
 
 #if defined(VGPU_SOFTMAX_SPLIT) && VGPU_SOFTMAX_SPLIT
 
@@ -53,32 +51,36 @@ void main() {
   const uint chunks = (p.cols + p.chunk - 1u) / p.chunk;
   const uint g = VGPU_LINEAR_GROUP;
   const uint row = g / chunks, c = g % chunks;
-  if (row >= p.rows) return;  // uniform per workgroup, so barriers below stay safe
+  // A group past the last row (the grid is rounded up) walks no columns and writes nothing,
+  // but reaches every barrier: see WORKGROUP_REDUCE.
+  const bool live = row < p.rows;
   const uint lid = gl_LocalInvocationID.x;
   const uint base = row * p.cols;
-  const uint lo = c * p.chunk, hi = min(p.cols, lo + p.chunk);
+  const uint lo = c * p.chunk, hi = live ? min(p.cols, lo + p.chunk) : lo;
   const uint stats0 = 2u * row * chunks;
 
   if (p.phase == 0u) {
     float m = -3.402823466e+38;
     for (uint col = lo + lid; col < hi; col += WG) m = max(m, x[base + col]);
-    m = workgroup_max(lid, m);
+    WORKGROUP_REDUCE(m, m, max);
     float s = 0.0;
     for (uint col = lo + lid; col < hi; col += WG) s += exp(x[base + col] - m);
-    s = workgroup_sum(lid, s);
-    if (lid == 0u) {
+    WORKGROUP_REDUCE(s, s, add);
+    if (live && lid == 0u) {
       stats[stats0 + 2u * c] = m;
       stats[stats0 + 2u * c + 1u] = s;
     }
-    return;
+  } else {
+    const uint used = live ? chunks : 0u;
+    float m = -3.402823466e+38;
+    for (uint j = lid; j < used; j += WG) m = max(m, stats[stats0 + 2u * j]);
+    WORKGROUP_REDUCE(m, m, max);
+    float s = 0.0;
+    for (uint j = lid; j < used; j += WG) s += stats[stats0 + 2u * j + 1u] * exp(stats[stats0 + 2u * j] - m);
+    WORKGROUP_REDUCE(s, s, add);
+    const float inv = 1.0 / s;
+    for (uint col = lo + lid; col < hi; col += WG) o[base + col] = exp(x[base + col] - m) * inv;
   }
-  float m = -3.402823466e+38;
-  for (uint j = lid; j < chunks; j += WG) m = max(m, stats[stats0 + 2u * j]);
-  m = workgroup_max(lid, m);
-  float s = 0.0;
-  for (uint j = lid; j < chunks; j += WG) s += stats[stats0 + 2u * j + 1u] * exp(stats[stats0 + 2u * j] - m);
-  const float inv = 1.0 / workgroup_sum(lid, s);
-  for (uint col = lo + lid; col < hi; col += WG) o[base + col] = exp(x[base + col] - m) * inv;
 }
 
 #else
@@ -89,17 +91,19 @@ layout(std430, binding = 1) writeonly buffer BufOut { float o[]; };
 
 void main() {
   const uint row = VGPU_LINEAR_GROUP;
-  if (row >= p.rows) return;  // uniform per workgroup, so barriers below stay safe
   const uint lid = gl_LocalInvocationID.x;
   const uint base = row * p.cols;
+  // A group past the last row walks no columns but reaches every barrier (WORKGROUP_REDUCE).
+  const uint cols = row < p.rows ? p.cols : 0u;
 
   float m = -3.402823466e+38;
-  for (uint c = lid; c < p.cols; c += WG) m = max(m, x[base + c]);
-  m = workgroup_max(lid, m);
+  for (uint c = lid; c < cols; c += WG) m = max(m, x[base + c]);
+  WORKGROUP_REDUCE(m, m, max);
   float sum = 0.0;
-  for (uint c = lid; c < p.cols; c += WG) sum += exp(x[base + c] - m);
-  const float inv = 1.0 / workgroup_sum(lid, sum);
-  for (uint c = lid; c < p.cols; c += WG) o[base + c] = exp(x[base + c] - m) * inv;
+  for (uint c = lid; c < cols; c += WG) sum += exp(x[base + c] - m);
+  WORKGROUP_REDUCE(sum, sum, add);
+  const float inv = 1.0 / sum;
+  for (uint c = lid; c < cols; c += WG) o[base + c] = exp(x[base + c] - m) * inv;
 }
 
 #endif
