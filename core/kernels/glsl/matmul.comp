@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // C[m×n] = A[m×k]·B[k×n], row-major float32, any m, n, k. The GLSL twin of
 // core/kernels/cuda/matmul.cu (same tiling scheme, same defines); the OpTuner
-// (core/kernels/gpu_tuning.cpp) picks one variant per shape and device.
+// (core/kernels/src/gpu_tuning.cpp) picks one variant per shape and device.
 //
 // Tiled (default): one workgroup of (BN/TN)×(BM/TM) invocations computes a BM×BN tile of C;
 // invocation (tx, ty) keeps TM×TN accumulators and owns rows g·4·TY + ty·4 + i and columns

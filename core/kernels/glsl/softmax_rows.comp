@@ -14,18 +14,19 @@
 //   0: the chunk's max m_c and sum s_c = Σ exp(x - m_c) into stats[2·(row·chunks + c) + {0, 1}];
 //   1: the row's max M = max m_c and sum S = Σ s_c·exp(m_c - M) from its chunks' stats (each
 //      group combines them itself: no third dispatch), then out = exp(x - M) / S over the chunk.
-// core/src/ops.cpp counts these loops to size chunk; keep it in step with them.
+// core/runtime/kernel_cache/ops.cpp counts these loops to size chunk; keep it in step with them.
 #define WG 256u
 shared float red[WG];
 
-// Tree reduction over the workgroup: RESULT = OP of every invocation's V, in each invocation.
-// A macro used in main(), never a helper function, and no invocation returns before it:
-// OpenGL's GLSL allowed barrier() only in main() and not after a return, and NVIDIA's OpenGL
-// compiler let some invocations run past the barriers of a helper called after an early
-// return (they read red[0] before it was written: a sum of exp(x) with a max of 0). Vulkan's
-// compilers did not; the H200's OpenGL conformance run found it. memoryBarrierShared()
+// Tree reduction over the workgroup: RESULT = OP of every invocation's V, in each invocation,
+// through SLOT, a shared variable no later code of the dispatch writes. Not read from red[0]:
+// NVIDIA's OpenGL compiler (the H200's driver) re-loads such a value from shared memory inside
+// the loop that uses it, after later barriers, when other invocations have already started the
+// next reduction in red[] — one term of a row's sum then came out as exp(x) instead of
+// exp(x - max) (sums ~1e10 too large). A macro in main() with no early return before it:
+// OpenGL's GLSL allowed barrier() only in main() and not after a return. memoryBarrierShared()
 // because OpenGL's barrier() orders execution only, not shared-memory writes.
-#define WORKGROUP_REDUCE(RESULT, V, OP)                                  \
+#define WORKGROUP_REDUCE(RESULT, SLOT, V, OP)                            \
   red[lid] = (V);                                                        \
   memoryBarrierShared();                                                 \
   barrier();                                                             \
@@ -34,9 +35,13 @@ shared float red[WG];
     memoryBarrierShared();                                               \
     barrier();                                                           \
   }                                                                      \
-  RESULT = red[0];                                                       \
+  if (lid == 0u) SLOT = red[0];                                          \
   memoryBarrierShared();                                                 \
-  barrier()
+  barrier();                                                             \
+  RESULT = SLOT
+
+// One slot per reduction of a dispatch (either kernel runs two): each is written once.
+shared float max_slot, sum_slot;
 
 float add(float a, float b) { return a + b; }
 
@@ -62,10 +67,10 @@ void main() {
   if (p.phase == 0u) {
     float m = -3.402823466e+38;
     for (uint col = lo + lid; col < hi; col += WG) m = max(m, x[base + col]);
-    WORKGROUP_REDUCE(m, m, max);
+    WORKGROUP_REDUCE(m, max_slot, m, max);
     float s = 0.0;
     for (uint col = lo + lid; col < hi; col += WG) s += exp(x[base + col] - m);
-    WORKGROUP_REDUCE(s, s, add);
+    WORKGROUP_REDUCE(s, sum_slot, s, add);
     if (live && lid == 0u) {
       stats[stats0 + 2u * c] = m;
       stats[stats0 + 2u * c + 1u] = s;
@@ -74,10 +79,10 @@ void main() {
     const uint used = live ? chunks : 0u;
     float m = -3.402823466e+38;
     for (uint j = lid; j < used; j += WG) m = max(m, stats[stats0 + 2u * j]);
-    WORKGROUP_REDUCE(m, m, max);
+    WORKGROUP_REDUCE(m, max_slot, m, max);
     float s = 0.0;
     for (uint j = lid; j < used; j += WG) s += stats[stats0 + 2u * j + 1u] * exp(stats[stats0 + 2u * j] - m);
-    WORKGROUP_REDUCE(s, s, add);
+    WORKGROUP_REDUCE(s, sum_slot, s, add);
     const float inv = 1.0 / s;
     for (uint col = lo + lid; col < hi; col += WG) o[base + col] = exp(x[base + col] - m) * inv;
   }
@@ -98,10 +103,10 @@ void main() {
 
   float m = -3.402823466e+38;
   for (uint c = lid; c < cols; c += WG) m = max(m, x[base + c]);
-  WORKGROUP_REDUCE(m, m, max);
+  WORKGROUP_REDUCE(m, max_slot, m, max);
   float sum = 0.0;
   for (uint c = lid; c < cols; c += WG) sum += exp(x[base + c] - m);
-  WORKGROUP_REDUCE(sum, sum, add);
+  WORKGROUP_REDUCE(sum, sum_slot, sum, add);
   const float inv = 1.0 / sum;
   for (uint c = lid; c < cols; c += WG) o[base + c] = exp(x[base + c] - m) * inv;
 }
