@@ -4,7 +4,7 @@
 #  - Always: their text is embedded into vgpu_kernels (kernels::builtin_cuda), which NVRTC compiles at
 #    run time; regenerated whenever a .cu changes.
 #  - L3 (VGPU_WITH_CUDA, and nvcc found unless VGPU_CUDA_FATBIN=OFF): every variant that
-#    core/src/ops.cpp compiles is built by nvcc into a fatbin — SASS for each architecture in
+#    core/runtime/kernel_cache/ops.cpp compiles is built by nvcc into a fatbin — SASS for each architecture in
 #    VGPU_CUDA_FATBIN_ARCHS plus PTX for the newest, which newer GPUs JIT — and embedded in a
 #    generated table (vgpu/cache/precompiled.hpp), so built-in ops need no NVRTC at all.
 
@@ -16,7 +16,7 @@ set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
 # copy_segments is the CUDA backend's own (small round trips), not an op.
 set(VGPU_CUDA_BUILTINS axpy elementwise matmul reduce_sum softmax_rows copy_segments)
 # Precompiled variants, "<kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]": exactly the (kernel, block
-# size, defines) triples core/src/ops.cpp compiles for CUDA (every tiling of cuda_matmul_tilings(),
+# size, defines) triples core/runtime/kernel_cache/ops.cpp compiles for CUDA (every tiling of cuda_matmul_tilings(),
 # backends/cuda/cuda_op_tuner.cpp), and
 # the backend's copy kernel (backends/cuda/cuda_round_trip.cpp);
 # tests/cuda_nvrtc_test.cpp checks that every built-in plan finds its variant.
@@ -54,7 +54,7 @@ set(VGPU_CUDA_EMBEDDED ${VGPU_CUDA_GENERATED_DIR}/vgpu_cuda_embedded.inc)
 vgpu_embed_kernel_text(
   LANGUAGE CUDA DIR_VAR CUDA_DIR DIR ${VGPU_CUDA_DIR} EXT cu NAMES ${VGPU_CUDA_BUILTINS}
   SCRIPT ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedCuda.cmake OUTPUT ${VGPU_CUDA_EMBEDDED}
-  SOURCE ${PROJECT_SOURCE_DIR}/core/kernels/cuda_source.cpp TARGET vgpu_cuda_embedded)
+  SOURCE ${PROJECT_SOURCE_DIR}/core/kernels/src/cuda_source.cpp TARGET vgpu_cuda_embedded)
 
 # --- L3: precompiled fatbins --------------------------------------------------------------
 set(VGPU_CUDA_FATBIN_ENABLED OFF)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# cmake -P script: writes the C++ fragment core/kernels/cuda_source.cpp includes, holding the
+# cmake -P script: writes the C++ fragment core/kernels/src/cuda_source.cpp includes, holding the
 # exact bytes of each built-in CUDA kernel as a raw string literal with its entry point.
 #   cmake -DCUDA_DIR=<dir> -DNAMES=<name>,<name>... -DOUTPUT=<file.inc> -P VgpuEmbedCuda.cmake
 # Reads <dir>/<name>.cu; the entry point is extern "C" vgpu_<name>. Rewrites OUTPUT only when

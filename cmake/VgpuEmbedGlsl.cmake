@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# cmake -P script: writes the C++ fragment core/kernels/glsl_source.cpp includes, holding the
+# cmake -P script: writes the C++ fragment core/kernels/src/glsl_source.cpp includes, holding the
 # exact bytes of the GLSL prelude and of each built-in kernel as raw string literals.
 #   cmake -DGLSL_DIR=<dir> -DNAMES=<name>,<name>... -DOUTPUT=<file.inc> -P VgpuEmbedGlsl.cmake
 # Reads <dir>/prelude.glsl and <dir>/<name>.comp. Rewrites OUTPUT only when its text changes,

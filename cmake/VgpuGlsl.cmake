@@ -20,8 +20,8 @@ set(VGPU_GLSL_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/glsl)
 # Built-in kernels, by file name: core/kernels/glsl/<name>.comp.
 set(VGPU_GLSL_BUILTINS axpy elementwise matmul matmul_splitk_reduce reduce_sum softmax_rows)
 # Precompiled variants: "<kernel>" or "<kernel>:<NAME>=<VALUE>[,<NAME>=<VALUE>...]", exactly the
-# (body, defines) pairs core/src/ops.cpp compiles.
-# The matmul variants are core/kernels/gpu_tuning.cpp's kTilings (64x64x16x4x4 is the plain one).
+# (body, defines) pairs core/runtime/kernel_cache/ops.cpp compiles.
+# The matmul variants are core/kernels/src/gpu_tuning.cpp's kTilings (64x64x16x4x4 is the plain one).
 set(VGPU_GLSL_PRECOMPILED
     matmul
     matmul:VGPU_MM_NAIVE=1
@@ -45,7 +45,7 @@ vgpu_embed_kernel_text(
   LANGUAGE GLSL DIR_VAR GLSL_DIR DIR ${VGPU_GLSL_DIR} EXT comp NAMES ${VGPU_GLSL_BUILTINS}
   EXTRA_INPUTS ${VGPU_GLSL_DIR}/prelude.glsl
   SCRIPT ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedGlsl.cmake OUTPUT ${VGPU_GLSL_EMBEDDED}
-  SOURCE ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp TARGET vgpu_glsl_embedded)
+  SOURCE ${PROJECT_SOURCE_DIR}/core/kernels/src/glsl_source.cpp TARGET vgpu_glsl_embedded)
 
 # --- L3: precompiled SPIR-V ---------------------------------------------------------------
 set(VGPU_PRECOMPILED_WORDS "")
@@ -53,11 +53,11 @@ set(VGPU_PRECOMPILED_ENTRIES "")
 if(VGPU_WITH_VULKAN)
   # Host tool: the same glsl_source.cpp as vgpu_kernels, so the text glslc compiles is byte-identical.
   add_executable(vgpu-glsl-assemble
-    ${PROJECT_SOURCE_DIR}/core/kernels/glsl_assemble_main.cpp
-    ${PROJECT_SOURCE_DIR}/core/kernels/glsl_source.cpp
-    ${PROJECT_SOURCE_DIR}/core/src/error.cpp)
+    ${PROJECT_SOURCE_DIR}/core/kernels/src/glsl_assemble_main.cpp
+    ${PROJECT_SOURCE_DIR}/core/kernels/src/glsl_source.cpp
+    ${PROJECT_SOURCE_DIR}/core/base/src/error.cpp)
   target_include_directories(vgpu-glsl-assemble PRIVATE
-    ${PROJECT_SOURCE_DIR}/core/kernels/include ${PROJECT_SOURCE_DIR}/core/include ${VGPU_GLSL_GENERATED_DIR})
+    ${PROJECT_SOURCE_DIR}/core/kernels/include ${PROJECT_SOURCE_DIR}/core/base/include ${VGPU_GLSL_GENERATED_DIR})
   target_link_libraries(vgpu-glsl-assemble PRIVATE vgpu_warnings)
   add_dependencies(vgpu-glsl-assemble vgpu_glsl_embedded)
 

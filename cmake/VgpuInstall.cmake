@@ -7,7 +7,7 @@ install(TARGETS vgpu EXPORT vgpuTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY core/include/vgpu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY core/base/include/vgpu core/runtime/include/vgpu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT vgpuTargets NAMESPACE vgpu:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
 # The MPI layer, when built: an optional component (find_package(vgpu COMPONENTS vgpu_mpi)).
 if(VGPU_MPI_ENABLED)

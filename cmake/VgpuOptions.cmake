@@ -23,6 +23,20 @@ endif()
 add_library(vgpu_warnings INTERFACE)
 target_compile_options(vgpu_warnings INTERFACE -Wall -Wextra -Wpedantic)
 
+# Debug information in a .dwo file beside each object (split DWARF), not copied into every
+# program that links the ~70 test and tool programs' static vgpu_internal: the build directory
+# shrinks from ~5 GB to ~1.5 GB and links run several times faster (issue 30). gdb and
+# sanitizer reports read the .dwo files from the build tree; an installed libvgpu carries only
+# the skeleton (no full debug information). OFF keeps debug information in the binaries.
+option(VGPU_SPLIT_DWARF "Keep debug information in .dwo files beside the objects (-gsplit-dwarf)" ON)
+if(VGPU_SPLIT_DWARF)
+  include(CheckCXXCompilerFlag)
+  check_cxx_compiler_flag(-gsplit-dwarf VGPU_HAVE_SPLIT_DWARF)
+  if(VGPU_HAVE_SPLIT_DWARF)
+    add_compile_options("$<$<AND:$<COMPILE_LANGUAGE:C,CXX>,$<CONFIG:Debug,RelWithDebInfo>>:-gsplit-dwarf>")
+  endif()
+endif()
+
 if(VGPU_SANITIZE)
   string(REPLACE "," ";" _vgpu_sanitizers "${VGPU_SANITIZE}")
   list(REMOVE_DUPLICATES _vgpu_sanitizers)

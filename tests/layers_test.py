@@ -27,14 +27,13 @@ for backend in ("backend_vulkan", "backend_opengl"):
     BELOW[backend].add("shader")
 
 # Folders (relative to the root) and the layer their files belong to; the longest match wins.
-# core/src holds several layers' sources: its .cpp files are assigned from core/CMakeLists.txt.
 FOLDERS = {
-    "core/include": "base",
+    "core/base": "base",
     "cache": "cache",
     "core/backend_api": "backend_api",
     "core/kernels": "kernels",
     "core/shader": "shader",
-    "core/src": "core",
+    "core/runtime": "core",
     "fallback/cpu": "backend_cpu",
     "backends/vulkan": "backend_vulkan",
     "backends/opengl": "backend_opengl",
@@ -43,7 +42,7 @@ FOLDERS = {
 # Where a layer's own quoted includes resolve from (its private include directory).
 OWN_DIRS = {
     "cache": ["cache/src"],
-    "core": ["core/src"],
+    "core": ["core/runtime/" + d for d in ("device", "selection", "kernel_cache", "queue", "multi")],
     "shader": ["core/shader/src"],
     "backend_cpu": ["fallback/cpu"],
     "backend_vulkan": ["backends/vulkan"],
@@ -58,13 +57,23 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def sources_by_target(root):
-    """Maps core/src/<file>.cpp to its layer, as core/CMakeLists.txt lists them."""
+    """Maps each core/<folder>/... source to its layer, as core/CMakeLists.txt lists them (a
+    check that the folders and the targets agree)."""
     text = (root / "core/CMakeLists.txt").read_text()
     layers = {}
     for target, body in re.findall(r"target_sources\(vgpu_(\w+)\s+PRIVATE([^)]*)\)", text):
         for src in body.split():
             layers["core/" + src] = target
     return layers
+
+
+def layer_of_folder(rel):
+    """The layer of rel's folder (the longest match in FOLDERS), or None."""
+    best = None
+    for folder, layer in FOLDERS.items():
+        if rel.startswith(folder + "/") and (best is None or len(folder) > len(best[0])):
+            best = (folder, layer)
+    return best[1] if best else None
 
 
 def layer_of(rel, cmake_layers):
@@ -100,8 +109,10 @@ def main():
             for prefix, layer in PREFIXES.items():
                 if inc.startswith(prefix):
                     target = layer
-            if target is None and inc.startswith("vgpu/") and (root / "core/include" / inc).exists():
+            if target is None and inc.startswith("vgpu/") and (root / "core/base/include" / inc).exists():
                 target = "base"
+            if target is None and inc.startswith("vgpu/") and (root / "core/runtime/include" / inc).exists():
+                target = "core"
             if target is None:
                 for d in [path.parent.relative_to(root).as_posix()] + OWN_DIRS.get(own, []):
                     if (root / d / inc).exists():
@@ -109,7 +120,11 @@ def main():
                         break
             if target is not None and target not in BELOW[own]:
                 problems.append(f"{rel} (layer {own}): includes \"{inc}\" of layer {target}")
-    for header in sorted((root / "core/include/vgpu").glob("*.hpp")):
+    for rel, layer in cmake_layers.items():
+        if layer_of_folder(rel) != layer:
+            problems.append(f"{rel}: built into vgpu_{layer} but kept in the folder of layer {layer_of_folder(rel)}")
+    for header in sorted(list((root / "core/base/include/vgpu").glob("*.hpp")) +
+                         list((root / "core/runtime/include/vgpu").glob("*.hpp"))):
         if re.search(r"\bDeviceImpl\b", header.read_text()):
             problems.append(f"{header.relative_to(root)}: a public header names DeviceImpl "
                             "(the backend-author interface, core/backend_api)")

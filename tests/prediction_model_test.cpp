@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/prediction_model_test.cpp — the calibration's prediction model (core/src/prediction_model.hpp):
+// tests/prediction_model_test.cpp — the calibration's prediction model (core/runtime/selection/prediction_model.hpp):
 // the fit on synthetic points (known coefficients recovered, bytes and flops that grow together,
 // noise, non-negative coefficients), the persisted entry's round trip and hostile entries, and,
 // on the test backend (a slow host link per KiB, a latency per dispatch), that a device is

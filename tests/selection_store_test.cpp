@@ -3,7 +3,7 @@
 // untrusted input. A stored choice naming a device that is not there, or a payload with a
 // field out of range or of the wrong type (resealed with valid checksums, as a tool or a hand
 // edit leaves it), is dropped with one warning and the class is calibrated again; the strict
-// JSON reader (core/src/selection_json.hpp) refuses each bad field by name.
+// JSON reader (core/runtime/selection/selection_json.hpp) refuses each bad field by name.
 #include <unistd.h>
 
 #include "support/catch.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/variant_choice_test.cpp — the measured per-device variant choice (core/src/variant_choice.hpp)
+// tests/variant_choice_test.cpp — the measured per-device variant choice (core/runtime/selection/variant_choice.hpp)
 // on the software GPUs (lavapipe, llvmpipe), which offer matmul candidates only through
 // testing::tune_software_devices: a fresh cache measures and stores the choice, a fresh runtime
 // on the same cache loads it without measuring, a damaged or hostile entry is dropped with one

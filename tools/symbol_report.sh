@@ -16,7 +16,7 @@
 #   anonymous  (anonymous namespace)
 #   std        std:: / __gnu_cxx:: template instantiations (not vgpu's own symbols)
 #   public     the rest in namespace vgpu whose first name after vgpu:: is a word of an installed
-#              header (core/include/vgpu/*.hpp): the API, its typeinfo and vtables
+#              header (core/{base,runtime}/include/vgpu/*.hpp): the API, its typeinfo and vtables
 #   internal   the rest in namespace vgpu (DeviceImpl, KernelImpl ...: no installed header names it)
 #   other      everything else (C symbols: XXH*, spv*, glslang ...)
 set -euo pipefail
@@ -31,7 +31,7 @@ lib=${1:-build/lib/libvgpu.so}
 here=$(cd "$(dirname "$0")/.." && pwd)
 words=$(mktemp)
 trap 'rm -f "$words"' EXIT
-cat "$here"/core/include/vgpu/*.hpp | grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u >"$words"
+cat "$here"/core/base/include/vgpu/*.hpp "$here"/core/runtime/include/vgpu/*.hpp | grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u >"$words"
 classify() {
   awk -v words="$words" 'BEGIN { while ((getline w < words) > 0) api[w] = 1 }
   {

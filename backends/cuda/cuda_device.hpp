@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // backends/cuda/cuda_device.hpp — one CUDA device as a vgpu DeviceImpl.
 //
-// Kernel ABI (built-ins in core/kernels/cuda_source.cpp and user kernels alike): the entry is
+// Kernel ABI (built-ins in core/kernels/src/cuda_source.cpp and user kernels alike): the entry is
 //   extern "C" __global__ void entry(T0* slotA, T1* slotB, ..., Params p)
 // with one pointer per binding slot the KernelSource declares, in ascending slot order, followed
 // by the params struct passed by value when params_size > 0 (its exact size; keep it to

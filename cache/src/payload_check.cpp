@@ -110,7 +110,7 @@ std::string payload_problem(EntryKind kind, std::span<const std::uint8_t> payloa
     case EntryKind::cuda_binary:
       return cuda_image_problem(payload);
     case EntryKind::selection:
-      return {};  // JSON: the selection reader (core/src/selection_json.cpp) checks every field
+      return {};  // JSON: the selection reader (core/runtime/selection/selection_json.cpp) checks every field
   }
   return "unknown entry kind";
 }

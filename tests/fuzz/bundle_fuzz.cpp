@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/bundle_fuzz.cpp — vgpu-fuzz-bundle: arbitrary bytes as a cache bundle, through the
-// bundle reader behind import_cache_bundle (core/src/cache_bundle_import.cpp): both passes,
+// bundle reader behind import_cache_bundle (core/runtime/kernel_cache/cache_bundle_import.cpp): both passes,
 // into a private cache directory. docs/fuzzing.md.
 //
 // Input: one flag byte, then

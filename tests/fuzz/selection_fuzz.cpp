@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/selection_fuzz.cpp — vgpu-fuzz-selection: arbitrary bytes as the JSON payload of a
-// persisted selection, through the strict reader (core/src/selection_json.cpp). What it accepts
+// persisted selection, through the strict reader (core/runtime/selection/selection_json.cpp). What it accepts
 // must survive a round trip through the writer unchanged. docs/fuzzing.md.
 #include <cstdint>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // core/kernels/kernel_abi.hpp — the binding ABI of the built-in ops, shared by core's plans
-// (core/src/ops.cpp) and every backend's implementation of them. Params structs hold only
+// (core/runtime/kernel_cache/ops.cpp) and every backend's implementation of them. Params structs hold only
 // 4-byte scalars padded to 16 bytes so C, std430 and push-constant layouts agree.
 #pragma once
 

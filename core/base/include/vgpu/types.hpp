@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// vgpu/types.hpp — small value types shared by the whole public API.
+#pragma once
+
+#include "vgpu/export.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vgpu {
+
+/// Which compute API a device belongs to: vgpu's own backends by name here. The set is open: a
+/// backend outside this list (one more registry entry, or one passed in RuntimeOptions::backends)
+/// takes another value and its name (ComputeBackend::name). Order is not priority; the registry
+/// (core/runtime/device/registry.cpp) decides that.
+enum class BackendKind : std::uint8_t { cuda, vulkan, opengl, cpu };
+
+/// What sort of hardware a device is; selection ranks by this, never by display name.
+enum class DeviceType { discrete_gpu, integrated_gpu, virtual_gpu, software, cpu, other };
+
+/// Element types that kernels and persistent kernels accept.
+enum class DType { f32, i32, u32 };
+
+/// How a kernel uses a binding slot.
+enum class Access { read, write, read_write };
+
+/// Returns "cuda", "vulkan", "opengl", "cpu", or the name another backend registered
+/// ("backend#N" for a value no backend named).
+VGPU_API std::string_view to_string(BackendKind kind) noexcept;
+/// Returns "discrete_gpu", "integrated_gpu", "virtual_gpu", "software", "cpu" or "other".
+VGPU_API std::string_view to_string(DeviceType type) noexcept;
+/// Returns "f32", "i32" or "u32".
+VGPU_API std::string_view to_string(DType dtype) noexcept;
+/// Returns "read", "write" or "read_write".
+VGPU_API std::string_view to_string(Access access) noexcept;
+/// Parses a backend name as printed by to_string (vgpu's own or a registered one); throws
+/// invalid_argument on anything else.
+VGPU_API BackendKind parse_backend_kind(std::string_view name);
+/// Returns the kind named name (as parse_backend_kind), or nothing when no backend has that name.
+VGPU_API std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept;
+/// Returns the size in bytes of one element of dtype.
+VGPU_API std::size_t dtype_size(DType dtype) noexcept;
+
+/// Number of workgroups along x, y, z of one dispatch.
+struct VGPU_API Groups {
+  std::uint32_t x = 1, y = 1, z = 1;
+  /// Returns x*y*z as a 64-bit count.
+  std::uint64_t total() const noexcept { return std::uint64_t{x} * y * z; }
+  friend bool operator==(const Groups&, const Groups&) = default;
+};
+
+/// Dimensions of a tensor, outermost first (row-major).
+using Shape = std::vector<std::uint64_t>;
+
+/// Returns the product of a shape's dimensions (1 for an empty shape, 0 when one is 0); throws
+/// invalid_argument naming the shape when the product does not fit in 64 bits.
+VGPU_API std::uint64_t element_count(const Shape& shape);
+/// Returns the bytes a tensor of shape and dtype takes (element_count × dtype_size); throws
+/// invalid_argument naming the shape when that does not fit in 64 bits.
+VGPU_API std::uint64_t tensor_bytes(const Shape& shape, DType dtype);
+/// Returns a × b; throws invalid_argument naming what (e.g. "kernel 'k' slot 0's size") when
+/// the product does not fit in 64 bits. The one checked multiply vgpu's sizes go through.
+VGPU_API std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what);
+/// Returns a + b; throws invalid_argument naming what when the sum does not fit in 64 bits.
+VGPU_API std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, std::string_view what);
+/// Formats a shape as "[2x3x4]".
+VGPU_API std::string to_string(const Shape& shape);
+
+}  // namespace vgpu

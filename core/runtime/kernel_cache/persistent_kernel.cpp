@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/runtime/kernel_cache/persistent_kernel.cpp — compile/allocate/bind once; per call only copy and submit.
+#include "vgpu/persistent_kernel.hpp"
+
+#include <set>
+#include <string>
+
+#include "device_core.hpp"
+#include "retry_after_loss.hpp"
+#include "vgpu/error.hpp"
+
+namespace vgpu {
+namespace {
+
+using std::to_string;
+
+// "step 2 (kernel 1, 'reduce.pass2')": where a plan error is.
+std::string step_label(const KernelPlan& plan, std::size_t index, const PlanStep& step) {
+  std::string s = "step " + to_string(index) + " (kernel " + to_string(step.kernel);
+  if (step.kernel < plan.kernel_count()) s += ", '" + plan.kernel_source(step.kernel).name + "'";
+  return s + ")";
+}
+
+void validate_plan(const KernelPlan& plan) {
+  const std::string& name = plan.source.name;
+  if (plan.tensors.empty())
+    fail(ErrorCategory::invalid_argument, "plan for kernel '" + name + "' declares no tensors.",
+         "list the kernel's buffers in KernelPlan::tensors.");
+  if (plan.steps.empty())
+    fail(ErrorCategory::invalid_argument, "plan for kernel '" + name + "' has no dispatch steps.",
+         "add at least one PlanStep with its slot bindings, params and groups.");
+  for (const TensorSpec& t : plan.tensors) {
+    // Checked before any buffer is made: a size past 64 bits would wrap to a small buffer that
+    // the kernel then writes past.
+    std::uint64_t bytes = 0;
+    try {
+      bytes = tensor_bytes(t.shape, t.dtype);
+    } catch (const Error& e) {
+      throw Error(e.category(), "tensor '" + t.name + "' of kernel '" + name + "': " + e.problem(), e.fix());
+    }
+    if (t.shape.empty() || bytes == 0)
+      fail(ErrorCategory::invalid_argument,
+           "tensor '" + t.name + "' of kernel '" + name + "' has shape " + vgpu::to_string(t.shape) + " with no elements.",
+           "give every tensor a shape with all dimensions ≥ 1.");
+  }
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& step = plan.steps[i];
+    if (step.kernel >= plan.kernel_count())
+      fail(ErrorCategory::invalid_argument,
+           step_label(plan, i, step) + " of the plan for '" + name + "' runs kernel " + to_string(step.kernel) +
+               ", but the plan has " + to_string(plan.kernel_count()) + " kernel(s).",
+           "number kernels 0 (KernelPlan::source) and 1.. (KernelPlan::more_kernels[i - 1]).");
+    std::set<std::uint32_t> slots;
+    for (const auto& [slot, tensor] : step.slot_tensor) {
+      if (tensor >= plan.tensors.size())
+        fail(ErrorCategory::invalid_argument,
+             step_label(plan, i, step) + " of the plan for '" + name + "' binds slot " + to_string(slot) +
+                 " to tensor " + to_string(tensor) + ", but the plan has " + to_string(plan.tensors.size()) +
+                 " tensors.",
+             "refer to tensors by their index in KernelPlan::tensors.");
+      if (!slots.insert(slot).second)
+        fail(ErrorCategory::invalid_argument,
+             step_label(plan, i, step) + " of the plan for '" + name + "' binds slot " + to_string(slot) + " twice.",
+             "bind each slot once per step.");
+    }
+  }
+}
+
+// Runs f; in a plan of several kernels, a vgpu::Error it throws gets where (the step or kernel)
+// before its message (a one-kernel plan's errors read as they always did).
+template <class F>
+auto in_plan(const KernelPlan& plan, const std::string& where, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (plan.kernel_count() == 1) throw;
+    throw Error(e.category(), where + ": " + e.problem(), e.fix());
+  }
+}
+
+}  // namespace
+
+PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std::move(device)), plan_(std::move(plan)) {
+  if (!device_)
+    fail(ErrorCategory::invalid_argument, "PersistentKernel needs an open device.",
+         "pass Runtime::global().default_device() or a device from Runtime::open().");
+  validate_plan(plan_);
+  kernels_.reserve(plan_.kernel_count());
+  for (std::size_t i = 0; i < plan_.kernel_count(); ++i) {
+    const std::string where = "kernel " + to_string(i) + " of the plan for '" + plan_.source.name + "'";
+    kernels_.push_back(in_plan(plan_, where, [&] { return device_.compile(plan_.kernel_source(i), plan_.kernel_options(i)); }));
+  }
+  buffers_.reserve(plan_.tensors.size());
+  for (std::uint32_t i = 0; i < plan_.tensors.size(); ++i) {
+    const TensorSpec& t = plan_.tensors[i];
+    // Internal: every call rewrites the inputs and the steps rewrite the rest, so a recovery
+    // never reports their contents lost.
+    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
+    buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, bytes));
+    buffer_bytes_ += bytes;
+    if (!t.scratch) visible_.push_back(i);
+  }
+  for (std::size_t a = 0; a < visible_.size(); ++a) {
+    const TensorSpec& t = plan_.tensors[visible_[a]];
+    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
+    if (t.access != Access::write) {
+      writes_.push_back(HostWrite{buffers_[visible_[a]], nullptr, bytes, 0});
+      write_arg_.push_back(a);
+    }
+    if (t.access != Access::read) {
+      reads_.push_back(HostRead{buffers_[visible_[a]], nullptr, bytes, 0});
+      read_arg_.push_back(a);
+    }
+  }
+  batch_ = device_.create_batch();
+  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+    const PlanStep& step = plan_.steps[i];
+    const Kernel& kernel = kernels_[step.kernel];
+    std::vector<Binding> bindings;
+    for (const auto& [slot, tensor] : step.slot_tensor) bindings.push_back(Binding{slot, buffers_[tensor]});
+    in_plan(plan_, step_label(plan_, i, step) + " of the plan for '" + plan_.source.name + "'", [&] {
+      batch_.dispatch(kernel, device_.bind(kernel, bindings), step.params, step.groups);
+      return 0;
+    });
+  }
+}
+
+void PersistentKernel::validate(std::span<const TensorArg> args) const {
+  const std::string& name = plan_.source.name;
+  if (args.size() != visible_.size()) {
+    std::string expected;
+    for (auto i : visible_) expected += (expected.empty() ? "" : ", ") + plan_.tensors[i].name;
+    fail(ErrorCategory::invalid_argument,
+         "kernel '" + name + "' takes " + to_string(visible_.size()) + " tensors (" + expected + ") but got " +
+             to_string(args.size()) + ".",
+         "pass one TensorArg per tensor, in that order.");
+  }
+  for (std::size_t a = 0; a < args.size(); ++a) {
+    const TensorSpec& t = plan_.tensors[visible_[a]];
+    const TensorArg& arg = args[a];
+    // Built only when a check fails: a correct call makes no string.
+    auto label = [&] { return "tensor '" + t.name + "' (argument " + to_string(a) + ") of kernel '" + name + "'"; };
+    if (arg.dtype != t.dtype)
+      fail(ErrorCategory::invalid_argument,
+           label() + " has dtype " + std::string(vgpu::to_string(arg.dtype)) + " but the kernel was built for " +
+               std::string(vgpu::to_string(t.dtype)) + ".",
+           "pass data of the kernel's element type.");
+    if (arg.shape != t.shape)
+      fail(ErrorCategory::invalid_argument,
+           label() + " has shape " + vgpu::to_string(arg.shape) + " but the kernel was built for " + vgpu::to_string(t.shape) + ".",
+           "pass data of that shape, or get a kernel for the new shape from KernelDatabase::get().");
+    if (t.access != Access::write && arg.in == nullptr)
+      fail(ErrorCategory::invalid_argument, label() + " is an input but its data pointer is null.",
+           "pass a pointer to " + to_string(element_count(t.shape)) + " elements.");
+    if (t.access != Access::read && arg.out == nullptr)
+      fail(ErrorCategory::invalid_argument,
+           label() + (t.access == Access::read_write ? " is read and written in place" : " is an output") +
+               " but was passed as read-only (const or null) data.",
+           "pass a mutable pointer to " + to_string(element_count(t.shape)) + " elements" +
+               (t.access == Access::read_write ? " holding the input; the results replace it." : "."));
+  }
+}
+
+void PersistentKernel::operator()(std::span<const TensorArg> args) { call(args, nullptr); }
+
+void PersistentKernel::operator()(std::span<const TensorArg> args, std::chrono::milliseconds limit) {
+  call(args, &limit);
+}
+
+void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::milliseconds* limit) {
+  validate(args);
+  // Before the kernel's own lock: a CPU kernel calling the kernel it runs in would wait for
+  // that lock forever instead of being refused by its device.
+  detail::DeviceAccess::core(device_).check_not_inside();
+  std::lock_guard lock(mutex_);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < writes_.size(); ++i) writes_[i].data = args[write_arg_[i]].in;
+  for (std::size_t i = 0; i < reads_.size(); ++i) reads_[i].out = args[read_arg_[i]].out;
+  // Every input is on the host, so a call the device was lost under runs once more: the trip
+  // recovers the device first (buffers, kernels, bindings and batch rebuilt in place). Once
+  // only: a device that fails again reaches the caller (a KernelDatabase then demotes it).
+  detail::retry_once_after_loss([&] {
+    if (limit)
+      device_.round_trip(writes_, batch_, reads_, *limit);
+    else
+      device_.round_trip(writes_, batch_, reads_);
+  });
+  total_ += std::chrono::steady_clock::now() - start;
+  ++calls_;
+}
+
+std::uint64_t PersistentKernel::calls() const {
+  std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+std::uint64_t PersistentKernel::dispatches() const {
+  std::lock_guard lock(mutex_);
+  return calls_ * plan_.steps.size();
+}
+
+double PersistentKernel::total_seconds() const {
+  std::lock_guard lock(mutex_);
+  return std::chrono::duration<double>(total_).count();
+}
+
+}  // namespace vgpu

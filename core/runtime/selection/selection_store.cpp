@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/runtime/selection/selection_store.cpp — selections as JSON (selection_json.cpp) in the L2 store.
+#include "selection_store.hpp"
+
+#include "selection_json.hpp"
+#include "vgpu/cache/disk_store.hpp"
+#include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/log.hpp"
+
+namespace vgpu::detail {
+namespace {
+
+// The store checks an entry's fingerprint text on load: for a selection it is the key text
+// itself (every device's id and fingerprint), so a hash collision can never pass.
+DeviceFingerprint key_fingerprint(const std::string& key_text) {
+  return DeviceFingerprint{key_text, cache::hash64(key_text)};
+}
+
+cache::KernelKey key_of(const std::string& key_text) {
+  return cache::KernelKey{cache::hash64("vgpu.selection.hi|" + key_text),
+                          cache::hash64("vgpu.selection.lo|" + key_text)};
+}
+
+}  // namespace
+
+std::optional<Selection> load_selection(cache::DiskStore& store, const std::string& key_text) {
+  if (!store.enabled()) return std::nullopt;
+  auto blob = store.load(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text));
+  if (!blob) return std::nullopt;
+  std::string why;
+  auto s = selection_from_json(std::string_view(reinterpret_cast<const char*>(blob->data()), blob->size()), &why);
+  if (!s) {
+    // The checksums passed, so this was written so (another vgpu build, a tool, a hand edit):
+    // drop it, and the caller calibrates again and stores a fresh one.
+    drop_selection(store, key_text, why);
+    return std::nullopt;
+  }
+  return s;
+}
+
+void drop_selection(cache::DiskStore& store, const std::string& key_text, const std::string& why) {
+  // The key text reads "select;v=3;vgpu=…;plan=…;op=<op>;class=<class>;devices=...": name the op and class.
+  const auto from = key_text.find("op="), to = key_text.find(";devices=");
+  std::string what = from != std::string::npos && to != std::string::npos && to > from
+                         ? key_text.substr(from + 3, to - from - 3)
+                         : std::string("?");
+  if (const auto semi = what.find(";class="); semi != std::string::npos) what.replace(semi, 7, " class ");
+  log(LogLevel::warn,
+      "selection cache: ignoring the stored selection for " + what + " (" + why + "); calibrating again.");
+  store.reject(cache::EntryKind::selection, key_of(key_text), "invalid");
+}
+
+void store_selection(cache::DiskStore& store, const std::string& key_text, const Selection& selection) {
+  if (!store.enabled()) return;
+  const std::string text = selection_to_json(selection);
+  const auto cost_us = static_cast<std::uint64_t>(selection.calibration_seconds * 1e6);
+  store.store(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text),
+              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us);
+}
+
+std::optional<std::string> load_selection_text(cache::DiskStore& store, const std::string& key_text) {
+  if (!store.enabled()) return std::nullopt;
+  auto blob = store.load(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text));
+  if (!blob) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(blob->data()), blob->size());
+}
+
+void store_selection_text(cache::DiskStore& store, const std::string& key_text, const std::string& text,
+                          std::uint64_t cost_us) {
+  if (!store.enabled()) return;
+  store.store(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text),
+              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us);
+}
+
+void reject_selection(cache::DiskStore& store, const std::string& key_text) {
+  store.reject(cache::EntryKind::selection, key_of(key_text), "invalid");
+}
+
+}  // namespace vgpu::detail

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/runtime/selection/variant_choice.hpp — the measured choice among the variants a backend's OpTuner
+// offers for one op (OpTuner::candidates(), e.g. the GLSL matmul tilings): chosen once per
+// device (id + fingerprint), op and per-dimension size class, by timing every candidate at the
+// real shape on the open device, then kept in memory and in the runtime's L2 store
+// (EntryKind::selection, key text "variant;v=2;..."), so later processes load it. Timing runs
+// the candidates' kernels resident on the device (no transfers), a median of up to 7 runs,
+// after the warm-up run's result is checked against the op's double-precision reference
+// (result_check.hpp): a variant that computes wrong is never chosen (issue 29).
+// Thread-safety: every function is safe from any thread. One thread measures a key while the
+// others asking for it wait (single flight); no lock is held while a candidate is built or
+// timed, so measuring may run inside a plan factory, a KernelDatabase build or a selection's
+// calibration. A thread that asks again for the key it is measuring gets the rule's pick.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vgpu/backend/op_tuning.hpp"
+#include "vgpu/device_info.hpp"
+#include "vgpu/kernel_plan.hpp"
+
+namespace vgpu::detail {
+
+class DeviceCore;
+
+/// Makes core reachable to variant measuring while it lives (DeviceCore's constructor): ops
+/// plans get only a DeviceInfo, and measuring needs the open device, its store and VGPU_TUNE.
+void register_open_device(DeviceCore& core);
+/// Forgets core (DeviceCore's destructor; waits for a lookup that holds it to let go).
+void unregister_open_device(DeviceCore& core) noexcept;
+
+/// Builds the plan of one candidate (the op's plan with that tuning).
+using CandidatePlan = std::function<KernelPlan(const OpTuning&)>;
+
+/// Returns the index in candidates (tune()'s pick first, size > 1, distinct non-empty
+/// variant names) of the variant to run shape on device: from memory, else the disk store,
+/// else measured now on an open Device of that id and fingerprint. Returns 0 (the rule's
+/// pick) when no such device is open, its runtime has VGPU_TUNE=rules, this thread is already
+/// measuring the key, or every candidate failed or computed a wrong result (each is logged as
+/// a warning).
+std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates,
+                           const CandidatePlan& plan);
+
+/// The key text a choice is stored under:
+/// "variant;v=2;op=<op>;class=<cm>x<ck>x<cn>;candidates=<names sorted, |-joined>;devices=<id>=<fingerprint hex>,"
+/// where each class is ceil(log2) of m, k, n (the tile choice depends on the grid, not only the work).
+std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates);
+
+/// FOR TESTS (testing::forget_variant_choices): empties the in-memory table, so the next plan
+/// reads the disk store (or measures) as a new process would.
+void forget_variant_choices();
+
+}  // namespace vgpu::detail
