@@ -96,8 +96,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="vgpu-layer-probe-") as tmp:
         workdir = pathlib.Path(tmp)
         for layer, folder in FOLDER.items():
+            # A source of the layer's own target (its objects go to CMakeFiles/vgpu_<layer>.dir):
+            # a host tool compiling one of its files has other include directories.
             mine = [e for e in entries if pathlib.Path(e["file"]).resolve().as_posix().startswith(
-                (root / folder).as_posix() + "/") and e["file"].endswith(".cpp")]
+                (root / folder).as_posix() + "/") and e["file"].endswith(".cpp")
+                and f"/vgpu_{layer}.dir/" in e.get("output", e.get("command", ""))]
             if not mine:
                 print(f"{layer}: skipped (no source of {folder} is compiled in this build)")
                 continue
