@@ -44,6 +44,9 @@ stage() {
   # module can be built there against it (remote python); the Python package itself is left out
   # (component python): it is built there for that machine's interpreter.
   cmake --install build --prefix "$stage_dir" --component Unspecified >/dev/null
+  # The MPI layer is not used there, and without it .gpu/ stays under the 64 MiB the device tool
+  # carries; its CMake export goes with it, so find_package(vgpu) (remote python) still works.
+  rm -f "$stage_dir"/lib/libvgpu_mpi* "$stage_dir"/lib/cmake/vgpu/vgpuMpiTargets*.cmake
   for b in build/bin/vgpu-probe build/bin/vgpu-demo build/bin/vgpu-conformance build/bin/vgpu-test-* \
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select build/bin/vgpu-bench-predict \
            build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref \
