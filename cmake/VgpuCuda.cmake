@@ -19,7 +19,7 @@ set(VGPU_CUDA_BUILTINS axpy elementwise matmul reduce_sum softmax_rows copy_segm
 # size, defines) triples core/runtime/kernel_cache/ops.cpp compiles for CUDA (every tiling of cuda_matmul_tilings(),
 # backends/cuda/cuda_op_tuner.cpp), and
 # the backend's copy kernel (backends/cuda/cuda_round_trip.cpp);
-# tests/cuda_nvrtc_test.cpp checks that every built-in plan finds its variant.
+# tests/backends/cuda_nvrtc_test.cpp checks that every built-in plan finds its variant.
 set(VGPU_CUDA_PRECOMPILED
     "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=8"
     "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=64,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=4"

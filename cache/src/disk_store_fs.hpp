@@ -106,7 +106,7 @@ Problem type_problem(mode_t mode);
 /// when it cannot.
 int make_temp_at(int dirfd, const std::string& prefix, std::string& name);
 
-/// A test's stand-in for the file system's answer to an entry write (tests/l2_full_disk_test.cpp
+/// A test's stand-in for the file system's answer to an entry write (tests/cache/l2_full_disk_test.cpp
 /// simulates a full disk with it): store() calls it before it writes an entry of file_bytes
 /// into the kind folder kind_dir, and takes a nonzero return as that write's errno (nothing is
 /// written). Without one (the default) the disk answers.

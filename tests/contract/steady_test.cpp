@@ -2,7 +2,7 @@
 // tests/contract/steady_test.cpp — "compile once, bind once, dispatch many" on every backend: after
 // a persistent kernel's first call, 200 calls with new data compile, look up, allocate and bind
 // nothing (no L1, L2 or L3 traffic), submit once per call, and the last call reflects the last
-// data. (tests/steady_state_test.cpp adds the byte counts and the Cache/KernelDatabase paths.)
+// data. (tests/runtime/steady_state_test.cpp adds the byte counts and the Cache/KernelDatabase paths.)
 #include <functional>
 
 #include "contract/contract.hpp"

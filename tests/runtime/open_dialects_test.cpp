@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/runtime/open_dialects_test.cpp — the open set of dialects and backends: a KernelSource is a list
+// of dialect entries, a device compiles the first of its own dialects the kernel has, and a
+// backend vgpu has never heard of (its own kind, name and dialect) runs user kernels and the
+// built-in ops through the same core, with no change to core.
+#include "support/catch.hpp"
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/expect_error.hpp"
+#include "support/forwarding_device.hpp"
+#include "vgpu/backend/compute_backend.hpp"
+#include "vgpu/backend/backend_names.hpp"
+#include "vgpu/backend/device_impl.hpp"
+#include "vgpu/backend/fingerprint.hpp"
+#include "vgpu/backend/op_tuning.hpp"
+#include "vgpu/backend/registry.hpp"
+#include "vgpu/vgpu.hpp"
+
+namespace {
+
+constexpr vgpu::BackendKind kHostBackend = static_cast<vgpu::BackendKind>(77);
+constexpr const char* kHostDialect = "host_fn";
+
+// A device of a backend from outside vgpu: it compiles only "host_fn" entries (a callable, as
+// the CPU dialect holds) by handing them to the CPU device underneath.
+class HostDevice final : public vgpu_test::ForwardingDevice {
+ public:
+  using ForwardingDevice::ForwardingDevice;
+  std::unique_ptr<vgpu::KernelImpl> compile(const vgpu::KernelSource& source, const vgpu::DialectSource& code,
+                                            const vgpu::CompileOptions& options) override {
+    compiled.push_back(code.dialect);
+    vgpu::DialectSource as_cpu = code;
+    as_cpu.dialect = std::string(vgpu::dialect::cpu);
+    return inner_->compile(source, as_cpu, options);
+  }
+
+  std::vector<std::string> compiled;  // the dialect of every entry compile() got
+};
+
+// Its op tuner: the built-ins run as the CPU's, but from the backend's own code entry (here the
+// CPU built-in under the backend's dialect name), which ops adds to the built-in's sources.
+class HostTuner final : public vgpu::OpTuner {
+ public:
+  explicit HostTuner(std::shared_ptr<const vgpu::OpTuner> cpu) : cpu_(std::move(cpu)) {}
+  vgpu::OpTuning tune(const vgpu::OpShape& shape, const vgpu::DeviceInfo& device) const override {
+    vgpu::OpTuning t = cpu_->tune(shape, device);
+    t.code = vgpu::DialectSource{kHostDialect, {}, std::string(shape.op), {}, "1"};
+    return t;
+  }
+
+ private:
+  std::shared_ptr<const vgpu::OpTuner> cpu_;
+};
+
+class HostBackend final : public vgpu::ComputeBackend {
+ public:
+  HostBackend() : cpu_(vgpu::make_cpu_backend()) {}
+  vgpu::BackendKind kind() const noexcept override { return kHostBackend; }
+  std::string name() const override { return "host"; }
+  vgpu::BackendStatus status() override { return {kHostBackend, true, true, {}}; }
+  std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }
+  std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t) override {
+    auto d = std::make_unique<HostDevice>(cpu_->open(0), info());
+    last = d.get();
+    return d;
+  }
+  HostDevice* last = nullptr;
+
+ private:
+  vgpu::DeviceInfo info() const {
+    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
+    d.backend = kHostBackend;
+    d.name = "host device";
+    d.dialects = {kHostDialect};
+    d.op_tuner = std::make_shared<HostTuner>(d.op_tuner);
+    d.fingerprint = vgpu::make_fingerprint({{"backend", "host"}});
+    return d;
+  }
+  std::unique_ptr<vgpu::ComputeBackend> cpu_;
+};
+
+// out[i] = 2 * in[i] + tag, as a CPU callable.
+vgpu::CpuKernelFn doubling(float tag) {
+  return [tag](const vgpu::CpuWorkgroup& wg) {
+    const float* in = wg.buffer<const float>(0);
+    float* out = wg.buffer<float>(1);
+    const std::uint64_t n = wg.buffers[0].bytes / 4;
+    wg.for_each_invocation([&](auto g, auto) {
+      if (g[0] < n) out[g[0]] = 2 * in[g[0]] + tag;
+    });
+  };
+}
+
+vgpu::KernelSource doubling_source() {
+  vgpu::KernelSource s;
+  s.name = "test.doubling";
+  s.bindings = {{0, vgpu::Access::read, "in", {}}, {1, vgpu::Access::write, "out", {}}};
+  return s;
+}
+
+std::vector<float> run(vgpu::Device& device, const vgpu::KernelSource& source, std::vector<float> in) {
+  vgpu::CompileOptions o;
+  o.workgroup_size = {8, 1, 1};
+  const vgpu::Kernel k = device.compile(source, o);
+  vgpu::Buffer a = device.create_buffer(in.size() * 4), b = device.create_buffer(in.size() * 4);
+  device.write(a, in.data(), in.size() * 4);
+  const std::vector<float> poison(in.size(), -1e30f);
+  device.write(b, poison.data(), poison.size() * 4);
+  device.dispatch(k, device.bind(k, {{0, a}, {1, b}}), {}, vgpu::Groups{static_cast<std::uint32_t>((in.size() + 7) / 8)});
+  std::vector<float> out(in.size());
+  device.read(b, out.data(), out.size() * 4);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("KernelSource: one entry per dialect, found by name, picked in the device's order", "[dialects]") {
+  vgpu::KernelSource s = doubling_source();
+  CHECK(s.find(vgpu::dialect::glsl) == nullptr);
+  s.add_glsl("void main() {}").add_cuda("extern \"C\" __global__ void k() {}", "k");
+  REQUIRE(s.find(vgpu::dialect::glsl) != nullptr);
+  CHECK(s.find(vgpu::dialect::glsl)->code == "void main() {}");
+  s.add_glsl("void main() { }");  // replaces, never duplicates
+  CHECK(s.sources.size() == 2);
+  CHECK(s.find(vgpu::dialect::glsl)->code == "void main() { }");
+  const std::vector<std::string> cuda_first = {"cuda", "glsl"}, glsl_first = {"glsl", "cuda"}, none = {"cpu"};
+  CHECK(s.pick(cuda_first)->dialect == "cuda");
+  CHECK(s.pick(glsl_first)->dialect == "glsl");
+  CHECK(s.pick(none) == nullptr);
+  s.add(vgpu::DialectSource{"cpu", {}, {}, {}, {}});  // an empty entry is no source at all
+  CHECK(s.pick(none) == nullptr);
+  s.remove(vgpu::dialect::glsl);
+  CHECK(s.find(vgpu::dialect::glsl) == nullptr);
+  CHECK(s.pick(glsl_first)->dialect == "cuda");
+}
+
+TEST_CASE("a kernel without the device's dialect, or with one dialect twice, is refused", "[dialects][errors]") {
+  vgpu::Runtime runtime;
+  vgpu::Device cpu = runtime.open("cpu:0");
+  vgpu::KernelSource s = doubling_source();
+  s.add_glsl("void main() {}");
+  REQUIRE_VGPU_ERROR(not_supported, "has no cpu source, so it cannot run on cpu device", cpu.compile(s));
+  REQUIRE_VGPU_ERROR(not_supported, "(the kernel has glsl)", cpu.compile(s));
+  s.add_cpu(doubling(0));
+  s.sources.push_back(s.sources.back());  // bypassing add(): two cpu entries
+  REQUIRE_VGPU_ERROR(invalid_argument, "two sources in dialect 'cpu'", cpu.compile(s));
+}
+
+TEST_CASE("a backend from outside vgpu, with its own kind, name and dialect, runs through core", "[dialects][backend]") {
+  auto backend = std::make_shared<HostBackend>();
+  vgpu::RuntimeOptions options;
+  options.backends.push_back(backend);
+  vgpu::Runtime runtime(options);
+  REQUIRE(runtime.devices().size() == 1);
+  CHECK(runtime.devices()[0].id() == "host:0");
+  CHECK(vgpu::to_string(kHostBackend) == "host");
+  CHECK(vgpu::parse_backend_kind("host") == kHostBackend);
+  vgpu::Device device = runtime.open("host:0");
+
+  // It compiles the entry in its dialect, never the CPU one the kernel also carries.
+  vgpu::KernelSource s = doubling_source();
+  s.add_cpu(doubling(1000));
+  s.add(vgpu::DialectSource{kHostDialect, {}, {}, doubling(0), "1"});
+  const std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  const std::vector<float> out = run(device, s, in);
+  for (std::size_t i = 0; i < in.size(); ++i) CHECK(out[i] == 2 * in[i]);
+  REQUIRE(backend->last != nullptr);
+  CHECK(backend->last->compiled == std::vector<std::string>{kHostDialect});
+  // A kernel with only the CPU entry cannot run there.
+  s.remove(kHostDialect);
+  REQUIRE_VGPU_ERROR(not_supported, "has no host_fn source", device.compile(s));
+
+  // Built-in ops run from the code the backend's tuner brings.
+  vgpu::KernelDatabase db(runtime);
+  const std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
+  std::vector<float> sum(3, -1);
+  const vgpu::TensorArg args[] = {{a.data(), {3}}, {b.data(), {3}}, {sum.data(), {3}}};
+  db.call("add", {3}, args);
+  CHECK(sum == std::vector<float>{11, 22, 33});
+  CHECK(backend->last->compiled.back() == kHostDialect);
+
+  // Names are unique: another backend cannot take "host" or this kind.
+  REQUIRE_VGPU_ERROR(invalid_argument, "clashes with backend 'host'", vgpu::register_backend_name(kHostBackend, "other"));
+  REQUIRE_VGPU_ERROR(invalid_argument, "clashes with backend 'cpu'",
+                     vgpu::register_backend_name(static_cast<vgpu::BackendKind>(78), "cpu"));
+  REQUIRE_VGPU_ERROR(invalid_argument, "plain word", vgpu::register_backend_name(static_cast<vgpu::BackendKind>(79), "a:b"));
+}
