@@ -214,21 +214,27 @@ bool stream_section(Device& dev, bool quick, nlohmann::json& doc) {
   const double target = quick ? 0.003 : 0.05;
   std::vector<float> a(n), b(n), c(n);
   // First touch in parallel, as STREAM does: each page lands on the NUMA node of its thread.
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n), [&](const tbb::blocked_range<std::size_t>& r) {
-    for (std::size_t i = r.begin(); i < r.end(); ++i) {
-      a[i] = 1.0f;
-      b[i] = 2.0f;
-      c[i] = 0.0f;
-    }
-  }, tbb::static_partitioner());
+  tbb::parallel_for(
+      tbb::blocked_range<std::size_t>(0, n),
+      [&](const tbb::blocked_range<std::size_t>& r) {
+        for (std::size_t i = r.begin(); i < r.end(); ++i) {
+          a[i] = 1.0f;
+          b[i] = 2.0f;
+          c[i] = 0.0f;
+        }
+      },
+      tbb::static_partitioner());
   const float s = 3.0f;
   float* pa = a.data();
   float* pb = b.data();
   float* pc = c.data();
   auto loop = [n](auto body) {
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1 << 16), [&](const tbb::blocked_range<std::size_t>& r) {
-      for (std::size_t i = r.begin(); i < r.end(); ++i) body(i);
-    }, tbb::static_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, 1 << 16),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i < r.end(); ++i) body(i);
+        },
+        tbb::static_partitioner());
   };
   PlanRun add(dev, ops::add(dev.info(), n)), mul(dev, ops::mul(dev.info(), n)), axpy(dev, ops::axpy(dev.info(), n)),
       sum(dev, ops::reduce_sum(dev.info(), n));
@@ -247,8 +253,9 @@ bool stream_section(Device& dev, bool quick, nlohmann::json& doc) {
     std::string name;
     double bytes_per_elem;
   };
-  const std::vector<Row> rows = {{"STREAM copy  c = a", 8},  {"STREAM scale b = s*c", 8}, {"STREAM add   c = a+b", 12},
-                                 {"STREAM triad a = b+s*c", 12}, {"vgpu add     out = a+b", 12}, {"vgpu mul     out = a*b", 12},
+  const std::vector<Row> rows = {{"STREAM copy  c = a", 8},      {"STREAM scale b = s*c", 8},
+                                 {"STREAM add   c = a+b", 12},   {"STREAM triad a = b+s*c", 12},
+                                 {"vgpu add     out = a+b", 12}, {"vgpu mul     out = a*b", 12},
                                  {"vgpu axpy    y = a*x+y", 12}, {"vgpu reduce_sum", 4}};
   std::vector<vb::Case> cases = {
       {rows[0].name, [&] { loop([=](std::size_t i) { pc[i] = pa[i]; }); }},
@@ -273,7 +280,8 @@ bool stream_section(Device& dev, bool quick, nlohmann::json& doc) {
   dev.write(axpy.buffers[2], y.data(), n * sizeof(float));
   axpy();
   dev.read(axpy.buffers[2], out.data(), n * sizeof(float));
-  for (std::size_t i = 0; i < n && ok; ++i) ok = std::fabs(out[i] - (alpha * x[i] + y[i])) <= 1e-6f * (1 + std::fabs(y[i]));
+  for (std::size_t i = 0; i < n && ok; ++i)
+    ok = std::fabs(out[i] - (alpha * x[i] + y[i])) <= 1e-6f * (1 + std::fabs(y[i]));
   float total = 0;
   dev.read(sum.buffers[1], &total, sizeof(float));
   double exact = 0;
@@ -288,7 +296,9 @@ bool stream_section(Device& dev, bool quick, nlohmann::json& doc) {
     const double best = rows[i].bytes_per_elem * n / st[i].min / 1e9;
     table.add({rows[i].name, vb::fmt(rows[i].bytes_per_elem, 0), vb::fmt(gbs) + " (" + vb::fmt(best) + ")",
                vb::fmt(100 * gbs / copy_gbs, 0) + "%"});
-    doc["stream"].push_back({{"kernel", rows[i].name}, {"stats", st[i].to_json()}, {"gbs_median", gbs},
+    doc["stream"].push_back({{"kernel", rows[i].name},
+                             {"stats", st[i].to_json()},
+                             {"gbs_median", gbs},
                              {"fraction_of_copy", gbs / copy_gbs}});
   }
   std::cout << "\nElementwise and reduce at n = " << n << " floats (" << (n * 4 >> 20)
@@ -296,7 +306,8 @@ bool stream_section(Device& dev, bool quick, nlohmann::json& doc) {
                "move (STREAM's convention: no write-allocate traffic); vgpu = Device::dispatch + synchronize "
                "on resident buffers.\n\n";
   table.print();
-  std::cout << (ok ? "vgpu results: add, mul exact; axpy within 1e-6; reduce_sum error " + vb::fmt_sci(sum_err) + "·sqrt(n) (limit 1e-3)\n"
+  std::cout << (ok ? "vgpu results: add, mul exact; axpy within 1e-6; reduce_sum error " + vb::fmt_sci(sum_err) +
+                         "·sqrt(n) (limit 1e-3)\n"
                    : std::string("\nERROR: a vgpu elementwise or reduce result is wrong.\n"));
   doc["stream_correct"] = ok;
   return ok;

@@ -32,7 +32,8 @@ RuntimeOptions cpu_only() { return RuntimeOptions{.allowed = {BackendKind::cpu},
 struct MatmulData {
   std::uint64_t n;
   std::vector<float> a, b, c;
-  explicit MatmulData(std::uint64_t size) : n(size), a(vb::random_floats(n * n, 1)), b(vb::random_floats(n * n, 2)), c(n * n) {}
+  explicit MatmulData(std::uint64_t size)
+      : n(size), a(vb::random_floats(n * n, 1)), b(vb::random_floats(n * n, 2)), c(n * n) {}
   void call(PersistentKernel& pk) {
     pk({TensorArg(a.data(), {n, n}), TensorArg(b.data(), {n, n}), TensorArg(c.data(), {n, n})});
   }
@@ -167,8 +168,8 @@ int main(int argc, char** argv) {
       const double ratio = st[3].median / ref, get_ns = st[2].median * 1e9;
       std::cout << "hot path: Cache::matmul N=16 / steady PersistentKernel call = " << vb::fmt(ratio, 2)
                 << "x (target <= 1.5x: " << (ratio <= 1.5 ? "met" : "NOT met") << ")\n"
-                << "hot path: KernelDatabase::get hit = " << vb::fmt(get_ns, 0) << " ns (target <= 150 ns: "
-                << (get_ns <= 150 ? "met" : "NOT met") << ")\n\n";
+                << "hot path: KernelDatabase::get hit = " << vb::fmt(get_ns, 0)
+                << " ns (target <= 150 ns: " << (get_ns <= 150 ? "met" : "NOT met") << ")\n\n";
       doc["hot_path"] = {{"cache_matmul_over_steady", ratio},
                          {"get_hit_ns", get_ns},
                          {"steady_n16_s", ref},

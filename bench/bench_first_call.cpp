@@ -95,8 +95,8 @@ ChildResult run_child(const std::string& self, const std::string& mode, const st
   posix_spawn_file_actions_addclose(&fa, fds[0]);
   const long long t0 = now_ns();
   std::string t0_text = std::to_string(t0), mode_text = mode, arg_text = arg, flag = "--child";
-  std::vector<char*> argv = {const_cast<char*>(self.c_str()), flag.data(), mode_text.data(), t0_text.data(),
-                             arg_text.data(), nullptr};
+  std::vector<char*> argv = {
+      const_cast<char*>(self.c_str()), flag.data(), mode_text.data(), t0_text.data(), arg_text.data(), nullptr};
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, self.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
@@ -181,8 +181,9 @@ int main(int argc, char** argv) {
   }
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string size = std::to_string(n);
-  std::printf("vgpu-bench-first-call: process start -> first Cache::matmul %ux%u result, best of %d fresh processes\n\n",
-              n, n, runs);
+  std::printf(
+      "vgpu-bench-first-call: process start -> first Cache::matmul %ux%u result, best of %d fresh processes\n\n", n, n,
+      runs);
   std::vector<std::string> ids;
   try {
     // Listed by a child would be cleaner, but the parent's own probe does not enter any figure.

@@ -137,12 +137,14 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
     vgpu::Batch sep = dev.create_batch();
     sep.dispatch(k, dev.bind(k, {{0, A}, {1, B}, {2, C}}), plan.steps[0].params, plan.steps[0].groups);
     std::vector<vb::Case> cases{{"steady", [&] { call(pk); }, 0},
-                                {"separate", [&] {
+                                {"separate",
+                                 [&] {
                                    dev.write(A, a.data(), bytes);
                                    dev.write(B, b.data(), bytes);
                                    dev.submit(sep);
                                    dev.read(C, c.data(), bytes);
-                                 }, 0}};
+                                 },
+                                 0}};
     auto stats = vb::run_interleaved(cases, o.quick ? 5 : 15, o.quick ? 0.005 : 0.05);
     if (n == 16) r.separate16 = stats[1];
     std::vector<double> rec;
@@ -171,8 +173,10 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
                                    dev.synchronize();
                                  },
                                  0},
-                                {"single", [&] {
-                                   for (int i = 0; i < 100; ++i) dev.dispatch(k, set, plan.steps[0].params, plan.steps[0].groups);
+                                {"single",
+                                 [&] {
+                                   for (int i = 0; i < 100; ++i)
+                                     dev.dispatch(k, set, plan.steps[0].params, plan.steps[0].groups);
                                    dev.synchronize();
                                  },
                                  0}};
@@ -234,7 +238,8 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
         double gf = matmul_gflops(dev, plan, n, n >= 2048 ? 5 : 10, &e);
         r.err = std::max(r.err, e);
         if (!(e < 1e-4)) {  // a wrong kernel posts no number (fp32 rounding stays near 1e-7)
-          std::cout << "WRONG: CUDA tiling " << t.name() << " at N=" << n << " (max rel err " << vb::fmt_sci(e) << ")\n";
+          std::cout << "WRONG: CUDA tiling " << t.name() << " at N=" << n << " (max rel err " << vb::fmt_sci(e)
+                    << ")\n";
           gf = 0;
         }
         const bool chosen = plan.options.defines == planned.options.defines &&
@@ -323,9 +328,12 @@ int main(int argc, char** argv) {
   std::string profile;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--profile" && i + 1 < argc) profile = argv[++i];
-    else if (a.rfind("--profile=", 0) == 0) profile = std::string(a.substr(10));
-    else args.push_back(argv[i]);
+    if (a == "--profile" && i + 1 < argc)
+      profile = argv[++i];
+    else if (a.rfind("--profile=", 0) == 0)
+      profile = std::string(a.substr(10));
+    else
+      args.push_back(argv[i]);
   }
   if (!profile.empty()) return profile_one(profile);
   const vb::Options o = vb::parse_args(int(args.size()), args.data(),
@@ -367,7 +375,8 @@ int main(int argc, char** argv) {
                                      : std::find(wanted.begin(), wanted.end(), info.backend) != wanted.end();
     if (!pick) continue;
     std::cout << "\n## " << info.id() << " '" << info.name << "' (" << vgpu::to_string(info.type) << ", "
-              << info.driver_version << ")\n" << std::flush;
+              << info.driver_version << ")\n"
+              << std::flush;
     try {
       results.push_back(bench_device(info, o, nonce));
     } catch (const vgpu::Error& e) {
@@ -384,16 +393,16 @@ int main(int argc, char** argv) {
   }
 
   const std::string sm = std::to_string(small), bg = std::to_string(big);
-  vb::Table t({"device", "matmul " + sm + " GF/s", "vs cuBLAS", "matmul " + bg + " GF/s", "vs cuBLAS", "N=16 round trip",
-               "N=16 separate calls", "recompile/persistent N=16", "N=256", "batched per dispatch", "single per dispatch",
-               "create cold", "L2 hit", "L1 hit", "cold/L2", "built-in fresh (L3)"});
+  vb::Table t({"device", "matmul " + sm + " GF/s", "vs cuBLAS", "matmul " + bg + " GF/s", "vs cuBLAS",
+               "N=16 round trip", "N=16 separate calls", "recompile/persistent N=16", "N=256", "batched per dispatch",
+               "single per dispatch", "create cold", "L2 hit", "L1 hit", "cold/L2", "built-in fresh (L3)"});
   for (const auto& r : results) {
     t.add({r.id, vb::fmt(r.gf1024), cub_small ? vb::fmt(r.gf1024 / cub_small * 100, 0) + "%" : "-", vb::fmt(r.gf4096),
            cub_big ? vb::fmt(r.gf4096 / cub_big * 100, 0) + "%" : "-", vb::fmt_stats(r.steady16),
-           vb::fmt_stats(r.separate16),
-           vb::fmt_ratio(r.recompile16 / r.steady16.median), vb::fmt_ratio(r.recompile256 / r.steady256.median),
-           vb::fmt_time(r.batch_per_dispatch), vb::fmt_time(r.single_per_dispatch), vb::fmt_time(r.cold),
-           vb::fmt_time(r.l2), vb::fmt_time(r.l1), vb::fmt_ratio(r.cold / r.l2), vb::fmt_time(r.l3)});
+           vb::fmt_stats(r.separate16), vb::fmt_ratio(r.recompile16 / r.steady16.median),
+           vb::fmt_ratio(r.recompile256 / r.steady256.median), vb::fmt_time(r.batch_per_dispatch),
+           vb::fmt_time(r.single_per_dispatch), vb::fmt_time(r.cold), vb::fmt_time(r.l2), vb::fmt_time(r.l1),
+           vb::fmt_ratio(r.cold / r.l2), vb::fmt_time(r.l3)});
     doc["devices"].push_back({{"id", r.id},
                               {"name", r.name},
                               {"matmul_gflops", {{sm, r.gf1024}, {bg, r.gf4096}}},
@@ -412,10 +421,18 @@ int main(int argc, char** argv) {
                               {"steady_n16_separate", r.separate16.to_json()}});
     for (const auto& g : r.cuda_tilings)
       doc["devices"].back()["cuda_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
-          {"gflops", g.gflops}, {"chosen", g.chosen}, {"rule", g.rule}, {"candidate", g.candidate}, {"cublas_gflops", cublas_at(g.n)}};
+          {"gflops", g.gflops},
+          {"chosen", g.chosen},
+          {"rule", g.rule},
+          {"candidate", g.candidate},
+          {"cublas_gflops", cublas_at(g.n)}};
     for (const auto& g : r.glsl_tilings)
       doc["devices"].back()["glsl_tilings_gflops"][g.name + "@" + std::to_string(g.n)] = {
-          {"gflops", g.gflops}, {"chosen", g.chosen}, {"rule", g.rule}, {"candidate", g.candidate}, {"cublas_gflops", cublas_at(g.n)}};
+          {"gflops", g.gflops},
+          {"chosen", g.chosen},
+          {"rule", g.rule},
+          {"candidate", g.candidate},
+          {"cublas_gflops", cublas_at(g.n)}};
   }
   std::cout << "\nmatmul checked at 16 entries against fp64 (max rel err ";
   double worst = 0;
@@ -472,8 +489,7 @@ int main(int argc, char** argv) {
 #if VGPU_BENCH_CUDA_TILINGS
   std::vector<std::string> cuda_names;
   for (const auto& t : vgpu::cuda::cuda_matmul_tilings()) cuda_names.push_back(t.name());
-  for (const auto& r : results)
-    print_tilings(r, r.cuda_tilings, cuda_names, "CUDA", kMarks);
+  for (const auto& r : results) print_tilings(r, r.cuda_tilings, cuda_names, "CUDA", kMarks);
 #endif
   return vb::finish(doc, o) ? 0 : 1;
 }

@@ -116,8 +116,8 @@ int rank_main(const Args& args) {
   if (!args.json.empty()) {
     std::ofstream out(args.json);
     out << "{\"count\":" << args.count << ",\"size\":" << s << ",\"ranks\":" << ranks << ",\"one_s\":" << one
-        << ",\"even_s\":" << even << ",\"measured_s\":" << measured << ",\"measured_counts\":[" << joined(measured_report.counts)
-        << "]}\n";
+        << ",\"even_s\":" << even << ",\"measured_s\":" << measured << ",\"measured_counts\":["
+        << joined(measured_report.counts) << "]}\n";
   }
   return 0;
 }
@@ -130,21 +130,31 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--rank") as_rank = true;
-    else if (a == "--np") args.np = std::atoi(next().c_str());
-    else if (a == "--count") args.count = static_cast<std::uint32_t>(std::atoi(next().c_str()));
-    else if (a == "--size") args.size = static_cast<std::uint32_t>(std::atoi(next().c_str()));
-    else if (a == "--reps") args.reps = std::atoi(next().c_str());
-    else if (a == "--rank0") args.rank0 = next();
-    else if (a == "--json") args.json = next();
+    if (a == "--rank")
+      as_rank = true;
+    else if (a == "--np")
+      args.np = std::atoi(next().c_str());
+    else if (a == "--count")
+      args.count = static_cast<std::uint32_t>(std::atoi(next().c_str()));
+    else if (a == "--size")
+      args.size = static_cast<std::uint32_t>(std::atoi(next().c_str()));
+    else if (a == "--reps")
+      args.reps = std::atoi(next().c_str());
+    else if (a == "--rank0")
+      args.rank0 = next();
+    else if (a == "--json")
+      args.json = next();
     else {
-      std::fprintf(stderr, "usage: vgpu-bench-mpi-batch [--np N] [--count C] [--size S] [--reps R] [--rank0 ID] [--json FILE]\n");
+      std::fprintf(
+          stderr,
+          "usage: vgpu-bench-mpi-batch [--np N] [--count C] [--size S] [--reps R] [--rank0 ID] [--json FILE]\n");
       return 2;
     }
   }
   if (args.np < 2 || args.count == 0 || args.size == 0 || args.reps < 1) {
-    std::fprintf(stderr, "vgpu-bench-mpi-batch: --np must be at least 2, --count, --size and --reps at least 1. "
-                         "Fix: pass e.g. --np 4 --count 64 --size 256 --reps 3.\n");
+    std::fprintf(stderr,
+                 "vgpu-bench-mpi-batch: --np must be at least 2, --count, --size and --reps at least 1. "
+                 "Fix: pass e.g. --np 4 --count 64 --size 256 --reps 3.\n");
     return 2;
   }
   if (as_rank) {

@@ -60,10 +60,11 @@ void compile_user_kernels(vgpu::Runtime& runtime, bool quick) {
     for (int i = 0; i < kernels; ++i) {
       vgpu::KernelSource src;
       src.name = "bench_mpi_cold." + std::to_string(i);
-      src.add_glsl_shader("#version 450\nlayout(local_size_x = 64) in;\n"
-                          "layout(std430, set = 0, binding = 0) buffer Data { float v[]; } data;\n"
-                          "void main() { uint i = gl_GlobalInvocationID.x; if (i < data.v.length()) data.v[i] = " +
-                          std::to_string(i + 2) + ".0 * data.v[i] + 1.0; }\n");
+      src.add_glsl_shader(
+          "#version 450\nlayout(local_size_x = 64) in;\n"
+          "layout(std430, set = 0, binding = 0) buffer Data { float v[]; } data;\n"
+          "void main() { uint i = gl_GlobalInvocationID.x; if (i < data.v.length()) data.v[i] = " +
+          std::to_string(i + 2) + ".0 * data.v[i] + 1.0; }\n");
       device.compile(src);
     }
   }
@@ -93,15 +94,17 @@ int rank_main(const std::string& mode, bool quick) {
                   MPI_Wtime() - t1, static_cast<unsigned long long>(local[0] - calibration_compiles));
   } else {
     vgpu::mpi::WarmUpOptions options;
-    options.share = mode == "bundle" ? vgpu::mpi::WarmUpOptions::Share::bundle : vgpu::mpi::WarmUpOptions::Share::directory;
+    options.share =
+        mode == "bundle" ? vgpu::mpi::WarmUpOptions::Share::bundle : vgpu::mpi::WarmUpOptions::Share::directory;
     options.timeout = std::chrono::minutes(10);  // a host of 8 GPUs calibrates 25 candidates
     options.work = [quick](vgpu::Runtime& r) { compile_user_kernels(r, quick); };
     const vgpu::mpi::WarmUpReport r = vgpu::mpi::warm_up(MPI_COMM_WORLD, runtime, work, options);
     local[0] = r.local.source_compiles, local[1] = r.calibrations;
     // job_bundle_bytes: what the job moved, (groups - 1) bundles (only the group leaders receive it).
     if (rank == 0 && r.bundle_bytes)
-      std::printf("PHASES bundle_bytes=%llu groups=%d job_bundle_bytes=%llu\n", static_cast<unsigned long long>(r.bundle_bytes),
-                  r.groups, static_cast<unsigned long long>(r.job_bundle_bytes));
+      std::printf("PHASES bundle_bytes=%llu groups=%d job_bundle_bytes=%llu\n",
+                  static_cast<unsigned long long>(r.bundle_bytes), r.groups,
+                  static_cast<unsigned long long>(r.job_bundle_bytes));
   }
   // Every rank's first real call on its chosen device: what a job does next.
   const vgpu::CounterSnapshot before = runtime.counters();
@@ -138,8 +141,9 @@ Row run_job(const std::string& self, int np, const std::string& mode, bool quick
   std::string cmd = std::string(VGPU_MPIEXEC) + " -np " + std::to_string(np) +
                     " --oversubscribe --mca btl_vader_single_copy_mechanism none" +
                     (::geteuid() == 0 ? " --allow-run-as-root" : "") + " bash -c '" + cache +
-                    " MESA_SHADER_CACHE_DIR=" + dir.string() + "/mesa$OMPI_COMM_WORLD_RANK VGPU_BACKGROUND=0 exec \"$0\" --rank " +
-                    mode + (quick ? " --quick" : "") + "' " + self + " > " + (dir / "out").string() + " 2>&1";
+                    " MESA_SHADER_CACHE_DIR=" + dir.string() +
+                    "/mesa$OMPI_COMM_WORLD_RANK VGPU_BACKGROUND=0 exec \"$0\" --rank " + mode +
+                    (quick ? " --quick" : "") + "' " + self + " > " + (dir / "out").string() + " 2>&1";
   const auto start = std::chrono::steady_clock::now();
   const int rc = std::system(cmd.c_str());
   Row row;
@@ -154,8 +158,9 @@ Row run_job(const std::string& self, int np, const std::string& mode, bool quick
     if (std::sscanf(line.c_str(), "RESULT compiles=%llu calibrations=%llu seconds=%lf", &c, &k, &s) == 3)
       row.compiles = c, row.calibrations = k, row.seconds = s, row.ok = rc == 0;
   }
-  if (!row.ok) std::fprintf(stderr, "vgpu-bench-mpi-cold: job %s np=%d failed (exit %d); see %s\n", mode.c_str(), np, rc,
-                            (dir / "out").c_str());
+  if (!row.ok)
+    std::fprintf(stderr, "vgpu-bench-mpi-cold: job %s np=%d failed (exit %d); see %s\n", mode.c_str(), np, rc,
+                 (dir / "out").c_str());
   return row;
 }
 
@@ -167,11 +172,16 @@ int main(int argc, char** argv) {
   std::string json, rank_mode;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--check") check = true;
-    else if (a == "--np" && i + 1 < argc) np = std::atoi(argv[++i]);
-    else if (a == "--json" && i + 1 < argc) json = argv[++i];
-    else if (a == "--rank" && i + 1 < argc) rank_mode = argv[++i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--check")
+      check = true;
+    else if (a == "--np" && i + 1 < argc)
+      np = std::atoi(argv[++i]);
+    else if (a == "--json" && i + 1 < argc)
+      json = argv[++i];
+    else if (a == "--rank" && i + 1 < argc)
+      rank_mode = argv[++i];
     else {
       std::fprintf(stderr, "usage: vgpu-bench-mpi-cold [--np N] [--quick] [--check] [--json FILE]\n");
       return 2;
@@ -196,7 +206,8 @@ int main(int argc, char** argv) {
   const std::filesystem::path root =
       std::filesystem::temp_directory_path() / ("vgpu-bench-mpi-cold-" + std::to_string(::getpid()));
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
-  std::printf("vgpu-bench-mpi-cold: %d ranks against 1, fresh cache per job, matmul at %zu shapes\n", np, items(quick).size());
+  std::printf("vgpu-bench-mpi-cold: %d ranks against 1, fresh cache per job, matmul at %zu shapes\n", np,
+              items(quick).size());
   const Row one = run_job(self, 1, "alone", quick, root);
   std::printf("%-16s %5s %9s %6s %9s %6s %9s %6s %9s %6s\n", "mode", "ranks", "compiles", "x1", "calibr.", "x1",
               "warm s", "x1", "mpirun s", "x1");
@@ -204,15 +215,18 @@ int main(int argc, char** argv) {
     auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
     std::printf("%-16s %5d %9llu %6.2f %9llu %6.2f %9.3f %6.2f %9.3f %6.2f%s\n", name, ranks,
                 static_cast<unsigned long long>(r.compiles), ratio(double(r.compiles), double(one.compiles)),
-                static_cast<unsigned long long>(r.calibrations), ratio(double(r.calibrations), double(one.calibrations)),
-                r.seconds, ratio(r.seconds, one.seconds), r.wall, ratio(r.wall, one.wall), r.ok ? "" : "  (failed)");
+                static_cast<unsigned long long>(r.calibrations),
+                ratio(double(r.calibrations), double(one.calibrations)), r.seconds, ratio(r.seconds, one.seconds),
+                r.wall, ratio(r.wall, one.wall), r.ok ? "" : "  (failed)");
   };
   print("one rank", 1, one);
   std::map<std::string, Row> rows;
   for (const char* mode : {"alone", "race", "directory", "bundle"}) {
     rows[mode] = run_job(self, np, mode, quick, root);
-    const char* name = std::string(mode) == "alone" ? "alone" : std::string(mode) == "race" ? "shared race"
-                     : std::string(mode) == "directory" ? "warm_up dir" : "warm_up bundle";
+    const char* name = std::string(mode) == "alone"       ? "alone"
+                       : std::string(mode) == "race"      ? "shared race"
+                       : std::string(mode) == "directory" ? "warm_up dir"
+                                                          : "warm_up bundle";
     print(name, np, rows[mode]);
   }
   bool ok = one.ok;
@@ -220,8 +234,8 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     std::ofstream out(json);
     out << "{\"np\":" << np << ",\"rows\":{";
-    out << "\"one\":{\"compiles\":" << one.compiles << ",\"calibrations\":" << one.calibrations << ",\"seconds\":" << one.seconds
-        << ",\"wall\":" << one.wall << "}";
+    out << "\"one\":{\"compiles\":" << one.compiles << ",\"calibrations\":" << one.calibrations
+        << ",\"seconds\":" << one.seconds << ",\"wall\":" << one.wall << "}";
     for (const auto& [mode, r] : rows)
       out << ",\"" << mode << "\":{\"compiles\":" << r.compiles << ",\"calibrations\":" << r.calibrations
           << ",\"seconds\":" << r.seconds << ",\"wall\":" << r.wall << "}";
@@ -233,12 +247,13 @@ int main(int argc, char** argv) {
   if (check)
     for (const char* mode : {"directory", "bundle"})
       if (rows[mode].compiles != one.compiles || rows[mode].calibrations != one.calibrations) {
-        std::fprintf(stderr,
-                     "vgpu-bench-mpi-cold: warm_up %s: %d ranks made %llu source compiles and %llu calibrations, one rank "
-                     "%llu and %llu; the job must pay one per key. Fix: see docs/scale-out.md, \"The warm-up protocol\".\n",
-                     mode, np, static_cast<unsigned long long>(rows[mode].compiles),
-                     static_cast<unsigned long long>(rows[mode].calibrations),
-                     static_cast<unsigned long long>(one.compiles), static_cast<unsigned long long>(one.calibrations));
+        std::fprintf(
+            stderr,
+            "vgpu-bench-mpi-cold: warm_up %s: %d ranks made %llu source compiles and %llu calibrations, one rank "
+            "%llu and %llu; the job must pay one per key. Fix: see docs/scale-out.md, \"The warm-up protocol\".\n",
+            mode, np, static_cast<unsigned long long>(rows[mode].compiles),
+            static_cast<unsigned long long>(rows[mode].calibrations), static_cast<unsigned long long>(one.compiles),
+            static_cast<unsigned long long>(one.calibrations));
         return 4;
       }
   return 0;

@@ -5,9 +5,9 @@
 // one; then one PersistentQueue (default 262144 items of 1 KiB, the add-one kernel) drained over
 // every device of the set (QueuePipelineSet) against the first device alone (QueuePipeline).
 // Goals on the multi-GPU machine: ≥ 1.8× on 2 GPUs for the batch, ≥ 1.7× for the split.
-// The set: --backend KIND's devices, else VGPU_DEVICES, else the devices of the backend that has the most (registry order
-// breaks ties: CUDA first). On the 2-core build machine use VGPU_CPU_DEVICES=2 and --quick:
-// the logical CPU devices share one CPU, so ~1× is the expected (and right) answer there.
+// The set: --backend KIND's devices, else VGPU_DEVICES, else the devices of the backend that has the most (registry
+// order breaks ties: CUDA first). On the 2-core build machine use VGPU_CPU_DEVICES=2 and --quick: the logical CPU
+// devices share one CPU, so ~1× is the expected (and right) answer there.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +29,7 @@ using namespace vgpu::bench;
 
 struct Sizes {
   std::uint32_t batch = 64, size = 2048, split = 8192, runs = 3;
-  std::string backend;  // --backend KIND: the set is that backend's devices
+  std::string backend;                           // --backend KIND: the set is that backend's devices
   std::uint32_t queue = 262144, payload = 1024;  // --queue N items of --payload bytes
 };
 
@@ -40,11 +40,13 @@ Sizes take_sizes(int& argc, char** argv, bool quick_default) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    std::uint32_t* field = a == "--batch" ? &s.batch : a == "--size" ? &s.size : a == "--split" ? &s.split
-                           : a == "--runs"                          ? &s.runs
-                           : a == "--queue"                         ? &s.queue
-                           : a == "--payload"                       ? &s.payload
-                                                                    : nullptr;
+    std::uint32_t* field = a == "--batch"     ? &s.batch
+                           : a == "--size"    ? &s.size
+                           : a == "--split"   ? &s.split
+                           : a == "--runs"    ? &s.runs
+                           : a == "--queue"   ? &s.queue
+                           : a == "--payload" ? &s.payload
+                                              : nullptr;
     const long most = field == &s.queue ? (1L << 24) : 65536;
     if (a == "--backend" && i + 1 < argc) {
       s.backend = argv[++i];
@@ -113,10 +115,11 @@ int main(int argc, char** argv) {
   bool quick = false;
   for (int i = 1; i < argc; ++i) quick |= std::strcmp(argv[i], "--quick") == 0;
   const Sizes sz = take_sizes(argc, argv, quick);
-  const Options o = parse_args(argc, argv,
-                               "batched and split matmul over 1, 2, ... devices of a DeviceSet (VGPU_DEVICES); "
-                               "--batch N --size N (batch of N×size³), --split N (one N³), --runs N, --backend KIND "
-                               "(the set: that backend's devices), --queue N --payload B (a queue of N items of B bytes)");
+  const Options o =
+      parse_args(argc, argv,
+                 "batched and split matmul over 1, 2, ... devices of a DeviceSet (VGPU_DEVICES); "
+                 "--batch N --size N (batch of N×size³), --split N (one N³), --runs N, --backend KIND "
+                 "(the set: that backend's devices), --queue N --payload B (a queue of N items of B bytes)");
   nlohmann::json doc;
   doc["machine"] = print_header("vgpu-bench-multi: several devices in one process", o);
   try {
@@ -143,9 +146,11 @@ int main(int argc, char** argv) {
     // Part 1: batch of sz.batch × size³ on the first 1, 2, ... devices.
     const std::uint32_t n = sz.size;
     std::vector<std::pair<Matrix, Matrix>> pairs;
-    for (std::uint32_t i = 0; i < sz.batch; ++i) pairs.emplace_back(random_matrix(n, n, 2 * i), random_matrix(n, n, 2 * i + 1));
+    for (std::uint32_t i = 0; i < sz.batch; ++i)
+      pairs.emplace_back(random_matrix(n, n, 2 * i), random_matrix(n, n, 2 * i + 1));
     const double batch_flop = 2.0 * n * n * double(n) * sz.batch;
-    std::cout << "batched matmul: " << sz.batch << " x " << n << "^3 (" << sz.runs << " runs after one warm-up, median)\n";
+    std::cout << "batched matmul: " << sz.batch << " x " << n << "^3 (" << sz.runs
+              << " runs after one warm-up, median)\n";
     print_row({"devices", "seconds", "GFLOP/s", "speedup vs 1", "shares"}, {8, 10, 10, 13, 24});
     // One cache per device count, warmed (calibration for the shares, compiles, first uploads),
     // then timed interleaved: run r of 1 device, of 2, ..., so drifting load hits all alike.
@@ -166,7 +171,8 @@ int main(int argc, char** argv) {
     for (std::size_t k = 0; k < caches.size(); ++k) {
       const double med = median_of(times[k]);
       std::string shares;
-      for (std::uint32_t x : caches[k]->multi_stats().last_shares) shares += (shares.empty() ? "" : "/") + std::to_string(x);
+      for (std::uint32_t x : caches[k]->multi_stats().last_shares)
+        shares += (shares.empty() ? "" : "/") + std::to_string(x);
       print_row({std::to_string(k + 1), fmt(med, 4), fmt(batch_flop / med / 1e9, 1), fmt(one / med, 2) + "x", shares},
                 {8, 10, 10, 13, 24});
       doc["batch"].push_back({{"devices", k + 1}, {"seconds", med}, {"speedup", one / med}, {"shares", shares}});
@@ -202,10 +208,12 @@ int main(int argc, char** argv) {
       std::string rows = std::to_string(s);
       if (counts[i] > 1) {
         rows.clear();
-        for (std::uint32_t x : caches[i]->multi_stats().last_shares) rows += (rows.empty() ? "" : "/") + std::to_string(x);
+        for (std::uint32_t x : caches[i]->multi_stats().last_shares)
+          rows += (rows.empty() ? "" : "/") + std::to_string(x);
       }
-      print_row({std::to_string(counts[i]), fmt(med, 4), fmt(split_flop / med / 1e9, 1), fmt(split_one / med, 2) + "x", rows},
-                {8, 10, 10, 13, 24});
+      print_row(
+          {std::to_string(counts[i]), fmt(med, 4), fmt(split_flop / med / 1e9, 1), fmt(split_one / med, 2) + "x", rows},
+          {8, 10, 10, 13, 24});
       doc["split"].push_back({{"devices", counts[i]}, {"seconds", med}, {"speedup", split_one / med}, {"rows", rows}});
     }
     std::cout << "goal on 2 GPUs (8192^3): >= 1.7x\n\n";
@@ -244,13 +252,17 @@ int main(int argc, char** argv) {
     const double q_one = median_of(t_single), q_set = median_of(t_spread);
     std::string qshares;
     for (std::uint32_t x : spread.stats().last_shares) qshares += (qshares.empty() ? "" : "/") + std::to_string(x);
-    print_row({"1 pipe", fmt(q_one, 4), fmt(sz.queue / q_one, 0), "1.00x", std::to_string(sz.queue)}, {8, 10, 12, 13, 24});
-    print_row({std::to_string(all.size()) + " set", fmt(q_set, 4), fmt(sz.queue / q_set, 0), fmt(q_one / q_set, 2) + "x", qshares},
+    print_row({"1 pipe", fmt(q_one, 4), fmt(sz.queue / q_one, 0), "1.00x", std::to_string(sz.queue)},
+              {8, 10, 12, 13, 24});
+    print_row({std::to_string(all.size()) + " set", fmt(q_set, 4), fmt(sz.queue / q_set, 0),
+               fmt(q_one / q_set, 2) + "x", qshares},
               {8, 10, 12, 13, 24});
     doc["queue"].push_back({{"devices", 1}, {"seconds", q_one}, {"speedup", 1.0}});
-    doc["queue"].push_back({{"devices", all.size()}, {"seconds", q_set}, {"speedup", q_one / q_set}, {"shares", qshares}});
+    doc["queue"].push_back(
+        {{"devices", all.size()}, {"seconds", q_set}, {"speedup", q_one / q_set}, {"shares", qshares}});
     if (kinds.size() == 1 && kinds[0] == BackendKind::cpu)
-      std::cout << "note: logical CPU devices (VGPU_CPU_DEVICES) share one CPU and its thread pool: ~1x is expected here.\n";
+      std::cout
+          << "note: logical CPU devices (VGPU_CPU_DEVICES) share one CPU and its thread pool: ~1x is expected here.\n";
   } catch (const Error& e) {
     std::cerr << "vgpu-bench-multi: " << e.what() << "\n";
     return 1;

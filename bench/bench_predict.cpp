@@ -42,9 +42,12 @@ struct CaseSpec {
 };
 
 std::vector<CaseSpec> cases() {
-  return {{"matmul", {256, 256, 256}, "N=256", true},     {"matmul", {1024, 1024, 1024}, "N=1024", true},
-          {"matmul", {2048, 2048, 2048}, "N=2048", false}, {"matmul", {4096, 4096, 4096}, "N=4096", false},
-          {"axpy", {1000000}, "n=1e6", true},             {"axpy", {100000000}, "n=1e8", false}};
+  return {{"matmul", {256, 256, 256}, "N=256", true},
+          {"matmul", {1024, 1024, 1024}, "N=1024", true},
+          {"matmul", {2048, 2048, 2048}, "N=2048", false},
+          {"matmul", {4096, 4096, 4096}, "N=4096", false},
+          {"axpy", {1000000}, "n=1e6", true},
+          {"axpy", {100000000}, "n=1e8", false}};
 }
 
 std::string ratio_cell(double r) {
@@ -56,7 +59,8 @@ std::string ratio_cell(double r) {
 
 int main(int argc, char** argv) {
   const vb::Options o = vb::parse_args(
-      argc, argv, "the calibration's prediction (model and old linear probe) beside the measured time, per device and size");
+      argc, argv,
+      "the calibration's prediction (model and old linear probe) beside the measured time, per device and size");
   nlohmann::json doc{{"machine", vb::print_header("vgpu-bench-predict: prediction vs measured", o)}};
   doc["goal_ratio"] = kGoal;
   int worst_4096_off = 0;
@@ -64,7 +68,8 @@ int main(int argc, char** argv) {
     vgpu::Runtime rt{vgpu::RuntimeOptions{}};
     std::cout << std::left << std::setw(10) << "device" << std::setw(8) << "op" << std::setw(8) << "size"
               << std::setw(12) << "measured" << std::setw(12) << "model" << std::setw(10) << "model/m" << std::setw(12)
-              << "old linear" << std::setw(10) << "old/m" << "probes (model fit)\n";
+              << "old linear" << std::setw(10) << "old/m"
+              << "probes (model fit)\n";
     for (const vgpu::DeviceInfo& info : rt.devices()) {
       vgpu::Device dev = rt.open(info.id());
       for (const CaseSpec& c : cases()) {
@@ -119,8 +124,8 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
-  std::cout << "\n'!' marks a ratio outside the goal (within " << kGoal << "x). matmul N=4096 devices off by more: "
-            << worst_4096_off << "\n";
+  std::cout << "\n'!' marks a ratio outside the goal (within " << kGoal
+            << "x). matmul N=4096 devices off by more: " << worst_4096_off << "\n";
   doc["n4096_outside_goal"] = worst_4096_off;
   return vb::finish(doc, o) ? 0 : 1;
 }

@@ -42,13 +42,20 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage(2);
       return argv[++i];
     };
-    if (a == "--device") device_id = value();
-    else if (a == "--n") n = std::atol(value().c_str());
-    else if (a == "--samples") samples = std::atol(value().c_str());
-    else if (a == "--calls") calls = std::atol(value().c_str());
-    else if (a == "--list") list = true;
-    else if (a == "--help" || a == "-h") usage(0);
-    else usage(2);
+    if (a == "--device")
+      device_id = value();
+    else if (a == "--n")
+      n = std::atol(value().c_str());
+    else if (a == "--samples")
+      samples = std::atol(value().c_str());
+    else if (a == "--calls")
+      calls = std::atol(value().c_str());
+    else if (a == "--list")
+      list = true;
+    else if (a == "--help" || a == "-h")
+      usage(0);
+    else
+      usage(2);
   }
   if (list) {
     nlohmann::json out = nlohmann::json::array();

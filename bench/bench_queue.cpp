@@ -77,8 +77,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const vb::Options opt =
-      vb::parse_args(argc, argv, "one PersistentQueue run of N items vs N separate PersistentKernel calls, per device.");
+  const vb::Options opt = vb::parse_args(
+      argc, argv, "one PersistentQueue run of N items vs N separate PersistentKernel calls, per device.");
   nlohmann::json doc;
   doc["bench"] = "vgpu-bench-queue";
   doc["machine"] = vb::print_header("vgpu-bench-queue: one queue run vs separate calls", opt);

@@ -63,14 +63,16 @@ int main(int argc, char** argv) {
   const vb::Options o = vb::parse_args(argc, argv, "device-loss recovery vs a fresh device compiled cold, per device");
   nlohmann::json doc = vb::print_header("vgpu-bench-recovery: loss -> first right result", o);
   const char* mesa = std::getenv("MESA_SHADER_CACHE_DISABLE");
-  std::cout << "Mesa shader cache: " << (mesa && std::string(mesa) == "true" ? "disabled" : "on (serves 'cold' on Mesa)")
-            << "\nmatmul N=" << kN << ", " << (o.quick ? 3 : 9) << " samples per case\n\n";
+  std::cout << "Mesa shader cache: "
+            << (mesa && std::string(mesa) == "true" ? "disabled" : "on (serves 'cold' on Mesa)") << "\nmatmul N=" << kN
+            << ", " << (o.quick ? 3 : 9) << " samples per case\n\n";
   const int samples = o.quick ? 3 : 9;
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("vgpu-bench-recovery-" + std::to_string(::getpid()));
   Data data;
   bool all_right = true;
-  std::cout << "device                                  recovery     cold open+compile  cold/recovery  recovery counters\n";
+  std::cout
+      << "device                                  recovery     cold open+compile  cold/recovery  recovery counters\n";
   for (const DeviceInfo& info : Runtime::global().devices()) {
     RuntimeOptions warm_options;
     warm_options.cache_dir = dir;

@@ -65,21 +65,21 @@ struct CandResult {
 struct CaseResult {
   CaseSpec spec;
   std::string chosen, source;
-  double probe_wall = 0;        ///< the calibration runtime's backend probe (not in calibration)
-  double calibration_wall = 0;  ///< wall time of the calibrating explain()
+  double probe_wall = 0;           ///< the calibration runtime's backend probe (not in calibration)
+  double calibration_wall = 0;     ///< wall time of the calibrating explain()
   double calibration_seconds = 0;  ///< Selection::calibration_seconds
   std::string persisted_chosen, persisted_source;
   double persisted_probe_wall = 0;
-  double persisted_wall = 0;     ///< wall time of the second runtime's explain()
-  double persisted_lookup = 0;   ///< its Selection::lookup_seconds
+  double persisted_wall = 0;    ///< wall time of the second runtime's explain()
+  double persisted_lookup = 0;  ///< its Selection::lookup_seconds
   std::vector<CandResult> cands;
   std::string fastest;
   vb::Stats chosen_stats, fastest_stats;
   double ratio = 0;
-  std::vector<std::string> problems;  ///< source or device mismatches
+  std::vector<std::string> problems;         ///< source or device mismatches
   std::vector<std::string> process_choices;  ///< --processes: each fresh process's choice
   int processes_within = 0;                  ///< of those, choices within kTargetRatio of the fastest
-  std::string error;                  ///< a vgpu::Error that ended this case
+  std::string error;                         ///< a vgpu::Error that ended this case
 };
 
 /// Host inputs and outputs for a plan's caller-visible tensors, and the TensorArgs over them.
@@ -123,7 +123,8 @@ HostData make_host_data(const vgpu::KernelPlan& plan, unsigned seed) {
 /// Returns the cases: matmul, axpy, reduce_sum at the sizes issue 6 names.
 std::vector<CaseSpec> all_cases() {
   std::vector<CaseSpec> c;
-  for (std::uint64_t n : {16u, 64u, 256u, 1024u, 4096u}) c.push_back({"matmul", {n, n, n}, "N=" + std::to_string(n), n == 4096});
+  for (std::uint64_t n : {16u, 64u, 256u, 1024u, 4096u})
+    c.push_back({"matmul", {n, n, n}, "N=" + std::to_string(n), n == 4096});
   c.push_back({"axpy", {1000}, "n=1e3", false});
   c.push_back({"axpy", {1000000}, "n=1e6", false});
   c.push_back({"axpy", {100000000}, "n=1e8", true});
@@ -170,7 +171,7 @@ void calibrate_and_lookup(CaseResult& r) {
 /// Step 3: times the steady call on every device calibrated at the real shape plus the chosen one.
 void measure(CaseResult& r, vgpu::Runtime& rt, const vb::Options& o) {
   struct Run {
-    std::size_t cand;  // index into r.cands
+    std::size_t cand;                            // index into r.cands
     std::unique_ptr<vgpu::PersistentKernel> pk;  // not movable itself
     HostData* data = nullptr;
   };
@@ -179,8 +180,8 @@ void measure(CaseResult& r, vgpu::Runtime& rt, const vb::Options& o) {
   unsigned seed = 1;
   for (std::size_t i = 0; i < r.cands.size(); ++i) {
     const auto& c = r.cands[i].cal;
-    const bool chosen_elsewhere = std::find(r.process_choices.begin(), r.process_choices.end(), c.device) !=
-                                  r.process_choices.end();
+    const bool chosen_elsewhere =
+        std::find(r.process_choices.begin(), r.process_choices.end(), c.device) != r.process_choices.end();
     if (!(c.eligible && c.runs > 0) && c.device != r.chosen && !chosen_elsewhere) continue;
     vgpu::Device dev = rt.open(c.device);
     vgpu::KernelPlan plan = vgpu::ops::plan(r.spec.op, dev.info(), r.spec.shape);
@@ -322,12 +323,8 @@ nlohmann::json to_json(const CaseResult& r) {
             {"process_choices", r.process_choices},
             {"process_choices_within_target", r.processes_within}});
   for (const auto& c : r.cands) {
-    nlohmann::json cj{{"device", c.cal.device},
-                      {"eligible", c.cal.eligible},
-                      {"calibration_s", c.cal.seconds},
-                      {"calibration_runs", c.cal.runs},
-                      {"note", c.cal.note},
-                      {"measured", c.measured}};
+    nlohmann::json cj{{"device", c.cal.device},         {"eligible", c.cal.eligible}, {"calibration_s", c.cal.seconds},
+                      {"calibration_runs", c.cal.runs}, {"note", c.cal.note},         {"measured", c.measured}};
     if (c.measured) cj["time"] = c.stats.to_json();
     j["candidates"].push_back(cj);
   }
@@ -362,8 +359,8 @@ int main(int argc, char** argv) {
   argc = static_cast<int>(rest.size());
   argv = rest.data();
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const vb::Options o =
-      vb::parse_args(argc, argv, "device selection: chosen vs fastest device per op and size, calibration vs persisted cost");
+  const vb::Options o = vb::parse_args(
+      argc, argv, "device selection: chosen vs fastest device per op and size, calibration vs persisted cost");
   // A private, empty cache directory (always: the bench empties it, so never a user's cache),
   // persistence on, and nothing forced: every first explain() must calibrate.
   const auto cache_dir = std::filesystem::temp_directory_path() / ("vgpu-bench-select-" + std::to_string(::getpid()));
@@ -408,8 +405,16 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(cache_dir, ec);
 
-  std::vector<std::string> columns{"op",    "size", "chosen", "source", "chosen time", "fastest", "fastest time",
-                                   "ratio", "calibration (one-time)", "persisted lookup"};
+  std::vector<std::string> columns{"op",
+                                   "size",
+                                   "chosen",
+                                   "source",
+                                   "chosen time",
+                                   "fastest",
+                                   "fastest time",
+                                   "ratio",
+                                   "calibration (one-time)",
+                                   "persisted lookup"};
   if (processes > 0) columns.push_back(std::to_string(processes) + " fresh processes within 1.10");
   vb::Table t(columns);
   int ok = 0, total = 0, process_ok = 0, process_total = 0;
@@ -422,8 +427,14 @@ int main(int argc, char** argv) {
     ++total;
     ok += r.ratio <= kTargetRatio;
     std::vector<std::string> row{
-        r.spec.op, r.spec.size, r.chosen, r.source, vb::fmt_stats(r.chosen_stats), r.fastest,
-        vb::fmt_stats(r.fastest_stats), vb::fmt_ratio(r.ratio) + (r.ratio > kTargetRatio ? " !" : ""),
+        r.spec.op,
+        r.spec.size,
+        r.chosen,
+        r.source,
+        vb::fmt_stats(r.chosen_stats),
+        r.fastest,
+        vb::fmt_stats(r.fastest_stats),
+        vb::fmt_ratio(r.ratio) + (r.ratio > kTargetRatio ? " !" : ""),
         vb::fmt_time(r.calibration_wall),
         vb::fmt_time(r.persisted_wall) + (r.persisted_source == "persisted" ? "" : " [" + r.persisted_source + "]")};
     if (processes > 0) {
@@ -442,7 +453,8 @@ int main(int argc, char** argv) {
   t.print();
   std::cout << "\n";
   for (const auto& r : results) print_detail(r);
-  std::cout << "\n" << ok << " of " << total << " cases within ratio " << vb::fmt(kTargetRatio, 2)
+  std::cout << "\n"
+            << ok << " of " << total << " cases within ratio " << vb::fmt(kTargetRatio, 2)
             << " of the fastest measured device" << (failures ? " (" + std::to_string(failures) + " failed)" : "")
             << "\n";
   if (processes > 0) {

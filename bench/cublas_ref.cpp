@@ -83,8 +83,8 @@ double CublasReference::sgemm_gflops(int n, int reps) {
   std::vector<double> gf;
   for (int r = 0; r < reps + 1; ++r) {
     erecord(e0, nullptr);
-    sgemm(handle_, kCublasOpN, kCublasOpN, n, n, n, &alpha, static_cast<float*>(a), n, static_cast<float*>(b), n,
-          &beta, static_cast<float*>(c), n);
+    sgemm(handle_, kCublasOpN, kCublasOpN, n, n, n, &alpha, static_cast<float*>(a), n, static_cast<float*>(b), n, &beta,
+          static_cast<float*>(c), n);
     erecord(e1, nullptr);
     esync(e1);
     float ms = 0;

@@ -36,7 +36,7 @@ PACKAGES=(
   vulkan-validationlayers
   libtbb-dev libxsimd-dev catch2 libxxhash-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev vulkan-tools mesa-utils
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format-14
   python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl
   libopenmpi-dev openmpi-bin python3-mpi4py
 )

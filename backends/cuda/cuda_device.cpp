@@ -271,8 +271,8 @@ void CudaDevice::launch(CudaBatchImpl& batch) {
     for (CUdeviceptr& p : l.ptrs) args[n++] = &p;
     if (l.params.size() > 0) args[n++] = const_cast<void*>(l.params.data());
     check(fn_.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], 0,
-                                stream_, args, nullptr),
-             "cuLaunchKernel");
+                             stream_, args, nullptr),
+          "cuLaunchKernel");
   }
 }
 

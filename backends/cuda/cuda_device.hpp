@@ -161,8 +161,8 @@ class CudaDevice final : public DeviceImpl {
   // Queues a round trip whose uploads are staged at offset 0 of the upload ring: the copies in,
   // the batch's launches, the copies out to offset 0 of the download ring. by_kernel: the
   // copies are copy_segments launches on the mapped staging instead of memcpys.
-  void enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                           std::span<const HostReadOp> reads, bool by_kernel);
+  void enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp> writes, std::span<const HostReadOp> reads,
+                    bool by_kernel);
   // A round trip of at least kPipelineMin bytes one way: uploads and readbacks go through the
   // pinned staging in chunks, each chunk's DMA overlapping the host copy of the next
   // (cuda_round_trip.cpp explains why this and not registering the caller's memory).
@@ -191,21 +191,21 @@ class CudaDevice final : public DeviceImpl {
   DeviceInfo info_;
   int cc_major_, cc_minor_;
   CUcontext ctx_ = nullptr;
-  std::uint64_t generation_ = 0;        // of the primary context retained (cuda_context.hpp)
+  std::uint64_t generation_ = 0;       // of the primary context retained (cuda_context.hpp)
   std::atomic<bool> poisoned_{false};  // a sticky error struck (compile() may read it beside)
-  bool use_graphs_ = true;  // VGPU_CUDA_GRAPHS=0 turns graph replay off
+  bool use_graphs_ = true;             // VGPU_CUDA_GRAPHS=0 turns graph replay off
 
   // Used under core's call lock only.
   CUstream stream_ = nullptr;
   std::uint64_t enqueued_ = 0;   // serials of enqueued work (submitted_serial)
   std::uint64_t completed_ = 0;  // every serial up to this has run
-  Pinned upload_;  // host → device staging ring
+  Pinned upload_;                // host → device staging ring
   std::uint64_t upload_head_ = 0;
-  Pinned download_;  // device → host staging
+  Pinned download_;                            // device → host staging
   std::vector<std::uint64_t> trip_signature_;  // scratch for round_trip, reused
-  bool zero_copy_ = true;  // VGPU_CUDA_ZERO_COPY=0: small round trips use memcpys too
-  bool copy_loaded_ = false;  // load_copy_kernel() ran
-  std::vector<CUevent> chunk_events_;  // pipelined_trip's readback chunks, created once, reused
+  bool zero_copy_ = true;                      // VGPU_CUDA_ZERO_COPY=0: small round trips use memcpys too
+  bool copy_loaded_ = false;                   // load_copy_kernel() ran
+  std::vector<CUevent> chunk_events_;          // pipelined_trip's readback chunks, created once, reused
   CUmodule copy_module_ = nullptr;
   CUfunction copy_fn_ = nullptr;
 };

@@ -56,8 +56,7 @@ std::vector<std::uint8_t> CudaDevice::image_for(const KernelSource& source, cons
 std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, const DialectSource& code,
                                                 const CompileOptions& options) {
   if (code.code.empty() || code.entry.empty())
-    fail(ErrorCategory::not_supported,
-         "kernel '" + source.name + "' has no CUDA source with an entry point.",
+    fail(ErrorCategory::not_supported, "kernel '" + source.name + "' has no CUDA source with an entry point.",
          "pass the CUDA C text and its extern \"C\" kernel name (KernelSource::add_cuda), or run it on another "
          "backend.");
   spec_defines(source.name, options);  // refuses a constant set by id before any cache lookup

@@ -141,7 +141,8 @@ void fail_cu(const DriverFns& f, CUresult r, const char* call) {
          "the fault poisoned the CUDA context (every later call in it fails): check the kernel for out-of-bounds "
          "or misaligned accesses; vgpu resets the context and recreates the device at its next call, but data in "
          "device buffers is gone: write it again.");
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) fail(ErrorCategory::out_of_memory, what, "free device buffers or use smaller problems.");
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    fail(ErrorCategory::out_of_memory, what, "free device buffers or use smaller problems.");
   fail(ErrorCategory::internal, what, "report this with the output of vgpu-probe.");
 }
 

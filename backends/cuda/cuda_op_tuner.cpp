@@ -37,7 +37,8 @@ constexpr CudaMatmulTiling kWarp128x256{128, 256, 8, 8, 16, 32, 128, 1}, kWarp25
 // global latency and barriers where cuBLAS's 256x128x8 3-stage kernel issues 87% of cycles):
 // cuBLAS's tile and 4x2 warps of 64x64, and 128x128 with BK 16 (half the barriers), one
 // 256-thread block per SM each (36.9 and 48 KB of shared memory).
-constexpr CudaMatmulTiling kPipe256x128{256, 128, 8, 16, 8, 64, 64, 1, 3}, kPipe128k16{128, 128, 16, 8, 8, 32, 64, 1, 3};
+constexpr CudaMatmulTiling kPipe256x128{256, 128, 8, 16, 8, 64, 64, 1, 3},
+    kPipe128k16{128, 128, 16, 8, 8, 32, 64, 1, 3};
 constexpr CudaMatmulTiling kTilings[] = {kLarge,       kWide,        kSmall,       kWarp128,    kWarp128k16,
                                          kWarp128x256, kWarp256x128, kWarp128t128, kWarp64t8x8, kWarp64t8x4,
                                          kWarp128x64,  kWarp64,      kPipe256x128, kPipe128k16};
@@ -103,8 +104,10 @@ OpTuning CudaMatmulTiling::tuning() const {
   t.per_group_x = bn;
   t.per_group_y = bm;
   t.options.workgroup_size = {bn / tn, bm / tm, 1};
-  t.options.defines = {{"VGPU_MM_BM", std::to_string(bm)}, {"VGPU_MM_BN", std::to_string(bn)},
-                       {"VGPU_MM_BK", std::to_string(bk)}, {"VGPU_MM_TM", std::to_string(tm)},
+  t.options.defines = {{"VGPU_MM_BM", std::to_string(bm)},
+                       {"VGPU_MM_BN", std::to_string(bn)},
+                       {"VGPU_MM_BK", std::to_string(bk)},
+                       {"VGPU_MM_TM", std::to_string(tm)},
                        {"VGPU_MM_TN", std::to_string(tn)}};
   // Only what differs from matmul.cu's defaults, so the block-strided tilings keep their L1/L2/L3 keys.
   if (wm != 0) {

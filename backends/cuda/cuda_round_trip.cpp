@@ -89,7 +89,7 @@ void CudaDevice::launch_copies(std::span<const std::array<CUdeviceptr, 3>> range
 }
 
 void CudaDevice::enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp> writes,
-                                     std::span<const HostReadOp> reads, bool by_kernel) {
+                              std::span<const HostReadOp> reads, bool by_kernel) {
   std::array<std::array<CUdeviceptr, 3>, kMaxSegments> ranges;
   std::size_t n = 0;
   std::uint64_t at = 0;
@@ -99,7 +99,7 @@ void CudaDevice::enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp>
       ranges[n++] = {upload_.dev + at, dst, w.bytes};
     else
       check(fn_.cuMemcpyHtoDAsync(dst, static_cast<std::uint8_t*>(upload_.ptr) + at, w.bytes, stream_),
-               "cuMemcpyHtoDAsync");
+            "cuMemcpyHtoDAsync");
     at += staged_size(w.bytes);
   }
   if (by_kernel) launch_copies({ranges.data(), n});
@@ -112,7 +112,7 @@ void CudaDevice::enqueue_trip(CudaBatchImpl& batch, std::span<const HostWriteOp>
       ranges[n++] = {src, download_.dev + at, r.bytes};
     else
       check(fn_.cuMemcpyDtoHAsync(static_cast<std::uint8_t*>(download_.ptr) + at, src, r.bytes, stream_),
-               "cuMemcpyDtoHAsync");
+            "cuMemcpyDtoHAsync");
     at += staged_size(r.bytes);
   }
   if (by_kernel) launch_copies({ranges.data(), n});
@@ -302,7 +302,8 @@ bool CudaDevice::try_wait_event(CUevent event, const Deadline& deadline) {
     if (waited < std::chrono::microseconds(200))
       std::this_thread::yield();
     else
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
   }
 }
 

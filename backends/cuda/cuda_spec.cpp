@@ -23,14 +23,16 @@ bool is_identifier(const std::string& s) {
 
 std::string cuda_literal(const SpecValue& value) {
   switch (value.type) {
-    case SpecValue::Type::boolean: return value.bits ? "1" : "0";
+    case SpecValue::Type::boolean:
+      return value.bits ? "1" : "0";
     case SpecValue::Type::i32: {
       const auto v = static_cast<std::int32_t>(value.bits);
       // INT_MIN has no literal of its own (the minus applies to a too-large positive one).
       if (v == INT32_MIN) return "(-2147483647 - 1)";
       return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v);
     }
-    case SpecValue::Type::u32: return std::to_string(value.bits) + "u";
+    case SpecValue::Type::u32:
+      return std::to_string(value.bits) + "u";
     case SpecValue::Type::f32: {
       float f = 0;
       std::memcpy(&f, &value.bits, 4);

@@ -27,7 +27,9 @@ struct Discovery {
 };
 
 // Returns true when haystack holds needle.
-bool contains(const std::string& haystack, std::string_view needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 // Returns the device type GL implies (GL has no such query).
 DeviceType device_type(const GlCaps& c, const EglDisplaySource& src) {
@@ -38,7 +40,8 @@ DeviceType device_type(const GlCaps& c, const EglDisplaySource& src) {
   if (contains(c.vendor, "NVIDIA"))
     return contains(c.renderer, "Tegra") || contains(c.renderer, "Orin") ? DeviceType::integrated_gpu
                                                                          : DeviceType::discrete_gpu;
-  if (contains(c.vendor, "Intel")) return contains(c.renderer, "Arc") ? DeviceType::discrete_gpu : DeviceType::integrated_gpu;
+  if (contains(c.vendor, "Intel"))
+    return contains(c.renderer, "Arc") ? DeviceType::discrete_gpu : DeviceType::integrated_gpu;
   if (contains(c.vendor, "AMD") || contains(c.vendor, "ATI")) return DeviceType::discrete_gpu;
   if (contains(c.renderer, "virgl") || contains(c.renderer, "SVGA")) return DeviceType::virtual_gpu;
   return DeviceType::other;
@@ -63,9 +66,9 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && page > 0) d.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
   }
-  d.compute_units = c.sm_count > 0                       ? static_cast<std::uint32_t>(c.sm_count)
+  d.compute_units = c.sm_count > 0                   ? static_cast<std::uint32_t>(c.sm_count)
                     : d.type == DeviceType::software ? std::max(1u, std::thread::hardware_concurrency())
-                                                         : 0;
+                                                     : 0;
   if (c.subgroup_size > 0) d.subgroup_size = static_cast<std::uint32_t>(c.subgroup_size);
   d.device_uuid = c.device_uuid;  // GL tells no PCI ids
   d.driver_uuid = c.driver_uuid;
@@ -108,7 +111,8 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
 // Creates a context on src on this thread, reads what it reports and destroys it; "" when
 // the display gives a usable compute context, else why not.
 std::string probe(const EglDisplaySource& src, GlCaps* caps) {
-  if (std::string missing = missing_display_extensions(src.display); !missing.empty()) return src.label + ": " + missing;
+  if (std::string missing = missing_display_extensions(src.display); !missing.empty())
+    return src.label + ": " + missing;
   int major = 0, minor = 0;
   std::string why;
   bool reset_notification = false;  // query_caps reads what the context got

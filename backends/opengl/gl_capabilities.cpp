@@ -16,9 +16,9 @@ using Table = std::map<std::string, Requirement, std::less<>>;
 
 // GL_KHR_shader_subgroup adds the same eight GroupNonUniform* capabilities on both paths.
 Table with_khr_shader_subgroup(Table table) {
-  for (const char* capability : {"GroupNonUniform", "GroupNonUniformVote", "GroupNonUniformArithmetic",
-                                 "GroupNonUniformBallot", "GroupNonUniformShuffle", "GroupNonUniformShuffleRelative",
-                                 "GroupNonUniformClustered", "GroupNonUniformQuad"})
+  for (const char* capability :
+       {"GroupNonUniform", "GroupNonUniformVote", "GroupNonUniformArithmetic", "GroupNonUniformBallot",
+        "GroupNonUniformShuffle", "GroupNonUniformShuffleRelative", "GroupNonUniformClustered", "GroupNonUniformQuad"})
     table.emplace(capability, Requirement{"GL_KHR_shader_subgroup"});
   return table;
 }
@@ -130,7 +130,7 @@ std::string alternatives_text(const Requirement& need) {
   for (std::size_t i = 0; i < need.size(); ++i) {
     out += i == 0 ? "" : (i + 1 == need.size() ? " or " : ", ");
     const std::string_view a = need[i];
-    out += a.starts_with("SPV_") ? "GL_SPIR_V_EXTENSIONS listing " + std::string(a)
+    out += a.starts_with("SPV_")  ? "GL_SPIR_V_EXTENSIONS listing " + std::string(a)
            : a.starts_with("GL_") ? std::string(a)
                                   : "OpenGL " + std::string(a);
   }

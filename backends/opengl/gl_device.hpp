@@ -36,8 +36,8 @@ struct GlCaps {
   GLint64 ssbo_block_size = 0;        ///< GL_MAX_SHADER_STORAGE_BLOCK_SIZE
   std::array<GLint, 3> wg_size{}, wg_count{};
   GLint wg_invocations = 0, shared_memory = 0;
-  GLint64 memory_kib = 0;  ///< GL_NVX_gpu_memory_info's total, 0 when unknown
-  GLint sm_count = 0;      ///< GL_NV_shader_thread_group's SM count, 0 when unknown
+  GLint64 memory_kib = 0;   ///< GL_NVX_gpu_memory_info's total, 0 when unknown
+  GLint sm_count = 0;       ///< GL_NV_shader_thread_group's SM count, 0 when unknown
   GLint subgroup_size = 0;  ///< GL_KHR_shader_subgroup's (else NV warp) size, 0 when unknown
   /// GL_EXT_memory_object's device and driver UUIDs as hex, empty when unknown.
   std::string device_uuid, driver_uuid;
@@ -245,8 +245,8 @@ class GlDevice final : public DeviceImpl {
   bool spirv_path_ = false;   // modules go to the driver as SPIR-V (GL_ARB_gl_spirv and VGPU_GL_SPIRV)
   std::mutex modules_mutex_;  // guards modules_
   std::map<std::string, std::shared_ptr<const GlModule>> modules_;  // by module_key (gl_module.cpp)
-  bool shut_down_ = false;    // guarded by the live-device registry's mutex while in it (gl_device.cpp)
-  bool stopped_ = false;      // the worker ended and was joined (same guard)
+  bool shut_down_ = false;  // guarded by the live-device registry's mutex while in it (gl_device.cpp)
+  bool stopped_ = false;    // the worker ended and was joined (same guard)
 
   // Worker-thread state.
   EGLContext context_ = EGL_NO_CONTEXT;
@@ -254,7 +254,7 @@ class GlDevice final : public DeviceImpl {
   bool barrier_pending_ = false;  // a dispatch wrote SSBOs since the last glMemoryBarrier
   bool unfinished_ = false;       // GPU work issued since the last completed fence wait
   GLuint current_program_ = 0;
-  std::vector<GLuint> bound_;  // buffer bound at each SSBO binding (0: unknown/none)
+  std::vector<GLuint> bound_;          // buffer bound at each SSBO binding (0: unknown/none)
   std::vector<GLuint> bound_uniform_;  // buffer bound at each uniform-buffer binding (grows)
   GLuint params_ring_ = 0;
   GLsizeiptr params_stride_ = 0;

@@ -23,8 +23,8 @@ std::unique_ptr<BindingSetImpl> GlDevice::bind(KernelImpl& kernel, std::span<Buf
   auto list = std::make_shared<std::vector<SlotBuffer>>();
   for (std::size_t slot = 0; slot < by_slot.size(); ++slot)
     if (by_slot[slot])
-      list->push_back(SlotBuffer{static_cast<GLuint>(slot), static_cast<GlBufferImpl*>(by_slot[slot])->name,
-                                 is_uniform(slot)});
+      list->push_back(
+          SlotBuffer{static_cast<GLuint>(slot), static_cast<GlBufferImpl*>(by_slot[slot])->name, is_uniform(slot)});
   auto set = std::make_unique<GlBindingSetImpl>();
   set->buffers = std::move(list);
   return set;

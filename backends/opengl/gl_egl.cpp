@@ -65,15 +65,17 @@ bool load_egl(std::string* reason) {
     return false;
   }
   if (gladLoaderLoadEGL(EGL_NO_DISPLAY) == 0) {
-    *reason = "libEGL.so.1 was loaded but glad found no EGL 1.0 entry points in it (not an EGL library?); "
-              "check which libEGL.so.1 the library path finds first";
+    *reason =
+        "libEGL.so.1 was loaded but glad found no EGL 1.0 entry points in it (not an EGL library?); "
+        "check which libEGL.so.1 the library path finds first";
     return false;
   }
   g_client_extensions = eglQueryString(EGL_NO_DISPLAY, EGL_EXTENSIONS);
   if (g_client_extensions == nullptr || *g_client_extensions == '\0') {
-    *reason = "libEGL.so.1 reports no client extensions, so it has no EGL driver: with glvnd's libEGL, install "
-              "Mesa's libegl-mesa0 or the GPU vendor's EGL driver (glvnd looks for vendor files in "
-              "/usr/share/glvnd/egl_vendor.d, or where __EGL_VENDOR_LIBRARY_FILENAMES/_DIRS point)";
+    *reason =
+        "libEGL.so.1 reports no client extensions, so it has no EGL driver: with glvnd's libEGL, install "
+        "Mesa's libegl-mesa0 or the GPU vendor's EGL driver (glvnd looks for vendor files in "
+        "/usr/share/glvnd/egl_vendor.d, or where __EGL_VENDOR_LIBRARY_FILENAMES/_DIRS point)";
     return false;
   }
   if (!has_egl_extension(g_client_extensions, "EGL_EXT_platform_base")) {
@@ -163,7 +165,8 @@ std::string missing_display_extensions(EGLDisplay dpy) {
 EGLContext create_context(EGLDisplay dpy, int* major, int* minor, bool* reset_notification, std::string* reason) {
   *reset_notification = false;
   if (!eglBindAPI(EGL_OPENGL_API)) {  // per thread
-    *reason = "eglBindAPI(EGL_OPENGL_API) failed (" + egl_error_name(eglGetError()) + "): the EGL driver has no desktop OpenGL";
+    *reason = "eglBindAPI(EGL_OPENGL_API) failed (" + egl_error_name(eglGetError()) +
+              "): the EGL driver has no desktop OpenGL";
     return EGL_NO_CONTEXT;
   }
   // A context that learns of GPU resets (glGetGraphicsResetStatus) lets the device report a
@@ -207,7 +210,8 @@ EGLContext create_context(EGLDisplay dpy, int* major, int* minor, bool* reset_no
     tried += (tried.empty() ? "" : ", ") + std::to_string(v[0]) + "." + std::to_string(v[1]) + " (" +
              egl_error_name(error) + ")";
   }
-  if (*major != 0 && tried.empty()) tried = std::to_string(*major) + "." + std::to_string(*minor) + " (not a version vgpu tries)";
+  if (*major != 0 && tried.empty())
+    tried = std::to_string(*major) + "." + std::to_string(*minor) + " (not a version vgpu tries)";
   *reason = "no OpenGL core context could be created; tried " + tried + "; vgpu needs 4.3+ for compute shaders";
   return EGL_NO_CONTEXT;
 }

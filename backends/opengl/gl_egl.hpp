@@ -15,12 +15,12 @@ namespace vgpu::opengl {
 /// since EGL hands every caller the same display for the same device).
 struct EglDisplaySource {
   EGLDisplay display = EGL_NO_DISPLAY;
-  std::string platform;    ///< "device" (EGL_EXT_platform_device) or "surfaceless" (Mesa)
-  std::string label;       ///< for messages: "EGL device 0 (/dev/dri/renderD128)"
-  std::string node;        ///< DRM device file or render node, when the driver names one
-  bool software = false;   ///< the EGL device says it is a software renderer (EGL_MESA_device_software)
-  std::string egl_vendor;  ///< EGL_VENDOR of the display
-  std::string egl_version; ///< EGL_VERSION of the display
+  std::string platform;     ///< "device" (EGL_EXT_platform_device) or "surfaceless" (Mesa)
+  std::string label;        ///< for messages: "EGL device 0 (/dev/dri/renderD128)"
+  std::string node;         ///< DRM device file or render node, when the driver names one
+  bool software = false;    ///< the EGL device says it is a software renderer (EGL_MESA_device_software)
+  std::string egl_vendor;   ///< EGL_VENDOR of the display
+  std::string egl_version;  ///< EGL_VERSION of the display
 };
 
 /// Loads libEGL.so.1 and its client (display-less) entry points; false with *reason when

@@ -141,9 +141,9 @@ void GlDevice::choose_path(const KernelSource& source, GlModule& module) const {
   fail(ErrorCategory::not_supported,
        "kernel '" + source.name + "' cannot run on OpenGL device '" + desc_.info.name + "': its SPIR-V capability " +
            missing + " is more than the GLSL cross-compiled from it by SPIRV-Cross can express there" +
-           (module.spirv_refusal.empty() ? std::string()
-                                         : ", and the driver's GL_ARB_gl_spirv cannot take its capability " +
-                                               module.spirv_refusal) +
+           (module.spirv_refusal.empty()
+                ? std::string()
+                : ", and the driver's GL_ARB_gl_spirv cannot take its capability " + module.spirv_refusal) +
            ".",
        "run the kernel on a device whose OpenGL driver offers the extension named, or on Vulkan; or write it without "
        "that capability (vgpu-probe lists the devices).");
@@ -155,8 +155,9 @@ SpecPairs GlDevice::specialise(const KernelSource& source, const GlModule& modul
   const std::vector<shader::SpecEntry> entries =
       shader::resolve_specialization(module.reflection, options, false, source.name, &local_size);
   // What depends on the constants (local size, arrays they size) as this compile sets them.
-  kernel.reflected = entries.empty() ? module.reflection
-                                     : shader::reflect(module.source_words, module.reflection.entry, source.name, entries);
+  kernel.reflected = entries.empty()
+                         ? module.reflection
+                         : shader::reflect(module.source_words, module.reflection.entry, source.name, entries);
   kernel.reflected->local_size = local_size;
   SpecPairs out;
   out.reserve(entries.size());
@@ -194,9 +195,10 @@ GLuint GlDevice::program_from_module(const KernelSource& source, const DialectSo
     });
   }
   counters().pipeline_builds.fetch_add(1, std::memory_order_relaxed);
-  log(LogLevel::debug, "OpenGL kernel '" + source.name + "' built " +
-                           (module.via_spirv ? "from SPIR-V through GL_ARB_gl_spirv" : "from GLSL cross-compiled by SPIRV-Cross") +
-                           " (" + std::to_string(spec.size()) + " specialization constants)");
+  log(LogLevel::debug,
+      "OpenGL kernel '" + source.name + "' built " +
+          (module.via_spirv ? "from SPIR-V through GL_ARB_gl_spirv" : "from GLSL cross-compiled by SPIRV-Cross") +
+          " (" + std::to_string(spec.size()) + " specialization constants)");
   return program;
 }
 

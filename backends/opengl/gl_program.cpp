@@ -70,7 +70,7 @@ GLuint program_from_binary_w(const Bytes& payload, const std::vector<GLint>& for
   glProgramBinary(program, static_cast<GLenum>(format), payload.data() + 4, static_cast<GLsizei>(payload.size() - 4));
   GLint linked = GL_FALSE;
   glGetProgramiv(program, GL_LINK_STATUS, &linked);  // always: a refused binary only shows here
-  take_gl_error();  // GL_INVALID_ENUM/VALUE for a format or size the driver rejects
+  take_gl_error();                                   // GL_INVALID_ENUM/VALUE for a format or size the driver rejects
   if (linked == GL_TRUE) return program;
   glDeleteProgram(program);
   return 0;
@@ -159,12 +159,14 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
   const DeviceFingerprint& fp = desc_.info.fingerprint;
   // The two module paths build different programs: each keys its own binaries.
   const DeviceFingerprint key_fp =
-      module_form ? make_fingerprint({{"device", fp.text}, {"gl_form", module->via_spirv ? "spirv" : "cross_glsl"}}) : fp;
+      module_form ? make_fingerprint({{"device", fp.text}, {"gl_form", module->via_spirv ? "spirv" : "cross_glsl"}})
+                  : fp;
   KernelL2Entry l2(counters(), l2_store(), cache::EntryKind::gl_program_binary,
                    l2_binaries_ ? cache::make_kernel_key(source, code, options, key_fp) : cache::KernelKey{}, fp);
   // Mesa (22.3, llvmpipe) crashes in glGetProgramiv(GL_PROGRAM_BINARY_LENGTH) on a program
   // linked from SPIR-V: path A keeps no binaries there (Mesa's own shader cache still works).
-  const bool binaries = l2_binaries_ && !(module_form && module->via_spirv && desc_.caps.version.find("Mesa") != std::string::npos);
+  const bool binaries =
+      l2_binaries_ && !(module_form && module->via_spirv && desc_.caps.version.find("Mesa") != std::string::npos);
   const bool use_l2 = binaries && l2.enabled();
 
   if (use_l2) {

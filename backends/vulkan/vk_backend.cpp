@@ -37,7 +37,8 @@ class VulkanBackend final : public ComputeBackend {
 
   std::unique_ptr<DeviceImpl> open(std::uint32_t index) override {
     auto inst = instance();
-    if (!inst) fail(ErrorCategory::unavailable, "Vulkan is unavailable: " + reason_ + ".", "run vgpu-probe for details.");
+    if (!inst)
+      fail(ErrorCategory::unavailable, "Vulkan is unavailable: " + reason_ + ".", "run vgpu-probe for details.");
     if (index >= inst->devices().size())
       fail(ErrorCategory::invalid_argument, "there is no Vulkan device " + std::to_string(index) + ".",
            "use an index from vgpu-probe's device list.");

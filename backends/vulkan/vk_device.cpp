@@ -205,9 +205,10 @@ bool VulkanDevice::try_wait_serial(std::uint64_t serial, const Deadline& deadlin
     }
     // Bounded: a runaway kernel must not block the caller forever (VK_TIMEOUT once it passes;
     // work that has finished by then is success, however late the deadline).
-    const VkResult r = status == VK_ERROR_DEVICE_LOST ? status
-                       : fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE,
-                                             deadline.remaining_ns());
+    const VkResult r = status == VK_ERROR_DEVICE_LOST
+                           ? status
+                           : fn_.vkWaitForFences(device_, static_cast<std::uint32_t>(n), fences.data(), VK_TRUE,
+                                                 deadline.remaining_ns());
     if (r == VK_TIMEOUT) return false;
     if (r == VK_ERROR_DEVICE_LOST) {
       // A lost device's waits return in finite time and nothing of its work runs on (the

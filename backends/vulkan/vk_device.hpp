@@ -54,10 +54,10 @@ class VkKernelImpl final : public DeviceBound<KernelImpl, VulkanDevice> {
   ~VkKernelImpl() override;
   VkShaderModule module = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  VkPipelineLayout layout = VK_NULL_HANDLE;                // owned by the device's layout cache
-  std::vector<VkDescriptorSetLayout> set_layouts;          // by set number; owned by the layout cache
-  std::vector<Descriptor> descriptors;                     // ascending by binding
-  std::uint32_t push_bytes = 0;                            // pushed bytes, a multiple of 4
+  VkPipelineLayout layout = VK_NULL_HANDLE;        // owned by the device's layout cache
+  std::vector<VkDescriptorSetLayout> set_layouts;  // by set number; owned by the layout cache
+  std::vector<Descriptor> descriptors;             // ascending by binding
+  std::uint32_t push_bytes = 0;                    // pushed bytes, a multiple of 4
 };
 
 /// A descriptor set. Thread-safety: immutable after bind; freed under the call lock once no
@@ -184,8 +184,8 @@ class VulkanDevice final : public DeviceImpl {
   // try_wait_serial, or: marks the device lost and throws timeout (what: for the message).
   void wait_serial(std::uint64_t serial, const Deadline& deadline, const char* what);
   void finish(const Deadline& deadline, const char* what);  // flush, then wait for everything queued
-  bool idle() const;          // nothing in flight or waiting to be flushed
-  bool idle_pending() const;  // nothing waiting to be flushed
+  bool idle() const;                                        // nothing in flight or waiting to be flushed
+  bool idle_pending() const;                                // nothing waiting to be flushed
   // Before the device goes: flushes and waits, within timeout(), for everything queued (on a
   // lost device only for what already runs). Returns false, never throwing, when its objects
   // must be leaked: the process is exiting, or the work did not finish (the device is then
@@ -203,7 +203,7 @@ class VulkanDevice final : public DeviceImpl {
   bool yield_while_polling_ = false;  // a software device: the fence poll yields (try_wait_serial)
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   std::size_t saved_cache_bytes_ = 0;
-  std::mutex cache_save_mutex_;  // serialises pipeline-cache snapshots to L2
+  std::mutex cache_save_mutex_;                            // serialises pipeline-cache snapshots to L2
   std::uint64_t open_l2_hits_ = 0, open_l2_rejected_ = 0;  // counted before core attached counters
 
   std::mutex layout_mutex_;  // compile() runs beside other calls: guards layouts_
@@ -230,7 +230,7 @@ class VulkanDevice final : public DeviceImpl {
   VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads being recorded for the next flush
   Allocation staging_;                               // host-visible upload ring
   std::uint64_t staging_head_ = 0;
-  Allocation readback_;                              // host-visible readback area
+  Allocation readback_;  // host-visible readback area
 };
 
 }  // namespace vgpu::vulkan

@@ -104,7 +104,8 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
     if (!b.sets.empty())
       fn_.vkCmdBindDescriptorSets(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
                                   static_cast<std::uint32_t>(b.sets.size()), b.sets.data(), 0, nullptr);
-    if (k.push_bytes) fn_.vkCmdPushConstants(batch->cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, c.params.data());
+    if (k.push_bytes)
+      fn_.vkCmdPushConstants(batch->cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, c.params.data());
     fn_.vkCmdDispatch(batch->cmd, c.groups.x, c.groups.y, c.groups.z);
   }
   barrier(batch->cmd, true);  // results become visible to host reads of mapped buffers

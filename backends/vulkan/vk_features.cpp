@@ -52,32 +52,30 @@ void FeatureChain::link(std::uint32_t api_version, const std::vector<const char*
 }
 
 // The one list of which struct member each feature is, for both directions (query and enable).
-#define VGPU_VK_FEATURE_FIELDS(X, v12)                                                                           \
-  X(shader_int16, features2_.features.shaderInt16)                                                               \
-  X(shader_int64, features2_.features.shaderInt64)                                                               \
-  X(shader_float64, features2_.features.shaderFloat64)                                                           \
-  X(storage_buffer_array_dynamic_indexing, features2_.features.shaderStorageBufferArrayDynamicIndexing)          \
-  X(uniform_buffer_array_dynamic_indexing, features2_.features.shaderUniformBufferArrayDynamicIndexing)          \
-  X(storage_buffer_16, (v12 ? v11_.storageBuffer16BitAccess : s16_.storageBuffer16BitAccess))                    \
-  X(uniform_and_storage_buffer_16,                                                                               \
-    (v12 ? v11_.uniformAndStorageBuffer16BitAccess : s16_.uniformAndStorageBuffer16BitAccess))                   \
-  X(push_constant_16, (v12 ? v11_.storagePushConstant16 : s16_.storagePushConstant16))                           \
-  X(variable_pointers_storage_buffer,                                                                            \
-    (v12 ? v11_.variablePointersStorageBuffer : vp_.variablePointersStorageBuffer))                              \
-  X(variable_pointers, (v12 ? v11_.variablePointers : vp_.variablePointers))                                     \
-  X(storage_buffer_8, (v12 ? v12_.storageBuffer8BitAccess : s8_.storageBuffer8BitAccess))                        \
-  X(uniform_and_storage_buffer_8,                                                                                \
-    (v12 ? v12_.uniformAndStorageBuffer8BitAccess : s8_.uniformAndStorageBuffer8BitAccess))                      \
-  X(push_constant_8, (v12 ? v12_.storagePushConstant8 : s8_.storagePushConstant8))                               \
-  X(shader_float16, (v12 ? v12_.shaderFloat16 : f16_.shaderFloat16))                                            \
-  X(shader_int8, (v12 ? v12_.shaderInt8 : f16_.shaderInt8))                                                      \
-  X(vulkan_memory_model, (v12 ? v12_.vulkanMemoryModel : vmm_.vulkanMemoryModel))                                \
-  X(vulkan_memory_model_device_scope,                                                                            \
-    (v12 ? v12_.vulkanMemoryModelDeviceScope : vmm_.vulkanMemoryModelDeviceScope))                               \
-  X(vulkan_memory_model_chains,                                                                                  \
-    (v12 ? v12_.vulkanMemoryModelAvailabilityVisibilityChains : vmm_.vulkanMemoryModelAvailabilityVisibilityChains)) \
-  X(subgroup_extended_types, (v12 ? v12_.shaderSubgroupExtendedTypes : sub_.shaderSubgroupExtendedTypes))        \
-  X(buffer_int64_atomics, (v12 ? v12_.shaderBufferInt64Atomics : a64_.shaderBufferInt64Atomics))                 \
+#define VGPU_VK_FEATURE_FIELDS(X, v12)                                                                                \
+  X(shader_int16, features2_.features.shaderInt16)                                                                    \
+  X(shader_int64, features2_.features.shaderInt64)                                                                    \
+  X(shader_float64, features2_.features.shaderFloat64)                                                                \
+  X(storage_buffer_array_dynamic_indexing, features2_.features.shaderStorageBufferArrayDynamicIndexing)               \
+  X(uniform_buffer_array_dynamic_indexing, features2_.features.shaderUniformBufferArrayDynamicIndexing)               \
+  X(storage_buffer_16, (v12 ? v11_.storageBuffer16BitAccess : s16_.storageBuffer16BitAccess))                         \
+  X(uniform_and_storage_buffer_16,                                                                                    \
+    (v12 ? v11_.uniformAndStorageBuffer16BitAccess : s16_.uniformAndStorageBuffer16BitAccess))                        \
+  X(push_constant_16, (v12 ? v11_.storagePushConstant16 : s16_.storagePushConstant16))                                \
+  X(variable_pointers_storage_buffer, (v12 ? v11_.variablePointersStorageBuffer : vp_.variablePointersStorageBuffer)) \
+  X(variable_pointers, (v12 ? v11_.variablePointers : vp_.variablePointers))                                          \
+  X(storage_buffer_8, (v12 ? v12_.storageBuffer8BitAccess : s8_.storageBuffer8BitAccess))                             \
+  X(uniform_and_storage_buffer_8,                                                                                     \
+    (v12 ? v12_.uniformAndStorageBuffer8BitAccess : s8_.uniformAndStorageBuffer8BitAccess))                           \
+  X(push_constant_8, (v12 ? v12_.storagePushConstant8 : s8_.storagePushConstant8))                                    \
+  X(shader_float16, (v12 ? v12_.shaderFloat16 : f16_.shaderFloat16))                                                  \
+  X(shader_int8, (v12 ? v12_.shaderInt8 : f16_.shaderInt8))                                                           \
+  X(vulkan_memory_model, (v12 ? v12_.vulkanMemoryModel : vmm_.vulkanMemoryModel))                                     \
+  X(vulkan_memory_model_device_scope, (v12 ? v12_.vulkanMemoryModelDeviceScope : vmm_.vulkanMemoryModelDeviceScope))  \
+  X(vulkan_memory_model_chains,                                                                                       \
+    (v12 ? v12_.vulkanMemoryModelAvailabilityVisibilityChains : vmm_.vulkanMemoryModelAvailabilityVisibilityChains))  \
+  X(subgroup_extended_types, (v12 ? v12_.shaderSubgroupExtendedTypes : sub_.shaderSubgroupExtendedTypes))             \
+  X(buffer_int64_atomics, (v12 ? v12_.shaderBufferInt64Atomics : a64_.shaderBufferInt64Atomics))                      \
   X(shared_int64_atomics, (v12 ? v12_.shaderSharedInt64Atomics : a64_.shaderSharedInt64Atomics))
 
 FeatureChain::FeatureChain(const DeviceFeatures& f) {

@@ -71,22 +71,33 @@ std::string hex(const std::uint8_t* bytes, std::size_t n) {
 
 DeviceType device_type(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceType::discrete_gpu;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceType::integrated_gpu;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceType::virtual_gpu;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceType::software;  // lavapipe, SwiftShader
-    default: return DeviceType::other;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return DeviceType::discrete_gpu;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return DeviceType::integrated_gpu;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return DeviceType::virtual_gpu;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return DeviceType::software;  // lavapipe, SwiftShader
+    default:
+      return DeviceType::other;
   }
 }
 
 std::string vendor_name(std::uint32_t id) {
   switch (id) {
-    case 0x10DE: return "NVIDIA";
-    case 0x1002: return "AMD";
-    case 0x8086: return "Intel";
-    case 0x10005: return "Mesa";
-    case 0x13B5: return "ARM";
-    case 0x5143: return "Qualcomm";
+    case 0x10DE:
+      return "NVIDIA";
+    case 0x1002:
+      return "AMD";
+    case 0x8086:
+      return "Intel";
+    case 0x10005:
+      return "Mesa";
+    case 0x13B5:
+      return "ARM";
+    case 0x5143:
+      return "Qualcomm";
     default: {
       char buf[16];
       std::snprintf(buf, sizeof buf, "0x%04x", id);
@@ -113,7 +124,8 @@ DeviceInfo describe(const PhysicalDevice& pd, std::uint32_t index, const std::st
       device_local = std::max<std::uint64_t>(device_local, pd.memory.memoryHeaps[h].size);
   d.memory_bytes = device_local;
   const auto& l = p.limits;
-  d.limits.max_workgroup_size = {l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1], l.maxComputeWorkGroupSize[2]};
+  d.limits.max_workgroup_size = {l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1],
+                                 l.maxComputeWorkGroupSize[2]};
   d.limits.max_workgroup_invocations = l.maxComputeWorkGroupInvocations;
   d.limits.max_workgroup_count = {l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1],
                                   l.maxComputeWorkGroupCount[2]};

@@ -35,11 +35,11 @@ PFN_vkGetInstanceProcAddr load_loader(std::string* error) {
 bool load_global(InstanceFns& f, std::string* error) {
   f.vkGetInstanceProcAddr = load_loader(error);
   if (!f.vkGetInstanceProcAddr) return false;
-#define VGPU_VK_LOAD_GLOBAL(name)                                                           \
-  f.name = reinterpret_cast<PFN_##name>(f.vkGetInstanceProcAddr(VK_NULL_HANDLE, #name));   \
-  if (!f.name) {                                                                            \
+#define VGPU_VK_LOAD_GLOBAL(name)                                                            \
+  f.name = reinterpret_cast<PFN_##name>(f.vkGetInstanceProcAddr(VK_NULL_HANDLE, #name));     \
+  if (!f.name) {                                                                             \
     if (error) *error = "the Vulkan loader lacks " #name " (Vulkan 1.1 or newer is needed)"; \
-    return false;                                                                           \
+    return false;                                                                            \
   }
   VGPU_VK_GLOBAL_FNS(VGPU_VK_LOAD_GLOBAL)
 #undef VGPU_VK_LOAD_GLOBAL
@@ -48,7 +48,7 @@ bool load_global(InstanceFns& f, std::string* error) {
 
 bool load_instance(InstanceFns& f, VkInstance instance, std::string* error) {
 #define VGPU_VK_LOAD_INSTANCE(name)                                                   \
-  f.name = reinterpret_cast<PFN_##name>(f.vkGetInstanceProcAddr(instance, #name));   \
+  f.name = reinterpret_cast<PFN_##name>(f.vkGetInstanceProcAddr(instance, #name));    \
   if (!f.name) {                                                                      \
     if (error) *error = "the Vulkan instance lacks " #name " (Vulkan 1.1 is needed)"; \
     return false;                                                                     \
@@ -59,10 +59,10 @@ bool load_instance(InstanceFns& f, VkInstance instance, std::string* error) {
 }
 
 void load_device(const InstanceFns& ifns, VkDevice device, DeviceFns& f) {
-#define VGPU_VK_LOAD_DEVICE(name)                                                          \
-  f.name = reinterpret_cast<PFN_##name>(ifns.vkGetDeviceProcAddr(device, #name));         \
-  if (!f.name)                                                                             \
-    fail(ErrorCategory::unavailable, "the Vulkan driver does not provide " #name ".",      \
+#define VGPU_VK_LOAD_DEVICE(name)                                                     \
+  f.name = reinterpret_cast<PFN_##name>(ifns.vkGetDeviceProcAddr(device, #name));     \
+  if (!f.name)                                                                        \
+    fail(ErrorCategory::unavailable, "the Vulkan driver does not provide " #name ".", \
          "update the Vulkan driver, or use another backend (VGPU_BACKEND=opengl,cpu).");
   VGPU_VK_DEVICE_FNS(VGPU_VK_LOAD_DEVICE)
 #undef VGPU_VK_LOAD_DEVICE
@@ -84,7 +84,8 @@ bool process_exiting() noexcept { return g_exiting.load(); }
 const char* result_name(VkResult r) {
   switch (r) {
 #define VGPU_VK_CASE(x) \
-  case x: return #x;
+  case x:               \
+    return #x;
     VGPU_VK_CASE(VK_SUCCESS)
     VGPU_VK_CASE(VK_NOT_READY)
     VGPU_VK_CASE(VK_TIMEOUT)
@@ -105,7 +106,8 @@ const char* result_name(VkResult r) {
     VGPU_VK_CASE(VK_ERROR_INVALID_SHADER_NV)
     VGPU_VK_CASE(VK_ERROR_UNKNOWN)
 #undef VGPU_VK_CASE
-    default: return "VK_ERROR_(unrecognised)";
+    default:
+      return "VK_ERROR_(unrecognised)";
   }
 }
 
@@ -116,14 +118,16 @@ void fail_vk(VkResult r, const std::string& call) {
     case VK_ERROR_OUT_OF_DEVICE_MEMORY:
     case VK_ERROR_OUT_OF_POOL_MEMORY:
     case VK_ERROR_TOO_MANY_OBJECTS:
-      fail(ErrorCategory::out_of_memory, what, "free device buffers or use smaller ones; vgpu-probe shows device memory.");
+      fail(ErrorCategory::out_of_memory, what,
+           "free device buffers or use smaller ones; vgpu-probe shows device memory.");
     case VK_ERROR_DEVICE_LOST:
       fail(ErrorCategory::device_lost, what,
            "the GPU reset or the driver crashed: vgpu recreates the device at its next call, but data in its "
            "buffers is gone (write it again); if it recurs, check the system log (dmesg) for GPU faults.");
     case VK_ERROR_INCOMPATIBLE_DRIVER:
     case VK_ERROR_INITIALIZATION_FAILED:
-      fail(ErrorCategory::unavailable, what, "check the Vulkan driver installation (vulkaninfo), or use VGPU_BACKEND=opengl,cpu.");
+      fail(ErrorCategory::unavailable, what,
+           "check the Vulkan driver installation (vulkaninfo), or use VGPU_BACKEND=opengl,cpu.");
     default:
       fail(ErrorCategory::internal, what, "report this with the output of vgpu-probe --json.");
   }

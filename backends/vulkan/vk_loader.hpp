@@ -16,16 +16,16 @@ namespace vgpu::vulkan {
   X(vkEnumerateInstanceLayerProperties) \
   X(vkEnumerateInstanceExtensionProperties)
 
-#define VGPU_VK_INSTANCE_FNS(X)                  \
-  X(vkDestroyInstance)                           \
-  X(vkEnumeratePhysicalDevices)                  \
-  X(vkGetPhysicalDeviceProperties)               \
-  X(vkGetPhysicalDeviceProperties2)              \
-  X(vkGetPhysicalDeviceFeatures2)                \
-  X(vkEnumerateDeviceExtensionProperties)        \
-  X(vkGetPhysicalDeviceQueueFamilyProperties)    \
-  X(vkGetPhysicalDeviceMemoryProperties)         \
-  X(vkCreateDevice)                              \
+#define VGPU_VK_INSTANCE_FNS(X)               \
+  X(vkDestroyInstance)                        \
+  X(vkEnumeratePhysicalDevices)               \
+  X(vkGetPhysicalDeviceProperties)            \
+  X(vkGetPhysicalDeviceProperties2)           \
+  X(vkGetPhysicalDeviceFeatures2)             \
+  X(vkEnumerateDeviceExtensionProperties)     \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkGetPhysicalDeviceMemoryProperties)      \
+  X(vkCreateDevice)                           \
   X(vkGetDeviceProcAddr)
 
 #define VGPU_VK_DEVICE_FNS(X)      \

@@ -88,7 +88,8 @@ void VulkanDevice::destroy_buffer(Allocation& a) {
 
 std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
   // Storage buffers are padded to 16 bytes so vector loads at the tail stay in bounds.
-  Allocation a = allocate(round_up(bytes, 16), host_visible_buffers_ ? MemoryUse::shared : MemoryUse::device, kStorageUsage);
+  Allocation a =
+      allocate(round_up(bytes, 16), host_visible_buffers_ ? MemoryUse::shared : MemoryUse::device, kStorageUsage);
   if (a.mapped) std::memset(a.mapped, 0, a.size);
   auto buffer = std::make_unique<VkBufferImpl>(*this, a);
   if (!a.mapped) {
@@ -100,8 +101,7 @@ std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
   return buffer;
 }
 
-void VulkanDevice::ensure_capacity(Allocation& host, std::uint64_t bytes, MemoryUse use,
-                                          const Deadline& deadline) {
+void VulkanDevice::ensure_capacity(Allocation& host, std::uint64_t bytes, MemoryUse use, const Deadline& deadline) {
   if (host.size >= bytes) return;
   finish(deadline, "waiting for queued copies before growing the staging memory");
   const std::uint64_t size = std::max<std::uint64_t>(round_up(bytes, 1 << 20), host.size * 2);

@@ -51,8 +51,9 @@ void VulkanDevice::check_capabilities(const KernelReflection& r, const std::stri
       fail(ErrorCategory::not_supported,
            "kernel '" + name + "' declares the SPIR-V capability " + cap + ", which needs " + need + "; " +
                physical_.info.name + " does not have it.",
-           "rewrite the shader without what needs " + cap + " (vgpu-probe lists the device's features), or run it "
-           "on a device that has it (VGPU_DEVICE).");
+           "rewrite the shader without what needs " + cap +
+               " (vgpu-probe lists the device's features), or run it "
+               "on a device that has it (VGPU_DEVICE).");
 }
 
 cache::KernelKey VulkanDevice::module_key(const KernelSource& source, const DialectSource& code,
@@ -156,8 +157,8 @@ std::vector<shader::SpecEntry> VulkanDevice::interface_for(VkKernelImpl& k, cons
       if (c.id >= kReservedSpecIdFirst && c.id <= kReservedSpecIdLast && c.id > kReservedSpecIdFirst + 2)
         fail(ErrorCategory::invalid_argument,
              "GLSL kernel '" + source.name + "' declares specialization constant " + std::to_string(c.id) +
-                 ", in the range " + std::to_string(kReservedSpecIdFirst) + ".." +
-                 std::to_string(kReservedSpecIdLast) + " that vgpu keeps for itself.",
+                 ", in the range " + std::to_string(kReservedSpecIdFirst) + ".." + std::to_string(kReservedSpecIdLast) +
+                 " that vgpu keeps for itself.",
              "give the kernel's own constants constant_id values below " + std::to_string(kReservedSpecIdFirst) + ".");
     CompileOptions o = options;
     o.workgroup_size = options.workgroup_size_or_default();
@@ -173,14 +174,14 @@ std::vector<shader::SpecEntry> VulkanDevice::interface_for(VkKernelImpl& k, cons
   KernelReflection r = shader::reflect(words, entry, source.name, spec);
   r.local_size = size;
   for (const ReflectedBinding& b : r.bindings) {
-    if (!source.bindings.empty() &&
-        std::none_of(source.bindings.begin(), source.bindings.end(),
-                     [&](const BindingDecl& d) { return d.slot == b.binding; }))
+    if (!source.bindings.empty() && std::none_of(source.bindings.begin(), source.bindings.end(),
+                                                 [&](const BindingDecl& d) { return d.slot == b.binding; }))
       fail(ErrorCategory::invalid_argument,
            "kernel '" + source.name + "' uses binding " + std::to_string(b.binding) + " ('" + b.name +
                "'), which its KernelSource::bindings does not declare.",
-           "declare slot " + std::to_string(b.binding) + " in KernelSource::bindings, or declare none and let vgpu "
-           "take the shader's own bindings.");
+           "declare slot " + std::to_string(b.binding) +
+               " in KernelSource::bindings, or declare none and let vgpu "
+               "take the shader's own bindings.");
     k.descriptors.push_back({b.set, b.binding,
                              b.kind == ResourceKind::uniform_buffer ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
                                                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER});

@@ -16,8 +16,7 @@ constexpr const char* kLayer = "VK_LAYER_KHRONOS_validation";
 
 // Every message is an error line, so that a test (or a user) sees it whatever the threshold;
 // the tests fail on any line that starts with "Vulkan validation:".
-VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT,
-                                          VkDebugUtilsMessageTypeFlagsEXT,
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
                                           const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
   log(LogLevel::error, std::string("Vulkan validation: ") + (data && data->pMessage ? data->pMessage : "(no text)"));
   return VK_FALSE;  // the call goes on as the application made it
@@ -79,8 +78,9 @@ VkDebugUtilsMessengerEXT create_messenger(InstanceFns& fns, VkInstance instance,
   VkDebugUtilsMessengerEXT m = VK_NULL_HANDLE;
   if (!fns.vkCreateDebugUtilsMessengerEXT ||
       fns.vkCreateDebugUtilsMessengerEXT(instance, &setup.messenger_info, nullptr, &m) != VK_SUCCESS) {
-    log(LogLevel::warn, "VGPU_VULKAN_VALIDATION=1, but the validation messenger could not be created: messages go "
-                        "to the layer's own output. Fix: update the Vulkan validation layer.");
+    log(LogLevel::warn,
+        "VGPU_VULKAN_VALIDATION=1, but the validation messenger could not be created: messages go "
+        "to the layer's own output. Fix: update the Vulkan validation layer.");
     return VK_NULL_HANDLE;
   }
   return m;

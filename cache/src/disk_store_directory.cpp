@@ -120,8 +120,8 @@ std::optional<DiskEntryInfo> inspect(EntryKind kind, const OpenedDir& dir, const
   if (f) {
     info.file_bytes = static_cast<std::uint64_t>(opened.st_size);
     std::vector<std::uint8_t> payload;
-    const auto header = detail::check_entry(f.get(), info.file_bytes, kind, *KernelKey::from_hex(info.key_hex),
-                                            nullptr, verify ? &payload : nullptr, why);
+    const auto header = detail::check_entry(f.get(), info.file_bytes, kind, *KernelKey::from_hex(info.key_hex), nullptr,
+                                            verify ? &payload : nullptr, why);
     if (header) {
       info.payload_bytes = header->payload_bytes;
       info.cost_us = header->cost_us;

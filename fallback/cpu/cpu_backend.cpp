@@ -141,8 +141,8 @@ class CpuBackend final : public ComputeBackend {
   std::unique_ptr<DeviceImpl> open(std::uint32_t index) override {
     if (index >= count())
       fail(ErrorCategory::invalid_argument,
-           "the CPU backend has " + std::to_string(count()) + " device(s) (cpu:0 ... cpu:" + std::to_string(count() - 1) +
-               "); cpu:" + std::to_string(index) + " does not exist.",
+           "the CPU backend has " + std::to_string(count()) + " device(s) (cpu:0 ... cpu:" +
+               std::to_string(count() - 1) + "); cpu:" + std::to_string(index) + " does not exist.",
            count() == 1 ? "use VGPU_DEVICE=cpu:0 (the CPU backend spreads work over every core itself), or set "
                           "VGPU_CPU_DEVICES for several logical CPU devices."
                         : "use an index below VGPU_CPU_DEVICES, or raise it.");

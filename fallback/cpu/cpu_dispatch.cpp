@@ -117,7 +117,8 @@ void run_dispatch(const DispatchCommand& cmd, detail::CpuDispatchControl& contro
       fail(ErrorCategory::internal, "CPU built-in kernel '" + kernel.name() + "' threw: " + e.what() + ".",
            "this is a vgpu bug; please report it with the shapes used.");
     fail(ErrorCategory::invalid_argument, "CPU kernel '" + kernel.name() + "' threw: " + e.what() + ".",
-         "fix the kernel body (the kernel's callable (KernelSource::add_cpu)); throw vgpu::Error to report an expected failure.");
+         "fix the kernel body (the kernel's callable (KernelSource::add_cpu)); throw vgpu::Error to report an expected "
+         "failure.");
   } catch (...) {
     fail(kernel.is_builtin() ? ErrorCategory::internal : ErrorCategory::invalid_argument,
          "CPU kernel '" + kernel.name() + "' threw an exception that is not a std::exception.",

@@ -20,9 +20,12 @@ struct Row {
   std::uint64_t per_x, per_y;
 };
 
-constexpr Row kRows[] = {{"matmul", 0, 0}, {"axpy", kElementsPerGroup, 1},
-                         {"add", kElementsPerGroup, 1},          {"mul", kElementsPerGroup, 1},
-                         {"reduce_sum", kReduceBlock, 1},       {"softmax_rows", 1, 1}};
+constexpr Row kRows[] = {{"matmul", 0, 0},
+                         {"axpy", kElementsPerGroup, 1},
+                         {"add", kElementsPerGroup, 1},
+                         {"mul", kElementsPerGroup, 1},
+                         {"reduce_sum", kReduceBlock, 1},
+                         {"softmax_rows", 1, 1}};
 
 class CpuOpTuner final : public OpTuner {
  public:

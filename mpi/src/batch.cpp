@@ -215,7 +215,8 @@ std::vector<std::vector<float>> run_batch(MPI_Comm user_comm, const std::string&
       for (const Tensor& t : tensors)
         if (t.in) in.push_back(&t);
       if (inputs.size() != in.size())
-        problem = "got " + std::to_string(inputs.size()) + " input buffers; " + op + " takes " + std::to_string(in.size());
+        problem =
+            "got " + std::to_string(inputs.size()) + " input buffers; " + op + " takes " + std::to_string(in.size());
       else {
         count = inputs[0]->size() / in[0]->elements();
         for (std::size_t i = 0; i < in.size() && problem.empty(); ++i)
@@ -234,7 +235,8 @@ std::vector<std::vector<float>> run_batch(MPI_Comm user_comm, const std::string&
     detail::check(MPI_Ibcast(header.data(), 7, MPI_UINT64_T, root, comm, &r), name + ": MPI_Ibcast");
     detail::wait(r, deadline, name + ": waiting for the root's batch (MPI_Ibcast)");
     if (rank != root && shape_from_root && header[0] == 1) {
-      shape.assign(header.begin() + 4, header.begin() + 4 + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(header[3], 3)));
+      shape.assign(header.begin() + 4,
+                   header.begin() + 4 + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(header[3], 3)));
       check_shape();
     } else if (rank != root && problem.empty() && header[2] != hash_of(op, shape))
       problem = "this rank's op and shape differ from the root's";
@@ -245,14 +247,18 @@ std::vector<std::vector<float>> run_batch(MPI_Comm user_comm, const std::string&
     std::array<double, 2> mine{problem.empty() ? 0.0 : 1.0,
                                ok_here && measured ? measured_speed(where, op, shape, options) : 0.0};
     std::vector<double> all(2 * static_cast<std::size_t>(size));
-    detail::check(MPI_Iallgather(mine.data(), 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm, &r), name + ": MPI_Iallgather");
+    detail::check(MPI_Iallgather(mine.data(), 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm, &r),
+                  name + ": MPI_Iallgather");
     detail::wait(r, deadline, name + ": exchanging the ranks' checks and speeds (MPI_Iallgather)");
     for (int i = 0; i < size; ++i)
       if (all[2 * i] != 0 || header[0] == 0) {
         const int bad = header[0] == 0 ? root : i;
         throw Error(ErrorCategory::invalid_argument,
                     "vgpu::mpi::" + name + ": " +
-                        (!problem.empty() ? problem : "rank " + std::to_string(bad) + "'s batch or arguments are invalid (see its error)") + ".",
+                        (!problem.empty()
+                             ? problem
+                             : "rank " + std::to_string(bad) + "'s batch or arguments are invalid (see its error)") +
+                        ".",
                     "pass the root one buffer per input tensor, each a whole number of entries of the op's shape, and "
                     "the same op, shape and options on every rank.");
       }
@@ -264,7 +270,8 @@ std::vector<std::vector<float>> run_batch(MPI_Comm user_comm, const std::string&
     const std::vector<int> counts = shares(speeds, static_cast<int>(count), measured);
     std::vector<int> displs(size, 0);
     for (int i = 1; i < size; ++i) displs[i] = displs[i - 1] + counts[i - 1];
-    if (options.report) *options.report = BatchReport{counts, measured ? speeds : std::vector<double>(size, 0.0), measured};
+    if (options.report)
+      *options.report = BatchReport{counts, measured ? speeds : std::vector<double>(size, 0.0), measured};
     const int share = counts[rank];
     std::vector<std::vector<float>> mine_t(tensors.size());  // this rank's share, per tensor
     std::vector<std::unique_ptr<TensorType>> types;
@@ -301,8 +308,9 @@ std::vector<std::vector<float>> run_batch(MPI_Comm user_comm, const std::string&
     if (worst[0] != 0)
       throw Error(ErrorCategory::unavailable,
                   "vgpu::mpi::" + name + ": rank " + std::to_string(worst[1]) + "'s share of the batch failed.",
-                  "see rank " + std::to_string(worst[1]) + "'s error; rerun with that rank's device fixed or excluded "
-                  "(VGPU_DEVICE, VGPU_BACKEND).");
+                  "see rank " + std::to_string(worst[1]) +
+                      "'s error; rerun with that rank's device fixed or excluded "
+                      "(VGPU_DEVICE, VGPU_BACKEND).");
 
     // 6. The outputs to the root.
     std::vector<std::vector<float>> outputs;
@@ -344,7 +352,8 @@ std::vector<std::vector<float>> call_batch(MPI_Comm comm, KernelDatabase& db, co
       std::vector<TensorArg> args;
       for (std::size_t t = 0; t < tensors.size(); ++t) {
         float* at = base[t] + tensors[t].elements() * i;
-        args.push_back(tensors[t].out ? TensorArg(at, tensors[t].shape) : TensorArg(static_cast<const float*>(at), tensors[t].shape));
+        args.push_back(tensors[t].out ? TensorArg(at, tensors[t].shape)
+                                      : TensorArg(static_cast<const float*>(at), tensors[t].shape));
       }
       db.call(op, shape, args);
     }
@@ -380,7 +389,9 @@ std::vector<Matrix> matmul_batch(MPI_Comm comm, Cache& cache, const std::vector<
   const bool is_root = rank == options.root;  // only the root's batch counts; the others take its shape
   Runner where;
   where.name = "matmul_batch";
-  where.runtime = options.runtime ? options.runtime : cache.devices() ? &cache.devices()->runtime() : &Runtime::global();
+  where.runtime = options.runtime   ? options.runtime
+                  : cache.devices() ? &cache.devices()->runtime()
+                                    : &Runtime::global();
   where.device = cache.device();
   if (cache.devices()) where.devices = cache.devices()->ids();
   where.run = [&](const Shape& s, int entries, const std::vector<float*>& p) {
@@ -388,7 +399,8 @@ std::vector<Matrix> matmul_batch(MPI_Comm comm, Cache& cache, const std::vector<
                n = static_cast<std::uint32_t>(s[2]);
     if (!cache.devices()) {
       for (int i = 0; i < entries; ++i)
-        cache.matmul(p[0] + std::size_t{m} * k * i, p[1] + std::size_t{k} * n * i, p[2] + std::size_t{m} * n * i, m, k, n);
+        cache.matmul(p[0] + std::size_t{m} * k * i, p[1] + std::size_t{k} * n * i, p[2] + std::size_t{m} * n * i, m, k,
+                     n);
       return;
     }
     // Over a DeviceSet: the rank's share is itself spread over its devices (Cache::matmul_batch).

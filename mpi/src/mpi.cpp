@@ -68,11 +68,10 @@ Device pick_device(Runtime& runtime, MPI_Comm comm) {
 std::string WarmUpReport::to_string() const {
   std::ostringstream s;
   s << "leader=" << leader << " groups=" << groups << " compiling_ranks=" << compiling_ranks
-    << " source_compiles=" << local.source_compiles << " l2_hits=" << local.l2_hits
-    << " calibrations=" << calibrations << " job_source_compiles=" << job_source_compiles
-    << " job_calibrations=" << job_calibrations << " bundle_bytes=" << bundle_bytes
-    << " bundle_bytes_received=" << bundle_bytes_received << " job_bundle_bytes=" << job_bundle_bytes
-    << " seconds=" << seconds;
+    << " source_compiles=" << local.source_compiles << " l2_hits=" << local.l2_hits << " calibrations=" << calibrations
+    << " job_source_compiles=" << job_source_compiles << " job_calibrations=" << job_calibrations
+    << " bundle_bytes=" << bundle_bytes << " bundle_bytes_received=" << bundle_bytes_received
+    << " job_bundle_bytes=" << job_bundle_bytes << " seconds=" << seconds;
   return s.str();
 }
 
@@ -119,7 +118,8 @@ std::filesystem::path temp_bundle(int rank) {
 }
 
 // Broadcasts bytes from root in chunks that fit an int count.
-void bcast_bytes(std::vector<char>& bytes, int root, MPI_Comm comm, Clock::time_point deadline, const std::string& what) {
+void bcast_bytes(std::vector<char>& bytes, int root, MPI_Comm comm, Clock::time_point deadline,
+                 const std::string& what) {
   constexpr std::size_t kChunk = std::size_t{1} << 30;
   for (std::size_t at = 0; at < bytes.size(); at += kChunk) {
     const int n = static_cast<int>(std::min(kChunk, bytes.size() - at));
@@ -154,7 +154,8 @@ WarmUpReport warm_up(MPI_Comm user_comm, Runtime& runtime, const std::vector<War
                                       config.cache_enabled ? 0 : kFlagCacheDisabled};
     std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size));
     MPI_Request r = MPI_REQUEST_NULL;
-    check(MPI_Iallgather(mine.data(), 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm, &r), "warm_up: MPI_Iallgather");
+    check(MPI_Iallgather(mine.data(), 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm, &r),
+          "warm_up: MPI_Iallgather");
     detail::wait(r, deadline, "warm_up: exchanging cache directories (MPI_Iallgather)");
     for (int i = 0; i < size; ++i)
       if (all[2 * i + 1] & kFlagCacheDisabled)
@@ -233,18 +234,19 @@ WarmUpReport warm_up(MPI_Comm user_comm, Runtime& runtime, const std::vector<War
         if (rank != 0 && header[0]) report.bundle_bytes_received = header[1];
       }
       if (receives && header[0] == 0 && rank != 0)
-        failure = std::make_exception_ptr(Error(
-            ErrorCategory::unavailable,
-            "vgpu::mpi::warm_up: rank 0 failed to warm up the cache: " + std::string(bytes.begin(), bytes.end()),
-            "fix rank 0's error (above), then rerun the job."));
+        failure = std::make_exception_ptr(
+            Error(ErrorCategory::unavailable,
+                  "vgpu::mpi::warm_up: rank 0 failed to warm up the cache: " + std::string(bytes.begin(), bytes.end()),
+                  "fix rank 0's error (above), then rerun the job."));
       if (report.leader && rank != 0 && !failure && leader != 0) {
         try {
           const std::filesystem::path file = temp_bundle(rank);
           {
             std::ofstream out(file, std::ios::binary);
             out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-            if (!out) throw Error(ErrorCategory::io, "vgpu::mpi::warm_up: cannot write " + file.string() + ".",
-                                  "make the temp directory (TMPDIR) writable and give it room for the bundle.");
+            if (!out)
+              throw Error(ErrorCategory::io, "vgpu::mpi::warm_up: cannot write " + file.string() + ".",
+                          "make the temp directory (TMPDIR) writable and give it room for the bundle.");
           }
           std::vector<DeviceFingerprint> local;
           for (const DeviceInfo& d : runtime.devices()) local.push_back(d.fingerprint);
@@ -273,7 +275,8 @@ WarmUpReport warm_up(MPI_Comm user_comm, Runtime& runtime, const std::vector<War
     } else {
       std::uint64_t status[2] = {0, 0};
       check(MPI_Irecv(status, 2, MPI_UINT64_T, leader, kTagStatus, comm, &r), "warm_up: MPI_Irecv");
-      detail::wait(r, deadline, "warm_up: waiting for rank " + std::to_string(leader) + " to warm the cache (MPI_Irecv)");
+      detail::wait(r, deadline,
+                   "warm_up: waiting for rank " + std::to_string(leader) + " to warm the cache (MPI_Irecv)");
       std::string text(status[1], '\0');
       check(MPI_Irecv(text.data(), static_cast<int>(text.size()), MPI_CHAR, leader, kTagText, comm, &r),
             "warm_up: MPI_Irecv");

@@ -17,8 +17,7 @@ std::string text(py::handle h) { return py::str(h).cast<std::string>(); }
 std::string describe(py::handle obj) {
   if (py::isinstance<py::array>(obj)) {
     const py::array a = py::reinterpret_borrow<py::array>(obj);
-    return "a numpy array of dtype " + text(a.dtype()) + " and shape " +
-           text(obj.attr("shape"));
+    return "a numpy array of dtype " + text(a.dtype()) + " and shape " + text(obj.attr("shape"));
   }
   return "a " + text(obj.get_type().attr("__name__"));
 }
@@ -31,18 +30,24 @@ bool convertible_kind(char kind) { return kind == 'f' || kind == 'i' || kind == 
 
 const char* numpy_name(DType d) {
   switch (d) {
-    case DType::f32: return "float32";
-    case DType::i32: return "int32";
-    case DType::u32: return "uint32";
+    case DType::f32:
+      return "float32";
+    case DType::i32:
+      return "int32";
+    case DType::u32:
+      return "uint32";
   }
   return "?";
 }
 
 py::dtype numpy_dtype(DType d) {
   switch (d) {
-    case DType::f32: return py::dtype::of<float>();
-    case DType::i32: return py::dtype::of<std::int32_t>();
-    case DType::u32: return py::dtype::of<std::uint32_t>();
+    case DType::f32:
+      return py::dtype::of<float>();
+    case DType::i32:
+      return py::dtype::of<std::int32_t>();
+    case DType::u32:
+      return py::dtype::of<std::uint32_t>();
   }
   fail(ErrorCategory::internal, "numpy_dtype: unknown vgpu dtype.", "Report this vgpu bug.");
 }
@@ -68,17 +73,21 @@ py::array input_array(py::handle obj, DType d, std::string_view what) {
     if (!convertible_kind(kind))
       fail(ErrorCategory::invalid_argument,
            std::string(what) + " is " + describe(obj) + "; vgpu does not convert " +
-               (kind == 'b' ? "bool" : kind == 'c' ? "complex" : "non-numeric") + " arrays to " + numpy_name(d) + ".",
+               (kind == 'b'   ? "bool"
+                : kind == 'c' ? "complex"
+                              : "non-numeric") +
+               " arrays to " + numpy_name(d) + ".",
            std::string("Convert it yourself (e.g. ") + std::string(what) + ".astype(numpy." + numpy_name(d) +
                ")) or pass a real numeric array.");
   }
   // One conversion, numpy's own (as py::array_t<T, c_style | forcecast> does), which also
   // takes lists, tuples and scalars.
   auto& api = py::detail::npy_api::get();
-  PyObject* converted = api.PyArray_FromAny_(
-      obj.ptr(), py::dtype(want).release().ptr(), 0, 0,
-      static_cast<int>(py::detail::npy_api::NPY_ARRAY_ENSUREARRAY_) | static_cast<int>(py::array::c_style) |
-          static_cast<int>(py::array::forcecast), nullptr);
+  PyObject* converted =
+      api.PyArray_FromAny_(obj.ptr(), py::dtype(want).release().ptr(), 0, 0,
+                           static_cast<int>(py::detail::npy_api::NPY_ARRAY_ENSUREARRAY_) |
+                               static_cast<int>(py::array::c_style) | static_cast<int>(py::array::forcecast),
+                           nullptr);
   if (!converted) {
     py::error_already_set numpy_error;
     fail(ErrorCategory::invalid_argument,
@@ -99,12 +108,13 @@ py::array output_array(py::handle obj, DType d, std::string_view what) {
   py::array a = py::reinterpret_borrow<py::array>(obj);
   if (!a.dtype().equal(numpy_dtype(d)))
     fail(ErrorCategory::invalid_argument,
-         std::string(what) + " is an output of dtype " + text(a.dtype()) + " but the kernel writes " +
-             dtn + " (outputs are never converted).",
+         std::string(what) + " is an output of dtype " + text(a.dtype()) + " but the kernel writes " + dtn +
+             " (outputs are never converted).",
          "Pass an array of dtype " + dtn + ", e.g. numpy.empty(shape, dtype=numpy." + dtn + ").");
   if (!(a.flags() & py::array::c_style))
     fail(ErrorCategory::invalid_argument,
-         std::string(what) + " is an output but not C-contiguous (a transposed or sliced view); vgpu writes "
+         std::string(what) +
+             " is an output but not C-contiguous (a transposed or sliced view); vgpu writes "
              "results straight into the array's memory.",
          "Pass a C-contiguous array (numpy.ascontiguousarray, or numpy.empty(shape, dtype=numpy." + dtn +
              ")) and copy it into the view afterwards.");
@@ -116,7 +126,8 @@ py::array output_array(py::handle obj, DType d, std::string_view what) {
 
 Shape shape_of(const py::array& a) {
   Shape shape(static_cast<std::size_t>(a.ndim()));
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) shape[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(a.shape(i));
+  for (py::ssize_t i = 0; i < a.ndim(); ++i)
+    shape[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(a.shape(i));
   return shape;
 }
 

@@ -54,7 +54,8 @@ std::pair<std::uint64_t, std::uint64_t> matrix_dims(const py::array& a, const ch
          std::string("matmul: ") + name + " has " + std::to_string(a.ndim()) + " dimension" +
              (a.ndim() == 1 ? "" : "s") + " (shape " + py::str(a.attr("shape")).cast<std::string>() +
              "); Cache.matmul multiplies 2-D matrices.",
-         std::string("Pass a 2-D array (e.g. ") + name + ".reshape(rows, cols)); for a batch, call matmul once per matrix.");
+         std::string("Pass a 2-D array (e.g. ") + name +
+             ".reshape(rows, cols)); for a batch, call matmul once per matrix.");
   const auto r = static_cast<std::uint64_t>(a.shape(0)), c = static_cast<std::uint64_t>(a.shape(1));
   if (r == 0 || c == 0)
     fail(ErrorCategory::invalid_argument,
@@ -138,13 +139,13 @@ void bind_cache(py::module_& m) {
           },
           "The ids of the device set the cache spreads over, or None for a one-device cache.")
       .def(
-          "multi_stats",
-          [](const Cache& c) { return multi_stats_dict(c.multi_stats()); },
+          "multi_stats", [](const Cache& c) { return multi_stats_dict(c.multi_stats()); },
           "Returns what spreading over the set did: batches, splits, unsplit, failures, rerun_items, "
           "last_shares, items (per device) and last_failures.")
-      .def_property("split_min_work", &Cache::split_min_work,
-                    [](Cache& c, py::handle work) { c.set_split_min_work(uint_arg(work, "split_min_work")); },
-                    "matmul work (M·K·N) from which matmul splits the rows of C over the set (0: always).")
+      .def_property(
+          "split_min_work", &Cache::split_min_work,
+          [](Cache& c, py::handle work) { c.set_split_min_work(uint_arg(work, "split_min_work")); },
+          "matmul work (M·K·N) from which matmul splits the rows of C over the set (0: always).")
       .def(
           "matmul",
           [](Cache& cache, py::handle a_obj, py::handle b_obj, py::object out) {
@@ -188,8 +189,10 @@ void bind_cache(py::module_& m) {
           "object arrays are refused. out must be a writeable, C-contiguous float32 array of shape (M, N) "
           "(never converted). Wrong dimensions, A's columns != B's rows or an empty matrix raise "
           "vgpu.InvalidArgument; the Cache stays usable.")
-      .def("report", &Cache::report, "Returns \"VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches\".")
-      .def_property_readonly("compiles", &Cache::compiles, "How many calls had to build a persistent kernel (a new shape).")
+      .def("report", &Cache::report,
+           "Returns \"VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches\".")
+      .def_property_readonly("compiles", &Cache::compiles,
+                             "How many calls had to build a persistent kernel (a new shape).")
       .def_property_readonly("hits", &Cache::hits, "How many calls reused a persistent kernel.")
       .def_property_readonly("dispatches", &Cache::dispatches,
                              "How many matmuls ran (each is one dispatch: the matmul plan has one step).")
@@ -200,16 +203,16 @@ void bind_cache(py::module_& m) {
       .def_property_readonly("evictions", &Cache::evictions,
                              "How many persistent kernels the bounds evicted (least recently used shapes; "
                              "VGPU_PERSISTENT_CAPACITY, VGPU_PERSISTENT_MAX_BYTES).")
-      .def_property_readonly("device", [](const Cache& c) { return device_or_none(c.device()); },
-                             "The device the cache runs on (a vgpu.Device; with selection the device of the last "
-                             "call, None before the first).")
+      .def_property_readonly(
+          "device", [](const Cache& c) { return device_or_none(c.device()); },
+          "The device the cache runs on (a vgpu.Device; with selection the device of the last "
+          "call, None before the first).")
       .def("__repr__", [](const Cache& c) {
         const Device d = c.device();
         return "Cache(device=" + (d ? repr_str(d.info().id()) : std::string("None")) +
                ", compiles=" + std::to_string(c.compiles()) + ", hits=" + std::to_string(c.hits()) +
                ", dispatches=" + std::to_string(c.dispatches()) + ")";
       });
-
 
   py::class_<KernelDatabase>(m, "KernelDatabase",
                              "Persistent kernels looked up by (kernel id, shape), the seed's KernelDatabase: "
@@ -266,9 +269,10 @@ void bind_cache(py::module_& m) {
           py::arg("kernel_id") = py::none(),
           "Drops every kernel built for kernel_id (None: every kernel). Kernels already returned by get() stay "
           "usable; the next get() builds again.")
-      .def_property_readonly("device", [](const KernelDatabase& db) { return device_or_none(db.device()); },
-                             "The device kernels are built on (with selection: the device of the last get(), "
-                             "None before the first).")
+      .def_property_readonly(
+          "device", [](const KernelDatabase& db) { return device_or_none(db.device()); },
+          "The device kernels are built on (with selection: the device of the last get(), "
+          "None before the first).")
       .def_property_readonly("selects", &KernelDatabase::selects,
                              "True when devices are selected per (id, shape) rather than fixed.")
       .def("__repr__", [](const KernelDatabase& db) {

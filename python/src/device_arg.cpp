@@ -43,8 +43,7 @@ Device device_arg(py::handle obj, std::string_view what) {
     return Runtime::global().open(id);
   }
   fail(ErrorCategory::invalid_argument,
-       std::string(what) + " is a " + py::str(obj.get_type().attr("__name__")).cast<std::string>() +
-           ", not a device.",
+       std::string(what) + " is a " + py::str(obj.get_type().attr("__name__")).cast<std::string>() + ", not a device.",
        "Pass a vgpu.Device (vgpu.open()), a vgpu.DeviceInfo (vgpu.devices()), an id such as \"cpu:0\" or "
        "\"vulkan:0\", or None.");
 }

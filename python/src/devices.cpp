@@ -63,56 +63,75 @@ std::optional<T> known(const T& value) {
 }
 
 std::string info_repr(const DeviceInfo& i) {
-  return "DeviceInfo(" + repr_str(i.id()) + ", " + repr_str(i.name) + ", type=" +
-         repr_str(std::string(to_string(i.type))) + ")";
+  return "DeviceInfo(" + repr_str(i.id()) + ", " + repr_str(i.name) +
+         ", type=" + repr_str(std::string(to_string(i.type))) + ")";
 }
 
 // The DeviceInfo attributes, shared by vgpu.DeviceInfo and vgpu.Device (which reads them from
 // its info()).
 template <class Class, class Get>
 void add_info_properties(Class& c, Get get) {
-  c.def_property_readonly("id", [get](const typename Class::type& x) { return get(x).id(); },
-                          "\"backend:index\", the form VGPU_DEVICE and vgpu.open() accept.");
-  c.def_property_readonly("backend", [get](const typename Class::type& x) { return std::string(to_string(get(x).backend)); },
-                          "The backend: \"cuda\", \"vulkan\", \"opengl\" or \"cpu\".");
-  c.def_property_readonly("index", [get](const typename Class::type& x) { return get(x).index; },
-                          "Index within its backend, as in VGPU_DEVICE=vulkan:1.");
-  c.def_property_readonly("name", [get](const typename Class::type& x) { return get(x).name; }, "The device's name.");
-  c.def_property_readonly("vendor", [get](const typename Class::type& x) { return get(x).vendor; }, "The vendor.");
-  c.def_property_readonly("type", [get](const typename Class::type& x) { return std::string(to_string(get(x).type)); },
-                          "What sort of hardware it is: \"discrete_gpu\", \"integrated_gpu\", \"virtual_gpu\", "
-                          "\"software\", \"cpu\" or \"other\" (selection ranks by this, never by name).");
-  c.def_property_readonly("kind", [get](const typename Class::type& x) { return std::string(to_string(get(x).type)); },
-                          "Same as type.");
-  c.def_property_readonly("driver_version", [get](const typename Class::type& x) { return get(x).driver_version; },
-                          "The driver's version.");
-  c.def_property_readonly("api_version", [get](const typename Class::type& x) { return get(x).api_version; },
-                          "The compute API's version.");
+  c.def_property_readonly(
+      "id", [get](const typename Class::type& x) { return get(x).id(); },
+      "\"backend:index\", the form VGPU_DEVICE and vgpu.open() accept.");
+  c.def_property_readonly(
+      "backend", [get](const typename Class::type& x) { return std::string(to_string(get(x).backend)); },
+      "The backend: \"cuda\", \"vulkan\", \"opengl\" or \"cpu\".");
+  c.def_property_readonly(
+      "index", [get](const typename Class::type& x) { return get(x).index; },
+      "Index within its backend, as in VGPU_DEVICE=vulkan:1.");
+  c.def_property_readonly(
+      "name", [get](const typename Class::type& x) { return get(x).name; }, "The device's name.");
+  c.def_property_readonly(
+      "vendor", [get](const typename Class::type& x) { return get(x).vendor; }, "The vendor.");
+  c.def_property_readonly(
+      "type", [get](const typename Class::type& x) { return std::string(to_string(get(x).type)); },
+      "What sort of hardware it is: \"discrete_gpu\", \"integrated_gpu\", \"virtual_gpu\", "
+      "\"software\", \"cpu\" or \"other\" (selection ranks by this, never by name).");
+  c.def_property_readonly(
+      "kind", [get](const typename Class::type& x) { return std::string(to_string(get(x).type)); }, "Same as type.");
+  c.def_property_readonly(
+      "driver_version", [get](const typename Class::type& x) { return get(x).driver_version; },
+      "The driver's version.");
+  c.def_property_readonly(
+      "api_version", [get](const typename Class::type& x) { return get(x).api_version; }, "The compute API's version.");
   // Unknown values are None, as they are null in `python3 -m vgpu --json` and vgpu-probe's JSON.
-  c.def_property_readonly("memory_bytes", [get](const typename Class::type& x) { return known(get(x).memory_bytes); },
-                          "Device memory in bytes, or None when the driver does not tell.");
-  c.def_property_readonly("compute_units", [get](const typename Class::type& x) { return known(get(x).compute_units); },
-                          "Compute units (SMs, cores), or None when the driver does not tell.");
-  c.def_property_readonly("vendor_id", [get](const typename Class::type& x) { return get(x).vendor_id; },
-                          "PCI vendor id (on Vulkan maybe a Khronos id, 0x10005 = Mesa), or None when unknown.");
-  c.def_property_readonly("device_id", [get](const typename Class::type& x) { return get(x).device_id; },
-                          "PCI device id, or None when unknown.");
-  c.def_property_readonly("device_uuid", [get](const typename Class::type& x) { return known(get(x).device_uuid); },
-                          "The device UUID as 32 hex digits, or None when unknown.");
-  c.def_property_readonly("driver_uuid", [get](const typename Class::type& x) { return known(get(x).driver_uuid); },
-                          "The driver UUID as 32 hex digits, or None when unknown.");
-  c.def_property_readonly("subgroup_size", [get](const typename Class::type& x) { return get(x).subgroup_size; },
-                          "Subgroup (CUDA: warp) size, or None when unknown.");
-  c.def_property_readonly("limits", [get](const typename Class::type& x) { return limits_dict(get(x).limits); },
-                          "The compute limits validation and selection rely on, as a dict.");
-  c.def_property_readonly("features", [get](const typename Class::type& x) { return get(x).features; },
-                          "Optional features the device has.");
-  c.def_property_readonly("dialects", [get](const typename Class::type& x) { return get(x).dialects; },
-                          "Source dialects it compiles, preferred first.");
-  c.def_property_readonly("fingerprint", [get](const typename Class::type& x) { return get(x).fingerprint.hex(); },
-                          "The device + driver + cache format identity (16 hex digits) cache keys include.");
-  c.def_property_readonly("fingerprint_text", [get](const typename Class::type& x) { return get(x).fingerprint.text; },
-                          "The \"key=value;...\" text the fingerprint hashes.");
+  c.def_property_readonly(
+      "memory_bytes", [get](const typename Class::type& x) { return known(get(x).memory_bytes); },
+      "Device memory in bytes, or None when the driver does not tell.");
+  c.def_property_readonly(
+      "compute_units", [get](const typename Class::type& x) { return known(get(x).compute_units); },
+      "Compute units (SMs, cores), or None when the driver does not tell.");
+  c.def_property_readonly(
+      "vendor_id", [get](const typename Class::type& x) { return get(x).vendor_id; },
+      "PCI vendor id (on Vulkan maybe a Khronos id, 0x10005 = Mesa), or None when unknown.");
+  c.def_property_readonly(
+      "device_id", [get](const typename Class::type& x) { return get(x).device_id; },
+      "PCI device id, or None when unknown.");
+  c.def_property_readonly(
+      "device_uuid", [get](const typename Class::type& x) { return known(get(x).device_uuid); },
+      "The device UUID as 32 hex digits, or None when unknown.");
+  c.def_property_readonly(
+      "driver_uuid", [get](const typename Class::type& x) { return known(get(x).driver_uuid); },
+      "The driver UUID as 32 hex digits, or None when unknown.");
+  c.def_property_readonly(
+      "subgroup_size", [get](const typename Class::type& x) { return get(x).subgroup_size; },
+      "Subgroup (CUDA: warp) size, or None when unknown.");
+  c.def_property_readonly(
+      "limits", [get](const typename Class::type& x) { return limits_dict(get(x).limits); },
+      "The compute limits validation and selection rely on, as a dict.");
+  c.def_property_readonly(
+      "features", [get](const typename Class::type& x) { return get(x).features; },
+      "Optional features the device has.");
+  c.def_property_readonly(
+      "dialects", [get](const typename Class::type& x) { return get(x).dialects; },
+      "Source dialects it compiles, preferred first.");
+  c.def_property_readonly(
+      "fingerprint", [get](const typename Class::type& x) { return get(x).fingerprint.hex(); },
+      "The device + driver + cache format identity (16 hex digits) cache keys include.");
+  c.def_property_readonly(
+      "fingerprint_text", [get](const typename Class::type& x) { return get(x).fingerprint.text; },
+      "The \"key=value;...\" text the fingerprint hashes.");
 }
 
 }  // namespace
@@ -120,15 +139,17 @@ void add_info_properties(Class& c, Get get) {
 void bind_devices(py::module_& m) {
   py::class_<BackendStatus>(m, "BackendStatus",
                             "Whether a backend can run here, and why not (vgpu.backends()). A plain value.")
-      .def_property_readonly("name", [](const BackendStatus& s) { return std::string(to_string(s.kind)); },
-                             "The backend: \"cuda\", \"vulkan\", \"opengl\" or \"cpu\".")
+      .def_property_readonly(
+          "name", [](const BackendStatus& s) { return std::string(to_string(s.kind)); },
+          "The backend: \"cuda\", \"vulkan\", \"opengl\" or \"cpu\".")
       .def_readonly("compiled_in", &BackendStatus::compiled_in, "Built with this backend (VGPU_WITH_*).")
       .def_readonly("available", &BackendStatus::available, "Its runtime and at least one device were found.")
       .def_readonly("reason", &BackendStatus::reason, "Why it is unavailable (empty when available).")
       .def("__repr__", [](const BackendStatus& s) {
         return "BackendStatus(" + repr_str(std::string(to_string(s.kind))) +
-               ", compiled_in=" + (s.compiled_in ? "True" : "False") + ", available=" +
-               (s.available ? "True" : "False") + (s.reason.empty() ? "" : ", reason=" + repr_str(s.reason)) + ")";
+               ", compiled_in=" + (s.compiled_in ? "True" : "False") +
+               ", available=" + (s.available ? "True" : "False") +
+               (s.reason.empty() ? "" : ", reason=" + repr_str(s.reason)) + ")";
       });
 
   py::class_<DeviceInfo> info(m, "DeviceInfo",
@@ -136,7 +157,8 @@ void bind_devices(py::module_& m) {
                               "A plain value; equal when the ids are.");
   add_info_properties(info, [](const DeviceInfo& i) -> const DeviceInfo& { return i; });
   info.def("__repr__", &info_repr)
-      .def("__eq__", [](const DeviceInfo& a, const DeviceInfo& b) { return a.id() == b.id(); }, py::is_operator())
+      .def(
+          "__eq__", [](const DeviceInfo& a, const DeviceInfo& b) { return a.id() == b.id(); }, py::is_operator())
       .def("__hash__", [](const DeviceInfo& i) { return py::hash(py::str(i.id())); });
 
   py::class_<Device> device(
@@ -148,15 +170,17 @@ void bind_devices(py::module_& m) {
       "place. Equal (and hashed) by id.");
   add_info_properties(device, [](const Device& d) -> const DeviceInfo& { return d.info(); });
   device
-      .def_property_readonly("info", [](const Device& d) { return d.info(); },
-                             "The device's description (a vgpu.DeviceInfo), fingerprint included.")
-      .def("counters", [](const Device& d) { return counters_dict(d.counters()); },
-           "Returns a copy of this device's counters as a dict (compiles, l1_hits, dispatches, ...).")
+      .def_property_readonly(
+          "info", [](const Device& d) { return d.info(); },
+          "The device's description (a vgpu.DeviceInfo), fingerprint included.")
+      .def(
+          "counters", [](const Device& d) { return counters_dict(d.counters()); },
+          "Returns a copy of this device's counters as a dict (compiles, l1_hits, dispatches, ...).")
       .def_property(
           "timeout_ms", [](const Device& d) { return static_cast<long long>(d.timeout().count()); },
           [](Device& d, py::handle ms_arg) {
-            const auto ms = std::chrono::milliseconds(
-                int_arg(ms_arg, "timeout_ms", 0, std::numeric_limits<std::int64_t>::max()));
+            const auto ms =
+                std::chrono::milliseconds(int_arg(ms_arg, "timeout_ms", 0, std::numeric_limits<std::int64_t>::max()));
             py::gil_scoped_release release;
             d.set_timeout(ms);
           },
@@ -184,11 +208,11 @@ void bind_devices(py::module_& m) {
           "timeout_ms; 0: no limit); raises vgpu.Timeout when it passes.")
       .def("__repr__",
            [](const Device& d) {
-             return "Device(" + repr_str(d.info().id()) + ", " + repr_str(d.info().name) + ", type=" +
-                    repr_str(std::string(to_string(d.info().type))) + ")";
+             return "Device(" + repr_str(d.info().id()) + ", " + repr_str(d.info().name) +
+                    ", type=" + repr_str(std::string(to_string(d.info().type))) + ")";
            })
-      .def("__eq__", [](const Device& a, const Device& b) { return a.info().id() == b.info().id(); },
-           py::is_operator())
+      .def(
+          "__eq__", [](const Device& a, const Device& b) { return a.info().id() == b.info().id(); }, py::is_operator())
       .def("__hash__", [](const Device& d) { return py::hash(py::str(d.info().id())); });
 
   py::class_<SelectionCandidate>(m, "SelectionCandidate", "One device considered for an op at a size.")
@@ -219,22 +243,27 @@ void bind_devices(py::module_& m) {
                         "Which device runs an op at a size and why (vgpu.explain()): the choice, where it came "
                         "from and every candidate with its timing. str() gives Selection::describe()'s lines.")
       .def_readonly("op", &Selection::op, "The op asked about.")
-      .def_property_readonly("shape", [](const Selection& s) { return shape_tuple(s.shape); }, "The shape asked about.")
-      .def_property_readonly("calibration_shape", [](const Selection& s) { return shape_tuple(s.calibration_shape); },
-                             "The shape the candidates were timed at (the size class's first call).")
+      .def_property_readonly(
+          "shape", [](const Selection& s) { return shape_tuple(s.shape); }, "The shape asked about.")
+      .def_property_readonly(
+          "calibration_shape", [](const Selection& s) { return shape_tuple(s.calibration_shape); },
+          "The shape the candidates were timed at (the size class's first call).")
       .def_readonly("size_class", &Selection::size_class,
                     "ceil(log2(work)): shapes with the same class share a choice.")
       .def_readonly("device", &Selection::device, "The device to use: \"backend:index\" (vgpu.open() takes it).")
-      .def_property_readonly("source", [](const Selection& s) { return std::string(to_string(s.source)); },
-                             "Where the choice came from: \"calibrated\", \"persisted\", \"forced\", \"fallback\" "
-                             "or \"only\".")
-      .def_readonly("candidates", &Selection::candidates, "Every candidate (vgpu.SelectionCandidate), eligible first, "
-                                                          "fastest first.")
+      .def_property_readonly(
+          "source", [](const Selection& s) { return std::string(to_string(s.source)); },
+          "Where the choice came from: \"calibrated\", \"persisted\", \"forced\", \"fallback\" "
+          "or \"only\".")
+      .def_readonly("candidates", &Selection::candidates,
+                    "Every candidate (vgpu.SelectionCandidate), eligible first, "
+                    "fastest first.")
       .def_readonly("calibration_seconds", &Selection::calibration_seconds,
                     "What calibrating cost when it happened (0 when persisted or forced).")
       .def_readonly("lookup_seconds", &Selection::lookup_seconds, "What this explain() call cost.")
-      .def("describe", &Selection::describe, "Returns a few human-readable lines: the choice, its source and "
-                                             "every candidate.")
+      .def("describe", &Selection::describe,
+           "Returns a few human-readable lines: the choice, its source and "
+           "every candidate.")
       .def("__str__", &Selection::describe)
       .def("__repr__", [](const Selection& s) {
         return "Selection(op=" + repr_str(s.op) + ", shape=" + shape_text(s.shape) + ", device=" + repr_str(s.device) +

@@ -16,8 +16,8 @@ namespace {
 // once at import and never freed (the module's own references keep them alive anyway).
 struct CategoryClass {
   ErrorCategory category;
-  const char* name;      // the attribute in module vgpu
-  PyObject* builtin;     // a second base where a built-in exception means the same, else null
+  const char* name;   // the attribute in module vgpu
+  PyObject* builtin;  // a second base where a built-in exception means the same, else null
   const char* doc;
 };
 

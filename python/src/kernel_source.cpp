@@ -28,7 +28,8 @@ std::uint32_t to_u32(py::handle obj, const std::string& what) { return u32_arg(o
 
 // A Python int, bool, float or numpy scalar as a specialization-constant value.
 SpecValue spec_value(py::handle v, const std::string& what) {
-  if (py::isinstance<py::bool_>(v) || (py::hasattr(v, "dtype") && py::str(v.attr("dtype")).cast<std::string>() == "bool"))
+  if (py::isinstance<py::bool_>(v) ||
+      (py::hasattr(v, "dtype") && py::str(v.attr("dtype")).cast<std::string>() == "bool"))
     return SpecValue::of(v.cast<bool>());
   if (py::hasattr(v, "dtype") && !py::isinstance<py::array>(v)) {  // a numpy scalar keeps its type
     const std::string t = py::str(v.attr("dtype")).cast<std::string>();
@@ -48,16 +49,19 @@ SpecValue spec_value(py::handle v, const std::string& what) {
     if (x >= std::numeric_limits<std::int32_t>::min() && x <= std::numeric_limits<std::int32_t>::max())
       return SpecValue::of(static_cast<std::int32_t>(x));
     if (x > 0 && x <= 0xFFFFFFFFll) return SpecValue::of(static_cast<std::uint32_t>(x));
-    fail(ErrorCategory::invalid_argument, what + " is " + py::str(v).cast<std::string>() + ", which no 32-bit constant holds.",
+    fail(ErrorCategory::invalid_argument,
+         what + " is " + py::str(v).cast<std::string>() + ", which no 32-bit constant holds.",
          "pass a value in -2147483648..4294967295.");
   }
-  fail(ErrorCategory::invalid_argument, what + " is a " + type_name(v) + "; specialization constants are bool, int or float.",
+  fail(ErrorCategory::invalid_argument,
+       what + " is a " + type_name(v) + "; specialization constants are bool, int or float.",
        "pass True/False, an int (numpy.uint32/int32 to fix the type) or a float.");
 }
 
 std::string text_arg(py::handle obj, const std::string& what) {
   if (!py::isinstance<py::str>(obj))
-    fail(ErrorCategory::invalid_argument, what + " is a " + type_name(obj) + ", not a str.", "pass the source text as a str.");
+    fail(ErrorCategory::invalid_argument, what + " is a " + type_name(obj) + ", not a str.",
+         "pass the source text as a str.");
   return obj.cast<std::string>();
 }
 
@@ -187,8 +191,8 @@ ParamsBlock params_block(py::handle obj, const std::string& what) {
 }
 
 UserSource user_source(const std::string& name, py::handle glsl, py::handle glsl_shader, py::handle spirv,
-                       py::handle cuda, py::handle entry, py::handle cpu, py::handle defines,
-                       py::handle workgroup_size, py::handle spec_constants) {
+                       py::handle cuda, py::handle entry, py::handle cpu, py::handle defines, py::handle workgroup_size,
+                       py::handle spec_constants) {
   UserSource u;
   u.source.name = name;
   const std::string entry_name = entry.is_none() ? std::string() : text_arg(entry, "entry");
@@ -196,20 +200,22 @@ UserSource user_source(const std::string& name, py::handle glsl, py::handle glsl
     u.source.add_glsl(text_arg(glsl, "glsl"));
     u.reflected_only = false;
   }
-  if (!glsl_shader.is_none()) u.source.add_glsl_shader(text_arg(glsl_shader, "glsl_shader"), entry_name.empty() ? "main" : entry_name);
+  if (!glsl_shader.is_none())
+    u.source.add_glsl_shader(text_arg(glsl_shader, "glsl_shader"), entry_name.empty() ? "main" : entry_name);
   if (!spirv.is_none()) {
     std::string bytes;
     if (py::isinstance<py::array>(spirv)) {
       py::array a = py::reinterpret_borrow<py::array>(spirv);
       if (!a.dtype().equal(py::dtype::of<std::uint32_t>()))
-        fail(ErrorCategory::invalid_argument, "spirv is a numpy array of dtype " + py::str(a.dtype()).cast<std::string>() +
-                                                  "; SPIR-V words are uint32.",
+        fail(ErrorCategory::invalid_argument,
+             "spirv is a numpy array of dtype " + py::str(a.dtype()).cast<std::string>() + "; SPIR-V words are uint32.",
              "pass numpy.uint32 words, or the .spv file's bytes.");
     }
     bytes = buffer_bytes(spirv, "spirv");
     if (bytes.empty() || bytes.size() % 4 != 0)
       fail(ErrorCategory::invalid_argument,
-           "spirv has " + std::to_string(bytes.size()) + " bytes; a SPIR-V module is a non-empty whole number of 32-bit words.",
+           "spirv has " + std::to_string(bytes.size()) +
+               " bytes; a SPIR-V module is a non-empty whole number of 32-bit words.",
            "pass the whole .spv file (e.g. open(path, 'rb').read()).");
     std::vector<std::uint32_t> words(bytes.size() / 4);
     std::memcpy(words.data(), bytes.data(), bytes.size());
@@ -239,8 +245,9 @@ UserSource user_source(const std::string& name, py::handle glsl, py::handle glsl
             fail(ErrorCategory::invalid_argument, "the Python CPU kernel's callable raised an exception.",
                  "see the exception the call re-raised.");
           py::gil_scoped_acquire gil;
-          if (cb->failed.load()) fail(ErrorCategory::invalid_argument, "the Python CPU kernel's callable raised an exception.",
-                                      "see the exception the call re-raised.");
+          if (cb->failed.load())
+            fail(ErrorCategory::invalid_argument, "the Python CPU kernel's callable raised an exception.",
+                 "see the exception the call re-raised.");
           py::object w = py::cast(Workgroup{&wg, cb.get(), cb->owner.lock()});
           ++t_inside_callable;
           try {
@@ -297,7 +304,8 @@ UserSource user_source(const std::string& name, py::handle glsl, py::handle glsl
     for (std::size_t i = 0; i < s.size(); ++i) {
       ws[i] = to_u32(s[i], "workgroup_size[" + std::to_string(i) + "]");
       if (ws[i] == 0)
-        fail(ErrorCategory::invalid_argument, "workgroup_size[" + std::to_string(i) + "] is 0.", "give every dimension ≥ 1.");
+        fail(ErrorCategory::invalid_argument, "workgroup_size[" + std::to_string(i) + "] is 0.",
+             "give every dimension ≥ 1.");
     }
     u.options.workgroup_size = ws;
   }
@@ -321,12 +329,15 @@ void bind_workgroup(py::module_& m) {
                         "What a Python CPU kernel (cpu=) receives for one workgroup: the same ABI GPU kernels get "
                         "(buffers by binding slot, the params block, workgroup ids). Valid only during its call; "
                         "buffer() views point into the kernel's device memory, so copy what you keep.")
-      .def_property_readonly("workgroup_id", [](const Workgroup& w) { return triple(w.get().workgroup_id); },
-                             "This workgroup's id (x, y, z).")
-      .def_property_readonly("num_workgroups", [](const Workgroup& w) { return triple(w.get().num_workgroups); },
-                             "The dispatch's group counts (x, y, z).")
-      .def_property_readonly("workgroup_size", [](const Workgroup& w) { return triple(w.get().workgroup_size); },
-                             "The local size (x, y, z): invocations of one workgroup.")
+      .def_property_readonly(
+          "workgroup_id", [](const Workgroup& w) { return triple(w.get().workgroup_id); },
+          "This workgroup's id (x, y, z).")
+      .def_property_readonly(
+          "num_workgroups", [](const Workgroup& w) { return triple(w.get().num_workgroups); },
+          "The dispatch's group counts (x, y, z).")
+      .def_property_readonly(
+          "workgroup_size", [](const Workgroup& w) { return triple(w.get().workgroup_size); },
+          "The local size (x, y, z): invocations of one workgroup.")
       .def_property_readonly(
           "global_offset",
           [](const Workgroup& w) {
@@ -355,24 +366,30 @@ void bind_workgroup(py::module_& m) {
                                                               : (c.id && *c.id == u32_arg(key, "a spec constant id"));
               if (!match) continue;
               switch (c.value.type) {
-                case SpecValue::Type::boolean: return py::bool_(c.value.bits != 0);
-                case SpecValue::Type::i32: return py::int_(static_cast<std::int32_t>(c.value.bits));
-                case SpecValue::Type::u32: return py::int_(c.value.bits);
-                case SpecValue::Type::f32: return py::float_(spec_as<float>(c.value));
+                case SpecValue::Type::boolean:
+                  return py::bool_(c.value.bits != 0);
+                case SpecValue::Type::i32:
+                  return py::int_(static_cast<std::int32_t>(c.value.bits));
+                case SpecValue::Type::u32:
+                  return py::int_(c.value.bits);
+                case SpecValue::Type::f32:
+                  return py::float_(spec_as<float>(c.value));
               }
             }
             return fallback;
           },
           py::arg("key"), py::arg("fallback") = py::none(),
           "Returns the specialization constant set by id (int) or name (str), or fallback when the compile set none.")
-      .def("expired", [](const Workgroup& w) { return w.get().expired(); },
-           "True once the call has run past its time limit: return early (no further workgroup starts).")
+      .def(
+          "expired", [](const Workgroup& w) { return w.get().expired(); },
+          "True once the call has run past its time limit: return early (no further workgroup starts).")
       .def("__repr__", [](const Workgroup& w) {
         if (!w.wg) return std::string("<vgpu.CpuWorkgroup (call over)>");
         const auto& g = *w.wg;
-        return "<vgpu.CpuWorkgroup id=(" + std::to_string(g.workgroup_id[0]) + ", " + std::to_string(g.workgroup_id[1]) +
-               ", " + std::to_string(g.workgroup_id[2]) + ") size=(" + std::to_string(g.workgroup_size[0]) + ", " +
-               std::to_string(g.workgroup_size[1]) + ", " + std::to_string(g.workgroup_size[2]) + ")>";
+        return "<vgpu.CpuWorkgroup id=(" + std::to_string(g.workgroup_id[0]) + ", " +
+               std::to_string(g.workgroup_id[1]) + ", " + std::to_string(g.workgroup_id[2]) + ") size=(" +
+               std::to_string(g.workgroup_size[0]) + ", " + std::to_string(g.workgroup_size[1]) + ", " +
+               std::to_string(g.workgroup_size[2]) + ")>";
       });
 }
 

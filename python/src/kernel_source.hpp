@@ -32,12 +32,12 @@ namespace vgpu::python {
 /// The Python callable of a cpu= kernel and the state of its calls.
 struct CpuCallback {
   pybind11::object fn;
-  std::mutex call_mutex;                    ///< held (without the GIL) for the whole kernel call
-  std::atomic<bool> failed{false};          ///< the callable raised during this call
+  std::mutex call_mutex;                             ///< held (without the GIL) for the whole kernel call
+  std::atomic<bool> failed{false};                   ///< the callable raised during this call
   std::optional<pybind11::error_already_set> error;  ///< what it raised first (touched with the GIL only)
   /// What buffer(slot) returns without a dtype: the tensor's dtype and shape at that slot.
   std::map<std::uint32_t, std::pair<DType, Shape>> slot_views;
-  DType default_dtype = DType::u32;         ///< for slots not in slot_views (1-D over the buffer)
+  DType default_dtype = DType::u32;  ///< for slots not in slot_views (1-D over the buffer)
   /// The PersistentKernel whose buffers the workgroups' views point into (set once it is built;
   /// empty for queue kernels, whose pipelines vgpu::run owns).
   std::weak_ptr<const void> owner;

@@ -41,7 +41,6 @@ namespace {
 
 using std::to_string;
 
-
 std::string type_name(py::handle obj) { return py::str(obj.get_type().attr("__name__")).cast<std::string>(); }
 
 // Returns f() run with the GIL released: a kernel's counters wait for a call in progress, which
@@ -69,7 +68,8 @@ Shape dims_arg(py::handle obj, const std::string& what) {
 Groups groups_arg(py::handle obj, const std::string& what) {
   const Shape s = dims_arg(obj, what);
   if (s.empty() || s.size() > 3)
-    fail(ErrorCategory::invalid_argument, what + " has " + to_string(s.size()) + " counts.", "pass (x,), (x, y) or (x, y, z).");
+    fail(ErrorCategory::invalid_argument, what + " has " + to_string(s.size()) + " counts.",
+         "pass (x,), (x, y) or (x, y, z).");
   Groups g;
   std::uint32_t* dims[3] = {&g.x, &g.y, &g.z};
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -210,8 +210,8 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
          "pass PersistentKernel(\"matmul\", (M, K, N)), or glsl=/glsl_shader=/spirv=/cuda= (with entry=)/cpu= "
          "with tensors= and groups=.");
   const std::string kernel_name = name.is_none() ? std::string("user_kernel") : py::str(name).cast<std::string>();
-  UserSource u = user_source(kernel_name, glsl, glsl_shader, spirv, cuda, entry, cpu, defines, workgroup_size,
-                             spec_constants);
+  UserSource u =
+      user_source(kernel_name, glsl, glsl_shader, spirv, cuda, entry, cpu, defines, workgroup_size, spec_constants);
   KernelPlan plan;
   if (tensors.is_none() || !py::isinstance<py::sequence>(tensors) || py::len(tensors) == 0)
     fail(ErrorCategory::invalid_argument, "user kernel '" + kernel_name + "' needs tensors=.",
@@ -247,7 +247,8 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
              "give one binding slot per tensor, in the order of tensors=.");
       for (std::uint32_t i = 0; i < slot_list.size(); ++i) {
         if (slot_list[i] > 0xFFFFFFFFull)
-          fail(ErrorCategory::invalid_argument, "slots[" + to_string(i) + "] is " + to_string(slot_list[i]) + ", outside 0..4294967295.",
+          fail(ErrorCategory::invalid_argument,
+               "slots[" + to_string(i) + "] is " + to_string(slot_list[i]) + ", outside 0..4294967295.",
                "pass an integer in 0..4294967295.");
         step.slot_tensor.emplace_back(static_cast<std::uint32_t>(slot_list[i]), i);
       }
@@ -261,7 +262,9 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
     if (b == "derived") {
       if (!u.reflected_only)
         fail(ErrorCategory::invalid_argument,
-             "bindings=\"derived\" for kernel '" + kernel_name + "', but only complete GLSL shaders and SPIR-V are reflected (a GLSL body, CUDA and CPU kernels are not).",
+             "bindings=\"derived\" for kernel '" + kernel_name +
+                 "', but only complete GLSL shaders and SPIR-V are reflected (a GLSL body, CUDA and CPU kernels are "
+                 "not).",
              "leave bindings= unset (declared from tensors=) or list them.");
       declare = false;
     } else if (b == "declared") {
@@ -333,12 +336,13 @@ py::object call_kernel(PyKernel& self, py::args args, py::object out, py::object
   if (!full && given != self.read_count)
     fail(ErrorCategory::invalid_argument,
          "kernel '" + name + "' takes " + to_string(n) + " arrays (" + names(false) + "), or the " +
-             to_string(self.read_count) + " it reads (" + names(true) + ") with its outputs allocated or in out=, but got " +
-             to_string(given) + ".",
+             to_string(self.read_count) + " it reads (" + names(true) +
+             ") with its outputs allocated or in out=, but got " + to_string(given) + ".",
          "pass the arrays in the order of the kernel's tensors.");
   if (!full && !out.is_none() && outs.size() != write_only)
     fail(ErrorCategory::invalid_argument,
-         "out= holds " + to_string(outs.size()) + " arrays but kernel '" + name + "' writes " + to_string(write_only) + ".",
+         "out= holds " + to_string(outs.size()) + " arrays but kernel '" + name + "' writes " + to_string(write_only) +
+             ".",
          "pass one output array per write-only tensor, in order (a tuple when there are several).");
   std::vector<py::array> arrays;
   arrays.reserve(n);
@@ -401,7 +405,8 @@ std::string kernel_repr(const PyKernel& self) {
   bool first = true;
   for (auto i : self.visible) {
     const TensorSpec& t = plan.tensors[i];
-    s += (first ? "" : ", ") + t.name + vgpu::to_string(t.shape) + " " + numpy_name(t.dtype) + " " + access_name(t.access);
+    s += (first ? "" : ", ") + t.name + vgpu::to_string(t.shape) + " " + numpy_name(t.dtype) + " " +
+         access_name(t.access);
     first = false;
   }
   std::uint64_t calls = 0;
@@ -436,10 +441,11 @@ py::object wrap_kernel(std::shared_ptr<PersistentKernel> kernel) {
 void bind_kernels(py::module_& m) {
   bind_workgroup(m);
 
-  py::class_<TensorSpec>(m, "Tensor",
-                         "One tensor a user kernel's plan allocates on the device (vgpu::TensorSpec). Non-scratch "
-                         "tensors are the kernel call's arguments, in declaration order; scratch tensors live on the "
-                         "device only. access: \"read\" (uploaded each call), \"write\" (read back), \"read_write\" (both).")
+  py::class_<TensorSpec>(
+      m, "Tensor",
+      "One tensor a user kernel's plan allocates on the device (vgpu::TensorSpec). Non-scratch "
+      "tensors are the kernel call's arguments, in declaration order; scratch tensors live on the "
+      "device only. access: \"read\" (uploaded each call), \"write\" (read back), \"read_write\" (both).")
       .def(py::init([](std::string name, py::handle dtype, py::handle shape, py::handle access, bool scratch) {
              TensorSpec t;
              t.name = std::move(name);
@@ -453,10 +459,12 @@ void bind_kernels(py::module_& m) {
            py::arg("name"), py::arg("dtype") = "float32", py::arg("shape") = py::make_tuple(1),
            py::arg("access") = "read", py::arg("scratch") = false)
       .def_readonly("name", &TensorSpec::name, "The tensor's name (for messages).")
-      .def_property_readonly("dtype", [](const TensorSpec& t) { return numpy_dtype(t.dtype); }, "Its numpy dtype.")
-      .def_property_readonly("shape", [](const TensorSpec& t) { return shape_tuple(t.shape); }, "Its shape.")
-      .def_property_readonly("access", [](const TensorSpec& t) { return access_name(t.access); },
-                             "\"read\", \"write\" or \"read_write\".")
+      .def_property_readonly(
+          "dtype", [](const TensorSpec& t) { return numpy_dtype(t.dtype); }, "Its numpy dtype.")
+      .def_property_readonly(
+          "shape", [](const TensorSpec& t) { return shape_tuple(t.shape); }, "Its shape.")
+      .def_property_readonly(
+          "access", [](const TensorSpec& t) { return access_name(t.access); }, "\"read\", \"write\" or \"read_write\".")
       .def_readonly("scratch", &TensorSpec::scratch, "True for a device-only tensor (not an argument).")
       .def("__repr__", &tensor_repr);
 
@@ -475,17 +483,22 @@ void bind_kernels(py::module_& m) {
            py::arg("kernel") = 0,
            "slots: {slot: tensor_index} or [(slot, tensor_index), ...]; params: bytes-like or a numpy array (≤ 128 "
            "bytes); groups: (x[, y[, z]]) workgroup counts.")
-      .def_property_readonly("slots", [](const PlanStep& s) { return s.slot_tensor; }, "(slot, tensor index) pairs.")
-      .def_property_readonly("groups", [](const PlanStep& s) { return py::make_tuple(s.groups.x, s.groups.y, s.groups.z); },
-                             "The workgroup counts (x, y, z).")
-      .def_property_readonly("params", [](const PlanStep& s) {
-        return py::bytes(static_cast<const char*>(s.params.data()), s.params.size()); }, "The params block's bytes.")
+      .def_property_readonly(
+          "slots", [](const PlanStep& s) { return s.slot_tensor; }, "(slot, tensor index) pairs.")
+      .def_property_readonly(
+          "groups", [](const PlanStep& s) { return py::make_tuple(s.groups.x, s.groups.y, s.groups.z); },
+          "The workgroup counts (x, y, z).")
+      .def_property_readonly(
+          "params",
+          [](const PlanStep& s) { return py::bytes(static_cast<const char*>(s.params.data()), s.params.size()); },
+          "The params block's bytes.")
       .def_readonly("kernel", &PlanStep::kernel, "The plan kernel it runs (0).")
       .def("__repr__", [](const PlanStep& s) {
         std::string t;
-        for (const auto& [slot, tensor] : s.slot_tensor) t += (t.empty() ? "" : ", ") + to_string(slot) + ": " + to_string(tensor);
-        return "vgpu.Step({" + t + "}, params=<" + to_string(s.params.size()) + " bytes>, groups=(" + to_string(s.groups.x) +
-               ", " + to_string(s.groups.y) + ", " + to_string(s.groups.z) + "))";
+        for (const auto& [slot, tensor] : s.slot_tensor)
+          t += (t.empty() ? "" : ", ") + to_string(slot) + ": " + to_string(tensor);
+        return "vgpu.Step({" + t + "}, params=<" + to_string(s.params.size()) + " bytes>, groups=(" +
+               to_string(s.groups.x) + ", " + to_string(s.groups.y) + ", " + to_string(s.groups.z) + "))";
       });
 
   py::class_<PyKernel>(m, "PersistentKernel",
@@ -520,16 +533,22 @@ void bind_kernels(py::module_& m) {
            "Runs the kernel: k(*arrays, out=None, timeout=None) (see the class doc). timeout: seconds for this call "
            "(0: none; None: the device's). Raises InvalidArgument for a wrong count, dtype, shape, a non-contiguous "
            "or read-only output; Timeout; and re-raises what a cpu= callable raised.")
-      .def_property_readonly("calls", [](const PyKernel& k) { return released([&] { return k.kernel->calls(); }); }, "Calls made so far.")
-      .def_property_readonly("dispatches", [](const PyKernel& k) { return released([&] { return k.kernel->dispatches(); }); },
-                             "Kernel dispatches made so far (calls × steps).")
-      .def_property_readonly("total_seconds", [](const PyKernel& k) { return released([&] { return k.kernel->total_seconds(); }); },
-                             "Total wall time spent inside calls, in seconds.")
-      .def_property_readonly("device", [](const PyKernel& k) { return device_object(k.kernel->device()); },
-                             "The device the kernel lives on (a vgpu.Device, or its id where that type is not bound).")
-      .def_property_readonly("device_id", [](const PyKernel& k) { return k.kernel->device().info().id(); },
-                             "The device's id, \"backend:index\".")
-      .def_property_readonly("name", [](const PyKernel& k) { return k.kernel->plan().source.name; }, "The kernel's name.")
+      .def_property_readonly(
+          "calls", [](const PyKernel& k) { return released([&] { return k.kernel->calls(); }); }, "Calls made so far.")
+      .def_property_readonly(
+          "dispatches", [](const PyKernel& k) { return released([&] { return k.kernel->dispatches(); }); },
+          "Kernel dispatches made so far (calls × steps).")
+      .def_property_readonly(
+          "total_seconds", [](const PyKernel& k) { return released([&] { return k.kernel->total_seconds(); }); },
+          "Total wall time spent inside calls, in seconds.")
+      .def_property_readonly(
+          "device", [](const PyKernel& k) { return device_object(k.kernel->device()); },
+          "The device the kernel lives on (a vgpu.Device, or its id where that type is not bound).")
+      .def_property_readonly(
+          "device_id", [](const PyKernel& k) { return k.kernel->device().info().id(); },
+          "The device's id, \"backend:index\".")
+      .def_property_readonly(
+          "name", [](const PyKernel& k) { return k.kernel->plan().source.name; }, "The kernel's name.")
       .def_property_readonly(
           "tensors",
           [](const PyKernel& k) {

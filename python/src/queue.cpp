@@ -27,7 +27,7 @@ namespace py = pybind11;
 namespace vgpu::python {
 
 std::optional<std::chrono::milliseconds> timeout_arg(py::handle seconds);  // kernels.cpp
-py::dict multi_stats_dict(const MultiStats& s);                           // cache.cpp
+py::dict multi_stats_dict(const MultiStats& s);                            // cache.cpp
 
 namespace {
 
@@ -85,8 +85,8 @@ std::unique_ptr<PyQueueKernel> make_queue_kernel(py::object name, py::object gls
                                                  py::object defines, py::object workgroup_size,
                                                  py::object spec_constants) {
   const std::string kernel_name = name.is_none() ? std::string("queue_kernel") : py::str(name).cast<std::string>();
-  UserSource u = user_source(kernel_name, glsl, glsl_shader, spirv, cuda, entry, cpu, defines, workgroup_size,
-                             spec_constants);
+  UserSource u =
+      user_source(kernel_name, glsl, glsl_shader, spirv, cuda, entry, cpu, defines, workgroup_size, spec_constants);
   if (!u.reflected_only) {  // CUDA and CPU kernels declare the ABI; GLSL and SPIR-V reflect it
     u.source.bindings = queue_bindings();
     u.source.params_size = sizeof(QueueLaunch);
@@ -143,7 +143,8 @@ PyQueueReport to_python(const QueueReport& report) {
   r.kernel_launches = report.kernel_launches;
   r.round_trips = report.round_trips;
   for (const QueueResult& res : report.results)
-    r.results.append(py::make_tuple(res.id, py::bytes(reinterpret_cast<const char*>(res.payload.data()), res.payload.size())));
+    r.results.append(
+        py::make_tuple(res.id, py::bytes(reinterpret_cast<const char*>(res.payload.data()), res.payload.size())));
   return r;
 }
 
@@ -267,7 +268,8 @@ void bind_queue(py::module_& m) {
           },
           py::arg("id"), py::arg("payload"),
           "Appends an item; payload (bytes, bytearray, memoryview or a C-contiguous numpy array) is copied. "
-          "Raises InvalidArgument (queue unchanged) for a duplicate id, a full queue or a payload over 4 GiB - 4 bytes.")
+          "Raises InvalidArgument (queue unchanged) for a duplicate id, a full queue or a payload over 4 GiB - 4 "
+          "bytes.")
       .def(
           "push_value",
           [](PyQueue& q, py::handle id, py::handle value, py::handle dtype) {
@@ -278,14 +280,21 @@ void bind_queue(py::module_& m) {
           },
           py::arg("id"), py::arg("value"), py::arg("dtype") = "uint32",
           "Appends an item whose payload is value (a number or array-like) as dtype's bytes (default uint32).")
-      .def("__len__", [](const PyQueue& q) {
-        std::lock_guard lock(q.mutex);
-        return q.queue.size();
-      }, "The number of items.", py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("payload_bytes", [](const PyQueue& q) {
-        py::gil_scoped_release release;  // a run holds the mutex and may need the GIL
-        std::lock_guard lock(q.mutex);
-        return q.queue.payload_bytes(); }, "The sum of the payload lengths in bytes.")
+      .def(
+          "__len__",
+          [](const PyQueue& q) {
+            std::lock_guard lock(q.mutex);
+            return q.queue.size();
+          },
+          "The number of items.", py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly(
+          "payload_bytes",
+          [](const PyQueue& q) {
+            py::gil_scoped_release release;  // a run holds the mutex and may need the GIL
+            std::lock_guard lock(q.mutex);
+            return q.queue.payload_bytes();
+          },
+          "The sum of the payload lengths in bytes.")
       .def(
           "clear",
           [](PyQueue& q) {
@@ -317,7 +326,8 @@ void bind_queue(py::module_& m) {
            py::arg("glsl_shader") = py::none(), py::arg("spirv") = py::none(), py::arg("cuda") = py::none(),
            py::arg("entry") = py::none(), py::arg("cpu") = py::none(), py::arg("defines") = py::none(),
            py::arg("workgroup_size") = py::none(), py::arg("spec_constants") = py::none())
-      .def_property_readonly("name", [](const PyQueueKernel& k) { return k.source.name; }, "The kernel's name.")
+      .def_property_readonly(
+          "name", [](const PyQueueKernel& k) { return k.source.name; }, "The kernel's name.")
       .def_property_readonly(
           "dialects",
           [](const PyQueueKernel& k) {
@@ -337,11 +347,13 @@ void bind_queue(py::module_& m) {
       .def_readonly("round_trips", &PyQueueReport::round_trips,
                     "Uploads + read-backs (1 unless buffer limits split the queue; 0 for an empty one).")
       .def_readonly("results", &PyQueueReport::results, "[(id, bytes)] one per item, in queue order.")
-      .def("by_id", [](const PyQueueReport& r) { return py::dict(r.results); }, "The results as {id: bytes}.")
-      .def("__len__", [](const PyQueueReport& r) { return r.results.size(); }, "The number of results (one per item).")
+      .def(
+          "by_id", [](const PyQueueReport& r) { return py::dict(r.results); }, "The results as {id: bytes}.")
+      .def(
+          "__len__", [](const PyQueueReport& r) { return r.results.size(); }, "The number of results (one per item).")
       .def("__repr__", [](const PyQueueReport& r) {
-        return "QueueReport(kernel_launches=" + to_string(r.kernel_launches) + ", round_trips=" + to_string(r.round_trips) +
-               ", results=<" + to_string(r.results.size()) + " items>)";
+        return "QueueReport(kernel_launches=" + to_string(r.kernel_launches) +
+               ", round_trips=" + to_string(r.round_trips) + ", results=<" + to_string(r.results.size()) + " items>)";
       });
 
   m.def("run", &run_queue, py::arg("kernel"), py::arg("queue"), py::kw_only(), py::arg("output_bytes") = 0,
@@ -362,8 +374,8 @@ void bind_queue(py::module_& m) {
                          "item in earlier runs (the first run: equal shares); results in queue order, equal to one "
                          "device's. A device that fails has its range rerun on the others and is left out from then "
                          "on. Runs take turns (safe from several threads).")
-      .def(py::init(&make_queue_set), py::arg("kernel"), py::kw_only(), py::arg("devices"),
-           py::arg("output_bytes") = 0, py::arg("max_items_per_launch") = 0, py::arg("timeout") = py::none(),
+      .def(py::init(&make_queue_set), py::arg("kernel"), py::kw_only(), py::arg("devices"), py::arg("output_bytes") = 0,
+           py::arg("max_items_per_launch") = 0, py::arg("timeout") = py::none(),
            "QueuePipelineSet(kernel, *, devices=[\"cpu:0\", \"cpu:1\"], output_bytes=0, max_items_per_launch=0, "
            "timeout=None): compiles kernel (a vgpu.QueueKernel) on every device of the set (ids as vgpu.Cache's "
            "devices=); a device that cannot take it is left out. Arguments as vgpu.run's.")
@@ -382,14 +394,18 @@ void bind_queue(py::module_& m) {
           py::arg("queue"),
           "Drains queue over the set: a vgpu.QueueReport with one result per item in queue order (launches and "
           "round trips summed over the devices). The GIL is released during the run.")
-      .def_property_readonly("devices", [](const PyQueueSet& s) { return s.set->devices().ids(); },
-                             "The ids of the set's devices, in its order.")
-      .def_property_readonly("weights", [](const PyQueueSet& s) { return s.set->weights(); },
-                             "The weights the next run splits by (sum 1; 0 for a device left out).")
-      .def_property_readonly("seconds_per_item", [](const PyQueueSet& s) { return s.set->seconds_per_item(); },
-                             "Each device's measured seconds per item (0 until it ran a share).")
-      .def_property_readonly("left_out", [](const PyQueueSet& s) { return s.set->left_out(); },
-                             "Per device: True when it failed (or could not compile the kernel) and is left out.")
+      .def_property_readonly(
+          "devices", [](const PyQueueSet& s) { return s.set->devices().ids(); },
+          "The ids of the set's devices, in its order.")
+      .def_property_readonly(
+          "weights", [](const PyQueueSet& s) { return s.set->weights(); },
+          "The weights the next run splits by (sum 1; 0 for a device left out).")
+      .def_property_readonly(
+          "seconds_per_item", [](const PyQueueSet& s) { return s.set->seconds_per_item(); },
+          "Each device's measured seconds per item (0 until it ran a share).")
+      .def_property_readonly(
+          "left_out", [](const PyQueueSet& s) { return s.set->left_out(); },
+          "Per device: True when it failed (or could not compile the kernel) and is left out.")
       .def(
           "stats",
           [](const PyQueueSet& s) {
@@ -401,19 +417,25 @@ void bind_queue(py::module_& m) {
           "Returns Cache.multi_stats()'s dict for the runs: runs (= batches), failures, rerun_items, last_shares "
           "(the last run's split), items (per device) and last_failures.");
 
-  py::module_ qk = m.def_submodule("queue_kernels", "The design's example queue kernel: add 1 to each u32 of a payload.");
-  qk.def("add_one", [] { return builtin(queue_add_one_kernel()); },
-         "The add-one queue kernel with GLSL body, CUDA and CPU forms: each item's output is its payload's whole "
-         "u32 words, each plus 1.");
-  qk.def("add_one_shader", [] { return builtin(queue_add_one_shader_kernel()); },
-         "The add-one queue kernel as a complete GLSL shader only (Vulkan and OpenGL), bindings reflected.");
-  qk.def("add_one_glsl", [] { return queue_add_one_glsl(); }, "The add-one kernel's GLSL body (for QueueKernel(glsl=)).");
-  qk.def("add_one_glsl_shader", [] { return queue_add_one_glsl_shader(); },
-         "The add-one kernel as a complete GLSL shader (for QueueKernel(glsl_shader=)).");
-  qk.def("add_one_cuda", [] { return queue_add_one_cuda(); },
-         "The add-one kernel's CUDA C; its entry is \"queue_add_one\".");
-  m.def("add_one_queue_kernel", [] { return builtin(queue_add_one_kernel()); },
-        "Same as vgpu.queue_kernels.add_one().");
+  py::module_ qk =
+      m.def_submodule("queue_kernels", "The design's example queue kernel: add 1 to each u32 of a payload.");
+  qk.def(
+      "add_one", [] { return builtin(queue_add_one_kernel()); },
+      "The add-one queue kernel with GLSL body, CUDA and CPU forms: each item's output is its payload's whole "
+      "u32 words, each plus 1.");
+  qk.def(
+      "add_one_shader", [] { return builtin(queue_add_one_shader_kernel()); },
+      "The add-one queue kernel as a complete GLSL shader only (Vulkan and OpenGL), bindings reflected.");
+  qk.def(
+      "add_one_glsl", [] { return queue_add_one_glsl(); }, "The add-one kernel's GLSL body (for QueueKernel(glsl=)).");
+  qk.def(
+      "add_one_glsl_shader", [] { return queue_add_one_glsl_shader(); },
+      "The add-one kernel as a complete GLSL shader (for QueueKernel(glsl_shader=)).");
+  qk.def(
+      "add_one_cuda", [] { return queue_add_one_cuda(); },
+      "The add-one kernel's CUDA C; its entry is \"queue_add_one\".");
+  m.def(
+      "add_one_queue_kernel", [] { return builtin(queue_add_one_kernel()); }, "Same as vgpu.queue_kernels.add_one().");
 }
 
 }  // namespace vgpu::python

@@ -48,9 +48,9 @@ TEST_CASE("CPU matmul: awkward shapes give the reference on 1, 2, 5 and 16 threa
   vgpu::Device cpu = runtime.open("cpu:0");
   // 1 and 17 (partial micro-panels), 1000 (several K blocks, a partial last one; partial
   // tasks), 4097 (one past a power of two, K blocks of 256 plus one) in M, K and N.
-  const Shape3 shapes[] = {{1, 1, 1},       {17, 17, 17},   {1, 4097, 17},  {17, 1000, 1},  {4097, 17, 1},
-                           {1, 17, 4097},   {1000, 17, 17}, {17, 17, 1000}, {257, 1000, 129}, {1000, 1, 1000},
-                           {33, 4097, 65},  {200, 300, 700}};
+  const Shape3 shapes[] = {{1, 1, 1},        {17, 17, 17},    {1, 4097, 17},  {17, 1000, 1},
+                           {4097, 17, 1},    {1, 17, 4097},   {1000, 17, 17}, {17, 17, 1000},
+                           {257, 1000, 129}, {1000, 1, 1000}, {33, 4097, 65}, {200, 300, 700}};
   for (const int threads : {1, 2, 5, 16})
     for (const Shape3 s : shapes) check_product(cpu, s, threads);
 }

@@ -12,13 +12,13 @@ namespace {
 // Writes what it reads from its spec constants into slot 0 (as floats).
 void spec_probe(const vgpu::CpuWorkgroup& wg) {
   float* out = wg.buffer<float>(0);
-  out[0] = static_cast<float>(wg.spec(0u, 111u));           // by id
-  out[1] = static_cast<float>(wg.spec(7u, -1));             // by id, signed
-  out[2] = wg.spec("SCALE", 0.0f);                          // by name
-  out[3] = wg.spec("FLAG", false) ? 1.0f : 0.0f;            // bool by name
-  out[4] = static_cast<float>(wg.spec("MISSING", 42u));     // not set: the fallback
-  out[5] = static_cast<float>(wg.spec(99u, 5u));            // not set by id: the fallback
-  out[6] = static_cast<float>(wg.spec("SCALE", 0));         // a float read as int
+  out[0] = static_cast<float>(wg.spec(0u, 111u));        // by id
+  out[1] = static_cast<float>(wg.spec(7u, -1));          // by id, signed
+  out[2] = wg.spec("SCALE", 0.0f);                       // by name
+  out[3] = wg.spec("FLAG", false) ? 1.0f : 0.0f;         // bool by name
+  out[4] = static_cast<float>(wg.spec("MISSING", 42u));  // not set: the fallback
+  out[5] = static_cast<float>(wg.spec(99u, 5u));         // not set by id: the fallback
+  out[6] = static_cast<float>(wg.spec("SCALE", 0));      // a float read as int
   out[7] = static_cast<float>(wg.spec_constants.size());
 }
 

@@ -123,7 +123,7 @@ int main() {
   // float4 path with several K steps (256×512·512×256 fills even a 256×128 block), then the same
   // product unaligned; then whole blocks with 1-3 K steps of 8 (fewer steps than a cp.async
   // pipeline has stages: its prologue and empty groups).
-  const Shape shapes[] = {{1, 1, 1, 0},     {17, 1000, 17, 0},  {1, 17, 1000, 0}, {1000, 1, 17, 0},
+  const Shape shapes[] = {{1, 1, 1, 0},      {17, 1000, 17, 0}, {1, 17, 1000, 0},   {1000, 1, 17, 0},
                           {129, 33, 131, 0}, {300, 4097, 5, 0}, {256, 512, 256, 0}, {256, 64, 256, 1},
                           {256, 8, 256, 0},  {256, 16, 256, 0}, {256, 24, 256, 0}};
   bool ok = true;

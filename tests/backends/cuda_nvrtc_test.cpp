@@ -42,10 +42,14 @@ vgpu::DeviceInfo cuda_device(std::uint32_t sms) {
 /// 132-SM GPU (small grid → 64×64, mid → 128×64, large → 128×128).
 std::vector<vgpu::KernelPlan> cuda_plans() {
   const vgpu::DeviceInfo dev = cuda_device(132);
-  return {vgpu::ops::matmul(dev, 67, 33, 129),   vgpu::ops::matmul(dev, 1500, 40, 1100),
-          vgpu::ops::matmul(dev, 2048, 64, 2048), vgpu::ops::axpy(dev, 1000),
-          vgpu::ops::add(dev, 1000),              vgpu::ops::mul(dev, 1000),
-          vgpu::ops::reduce_sum(dev, 1000000),    vgpu::ops::softmax_rows(dev, 3, 7)};
+  return {vgpu::ops::matmul(dev, 67, 33, 129),
+          vgpu::ops::matmul(dev, 1500, 40, 1100),
+          vgpu::ops::matmul(dev, 2048, 64, 2048),
+          vgpu::ops::axpy(dev, 1000),
+          vgpu::ops::add(dev, 1000),
+          vgpu::ops::mul(dev, 1000),
+          vgpu::ops::reduce_sum(dev, 1000000),
+          vgpu::ops::softmax_rows(dev, 3, 7)};
 }
 
 /// The matmul plan's CUDA tiling, as "BMxBN".
@@ -147,8 +151,8 @@ TEST_CASE("CUDA matmul candidates: the rule's pick first, distinct tilings that 
     INFO("n = " << n);
     std::vector<std::string> names;
     for (const auto& c : tuner.candidates({"matmul", n, n, n}, h200)) names.push_back(c.variant);
-    for (const char* want : {"256x128x8x16x8w64x64s3", "128x128x16x8x8w32x64s3", "128x128x8x8x16w32x128",
-                             "128x128x8x8x8w32x64"})
+    for (const char* want :
+         {"256x128x8x16x8w64x64s3", "128x128x16x8x8w32x64s3", "128x128x8x8x16w32x128", "128x128x8x8x8w32x64"})
       CHECK(std::find(names.begin(), names.end(), want) != names.end());
   }
   // Forced: that tiling only, nothing to measure.
@@ -277,7 +281,8 @@ TEST_CASE("CUDA: a spec constant by id, or by a name that is no macro, is refuse
                      vgpu::cuda::compile_cuda(nvrtc(), s, by_id, 90));
   vgpu::CompileOptions bad_name;
   bad_name.specialize("2x", 1u);
-  REQUIRE_VGPU_ERROR(invalid_argument, "'2x', which is no C identifier", vgpu::cuda::compile_cuda(nvrtc(), s, bad_name, 90));
+  REQUIRE_VGPU_ERROR(invalid_argument, "'2x', which is no C identifier",
+                     vgpu::cuda::compile_cuda(nvrtc(), s, bad_name, 90));
   vgpu::CompileOptions twice = two_kernel_options();
   twice.defines["COUNT"] = "7u";
   REQUIRE_VGPU_ERROR(invalid_argument, "sets 'COUNT' both as a specialization constant and as a define",

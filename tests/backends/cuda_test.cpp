@@ -71,7 +71,8 @@ BACKEND_CASE(cuda, "L3: every built-in op loads from the embedded fatbin, with n
 #endif
 }
 
-BACKEND_CASE(cuda, "a complete .cu text with several extern \"C\" kernels runs the entry asked for, specialised by name",
+BACKEND_CASE(cuda,
+             "a complete .cu text with several extern \"C\" kernels runs the entry asked for, specialised by name",
              "[user][spec]") {
   vgpu::Device device = open_device(backend);
   // Both entries index v the same way; each does its own statement where its condition holds.

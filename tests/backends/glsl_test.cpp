@@ -41,8 +41,11 @@ struct Variant {
 // The variants cmake/VgpuGlsl.cmake precompiles (the ones core/runtime/kernel_cache/ops.cpp compiles).
 // The defines of one tiled matmul variant (core/kernels/src/gpu_tuning.cpp's list).
 std::map<std::string, std::string> mm(int bm, int bn, int bk, int tm, int tn) {
-  return {{"VGPU_MM_BM", std::to_string(bm)}, {"VGPU_MM_BN", std::to_string(bn)}, {"VGPU_MM_BK", std::to_string(bk)},
-          {"VGPU_MM_TM", std::to_string(tm)}, {"VGPU_MM_TN", std::to_string(tn)}};
+  return {{"VGPU_MM_BM", std::to_string(bm)},
+          {"VGPU_MM_BN", std::to_string(bn)},
+          {"VGPU_MM_BK", std::to_string(bk)},
+          {"VGPU_MM_TM", std::to_string(tm)},
+          {"VGPU_MM_TN", std::to_string(tn)}};
 }
 
 const std::vector<Variant>& builtin_variants() {

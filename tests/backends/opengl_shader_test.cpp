@@ -56,8 +56,8 @@ struct Spec {
 
 /// text with a per-process comment (and tag) after #version, so no earlier run's L2 entry answers.
 std::string fresh(const std::string& text, const std::string& tag = "") {
-  static const std::string run = std::to_string(::getpid()) + "-" +
-                                 std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  static const std::string run =
+      std::to_string(::getpid()) + "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   const auto eol = text.find('\n');
   return text.substr(0, eol + 1) + "// run " + run + " " + tag + "\n" + text.substr(eol + 1);
 }
@@ -161,7 +161,8 @@ BACKEND_CASE(opengl, "a complete Vulkan-flavoured shader runs unchanged by both 
   }
 }
 
-BACKEND_CASE(opengl, "a capability outside OpenGL's SPIR-V environment (VulkanMemoryModel) never reaches the driver as SPIR-V",
+BACKEND_CASE(opengl,
+             "a capability outside OpenGL's SPIR-V environment (VulkanMemoryModel) never reaches the driver as SPIR-V",
              "[user][shader][capabilities]") {
   // llvmpipe died with SIGSEGV in glSpecializeShader on such a module: it must take path B.
   std::string text = kShader;
@@ -180,8 +181,8 @@ BACKEND_CASE(opengl, "a capability outside OpenGL's SPIR-V environment (VulkanMe
 
 BACKEND_CASE(opengl, "SPIR-V compiled by the shader layer runs through dialect spirv, by both paths",
              "[user][shader][spirv]") {
-  const std::vector<std::uint32_t> words = vgpu::shader::compile_glsl_shader(
-      fresh(kShader), {}, vgpu::shader::TargetEnv::vulkan1_1, "test.gl_spirv");
+  const std::vector<std::uint32_t> words =
+      vgpu::shader::compile_glsl_shader(fresh(kShader), {}, vgpu::shader::TargetEnv::vulkan1_1, "test.gl_spirv");
   for (const bool spirv : {true, false}) {
     INFO((spirv ? "SPIR-V path where the driver has it" : "SPIRV-Cross path"));
     GlRun gl(spirv);
@@ -252,8 +253,8 @@ BACKEND_CASE(opengl, "GL forms: the push-constant rewrite validates, keeps std43
   const std::vector<std::uint32_t> gl = sh::push_constants_to_storage_buffer(words, 7);
   // Still valid SPIR-V, and what it declares: the params block a read-only storage buffer at 7.
   const std::string_view bytes(reinterpret_cast<const char*>(gl.data()), gl.size() * 4);
-  const vgpu::KernelReflection r = sh::reflect(sh::spirv_words(bytes, sh::TargetEnv::vulkan1_1, "test.gl_forms"),
-                                               "main", "test.gl_forms");
+  const vgpu::KernelReflection r =
+      sh::reflect(sh::spirv_words(bytes, sh::TargetEnv::vulkan1_1, "test.gl_forms"), "main", "test.gl_forms");
   CHECK(r.push_constant_bytes == 0);
   REQUIRE(r.bindings.size() == 4);
   const vgpu::ReflectedBinding& params = r.bindings.back();
@@ -277,13 +278,14 @@ BACKEND_CASE(opengl, "a complete shader that does not compile: compile_error wit
              "[user][shader][errors]") {
   vgpu::Device device = open_device(backend);
   // Line 6 uses an undeclared name; a Fix hint follows the log; the device keeps working.
-  const std::string bad = "#version 450\n"
-                          "layout(local_size_x = 32) in;\n"
-                          "layout(set = 0, binding = 0) buffer Data { float v[]; } data;\n"
-                          "void main() {\n"
-                          "  const uint i = gl_GlobalInvocationID.x;\n"
-                          "  data.v[i] = undeclared_thing * 2.0;\n"
-                          "}\n";
+  const std::string bad =
+      "#version 450\n"
+      "layout(local_size_x = 32) in;\n"
+      "layout(set = 0, binding = 0) buffer Data { float v[]; } data;\n"
+      "void main() {\n"
+      "  const uint i = gl_GlobalInvocationID.x;\n"
+      "  data.v[i] = undeclared_thing * 2.0;\n"
+      "}\n";
   vgpu::KernelSource source;
   source.name = "test.gl_bad_shader";
   source.add_glsl_shader(bad);

@@ -117,10 +117,10 @@ TEST_CASE("declared bindings that disagree with the reflection are refused, nami
   // A read_write buffer may be declared read (a shader that only reads need not say readonly).
   CHECK_NOTHROW(f.device.compile(declared({{0, Access::read, "v", {}}, {1, Access::read, "t", {}}})));
 
-  REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 2 ('extra') but its shader has no binding 2",
-                     f.device.compile(declared({{0, Access::read_write, "v", {}},
-                                                {1, Access::read, "t", {}},
-                                                {2, Access::write, "extra", {}}})));
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "declares slot 2 ('extra') but its shader has no binding 2",
+      f.device.compile(
+          declared({{0, Access::read_write, "v", {}}, {1, Access::read, "t", {}}, {2, Access::write, "extra", {}}})));
   REQUIRE_VGPU_ERROR(invalid_argument, "uses slot 1 (its storage buffer 'Table' (set 0, binding 1))",
                      f.device.compile(declared({{0, Access::read_write, "v", {}}})));
   REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 1 ('t') as write but the shader's storage buffer 'Table'",

@@ -190,8 +190,8 @@ void main() { b.v[0] = MINE; }
 
 TEST_CASE("compile_glsl_shader reports errors at the user's own line numbers", "[shader]") {
   const char* const bad = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {\n  undeclared = 1;\n}\n";
-  REQUIRE_VGPU_ERROR(compile_error, "test.bad:4: error:",
-                     shader::compile_glsl_shader(bad, {}, TargetEnv::vulkan1_1, "test.bad"));
+  REQUIRE_VGPU_ERROR(compile_error,
+                     "test.bad:4: error:", shader::compile_glsl_shader(bad, {}, TargetEnv::vulkan1_1, "test.bad"));
   // Defines arrive as -D: the shader's line numbers do not move.
   const char* const uses = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {\n  int x = VALUE;\n  y = 1;\n}\n";
   REQUIRE_VGPU_ERROR(compile_error, "test.bad:5: error:",
@@ -208,7 +208,8 @@ TEST_CASE("spirv_words validates the bytes of a SPIR-V module", "[shader]") {
                      shader::spirv_words(as_bytes(words).substr(0, 22), TargetEnv::vulkan1_1, "test.spv"));
   std::string bytes = as_bytes(words);
   bytes[0] = 0x11;
-  REQUIRE_VGPU_ERROR(compile_error, "not the SPIR-V magic", shader::spirv_words(bytes, TargetEnv::vulkan1_1, "test.spv"));
+  REQUIRE_VGPU_ERROR(compile_error, "not the SPIR-V magic",
+                     shader::spirv_words(bytes, TargetEnv::vulkan1_1, "test.spv"));
   // A truncated module (whole words, good magic) fails validation.
   std::vector<std::uint32_t> cut(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(words.size() / 2));
   REQUIRE_VGPU_ERROR(compile_error, "is not valid SPIR-V for Vulkan 1.1",

@@ -44,7 +44,8 @@ std::size_t mismatches(const std::vector<T>& got, const std::vector<T>& want) {
   if (got.size() != want.size()) return std::max(got.size(), want.size());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i] && bad++ == 0) UNSCOPED_INFO("first difference at [" << i << "]: got " << got[i] << ", want " << want[i]);
+    if (got[i] != want[i] && bad++ == 0)
+      UNSCOPED_INFO("first difference at [" << i << "]: got " << got[i] << ", want " << want[i]);
   return bad;
 }
 
@@ -63,7 +64,7 @@ std::uint32_t fibonacci(std::uint32_t n) {
 std::uint16_t to_half_exact(float v) {
   if (v == 0.0f) return std::signbit(v) ? 0x8000u : 0u;
   int e = 0;
-  const float m = std::frexp(std::fabs(v), &e);  // |v| = m * 2^e, m in [0.5, 1)
+  const float m = std::frexp(std::fabs(v), &e);                              // |v| = m * 2^e, m in [0.5, 1)
   const auto mant = static_cast<std::uint32_t>(std::ldexp(m, 11)) & 0x3FFu;  // 11 significant bits
   const auto exp = static_cast<std::uint32_t>(e - 1 + 15);
   return static_cast<std::uint16_t>((v < 0 ? 0x8000u : 0u) | (exp << 10) | mant);
@@ -158,7 +159,8 @@ void check_matmul(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint32_
   INFO("M = " << m << ", N = " << n << ", K = " << k);
   const auto a = random_floats(std::size_t{m} * k, m * 1000 + k);
   const auto b = random_floats(std::size_t{k} * n, k * 1000 + n);
-  std::vector<HostBuffer> buffers{host_buffer(0, a), host_buffer(1, b), host_buffer(2, std::vector<float>(std::size_t{m} * n, kNaN))};
+  std::vector<HostBuffer> buffers{host_buffer(0, a), host_buffer(1, b),
+                                  host_buffer(2, std::vector<float>(std::size_t{m} * n, kNaN))};
   run_once(device, kernel, buffers, {}, {groups_for(n / 4, 8), groups_for(m, 8), 1});
   check_close(buffers[2].as<float>(), matmul_reference(a, b, m, n, k));
 }
@@ -169,7 +171,10 @@ void check_matmul(vgpu::Device& device, const vgpu::Kernel& kernel, std::uint32_
 // branch: before it is merged the check reports itself as not run instead of failing to build.
 template <class Plan = vgpu::KernelPlan>
 std::optional<float> persistent_reduce(vgpu::Device& device, Form form, const std::vector<float>& x) {
-  if constexpr (requires(Plan p) { p.more_kernels; p.steps[0].kernel; }) {
+  if constexpr (requires(Plan p) {
+                  p.more_kernels;
+                  p.steps[0].kernel;
+                }) {
     const auto n = static_cast<std::uint32_t>(x.size());
     const std::uint32_t g1 = groups_for(n, 256);
     Plan plan;
@@ -232,7 +237,8 @@ TEST_CASE("buffer_copy: vec4 SSBOs at set 0, no params; declared bindings are ch
     for (std::uint32_t n : {1u, 255u, 1000u}) {
       INFO("vec4 count " << n);
       const auto src = random_floats(std::size_t{n} * 4, n);
-      std::vector<HostBuffer> buffers{host_buffer(0, src), host_buffer(1, std::vector<float>(std::size_t{n} * 4, kNaN))};
+      std::vector<HostBuffer> buffers{host_buffer(0, src),
+                                      host_buffer(1, std::vector<float>(std::size_t{n} * 4, kNaN))};
       run_once(device, kernel, buffers, {}, {groups_for(n, 64), 1, 1});
       CHECK(mismatches(buffers[1].as<float>(), src) == 0);
     }
@@ -248,12 +254,15 @@ TEST_CASE("buffer_copy: vec4 SSBOs at set 0, no params; declared bindings are ch
     wrong.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::read, "dst", {}}};
     REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 1", device.compile(wrong));
     vgpu::KernelSource missing = corpus_source("buffer_copy", form);
-    missing.bindings = {{0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::write, "dst", {}}, {5, vgpu::Access::write, "extra", {}}};
+    missing.bindings = {
+        {0, vgpu::Access::read, "src", {}}, {1, vgpu::Access::write, "dst", {}}, {5, vgpu::Access::write, "extra", {}}};
     REQUIRE_VGPU_ERROR(invalid_argument, "declares slot 5", device.compile(missing));
   });
 }
 
-TEST_CASE("reduce_tree: two passes, each its own specialisation of one module, in one batch and as one PersistentKernel", "[corpus]") {
+TEST_CASE(
+    "reduce_tree: two passes, each its own specialisation of one module, in one batch and as one PersistentKernel",
+    "[corpus]") {
   on_every_device_and_form("reduce_tree", [&](vgpu::Device& device, Form form) {
     // Pass 1 sets the local size (constant 1, which also sizes the shared array) through
     // workgroup_size; pass 2 sets the same constant by its name.
@@ -267,8 +276,8 @@ TEST_CASE("reduce_tree: two passes, each its own specialisation of one module, i
       INFO("n = " << n);
       const auto x = random_floats(n, n);
       const std::uint32_t g1 = groups_for(n, 256);  // ≤ 64: pass 2 folds them in one group of 32
-      vgpu::Buffer in = device.create_buffer(std::uint64_t{n} * 4), partial = device.create_buffer(std::uint64_t{g1} * 4),
-                   out = device.create_buffer(4);
+      vgpu::Buffer in = device.create_buffer(std::uint64_t{n} * 4),
+                   partial = device.create_buffer(std::uint64_t{g1} * 4), out = device.create_buffer(4);
       device.write(in, x.data(), x.size() * 4);
       const float nan = kNaN;
       device.write(out, &nan, 4);
@@ -290,7 +299,8 @@ TEST_CASE("reduce_tree: two passes, each its own specialisation of one module, i
   });
 }
 
-TEST_CASE("matmul_vec4_tiled: M, N, K at constant ids 0-2 left at their defaults, then set by id and by name", "[corpus]") {
+TEST_CASE("matmul_vec4_tiled: M, N, K at constant ids 0-2 left at their defaults, then set by id and by name",
+          "[corpus]") {
   on_every_device_and_form("matmul_vec4_tiled", [&](vgpu::Device& device, Form form) {
     const vgpu::KernelSource source = corpus_source("matmul_vec4_tiled", form);
     check_matmul(device, device.compile(source), 7, 8, 9);  // the shader's defaults
@@ -382,7 +392,8 @@ TEST_CASE("saxpy_push: the shader's own push-constant block and local size 16, w
     plan.source = source;
     plan.tensors = {{"x", vgpu::DType::f32, {n}, vgpu::Access::read, false},
                     {"y", vgpu::DType::f32, {n}, vgpu::Access::read_write, false}};
-    plan.steps = {vgpu::PlanStep{{{0, 0}, {1, 1}}, vgpu::ParamsBlock::of(SaxpyConstants{-0.5f, n}), {groups_for(n, 16), 1, 1}}};
+    plan.steps = {
+        vgpu::PlanStep{{{0, 0}, {1, 1}}, vgpu::ParamsBlock::of(SaxpyConstants{-0.5f, n}), {groups_for(n, 16), 1, 1}}};
     vgpu::PersistentKernel saxpy(device, plan);
     const auto x = random_floats(n, 5);
     auto y = random_floats(n, 6);
@@ -482,7 +493,8 @@ TEST_CASE("f16_convert: float16 storage both ways, where the device has 16-bit s
         want_half[i] = to_half_exact(0.5f * float_in[i]);
       }
       std::vector<HostBuffer> buffers{host_buffer(0, half_in), host_buffer(1, std::vector<float>(n, kNaN)),
-                                      host_buffer(2, float_in), host_buffer(3, std::vector<std::uint16_t>(n, kPoisonF16))};
+                                      host_buffer(2, float_in),
+                                      host_buffer(3, std::vector<std::uint16_t>(n, kPoisonF16))};
       run_once(device, *kernel, buffers, vgpu::ParamsBlock::of(Uint1{n}), {groups_for(n, 64), 1, 1});
       CHECK(mismatches(buffers[1].as<float>(), want_float) == 0);
       const auto got_half = buffers[3].as<std::uint16_t>();
@@ -503,7 +515,8 @@ TEST_CASE("every corpus shader compiles unchanged, in both forms, on every devic
         if (shader.name == "histogram_atomic")
           (void)compile_unless_refused(device, source, {}, {"VulkanMemoryModel", "memory model"});
         else if (shader.name == "f16_convert")
-          (void)compile_unless_refused(device, source, {}, {"StorageBuffer16BitAccess", "16BitAccess", "16-bit", "16bit", "Float16"});
+          (void)compile_unless_refused(device, source, {},
+                                       {"StorageBuffer16BitAccess", "16BitAccess", "16-bit", "16bit", "Float16"});
         else
           CHECK(device.compile(source));
       }
@@ -574,7 +587,8 @@ TEST_CASE("user shader errors: Fix hints, the user's line numbers, reserved ids,
     REQUIRE_VGPU_ERROR(invalid_argument, "2040", device.compile(r));
     vgpu::CompileOptions unknown;
     unknown.specialize("NO_SUCH_CONSTANT", 1u);
-    REQUIRE_VGPU_ERROR(invalid_argument, "NO_SUCH_CONSTANT", device.compile(corpus_source("matmul_vec4_tiled", Form::glsl_shader), unknown));
+    REQUIRE_VGPU_ERROR(invalid_argument, "NO_SUCH_CONSTANT",
+                       device.compile(corpus_source("matmul_vec4_tiled", Form::glsl_shader), unknown));
     vgpu::KernelSource garbage;
     garbage.name = "user.garbage";
     const std::array<std::uint32_t, 4> words{0x12345678u, 0u, 0u, 0u};

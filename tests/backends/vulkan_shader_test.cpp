@@ -44,7 +44,9 @@ std::vector<std::vector<std::uint32_t>> run_uints(vgpu::Device& device, const vg
   return out;
 }
 
-vgpu::BindingDecl decl(std::uint32_t slot, vgpu::Access access) { return {slot, access, "b" + std::to_string(slot), {}}; }
+vgpu::BindingDecl decl(std::uint32_t slot, vgpu::Access access) {
+  return {slot, access, "b" + std::to_string(slot), {}};
+}
 
 /// A complete GLSL shader named name, with the given declared bindings.
 vgpu::KernelSource shader_source(const char* name, const char* text, std::vector<vgpu::BindingDecl> bindings) {
@@ -113,14 +115,16 @@ BACKEND_CASE(vulkan, "a body form that declares a constant in vgpu's reserved id
   vgpu::Device device = runtime.open("vulkan:0");
   vgpu::KernelSource source;
   source.name = "test.vk_reserved_body";
-  source.add_glsl("layout(constant_id = 2045) const uint X = 1;\n"
-                  "layout(std430, binding = 0) buffer B { uint v[]; } b;\nvoid main() { b.v[0] = X; }\n");
+  source.add_glsl(
+      "layout(constant_id = 2045) const uint X = 1;\n"
+      "layout(std430, binding = 0) buffer B { uint v[]; } b;\nvoid main() { b.v[0] = X; }\n");
   source.bindings = {decl(0, vgpu::Access::read_write)};
   REQUIRE_VGPU_ERROR(invalid_argument, "2045", device.compile(source));
   vgpu::KernelSource shader;
   shader.name = "test.vk_reserved_shader";
-  shader.add_glsl_shader("#version 450\nlayout(constant_id = 2040) const uint X = 1;\nlayout(local_size_x = 1) in;\n"
-                         "layout(binding = 0) buffer B { uint v[]; } b;\nvoid main() { b.v[0] = X; }\n");
+  shader.add_glsl_shader(
+      "#version 450\nlayout(constant_id = 2040) const uint X = 1;\nlayout(local_size_x = 1) in;\n"
+      "layout(binding = 0) buffer B { uint v[]; } b;\nvoid main() { b.v[0] = X; }\n");
   shader.bindings = {decl(0, vgpu::Access::read_write)};
   REQUIRE_VGPU_ERROR(invalid_argument, "2040", device.compile(shader));
 }
@@ -312,11 +316,11 @@ layout(set = 0, binding = 0) buffer B { uint v[]; } b;
 void main() { b.v[gl_LocalInvocationID.x] = subgroupClusteredAdd(b.v[gl_LocalInvocationID.x], 4); }
 )";
 
-BACKEND_CASE(vulkan, "a shader needing a capability the device lacks is refused naming it", "[user][shader][features]") {
+BACKEND_CASE(vulkan, "a shader needing a capability the device lacks is refused naming it",
+             "[user][shader][features]") {
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));
   vgpu::Device device = runtime.open("vulkan:0");
-  const vgpu::KernelSource source =
-      shader_source("test.vk_clustered", kClustered, {decl(0, vgpu::Access::read_write)});
+  const vgpu::KernelSource source = shader_source("test.vk_clustered", kClustered, {decl(0, vgpu::Access::read_write)});
   if (!has_feature(device, "subgroup_clustered")) {
     REQUIRE_VGPU_ERROR(not_supported, "GroupNonUniformClustered", device.compile(source));
     // The device is intact: a shader within its features still runs.

@@ -37,7 +37,8 @@ BACKEND_CASE(vulkan, "L3: every GLSL matmul tiling and split-K's sum compile fro
   REQUIRE(split.kernel_count() == 2);
   const vgpu::CounterSnapshot before = device.counters();
   for (const auto& p : plans) device.compile(p.source, p.options);
-  for (std::size_t i = 0; i < split.kernel_count(); ++i) device.compile(split.kernel_source(i), split.kernel_options(i));
+  for (std::size_t i = 0; i < split.kernel_count(); ++i)
+    device.compile(split.kernel_source(i), split.kernel_options(i));
   const vgpu::CounterSnapshot d = device.counters() - before;
   INFO(d.to_string());
   CHECK(d.source_compiles == 0);
@@ -62,7 +63,8 @@ BACKEND_CASE(vulkan, "L3: every built-in op compiles from embedded SPIR-V with n
   REQUIRE(plans[6].steps.size() == 2);  // the split kernel's two phases
   std::set<std::string> keys;
   for (const auto& p : plans)
-    keys.insert(vgpu::cache::make_kernel_key(p.source, *p.source.find(vgpu::dialect::glsl), p.options, info.fingerprint).hex());
+    keys.insert(
+        vgpu::cache::make_kernel_key(p.source, *p.source.find(vgpu::dialect::glsl), p.options, info.fingerprint).hex());
   REQUIRE(keys.size() == 7);  // add and mul share a body but not their defines
 
   const vgpu::CounterSnapshot before = device.counters();

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
         std::printf("SKIPPED %s: %s\n", std::string(vgpu::to_string(s.kind)).c_str(), s.reason.c_str());
     for (const vgpu::DeviceInfo& info : runtime.devices()) {
       vgpu::Device device = runtime.open(info);
-      const vgpu::KernelSource source = vgpu_test::scale_add_source(info.backend, vgpu_test::scale_add_text(info.backend));
+      const vgpu::KernelSource source =
+          vgpu_test::scale_add_source(info.backend, vgpu_test::scale_add_text(info.backend));
       const vgpu::Kernel kernel = device.compile(source, vgpu_test::scale_add_options());
       if (!vgpu_test::run_scale_add(device, kernel, 1000, 64).ok()) {
         std::printf("device %s: wrong scale-add result\n", info.id().c_str());
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
         ok = false;
       }
     }
-    if (gpus == 0) std::printf("SKIPPED gpu: no Vulkan or OpenGL device here; only the CPU and the selection are checked\n");
+    if (gpus == 0)
+      std::printf("SKIPPED gpu: no Vulkan or OpenGL device here; only the CPU and the selection are checked\n");
     const vgpu::Shape shape{32, 32, 32};
     vgpu::select("matmul", shape);
     const vgpu::Selection sel = vgpu::explain("matmul", shape);

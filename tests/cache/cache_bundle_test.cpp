@@ -74,8 +74,8 @@ struct Fixture {
   std::filesystem::path src = root.path / "src", dst = root.path / "dst", file = root.path / "cache.vgb";
   DeviceFingerprint here = test::fingerprint("backend=test;device=here;"),
                     there = test::fingerprint("backend=test;device=there;");
-  cache::KernelKey k_spirv{0x1111, 0x2222}, k_cubin{0x3333, 0x4444}, k_vkpc{cache::hash64("vk-pipeline-cache"), there.hash},
-      k_own{0x5555, 0x6666};
+  cache::KernelKey k_spirv{0x1111, 0x2222}, k_cubin{0x3333, 0x4444},
+      k_vkpc{cache::hash64("vk-pipeline-cache"), there.hash}, k_own{0x5555, 0x6666};
   std::vector<std::uint8_t> spirv = valid_spirv(600, 1), cubin = vgpu_test::payload_for(EntryKind::cuda_binary, 300, 2),
                             vkpc = vgpu_test::payload_for(EntryKind::vk_pipeline_cache, 64, 3);
 
@@ -332,7 +332,8 @@ TEST_CASE("bundle: damaged, resealed or path-unsafe entries are rejected one by 
   SECTION("a payload damaged before it was checksummed (resealed)") {
     Parts p = Parts::of(bytes);
     std::size_t at = 0, index = 0;  // the SPIR-V entry's payload offset and manifest index
-    while (p.manifest["entries"][index]["kind"] != "spirv") at += p.manifest["entries"][index++]["size"].get<std::size_t>();
+    while (p.manifest["entries"][index]["kind"] != "spirv")
+      at += p.manifest["entries"][index++]["size"].get<std::size_t>();
     const std::size_t spirv_bytes = p.manifest["entries"][index]["size"].get<std::size_t>();
     const auto begin = p.payloads.begin() + static_cast<std::ptrdiff_t>(at);
     std::fill(begin, begin + static_cast<std::ptrdiff_t>(spirv_bytes), 0x41);

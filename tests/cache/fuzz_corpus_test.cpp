@@ -145,7 +145,8 @@ TEST_CASE("every SPIR-V vgpu produces passes the payload and interface checks (a
       runtime.devices().empty() ? std::vector<vgpu::KernelPlan>{} : builtin_plans(runtime.devices().at(0));
   for (const vgpu::KernelPlan& plan : plans) {
     INFO(plan.source.name);
-    const auto* words = vgpu::cache::find_precompiled_spirv(plan.source.find(vgpu::dialect::glsl)->code, plan.options.defines);
+    const auto* words =
+        vgpu::cache::find_precompiled_spirv(plan.source.find(vgpu::dialect::glsl)->code, plan.options.defines);
     REQUIRE(words);
     CHECK(vgpu::cache::spirv_problem(bytes_of(*words)) == "");
     CHECK(interface_problem(*words, plan.source, plan.options) == "");

@@ -80,7 +80,13 @@ TEST_CASE("MemoryCache: 16 threads asking for one missing key build it once", "[
   CHECK(s.builds + s.joined + s.hits == kThreads);
   CHECK(s.size == 1);
   // Later lookups are plain hits.
-  CHECK(cache.get_or_build(7, [&]() -> std::shared_ptr<int> { FAIL("rebuilt a cached key"); return {}; }).second == Lookup::hit);
+  CHECK(cache
+            .get_or_build(7,
+                          [&]() -> std::shared_ptr<int> {
+                            FAIL("rebuilt a cached key");
+                            return {};
+                          })
+            .second == Lookup::hit);
   CHECK(cache.stats().hits == 1);
 }
 

@@ -154,7 +154,8 @@ TEST_CASE("VkPipelineCache payloads: a 32-byte version-one header, and the devic
   CHECK_THAT(vgpu::cache::pipeline_cache_problem(Bytes(31, 0)), Catch::Matchers::ContainsSubstring("shorter than"));
   Bytes huge = blob;
   put32(huge, 0, 0xffffffff);  // once passed "headerSize >= 32" on to the driver
-  CHECK_THAT(vgpu::cache::pipeline_cache_problem(huge), Catch::Matchers::ContainsSubstring("header size is 4294967295"));
+  CHECK_THAT(vgpu::cache::pipeline_cache_problem(huge),
+             Catch::Matchers::ContainsSubstring("header size is 4294967295"));
   Bytes version = blob;
   put32(version, 4, 2);
   CHECK_THAT(vgpu::cache::pipeline_cache_problem(version), Catch::Matchers::ContainsSubstring("version is 2"));
@@ -165,7 +166,8 @@ TEST_CASE("VkPipelineCache payloads: a 32-byte version-one header, and the devic
              Catch::Matchers::ContainsSubstring("another vendor or device"));
   Bytes uuid = blob;
   uuid[31] ^= 1;
-  CHECK_THAT(vgpu::cache::pipeline_cache_problem(uuid, &device), Catch::Matchers::ContainsSubstring("pipelineCacheUUID"));
+  CHECK_THAT(vgpu::cache::pipeline_cache_problem(uuid, &device),
+             Catch::Matchers::ContainsSubstring("pipelineCacheUUID"));
 
   // Through the store: the resealed entry is dropped as invalid.
   TempDir t("payload-");
@@ -181,7 +183,8 @@ TEST_CASE("CUDA payloads: an ELF64 CUDA image whose parts lie inside it, or NUL-
   CHECK(vgpu::cache::payload_problem(EntryKind::cuda_binary, good) == "");
   const std::string ptx = std::string(".version 7.0\n.target sm_75\n") + '\0';
   CHECK(vgpu::cache::cuda_image_problem(Bytes(ptx.begin(), ptx.end())) == "");
-  CHECK_THAT(vgpu::cache::cuda_image_problem(Bytes(ptx.begin(), ptx.end() - 1)), Catch::Matchers::ContainsSubstring("neither"));
+  CHECK_THAT(vgpu::cache::cuda_image_problem(Bytes(ptx.begin(), ptx.end() - 1)),
+             Catch::Matchers::ContainsSubstring("neither"));
   CHECK_THAT(vgpu::cache::cuda_image_problem(Bytes{}), Catch::Matchers::ContainsSubstring("neither"));
 
   const std::size_t shoff = 64 + 32 + 16;

@@ -400,8 +400,8 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
   write_bytes(t.path / "file", Bytes{1});
   const fs::path dir = t.path / "file" / "cache";
   const fs::path out = t.path / "out.txt", err = t.path / "err.txt";
-  const std::string cmd =
-      cache_env(dir) + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" + quoted(out.string()) + " 2>" + quoted(err.string());
+  const std::string cmd = cache_env(dir) + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" +
+                          quoted(out.string()) + " 2>" + quoted(err.string());
   const int rc = std::system(cmd.c_str());
   const std::string stdout_text(reinterpret_cast<const char*>(read_bytes(out).data()), read_bytes(out).size());
   std::ifstream err_in(err);
@@ -424,8 +424,8 @@ TEST_CASE("an unusable VGPU_CACHE_DIR gives one warning per process and devices 
   // Disabled on purpose: no warning. Writable: enabled, no warning.
   for (const std::string& extra : {std::string("VGPU_CACHE_DISABLE=1 "), std::string()}) {
     const fs::path use = extra.empty() ? t.path / "ok" : dir;
-    const std::string c2 = cache_env(use) + extra + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" + quoted(out.string()) +
-                           " 2>" + quoted(err.string());
+    const std::string c2 = cache_env(use) + extra + quoted(vgpu::test::helper_path(VGPU_L2_WRITER)) + " global >" +
+                           quoted(out.string()) + " 2>" + quoted(err.string());
     const int rc2 = std::system(c2.c_str());
     const Bytes o = read_bytes(out), e = read_bytes(err);
     const std::string o_text(o.begin(), o.end()), e_text(e.begin(), e.end());
@@ -510,8 +510,8 @@ TEST_CASE("the size cap evicts the cheapest entries per byte and keeps the expen
   const Bytes expensive = make_payload(20000, 10);
   REQUIRE(store.store(kAnyBytes, kKey, kDevice, expensive, 5'000'000));
   for (std::uint64_t i = 0; i < 12; ++i)
-    REQUIRE(store.store(kAnyBytes, KernelKey{7, i}, kDevice,
-                        make_payload(10000, 100 + static_cast<std::uint32_t>(i)), 100));
+    REQUIRE(store.store(kAnyBytes, KernelKey{7, i}, kDevice, make_payload(10000, 100 + static_cast<std::uint32_t>(i)),
+                        100));
 
   const auto s = store.stats();
   CHECK(s.evictions >= 4);
@@ -536,7 +536,7 @@ TEST_CASE("equal cost per byte evicts the least recently used, and a load refres
   REQUIRE(store.store(kAnyBytes, d, kDevice, make_payload(10000, 12), 100));
   CHECK(store.stats().evictions == 0);
   REQUIRE(store.store(kAnyBytes, e, kDevice, make_payload(10000, 13), 100));  // 5 × ~10.1 kB > 50000
-  CHECK(store.stats().evictions == 1);  // down to ≤ 45000: one entry goes
+  CHECK(store.stats().evictions == 1);                                        // down to ≤ 45000: one entry goes
   CHECK_FALSE(fs::exists(entry_path(t.path, kAnyBytes, b)));
   for (const auto& k : {a, c, d, e}) CHECK(fs::exists(entry_path(t.path, kAnyBytes, k)));
 }

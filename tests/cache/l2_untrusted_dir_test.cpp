@@ -282,13 +282,16 @@ TEST_CASE("symlinked or non-directory kind folders: L2 is off for those kinds an
   CHECK(outcome == LoadOutcome::disabled);
   CHECK_FALSE(store.load(EntryKind::gl_program_binary, kKey, kDevice));
   CHECK_FALSE(store.store(EntryKind::spirv, KernelKey{3, 1}, kDevice, payload_for(EntryKind::spirv, 100, 4), 1));
-  CHECK_FALSE(store.store(EntryKind::cuda_binary, KernelKey{3, 2}, kDevice, payload_for(EntryKind::cuda_binary, 100, 4), 1));
-  CHECK_FALSE(store.store(EntryKind::selection, KernelKey{3, 3}, kDevice, payload_for(EntryKind::selection, 100, 4), 1));
+  CHECK_FALSE(
+      store.store(EntryKind::cuda_binary, KernelKey{3, 2}, kDevice, payload_for(EntryKind::cuda_binary, 100, 4), 1));
+  CHECK_FALSE(
+      store.store(EntryKind::selection, KernelKey{3, 3}, kDevice, payload_for(EntryKind::selection, 100, 4), 1));
   CHECK(store.stats().write_failures == 3);
 
   // vkpc still works; enough of it goes over the cap, and eviction only deletes vkpc entries.
   for (std::uint64_t i = 0; i < 10; ++i)
-    REQUIRE(store.store(EntryKind::vk_pipeline_cache, KernelKey{4, i}, kDevice, payload_for(EntryKind::vk_pipeline_cache, 10000, 5), 100));
+    REQUIRE(store.store(EntryKind::vk_pipeline_cache, KernelKey{4, i}, kDevice,
+                        payload_for(EntryKind::vk_pipeline_cache, 10000, 5), 100));
   CHECK(store.stats().evictions >= 4);
   REQUIRE(store.load(EntryKind::vk_pipeline_cache, KernelKey{4, 9}, kDevice));
 
@@ -567,7 +570,8 @@ TEST_CASE("rm -rf of the cache directory between two stores: the second store re
   CHECK(store.load(EntryKind::spirv, KernelKey{9, 2}, kDevice));
   // Removed again, this time with another kind: made again too.
   fs::remove_all(dir);
-  REQUIRE(store.store(EntryKind::gl_program_binary, KernelKey{9, 3}, kDevice, payload_for(EntryKind::gl_program_binary, 700, 12), 1));
+  REQUIRE(store.store(EntryKind::gl_program_binary, KernelKey{9, 3}, kDevice,
+                      payload_for(EntryKind::gl_program_binary, 700, 12), 1));
   CHECK(store.load(EntryKind::gl_program_binary, KernelKey{9, 3}, kDevice));
   CHECK(store.stats().write_failures == 0);
   // A new store on the removed directory is on as well.

@@ -80,7 +80,8 @@ RunnerOptions parse_runner_options(int argc, char* argv[]) {
 void print_devices(const std::vector<vgpu::BackendStatus>& statuses) {
   std::printf("devices (use --device ID):\n");
   for (const vgpu::DeviceInfo& info : vgpu::Runtime::global().devices())
-    std::printf("  %-10s %s (%s)\n", info.id().c_str(), info.name.c_str(), std::string(vgpu::to_string(info.type)).c_str());
+    std::printf("  %-10s %s (%s)\n", info.id().c_str(), info.name.c_str(),
+                std::string(vgpu::to_string(info.type)).c_str());
   for (const vgpu::BackendStatus& s : statuses)
     if (!s.available)
       std::printf("  (%s unavailable: %s)\n", std::string(vgpu::to_string(s.kind)).c_str(), s.reason.c_str());

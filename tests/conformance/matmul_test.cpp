@@ -68,10 +68,20 @@ TEST_CASE("matmul: square sizes match the double-precision reference", "[matmul]
 }
 
 TEST_CASE("matmul: non-square shapes, K = 1 and long K", "[matmul]") {
-  const MatmulShape shapes[] = {{17, 300, 5}, {1, 1000, 3}, {255, 1, 255}, {300, 17, 299},
-                                {1, 1, 1},    {3, 1, 1},    {1, 64, 1},    {96, 256, 128},
-                                // Small tiles (the CPU's unpacked path), narrower and wider than a vector, in multi-tile grids.
-                                {200, 9, 4},  {130, 40, 3}, {7, 5, 200},   {19, 20, 21}};
+  const MatmulShape shapes[] = {
+      {17, 300, 5},
+      {1, 1000, 3},
+      {255, 1, 255},
+      {300, 17, 299},
+      {1, 1, 1},
+      {3, 1, 1},
+      {1, 64, 1},
+      {96, 256, 128},
+      // Small tiles (the CPU's unpacked path), narrower and wider than a vector, in multi-tile grids.
+      {200, 9, 4},
+      {130, 40, 3},
+      {7, 5, 200},
+      {19, 20, 21}};
   for (vgpu::Device device : devices_under_test())
     for (const MatmulShape& s : shapes)
       for (Path path : kPaths) check_matmul(device, s, path);
@@ -224,7 +234,8 @@ TEST_CASE("matmul: raw Device path with one binding set dispatched repeatedly", 
     vgpu::Kernel kernel = device.compile(plan.source, plan.options);
     REQUIRE(kernel);
     CHECK(kernel.name() == plan.source.name);
-    vgpu::Buffer A = device.create_buffer(m * k * 4), B = device.create_buffer(k * n * 4), C = device.create_buffer(m * n * 4);
+    vgpu::Buffer A = device.create_buffer(m * k * 4), B = device.create_buffer(k * n * 4),
+                 C = device.create_buffer(m * n * 4);
     vgpu::BindingSet set = device.bind(kernel, {{0, A}, {1, B}, {2, C}});
     for (std::uint64_t round = 0; round < 3; ++round) {
       INFO("round " << round);

@@ -48,10 +48,10 @@ TEST_CASE("softmax_rows: large magnitudes do not overflow exp", "[softmax]") {
   constexpr std::uint32_t rows = 6, cols = 33;
   std::vector<float> x = random_floats(rows * cols, 777, -100.0f, 100.0f);  // rows 0-1: uniform in ±100
   for (std::uint32_t j = 0; j < cols; ++j) {
-    x[2 * cols + j] = 100.0f;                       // all equal and huge: exactly uniform 1/cols
-    x[3 * cols + j] = (j % 2) ? 80.0f : -80.0f;     // ±80: the −80 entries underflow to ~e-70
+    x[2 * cols + j] = 100.0f;                                  // all equal and huge: exactly uniform 1/cols
+    x[3 * cols + j] = (j % 2) ? 80.0f : -80.0f;                // ±80: the −80 entries underflow to ~e-70
     x[4 * cols + j] = -100.0f + 0.5f * static_cast<float>(j);  // all very negative
-    x[5 * cols + j] = j == 7 ? 88.5f : 88.0f;       // near float's exp overflow threshold
+    x[5 * cols + j] = j == 7 ? 88.5f : 88.0f;                  // near float's exp overflow threshold
   }
   for (vgpu::Device device : devices_under_test())
     for (Path path : kPaths) check_softmax(device, x, rows, cols, path);

@@ -33,14 +33,17 @@ vgpu::RequiredBytesFn n_floats() {
 vgpu::KernelSource scale_add_index_source() {
   vgpu::KernelSource s;
   s.name = "test.scale_add_index";
-  set_cpu(s, [](const vgpu::CpuWorkgroup& wg) {
-    const auto& p = wg.params_as<ScaleParams>();
-    const float* in = wg.buffer<const float>(0);
-    float* out = wg.buffer<float>(1);
-    wg.for_each_invocation([&](const std::array<std::uint32_t, 3>& g, const std::array<std::uint32_t, 3>&) {
-      if (g[0] < p.n) out[g[0]] = p.alpha * in[g[0]] + static_cast<float>(g[0]);
-    });
-  }, "1");
+  set_cpu(
+      s,
+      [](const vgpu::CpuWorkgroup& wg) {
+        const auto& p = wg.params_as<ScaleParams>();
+        const float* in = wg.buffer<const float>(0);
+        float* out = wg.buffer<float>(1);
+        wg.for_each_invocation([&](const std::array<std::uint32_t, 3>& g, const std::array<std::uint32_t, 3>&) {
+          if (g[0] < p.n) out[g[0]] = p.alpha * in[g[0]] + static_cast<float>(g[0]);
+        });
+      },
+      "1");
   s.bindings = {{0, vgpu::Access::read, "in", n_floats()}, {1, vgpu::Access::write, "out", n_floats()}};
   s.params_size = sizeof(ScaleParams);
   return s;
@@ -50,17 +53,21 @@ vgpu::KernelSource scale_add_index_source() {
 vgpu::KernelSource grid_probe_source() {
   vgpu::KernelSource s;
   s.name = "test.grid_probe";
-  set_cpu(s, [](const vgpu::CpuWorkgroup& wg) {
-    const auto& p = wg.params_as<ScaleParams>();  // n = width, pad0 = height
-    float* ids = wg.buffer<float>(0);
-    float* grid = wg.buffer<float>(1);
-    wg.for_each_invocation([&](const std::array<std::uint32_t, 3>& g, const std::array<std::uint32_t, 3>& l) {
-      if (g[0] >= p.n || g[1] >= p.pad0) return;  // the grid overshoots the image
-      ids[g[1] * p.n + g[0]] = static_cast<float>(g[0] + 1000 * g[1]);
-      grid[g[1] * p.n + g[0]] = static_cast<float>(wg.num_workgroups[0] * 100 + wg.num_workgroups[1] +
-                                                   (l[0] < wg.workgroup_size[0] && l[1] < wg.workgroup_size[1] ? 0 : 1e6));
-    });
-  }, "1");
+  set_cpu(
+      s,
+      [](const vgpu::CpuWorkgroup& wg) {
+        const auto& p = wg.params_as<ScaleParams>();  // n = width, pad0 = height
+        float* ids = wg.buffer<float>(0);
+        float* grid = wg.buffer<float>(1);
+        wg.for_each_invocation([&](const std::array<std::uint32_t, 3>& g, const std::array<std::uint32_t, 3>& l) {
+          if (g[0] >= p.n || g[1] >= p.pad0) return;  // the grid overshoots the image
+          ids[g[1] * p.n + g[0]] = static_cast<float>(g[0] + 1000 * g[1]);
+          grid[g[1] * p.n + g[0]] =
+              static_cast<float>(wg.num_workgroups[0] * 100 + wg.num_workgroups[1] +
+                                 (l[0] < wg.workgroup_size[0] && l[1] < wg.workgroup_size[1] ? 0 : 1e6));
+        });
+      },
+      "1");
   auto image = [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {
     return std::uint64_t{pb.as<ScaleParams>().n} * pb.as<ScaleParams>().pad0 * 4;
   };

@@ -39,7 +39,8 @@ vgpu::KernelPlan scale_add_plan(const vgpu::KernelSource& source, std::uint32_t 
   plan.tensors = {{"a", vgpu::DType::f32, {n}, vgpu::Access::read},
                   {"b", vgpu::DType::f32, {n}, vgpu::Access::read},
                   {"out", vgpu::DType::f32, {n}, vgpu::Access::write}};
-  plan.steps = {{{{0, 0}, {1, 1}, {2, 2}}, vgpu::ParamsBlock::of(ScaleAddParams{n, kScale, 0, 0}), scale_add_groups(n)}};
+  plan.steps = {
+      {{{0, 0}, {1, 1}, {2, 2}}, vgpu::ParamsBlock::of(ScaleAddParams{n, kScale, 0, 0}), scale_add_groups(n)}};
   return plan;
 }
 
@@ -97,9 +98,9 @@ void check_out(vgpu::Device& device, const Buffers& bufs, const std::vector<floa
   CHECK(c.ok());
 }
 
-
 /// A queue of n items with ids 1000 + 7i, item i a payload of (i % 5) u32 words from seed.
-vgpu::PersistentQueue add_one_queue(std::uint32_t n, std::uint64_t seed, std::vector<std::vector<std::uint32_t>>& words) {
+vgpu::PersistentQueue add_one_queue(std::uint32_t n, std::uint64_t seed,
+                                    std::vector<std::vector<std::uint32_t>>& words) {
   vgpu::PersistentQueue queue;
   words.assign(n, {});
   std::uint32_t x = static_cast<std::uint32_t>(seed) * 2654435761u;
@@ -130,9 +131,10 @@ void check_add_one(const vgpu::QueueReport& report, const std::vector<std::vecto
 
 }  // namespace
 
-CONTRACT_CASE("device_loss: a loss before a run recovers the device in place, the PersistentKernel's kernel comes "
-              "from L2 and its results are right",
-              "[device_loss]", every_backend) {
+CONTRACT_CASE(
+    "device_loss: a loss before a run recovers the device in place, the PersistentKernel's kernel comes "
+    "from L2 and its results are right",
+    "[device_loss]", every_backend) {
   if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
   vgpu::Device device = open_device(backend);
   const bool with_l2 = l2_applies(backend, device);

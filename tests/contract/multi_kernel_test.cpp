@@ -172,8 +172,8 @@ std::vector<float> small_ints(std::uint32_t n, std::uint32_t seed) {
 }
 
 vgpu::KernelPlan scale_plan(const Backend& backend, std::uint32_t n, float scale) {
-  vgpu::PlanKernel k = kernel_for(backend, "test.scale_in_place", kScaleGlsl, kScaleCuda, "scale_in_place",
-                                  scale_in_place_cpu);
+  vgpu::PlanKernel k =
+      kernel_for(backend, "test.scale_in_place", kScaleGlsl, kScaleCuda, "scale_in_place", scale_in_place_cpu);
   vgpu::KernelPlan plan;
   plan.source = k.source;
   plan.source.bindings = {{0, vgpu::Access::read_write, "v", {}}};

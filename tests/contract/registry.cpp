@@ -63,7 +63,8 @@ Registrar::Registrar(void (*fn)(const Backend&), const char* name, const char* t
     if (!applies(b)) continue;
     const std::string test = b.name + "." + name;
     const std::string all_tags = std::string(tags) + "[" + b.name + "]" + (is_contract ? "[contract]" : "");
-    Catch::AutoReg(vgpu_test::invoker_ptr(new CaseInvoker(fn, &b)), Catch::SourceLineInfo(file, line), "", Catch::NameAndTags(test, all_tags));
+    Catch::AutoReg(vgpu_test::invoker_ptr(new CaseInvoker(fn, &b)), Catch::SourceLineInfo(file, line), "",
+                   Catch::NameAndTags(test, all_tags));
   }
 }
 

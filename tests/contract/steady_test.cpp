@@ -109,8 +109,8 @@ CONTRACT_CASE("steady state: large round trips (>= 1 MiB one way, off chunk boun
                   2,
                   [](const HostTensors& a) { return binary_reference(a[0], a[1], false); }},
                  5);
-  check_steady(device, matmul(info, 1000, 17, 1025, 31), 5);                          // 4 MB out, 68 KB in
-  check_steady(device, reduce_sum(info, 1000003, 7), 5);                              // 4 MB in, 4 bytes out
+  check_steady(device, matmul(info, 1000, 17, 1025, 31), 5);  // 4 MB out, 68 KB in
+  check_steady(device, reduce_sum(info, 1000003, 7), 5);      // 4 MB in, 4 bytes out
 }
 
 }  // namespace vgpu_test::contract

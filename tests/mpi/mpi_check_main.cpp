@@ -73,7 +73,8 @@ bool fail(const std::string& why) {
 bool check_warm(const std::string& share) {
   vgpu::Runtime& runtime = vgpu::Runtime::global();
   vgpu::mpi::WarmUpOptions options;
-  options.share = share == "bundle" ? vgpu::mpi::WarmUpOptions::Share::bundle : vgpu::mpi::WarmUpOptions::Share::directory;
+  options.share =
+      share == "bundle" ? vgpu::mpi::WarmUpOptions::Share::bundle : vgpu::mpi::WarmUpOptions::Share::directory;
   options.work = compile_user_kernel;
   const std::vector<vgpu::mpi::WarmUpItem> items{{"matmul", {17, 33, 9}}, {"matmul", {64, 64, 64}}};
   const vgpu::mpi::WarmUpReport report = vgpu::mpi::warm_up(MPI_COMM_WORLD, runtime, items, options);
@@ -91,13 +92,15 @@ bool check_warm(const std::string& share) {
   if (compiled) mine[0] = report.local.source_compiles, mine[1] = report.calibrations;
   MPI_Allreduce(mine, compilers, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (!compiled && report.local.source_compiles != 0)
-    ok = fail("a rank that did not compile first made " + std::to_string(report.local.source_compiles) + " source compiles");
+    ok = fail("a rank that did not compile first made " + std::to_string(report.local.source_compiles) +
+              " source compiles");
   if (!compiled && report.calibrations != 0) ok = fail("a rank that did not compile first calibrated");
   if (report.job_source_compiles != compilers[0])
     ok = fail("job source compiles " + std::to_string(report.job_source_compiles) + " != the compiling ranks' " +
               std::to_string(compilers[0]));
   if (report.job_calibrations != compilers[1] || compilers[1] != items.size() * report.compiling_ranks)
-    ok = fail("job calibrations " + std::to_string(report.job_calibrations) + ", expected one per item per compiling rank");
+    ok = fail("job calibrations " + std::to_string(report.job_calibrations) +
+              ", expected one per item per compiling rank");
   if (options.share == vgpu::mpi::WarmUpOptions::Share::bundle) {
     // The bundle goes to the group leaders only: a member receives nothing, and the job moves
     // (groups - 1) bundles, not (ranks - 1).
@@ -145,7 +148,8 @@ bool check_warm_failure() {
   return fail("warm_up of an unknown op succeeded");
 }
 
-std::vector<vgpu::Matrix> random_batch(std::uint32_t count, std::uint32_t rows, std::uint32_t cols, std::uint32_t seed) {
+std::vector<vgpu::Matrix> random_batch(std::uint32_t count, std::uint32_t rows, std::uint32_t cols,
+                                       std::uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<vgpu::Matrix> out;
@@ -158,7 +162,8 @@ std::vector<vgpu::Matrix> random_batch(std::uint32_t count, std::uint32_t rows, 
 }
 
 // C of one rank alone (a communicator of one) for the same batch on the same cache.
-std::vector<vgpu::Matrix> one_rank(vgpu::Cache& cache, const std::vector<vgpu::Matrix>& a, const std::vector<vgpu::Matrix>& b) {
+std::vector<vgpu::Matrix> one_rank(vgpu::Cache& cache, const std::vector<vgpu::Matrix>& a,
+                                   const std::vector<vgpu::Matrix>& b) {
   MPI_Comm self = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, g_rank, 0, &self);
   std::vector<vgpu::Matrix> c = g_rank == 0 ? vgpu::mpi::matmul_batch(self, cache, a, b) : std::vector<vgpu::Matrix>{};
@@ -185,7 +190,8 @@ bool check_awkward(vgpu::Cache& cache) {
       for (int x : report.counts) sum += x;
       const std::string what = std::to_string(count) + " x " + std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" +
                                std::to_string(s[2]);
-      if (report.counts.size() != 4 || sum != static_cast<int>(count)) ok = fail(what + ": the counts do not sum to the batch");
+      if (report.counts.size() != 4 || sum != static_cast<int>(count))
+        ok = fail(what + ": the counts do not sum to the batch");
       if (g_rank != 0) continue;
       if (c.size() != count || c1.size() != count) {
         ok = fail(what + ": got " + std::to_string(c.size()) + " results");
@@ -207,7 +213,8 @@ bool check_bad_inputs(vgpu::Cache& cache) {
       call();
       ok = fail(what + ": no error");
     } catch (const vgpu::Error& e) {
-      if (e.category() != vgpu::ErrorCategory::invalid_argument || std::string(e.what()).find("Fix:") == std::string::npos)
+      if (e.category() != vgpu::ErrorCategory::invalid_argument ||
+          std::string(e.what()).find("Fix:") == std::string::npos)
         ok = fail(what + ": " + e.what());
     }
   };
@@ -246,10 +253,11 @@ bool check_batch() {
     for (std::uint32_t r = 0; r < m; ++r)
       for (std::uint32_t col = 0; col < n; ++col) {
         double ref = 0, mag = 0;
-        for (std::uint32_t x = 0; x < k; ++x) ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
+        for (std::uint32_t x = 0; x < k; ++x)
+          ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
         if (std::abs(c[i](r, col) - ref) > 1e-5 * mag + 1e-6)
-          return fail("matmul " + std::to_string(i) + " (" + std::to_string(r) + "," + std::to_string(col) + ") = " +
-                      std::to_string(c[i](r, col)) + ", reference " + std::to_string(ref));
+          return fail("matmul " + std::to_string(i) + " (" + std::to_string(r) + "," + std::to_string(col) +
+                      ") = " + std::to_string(c[i](r, col)) + ", reference " + std::to_string(ref));
         if (c[i](r, col) != c1[i](r, col)) ok = fail("4 ranks and 1 rank differ at matmul " + std::to_string(i));
       }
   return ok;
@@ -298,9 +306,9 @@ bool check_split() {
     if (g_rank == 0 && c.size() != count) ok = fail(what + ": " + std::to_string(c.size()) + " results");
     return report;
   };
-  run(g_rank + 1.0, {2, 3, 5, 7}, "speeds 1,2,3,4");        // 17·(1,2,3,4)/10, largest remainder
+  run(g_rank + 1.0, {2, 3, 5, 7}, "speeds 1,2,3,4");                              // 17·(1,2,3,4)/10, largest remainder
   run(g_rank == 1 ? -1.0 : g_rank + 1.0, {1, 5, 5, 6}, "rank 1 without a time");  // weighs the median 3
-  run(-1.0, {5, 4, 4, 4}, "no rank with a time");               // even
+  run(-1.0, {5, 4, 4, 4}, "no rank with a time");                                 // even
   {
     vgpu::mpi::BatchOptions even;
     even.split = vgpu::mpi::BatchOptions::Split::even;
@@ -308,7 +316,8 @@ bool check_split() {
     even.report = &report;
     even.speed = g_rank + 1.0;  // ignored by even
     vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, even);
-    if (report.counts != std::vector<int>{5, 4, 4, 4} || report.measured) ok = fail("even: counts " + joined(report.counts));
+    if (report.counts != std::vector<int>{5, 4, 4, 4} || report.measured)
+      ok = fail("even: counts " + joined(report.counts));
   }
   // Measured: each rank's speed from its selection (calibrated here on first use); the counts
   // are split_by_weight of the gathered speeds, the same on every rank.
@@ -319,7 +328,8 @@ bool check_split() {
   if (ok) {
     const std::vector<std::uint32_t> parts = vgpu::split_by_weight(w, count);
     const std::vector<int> expected(parts.begin(), parts.end());
-    if (measured.counts != expected) ok = fail("measured: counts " + joined(measured.counts) + " do not follow the speeds");
+    if (measured.counts != expected)
+      ok = fail("measured: counts " + joined(measured.counts) + " do not follow the speeds");
   }
   if (g_rank == 0) {
     std::printf("measured speeds (calls/s):");
@@ -332,7 +342,8 @@ bool check_split() {
   for (const vgpu::DeviceInfo& d : runtime.devices()) have_set = have_set || d.id() == "cpu:1";
   if (g_rank == 0 && !have_set) std::printf("SKIPPED the DeviceSet rank: no cpu:1 (VGPU_CPU_DEVICES=2)\n");
   if (have_set) {
-    vgpu::Cache set_cache = g_rank == 0 ? vgpu::Cache(vgpu::DeviceSet(runtime, {"cpu:0", "cpu:1"})) : vgpu::Cache(runtime.open(other));
+    vgpu::Cache set_cache =
+        g_rank == 0 ? vgpu::Cache(vgpu::DeviceSet(runtime, {"cpu:0", "cpu:1"})) : vgpu::Cache(runtime.open(other));
     vgpu::mpi::BatchReport report;
     vgpu::mpi::BatchOptions options;
     options.report = &report;
@@ -347,8 +358,10 @@ bool check_split() {
         for (std::uint32_t r = 0; r < 17; ++r)
           for (std::uint32_t col = 0; col < 3; ++col) {
             double ref = 0, mag = 0;
-            for (std::uint32_t x = 0; x < 5; ++x) ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
-            if (std::abs(c[i](r, col) - ref) > 1e-5 * mag + 1e-6) ok = fail("set rank: matmul " + std::to_string(i) + " is wrong");
+            for (std::uint32_t x = 0; x < 5; ++x)
+              ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
+            if (std::abs(c[i](r, col) - ref) > 1e-5 * mag + 1e-6)
+              ok = fail("set rank: matmul " + std::to_string(i) + " is wrong");
           }
       if (c.size() != count) ok = fail("set rank: " + std::to_string(c.size()) + " results");
       const vgpu::MultiStats st = set_cache.multi_stats();
@@ -366,8 +379,10 @@ bool check_split() {
       for (std::uint32_t r = 0; r < 17; ++r)
         for (std::uint32_t col = 0; col < 3; ++col) {
           double ref = 0, mag = 0;
-          for (std::uint32_t x = 0; x < 5; ++x) ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
-          if (std::abs(c[i](r, col) - ref) > 1e-5 * mag + 1e-6) return fail("measured: matmul " + std::to_string(i) + " is wrong");
+          for (std::uint32_t x = 0; x < 5; ++x)
+            ref += double(a[i](r, x)) * b[i](x, col), mag += std::abs(double(a[i](r, x)) * b[i](x, col));
+          if (std::abs(c[i](r, col) - ref) > 1e-5 * mag + 1e-6)
+            return fail("measured: matmul " + std::to_string(i) + " is wrong");
         }
   return ok;
 }
@@ -388,19 +403,31 @@ bool check_ops() {
     vgpu::Shape shape;
     std::uint32_t count;
   };
-  const std::vector<Case> cases{{"add", {1000}, 17}, {"add", {1}, 1},          {"mul", {17}, 3},
-                                {"axpy", {1000}, 17}, {"axpy", {1}, 3},        {"softmax_rows", {17, 5}, 17},
-                                {"softmax_rows", {1, 1}, 1}, {"reduce_sum", {1000}, 17}, {"reduce_sum", {1}, 3},
-                                {"matmul", {17, 5, 3}, 17}, {"matmul", {1, 1, 1}, 1}};
+  const std::vector<Case> cases{{"add", {1000}, 17},
+                                {"add", {1}, 1},
+                                {"mul", {17}, 3},
+                                {"axpy", {1000}, 17},
+                                {"axpy", {1}, 3},
+                                {"softmax_rows", {17, 5}, 17},
+                                {"softmax_rows", {1, 1}, 1},
+                                {"reduce_sum", {1000}, 17},
+                                {"reduce_sum", {1}, 3},
+                                {"matmul", {17, 5, 3}, 17},
+                                {"matmul", {1, 1, 1}, 1}};
   for (const Case& c : cases) {
     const std::string what = c.op + " x" + std::to_string(c.count);
     const std::uint64_t n = c.shape[0];
     std::vector<std::vector<float>> in;
-    if (c.op == "add" || c.op == "mul") in = {random(c.count * n), random(c.count * n)};
-    else if (c.op == "axpy") in = {random(c.count), random(c.count * n), random(c.count * n)};
-    else if (c.op == "softmax_rows") in = {random(c.count * n * c.shape[1])};
-    else if (c.op == "reduce_sum") in = {random(c.count * n)};
-    else in = {random(c.count * n * c.shape[1]), random(c.count * c.shape[1] * c.shape[2])};
+    if (c.op == "add" || c.op == "mul")
+      in = {random(c.count * n), random(c.count * n)};
+    else if (c.op == "axpy")
+      in = {random(c.count), random(c.count * n), random(c.count * n)};
+    else if (c.op == "softmax_rows")
+      in = {random(c.count * n * c.shape[1])};
+    else if (c.op == "reduce_sum")
+      in = {random(c.count * n)};
+    else
+      in = {random(c.count * n * c.shape[1]), random(c.count * c.shape[1] * c.shape[2])};
     if (g_rank != 0) in.clear();  // only the root's inputs are read
     vgpu::mpi::BatchOptions options;
     options.speed = 4.0 - g_rank;  // uneven shares (rank 0 most) without a calibration per op
@@ -421,7 +448,8 @@ bool check_ops() {
         for (std::uint64_t i = 0; i < n; ++i) {
           const double a = in[0][c.op == "axpy" ? e : e * n + i], x = in[1][e * n + i];
           const double r = c.op == "add" ? a + x : c.op == "mul" ? a * x : a * x + in[2][e * n + i];
-          ref.push_back(r), tol.push_back(1e-6 * (std::abs(a) + std::abs(x) + 1) + (c.op == "axpy" ? 1e-6 * std::abs(in[2][e * n + i]) : 0));
+          ref.push_back(r), tol.push_back(1e-6 * (std::abs(a) + std::abs(x) + 1) +
+                                          (c.op == "axpy" ? 1e-6 * std::abs(in[2][e * n + i]) : 0));
         }
       else if (c.op == "softmax_rows")
         for (std::uint64_t r = 0; r < n; ++r) {
@@ -429,7 +457,8 @@ bool check_ops() {
           double top = in[0][at], sum = 0;
           for (std::uint64_t j = 0; j < cols; ++j) top = std::max(top, double(in[0][at + j]));
           for (std::uint64_t j = 0; j < cols; ++j) sum += std::exp(in[0][at + j] - top);
-          for (std::uint64_t j = 0; j < cols; ++j) ref.push_back(std::exp(in[0][at + j] - top) / sum), tol.push_back(1e-5);
+          for (std::uint64_t j = 0; j < cols; ++j)
+            ref.push_back(std::exp(in[0][at + j] - top) / sum), tol.push_back(1e-5);
         }
       else if (c.op == "reduce_sum") {
         double sum = 0, mag = 0;
@@ -448,13 +477,14 @@ bool check_ops() {
           }
       }
       if (y.size() != ref.size() * c.count) {
-        ok = fail(what + ": " + std::to_string(y.size()) + " output floats, expected " + std::to_string(ref.size() * c.count));
+        ok = fail(what + ": " + std::to_string(y.size()) + " output floats, expected " +
+                  std::to_string(ref.size() * c.count));
         break;
       }
       for (std::size_t i = 0; i < ref.size(); ++i)
         if (std::abs(y[e * ref.size() + i] - ref[i]) > tol[i]) {
-          ok = fail(what + ": entry " + std::to_string(e) + " [" + std::to_string(i) + "] = " +
-                    std::to_string(y[e * ref.size() + i]) + ", reference " + std::to_string(ref[i]));
+          ok = fail(what + ": entry " + std::to_string(e) + " [" + std::to_string(i) +
+                    "] = " + std::to_string(y[e * ref.size() + i]) + ", reference " + std::to_string(ref[i]));
           break;
         }
     }
@@ -515,7 +545,8 @@ bool check_failure(bool die) {
   vgpu::Cache cache(vgpu::Runtime::global().open("cpu:0"));
   // Mid-run: one batch all ranks complete, then rank 2 fails before the next.
   const std::vector<vgpu::Matrix> first = vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b);
-  if (g_rank == 0 && first.size() != 8) return fail("the first batch returned " + std::to_string(first.size()) + " results");
+  if (g_rank == 0 && first.size() != 8)
+    return fail("the first batch returned " + std::to_string(first.size()) + " results");
   if (g_rank == 2) {
     if (die) ::_exit(1);  // mid-run: after MPI_Init, without MPI_Finalize
     std::this_thread::sleep_for(std::chrono::seconds(20));
@@ -526,8 +557,10 @@ bool check_failure(bool die) {
     vgpu::mpi::BatchOptions options;
     // stall: no timeout of the call's own, so the deadline is the cache's device's limit (not
     // Runtime::global()'s VGPU_TIMEOUT_MS, 60 s here); die: the call's own.
-    if (die) options.timeout = std::chrono::milliseconds(3000);
-    else cache.device().set_timeout(std::chrono::milliseconds(1000));
+    if (die)
+      options.timeout = std::chrono::milliseconds(3000);
+    else
+      cache.device().set_timeout(std::chrono::milliseconds(1000));
     vgpu::mpi::matmul_batch(MPI_COMM_WORLD, cache, a, b, options);
   } catch (const vgpu::Error& e) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -547,12 +580,18 @@ int main(int argc, char** argv) {
   const std::string mode = argc >= 2 ? argv[1] : "";
   bool ok = false;
   try {
-    if (mode == "warm" && argc == 3) ok = check_warm(argv[2]);
-    else if (mode == "warm-fail") ok = check_warm_failure();
-    else if (mode == "batch") ok = check_batch();
-    else if (mode == "split") ok = check_split();
-    else if (mode == "ops") ok = check_ops();
-    else if (mode == "stall" || mode == "die") ok = check_failure(mode == "die");
+    if (mode == "warm" && argc == 3)
+      ok = check_warm(argv[2]);
+    else if (mode == "warm-fail")
+      ok = check_warm_failure();
+    else if (mode == "batch")
+      ok = check_batch();
+    else if (mode == "split")
+      ok = check_split();
+    else if (mode == "ops")
+      ok = check_ops();
+    else if (mode == "stall" || mode == "die")
+      ok = check_failure(mode == "die");
     else if (mode == "root")
       ok = check_root_mismatch();
     else {

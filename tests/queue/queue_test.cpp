@@ -61,8 +61,8 @@ void check_probe(const QueueReport& r, const PersistentQueue& q) {
   for (std::size_t i = 0; i < q.size(); ++i) {
     const auto want = probe_reference(q.payload(i));
     const auto got = r.results[i].payload;
-    const bool ok = r.results[i].id == q.id(i) && got.size() == want.size() &&
-                    std::equal(got.begin(), got.end(), want.begin());
+    const bool ok =
+        r.results[i].id == q.id(i) && got.size() == want.size() && std::equal(got.begin(), got.end(), want.begin());
     if (!ok && wrong++ < 5)
       UNSCOPED_INFO("item " << i << " (id " << q.id(i) << ", " << q.payload(i).size() << " bytes) came back wrong");
   }
@@ -250,10 +250,10 @@ TEST_CASE("queue: every error names what is wrong, and the queue and pipeline st
       std::uint32_t magic;
       const char* fragment;
     };
-    for (const Case& c : {Case{kNoEmit, "item id 77 (position 2) got no output"},
-                          Case{kEmitTwice, "item id 77 (position 2) got 2 outputs"},
-                          Case{kTooMany, "261 output bytes for item id 77"},
-                          Case{kUnguarded, "output count differs from the item count"}}) {
+    for (const Case& c :
+         {Case{kNoEmit, "item id 77 (position 2) got no output"},
+          Case{kEmitTwice, "item id 77 (position 2) got 2 outputs"}, Case{kTooMany, "261 output bytes for item id 77"},
+          Case{kUnguarded, "output count differs from the item count"}}) {
       INFO("magic " << std::hex << c.magic);
       PersistentQueue q;
       const std::uint32_t plain = 5;
@@ -310,8 +310,9 @@ TEST_CASE("queue: a kernel that breaks the queue ABI is refused when the pipelin
     wrong_params.name = "test.queue_wrong_params";
     wrong_params.params_size = 16;
     if (is_glsl_device(device))
-      wrong_params.add_glsl(std::string(kProbeGlsl).replace(kProbeGlsl.find("uint item_count;"), 16,
-                                                            "uint item_count; uint pad0; uint pad1;"));
+      wrong_params.add_glsl(
+          std::string(kProbeGlsl)
+              .replace(kProbeGlsl.find("uint item_count;"), 16, "uint item_count; uint pad0; uint pad1;"));
     REQUIRE_VGPU_ERROR(invalid_argument, "params block of 16 bytes", QueuePipeline(device, wrong_params));
     // The device and a right pipeline still work after the refusals.
     std::vector<std::uint32_t> values;

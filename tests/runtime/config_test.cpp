@@ -184,8 +184,8 @@ TEST_CASE("config: an unknown VGPU_CPU_ISA keeps the CPU device, with a warning"
   // Warnings about a value are printed once per process: ask a fresh vgpu-probe.
   const std::string out =
       (std::filesystem::temp_directory_path() / ("vgpu-config-test-" + std::to_string(::getpid()))).string();
-  const std::string cmd = "VGPU_CPU_ISA=avx9 VGPU_BACKEND=cpu " + vgpu::test::helper_path(VGPU_PROBE) + " --json >" + out +
-                          ".json 2>" + out + ".err";
+  const std::string cmd = "VGPU_CPU_ISA=avx9 VGPU_BACKEND=cpu " + vgpu::test::helper_path(VGPU_PROBE) + " --json >" +
+                          out + ".json 2>" + out + ".err";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream json(out + ".json"), err(out + ".err");
   std::stringstream j, e;

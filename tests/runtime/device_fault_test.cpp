@@ -93,10 +93,14 @@ struct Tapped {
 /// What the backend's own detection path says of the simulated loss.
 std::string loss_wording() {
   switch (backend_under_test()) {
-    case vgpu::BackendKind::vulkan: return "VK_ERROR_DEVICE_LOST";
-    case vgpu::BackendKind::cuda: return "CUDA_ERROR_ILLEGAL_ADDRESS";
-    case vgpu::BackendKind::opengl: return "context";
-    default: return "workgroup";
+    case vgpu::BackendKind::vulkan:
+      return "VK_ERROR_DEVICE_LOST";
+    case vgpu::BackendKind::cuda:
+      return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case vgpu::BackendKind::opengl:
+      return "context";
+    default:
+      return "workgroup";
   }
 }
 
@@ -204,8 +208,8 @@ TEST_CASE("device fault: an armed loss waits for the next wait for submitted wor
   // write may wait — a discrete GPU's staging waits for the copies before it — so it is not
   // among them: the H200's Vulkan and CUDA writes do.)
   vgpu::Buffer extra = device.create_buffer(256);
-  const vgpu::Kernel again = device.compile(scale_add_source(device.info().backend, scale_add_text(device.info().backend)),
-                                            scale_add_options());
+  const vgpu::Kernel again = device.compile(
+      scale_add_source(device.info().backend, scale_add_text(device.info().backend)), scale_add_options());
   CHECK(!device.lost());
   REQUIRE_VGPU_ERROR(device_lost, loss_wording(), s.start(10, 3.0f); s.result());
   CHECK(device.lost());
@@ -213,8 +217,10 @@ TEST_CASE("device fault: an armed loss waits for the next wait for submitted wor
   fresh.check(11);
 }
 
-TEST_CASE("device fault: CUDA, a kernel writing through an illegal address loses the device; it recovers where the driver allows",
-          "[device_loss][real_fault]") {
+TEST_CASE(
+    "device fault: CUDA, a kernel writing through an illegal address loses the device; it recovers where the driver "
+    "allows",
+    "[device_loss][real_fault]") {
   if (backend_under_test() != vgpu::BackendKind::cuda) {
     WARN("a real fault is provoked only on CUDA (an illegal address); this run is on "
          << vgpu::to_string(backend_under_test()));
@@ -231,9 +237,8 @@ TEST_CASE("device fault: CUDA, a kernel writing through an illegal address loses
            "  if (threadIdx.x == 0) *(volatile unsigned*)0x10 = data[0];\n"
            "}\n",
            "poke");
-  poke.bindings = {{0, vgpu::Access::read, "data", [](const vgpu::ParamsBlock&, const vgpu::Groups&) -> std::uint64_t {
-                      return 4;
-                    }}};
+  poke.bindings = {{0, vgpu::Access::read, "data",
+                    [](const vgpu::ParamsBlock&, const vgpu::Groups&) -> std::uint64_t { return 4; }}};
   vgpu::Kernel k = device.compile(poke);
   vgpu::Buffer data = device.create_buffer(4);
   const std::uint32_t word = 7;
@@ -257,12 +262,14 @@ TEST_CASE("device fault: CUDA, a kernel writing through an illegal address loses
     recovered = false;
     INFO(e.what());
     CHECK(e.category() == vgpu::ErrorCategory::device_lost);
-    CHECK_THAT(e.what(), Catch::Matchers::ContainsSubstring("refuses this process a working context") &&
-                             Catch::Matchers::ContainsSubstring("Fix: restart the process to use CUDA on this GPU again"));
+    CHECK_THAT(e.what(),
+               Catch::Matchers::ContainsSubstring("refuses this process a working context") &&
+                   Catch::Matchers::ContainsSubstring("Fix: restart the process to use CUDA on this GPU again"));
   }
   if (!recovered) {
-    WARN("the CUDA driver allows no recovery in this process after a real kernel fault (as on driver 580 / CUDA "
-         "13); checked the error and that the CPU backend still computes in this process");
+    WARN(
+        "the CUDA driver allows no recovery in this process after a real kernel fault (as on driver 580 / CUDA "
+        "13); checked the error and that the CPU backend still computes in this process");
     CHECK(device.lost());
     REQUIRE_VGPU_ERROR(device_lost, "restart the process", before.check(14));  // every later call says the same
     vgpu::Runtime cpu_runtime(vgpu::test::only(vgpu::BackendKind::cpu));
@@ -288,8 +295,9 @@ TEST_CASE("device fault: CUDA, a kernel writing through an illegal address loses
   before.check(16);
 }
 
-TEST_CASE("device fault: Vulkan and OpenGL, a kernel past a 200 ms limit loses the device; it recovers beside the runaway",
-          "[device_loss][real_fault]") {
+TEST_CASE(
+    "device fault: Vulkan and OpenGL, a kernel past a 200 ms limit loses the device; it recovers beside the runaway",
+    "[device_loss][real_fault]") {
   const vgpu::BackendKind kind = backend_under_test();
   if (kind != vgpu::BackendKind::vulkan && kind != vgpu::BackendKind::opengl) {
     WARN("a runaway kernel is provoked only on Vulkan and OpenGL; this run is on " << vgpu::to_string(kind));
@@ -332,5 +340,6 @@ int main(int argc, char* argv[]) {
       if (f == "reset_notification") return ", a context with reset notification";
     return ", a plain context (no reset notification)";
   };
-  return vgpu_test::run_single_backend(argc, argv, "device fault tests", "device_fault", vgpu_test::backend_under_test, describe);
+  return vgpu_test::run_single_backend(argc, argv, "device fault tests", "device_fault", vgpu_test::backend_under_test,
+                                       describe);
 }

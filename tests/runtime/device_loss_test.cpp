@@ -111,9 +111,9 @@ TEST_CASE("test: a device that cannot be opened again throws device_lost with a 
   REQUIRE_VGPU_ERROR(device_lost, "the next call on this Device tries again", device.create_buffer(64));
   const auto a = random_floats(n, 2), b = random_floats(n, 3);
   std::vector<float> out(n, 0.0f);
-  REQUIRE_VGPU_ERROR(device_lost, "cannot be opened (injected)",
-                     add({vgpu::TensorArg(a.data(), {n}), vgpu::TensorArg(b.data(), {n}),
-                          vgpu::TensorArg(out.data(), {n})}));
+  REQUIRE_VGPU_ERROR(
+      device_lost, "cannot be opened (injected)",
+      add({vgpu::TensorArg(a.data(), {n}), vgpu::TensorArg(b.data(), {n}), vgpu::TensorArg(out.data(), {n})}));
   CHECK(device.lost());
   CHECK(device.counters().recoveries == 0);
 
@@ -156,7 +156,8 @@ TEST_CASE("test: calls on four threads stay right while the device is lost and r
     });
   }
   for (int i = 0; i < kLosses; ++i) {
-    vgpu::testing::force_device_lost(device, i % 2 ? vgpu::testing::LossPoint::now : vgpu::testing::LossPoint::next_wait);
+    vgpu::testing::force_device_lost(device,
+                                     i % 2 ? vgpu::testing::LossPoint::now : vgpu::testing::LossPoint::next_wait);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   for (auto& th : threads) th.join();

@@ -63,17 +63,22 @@ TEST_CASE("errors: PersistentKernel calls with wrong count, dtype, shape, null o
   const float* null_in = nullptr;
   REQUIRE_VGPU_ERROR(invalid_argument, "takes 3 tensors (a, b, out) but got 2",
                      add({vgpu::TensorArg(a.data(), {8}), vgpu::TensorArg(b.data(), {8})}));
-  REQUIRE_VGPU_ERROR(invalid_argument, "dtype i32",
-                     add({vgpu::TensorArg(ints.data(), {8}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
-  REQUIRE_VGPU_ERROR(invalid_argument, "shape [4]",
-                     add({vgpu::TensorArg(small.data(), {4}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
-  REQUIRE_VGPU_ERROR(invalid_argument, "shape [2x4]",
-                     add({vgpu::TensorArg(a.data(), {2, 4}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
-  REQUIRE_VGPU_ERROR(invalid_argument, "null",
-                     add({vgpu::TensorArg(null_in, {8}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "dtype i32",
+      add({vgpu::TensorArg(ints.data(), {8}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "shape [4]",
+      add({vgpu::TensorArg(small.data(), {4}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "shape [2x4]",
+      add({vgpu::TensorArg(a.data(), {2, 4}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "null",
+      add({vgpu::TensorArg(null_in, {8}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})}));
   const float* const_out = out.data();
-  REQUIRE_VGPU_ERROR(invalid_argument, "read-only",
-                     add({vgpu::TensorArg(a.data(), {8}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(const_out, {8})}));
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "read-only",
+      add({vgpu::TensorArg(a.data(), {8}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(const_out, {8})}));
   CHECK(add.calls() == 0);  // nothing ran
   add({vgpu::TensorArg(a.data(), {8}), vgpu::TensorArg(b.data(), {8}), vgpu::TensorArg(out.data(), {8})});
   CHECK(out == std::vector<float>(8, 3.0f));
@@ -102,7 +107,8 @@ TEST_CASE("errors: binding slots missing, unknown or twice - and buffers empty o
   REQUIRE_VGPU_ERROR(invalid_argument, "no binding slot 3",
                      k.device.bind(k.kernel, {{0, k.a}, {1, k.b}, {2, k.c}, {3, k.c}}));
   REQUIRE_VGPU_ERROR(invalid_argument, "bound twice", k.device.bind(k.kernel, {{0, k.a}, {0, k.b}, {2, k.c}}));
-  REQUIRE_VGPU_ERROR(invalid_argument, "empty Buffer", k.device.bind(k.kernel, {{0, vgpu::Buffer{}}, {1, k.b}, {2, k.c}}));
+  REQUIRE_VGPU_ERROR(invalid_argument, "empty Buffer",
+                     k.device.bind(k.kernel, {{0, vgpu::Buffer{}}, {1, k.b}, {2, k.c}}));
 
   // An independent runtime opens its own DeviceCore for cpu:0: its handles do not mix with ours.
   vgpu::Runtime rt2(vgpu::RuntimeOptions{});
@@ -146,11 +152,14 @@ TEST_CASE("errors: buffers too small for the dispatch, zero or too many groups",
   vgpu::Batch batch = k.device.create_batch();
   REQUIRE_VGPU_ERROR(invalid_argument, "needs 16384 bytes", batch.dispatch(k.kernel, k.set, big, k.groups));
   CHECK(batch.size() == 0);
-  REQUIRE_VGPU_ERROR(invalid_argument, "zero workgroups along x", k.device.dispatch(k.kernel, k.set, k.params, {0, 1, 1}));
-  REQUIRE_VGPU_ERROR(invalid_argument, "zero workgroups along z", k.device.dispatch(k.kernel, k.set, k.params, {1, 1, 0}));
+  REQUIRE_VGPU_ERROR(invalid_argument, "zero workgroups along x",
+                     k.device.dispatch(k.kernel, k.set, k.params, {0, 1, 1}));
+  REQUIRE_VGPU_ERROR(invalid_argument, "zero workgroups along z",
+                     k.device.dispatch(k.kernel, k.set, k.params, {1, 1, 0}));
   const auto max_y = k.device.info().limits.max_workgroup_count[1];
   if (max_y < 0xffffffffu)
-    REQUIRE_VGPU_ERROR(invalid_argument, "workgroups along y", k.device.dispatch(k.kernel, k.set, k.params, {1, max_y + 1, 1}));
+    REQUIRE_VGPU_ERROR(invalid_argument, "workgroups along y",
+                       k.device.dispatch(k.kernel, k.set, k.params, {1, max_y + 1, 1}));
   vgpu::CompileOptions zero_wg = k.plan.options;
   zero_wg.workgroup_size = {0, 1, 1};
   REQUIRE_VGPU_ERROR(invalid_argument, "workgroup size 0", k.device.compile(k.plan.source, zero_wg));

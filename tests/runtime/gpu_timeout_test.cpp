@@ -48,13 +48,14 @@ const Work& runaway() {
 
 }  // namespace
 
-TEST_CASE("gpu timeout: a kernel looping for seconds hits the device's limit, loses the device, and it recovers in place",
-          "[timeout][gpu]") {
+TEST_CASE(
+    "gpu timeout: a kernel looping for seconds hits the device's limit, loses the device, and it recovers in place",
+    "[timeout][gpu]") {
   const Work long_run = runaway();
   vgpu::Runtime runtime(vgpu::test::only(backend_under_test()));
   vgpu::Device device = runtime.open(device_id());
   Spin spin(device, std::max<std::uint32_t>(long_run.groups, 10));  // room for the check below too
-  spin.check({10, 2});  // right before anything times out
+  spin.check({10, 2});                                              // right before anything times out
   // Only the runaway's wait gets the short limit: the compile and check above, slower on a busy
   // machine, must not be what times out (issue 29).
   device.set_timeout(100ms);

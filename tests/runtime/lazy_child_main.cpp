@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
         if (s.kind == vgpu::BackendKind::cuda) cuda = v;
         if (s.kind == vgpu::BackendKind::vulkan) vulkan = v;
         if (s.kind == vgpu::BackendKind::opengl) opengl = v;
-        if (!s.available) std::printf("unavailable %s: %s\n", std::string(vgpu::to_string(s.kind)).c_str(), s.reason.c_str());
+        if (!s.available)
+          std::printf("unavailable %s: %s\n", std::string(vgpu::to_string(s.kind)).c_str(), s.reason.c_str());
       }
     } else {
       std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());

@@ -248,16 +248,16 @@ TEST_CASE("CPU: a kernel that calls its own device is refused with invalid_argum
   // Each group waits (a little) until two have started, so that with several groups some run on
   // the TBB pool's threads, not the one holding the device, when they call it.
   auto started = std::make_shared<std::atomic<int>>(0);
-  const vgpu::Kernel inner =
-      device->compile(cpu_kernel("test.calls_its_device",
-                                 [weak, started](const vgpu::CpuWorkgroup& wg) {
-                                   ++*started;
-                                   const auto until = std::chrono::steady_clock::now() + 200ms;
-                                   while (wg.num_workgroups[0] > 1 && *started < 2 && std::chrono::steady_clock::now() < until)
-                                     std::this_thread::yield();
-                                   weak.lock()->create_buffer(64);  // a call on its own device
-                                 }),
-                      wide);
+  const vgpu::Kernel inner = device->compile(
+      cpu_kernel("test.calls_its_device",
+                 [weak, started](const vgpu::CpuWorkgroup& wg) {
+                   ++*started;
+                   const auto until = std::chrono::steady_clock::now() + 200ms;
+                   while (wg.num_workgroups[0] > 1 && *started < 2 && std::chrono::steady_clock::now() < until)
+                     std::this_thread::yield();
+                   weak.lock()->create_buffer(64);  // a call on its own device
+                 }),
+      wide);
   const vgpu::BindingSet none = device->bind(inner, std::span<const vgpu::Binding>{});
   // One group runs on the calling thread; 64 run on the TBB pool's threads too.
   for (const std::uint32_t groups : {1u, 64u}) {
@@ -507,7 +507,8 @@ TEST_CASE("selection: a factory that selects another op while its own op calibra
   REQUIRE(finishes([runtime, db, kernel] { *kernel = db->get("doubled_add", {4096}); }));
   REQUIRE(*kernel != nullptr);
   std::vector<float> a(4096, 1.5f), b(4096, 2.0f), out(4096, -1.0f);
-  (**kernel)({vgpu::TensorArg(a.data(), {4096}), vgpu::TensorArg(b.data(), {4096}), vgpu::TensorArg(out.data(), {4096})});
+  (**kernel)(
+      {vgpu::TensorArg(a.data(), {4096}), vgpu::TensorArg(b.data(), {4096}), vgpu::TensorArg(out.data(), {4096})});
   int wrong = 0;
   for (float x : out) wrong += x != 3.5f;
   CHECK(wrong == 0);

@@ -19,8 +19,8 @@
 
 using vgpu_test::compare;
 using vgpu_test::cpu_options;
-using vgpu_test::MultiSetup;
 using vgpu_test::matmul_reference;
+using vgpu_test::MultiSetup;
 using vgpu_test::random_floats;
 
 namespace {
@@ -41,7 +41,7 @@ void check_product(const vgpu::Matrix& a, const vgpu::Matrix& b, const vgpu::Mat
 }
 
 std::vector<std::pair<vgpu::Matrix, vgpu::Matrix>> random_batch(std::size_t count, std::uint32_t m, std::uint32_t k,
-                                                                 std::uint32_t n) {
+                                                                std::uint32_t n) {
   std::vector<std::pair<vgpu::Matrix, vgpu::Matrix>> pairs;
   for (std::size_t i = 0; i < count; ++i)
     pairs.emplace_back(random_matrix(m, k, 100 + 2 * i), random_matrix(k, n, 101 + 2 * i));
@@ -259,7 +259,8 @@ TEST_CASE("A Cache over a set serves several threads at once", "[multi_device]")
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < outs.size(); ++t)
     threads.emplace_back([&, t] {
-      outs[t] = t % 2 ? cache.matmul_batch(pairs) : std::vector<vgpu::Matrix>{cache.matmul(pairs[t].first, pairs[t].second)};
+      outs[t] =
+          t % 2 ? cache.matmul_batch(pairs) : std::vector<vgpu::Matrix>{cache.matmul(pairs[t].first, pairs[t].second)};
     });
   for (std::thread& t : threads) t.join();
   for (std::size_t t = 0; t < outs.size(); ++t) {

@@ -108,7 +108,8 @@ std::vector<float> run(vgpu::Device& device, const vgpu::KernelSource& source, s
   device.write(a, in.data(), in.size() * 4);
   const std::vector<float> poison(in.size(), -1e30f);
   device.write(b, poison.data(), poison.size() * 4);
-  device.dispatch(k, device.bind(k, {{0, a}, {1, b}}), {}, vgpu::Groups{static_cast<std::uint32_t>((in.size() + 7) / 8)});
+  device.dispatch(k, device.bind(k, {{0, a}, {1, b}}), {},
+                  vgpu::Groups{static_cast<std::uint32_t>((in.size() + 7) / 8)});
   std::vector<float> out(in.size());
   device.read(b, out.data(), out.size() * 4);
   return out;
@@ -148,7 +149,8 @@ TEST_CASE("a kernel without the device's dialect, or with one dialect twice, is 
   REQUIRE_VGPU_ERROR(invalid_argument, "two sources in dialect 'cpu'", cpu.compile(s));
 }
 
-TEST_CASE("a backend from outside vgpu, with its own kind, name and dialect, runs through core", "[dialects][backend]") {
+TEST_CASE("a backend from outside vgpu, with its own kind, name and dialect, runs through core",
+          "[dialects][backend]") {
   auto backend = std::make_shared<HostBackend>();
   vgpu::RuntimeOptions options;
   options.backends.push_back(backend);
@@ -182,8 +184,10 @@ TEST_CASE("a backend from outside vgpu, with its own kind, name and dialect, run
   CHECK(backend->last->compiled.back() == kHostDialect);
 
   // Names are unique: another backend cannot take "host" or this kind.
-  REQUIRE_VGPU_ERROR(invalid_argument, "clashes with backend 'host'", vgpu::register_backend_name(kHostBackend, "other"));
+  REQUIRE_VGPU_ERROR(invalid_argument, "clashes with backend 'host'",
+                     vgpu::register_backend_name(kHostBackend, "other"));
   REQUIRE_VGPU_ERROR(invalid_argument, "clashes with backend 'cpu'",
                      vgpu::register_backend_name(static_cast<vgpu::BackendKind>(78), "cpu"));
-  REQUIRE_VGPU_ERROR(invalid_argument, "plain word", vgpu::register_backend_name(static_cast<vgpu::BackendKind>(79), "a:b"));
+  REQUIRE_VGPU_ERROR(invalid_argument, "plain word",
+                     vgpu::register_backend_name(static_cast<vgpu::BackendKind>(79), "a:b"));
 }

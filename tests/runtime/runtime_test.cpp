@@ -27,9 +27,10 @@ using namespace vgpu::kernels;
 // same in C, in std430 and in push-constant blocks; anything else (a vec3, a double, a bool)
 // would silently disagree between host and shader.
 template <class P>
-constexpr bool abi_safe = sizeof(P) == 16 && alignof(P) == 4 && std::is_trivially_copyable_v<P> &&
-                          std::is_standard_layout_v<P>;
-static_assert(abi_safe<MatmulParams> && abi_safe<ElementwiseParams> && abi_safe<ReduceParams> && abi_safe<SoftmaxParams>);
+constexpr bool abi_safe = sizeof(P) == 16 &&
+                          alignof(P) == 4 && std::is_trivially_copyable_v<P>&& std::is_standard_layout_v<P>;
+static_assert(abi_safe<MatmulParams> && abi_safe<ElementwiseParams> && abi_safe<ReduceParams> &&
+              abi_safe<SoftmaxParams>);
 static_assert(offsetof(MatmulParams, m) == 0 && offsetof(MatmulParams, n) == 4 && offsetof(MatmulParams, k) == 8 &&
               offsetof(MatmulParams, pad) == 12);
 static_assert(offsetof(ElementwiseParams, n) == 0 && offsetof(ElementwiseParams, pad2) == 12);
@@ -149,7 +150,8 @@ TEST_CASE("fingerprints are stable across Runtime instances", "[runtime]") {
     CHECK(d1[i].fingerprint.hash == d2[i].fingerprint.hash);
     CHECK(d1[i].fingerprint.hash == vgpu::cache::hash64(d1[i].fingerprint.text));
     CHECK(d1[i].fingerprint.hex().size() == 16);
-    CHECK_THAT(d1[i].fingerprint.text, Catch::Matchers::EndsWith("vgpu_cache_format=" + std::to_string(vgpu::kCacheFormatVersion)));
+    CHECK_THAT(d1[i].fingerprint.text,
+               Catch::Matchers::EndsWith("vgpu_cache_format=" + std::to_string(vgpu::kCacheFormatVersion)));
   }
   vgpu::Device a = r1.open("cpu:0"), b = r2.open("cpu:0");
   CHECK(a != b);

@@ -28,7 +28,7 @@ std::vector<vgpu::Device> all_devices() {
 struct SteadyCase {
   vgpu::KernelPlan plan;
   HostTensors args;
-  std::uint64_t bytes_up_per_call, bytes_down_per_call;   // derived by hand from the op's tensors
+  std::uint64_t bytes_up_per_call, bytes_down_per_call;       // derived by hand from the op's tensors
   std::function<void(HostTensors&, std::uint64_t)> new_data;  // changes the inputs for call i
   std::function<Reference(const HostTensors&)> reference;     // expected output from the inputs
   std::size_t output;                                         // index of the checked output
@@ -68,38 +68,52 @@ void check_steady_state(vgpu::Device& device, SteadyCase c) {
 }
 
 // Overwrites one input element per call with a value that cycles, so every call differs.
-void poke(std::vector<float>& v, std::uint64_t i) { v[(i * 7919) % v.size()] = static_cast<float>(i % 13) * 0.25f - 1.5f; }
+void poke(std::vector<float>& v, std::uint64_t i) {
+  v[(i * 7919) % v.size()] = static_cast<float>(i % 13) * 0.25f - 1.5f;
+}
 
 }  // namespace
 
-TEST_CASE("steady state: persistent matmul, axpy, reduce_sum, softmax allocate and compile nothing",
-          "[steady]") {
+TEST_CASE("steady state: persistent matmul, axpy, reduce_sum, softmax allocate and compile nothing", "[steady]") {
   for (vgpu::Device device : all_devices()) {
     const vgpu::DeviceInfo& info = device.info();
     constexpr std::uint32_t n = 64;
     check_steady_state(device, {vgpu::ops::matmul(info, n, n, n),
                                 {random_floats(n * n, 1), random_floats(n * n, 2), std::vector<float>(n * n)},
-                                2 * n * n * 4, n * n * 4,
+                                2 * n * n * 4,
+                                n * n * 4,
                                 [](HostTensors& a, std::uint64_t i) { poke(a[i % 2], i); },
-                                [](const HostTensors& a) { return matmul_reference(a[0], a[1], n, n, n); }, 2});
+                                [](const HostTensors& a) { return matmul_reference(a[0], a[1], n, n, n); },
+                                2});
 
     const auto y0 = random_floats(1000, 4);
-    check_steady_state(device, {vgpu::ops::axpy(info, 1000), {{0.5f}, random_floats(1000, 3), y0},
-                                4 + 2 * 1000 * 4, 1000 * 4,
+    check_steady_state(device, {vgpu::ops::axpy(info, 1000),
+                                {{0.5f}, random_floats(1000, 3), y0},
+                                4 + 2 * 1000 * 4,
+                                1000 * 4,
                                 [y0](HostTensors& a, std::uint64_t i) {
                                   a[2] = y0;  // y is read-write: restore it so results stay bounded
                                   a[0][0] = static_cast<float>(i % 5) - 2.0f;
                                   poke(a[1], i);
                                 },
-                                [](const HostTensors& a) { return axpy_reference(a[0][0], a[1], a[2]); }, 2});
+                                [](const HostTensors& a) { return axpy_reference(a[0][0], a[1], a[2]); },
+                                2});
 
-    check_steady_state(device, {vgpu::ops::reduce_sum(info, 100000), {random_floats(100000, 5), {0.0f}},
-                                100000 * 4, 4, [](HostTensors& a, std::uint64_t i) { poke(a[0], i); },
-                                [](const HostTensors& a) { return sum_reference(a[0]); }, 1});
+    check_steady_state(device, {vgpu::ops::reduce_sum(info, 100000),
+                                {random_floats(100000, 5), {0.0f}},
+                                100000 * 4,
+                                4,
+                                [](HostTensors& a, std::uint64_t i) { poke(a[0], i); },
+                                [](const HostTensors& a) { return sum_reference(a[0]); },
+                                1});
 
-    check_steady_state(device, {vgpu::ops::softmax_rows(info, 16, 100), {random_floats(1600, 6), std::vector<float>(1600)},
-                                1600 * 4, 1600 * 4, [](HostTensors& a, std::uint64_t i) { poke(a[0], i); },
-                                [](const HostTensors& a) { return softmax_reference(a[0], 16, 100); }, 1});
+    check_steady_state(device, {vgpu::ops::softmax_rows(info, 16, 100),
+                                {random_floats(1600, 6), std::vector<float>(1600)},
+                                1600 * 4,
+                                1600 * 4,
+                                [](HostTensors& a, std::uint64_t i) { poke(a[0], i); },
+                                [](const HostTensors& a) { return softmax_reference(a[0], 16, 100); },
+                                1});
   }
 }
 
@@ -224,7 +238,8 @@ TEST_CASE("KernelDatabase: a re-registered or changed factory recompiles", "[ste
   std::string version = "1";
   db.add("callable", [&version](const vgpu::DeviceInfo& info, const vgpu::Shape& s) {
     auto p = vgpu::ops::mul(info, s[0]);
-    set_cpu(p.source, [](const vgpu::CpuWorkgroup&) {}, version);
+    set_cpu(
+        p.source, [](const vgpu::CpuWorkgroup&) {}, version);
     return p;
   });
   auto c1 = db.get("callable", {10});
@@ -248,7 +263,8 @@ TEST_CASE("KernelDatabase and PersistentKernel shared by several threads", "[ste
         for (int i = 0; i < kCallsPerThread; ++i) {
           auto kernel = db.get("add", {257});
           std::vector<float> a(257, static_cast<float>(t)), b(257, static_cast<float>(i)), out(257, kNaN);
-          (*kernel)({vgpu::TensorArg(a.data(), {257}), vgpu::TensorArg(b.data(), {257}), vgpu::TensorArg(out.data(), {257})});
+          (*kernel)(
+              {vgpu::TensorArg(a.data(), {257}), vgpu::TensorArg(b.data(), {257}), vgpu::TensorArg(out.data(), {257})});
           for (float v : out) wrong += v != static_cast<float>(t + i);
         }
       } catch (...) {

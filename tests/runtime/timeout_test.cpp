@@ -42,10 +42,13 @@ vgpu::RuntimeOptions cpu_only() {
 vgpu::KernelSource sleeping_source(std::atomic<int>* started, int sleep_ms) {
   vgpu::KernelSource s;
   s.name = "test.sleeping_groups";
-  set_cpu(s, [started, sleep_ms](const vgpu::CpuWorkgroup&) {
-    started->fetch_add(1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-  }, "");
+  set_cpu(
+      s,
+      [started, sleep_ms](const vgpu::CpuWorkgroup&) {
+        started->fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+      },
+      "");
   return s;
 }
 
@@ -65,15 +68,18 @@ void dispatch_sleeping(vgpu::Device& device, std::atomic<int>* started, int slee
 vgpu::KernelPlan doubling_plan(std::uint64_t n) {
   vgpu::KernelPlan p;
   p.source.name = "test.doubling";
-  set_cpu(p.source, [](const vgpu::CpuWorkgroup& wg) {
-    const float* in = wg.buffer<const float>(0);
-    float* out = wg.buffer<float>(1);
-    const auto count = static_cast<std::uint64_t>(wg.buffers[0].bytes / 4);
-    if (in[0] <= -1000.0f) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(-1000.0 - in[0]));
-    wg.for_each_invocation([&](auto gid, auto) {
-      if (gid[0] < count) out[gid[0]] = 2.0f * in[gid[0]];
-    });
-  }, "");
+  set_cpu(
+      p.source,
+      [](const vgpu::CpuWorkgroup& wg) {
+        const float* in = wg.buffer<const float>(0);
+        float* out = wg.buffer<float>(1);
+        const auto count = static_cast<std::uint64_t>(wg.buffers[0].bytes / 4);
+        if (in[0] <= -1000.0f) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(-1000.0 - in[0]));
+        wg.for_each_invocation([&](auto gid, auto) {
+          if (gid[0] < count) out[gid[0]] = 2.0f * in[gid[0]];
+        });
+      },
+      "");
   p.source.bindings = {{0, vgpu::Access::read, "in", {}}, {1, vgpu::Access::write, "out", {}}};
   p.options.workgroup_size = {1024, 1, 1};
   p.tensors = {{"in", vgpu::DType::f32, {n}, vgpu::Access::read, false},
@@ -155,7 +161,8 @@ TEST_CASE("VGPU_TIMEOUT_MS: digits only, 0 = no limit, default 60000 ms, a bad v
     const std::string err = stderr_of([&] { got = vgpu::Config::from_env().timeout; });
     INFO(err);
     CHECK(got == vgpu::kDefaultTimeout);
-    CHECK_THAT(err, Catch::Matchers::ContainsSubstring("VGPU_TIMEOUT_MS='-1'") && Catch::Matchers::ContainsSubstring("Fix: "));
+    CHECK_THAT(
+        err, Catch::Matchers::ContainsSubstring("VGPU_TIMEOUT_MS='-1'") && Catch::Matchers::ContainsSubstring("Fix: "));
   }
 }
 
@@ -189,14 +196,17 @@ TEST_CASE("CPU: a workgroup polling CpuWorkgroup::expired() ends early and the c
   std::atomic<bool> saw_expiry{false};
   vgpu::KernelSource s;
   s.name = "test.polling";
-  set_cpu(s, [&saw_expiry](const vgpu::CpuWorkgroup& wg) {
-    const auto until = Clock::now() + 30s;  // without a working expired(), a 30 s spin
-    while (Clock::now() < until)
-      if (wg.expired()) {
-        saw_expiry = true;
-        return;
-      }
-  }, "");
+  set_cpu(
+      s,
+      [&saw_expiry](const vgpu::CpuWorkgroup& wg) {
+        const auto until = Clock::now() + 30s;  // without a working expired(), a 30 s spin
+        while (Clock::now() < until)
+          if (wg.expired()) {
+            saw_expiry = true;
+            return;
+          }
+      },
+      "");
   const vgpu::Kernel k = device.compile(s, {});
   const vgpu::BindingSet set = device.bind(k, std::span<const vgpu::Binding>{});
   const auto t0 = Clock::now();
@@ -219,7 +229,7 @@ TEST_CASE(
   vgpu::Runtime runtime(cpu_only());
   vgpu::Device device = runtime.open("cpu:0");
   REQUIRE(device.timeout() == vgpu::Config::from_env().timeout);  // the ctest environment leaves it unset: 60 s
-  const std::uint64_t n = 64 * 1024;                        // 64 workgroups
+  const std::uint64_t n = 64 * 1024;                              // 64 workgroups
   vgpu::PersistentKernel pk(device, doubling_plan(n));
   check_doubling(pk, doubling_input(n, 0, 3));  // first call: anything lazy happens here
 
@@ -278,7 +288,7 @@ TEST_CASE("a lost device recovers in place at its next call, and Runtime::open r
   REQUIRE_VGPU_ERROR(device_lost, "was lost", check_doubling(pk, doubling_input(2048, 0, 9)));
   knobs[0]->fail_dispatch = false;
   CHECK(device.lost());
-  CHECK(runtime.open("test:0") == device);  // the same Device, to be recovered by its next call
+  CHECK(runtime.open("test:0") == device);          // the same Device, to be recovered by its next call
   check_doubling(pk, doubling_input(2048, 0, 10));  // recovers (rebuilding pk's kernel, buffers, batch), then runs
   CHECK(!device.lost());
   CHECK(device.counters().recoveries == 2);  // one for the failed retry, one now

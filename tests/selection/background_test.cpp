@@ -42,8 +42,10 @@ Knobs cpu_and_gpu(const std::string& salt) {
 vgpu::RuntimeOptions options(const Knobs& knobs, bool background, const std::filesystem::path& dir = {}) {
   vgpu::RuntimeOptions o = vgpu_test::test_runtime_options(knobs);
   o.background = background;
-  if (dir.empty()) o.cache_enabled = false;
-  else o.cache_dir = dir;
+  if (dir.empty())
+    o.cache_enabled = false;
+  else
+    o.cache_dir = dir;
   return o;
 }
 
@@ -153,8 +155,7 @@ TEST_CASE("explain with nothing in flight calibrates in the foreground", "[backg
   CHECK(runtime.background_stats().interim == 0);
 }
 
-TEST_CASE("a stored choice whose devices changed is served while it is rechecked in the background",
-          "[background]") {
+TEST_CASE("a stored choice whose devices changed is served while it is rechecked in the background", "[background]") {
   vgpu::test::TempDir dir("bg-recheck-");
   const std::string salt = vgpu::test::unique_name("bg-recheck");
   {
@@ -232,10 +233,10 @@ TEST_CASE("a process exits cleanly with a background calibration in flight", "[b
   // 1.5 s per compile: the run must end with the work cancelled or joined, exit status 0.
   for (const std::string mode : {"destroy", "exit"}) {
     INFO(mode);
-    const vgpu::test::ChildRun run = vgpu::test::run_child_command(
-        "env -u VGPU_DEVICE -u VGPU_BACKEND -u VGPU_BACKGROUND " +
-        vgpu::test::quoted(vgpu::test::helper_path(VGPU_BACKGROUND_CHILD)) + " " + mode + " " +
-        vgpu::test::unique_name("bg-exit") + " 2>&1");
+    const vgpu::test::ChildRun run =
+        vgpu::test::run_child_command("env -u VGPU_DEVICE -u VGPU_BACKEND -u VGPU_BACKGROUND " +
+                                      vgpu::test::quoted(vgpu::test::helper_path(VGPU_BACKGROUND_CHILD)) + " " + mode +
+                                      " " + vgpu::test::unique_name("bg-exit") + " 2>&1");
     INFO(run.output);
     CHECK(run.status == 0);
     CHECK(run.values.count("result") == 1);

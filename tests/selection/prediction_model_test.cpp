@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/selection/prediction_model_test.cpp — the calibration's prediction model (core/runtime/selection/prediction_model.hpp):
-// the fit on synthetic points (known coefficients recovered, bytes and flops that grow together,
-// noise, non-negative coefficients), the persisted entry's round trip and hostile entries, and,
-// on the test backend (a slow host link per KiB, a latency per dispatch), that a device is
-// excluded only by a trusted model, that a stored model is reused without probing, and that a
-// check off by more than 2x untrusts it for good. No wall-clock time is asserted: the injected
-// costs differ by orders of magnitude.
+// tests/selection/prediction_model_test.cpp — the calibration's prediction model
+// (core/runtime/selection/prediction_model.hpp): the fit on synthetic points (known coefficients recovered, bytes and
+// flops that grow together, noise, non-negative coefficients), the persisted entry's round trip and hostile entries,
+// and, on the test backend (a slow host link per KiB, a latency per dispatch), that a device is excluded only by a
+// trusted model, that a stored model is reused without probing, and that a check off by more than 2x untrusts it for
+// good. No wall-clock time is asserted: the injected costs differ by orders of magnitude.
 #include "support/catch.hpp"
 
 #include <cmath>
@@ -168,7 +167,9 @@ TEST_CASE("the persisted model round-trips, and the strict reader refuses a host
       {"an extra field", edited([](auto& j) { j["bonus"] = 1; })},
       {"another version", edited([](auto& j) { j["v"] = 2; })},
       {"another device", edited([](auto& j) { j["device"] = "test:0"; })},
-      {"one probe", edited([](auto& j) { while (j["probes"].size() > 1) j["probes"].erase(j["probes"].size() - 1); })},
+      {"one probe", edited([](auto& j) {
+         while (j["probes"].size() > 1) j["probes"].erase(j["probes"].size() - 1);
+       })},
       {"a zero-sized shape", edited([](auto& j) { j["probes"][0]["shape"][0] = 0; })},
       {"a probe of no time", edited([](auto& j) { j["probes"][0]["seconds"] = 0; })},
       {"17 checks", edited([](auto& j) {
@@ -287,7 +288,7 @@ TEST_CASE("a check off by more than 2x is persisted: the model is untrusted in t
   // test:0 is the fast device to beat: ~10 ms for axpy 2^23's 96 MiB (simulated, as every test
   // device's cost is), so test:1 is near enough to be run at the real size and checked.
   b.k[0]->ns_per_kib = 100;
-  b.k[1]->latency_us = 30000;  // 30 ms per call, at every size
+  b.k[1]->latency_us = 30000;                                           // 30 ms per call, at every size
   model::store(*store, b.info(1), fixed_model(b.info(1), 1e-4, true));  // says 0.1 ms: 300x off
   const vgpu::Selection s = b.calibrate(store);
   INFO(s.describe());

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/selection/variant_choice_test.cpp — the measured per-device variant choice (core/runtime/selection/variant_choice.hpp)
-// on the software GPUs (lavapipe, llvmpipe), which offer matmul candidates only through
-// testing::tune_software_devices: a fresh cache measures and stores the choice, a fresh runtime
-// on the same cache loads it without measuring, a damaged or hostile entry is dropped with one
-// warning and measured again, VGPU_TUNE=rules never measures, a bad VGPU_TUNE fails with a Fix,
-// and matmul is right under the chosen variant at awkward shapes.
+// tests/selection/variant_choice_test.cpp — the measured per-device variant choice
+// (core/runtime/selection/variant_choice.hpp) on the software GPUs (lavapipe, llvmpipe), which offer matmul candidates
+// only through testing::tune_software_devices: a fresh cache measures and stores the choice, a fresh runtime on the
+// same cache loads it without measuring, a damaged or hostile entry is dropped with one warning and measured again,
+// VGPU_TUNE=rules never measures, a bad VGPU_TUNE fails with a Fix, and matmul is right under the chosen variant at
+// awkward shapes.
 #include <cmath>
 #include <mutex>
 #include <random>
@@ -182,10 +182,22 @@ TEST_CASE("a damaged or hostile stored variant is dropped with one warning and m
   OptIn on;
   const std::vector<std::pair<std::string, std::function<std::string(nlohmann::json)>>> edits = {
       {"garbage", [](nlohmann::json) { return std::string("{not json"); }},
-       {"not a candidate", [](nlohmann::json j) { j["variant"] = "999x1x1x1x1"; return j.dump(); }},
-       {"wrong type", [](nlohmann::json j) { j["variant"] = 7; return j.dump(); }},
-       {"another key", [](nlohmann::json j) { j["key"] = "variant;v=2;op=matmul;class=1x1x1;devices=x=0,"; return j.dump(); }},
-       {"array", [](nlohmann::json) { return std::string("[1,2]"); }}};
+      {"not a candidate",
+       [](nlohmann::json j) {
+         j["variant"] = "999x1x1x1x1";
+         return j.dump();
+       }},
+      {"wrong type",
+       [](nlohmann::json j) {
+         j["variant"] = 7;
+         return j.dump();
+       }},
+      {"another key",
+       [](nlohmann::json j) {
+         j["key"] = "variant;v=2;op=matmul;class=1x1x1;devices=x=0,";
+         return j.dump();
+       }},
+      {"array", [](nlohmann::json) { return std::string("[1,2]"); }}};
   for (const auto& [what, edit] : edits) {
     INFO(what);
     TempDir dir("variant-bad-");
@@ -252,8 +264,8 @@ TEST_CASE("matmul is right under the measured variant at awkward shapes") {
   };
   for (const std::string& id : ids) {
     vgpu::Device dev = l.runtime.open(id);
-    for (const Mkn s : {Mkn{1, 17, 1000}, Mkn{17, 1000, 17}, Mkn{1000, 17, 100}, Mkn{100, 1000, 17}, Mkn{17, 17, 17},
-                        Mkn{1, 1, 1}}) {
+    for (const Mkn s :
+         {Mkn{1, 17, 1000}, Mkn{17, 1000, 17}, Mkn{1000, 17, 100}, Mkn{100, 1000, 17}, Mkn{17, 17, 17}, Mkn{1, 1, 1}}) {
       INFO(id << " " << s.m << "x" << s.k << "x" << s.n);
       const auto before = dev.counters().variant_measurements;
       const vgpu::KernelPlan plan = vgpu::ops::matmul(dev.info(), s.m, s.k, s.n);
@@ -286,7 +298,8 @@ namespace {
 // The GLSL tuner's candidates plus broken ones (a workgroup no device runs), at the given places.
 class BreakingTuner final : public vgpu::OpTuner {
  public:
-  BreakingTuner(std::shared_ptr<const vgpu::OpTuner> real, bool break_first) : real_(std::move(real)), first_(break_first) {}
+  BreakingTuner(std::shared_ptr<const vgpu::OpTuner> real, bool break_first)
+      : real_(std::move(real)), first_(break_first) {}
   vgpu::OpTuning tune(const vgpu::OpShape& s, const vgpu::DeviceInfo& d) const override { return real_->tune(s, d); }
   std::vector<vgpu::OpTuning> candidates(const vgpu::OpShape& s, const vgpu::DeviceInfo& d) const override {
     std::vector<vgpu::OpTuning> c = real_->candidates(s, d);

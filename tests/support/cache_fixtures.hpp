@@ -92,8 +92,7 @@ inline cache::DiskStoreOptions options_for(const std::filesystem::path& dir, std
 }
 
 /// Every entry of kind in dir (checks payloads when verify).
-inline std::vector<cache::DiskEntryInfo> entries(const std::filesystem::path& dir, cache::EntryKind kind,
-                                                 bool verify) {
+inline std::vector<cache::DiskEntryInfo> entries(const std::filesystem::path& dir, cache::EntryKind kind, bool verify) {
   cache::DiskStore store(options_for(dir));
   std::vector<cache::DiskEntryInfo> out;
   for (auto& e : store.list(verify))

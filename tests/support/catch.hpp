@@ -20,7 +20,8 @@
 #endif
 
 #if defined(VGPU_CATCH2_FOUND_MAJOR) && VGPU_CATCH2_FOUND_MAJOR != VGPU_CATCH2_MAJOR
-#error "tests/support/catch.hpp: the Catch2 headers found first are not those of the Catch2 package CMake found. Fix: point CMAKE_PREFIX_PATH (or Catch2_DIR) at the Catch2 whose headers are on the include path, or remove the other one."
+#error \
+    "tests/support/catch.hpp: the Catch2 headers found first are not those of the Catch2 package CMake found. Fix: point CMAKE_PREFIX_PATH (or Catch2_DIR) at the Catch2 whose headers are on the include path, or remove the other one."
 #endif
 
 #include <string>

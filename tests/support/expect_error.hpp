@@ -43,10 +43,10 @@ inline void check_error(const vgpu::Error& e, vgpu::ErrorCategory category, cons
 
 /// Requires that the statements throw vgpu::Error of ErrorCategory::category whose what()
 /// contains fragment (may be "") and ends with a "Fix: " hint.
-#define REQUIRE_VGPU_ERROR(category, fragment, ...)                                      \
-  do {                                                                                   \
-    auto vgpu_err_ = ::vgpu_test::catch_error([&] { __VA_ARGS__; });                     \
-    INFO("expected vgpu::Error(" #category ") from: " #__VA_ARGS__);                     \
-    REQUIRE(vgpu_err_.has_value());                                                      \
-    ::vgpu_test::check_error(*vgpu_err_, ::vgpu::ErrorCategory::category, fragment);     \
+#define REQUIRE_VGPU_ERROR(category, fragment, ...)                                  \
+  do {                                                                               \
+    auto vgpu_err_ = ::vgpu_test::catch_error([&] { __VA_ARGS__; });                 \
+    INFO("expected vgpu::Error(" #category ") from: " #__VA_ARGS__);                 \
+    REQUIRE(vgpu_err_.has_value());                                                  \
+    ::vgpu_test::check_error(*vgpu_err_, ::vgpu::ErrorCategory::category, fragment); \
   } while (0)

@@ -44,8 +44,8 @@ struct Reference {
 /// The outcome of comparing float results with a Reference.
 struct Comparison {
   std::size_t count = 0, bad = 0, nans = 0, first_nan = 0;
-  std::size_t worst = 0;     ///< index of the (non-NaN) element with the largest err/bound ratio
-  double worst_ratio = -1;   ///< err/bound there (≤ 1 means within tolerance)
+  std::size_t worst = 0;    ///< index of the (non-NaN) element with the largest err/bound ratio
+  double worst_ratio = -1;  ///< err/bound there (≤ 1 means within tolerance)
   double got = 0, want = 0, bound = 0;
   bool size_mismatch = false;
 

@@ -102,7 +102,8 @@ inline void queue_probe_cpu(const vgpu::CpuWorkgroup& wg) {
       if (magic_of(launch.item_base) == kUnguarded) emit(i, 1);
       continue;
     }
-    const std::uint32_t in_offset = in[4 * i], in_bytes = in[4 * i + 1], out_offset = in[4 * i + 2], cap = in[4 * i + 3];
+    const std::uint32_t in_offset = in[4 * i], in_bytes = in[4 * i + 1], out_offset = in[4 * i + 2],
+                        cap = in[4 * i + 3];
     const std::uint32_t m = magic_of(i);
     if (m == kNoEmit) continue;
     if (m == kPoison) {

@@ -75,9 +75,12 @@ inline constexpr std::uint32_t kChildN = 1000;
 /// else GLSL.
 inline std::string_view scale_add_dialect(vgpu::BackendKind backend) {
   switch (backend) {
-    case vgpu::BackendKind::cuda: return vgpu::dialect::cuda;
-    case vgpu::BackendKind::cpu: return vgpu::dialect::cpu;
-    default: return vgpu::dialect::glsl;
+    case vgpu::BackendKind::cuda:
+      return vgpu::dialect::cuda;
+    case vgpu::BackendKind::cpu:
+      return vgpu::dialect::cpu;
+    default:
+      return vgpu::dialect::glsl;
   }
 }
 
@@ -100,10 +103,18 @@ inline vgpu::KernelSource scale_add_source(vgpu::BackendKind backend, const std:
   vgpu::KernelSource s;
   // The names the three suites have always used, so keys stored by earlier runs stay valid.
   switch (backend) {
-    case vgpu::BackendKind::vulkan: s.name = "test.vk_scale_add"; break;
-    case vgpu::BackendKind::opengl: s.name = "test.gl_scale_add"; break;
-    case vgpu::BackendKind::cuda: s.name = "test.cuda_scale_add"; break;
-    default: s.name = "test." + std::string(vgpu::to_string(backend)) + "_scale_add"; break;
+    case vgpu::BackendKind::vulkan:
+      s.name = "test.vk_scale_add";
+      break;
+    case vgpu::BackendKind::opengl:
+      s.name = "test.gl_scale_add";
+      break;
+    case vgpu::BackendKind::cuda:
+      s.name = "test.cuda_scale_add";
+      break;
+    default:
+      s.name = "test." + std::string(vgpu::to_string(backend)) + "_scale_add";
+      break;
   }
   const std::string_view d = scale_add_dialect(backend);
   if (d == vgpu::dialect::cuda)

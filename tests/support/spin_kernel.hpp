@@ -49,31 +49,31 @@ inline vgpu::KernelSource spin_source() {
   vgpu::KernelSource s;
   s.name = "test.spin";
   set_glsl(s,
-      "VGPU_PARAMS { uint n; uint outer; uint inner; uint pad0; } p;\n"
-      "layout(std430, binding = 0) buffer Data { uint data[]; };\n"
-      "void main() {\n"
-      "  const uint i = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
-      "  if (i >= p.n) return;\n"
-      "  uint x = data[i];\n"
-      "  for (uint o = 0u; o < p.outer; ++o)\n"
-      "    for (uint k = 0u; k < p.inner; ++k) { " +
-      rounds16 +
-      "}\n"
-      "  data[i] = x;\n"
-      "}\n");
+           "VGPU_PARAMS { uint n; uint outer; uint inner; uint pad0; } p;\n"
+           "layout(std430, binding = 0) buffer Data { uint data[]; };\n"
+           "void main() {\n"
+           "  const uint i = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
+           "  if (i >= p.n) return;\n"
+           "  uint x = data[i];\n"
+           "  for (uint o = 0u; o < p.outer; ++o)\n"
+           "    for (uint k = 0u; k < p.inner; ++k) { " +
+               rounds16 +
+               "}\n"
+               "  data[i] = x;\n"
+               "}\n");
   set_cuda(s,
-      "struct SpinParams { unsigned n, outer, inner, pad0; };\n"
-      "extern \"C\" __global__ void spin(unsigned* data, SpinParams p) {\n"
-      "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
-      "  if (i >= p.n) return;\n"
-      "  unsigned x = data[i];\n"
-      "  for (unsigned o = 0; o < p.outer; ++o)\n"
-      "    for (unsigned k = 0; k < p.inner; ++k) { " +
-      rounds16 +
-      "}\n"
-      "  data[i] = x;\n"
-      "}\n",
-      "spin");
+           "struct SpinParams { unsigned n, outer, inner, pad0; };\n"
+           "extern \"C\" __global__ void spin(unsigned* data, SpinParams p) {\n"
+           "  const unsigned i = (blockIdx.x + blockIdx.y * gridDim.x) * blockDim.x + threadIdx.x;\n"
+           "  if (i >= p.n) return;\n"
+           "  unsigned x = data[i];\n"
+           "  for (unsigned o = 0; o < p.outer; ++o)\n"
+           "    for (unsigned k = 0; k < p.inner; ++k) { " +
+               rounds16 +
+               "}\n"
+               "  data[i] = x;\n"
+               "}\n",
+           "spin");
   s.params_size = sizeof(SpinParams);
   s.bindings = {
       {0, vgpu::Access::read_write, "data", [](const vgpu::ParamsBlock& pb, const vgpu::Groups&) -> std::uint64_t {

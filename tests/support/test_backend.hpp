@@ -49,20 +49,20 @@ struct TestDeviceKnobs {
   std::atomic<bool> fail_compile{false};     ///< compile() throws compile_error
   std::atomic<bool> fail_dispatch{false};    ///< submit/round_trip throw device_lost
   std::atomic<bool> timeout_lost{false};  ///< submit/round_trip time out, losing the device (a GPU wait that gave up)
-  std::atomic<bool> fail_alloc{false};       ///< create_buffer throws out_of_memory
-  std::atomic<int> lose_next{0};             ///< the next lose_next submits/round trips throw device_lost
-  std::atomic<bool> fail_open{false};        ///< opening the device (again) throws unavailable
+  std::atomic<bool> fail_alloc{false};    ///< create_buffer throws out_of_memory
+  std::atomic<int> lose_next{0};          ///< the next lose_next submits/round trips throw device_lost
+  std::atomic<bool> fail_open{false};     ///< opening the device (again) throws unavailable
   /// Its dispatches do nothing and every word a round trip reads back is 1.0f: fast and wrong,
   /// as a device whose shader loops stop early (Mesa's software devices, issue 29) is.
   std::atomic<bool> wrong_results{false};
-  std::atomic<std::uint64_t> opens{0};       ///< times the device was opened
-  std::atomic<std::uint64_t> dispatches{0};  ///< dispatches run so far
-  std::atomic<int> noise_pct{0};    ///< each dispatch's latency times a random factor in [1-p%, 1+p%]
-  std::atomic<int> spike_every{0};  ///< every k-th dispatch (from a random phase) takes 4x its latency
+  std::atomic<std::uint64_t> opens{0};             ///< times the device was opened
+  std::atomic<std::uint64_t> dispatches{0};        ///< dispatches run so far
+  std::atomic<int> noise_pct{0};                   ///< each dispatch's latency times a random factor in [1-p%, 1+p%]
+  std::atomic<int> spike_every{0};                 ///< every k-th dispatch (from a random phase) takes 4x its latency
   std::atomic<std::uint64_t> compile_delay_ms{0};  ///< every compile() really takes this much longer (a slow driver)
-  std::atomic<bool> hold_compile{false};     ///< compile() waits while this is set (the test releases it)
+  std::atomic<bool> hold_compile{false};           ///< compile() waits while this is set (the test releases it)
   std::atomic<std::uint64_t> compiles_started{0}, compiles_done{0};  ///< compile() calls begun / returned
-  std::string salt;                          ///< part of the fingerprint (change = new device)
+  std::string salt;                                                  ///< part of the fingerprint (change = new device)
   vgpu::DeviceType type = vgpu::DeviceType::other;
 };
 

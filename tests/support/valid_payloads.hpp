@@ -34,10 +34,10 @@ inline std::vector<std::uint8_t> valid_spirv(std::size_t n, std::uint32_t seed) 
     w.push_back(static_cast<std::uint32_t>((args.size() + 1) << 16) | code);
     w.insert(w.end(), args);
   };
-  op(17, {1});                                  // OpCapability Shader
-  op(14, {0, 1});                               // OpMemoryModel Logical GLSL450
-  op(15, {5, 1, 0x6e69616du, 0});               // OpEntryPoint GLCompute %1 "main"
-  op(16, {1, 17, 1, 1, 1});                     // OpExecutionMode %1 LocalSize 1 1 1
+  op(17, {1});                                                           // OpCapability Shader
+  op(14, {0, 1});                                                        // OpMemoryModel Logical GLSL450
+  op(15, {5, 1, 0x6e69616du, 0});                                        // OpEntryPoint GLCompute %1 "main"
+  op(16, {1, 17, 1, 1, 1});                                              // OpExecutionMode %1 LocalSize 1 1 1
   w.push_back(static_cast<std::uint32_t>((name_words + 2) << 16) | 5u);  // OpName %1 "<letters>"
   w.push_back(1);
   for (std::size_t i = 0; i < name_words; ++i) {
@@ -62,7 +62,8 @@ inline std::vector<std::uint8_t> valid_spirv(std::size_t n, std::uint32_t seed) 
 inline std::vector<std::uint8_t> payload_for(vgpu::cache::EntryKind kind, std::size_t n, std::uint32_t seed) {
   using vgpu::cache::EntryKind;
   switch (kind) {
-    case EntryKind::spirv: return valid_spirv(n, seed);
+    case EntryKind::spirv:
+      return valid_spirv(n, seed);
     case EntryKind::vk_pipeline_cache: {
       auto b = random_bytes(std::max<std::size_t>(n, 32), seed);
       const std::uint8_t header[8] = {32, 0, 0, 0, 1, 0, 0, 0};
@@ -75,7 +76,8 @@ inline std::vector<std::uint8_t> payload_for(vgpu::cache::EntryKind kind, std::s
       b.back() = 0;
       return b;
     }
-    default: return random_bytes(n, seed);
+    default:
+      return random_bytes(n, seed);
   }
 }
 

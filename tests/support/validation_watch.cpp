@@ -32,10 +32,14 @@ Seen& seen() {
 
 const char* level_name(vgpu::LogLevel level) {
   switch (level) {
-    case vgpu::LogLevel::error: return "error";
-    case vgpu::LogLevel::warn: return "warning";  // as core/base/src/log.cpp writes it
-    case vgpu::LogLevel::info: return "info";
-    default: return "debug";
+    case vgpu::LogLevel::error:
+      return "error";
+    case vgpu::LogLevel::warn:
+      return "warning";  // as core/base/src/log.cpp writes it
+    case vgpu::LogLevel::info:
+      return "info";
+    default:
+      return "debug";
   }
 }
 

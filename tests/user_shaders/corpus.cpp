@@ -20,7 +20,8 @@ std::map<std::string, std::string> g_tally;  // "device shader form" -> outcome
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -75,8 +76,9 @@ std::optional<vgpu::Kernel> compile_unless_refused(vgpu::Device& device, const v
     return device.compile(source, options);
   } catch (const vgpu::Error& e) {
     const std::string what = lower(e.what());
-    const bool names_capability = std::any_of(capabilities.begin(), capabilities.end(),
-                                              [&](std::string_view c) { return what.find(lower(c)) != std::string::npos; });
+    const bool names_capability = std::any_of(capabilities.begin(), capabilities.end(), [&](std::string_view c) {
+      return what.find(lower(c)) != std::string::npos;
+    });
     if (e.category() != vgpu::ErrorCategory::not_supported || !names_capability) throw;
     check_error(e, vgpu::ErrorCategory::not_supported, "");
     const Form form = source.find(vgpu::dialect::spirv) ? Form::spirv : Form::glsl_shader;

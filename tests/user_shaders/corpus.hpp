@@ -89,6 +89,8 @@ void note_ran(const vgpu::Device& device, std::string_view shader, Form form);
 std::vector<std::string> tally();
 
 /// Returns ceil(n / d) as a workgroup count.
-inline std::uint32_t groups_for(std::uint64_t n, std::uint32_t d) { return static_cast<std::uint32_t>((n + d - 1) / d); }
+inline std::uint32_t groups_for(std::uint64_t n, std::uint32_t d) {
+  return static_cast<std::uint32_t>((n + d - 1) / d);
+}
 
 }  // namespace vgpu_test

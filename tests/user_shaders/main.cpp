@@ -65,7 +65,8 @@ int main(int argc, char* argv[]) {
   }
   for (const vgpu::Device& d : vgpu_test::devices_under_test())
     std::printf("user_shaders: testing %s (%s)\n", d.info().id().c_str(), d.info().name.c_str());
-  if (vgpu_test::forms().size() < 2) std::printf("user_shaders: glslc was not found at build time: SPIR-V form not tested\n");
+  if (vgpu_test::forms().size() < 2)
+    std::printf("user_shaders: glslc was not found at build time: SPIR-V form not tested\n");
   std::fflush(stdout);
   const int result = vgpu_test::run_catch_session(argc, argv);
   for (const std::string& line : vgpu_test::tally()) std::printf("user_shaders: %s\n", line.c_str());

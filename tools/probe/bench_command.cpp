@@ -34,11 +34,11 @@ struct BenchOptions {
 
 struct DeviceBench {
   std::string id, name;
-  double round_trip_s = 0;           // steady axpy (n = 1024) persistent call
+  double round_trip_s = 0;  // steady axpy (n = 1024) persistent call
   double upload_gbps = 0, download_gbps = 0;
   std::uint64_t transfer_bytes = 0;
   std::vector<std::pair<std::uint32_t, double>> matmul_gflops;  // (N, GFLOP/s)
-  std::string error;                 // a vgpu::Error that stopped this device's bench
+  std::string error;                                            // a vgpu::Error that stopped this device's bench
 };
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -83,7 +83,9 @@ DeviceBench bench_device(Runtime& runtime, const DeviceInfo& info, const BenchOp
       PersistentKernel axpy(dev, ops::axpy(info, len));
       const float a = 0.5f;
       auto x = random_floats(len, 1), y = random_floats(len, 2);
-      auto call = [&] { axpy({TensorArg(&a, {1}), TensorArg(std::as_const(x).data(), {len}), TensorArg(y.data(), {len})}); };
+      auto call = [&] {
+        axpy({TensorArg(&a, {1}), TensorArg(std::as_const(x).data(), {len}), TensorArg(y.data(), {len})});
+      };
       call();
       r.round_trip_s = median_time(call, 25, 0.5);
     }
@@ -148,7 +150,8 @@ int run_bench(const BenchOptions& o) {
   }
 
   std::vector<DeviceBench> results;
-  for (std::size_t i = 0; i < devices.size(); ++i) results.push_back(bench_device(runtime, devices[i], o, i, devices.size()));
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    results.push_back(bench_device(runtime, devices[i], o, i, devices.size()));
 
   if (o.json) {
     nlohmann::ordered_json j = json_document();
@@ -180,7 +183,8 @@ int run_bench(const BenchOptions& o) {
       std::cout << "round trip " << fixed(r.round_trip_s * 1e6, 1) << " us, upload " << fixed(r.upload_gbps, 2)
                 << " GB/s, download " << fixed(r.download_gbps, 2) << " GB/s (" << format_bytes(r.transfer_bytes)
                 << ")";
-      for (const auto& [size, gf] : r.matmul_gflops) std::cout << ", matmul " << size << " " << fixed(gf, 1) << " GFLOP/s";
+      for (const auto& [size, gf] : r.matmul_gflops)
+        std::cout << ", matmul " << size << " " << fixed(gf, 1) << " GFLOP/s";
       std::cout << "  (" << r.name << ")\n";
     }
   }

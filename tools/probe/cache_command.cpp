@@ -232,8 +232,8 @@ nlohmann::ordered_json bundle_json(const CacheBundleReport& r, bool import) {
   j["fingerprints"] = r.fingerprints;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& e : r.entries) {
-    nlohmann::ordered_json o{{"kind", e.kind}, {"key", e.key}, {"fingerprint", e.fingerprint}, {"bytes", e.bytes},
-                             {"status", e.status}};
+    nlohmann::ordered_json o{
+        {"kind", e.kind}, {"key", e.key}, {"fingerprint", e.fingerprint}, {"bytes", e.bytes}, {"status", e.status}};
     o["reason"] = e.reason.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(e.reason);
     if (import) o["this_machine"] = e.this_machine;
     list.push_back(std::move(o));

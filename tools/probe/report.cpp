@@ -75,10 +75,11 @@ nlohmann::ordered_json to_json(const SelfTestResult& r) {
       {"passed", r.passed},   {"max_abs_error", r.max_abs_error}, {"tolerance", r.tolerance},
       {"seconds", r.seconds}, {"build_seconds", r.build_seconds}, {"run_seconds", r.run_seconds}};
   j["error"] = r.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.error);
-  j["queue"] = {{"passed", r.queue_passed},
-                {"items", kQueueSelfTestItems},
-                {"launches", r.queue_launches},
-                {"error", r.queue_error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.queue_error)}};
+  j["queue"] = {
+      {"passed", r.queue_passed},
+      {"items", kQueueSelfTestItems},
+      {"launches", r.queue_launches},
+      {"error", r.queue_error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.queue_error)}};
   return j;
 }
 

@@ -95,9 +95,9 @@ std::optional<VariantShown> show_variant(const Selection& s) {
       v.chosen = c.variant;
   }
   if (v.chosen.empty()) return std::nullopt;
-  v.source = cands.size() < 2              ? "rule"
-             : delta.variant_measurements ? "measured now"
-             : delta.variant_loads        ? "loaded from the cache"
+  v.source = cands.size() < 2               ? "rule"
+             : delta.variant_measurements   ? "measured now"
+             : delta.variant_loads          ? "loaded from the cache"
              : v.chosen == cands[0].variant ? "rule or this process's choice"
                                             : "this process's choice";
   return v;
@@ -105,7 +105,8 @@ std::optional<VariantShown> show_variant(const Selection& s) {
 
 int run_select(const SelectOptions& o) {
   const Shape shape = parse_size(o.op, o.size);
-  const Selection s = o.recalibrate ? Runtime::global().recalibrate(o.op, shape) : Runtime::global().explain(o.op, shape);
+  const Selection s =
+      o.recalibrate ? Runtime::global().recalibrate(o.op, shape) : Runtime::global().explain(o.op, shape);
   const std::optional<VariantShown> v = show_variant(s);
   if (o.json) {
     nlohmann::ordered_json j = to_json(s);

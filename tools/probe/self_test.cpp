@@ -65,7 +65,8 @@ void queue_self_test(Device& dev, SelfTestResult& r) {
 std::string self_test_description() {
   std::ostringstream os;
   os << kSelfTestSize << "x" << kSelfTestSize << "x" << kSelfTestSize
-     << " float32 matmul, random inputs in [-1,1] (seed " << kSelfTestSeed << "), against a double-precision reference;\n  "
+     << " float32 matmul, random inputs in [-1,1] (seed " << kSelfTestSeed
+     << "), against a double-precision reference;\n  "
      << "an add-one queue of " << kQueueSelfTestItems << " u32 items (docs/queue.md)";
   return os.str();
 }

@@ -26,15 +26,15 @@ inline constexpr std::uint32_t kQueueSelfTestItems = 16;
 /// Outcome of one device's self-test. A plain value.
 struct SelfTestResult {
   bool passed = false;
-  double max_abs_error = 0.0;  ///< max |C - ref| over all elements
-  double tolerance = 0.0;      ///< the bound max_abs_error had to stay under
-  double build_seconds = 0.0;  ///< opening the device and building the persistent kernel
-  double run_seconds = 0.0;    ///< one call: upload, dispatch, read back
-  double seconds = 0.0;        ///< build + run
-  std::string error;           ///< a vgpu::Error's message when the test could not run
-  bool queue_passed = false;   ///< the add-one queue gave every item's value + 1, by id, in one launch
+  double max_abs_error = 0.0;        ///< max |C - ref| over all elements
+  double tolerance = 0.0;            ///< the bound max_abs_error had to stay under
+  double build_seconds = 0.0;        ///< opening the device and building the persistent kernel
+  double run_seconds = 0.0;          ///< one call: upload, dispatch, read back
+  double seconds = 0.0;              ///< build + run
+  std::string error;                 ///< a vgpu::Error's message when the test could not run
+  bool queue_passed = false;         ///< the add-one queue gave every item's value + 1, by id, in one launch
   std::uint64_t queue_launches = 0;  ///< launches the queue run made (1 expected)
-  std::string queue_error;     ///< a vgpu::Error's message when the queue run could not run
+  std::string queue_error;           ///< a vgpu::Error's message when the queue run could not run
 };
 
 /// Returns a one-line description of the self-test (size, inputs, reference).

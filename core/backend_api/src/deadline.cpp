@@ -43,8 +43,7 @@ void fail_timeout(const DeviceInfo& device, const Deadline& deadline, std::strin
   std::string fix =
       "raise the limit (VGPU_TIMEOUT_MS, Device::set_timeout, or the call's own timeout argument; 0 = no limit), "
       "split the work into smaller dispatches, or check the kernel for an endless loop";
-  fix +=
-      lost ? "; the next call on the Device recreates it (write the buffers you filled again)." : ".";
+  fix += lost ? "; the next call on the Device recreates it (write the buffers you filled again)." : ".";
   fail(ErrorCategory::timeout, problem, fix);
 }
 

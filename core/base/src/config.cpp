@@ -47,8 +47,8 @@ using Warnings = std::vector<std::string>;
 void bad_value(Warnings& w, std::string_view name, std::string_view value, std::string_view expected,
                std::string_view used) {
   w.push_back("ignoring " + std::string(name) + "='" + std::string(value) + "' (expected " + std::string(expected) +
-                 "); using " + std::string(used) + ". Fix: set " + std::string(name) + " to " +
-                 std::string(expected) + ", or unset it.");
+              "); using " + std::string(used) + ". Fix: set " + std::string(name) + " to " + std::string(expected) +
+              ", or unset it.");
 }
 
 /// Levenshtein distance, for "did you mean" on unknown names.
@@ -81,7 +81,7 @@ void check_names(Warnings& w) {
       if (std::size_t d = distance(name, v.name); d < best) best = d, nearest = v.name;
     std::string hint = best <= 3 ? "did you mean " + std::string(nearest) + "? " : "";
     w.push_back("the environment sets " + std::string(name) + ", which vgpu does not know; it has no effect. Fix: " +
-                   hint + "see the README's table of VGPU_* variables, or unset it.");
+                hint + "see the README's table of VGPU_* variables, or unset it.");
   }
 }
 
@@ -137,11 +137,16 @@ void read_log(Config& c, Warnings& w) {
   const auto v = env("VGPU_LOG");
   if (!v) return;
   const std::string s = lower(trim(*v));
-  if (s == "error" || s == "quiet") c.log_level = LogLevel::error;
-  else if (s == "warn" || s == "warning") c.log_level = LogLevel::warn;
-  else if (s == "info") c.log_level = LogLevel::info;
-  else if (s == "debug") c.log_level = LogLevel::debug;
-  else bad_value(w, "VGPU_LOG", *v, "error, warn, info or debug", "warn");
+  if (s == "error" || s == "quiet")
+    c.log_level = LogLevel::error;
+  else if (s == "warn" || s == "warning")
+    c.log_level = LogLevel::warn;
+  else if (s == "info")
+    c.log_level = LogLevel::info;
+  else if (s == "debug")
+    c.log_level = LogLevel::debug;
+  else
+    bad_value(w, "VGPU_LOG", *v, "error, warn, info or debug", "warn");
 }
 
 bool read_bool(Warnings& w, const char* name, bool fallback) {
@@ -157,7 +162,8 @@ void read_numbers(Config& c, Warnings& w) {
     if (auto n = config_parse::integer(*v, 1, 1u << 20))
       c.l1_capacity = static_cast<std::size_t>(*n);
     else
-      bad_value(w, "VGPU_L1_CAPACITY", *v, "a whole number of kernels from 1 to 1048576", std::to_string(c.l1_capacity));
+      bad_value(w, "VGPU_L1_CAPACITY", *v, "a whole number of kernels from 1 to 1048576",
+                std::to_string(c.l1_capacity));
   }
   if (const auto v = env("VGPU_PERSISTENT_CAPACITY")) {
     if (auto n = config_parse::integer(*v, 1, PersistentLimits::kMaxCount))
@@ -264,15 +270,28 @@ const std::vector<ConfigVariable>& config_variables() {
        "bytes of device memory the buffers of those kernels hold per cache at most, bytes or with K/M/G suffix "
        "(default 1G)"},
       {"VGPU_CPU_ISA", "force the CPU backend's kernels: sse2, avx2 or avx512 (default: the best this CPU has)"},
-      {"VGPU_CPU_DEVICES", "logical CPU devices cpu:0 ... cpu:N-1 the CPU backend exposes, 1 to 64 (default 1; they share one thread pool: for testing multi-device code)"},
-      {"VGPU_DEVICES", "the devices a default DeviceSet (and vgpu.Cache(devices=...)) spreads work over, comma list of backend:index (default: every device)"},
+      {"VGPU_CPU_DEVICES",
+       "logical CPU devices cpu:0 ... cpu:N-1 the CPU backend exposes, 1 to 64 (default 1; they share one thread pool: "
+       "for testing multi-device code)"},
+      {"VGPU_DEVICES",
+       "the devices a default DeviceSet (and vgpu.Cache(devices=...)) spreads work over, comma list of backend:index "
+       "(default: every device)"},
       {"VGPU_CUDA_GRAPHS", "0: the CUDA backend replays nothing as a CUDA graph (default 1)"},
       {"VGPU_CUDA_ZERO_COPY", "0: small CUDA round trips copy with memcpys, not the copy kernel (default 1)"},
-      {"VGPU_GL_SPIRV", "0: OpenGL runs complete shaders and SPIR-V as GLSL cross-compiled by SPIRV-Cross, never through GL_ARB_gl_spirv (default 1)"},
-      {"VGPU_MATMUL_TILING", "force the matmul variant: Vulkan/OpenGL naive or BMxBNxBKxTMxTN, CUDA BMxBNxBKxTMxTN[wWMxWN], e.g. 128x128x8x8x8 (default: chosen per shape and device)"},
-      {"VGPU_TUNE", "measure (default): time the variants a backend offers for an op (matmul tilings) once per device and size class and keep the fastest in the cache; rules: never measure, the backend's rule picks"},
-      {"VGPU_BACKGROUND", "0: a call whose device is still being chosen waits for the calibration; 1 (default): it runs on the CPU meanwhile and the calibration runs on a background thread"},
-      {"VGPU_VULKAN_VALIDATION", "1: Vulkan runs with VK_LAYER_KHRONOS_validation, each message logged as an error (default 0)"},
+      {"VGPU_GL_SPIRV",
+       "0: OpenGL runs complete shaders and SPIR-V as GLSL cross-compiled by SPIRV-Cross, never through "
+       "GL_ARB_gl_spirv (default 1)"},
+      {"VGPU_MATMUL_TILING",
+       "force the matmul variant: Vulkan/OpenGL naive or BMxBNxBKxTMxTN, CUDA BMxBNxBKxTMxTN[wWMxWN], e.g. "
+       "128x128x8x8x8 (default: chosen per shape and device)"},
+      {"VGPU_TUNE",
+       "measure (default): time the variants a backend offers for an op (matmul tilings) once per device and size "
+       "class and keep the fastest in the cache; rules: never measure, the backend's rule picks"},
+      {"VGPU_BACKGROUND",
+       "0: a call whose device is still being chosen waits for the calibration; 1 (default): it runs on the CPU "
+       "meanwhile and the calibration runs on a background thread"},
+      {"VGPU_VULKAN_VALIDATION",
+       "1: Vulkan runs with VK_LAYER_KHRONOS_validation, each message logged as an error (default 0)"},
       {"VGPU_CACHE_DIR", "the on-disk kernel cache directory (default $XDG_CACHE_HOME/vgpu or ~/.cache/vgpu)"},
       {"VGPU_CACHE_DISABLE", "1: no on-disk cache, compiled kernels stay in memory (default 0)"},
       {"VGPU_CACHE_MAX_BYTES", "cap on the on-disk cache, bytes or with K/M/G suffix (default 512M)"},
@@ -306,8 +325,10 @@ Config read_env(Warnings& w) {
   if (const auto v = env("VGPU_MATMUL_TILING")) c.matmul_tiling = lower(trim(*v));
   if (const auto v = env("VGPU_TUNE")) {
     const std::string t = lower(trim(*v));
-    if (t == "measure" || t == "rules") c.tune = t;
-    else c.tune_error = "VGPU_TUNE='" + *v + "' is not a tuning mode.";
+    if (t == "measure" || t == "rules")
+      c.tune = t;
+    else
+      c.tune_error = "VGPU_TUNE='" + *v + "' is not a tuning mode.";
   }
   c.cache_dir = default_cache_dir();
   c.cache_enabled = !read_bool(w, "VGPU_CACHE_DISABLE", false);

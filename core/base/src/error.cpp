@@ -18,15 +18,24 @@ std::string compose(std::string_view problem, std::string_view fix) {
 
 std::string_view to_string(ErrorCategory category) noexcept {
   switch (category) {
-    case ErrorCategory::invalid_argument: return "invalid_argument";
-    case ErrorCategory::not_supported: return "not_supported";
-    case ErrorCategory::compile_error: return "compile_error";
-    case ErrorCategory::out_of_memory: return "out_of_memory";
-    case ErrorCategory::device_lost: return "device_lost";
-    case ErrorCategory::io: return "io";
-    case ErrorCategory::unavailable: return "unavailable";
-    case ErrorCategory::internal: return "internal";
-    case ErrorCategory::timeout: return "timeout";
+    case ErrorCategory::invalid_argument:
+      return "invalid_argument";
+    case ErrorCategory::not_supported:
+      return "not_supported";
+    case ErrorCategory::compile_error:
+      return "compile_error";
+    case ErrorCategory::out_of_memory:
+      return "out_of_memory";
+    case ErrorCategory::device_lost:
+      return "device_lost";
+    case ErrorCategory::io:
+      return "io";
+    case ErrorCategory::unavailable:
+      return "unavailable";
+    case ErrorCategory::internal:
+      return "internal";
+    case ErrorCategory::timeout:
+      return "timeout";
   }
   return "unknown";
 }

@@ -22,7 +22,8 @@ const DialectSource* KernelSource::pick(std::span<const std::string> preferred) 
 }
 
 KernelSource& KernelSource::add(DialectSource entry) {
-  auto same = std::find_if(sources.begin(), sources.end(), [&](const DialectSource& s) { return s.dialect == entry.dialect; });
+  auto same =
+      std::find_if(sources.begin(), sources.end(), [&](const DialectSource& s) { return s.dialect == entry.dialect; });
   if (same != sources.end())
     *same = std::move(entry);
   else
@@ -62,9 +63,8 @@ KernelSource& KernelSource::add_cpu_builtin(std::string builtin, std::string ver
 }
 
 CompileOptions& CompileOptions::set_spec(SpecConstant c) {
-  auto same = std::find_if(spec_constants.begin(), spec_constants.end(), [&](const SpecConstant& s) {
-    return c.id ? s.id == c.id : (!s.id && s.name == c.name);
-  });
+  auto same = std::find_if(spec_constants.begin(), spec_constants.end(),
+                           [&](const SpecConstant& s) { return c.id ? s.id == c.id : (!s.id && s.name == c.name); });
   if (same != spec_constants.end())
     *same = std::move(c);
   else
@@ -74,9 +74,12 @@ CompileOptions& CompileOptions::set_spec(SpecConstant c) {
 
 std::string SpecValue::describe() const {
   switch (type) {
-    case Type::boolean: return bits ? "true" : "false";
-    case Type::i32: return std::to_string(static_cast<std::int32_t>(bits));
-    case Type::u32: return std::to_string(bits) + "u";
+    case Type::boolean:
+      return bits ? "true" : "false";
+    case Type::i32:
+      return std::to_string(static_cast<std::int32_t>(bits));
+    case Type::u32:
+      return std::to_string(bits) + "u";
     case Type::f32: {
       float f;
       std::memcpy(&f, &bits, 4);

@@ -78,21 +78,30 @@ void register_backend_name(BackendKind kind, std::string_view name) {
 
 std::string_view to_string(DeviceType type) noexcept {
   switch (type) {
-    case DeviceType::discrete_gpu: return "discrete_gpu";
-    case DeviceType::integrated_gpu: return "integrated_gpu";
-    case DeviceType::virtual_gpu: return "virtual_gpu";
-    case DeviceType::software: return "software";
-    case DeviceType::cpu: return "cpu";
-    case DeviceType::other: return "other";
+    case DeviceType::discrete_gpu:
+      return "discrete_gpu";
+    case DeviceType::integrated_gpu:
+      return "integrated_gpu";
+    case DeviceType::virtual_gpu:
+      return "virtual_gpu";
+    case DeviceType::software:
+      return "software";
+    case DeviceType::cpu:
+      return "cpu";
+    case DeviceType::other:
+      return "other";
   }
   return "unknown";
 }
 
 std::string_view to_string(DType dtype) noexcept {
   switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::i32: return "i32";
-    case DType::u32: return "u32";
+    case DType::f32:
+      return "f32";
+    case DType::i32:
+      return "i32";
+    case DType::u32:
+      return "u32";
   }
   return "unknown";
 }
@@ -101,18 +110,24 @@ std::string_view to_string(DType dtype) noexcept {
 // fuzzed on its own) reads these names.
 const char* to_string(ResultCheck check) noexcept {
   switch (check) {
-    case ResultCheck::unchecked: return "unchecked";
-    case ResultCheck::passed: return "passed";
-    case ResultCheck::wrong: return "wrong";
+    case ResultCheck::unchecked:
+      return "unchecked";
+    case ResultCheck::passed:
+      return "passed";
+    case ResultCheck::wrong:
+      return "wrong";
   }
   return "unknown";
 }
 
 std::string_view to_string(Access access) noexcept {
   switch (access) {
-    case Access::read: return "read";
-    case Access::write: return "write";
-    case Access::read_write: return "read_write";
+    case Access::read:
+      return "read";
+    case Access::write:
+      return "write";
+    case Access::read_write:
+      return "read_write";
   }
   return "unknown";
 }

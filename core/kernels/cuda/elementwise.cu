@@ -4,7 +4,9 @@
 #ifndef VGPU_OP
 #define VGPU_OP 0
 #endif
-struct ElementwiseParams { unsigned n, pad0, pad1, pad2; };
+struct ElementwiseParams {
+  unsigned n, pad0, pad1, pad2;
+};
 extern "C" __global__ void vgpu_elementwise(const float* __restrict__ a, const float* __restrict__ b,
                                             float* __restrict__ o, ElementwiseParams p) {
   const unsigned g = blockIdx.x + blockIdx.y * gridDim.x;

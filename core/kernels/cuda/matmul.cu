@@ -62,7 +62,9 @@
 #define VGPU_MM_STAGES 0
 #endif
 
-struct MatmulParams { unsigned m, n, k, pad; };
+struct MatmulParams {
+  unsigned m, n, k, pad;
+};
 
 namespace {
 
@@ -91,7 +93,7 @@ constexpr unsigned STAGE_A = BM * BK, STAGE_FLOATS = BM * BK + BK * BN;
 constexpr unsigned PLAIN_FLOATS = 2 * BK * AS_STRIDE + 2 * BK * BN;
 // Both paths' tiles share one array (a block takes one path), so static shared memory stays
 // under the 48 KB a kernel may declare without a dynamic-size opt-in.
-constexpr unsigned SMEM_FLOATS = STAGES * STAGE_FLOATS > PLAIN_FLOATS ? STAGES * STAGE_FLOATS : PLAIN_FLOATS;
+constexpr unsigned SMEM_FLOATS = STAGES * STAGE_FLOATS > PLAIN_FLOATS ? STAGES* STAGE_FLOATS : PLAIN_FLOATS;
 static_assert(SMEM_FLOATS * 4 <= 48u * 1024u, "static shared memory is capped at 48 KB");
 
 #ifndef VGPU_MM_ASYNC_SHIMS
@@ -139,9 +141,9 @@ __device__ __forceinline__ void load_tile(const float* __restrict__ M, unsigned 
       out[l] = *reinterpret_cast<const float4*>(M + at);
     } else {
       const bool row_ok = r < rows;
-      out[l] = make_float4(load_checked(M, at, row_ok && c < cols), load_checked(M, at + 1, row_ok && c + 1 < cols),
-                           load_checked(M, at + 2, row_ok && c + 2 < cols),
-                           load_checked(M, at + 3, row_ok && c + 3 < cols));
+      out[l] =
+          make_float4(load_checked(M, at, row_ok && c < cols), load_checked(M, at + 1, row_ok && c + 1 < cols),
+                      load_checked(M, at + 2, row_ok && c + 2 < cols), load_checked(M, at + 3, row_ok && c + 3 < cols));
     }
   }
 }
@@ -319,7 +321,8 @@ __device__ __forceinline__ void matmul_tile_pipelined(const float* __restrict__ 
     // All threads' copies of step s are visible, and all threads have finished step s-1, whose
     // stage (fill) is therefore free: the only barrier per step.
     __syncthreads();
-    if (s + STAGES - 1 < steps) issue_stage(A, B, p, row0, col0, (s + STAGES - 1) * BK, tid, smem + fill * STAGE_FLOATS);
+    if (s + STAGES - 1 < steps)
+      issue_stage(A, B, p, row0, col0, (s + STAGES - 1) * BK, tid, smem + fill * STAGE_FLOATS);
     vgpu_cp_async_commit();
     const float* As = smem + cur * STAGE_FLOATS + wy * WM * BK;
     const float* Bs = smem + cur * STAGE_FLOATS + STAGE_A + wx * WN;
@@ -354,7 +357,7 @@ __device__ __forceinline__ void matmul_tile_pipelined(const float* __restrict__ 
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(THREADS, VGPU_MM_MIN_BLOCKS)
-vgpu_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, MatmulParams p) {
+    vgpu_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, MatmulParams p) {
 #if VGPU_MM_STAGES
   __shared__ __align__(16) float smem[SMEM_FLOATS];
   TileA& As = *reinterpret_cast<TileA*>(smem);

@@ -2,10 +2,12 @@
 // core/kernels/cuda/softmax_rows.cu — built-in CUDA kernel (NVRTC at run time, nvcc → L3 fatbin at build time).
 // Numerically stable softmax of each row: one block of 256 threads per row (max, sum of
 // exp(x - max), then exp(x - max) / sum).
-struct SoftmaxParams { unsigned rows, cols, pad0, pad1; };
+struct SoftmaxParams {
+  unsigned rows, cols, pad0, pad1;
+};
 #define WG 256u
 extern "C" __global__ void __launch_bounds__(256)
-vgpu_softmax_rows(const float* __restrict__ x, float* __restrict__ o, SoftmaxParams p) {
+    vgpu_softmax_rows(const float* __restrict__ x, float* __restrict__ o, SoftmaxParams p) {
   __shared__ float red[WG];
   const unsigned row = blockIdx.x + blockIdx.y * gridDim.x;
   if (row >= p.rows) return;  // uniform per block, so the barriers below stay safe

@@ -23,7 +23,7 @@ struct Row {
 };
 
 constexpr Row kRows[] = {
-    {"matmul", {16, 16, 1}, 64, 64, nullptr},        // 64×64 C tile, 4×4 per invocation
+    {"matmul", {16, 16, 1}, 64, 64, nullptr},  // 64×64 C tile, 4×4 per invocation
     {"axpy", {256, 1, 1}, 256, 1, nullptr},
     {"add", {256, 1, 1}, 256, 1, "0"},
     {"mul", {256, 1, 1}, 256, 1, "1"},
@@ -140,8 +140,10 @@ OpTuning GlslMatmulTiling::tuning() const {
   // The plain kernel's defaults are 64x64x16x4x4: that variant carries no defines, so it keeps
   // the L1/L2/L3 keys it has always had.
   if (*this == kT64x64) return t;
-  t.options.defines = {{"VGPU_MM_BM", std::to_string(bm)}, {"VGPU_MM_BN", std::to_string(bn)},
-                       {"VGPU_MM_BK", std::to_string(bk)}, {"VGPU_MM_TM", std::to_string(tm)},
+  t.options.defines = {{"VGPU_MM_BM", std::to_string(bm)},
+                       {"VGPU_MM_BN", std::to_string(bn)},
+                       {"VGPU_MM_BK", std::to_string(bk)},
+                       {"VGPU_MM_TM", std::to_string(tm)},
                        {"VGPU_MM_TN", std::to_string(tn)}};
   return t;
 }

@@ -17,7 +17,8 @@ TensorArg arg_for(const TensorSpec& t, void* p) {
     case DType::i32:
       return in_only ? TensorArg(static_cast<const std::int32_t*>(p), t.shape)
                      : TensorArg(static_cast<std::int32_t*>(p), t.shape);
-    case DType::u32: break;
+    case DType::u32:
+      break;
   }
   return in_only ? TensorArg(static_cast<const std::uint32_t*>(p), t.shape)
                  : TensorArg(static_cast<std::uint32_t*>(p), t.shape);
@@ -46,7 +47,8 @@ CallData make_call_data(const KernelPlan& plan) {
       state ^= state << 17;
       const float f = static_cast<float>(static_cast<double>(3 * static_cast<std::int64_t>(state >> 40) - (1 << 24)) /
                                          double(1 << 25));
-      const std::uint32_t x = t.dtype == DType::f32 ? std::bit_cast<std::uint32_t>(f) : static_cast<std::uint32_t>(state >> 57);
+      const std::uint32_t x =
+          t.dtype == DType::f32 ? std::bit_cast<std::uint32_t>(f) : static_cast<std::uint32_t>(state >> 57);
       std::memcpy(bytes + i * size, &x, size < sizeof x ? size : sizeof x);  // every dtype is 32-bit today
     }
   }
@@ -60,7 +62,8 @@ std::string call_signature(const KernelPlan& plan) {
   std::string sig;
   for (const TensorSpec& t : plan.tensors)
     if (!t.scratch)
-      sig += std::to_string(static_cast<int>(t.dtype)) + to_string(t.shape) + std::to_string(static_cast<int>(t.access)) + ";";
+      sig += std::to_string(static_cast<int>(t.dtype)) + to_string(t.shape) +
+             std::to_string(static_cast<int>(t.access)) + ";";
   return sig;
 }
 

@@ -22,37 +22,44 @@ detail::DeviceCore& detail::DeviceAccess::core(const Device& device) { return co
 std::uint64_t Buffer::size() const noexcept { return state_ ? state_->size : 0; }
 
 const std::string& Kernel::name() const {
-  if (!state_) fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
+  if (!state_)
+    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
   return state_->source.name;
 }
 
 std::string Kernel::key_hex() const {
-  if (!state_) fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
+  if (!state_)
+    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
   return state_->key.hex();
 }
 
 const KernelReflection* Kernel::reflection() const {
-  if (!state_) fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
+  if (!state_)
+    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
   return state_->reflection ? &*state_->reflection : nullptr;
 }
 
 std::array<std::uint32_t, 3> Kernel::workgroup_size() const {
-  if (!state_) fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
+  if (!state_)
+    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
   return state_->workgroup_size;
 }
 
 const std::vector<BindingDecl>& Kernel::bindings() const {
-  if (!state_) fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
+  if (!state_)
+    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
   return state_->source.bindings;
 }
 
 std::uint32_t Kernel::params_size() const {
-  if (!state_) fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
+  if (!state_)
+    fail(ErrorCategory::invalid_argument, "empty Kernel handle.", "pass a kernel returned by Device::compile().");
   return state_->source.params_size;
 }
 
 void Batch::dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups) {
-  if (!state_) fail(ErrorCategory::invalid_argument, "empty Batch handle.", "record into a batch from Device::create_batch().");
+  if (!state_)
+    fail(ErrorCategory::invalid_argument, "empty Batch handle.", "record into a batch from Device::create_batch().");
   if (!kernel.state_ || kernel.state_->owner != state_->owner)
     fail(ErrorCategory::invalid_argument, "kernel is empty or from another device than the batch.",
          "record kernels compiled on the batch's device.");

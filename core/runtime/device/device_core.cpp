@@ -233,15 +233,14 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
       clock_(host_->impl().timing_clock()),
       l1_(config.l1_capacity) {
   host_->impl().set_timeout(config.timeout);  // also for a backend made without the runtime's settings
-  register_open_device(*this);  // ops plans reach the device to measure variants (variant_choice.hpp)
+  register_open_device(*this);                // ops plans reach the device to measure variants (variant_choice.hpp)
 }
 
 template <class State>
 void DeviceCore::enlist(std::vector<std::weak_ptr<State>>& list, const std::shared_ptr<State>& state) {
   std::lock_guard lock(registry_mutex_);
   // Expired entries go whenever the list would grow, so it stays within twice the live states.
-  if (list.size() == list.capacity())
-    std::erase_if(list, [](const std::weak_ptr<State>& w) { return w.expired(); });
+  if (list.size() == list.capacity()) std::erase_if(list, [](const std::weak_ptr<State>& w) { return w.expired(); });
   list.push_back(state);
 }
 
@@ -253,8 +252,8 @@ namespace {
 /// Returns a handle's state once it is set (else invalid_argument: empty(), fix_empty) and made
 /// for owner (else invalid_argument: foreign(), fix_foreign); no message is built unless a check fails.
 template <class State, class Empty, class Foreign>
-State& checked_state(const std::shared_ptr<State>& state, const std::shared_ptr<const DeviceIdentity>& owner, Empty&& empty,
-                     const char* fix_empty, Foreign&& foreign, const char* fix_foreign) {
+State& checked_state(const std::shared_ptr<State>& state, const std::shared_ptr<const DeviceIdentity>& owner,
+                     Empty&& empty, const char* fix_empty, Foreign&& foreign, const char* fix_foreign) {
   if (!state) fail(ErrorCategory::invalid_argument, empty(), fix_empty);
   if (state->owner != owner) fail(ErrorCategory::invalid_argument, foreign(), fix_foreign);
   return *state;
@@ -499,40 +498,40 @@ Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& opt
 
 BindingSet DeviceCore::bind(const Kernel& kernel, std::span<const Binding> bindings) {
   return entered(true, [&] {
-  KernelState& k = own(kernel);
-  std::uint32_t max_slot = 0;
-  for (const BindingDecl& d : k.source.bindings) max_slot = std::max(max_slot, d.slot + 1);
-  auto state = std::make_shared<BindingSetState>();
-  state->owner = identity_;
-  state->kernel = kernel.state_;
-  state->by_slot.resize(max_slot);
-  for (const Binding& b : bindings) {
-    const bool declared = std::any_of(k.source.bindings.begin(), k.source.bindings.end(),
-                                      [&](const BindingDecl& d) { return d.slot == b.slot; });
-    if (!declared)
-      fail(ErrorCategory::invalid_argument,
-           "kernel '" + k.source.name + "' has no binding slot " + to_string(b.slot) + ".",
-           "bind only the slots the kernel declares (Kernel::bindings() lists them).");
-    if (state->by_slot[b.slot])
-      fail(ErrorCategory::invalid_argument, "slot " + to_string(b.slot) + " is bound twice.", "bind each slot once.");
-    const std::string what = "buffer for slot " + to_string(b.slot);
-    own(b.buffer, what.c_str());
-    state->by_slot[b.slot] = b.buffer.state_;
-  }
-  std::vector<BufferImpl*> raw(max_slot, nullptr);
-  for (const BindingDecl& d : k.source.bindings) {
-    if (!state->by_slot[d.slot])
-      fail(ErrorCategory::invalid_argument,
-           "kernel '" + k.source.name + "' needs a buffer at slot " + to_string(d.slot) + " ('" + d.name +
-               "') but none was bound.",
-           "add Binding{" + to_string(d.slot) + ", buffer} to the bind() call.");
-    raw[d.slot] = state->by_slot[d.slot]->impl.get();
-  }
-  state->impl = guarded("binding buffers", [&] { return impl().bind(*k.impl, raw); });
-  state->device = host_;
-  enlist(binding_sets_, state);
-  counters_->binds.fetch_add(1, std::memory_order_relaxed);
-  return BindingSet(std::move(state));
+    KernelState& k = own(kernel);
+    std::uint32_t max_slot = 0;
+    for (const BindingDecl& d : k.source.bindings) max_slot = std::max(max_slot, d.slot + 1);
+    auto state = std::make_shared<BindingSetState>();
+    state->owner = identity_;
+    state->kernel = kernel.state_;
+    state->by_slot.resize(max_slot);
+    for (const Binding& b : bindings) {
+      const bool declared = std::any_of(k.source.bindings.begin(), k.source.bindings.end(),
+                                        [&](const BindingDecl& d) { return d.slot == b.slot; });
+      if (!declared)
+        fail(ErrorCategory::invalid_argument,
+             "kernel '" + k.source.name + "' has no binding slot " + to_string(b.slot) + ".",
+             "bind only the slots the kernel declares (Kernel::bindings() lists them).");
+      if (state->by_slot[b.slot])
+        fail(ErrorCategory::invalid_argument, "slot " + to_string(b.slot) + " is bound twice.", "bind each slot once.");
+      const std::string what = "buffer for slot " + to_string(b.slot);
+      own(b.buffer, what.c_str());
+      state->by_slot[b.slot] = b.buffer.state_;
+    }
+    std::vector<BufferImpl*> raw(max_slot, nullptr);
+    for (const BindingDecl& d : k.source.bindings) {
+      if (!state->by_slot[d.slot])
+        fail(ErrorCategory::invalid_argument,
+             "kernel '" + k.source.name + "' needs a buffer at slot " + to_string(d.slot) + " ('" + d.name +
+                 "') but none was bound.",
+             "add Binding{" + to_string(d.slot) + ", buffer} to the bind() call.");
+      raw[d.slot] = state->by_slot[d.slot]->impl.get();
+    }
+    state->impl = guarded("binding buffers", [&] { return impl().bind(*k.impl, raw); });
+    state->device = host_;
+    enlist(binding_sets_, state);
+    counters_->binds.fetch_add(1, std::memory_order_relaxed);
+    return BindingSet(std::move(state));
   });
 }
 
@@ -549,8 +548,8 @@ void DeviceCore::check_commands(std::span<const BatchCommand> commands, TriedCon
         lc.cover(0, b->size);
         if (!tried && lc.empty()) --lost_buffers_;
       } else if (!lc.empty()) {
-        const std::string what = "the buffer at slot " + to_string(d.slot) + " ('" + d.name + "') of kernel '" +
-                                 c.kernel->source.name + "'";
+        const std::string what =
+            "the buffer at slot " + to_string(d.slot) + " ('" + d.name + "') of kernel '" + c.kernel->source.name + "'";
         check_contents(*b, lc, 0, b->size, what.c_str());
       }
     }
@@ -648,50 +647,50 @@ void DeviceCore::record_locked(BatchState& s) {
 void DeviceCore::round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
                             std::chrono::milliseconds limit) {
   entered(true, [&] {
-  const Deadline deadline = deadline_for(limit, "Device::round_trip");  // the trip's start, once it has the device
-  // Everything is checked before anything runs, so a bad argument leaves buffers untouched.
-  // The op lists are this device's, reused under its call lock, so a steady round trip
-  // allocates nothing; never per thread: a CPU kernel of this trip runs on this thread and may
-  // make a round trip on another device meanwhile (and a call on this one is refused).
-  std::vector<HostWriteOp>& write_ops = trip_writes_;
-  std::vector<HostReadOp>& read_ops = trip_reads_;
-  write_ops.clear();
-  read_ops.clear();
-  std::uint64_t up = 0, down = 0;
-  for (const HostWrite& w : writes) {
-    if (BufferState* b = checked_write(w.buffer, w.data, w.bytes, w.offset, "round-trip write target")) {
-      write_ops.push_back(HostWriteOp{b->impl.get(), w.offset, w.data, w.bytes});
-      up += w.bytes;
+    const Deadline deadline = deadline_for(limit, "Device::round_trip");  // the trip's start, once it has the device
+    // Everything is checked before anything runs, so a bad argument leaves buffers untouched.
+    // The op lists are this device's, reused under its call lock, so a steady round trip
+    // allocates nothing; never per thread: a CPU kernel of this trip runs on this thread and may
+    // make a round trip on another device meanwhile (and a call on this one is refused).
+    std::vector<HostWriteOp>& write_ops = trip_writes_;
+    std::vector<HostReadOp>& read_ops = trip_reads_;
+    write_ops.clear();
+    read_ops.clear();
+    std::uint64_t up = 0, down = 0;
+    for (const HostWrite& w : writes) {
+      if (BufferState* b = checked_write(w.buffer, w.data, w.bytes, w.offset, "round-trip write target")) {
+        write_ops.push_back(HostWriteOp{b->impl.get(), w.offset, w.data, w.bytes});
+        up += w.bytes;
+      }
     }
-  }
-  for (const HostRead& r : reads) {
-    if (BufferState* b = checked_read(r.buffer, r.out, r.bytes, r.offset, "round-trip read source")) {
-      read_ops.push_back(HostReadOp{b->impl.get(), r.offset, r.out, r.bytes});
-      down += r.bytes;
+    for (const HostRead& r : reads) {
+      if (BufferState* b = checked_read(r.buffer, r.out, r.bytes, r.offset, "round-trip read source")) {
+        read_ops.push_back(HostReadOp{b->impl.get(), r.offset, r.out, r.bytes});
+        down += r.bytes;
+      }
     }
-  }
-  BatchState& s = own(batch);
-  std::lock_guard lock(s.mutex);
-  if (lost_buffers_ != 0) check_trip(writes, s, reads);
-  guarded("running a round trip", [&] {
-    RecordedBatchImpl* recorded = nullptr;
+    BatchState& s = own(batch);
+    std::lock_guard lock(s.mutex);
+    if (lost_buffers_ != 0) check_trip(writes, s, reads);
+    guarded("running a round trip", [&] {
+      RecordedBatchImpl* recorded = nullptr;
+      if (!s.commands.empty()) {
+        record_locked(s);
+        recorded = s.recorded.get();
+      }
+      impl().round_trip(write_ops, recorded, read_ops, deadline);
+    });
+    counters_->bytes_up.fetch_add(up, std::memory_order_relaxed);
+    counters_->bytes_down.fetch_add(down, std::memory_order_relaxed);
     if (!s.commands.empty()) {
-      record_locked(s);
-      recorded = s.recorded.get();
+      counters_->submits.fetch_add(1, std::memory_order_relaxed);
+      counters_->dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
     }
-    impl().round_trip(write_ops, recorded, read_ops, deadline);
-  });
-  counters_->bytes_up.fetch_add(up, std::memory_order_relaxed);
-  counters_->bytes_down.fetch_add(down, std::memory_order_relaxed);
-  if (!s.commands.empty()) {
-    counters_->submits.fetch_add(1, std::memory_order_relaxed);
-    counters_->dispatches.fetch_add(s.commands.size(), std::memory_order_relaxed);
-  }
-  if (lost_buffers_ != 0) {  // it ran: the writes and write-only slots covered what they wrote
-    for (const HostWrite& w : writes)
-      if (w.bytes) cover(*w.buffer.state_, w.offset, w.bytes);
-    check_commands(s.commands, nullptr);
-  }
+    if (lost_buffers_ != 0) {  // it ran: the writes and write-only slots covered what they wrote
+      for (const HostWrite& w : writes)
+        if (w.bytes) cover(*w.buffer.state_, w.offset, w.bytes);
+      check_commands(s.commands, nullptr);
+    }
   });
 }
 

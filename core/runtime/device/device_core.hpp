@@ -68,12 +68,12 @@ struct BufferState {
 struct KernelState {
   std::shared_ptr<DeviceHost> device;
   std::shared_ptr<const DeviceIdentity> owner;
-  KernelSource source;  // kept for validating binds and dispatches: its declarations, or those reflected
+  KernelSource source;    // kept for validating binds and dispatches: its declarations, or those reflected
   KernelSource compiled;  // the source as compile() got it (before reflection): what recovery compiles again
   CompileOptions options;
   cache::KernelKey key;
   std::unique_ptr<KernelImpl> impl;
-  std::optional<KernelReflection> reflection;   // the backend's, copied so handles never touch impl
+  std::optional<KernelReflection> reflection;     // the backend's, copied so handles never touch impl
   std::array<std::uint32_t, 3> workgroup_size{};  // the local size it runs with
   ~KernelState() { retire(device, std::move(impl)); }
 };
@@ -261,8 +261,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<DeviceHost> host_;          // replaced only under recovery_mutex_ held exclusively
   std::atomic<DeviceImpl*> current_impl_;     // &host_->impl(), readable without the recovery lock
   const TimingClock& clock_;                  // the first backend device's (the same for every one)
-  std::size_t lost_buffers_ = 0;  // user buffers with lost contents, an upper bound (call lock)
-  std::string loss_reason_;       // why the last recovery was needed (call lock)
+  std::size_t lost_buffers_ = 0;              // user buffers with lost contents, an upper bound (call lock)
+  std::string loss_reason_;                   // why the last recovery was needed (call lock)
   std::atomic<std::uint64_t> relapses_{0};
   // The calls this thread is in, innermost first (a CPU kernel of one device may call another):
   // each entered() links one on its stack for the call's duration.
@@ -281,7 +281,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::vector<HostReadOp> trip_reads_;
   std::chrono::steady_clock::time_point last_recovery_{};  // (recovery lock exclusive)
   std::atomic<std::int64_t> loss_seen_ns_{0};              // steady-clock ns of the first sign of the loss (0: none)
-  std::mutex registry_mutex_;  // guards the lists below (a leaf)
+  std::mutex registry_mutex_;                              // guards the lists below (a leaf)
   std::vector<std::weak_ptr<BufferState>> buffers_;
   std::vector<std::weak_ptr<KernelState>> kernels_;
   std::vector<std::weak_ptr<BindingSetState>> binding_sets_;

@@ -129,7 +129,8 @@ void DeviceCore::recover() {
       rebuild(host->impl(), rebuilt);
     } catch (const Error& e) {
       rebuilt = Rebuilt{};  // the fresh device's objects go before it does
-      fail(ErrorCategory::device_lost, lost + "; it was opened again, but rebuilding its objects failed: " + e.problem(),
+      fail(ErrorCategory::device_lost,
+           lost + "; it was opened again, but rebuilding its objects failed: " + e.problem(),
            "the next call on this Device tries again; free memory or use another device if it keeps failing.");
     } catch (const std::bad_alloc&) {
       rebuilt = Rebuilt{};

@@ -102,8 +102,10 @@ void check(KernelSource& source, const KernelReflection& r) {
     source.params_size = r.push_constant_bytes;
   } else if (source.params_size < r.push_constant_bytes) {
     fail(ErrorCategory::invalid_argument,
-         kernel + " declares a " + to_string(source.params_size) + "-byte params block but its push-constant block "
-             "takes " + to_string(r.push_constant_bytes) + " bytes.",
+         kernel + " declares a " + to_string(source.params_size) +
+             "-byte params block but its push-constant block "
+             "takes " +
+             to_string(r.push_constant_bytes) + " bytes.",
          "set KernelSource::params_size to " + to_string(r.push_constant_bytes) +
              " (the C struct must match the block's std430 layout), or leave it 0 to take the shader's.");
   }
@@ -126,8 +128,8 @@ void apply_reflection(KernelSource& source, const CompileOptions& options, const
            "renumber the shader's bindings from 0.");
   if (source.params_size > kMaxParamsBytes)
     fail(ErrorCategory::invalid_argument,
-         "kernel '" + source.name + "' has a " + to_string(source.params_size) +
-             "-byte push-constant block; at most " + to_string(kMaxParamsBytes) + " bytes are allowed.",
+         "kernel '" + source.name + "' has a " + to_string(source.params_size) + "-byte push-constant block; at most " +
+             to_string(kMaxParamsBytes) + " bytes are allowed.",
          "move large or variable-size arguments into a buffer binding.");
 }
 

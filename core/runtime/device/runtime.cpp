@@ -54,7 +54,8 @@ RuntimeOptions RuntimeOptions::from_env() {
   // Running on other devices than the ones asked for would surprise: these are errors.
   const Config c = Config::from_env();
   if (!c.backends_error.empty())
-    fail(ErrorCategory::invalid_argument, c.backends_error, "set VGPU_BACKEND to a comma list of cuda, vulkan, opengl, cpu, or unset it.");
+    fail(ErrorCategory::invalid_argument, c.backends_error,
+         "set VGPU_BACKEND to a comma list of cuda, vulkan, opengl, cpu, or unset it.");
   if (!c.device_error.empty())
     fail(ErrorCategory::invalid_argument, c.device_error,
          "set VGPU_DEVICE to backend:index, e.g. vulkan:0 or cpu:0 (vgpu-probe lists the ids), or unset it.");
@@ -127,7 +128,7 @@ struct Runtime::State {
   std::uint64_t log_token = 0;                      // the log route options asked for (0: none)
   std::mutex mutex;
   std::vector<std::shared_ptr<ComputeBackend>> backends;
-  std::vector<BackendKind> kinds;  // registry order: known_backends(), or the injected ones
+  std::vector<BackendKind> kinds;                       // registry order: known_backends(), or the injected ones
   std::unique_ptr<detail::SelectionService> selection;  // the service select/explain/demote forward to
   // What probing one backend found; empty until that backend is first needed.
   struct Probed {
@@ -264,7 +265,8 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
     // Selection sees the runtime only through these calls (it sits a layer above).
     std::string scope;
     for (BackendKind kind : st.kinds)
-      if (st.backend_shared_locked(kind) && st.allowed(kind)) scope += (scope.empty() ? "" : ",") + std::string(to_string(kind));
+      if (st.backend_shared_locked(kind) && st.allowed(kind))
+        scope += (scope.empty() ? "" : ",") + std::string(to_string(kind));
     detail::DeviceSource source{[this] { return devices(); }, [this] { return backends(); },
                                 [this](const std::string& id) { return open(id); },
                                 [this](BackendKind kind) { return backend_devices(kind); }, scope};
@@ -279,7 +281,7 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
 Runtime::~Runtime() {
   const std::uint64_t token = state_->log_token;
   state_->selection->shutdown();  // background calibrations use the devices: they stop first
-  state_.reset();  // what closing the devices logs still reaches the sink
+  state_.reset();                 // what closing the devices logs still reaches the sink
   restore_log_sink(token);
 }
 

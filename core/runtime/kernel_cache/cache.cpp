@@ -12,8 +12,9 @@ namespace detail {
 void check_matmul_operands(const Matrix& a, const Matrix& b) {
   auto check = [](const Matrix& m, const char* name) {
     if (m.rows == 0 || m.cols == 0)
-      fail(ErrorCategory::invalid_argument, std::string("matmul: matrix ") + name + " is empty (" +
-                                                std::to_string(m.rows) + "x" + std::to_string(m.cols) + ").",
+      fail(ErrorCategory::invalid_argument,
+           std::string("matmul: matrix ") + name + " is empty (" + std::to_string(m.rows) + "x" +
+               std::to_string(m.cols) + ").",
            "pass matrices with at least one row and one column.");
     if (m.data.size() != std::size_t{m.rows} * m.cols)
       fail(ErrorCategory::invalid_argument,

@@ -353,8 +353,7 @@ void KernelDatabase::select_locked(std::unique_lock<std::mutex>& lock, std::uint
       // The interim device's kernel for (id, shape) is not needed once the choice moved away.
       if (old->interim && old->device_key != device_key) {
         const std::uint64_t old_key = old->device_key;
-        erase_kernels_locked(
-            [&](const Entry& e) { return e.id == id && e.shape == shape && e.device_key == old_key; });
+        erase_kernels_locked([&](const Entry& e) { return e.id == id && e.shape == shape && e.device_key == old_key; });
       }
       drop_locked(std::move(old->device));
     }

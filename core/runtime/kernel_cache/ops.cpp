@@ -202,8 +202,9 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
   step.params = ParamsBlock::of(MatmulParams{m, n, k, slices > 1 ? slice : 0});
   const std::uint64_t gx = ceil_div(n, t.per_group_x), gy = ceil_div(m, t.per_group_y);
   if (gx > dev.limits.max_workgroup_count[0] || gy > dev.limits.max_workgroup_count[1])
-    fail(ErrorCategory::invalid_argument, "matmul of " + std::to_string(m) + "x" + std::to_string(n) +
-                                              " needs more workgroups than " + dev.id() + " can launch.",
+    fail(ErrorCategory::invalid_argument,
+         "matmul of " + std::to_string(m) + "x" + std::to_string(n) + " needs more workgroups than " + dev.id() +
+             " can launch.",
          "split the product into row or column blocks.");
   step.groups = Groups{static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy), slices};
   if (slices > 1) {
@@ -262,8 +263,8 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
          "report this with the output of vgpu-probe.");
   std::size_t pick = 0;
   if (candidates.size() > 1)
-    pick = detail::choose_variant(dev, shape, candidates,
-                                  [&](const OpTuning& t) { return matmul_plan(dev, m, k, n, t); });
+    pick =
+        detail::choose_variant(dev, shape, candidates, [&](const OpTuning& t) { return matmul_plan(dev, m, k, n, t); });
   return matmul_plan(dev, m, k, n, std::move(candidates[pick]));
 }
 
@@ -278,7 +279,9 @@ KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
   KernelPlan p;
   p.source = builtin_source("reduce_sum", "reduce_sum", sizeof(ReduceParams), t);
   p.options = std::move(t.options);
-  auto in_bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t { return pb.as<ReduceParams>().n * kFloat; };
+  auto in_bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+    return pb.as<ReduceParams>().n * kFloat;
+  };
   auto out_bytes = [block](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     return ceil_div(pb.as<ReduceParams>().n, block) * kFloat;
   };
@@ -408,7 +411,8 @@ KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t
 void check_shape(const std::string& op, const Shape& shape) {
   auto want = [&](std::size_t dims, const char* form) {
     if (shape.size() != dims)
-      fail(ErrorCategory::invalid_argument, "op '" + op + "' takes shape " + form + " but got " + to_string(shape) + ".",
+      fail(ErrorCategory::invalid_argument,
+           "op '" + op + "' takes shape " + form + " but got " + to_string(shape) + ".",
            std::string("pass the shape as ") + form + ".");
   };
   if (op == "matmul") return want(3, "{M, K, N}");

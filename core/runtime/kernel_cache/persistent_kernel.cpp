@@ -40,7 +40,8 @@ void validate_plan(const KernelPlan& plan) {
     }
     if (t.shape.empty() || bytes == 0)
       fail(ErrorCategory::invalid_argument,
-           "tensor '" + t.name + "' of kernel '" + name + "' has shape " + vgpu::to_string(t.shape) + " with no elements.",
+           "tensor '" + t.name + "' of kernel '" + name + "' has shape " + vgpu::to_string(t.shape) +
+               " with no elements.",
            "give every tensor a shape with all dimensions ≥ 1.");
   }
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
@@ -80,7 +81,8 @@ auto in_plan(const KernelPlan& plan, const std::string& where, F&& f) {
 
 }  // namespace
 
-PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std::move(device)), plan_(std::move(plan)) {
+PersistentKernel::PersistentKernel(Device device, KernelPlan plan)
+    : device_(std::move(device)), plan_(std::move(plan)) {
   if (!device_)
     fail(ErrorCategory::invalid_argument, "PersistentKernel needs an open device.",
          "pass Runtime::global().default_device() or a device from Runtime::open().");
@@ -88,7 +90,8 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan) : device_(std
   kernels_.reserve(plan_.kernel_count());
   for (std::size_t i = 0; i < plan_.kernel_count(); ++i) {
     const std::string where = "kernel " + to_string(i) + " of the plan for '" + plan_.source.name + "'";
-    kernels_.push_back(in_plan(plan_, where, [&] { return device_.compile(plan_.kernel_source(i), plan_.kernel_options(i)); }));
+    kernels_.push_back(
+        in_plan(plan_, where, [&] { return device_.compile(plan_.kernel_source(i), plan_.kernel_options(i)); }));
   }
   buffers_.reserve(plan_.tensors.size());
   for (std::uint32_t i = 0; i < plan_.tensors.size(); ++i) {
@@ -147,7 +150,8 @@ void PersistentKernel::validate(std::span<const TensorArg> args) const {
            "pass data of the kernel's element type.");
     if (arg.shape != t.shape)
       fail(ErrorCategory::invalid_argument,
-           label() + " has shape " + vgpu::to_string(arg.shape) + " but the kernel was built for " + vgpu::to_string(t.shape) + ".",
+           label() + " has shape " + vgpu::to_string(arg.shape) + " but the kernel was built for " +
+               vgpu::to_string(t.shape) + ".",
            "pass data of that shape, or get a kernel for the new shape from KernelDatabase::get().");
     if (t.access != Access::write && arg.in == nullptr)
       fail(ErrorCategory::invalid_argument, label() + " is an input but its data pointer is null.",

@@ -35,7 +35,8 @@ DeviceInfo find_device(Runtime& runtime, const std::string& id, std::size_t posi
          "name devices as backend:index, e.g. cuda:1 or cpu:0 (vgpu-probe lists the ids).");
   for (const DeviceInfo& d : runtime.backend_devices(*kind))
     if (d.index == *index) return d;
-  fail(ErrorCategory::invalid_argument, where + "'" + id + "' does not exist here (devices: " + joined(runtime.devices()) + ").",
+  fail(ErrorCategory::invalid_argument,
+       where + "'" + id + "' does not exist here (devices: " + joined(runtime.devices()) + ").",
        "use one of the listed ids (vgpu-probe lists them; VGPU_CPU_DEVICES=N gives N CPU devices for tests).");
 }
 
@@ -43,7 +44,8 @@ DeviceInfo find_device(Runtime& runtime, const std::string& id, std::size_t posi
 
 std::vector<std::uint32_t> split_by_weight(const std::vector<double>& weights, std::uint32_t items) {
   const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-  if (weights.empty() || !(total > 0) || std::any_of(weights.begin(), weights.end(), [](double w) { return !(w >= 0); }))
+  if (weights.empty() || !(total > 0) ||
+      std::any_of(weights.begin(), weights.end(), [](double w) { return !(w >= 0); }))
     fail(ErrorCategory::invalid_argument, "split_by_weight: the weights must be non-negative with a positive sum.",
          "pass at least one positive weight.");
   std::vector<std::uint32_t> parts(weights.size());
@@ -105,7 +107,8 @@ std::vector<std::string> DeviceSet::ids() const {
 Device DeviceSet::open(std::size_t i) const {
   if (i >= infos_.size())
     fail(ErrorCategory::invalid_argument,
-         "DeviceSet::open: index " + std::to_string(i) + " is past the set's " + std::to_string(infos_.size()) + " devices.",
+         "DeviceSet::open: index " + std::to_string(i) + " is past the set's " + std::to_string(infos_.size()) +
+             " devices.",
          "pass an index below size().");
   return runtime_->open(infos_[i]);
 }
@@ -118,8 +121,10 @@ std::vector<double> DeviceSet::weights(const std::string& op, const Shape& shape
     for (std::size_t i = 0; i < infos_.size(); ++i)
       for (const SelectionCandidate& c : s.candidates)
         if (c.device == infos_[i].id()) {
-          if (c.demoted) demoted[i] = true;
-          else if (c.eligible && c.seconds > 0) w[i] = 1.0 / c.seconds;
+          if (c.demoted)
+            demoted[i] = true;
+          else if (c.eligible && c.seconds > 0)
+            w[i] = 1.0 / c.seconds;
         }
   }
   std::vector<double> known;
@@ -136,7 +141,8 @@ std::vector<double> DeviceSet::weights(const std::string& op, const Shape& shape
     total += w[i];
   }
   if (!(total > 0))
-    fail(ErrorCategory::unavailable, "DeviceSet: every device of the set (" + joined(infos_) + ") is demoted for " + op + ".",
+    fail(ErrorCategory::unavailable,
+         "DeviceSet: every device of the set (" + joined(infos_) + ") is demoted for " + op + ".",
          "add a device that works to the set, or make a new Runtime once the devices are fixed.");
   for (double& x : w) x /= total;
   return w;

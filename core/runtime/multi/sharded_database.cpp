@@ -114,7 +114,8 @@ struct ShardedState {
 
 }  // namespace detail
 
-ShardedDatabase::ShardedDatabase(DeviceSet devices) : state_(std::make_unique<detail::ShardedState>(std::move(devices))) {
+ShardedDatabase::ShardedDatabase(DeviceSet devices)
+    : state_(std::make_unique<detail::ShardedState>(std::move(devices))) {
   detail::ShardedState& s = *state_;
   for (std::size_t i = 0; i < s.set.size(); ++i) s.dbs.push_back(std::make_unique<KernelDatabase>(s.set.open(i)));
   s.stats.items.assign(s.set.size(), 0);

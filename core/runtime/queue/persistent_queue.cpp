@@ -88,11 +88,14 @@ void QueueResult::check_size(std::size_t bytes) const {
 }
 
 QueueReport::QueueReport(const QueueReport& other)
-    : kernel_launches(other.kernel_launches), round_trips(other.round_trips), results(other.results),
+    : kernel_launches(other.kernel_launches),
+      round_trips(other.round_trips),
+      results(other.results),
       storage(other.storage) {
   for (QueueResult& r : results)
     if (!r.payload.empty())
-      r.payload = std::span<const std::byte>(storage.data() + (r.payload.data() - other.storage.data()), r.payload.size());
+      r.payload =
+          std::span<const std::byte>(storage.data() + (r.payload.data() - other.storage.data()), r.payload.size());
 }
 
 QueueReport& QueueReport::operator=(const QueueReport& other) {

@@ -67,7 +67,8 @@ std::vector<QueueChunk> plan_queue(const PersistentQueue& queue, const QueueLimi
   std::vector<QueueChunk> chunks;
   const std::uint64_t limit = buffer_word_limit(limits);
   const std::uint64_t guard = 2ull * limits.guard_entries;
-  const std::uint64_t n = first + std::min<std::uint64_t>(count, queue.size() - std::min<std::uint64_t>(first, queue.size()));
+  const std::uint64_t n =
+      first + std::min<std::uint64_t>(count, queue.size() - std::min<std::uint64_t>(first, queue.size()));
   QueueChunk cur;
   for (std::uint64_t i = first; i < n; ++i) {
     const std::uint64_t in_w = 4 + words_of(queue.payload(i).size());
@@ -108,8 +109,8 @@ void pack_queue_chunk(const PersistentQueue& queue, const QueueChunk& chunk, con
                       std::vector<std::uint32_t>& words) {
   words.resize(chunk.in_words);
   const std::uint64_t guard = 2ull * limits.guard_entries;
-  std::uint64_t in_at = 4 * chunk.count;             // payloads follow the entries
-  std::uint64_t out_at = 2 * chunk.count + guard;    // output areas follow the results and the guard
+  std::uint64_t in_at = 4 * chunk.count;           // payloads follow the entries
+  std::uint64_t out_at = 2 * chunk.count + guard;  // output areas follow the results and the guard
   for (std::uint64_t j = 0; j < chunk.count; ++j) {
     const std::size_t i = static_cast<std::size_t>(chunk.first + j);
     const std::span<const std::byte> p = queue.payload(i);

@@ -13,10 +13,10 @@ namespace vgpu::detail {
 
 /// The limits a queue is split by.
 struct QueueLimits {
-  std::uint64_t max_buffer_bytes = 0;   ///< the largest `in` or `out` buffer (0: no limit but 32-bit word offsets)
+  std::uint64_t max_buffer_bytes = 0;      ///< the largest `in` or `out` buffer (0: no limit but 32-bit word offsets)
   std::uint64_t max_items_per_launch = 0;  ///< max_workgroup_count.x × local size x, or the config's lower bound
-  std::uint32_t output_bytes = 0;       ///< QueueConfig::output_bytes (0: each item's payload length)
-  std::uint32_t guard_entries = 0;      ///< zeroed result entries after the table that catch unguarded kernels
+  std::uint32_t output_bytes = 0;          ///< QueueConfig::output_bytes (0: each item's payload length)
+  std::uint32_t guard_entries = 0;         ///< zeroed result entries after the table that catch unguarded kernels
   /// Lanes (docs/queue.md): QueueConfig::lanes when not 0 (every launch gets exactly that many);
   /// else each launch gets enough that no lane has more than lane_words words of an item to
   /// walk (0: no bound, one lane).
@@ -29,8 +29,8 @@ struct QueueLimits {
 struct QueueChunk {
   std::uint64_t first = 0;
   std::uint64_t count = 0;
-  std::uint64_t in_words = 0;       ///< words of `in` used (table + payloads)
-  std::uint64_t out_words = 0;      ///< words of `out` used (table + guard + output areas)
+  std::uint64_t in_words = 0;         ///< words of `in` used (table + payloads)
+  std::uint64_t out_words = 0;        ///< words of `out` used (table + guard + output areas)
   std::vector<QueueLaunch> launches;  ///< item_base is relative to the chunk
   std::vector<std::uint32_t> lanes;   ///< each launch's lanes (workgroups along y), ≥ 1
 };

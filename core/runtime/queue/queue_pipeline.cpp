@@ -45,8 +45,8 @@ void check_abi(const Kernel& k) {
   if (!ok)
     fail(ErrorCategory::invalid_argument,
          "kernel '" + k.name() + "' does not follow the queue ABI: it has " + describe_bindings(k) +
-             ", a params block of " + to_string(k.params_size()) + " bytes and local size " + to_string(wg[0]) +
-             "x" + to_string(wg[1]) + "x" + to_string(wg[2]) +
+             ", a params block of " + to_string(k.params_size()) + " bytes and local size " + to_string(wg[0]) + "x" +
+             to_string(wg[1]) + "x" + to_string(wg[2]) +
              "; a queue kernel has exactly slot 0 read (`in`: entries and payloads), slot 1 read_write "
              "(`out`: results and output areas), an 8-byte params block {item_base, item_count} and a 1-D "
              "local size.",
@@ -64,7 +64,7 @@ struct QueuePipeline::Resources {
   std::uint64_t buffer_limit = 0;  // the most bytes one buffer may get
   BindingSet bindings;
   Batch batch;
-  std::vector<QueueLaunch> recorded;  // the launches batch holds
+  std::vector<QueueLaunch> recorded;                      // the launches batch holds
   std::vector<std::uint32_t> recorded_lanes;              // and their lanes
   std::vector<std::uint32_t> in_words, zeros, out_words;  // host staging, reused
 };

@@ -41,12 +41,18 @@ std::string plan_problem(const DeviceInfo& d, const KernelPlan& plan) {
 // Devices likely to win are timed first, so the skip rules have a good "best" early.
 int prior_rank(const DeviceInfo& d) {
   switch (d.type) {
-    case DeviceType::discrete_gpu: return 0;
-    case DeviceType::integrated_gpu: return 1;
-    case DeviceType::cpu: return 2;
-    case DeviceType::virtual_gpu: return 3;
-    case DeviceType::other: return 4;
-    case DeviceType::software: return 5;
+    case DeviceType::discrete_gpu:
+      return 0;
+    case DeviceType::integrated_gpu:
+      return 1;
+    case DeviceType::cpu:
+      return 2;
+    case DeviceType::virtual_gpu:
+      return 3;
+    case DeviceType::other:
+      return 4;
+    case DeviceType::software:
+      return 5;
   }
   return 6;
 }

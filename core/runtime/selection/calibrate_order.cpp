@@ -62,7 +62,8 @@ void choose(std::vector<SelectionCandidate>& sorted, const std::vector<std::stri
       const auto near = within(kStableFactor);
       chosen = *std::min_element(near.begin(), near.end(), [&](auto a, auto b) { return rank_of(a) < rank_of(b); });
       why = chosen == sorted.begin()
-                ? "the fastest; others within " + fmt_factor(kTieFactor) + (near.size() > 1 ? ", and first in the stable order" : "")
+                ? "the fastest; others within " + fmt_factor(kTieFactor) +
+                      (near.size() > 1 ? ", and first in the stable order" : "")
                 : "within " + fmt_factor(kStableFactor) + " of the best (" + fastest +
                       "): first in the stable order (device type, then registry order), so that processes agree";
     }

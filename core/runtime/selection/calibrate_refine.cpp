@@ -45,9 +45,7 @@ std::pair<double, double> median_interval(const std::vector<double>& sorted) {
   // The ranks n/2 ± z·√n/2 bound the median (binomial, normal approximation): about the
   // quartiles at 16 samples, narrowing as 1/√n, so more samples separate closer devices.
   const double n = double(sorted.size()), half = kMedianZ * std::sqrt(n) / 2;
-  const auto at = [&](double rank) {
-    return sorted[static_cast<std::size_t>(std::clamp(rank, 0.0, n - 1))];
-  };
+  const auto at = [&](double rank) { return sorted[static_cast<std::size_t>(std::clamp(rank, 0.0, n - 1))]; };
   return {at(std::floor(n / 2 - half)), at(std::ceil(n / 2 + half))};
 }
 

@@ -82,7 +82,7 @@ void measure(const Request& r, Candidate& cand, const DeviceSource& source, cons
     stop_if_cancelled(r);
     time_runs(r, cand, best, data, checker);
     if (cand.result.check == ResultCheck::wrong) return;  // rejected: its time never sets best
-    check_model(r, cand);  // its model's prediction beside this measurement (prediction_model.hpp)
+    check_model(r, cand);               // its model's prediction beside this measurement (prediction_model.hpp)
     if (cand.result.runs == 0) return;  // stopped after its warm-up
     best = std::min(best, cand.result.seconds);
     release_outside_window(all, best);

@@ -135,18 +135,18 @@ struct Request {
   /// Where prediction models persist (SelectionService passes its store); null: fitted anew
   /// by every calibration and kept nowhere.
   std::shared_ptr<cache::DiskStore> store = nullptr;
-  std::string incumbent{};             // the stored choice being rechecked ("" for none)
-  std::function<bool()> cancelled{};   // true: give up at the next step (a background run being stopped)
+  std::string incumbent{};            // the stored choice being rechecked ("" for none)
+  std::function<bool()> cancelled{};  // true: give up at the next step (a background run being stopped)
 };
 
 /// One eligible device while it is measured.
 struct Candidate {
   DeviceInfo info;
-  KernelPlan plan;                           // at the real shape
-  SelectionCandidate result;                 // what explain() will show for it
-  std::unique_ptr<PersistentKernel> kernel;  // kept while it may still be a close contender
-  std::vector<double> times;                 // timed calls at the real shape (first pass)
-  std::vector<double> samples = {};          // interleaved samples (separation phase)
+  KernelPlan plan;                                   // at the real shape
+  SelectionCandidate result;                         // what explain() will show for it
+  std::unique_ptr<PersistentKernel> kernel;          // kept while it may still be a close contender
+  std::vector<double> times;                         // timed calls at the real shape (first pass)
+  std::vector<double> samples = {};                  // interleaved samples (separation phase)
   std::optional<model::Model> model = std::nullopt;  // its prediction model, once probed or loaded
 };
 

@@ -36,8 +36,7 @@ std::string fmt_ratio(double r) {
 TimingTurns::Turn TimingTurns::take() {
   const std::thread::id self = std::this_thread::get_id();
   std::unique_lock lock(mutex_);
-  if (owner_ != self &&
-      !free_.wait_for(lock, kTurnWait, [&] { return owner_ == std::thread::id(); })) {
+  if (owner_ != self && !free_.wait_for(lock, kTurnWait, [&] { return owner_ == std::thread::id(); })) {
     log(LogLevel::debug, "a calibration waited " + std::to_string(kTurnWait.count()) +
                              " s for another one's timed runs; timing beside it.");
     return Turn(nullptr);

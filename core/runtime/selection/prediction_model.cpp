@@ -107,7 +107,8 @@ OpCost op_cost(const std::string& op, const Shape& s) {
     const double m = double(s[0]), k = double(s[1]), n = double(s[2]);
     return {f32 * (m * k + k * n + m * n), 2 * m * k * n, true};
   }
-  if (op == "axpy" && s.size() == 1) return {f32 * (3 * double(s[0]) + 1), 2 * double(s[0]), true};  // a, x, y up; y down
+  if (op == "axpy" && s.size() == 1)
+    return {f32 * (3 * double(s[0]) + 1), 2 * double(s[0]), true};  // a, x, y up; y down
   if ((op == "add" || op == "mul") && s.size() == 1) return {f32 * 3 * double(s[0]), double(s[0]), true};
   if (op == "reduce_sum" && s.size() == 1) return {f32 * (double(s[0]) + 1), double(s[0]), true};
   if (op == "softmax_rows" && s.size() == 2) {

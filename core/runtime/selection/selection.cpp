@@ -14,12 +14,18 @@ namespace vgpu {
 
 const char* to_string(SelectionSource source) noexcept {
   switch (source) {
-    case SelectionSource::calibrated: return "calibrated";
-    case SelectionSource::persisted: return "persisted";
-    case SelectionSource::forced: return "forced";
-    case SelectionSource::fallback: return "fallback";
-    case SelectionSource::only: return "only";
-    case SelectionSource::interim: return "interim";
+    case SelectionSource::calibrated:
+      return "calibrated";
+    case SelectionSource::persisted:
+      return "persisted";
+    case SelectionSource::forced:
+      return "forced";
+    case SelectionSource::fallback:
+      return "fallback";
+    case SelectionSource::only:
+      return "only";
+    case SelectionSource::interim:
+      return "interim";
   }
   return "unknown";
 }
@@ -33,8 +39,8 @@ std::string Selection::describe() const {
       std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
     return std::string(buf);
   };
-  std::string out = op + " " + to_string(shape) + " (size class " + std::to_string(size_class) + "): " + device +
-                    " [" + vgpu::to_string(source) + "]";
+  std::string out = op + " " + to_string(shape) + " (size class " + std::to_string(size_class) + "): " + device + " [" +
+                    vgpu::to_string(source) + "]";
   if (source == SelectionSource::calibrated) out += ", calibration took " + us(calibration_seconds);
   out += "\n";
   for (const auto& c : candidates) {

@@ -63,9 +63,11 @@ void apply_demotions(Selection& s, const std::set<std::string>& demoted, const s
     c.demoted = demoted.contains(c.device);
     if (c.demoted) c.note = "demoted: failed for this op";
   }
-  auto usable = std::find_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible && !c.demoted; });
+  auto usable =
+      std::find_if(s.candidates.begin(), s.candidates.end(), [](auto& c) { return c.eligible && !c.demoted; });
   if (usable == s.candidates.end())
-    fail(ErrorCategory::unavailable, "every device that can run '" + op + "' at " + to_string(shape) + " failed for it.",
+    fail(ErrorCategory::unavailable,
+         "every device that can run '" + op + "' at " + to_string(shape) + " failed for it.",
          "see the log for each device's error; check the devices with vgpu-probe.");
   if (usable->device != s.device) s.source = SelectionSource::fallback;
   s.device = usable->device;
@@ -322,7 +324,7 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
                                     bool interim_ok) {
   const auto t0 = Clock::now();
   const std::uint64_t work = selection_work(op, shape);  // validates op and shape first
-  if (!given) ops::check_shape(op, shape);  // with no factory, op must be a built-in
+  if (!given) ops::check_shape(op, shape);               // with no factory, op must be a built-in
   const PlanFactory factory = factory_for(op, given);
   if (!forced_.empty()) {
     Selection s = forced_selection(op, shape);

@@ -71,7 +71,7 @@ class SelectionService {
 
  private:
   struct Entry {
-    Selection selection;           // as calibrated or loaded (source calibrated/persisted/only)
+    Selection selection;            // as calibrated or loaded (source calibrated/persisted/only)
     std::set<std::string> demoted;  // devices that failed for this class in this process
     bool recalibrate = false;       // a device was demoted: measure the others again
   };
@@ -139,9 +139,9 @@ class SelectionService {
   DeviceSource source_;
   std::string forced_;
   std::shared_ptr<cache::DiskStore> store_;
-  std::mutex mutex_;  // guards entries_ and flights_ only; never held while loading or calibrating
-  std::condition_variable done_;  // a flight finished
-  std::map<std::string, Entry> entries_;                   // by "op#size_class"
+  std::mutex mutex_;                      // guards entries_ and flights_ only; never held while loading or calibrating
+  std::condition_variable done_;          // a flight finished
+  std::map<std::string, Entry> entries_;  // by "op#size_class"
   std::map<std::string, std::shared_ptr<Flight>> flights_;  // by the same key
   calibration::TimingTurns turns_;
   std::atomic<std::uint64_t> epoch_{0};

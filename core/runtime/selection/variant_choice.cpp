@@ -31,7 +31,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kRuns = 7;                 // timed runs per candidate (after one warm-up): a median of 7
+constexpr int kRuns = 7;                  // timed runs per candidate (after one warm-up): a median of 7
 constexpr double kCandidateBudget = 1.0;  // seconds of timed runs per candidate, at least one run
 constexpr double kWarmupSkip = 4.0;       // a warm-up this many times the best so far: not a contender
 
@@ -227,7 +227,7 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
                                    const CandidatePlan& plan, std::vector<Measured>& measured) {
   Device device = core.handle();
   const TimingClock& clock = core.timing_clock();
-  HostDataPool data;  // one set of random inputs for every candidate (the same tensors)
+  HostDataPool data;                    // one set of random inputs for every candidate (the same tensors)
   std::optional<check::Reference> ref;  // of the op on those inputs, made for the first candidate
   std::string ref_signature;
   std::optional<std::size_t> best;

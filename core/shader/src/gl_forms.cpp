@@ -51,7 +51,8 @@ std::vector<Inst> instructions(std::span<const std::uint32_t> words) {
   std::vector<Inst> out;
   for (std::size_t i = kHeaderWords; i < words.size();) {
     const std::uint32_t count = words[i] >> 16, op = words[i] & 0xffff;
-    if (count == 0 || i + count > words.size()) malformed("an instruction runs past the end at word " + std::to_string(i));
+    if (count == 0 || i + count > words.size())
+      malformed("an instruction runs past the end at word " + std::to_string(i));
     out.push_back(Inst{i, count, op});
     i += count;
   }
@@ -107,9 +108,12 @@ std::vector<std::uint32_t> push_constants_to_storage_buffer(std::span<const std:
   // becomes 0 (GL has one binding namespace); the block decoration follows the class.
   for (const Inst& in : insts) {
     std::uint32_t* w = &out[in.at];
-    if (in.op == kOpTypePointer && in.count >= 4 && w[2] == kClassPushConstant) w[2] = new_class;
-    else if (in.op == kOpVariable && in.count >= 4 && w[3] == kClassPushConstant) w[3] = new_class;
-    else if (in.op == kOpDecorate && in.count >= 4 && w[2] == kDecoDescriptorSet) w[3] = 0;
+    if (in.op == kOpTypePointer && in.count >= 4 && w[2] == kClassPushConstant)
+      w[2] = new_class;
+    else if (in.op == kOpVariable && in.count >= 4 && w[3] == kClassPushConstant)
+      w[3] = new_class;
+    else if (in.op == kOpDecorate && in.count >= 4 && w[2] == kDecoDescriptorSet)
+      w[3] = 0;
     else if (pc_struct && !use_storage_class && in.op == kOpDecorate && in.count == 3 && w[1] == *pc_struct &&
              w[2] == kDecoBlock)
       w[2] = kDecoBufferBlock;

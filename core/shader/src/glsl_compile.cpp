@@ -93,12 +93,10 @@ std::vector<std::uint32_t> compile(const Request& r) {
   shaderc_compile_options_set_optimization_level(options.get(), r.optimization);
   if (r.defines)
     for (const auto& [name, value] : *r.defines)
-      shaderc_compile_options_add_macro_definition(options.get(), name.data(), name.size(), value.data(),
-                                                   value.size());
+      shaderc_compile_options_add_macro_definition(options.get(), name.data(), name.size(), value.data(), value.size());
 
-  const std::unique_ptr<shaderc_compilation_result, ResultDeleter> result(
-      shaderc_compile_into_spv(compiler, r.text.data(), r.text.size(), shaderc_compute_shader, kernel_name.c_str(),
-                               "main", options.get()));
+  const std::unique_ptr<shaderc_compilation_result, ResultDeleter> result(shaderc_compile_into_spv(
+      compiler, r.text.data(), r.text.size(), shaderc_compute_shader, kernel_name.c_str(), "main", options.get()));
   if (!result)
     fail(ErrorCategory::out_of_memory, "shaderc could not allocate a result for GLSL kernel '" + kernel_name + "'.",
          "free host memory and try again.");
@@ -146,8 +144,9 @@ std::vector<std::uint32_t> compile_glsl_shader(std::string_view text, const std:
   r.defines = &defines;
   r.kernel_name = &kernel_name;
   r.optimization = shaderc_optimization_level_zero;
-  r.fix = "fix the GLSL error at the line shown (line numbers are those of the shader text as given, its "
-          "#version line being line 1).";
+  r.fix =
+      "fix the GLSL error at the line shown (line numbers are those of the shader text as given, its "
+      "#version line being line 1).";
   switch (env) {
     case TargetEnv::vulkan1_1:
       r.env = shaderc_env_version_vulkan_1_1;

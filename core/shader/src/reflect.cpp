@@ -27,7 +27,8 @@ class Session {
       fail(ErrorCategory::out_of_memory, "SPIRV-Cross could not create a context.", "free host memory and try again.");
     context_.reset(c);
     // SPIRV-Cross would print its errors on stderr; they are read back into the Error instead.
-    spvc_context_set_error_callback(context_.get(), [](void*, const char*) {}, nullptr);
+    spvc_context_set_error_callback(
+        context_.get(), [](void*, const char*) {}, nullptr);
     spvc_parsed_ir ir = nullptr;
     check(spvc_context_parse_spirv(context_.get(), words.data(), words.size(), &ir), "parse");
     check(spvc_context_create_compiler(context_.get(), SPVC_BACKEND_NONE, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP,
@@ -39,8 +40,8 @@ class Session {
     if (r == SPVC_SUCCESS) return;
     const char* why = spvc_context_get_last_error_string(context_.get());
     fail(ErrorCategory::compile_error,
-         "SPIRV-Cross could not " + std::string(what) + " the SPIR-V of kernel '" + name_ + "': " +
-             (why && *why ? why : "no message") + ".",
+         "SPIRV-Cross could not " + std::string(what) + " the SPIR-V of kernel '" + name_ +
+             "': " + (why && *why ? why : "no message") + ".",
          "pass a valid SPIR-V compute module (spirv-val checks it).");
   }
 
@@ -121,8 +122,8 @@ KernelReflection reflect(std::span<const std::uint32_t> words, const std::string
   }
   if (!found)
     fail(ErrorCategory::compile_error,
-         "the SPIR-V of kernel '" + kernel_name + "' has no GLCompute entry point '" + entry + "' (it has: " +
-             (names.empty() ? std::string("none") : names) + ").",
+         "the SPIR-V of kernel '" + kernel_name + "' has no GLCompute entry point '" + entry +
+             "' (it has: " + (names.empty() ? std::string("none") : names) + ").",
          "name one of the module's compute entry points as the kernel's entry (KernelSource::add_spirv's entry).");
   s.check(spvc_compiler_set_entry_point(c, entry.c_str(), SpvExecutionModelGLCompute), "select the entry point of");
 
@@ -217,16 +218,16 @@ KernelReflection reflect(std::span<const std::uint32_t> words, const std::string
                    [](const ReflectedSpecConstant& a, const ReflectedSpecConstant& b) {
                      return a.id != b.id ? a.id < b.id : a.name.size() > b.name.size();
                    });
-  out.spec_constants.erase(std::unique(out.spec_constants.begin(), out.spec_constants.end(),
-                                       [](const ReflectedSpecConstant& a, const ReflectedSpecConstant& b) {
-                                         return a.id == b.id;
-                                       }),
-                           out.spec_constants.end());
+  out.spec_constants.erase(
+      std::unique(out.spec_constants.begin(), out.spec_constants.end(),
+                  [](const ReflectedSpecConstant& a, const ReflectedSpecConstant& b) { return a.id == b.id; }),
+      out.spec_constants.end());
 
   // Local size: the WorkgroupSize built-in (a composite of constants, some specialisable) wins
   // over the LocalSize execution mode, as in SPIR-V.
   spvc_specialization_constant dims[3]{};
-  const spvc_constant_id composite = spvc_compiler_get_work_group_size_specialization_constants(c, &dims[0], &dims[1], &dims[2]);
+  const spvc_constant_id composite =
+      spvc_compiler_get_work_group_size_specialization_constants(c, &dims[0], &dims[1], &dims[2]);
   const spvc_constant_id* parts = nullptr;
   std::size_t n_parts = 0;
   if (composite) spvc_constant_get_subconstants(spvc_compiler_get_constant_handle(c, composite), &parts, &n_parts);

@@ -42,8 +42,8 @@ std::string list_of(const KernelReflection& r) {
 std::uint32_t converted(const ReflectedSpecConstant& k, const SpecValue& v, const std::string& kernel) {
   const SpecValue::Type want = k.default_value.type;
   if (v.type == want) return v.bits;
-  const bool int_to_uint = want == SpecValue::Type::u32 && v.type == SpecValue::Type::i32 &&
-                           static_cast<std::int32_t>(v.bits) >= 0;
+  const bool int_to_uint =
+      want == SpecValue::Type::u32 && v.type == SpecValue::Type::i32 && static_cast<std::int32_t>(v.bits) >= 0;
   const bool uint_to_int = want == SpecValue::Type::i32 && v.type == SpecValue::Type::u32 && v.bits <= 0x7fffffffu;
   if (int_to_uint || uint_to_int) return v.bits;
   fail(ErrorCategory::invalid_argument,
@@ -76,8 +76,8 @@ std::vector<SpecEntry> resolve_specialization(const KernelReflection& reflection
       if (reserved(*c.id))
         fail(ErrorCategory::invalid_argument,
              "kernel '" + kernel_name + "': CompileOptions sets specialization constant " + std::to_string(*c.id) +
-                 ", in the range " + std::to_string(kReservedSpecIdFirst) + ".." +
-                 std::to_string(kReservedSpecIdLast) + " that vgpu keeps for itself.",
+                 ", in the range " + std::to_string(kReservedSpecIdFirst) + ".." + std::to_string(kReservedSpecIdLast) +
+                 " that vgpu keeps for itself.",
              "set the workgroup size through CompileOptions::workgroup_size, and give your own constants ids below " +
                  std::to_string(kReservedSpecIdFirst) + ".");
       for (const auto& r : reflection.spec_constants)

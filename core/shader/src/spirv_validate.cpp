@@ -45,8 +45,9 @@ const EnvInfo& env_info(TargetEnv env) {
 
 std::vector<std::uint32_t> spirv_words(std::string_view bytes, TargetEnv env, const std::string& kernel_name) {
   const std::string what = "the SPIR-V of kernel '" + kernel_name + "'";
-  const char* fix = "pass the module's bytes unchanged (KernelSource::add_spirv with the words glslc or the "
-                    "compiler wrote), compiled for the device's Vulkan version (spirv-val --target-env checks it).";
+  const char* fix =
+      "pass the module's bytes unchanged (KernelSource::add_spirv with the words glslc or the "
+      "compiler wrote), compiled for the device's Vulkan version (spirv-val --target-env checks it).";
   if (bytes.size() % 4 != 0 || bytes.size() < 20)
     fail(ErrorCategory::compile_error,
          what + " is " + std::to_string(bytes.size()) + " bytes, not a whole number of at least 5 32-bit words.", fix);

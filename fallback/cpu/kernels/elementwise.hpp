@@ -44,7 +44,8 @@ struct Elementwise {
       S::fmadd(av, V::load_unaligned(x + i), V::load_unaligned(y + i)).store_unaligned(y + i);
       S::fmadd(av, V::load_unaligned(x + i + W), V::load_unaligned(y + i + W)).store_unaligned(y + i + W);
     }
-    for (; i + W <= end; i += W) S::fmadd(av, V::load_unaligned(x + i), V::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i + W <= end; i += W)
+      S::fmadd(av, V::load_unaligned(x + i), V::load_unaligned(y + i)).store_unaligned(y + i);
     if (i < end) {  // the tail goes through the same (fused or not) vector op, padded
       alignas(64) float xt[W] = {}, yt[W] = {};
       const std::uint64_t rest = end - i;
@@ -59,12 +60,14 @@ struct Elementwise {
 
   /// out = a + b; slots 0 = a, 1 = b, 2 = out.
   static void add(const CpuWorkgroup& wg) {
-    binary(wg, [](const V& p, const V& q) { return p + q; }, [](float p, float q) { return p + q; });
+    binary(
+        wg, [](const V& p, const V& q) { return p + q; }, [](float p, float q) { return p + q; });
   }
 
   /// out = a * b; slots 0 = a, 1 = b, 2 = out.
   static void mul(const CpuWorkgroup& wg) {
-    binary(wg, [](const V& p, const V& q) { return p * q; }, [](float p, float q) { return p * q; });
+    binary(
+        wg, [](const V& p, const V& q) { return p * q; }, [](float p, float q) { return p * q; });
   }
 
  private:

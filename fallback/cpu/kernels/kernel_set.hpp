@@ -30,10 +30,10 @@ constexpr KernelTable make_table(std::string_view isa) {
 
 /// Defines vgpu::cpu::fn() (declared in kernels/builtin_table.hpp), returning the constant
 /// table of Arch's kernels named isa: the one definition each per-ISA translation unit makes.
-#define VGPU_CPU_DEFINE_KERNEL_TABLE(fn, Arch, isa)                                \
-  namespace vgpu::cpu {                                                           \
-  const KernelTable& fn() noexcept {                                              \
-    static constexpr KernelTable table = builtin::make_table<Arch>(isa);          \
-    return table;                                                                 \
-  }                                                                               \
+#define VGPU_CPU_DEFINE_KERNEL_TABLE(fn, Arch, isa)                      \
+  namespace vgpu::cpu {                                                  \
+  const KernelTable& fn() noexcept {                                     \
+    static constexpr KernelTable table = builtin::make_table<Arch>(isa); \
+    return table;                                                        \
+  }                                                                      \
   }

@@ -53,8 +53,8 @@ struct Matmul {
   /// packed B panels can be shared by every thread.
   static void run(const CpuWorkgroup& wg) {
     const auto& params = wg.params_as<vgpu::kernels::MatmulParams>();
-    const Problem pr{wg.buffer<const float>(0), wg.buffer<const float>(1), wg.buffer<float>(2), params.m, params.n,
-                     params.k};
+    const Problem pr{
+        wg.buffer<const float>(0), wg.buffer<const float>(1), wg.buffer<float>(2), params.m, params.n, params.k};
     const std::size_t gx = wg.num_workgroups[0] ? wg.num_workgroups[0] : 1;
     const std::size_t gy = wg.num_workgroups[1] ? wg.num_workgroups[1] : 1;
     const std::size_t block_rows = S::div_up(S::div_up(pr.m, gy), MR) * MR;
@@ -103,10 +103,17 @@ struct Matmul {
     std::size_t i = 0;
     for (; i + 4 <= rows; i += 4) direct_rows<4>(d, i);
     switch (rows - i) {
-      case 3: direct_rows<3>(d, i); break;
-      case 2: direct_rows<2>(d, i); break;
-      case 1: direct_rows<1>(d, i); break;
-      default: break;
+      case 3:
+        direct_rows<3>(d, i);
+        break;
+      case 2:
+        direct_rows<2>(d, i);
+        break;
+      case 1:
+        direct_rows<1>(d, i);
+        break;
+      default:
+        break;
     }
   }
 
@@ -142,10 +149,10 @@ struct Matmul {
   /// One K block of one column block, as every task of it sees it.
   struct Panel {
     const Problem* pr;
-    std::size_t row0, rows;  ///< the rows of C this block computes
-    std::size_t col0, cols;  ///< its columns (≤ nc)
-    std::size_t pc, kc;      ///< the K block
-    float* bpack;            ///< kc×cols of B, packed once in NR panels, read by every task
+    std::size_t row0, rows;            ///< the rows of C this block computes
+    std::size_t col0, cols;            ///< its columns (≤ nc)
+    std::size_t pc, kc;                ///< the K block
+    float* bpack;                      ///< kc×cols of B, packed once in NR panels, read by every task
     std::size_t task_rows, task_cols;  ///< a task's rows (multiple of MR) and columns (of NR)
     std::size_t tasks_across, b_pieces, b_panels_per_piece;
   };
@@ -197,7 +204,18 @@ struct Matmul {
       const std::size_t panels = S::div_up(ncur, NR);
       const std::size_t pieces = threads == 1 ? 1 : S::min(panels, 2 * threads);
       Step step{};
-      step.cur = Panel{&pr, row0, rows, col0 + jc, ncur, 0, S::min(KC, k), bbuf, tr, tc, S::div_up(ncur, tc), pieces,
+      step.cur = Panel{&pr,
+                       row0,
+                       rows,
+                       col0 + jc,
+                       ncur,
+                       0,
+                       S::min(KC, k),
+                       bbuf,
+                       tr,
+                       tc,
+                       S::div_up(ncur, tc),
+                       pieces,
                        S::div_up(panels, pieces)};
       step.cur.b_pieces = S::div_up(panels, step.cur.b_panels_per_piece);
       step.tasks = S::div_up(rows, tr) * step.cur.tasks_across;
@@ -205,7 +223,8 @@ struct Matmul {
       if (threads == 1)
         pack_b_piece(&step.cur, 0);
       else
-        parallel_for(step.cur.b_pieces, [](void* ctx, std::size_t i) { pack_b_piece(ctx, i); }, &step.cur);
+        parallel_for(
+            step.cur.b_pieces, [](void* ctx, std::size_t i) { pack_b_piece(ctx, i); }, &step.cur);
       for (std::size_t pc = 0; pc < k; pc += KC) {
         if (wg.expired()) return;  // the dispatch reports the timeout; C is left unfinished
         step.next = step.cur;
@@ -222,13 +241,16 @@ struct Matmul {
         } else {
           // Pack pieces first in index order: they start in the first wave, long before the
           // next join that needs them.
-          parallel_for(step.next_pieces + step.tasks, [](void* ctx, std::size_t i) {
-            Step& st = *static_cast<Step*>(ctx);
-            if (i < st.next_pieces)
-              pack_b_piece(&st.next, i);
-            else
-              compute_task(&st.cur, i - st.next_pieces);
-          }, &step);
+          parallel_for(
+              step.next_pieces + step.tasks,
+              [](void* ctx, std::size_t i) {
+                Step& st = *static_cast<Step*>(ctx);
+                if (i < st.next_pieces)
+                  pack_b_piece(&st.next, i);
+                else
+                  compute_task(&st.cur, i - st.next_pieces);
+              },
+              &step);
         }
         step.cur = step.next;
       }
@@ -407,15 +429,16 @@ struct Matmul {
 
   /// Edge block (mr < MR or nr < NR): computes the full padded block into a local buffer and
   /// writes back only the valid mr×nr part, so C is never touched out of bounds.
-  static void micro_edge(std::size_t kc, const float* a, const float* b, float* c, std::size_t ldc,
-                         bool accumulate, std::size_t mr, std::size_t nr, Cursor pf_b, Cursor pf_a) {
+  static void micro_edge(std::size_t kc, const float* a, const float* b, float* c, std::size_t ldc, bool accumulate,
+                         std::size_t mr, std::size_t nr, Cursor pf_b, Cursor pf_a) {
     V acc[MR][NV];
     block(kc, a, b, acc, pf_b, pf_a);
     alignas(64) float tmp[MR * NR];
     for (std::size_t r = 0; r < MR; ++r)
       for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(tmp + r * NR + v * W);
     for (std::size_t r = 0; r < mr; ++r)
-      for (std::size_t j = 0; j < nr; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + tmp[r * NR + j] : tmp[r * NR + j];
+      for (std::size_t j = 0; j < nr; ++j)
+        c[r * ldc + j] = accumulate ? c[r * ldc + j] + tmp[r * NR + j] : tmp[r * NR + j];
   }
 };
 

@@ -30,8 +30,8 @@ struct Reduce {
   using S = Simd<Arch>;
   using V = typename S::V;
   static constexpr std::size_t W = S::W;
-  static constexpr std::size_t L = 8;          ///< vectors per leaf
-  static constexpr std::size_t LEAF = L * W;   ///< floats per leaf
+  static constexpr std::size_t L = 8;         ///< vectors per leaf
+  static constexpr std::size_t LEAF = L * W;  ///< floats per leaf
 
   /// reduce_sum: slot 0 = in[n], slot 1 = out[ceil(n / kReduceBlock)].
   static void run(const CpuWorkgroup& wg) {

@@ -94,7 +94,7 @@ struct Scratch {
   static float* get(std::size_t floats) {
     thread_local Holder holder;
     if (holder.capacity < floats) {
-      void* fresh = ::operator new(floats * sizeof(float), std::align_val_t{64});
+      void* fresh = ::operator new (floats * sizeof(float), std::align_val_t{64});
       holder.release();
       holder.data = static_cast<float*>(fresh);
       holder.capacity = floats;
@@ -108,7 +108,7 @@ struct Scratch {
     std::size_t capacity = 0;
     /// Frees the buffer (on growth and at thread exit).
     void release() noexcept {
-      if (data) ::operator delete(data, std::align_val_t{64});
+      if (data) ::operator delete (data, std::align_val_t{64});
       data = nullptr;
       capacity = 0;
     }

@@ -50,9 +50,9 @@ VGPU_MPI_API Device pick_device(Runtime& runtime, MPI_Comm comm);
 
 /// One op and shape to compile and calibrate in the warm-up. A plain value.
 struct VGPU_MPI_API WarmUpItem {
-  std::string op;        ///< a built-in op ("matmul", ...) or the name factory builds
-  Shape shape;           ///< e.g. {m, k, n} for matmul
-  PlanFactory factory{}; ///< empty: the built-in op
+  std::string op;         ///< a built-in op ("matmul", ...) or the name factory builds
+  Shape shape;            ///< e.g. {m, k, n} for matmul
+  PlanFactory factory{};  ///< empty: the built-in op
 };
 
 /// How warm_up() shares the cache. A plain value.
@@ -72,17 +72,18 @@ struct VGPU_MPI_API WarmUpOptions {
 
 /// What warm_up() did, on this rank and summed over the job. A plain value.
 struct VGPU_MPI_API WarmUpReport {
-  bool leader = false;                  ///< this rank compiled and calibrated first
-  int groups = 0;                       ///< (host, cache directory) groups in the job
-  int compiling_ranks = 0;              ///< ranks that compiled from nothing (groups, or 1 with bundle)
-  CounterSnapshot local{};              ///< this rank's counters during warm_up
-  std::uint64_t calibrations = 0;       ///< items this rank measured (Selection source calibrated)
+  bool leader = false;                    ///< this rank compiled and calibrated first
+  int groups = 0;                         ///< (host, cache directory) groups in the job
+  int compiling_ranks = 0;                ///< ranks that compiled from nothing (groups, or 1 with bundle)
+  CounterSnapshot local{};                ///< this rank's counters during warm_up
+  std::uint64_t calibrations = 0;         ///< items this rank measured (Selection source calibrated)
   std::uint64_t job_source_compiles = 0;  ///< sum over ranks of source_compiles
   std::uint64_t job_calibrations = 0;     ///< sum over ranks of calibrations
-  std::uint64_t bundle_bytes = 0;         ///< bundle mode: the bundle's size on rank 0 and each group leader (0 on members: they get none)
+  std::uint64_t bundle_bytes =
+      0;  ///< bundle mode: the bundle's size on rank 0 and each group leader (0 on members: they get none)
   std::uint64_t bundle_bytes_received = 0;  ///< bundle mode: bytes this rank received (leaders other than rank 0)
   std::uint64_t job_bundle_bytes = 0;       ///< sum over ranks of bundle_bytes_received: (groups - 1) × the bundle
-  double seconds = 0;                     ///< wall time of warm_up on this rank
+  double seconds = 0;                       ///< wall time of warm_up on this rank
   /// Returns "leader=1 groups=1 ... job_source_compiles=N job_calibrations=M".
   std::string to_string() const;
 };
@@ -106,7 +107,7 @@ struct VGPU_MPI_API BatchReport {
 /// How a batch over the ranks runs (call_batch, matmul_batch). A plain value; pass the same
 /// root, split and timeout on every rank.
 struct VGPU_MPI_API BatchOptions {
-  int root = 0;                          ///< the rank that holds the inputs and receives the outputs
+  int root = 0;  ///< the rank that holds the inputs and receives the outputs
   /// The deadline of the whole call; zero: the limit of the device the cache or database runs
   /// on (Device::timeout(), its runtime's VGPU_TIMEOUT_MS), else its runtime's; 10 minutes when 0.
   std::chrono::milliseconds timeout{0};
@@ -141,7 +142,8 @@ struct VGPU_MPI_API BatchOptions {
 /// when an MPI call or another rank's share failed. Implemented in one readable file,
 /// mpi/src/batch.cpp.
 VGPU_MPI_API std::vector<std::vector<float>> call_batch(MPI_Comm comm, KernelDatabase& db, const std::string& op,
-                                                        const Shape& shape, const std::vector<std::vector<float>>& inputs,
+                                                        const Shape& shape,
+                                                        const std::vector<std::vector<float>>& inputs,
                                                         const BatchOptions& options = {});
 
 /// Computes c[i] = a[i]·b[i] for a batch of same-shape matmuls spread over the ranks of comm

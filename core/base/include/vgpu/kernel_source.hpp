@@ -30,10 +30,14 @@ T spec_as(const SpecValue& v) noexcept {
   float f = 0;
   std::memcpy(&f, &v.bits, 4);
   switch (v.type) {
-    case SpecValue::Type::boolean: return static_cast<T>(v.bits != 0);
-    case SpecValue::Type::i32: return static_cast<T>(static_cast<std::int32_t>(v.bits));
-    case SpecValue::Type::u32: return static_cast<T>(v.bits);
-    case SpecValue::Type::f32: return static_cast<T>(f);
+    case SpecValue::Type::boolean:
+      return static_cast<T>(v.bits != 0);
+    case SpecValue::Type::i32:
+      return static_cast<T>(static_cast<std::int32_t>(v.bits));
+    case SpecValue::Type::u32:
+      return static_cast<T>(v.bits);
+    case SpecValue::Type::f32:
+      return static_cast<T>(f);
   }
   return T{};
 }
@@ -103,8 +107,7 @@ struct VGPU_API CpuWorkgroup {
       for (std::uint32_t y = 0; y < workgroup_size[1]; ++y)
         for (std::uint32_t x = 0; x < workgroup_size[0]; ++x) {
           const U3 local{x, y, z};
-          const U3 global{workgroup_id[0] * workgroup_size[0] + x,
-                          workgroup_id[1] * workgroup_size[1] + y,
+          const U3 global{workgroup_id[0] * workgroup_size[0] + x, workgroup_id[1] * workgroup_size[1] + y,
                           workgroup_id[2] * workgroup_size[2] + z};
           f(global, local);
         }

@@ -65,30 +65,30 @@ enum class ResourceKind : std::uint8_t { storage_buffer, uniform_buffer };
 /// One buffer binding a shader declares, as reflected from its SPIR-V.
 struct VGPU_API ReflectedBinding {
   std::uint32_t set = 0;
-  std::uint32_t binding = 0;                      ///< vgpu's slot (slots are unique across sets)
+  std::uint32_t binding = 0;  ///< vgpu's slot (slots are unique across sets)
   ResourceKind kind = ResourceKind::storage_buffer;
-  Access access = Access::read_write;             ///< readonly → read, writeonly → write
-  std::string name;                               ///< block instance name, else block type name
-  std::uint64_t fixed_bytes = 0;                  ///< the block's size without its runtime array
-  std::uint64_t runtime_stride = 0;               ///< element stride of a trailing runtime array; 0: none
+  Access access = Access::read_write;  ///< readonly → read, writeonly → write
+  std::string name;                    ///< block instance name, else block type name
+  std::uint64_t fixed_bytes = 0;       ///< the block's size without its runtime array
+  std::uint64_t runtime_stride = 0;    ///< element stride of a trailing runtime array; 0: none
 };
 
 /// One specialization constant a shader declares.
 struct VGPU_API ReflectedSpecConstant {
   std::uint32_t id = 0;
-  std::string name;        ///< as in the source (empty when stripped)
+  std::string name;  ///< as in the source (empty when stripped)
   SpecValue default_value;
 };
 
 /// A compiled kernel's interface, reflected from its SPIR-V (Vulkan, OpenGL). A plain value.
 struct VGPU_API KernelReflection {
   std::string entry = "main";
-  std::vector<ReflectedBinding> bindings;           ///< sorted by binding
-  std::uint32_t push_constant_bytes = 0;            ///< size of the push-constant block (0: none)
-  std::array<std::uint32_t, 3> local_size{1, 1, 1}; ///< the local size the kernel runs with (specialised)
+  std::vector<ReflectedBinding> bindings;                      ///< sorted by binding
+  std::uint32_t push_constant_bytes = 0;                       ///< size of the push-constant block (0: none)
+  std::array<std::uint32_t, 3> local_size{1, 1, 1};            ///< the local size the kernel runs with (specialised)
   std::array<std::optional<std::uint32_t>, 3> local_size_ids;  ///< constant ids that set it, if any
-  std::vector<ReflectedSpecConstant> spec_constants; ///< sorted by id
-  std::vector<std::string> capabilities;            ///< SPIR-V capabilities declared ("Float16", …)
+  std::vector<ReflectedSpecConstant> spec_constants;           ///< sorted by id
+  std::vector<std::string> capabilities;                       ///< SPIR-V capabilities declared ("Float16", …)
 };
 
 }  // namespace vgpu

@@ -23,8 +23,7 @@ struct VGPU_API Matrix {
 
   Matrix() = default;
   /// Makes a rows×cols matrix filled with value.
-  Matrix(std::uint32_t r, std::uint32_t c, float value = 0.0f)
-      : rows(r), cols(c), data(std::size_t{r} * c, value) {}
+  Matrix(std::uint32_t r, std::uint32_t c, float value = 0.0f) : rows(r), cols(c), data(std::size_t{r} * c, value) {}
   /// Returns element (r, c).
   float& operator()(std::uint32_t r, std::uint32_t c) { return data[std::size_t{r} * cols + c]; }
   /// Returns element (r, c).
@@ -34,11 +33,11 @@ struct VGPU_API Matrix {
 /// What spreading over a DeviceSet did: Cache::multi_stats, ShardedDatabase::stats,
 /// QueuePipelineSet::stats (each says what its batches, splits and unsplit count). A plain value.
 struct VGPU_API MultiStats {
-  std::uint64_t batches = 0;      ///< matmul_batch calls spread over the set (ShardedDatabase: call_batch; queue set: runs)
-  std::uint64_t splits = 0;       ///< matmul calls split by rows of C over the set (ShardedDatabase: spread)
-  std::uint64_t unsplit = 0;      ///< matmul calls below split_min_work(), run on one device (ShardedDatabase: call)
-  std::uint64_t failures = 0;     ///< devices that failed during a call (their share ran elsewhere)
-  std::uint64_t rerun_items = 0;  ///< batch entries or rows of C rerun on other devices
+  std::uint64_t batches = 0;  ///< matmul_batch calls spread over the set (ShardedDatabase: call_batch; queue set: runs)
+  std::uint64_t splits = 0;   ///< matmul calls split by rows of C over the set (ShardedDatabase: spread)
+  std::uint64_t unsplit = 0;  ///< matmul calls below split_min_work(), run on one device (ShardedDatabase: call)
+  std::uint64_t failures = 0;              ///< devices that failed during a call (their share ran elsewhere)
+  std::uint64_t rerun_items = 0;           ///< batch entries or rows of C rerun on other devices
   std::vector<std::uint32_t> last_shares;  ///< per device of the set: the last spread call's first split
   std::vector<std::uint64_t> items;        ///< per device of the set: entries or rows it computed so far
   std::vector<std::string> last_failures;  ///< "<id>: <error>" of the last call's failed devices
@@ -76,8 +75,7 @@ class VGPU_API Cache {
   /// Returns A·B; throws invalid_argument when A.cols != B.rows or a matrix is empty.
   Matrix matmul(const Matrix& a, const Matrix& b);
   /// Computes C[m×n] = A[m×k]·B[k×n] from raw row-major pointers.
-  void matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k,
-              std::uint32_t n);
+  void matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n);
 
   /// Returns A_i·B_i for every pair, all of one shape (invalid_argument otherwise): over a set
   /// spread across its devices (DeviceSet::shares), else one after the other on this cache's device.

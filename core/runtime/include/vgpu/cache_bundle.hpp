@@ -24,7 +24,7 @@ inline constexpr std::uint32_t kCacheBundleVersion = 1;
 /// Limits an import applies before it allocates anything, so a hostile bundle cannot exhaust
 /// memory or disk. A plain value.
 struct VGPU_API CacheBundleLimits {
-  std::uint64_t max_file_bytes = 4ull << 30;      ///< the whole bundle file
+  std::uint64_t max_file_bytes = 4ull << 30;       ///< the whole bundle file
   std::uint64_t max_manifest_bytes = 64ull << 20;  ///< the JSON manifest
   std::uint64_t max_entry_bytes = 512ull << 20;    ///< one payload
   std::uint64_t max_entries = 1u << 20;            ///< entries in the manifest
@@ -32,24 +32,24 @@ struct VGPU_API CacheBundleLimits {
 
 /// What happened to one entry of an export or import. A plain value.
 struct VGPU_API CacheBundleEntry {
-  std::string kind;             ///< "spirv", "vkpc", "glbin", "cubin", "select" (as in the manifest)
-  std::string key;              ///< 32 hex digits (as in the manifest, possibly malformed when rejected)
-  std::string fingerprint;      ///< the entry's fingerprint hash, 16 hex digits
-  std::uint64_t bytes = 0;      ///< payload bytes
-  std::string status;           ///< "exported", "skipped", "imported", "present" or "rejected"
-  std::string reason;           ///< why it was skipped or rejected, ending with a Fix hint; else ""
-  bool this_machine = false;    ///< import: its fingerprint is one of the local devices'
+  std::string kind;           ///< "spirv", "vkpc", "glbin", "cubin", "select" (as in the manifest)
+  std::string key;            ///< 32 hex digits (as in the manifest, possibly malformed when rejected)
+  std::string fingerprint;    ///< the entry's fingerprint hash, 16 hex digits
+  std::uint64_t bytes = 0;    ///< payload bytes
+  std::string status;         ///< "exported", "skipped", "imported", "present" or "rejected"
+  std::string reason;         ///< why it was skipped or rejected, ending with a Fix hint; else ""
+  bool this_machine = false;  ///< import: its fingerprint is one of the local devices'
 };
 
 /// The outcome of export_cache_bundle() or import_cache_bundle(). A plain value.
 struct VGPU_API CacheBundleReport {
-  std::filesystem::path bundle;     ///< the bundle file
-  std::filesystem::path directory;  ///< the cache directory read or written
+  std::filesystem::path bundle;                           ///< the bundle file
+  std::filesystem::path directory;                        ///< the cache directory read or written
   std::uint64_t exported = 0, skipped = 0;                ///< export: entries written / invalid ones left out
   std::uint64_t imported = 0, present = 0, rejected = 0;  ///< import: new / identical already / refused
-  std::uint64_t other_fingerprint_entries = 0;  ///< import: entries kept for devices this machine lacks
-  std::vector<std::string> fingerprints;        ///< every distinct fingerprint hash (16 hex) in the bundle
-  std::vector<CacheBundleEntry> entries;        ///< one per entry, in bundle order
+  std::uint64_t other_fingerprint_entries = 0;            ///< import: entries kept for devices this machine lacks
+  std::vector<std::string> fingerprints;                  ///< every distinct fingerprint hash (16 hex) in the bundle
+  std::vector<CacheBundleEntry> entries;                  ///< one per entry, in bundle order
 };
 
 /// Writes every valid L2 entry and persisted selection under cache_dir (all kinds, every
@@ -61,7 +61,8 @@ struct VGPU_API CacheBundleReport {
 /// symlink, FIFO, device, directory: a rename would replace it; use the std::ostream overload
 /// for those); io when cache_dir does not exist or the file cannot be written (the new file is
 /// removed again and file is left as it was).
-VGPU_API CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, const std::filesystem::path& file);
+VGPU_API CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir,
+                                               const std::filesystem::path& file);
 
 /// As above, but writes the bundle to out (e.g. std::cout, for `vgpu-probe cache export -`);
 /// the report's bundle is "-". Throws vgpu::Error (io) when out fails (say, a full disk or a
@@ -78,8 +79,8 @@ VGPU_API CacheBundleReport export_cache_bundle(const std::filesystem::path& cach
 /// (io), of a newer bundle version (not_supported), or truncated, not a bundle or inconsistent
 /// (invalid_argument: also any manifest field missing or of the wrong JSON type). No other
 /// exception leaves it.
-VGPU_API CacheBundleReport import_cache_bundle(const std::filesystem::path& file, const std::filesystem::path& cache_dir,
-                                      const std::optional<std::vector<DeviceFingerprint>>& local_fingerprints = {},
-                                      const CacheBundleLimits& limits = {});
+VGPU_API CacheBundleReport import_cache_bundle(
+    const std::filesystem::path& file, const std::filesystem::path& cache_dir,
+    const std::optional<std::vector<DeviceFingerprint>>& local_fingerprints = {}, const CacheBundleLimits& limits = {});
 
 }  // namespace vgpu

@@ -109,8 +109,7 @@ class VGPU_API Batch {
  public:
   Batch() = default;
   /// Appends one dispatch; validated like Device::dispatch; throws invalid_argument.
-  void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
-                Groups groups);
+  void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups);
   /// Returns the number of recorded dispatches.
   std::size_t size() const noexcept;
   /// Removes every recorded dispatch.
@@ -206,8 +205,7 @@ class VGPU_API Device {
   }
 
   /// Runs one dispatch after validating params size, group counts and buffer sizes.
-  void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params,
-                Groups groups);
+  void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups);
   /// Returns an empty batch to record dispatches into.
   Batch create_batch();
   /// Submits every dispatch of batch in order (one submit, one wait at the next sync point).

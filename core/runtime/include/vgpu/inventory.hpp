@@ -38,6 +38,6 @@ VGPU_API std::string inventory_json(const DeviceInfo& device);
 /// Returns {"schema":1,"version","cache_format_version","backends":[…],"devices":[…]} with each device's
 /// "self_test" null (vgpu-probe --json --no-self-test), indented by indent spaces (< 0: compact).
 VGPU_API std::string inventory_json(const std::vector<BackendStatus>& backends, const std::vector<DeviceInfo>& devices,
-                           int indent = 2);
+                                    int indent = 2);
 
 }  // namespace vgpu

@@ -80,8 +80,8 @@ class VGPU_API KernelDatabase {
   /// Runtime::settle() or the runtime.
   void add(const std::string& id, PlanFactory factory, PlanStability stability = PlanStability::varies);
   /// Returns the persistent kernel for id at shape, building it on a miss (a kernel whose
-  /// device was lost since is returned as it is: its next call recovers the device); throws invalid_argument for an unknown id or a
-  /// shape the factory rejects.
+  /// device was lost since is returned as it is: its next call recovers the device); throws invalid_argument for an
+  /// unknown id or a shape the factory rejects.
   std::shared_ptr<PersistentKernel> get(const std::string& id, const Shape& shape);
 
   /// Runs id at shape on args (get() then the call); with selection, a device failure
@@ -137,7 +137,7 @@ class VGPU_API KernelDatabase {
   };
   struct Entry {
     std::string id;
-    Shape shape;                  // checked on a keyed hit (the key is a hash)
+    Shape shape;  // checked on a keyed hit (the key is a hash)
     std::uint64_t device_key = 0;
     std::shared_ptr<PersistentKernel> kernel;
   };
@@ -175,11 +175,11 @@ class VGPU_API KernelDatabase {
   // Waits (releasing lock) for flight; rethrows its error. Throws instead when this thread is
   // the one running it (a factory asking for its own kernel would wait for itself forever).
   template <class T>
-  void join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight,
-                   const std::string& id, const Shape& shape);
+  void join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight, const std::string& id,
+                   const Shape& shape);
   // Runs Runtime::select for (id, shape) outside the lock, once, and records the choice.
-  void select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id,
-                     const Shape& shape, std::uint64_t epoch, Device* used);
+  void select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id, const Shape& shape,
+                     std::uint64_t epoch, Device* used);
   // Builds the kernel for key outside the lock, once; plan: made by this call already (varies)
   // or null (fixed: made here, by f).
   std::shared_ptr<PersistentKernel> build_locked(std::unique_lock<std::mutex>& lock, std::uint64_t key,

@@ -109,8 +109,8 @@ class VGPU_API PersistentQueue {
  private:
   std::uint64_t max_items_;
   std::vector<std::uint64_t> ids_;
-  std::vector<std::uint64_t> starts_;  // byte offset of each payload in bytes_ (size()+1 entries)
-  std::vector<std::byte> bytes_;       // the payloads, back to back
+  std::vector<std::uint64_t> starts_;       // byte offset of each payload in bytes_ (size()+1 entries)
+  std::vector<std::byte> bytes_;            // the payloads, back to back
   std::unordered_set<std::uint64_t> seen_;  // the ids, for the duplicate check
 };
 
@@ -238,6 +238,6 @@ class VGPU_API QueuePipeline {
 VGPU_API QueueReport run(const KernelSource& kernel, const QueueConfig& config, const PersistentQueue& queue);
 /// run() on the given device.
 VGPU_API QueueReport run(const Device& device, const KernelSource& kernel, const QueueConfig& config,
-                const PersistentQueue& queue);
+                         const PersistentQueue& queue);
 
 }  // namespace vgpu

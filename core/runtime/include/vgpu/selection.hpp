@@ -41,12 +41,12 @@ VGPU_API const char* to_string(SelectionSource source) noexcept;
 
 /// One device considered for an op at a size.
 struct VGPU_API SelectionCandidate {
-  std::string device;         ///< "backend:index"
-  bool eligible = false;      ///< false: could not run it, or computed it wrong (see note)
-  double seconds = 0;         ///< median time of one call (uploads, dispatch, readback), or the prediction
-  int runs = 0;               ///< timed runs at the real shape (0: predicted from a probe, or ineligible)
-  bool demoted = false;       ///< failed for this op in this process
-  std::string note;           ///< why it was skipped, predicted, rejected or demoted
+  std::string device;     ///< "backend:index"
+  bool eligible = false;  ///< false: could not run it, or computed it wrong (see note)
+  double seconds = 0;     ///< median time of one call (uploads, dispatch, readback), or the prediction
+  int runs = 0;           ///< timed runs at the real shape (0: predicted from a probe, or ineligible)
+  bool demoted = false;   ///< failed for this op in this process
+  std::string note;       ///< why it was skipped, predicted, rejected or demoted
   ResultCheck check = ResultCheck::unchecked;  ///< whether its result was checked, and how that went
   /// The worst |result − reference| / tolerance over the checked elements (≤ 1: passed); 0 when
   /// unchecked. Capped at 1e300 (a NaN or infinite result counts as the cap).
@@ -56,26 +56,26 @@ struct VGPU_API SelectionCandidate {
 /// A selection and why it was made.
 struct VGPU_API Selection {
   std::string op;
-  Shape shape;                 ///< the shape asked about
-  Shape calibration_shape;     ///< the shape the candidates were timed at (the class's first call)
+  Shape shape;                   ///< the shape asked about
+  Shape calibration_shape;       ///< the shape the candidates were timed at (the class's first call)
   std::uint32_t size_class = 0;  ///< ceil(log2(work)): shapes with the same class share a choice
-  std::string device;          ///< the device to use: "backend:index"
+  std::string device;            ///< the device to use: "backend:index"
   SelectionSource source = SelectionSource::calibrated;
   std::vector<SelectionCandidate> candidates;  ///< eligible first, fastest first
-  double calibration_seconds = 0;  ///< what calibrating cost when it happened (0 when persisted/forced)
-  double lookup_seconds = 0;       ///< what this explain()/select() call cost
+  double calibration_seconds = 0;              ///< what calibrating cost when it happened (0 when persisted/forced)
+  double lookup_seconds = 0;                   ///< what this explain()/select() call cost
   /// Returns a few human-readable lines: the choice, its source and every candidate.
   std::string describe() const;
 };
 
 /// What background calibration did in one Runtime (Runtime::background_stats). A plain value.
 struct VGPU_API BackgroundStats {
-  std::uint64_t interim = 0;       ///< size classes served by an interim device while they were measured
-  std::uint64_t rechecks = 0;      ///< of those, stored choices rechecked (device, driver, vgpu or plan changed)
-  std::uint64_t finished = 0;      ///< background calibrations that finished (their choice is now in use)
-  std::uint64_t switches = 0;      ///< of those, choices that moved away from the interim device
-  std::uint64_t failed = 0;        ///< background calibrations that failed (the interim device stays)
-  std::uint64_t cancelled = 0;     ///< background calibrations cancelled by the runtime's destruction or exit
+  std::uint64_t interim = 0;    ///< size classes served by an interim device while they were measured
+  std::uint64_t rechecks = 0;   ///< of those, stored choices rechecked (device, driver, vgpu or plan changed)
+  std::uint64_t finished = 0;   ///< background calibrations that finished (their choice is now in use)
+  std::uint64_t switches = 0;   ///< of those, choices that moved away from the interim device
+  std::uint64_t failed = 0;     ///< background calibrations that failed (the interim device stays)
+  std::uint64_t cancelled = 0;  ///< background calibrations cancelled by the runtime's destruction or exit
 };
 
 /// Returns the work of op at shape that decides its size class (m·k·n for matmul, else the

@@ -306,7 +306,7 @@ class DeviceImpl {
 /// member but info(): the signatures are written once, here, and each backend documents how it
 /// does each call where it defines it (its .cpp) and in its class comment.
 #define VGPU_DEVICE_IMPL_OVERRIDES                                                                                   \
-  std::unique_ptr<::vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override;                                  \
+  std::unique_ptr<::vgpu::BufferImpl> create_buffer(std::uint64_t bytes) override;                                   \
   void write(::vgpu::BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,                \
              const ::vgpu::Deadline& deadline) override;                                                             \
   void read(::vgpu::BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,                        \

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // core/kernels/cuda_source.hpp — the built-in kernels in CUDA C (core/kernels/cuda/*.cu), embedded
-// in the library for NVRTC; the same files are nvcc's input for the L3 fatbins. Same binding ABI as kernel_abi.hpp; the CUDA entry ABI is described in
-// backends/cuda/cuda_device.hpp (one pointer per declared slot, ascending, then the params
-// struct by value).
-// Thread-safety: immutable data; safe from any thread.
+// in the library for NVRTC; the same files are nvcc's input for the L3 fatbins. Same binding ABI as kernel_abi.hpp; the
+// CUDA entry ABI is described in backends/cuda/cuda_device.hpp (one pointer per declared slot, ascending, then the
+// params struct by value). Thread-safety: immutable data; safe from any thread.
 #pragma once
 
 #include <string_view>

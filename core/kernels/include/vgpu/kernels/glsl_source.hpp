@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/kernels/glsl_source.hpp — turns a GLSL body (the dialect::glsl entry of a KernelSource) into the full GLSL text a
-// compiler sees ("#version 450", defines, the binding-ABI prelude, "#line 1", the body), and
-// gives access to the built-in kernels' GLSL, embedded in the library at build time.
-// Used by the OpenGL and Vulkan backends, by the build-time L3 step (vgpu-glsl-assemble) and
-// by the L3 lookup, so all of them see byte-identical text.
-// Thread-safety: every function here is pure or reads immutable data; safe from any thread.
+// core/kernels/glsl_source.hpp — turns a GLSL body (the dialect::glsl entry of a KernelSource) into the full GLSL text
+// a compiler sees ("#version 450", defines, the binding-ABI prelude, "#line 1", the body), and gives access to the
+// built-in kernels' GLSL, embedded in the library at build time. Used by the OpenGL and Vulkan backends, by the
+// build-time L3 step (vgpu-glsl-assemble) and by the L3 lookup, so all of them see byte-identical text. Thread-safety:
+// every function here is pure or reads immutable data; safe from any thread.
 #pragma once
 
 #include <array>
