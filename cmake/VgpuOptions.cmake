@@ -1,9 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 # Build options: backends (auto-detected in VgpuDependencies.cmake), sanitizers, warnings.
 
-set(VGPU_WITH_OPENGL "AUTO" CACHE STRING "Build the OpenGL backend (ON, OFF, AUTO)")
-set(VGPU_WITH_VULKAN "AUTO" CACHE STRING "Build the Vulkan backend (ON, OFF, AUTO)")
-set(VGPU_WITH_CUDA "AUTO" CACHE STRING "Build the CUDA backend (ON, OFF, AUTO)")
+# vgpu_backend_option(<name> <title>): the option VGPU_WITH_<NAME> (ON, OFF, AUTO) that builds
+# backends/<name>/, and <name> appended to VGPU_BACKENDS, the list every build file loops over
+# (backends/CMakeLists.txt, the registry's VGPU_WITH_* definitions, the per-backend tests).
+# VgpuDependencies.cmake resolves the option (vgpu_resolve_backend). The CPU fallback is always built.
+set(VGPU_BACKENDS "")
+macro(vgpu_backend_option name title)
+  string(TOUPPER "${name}" _vgpu_upper)
+  set(VGPU_WITH_${_vgpu_upper} "AUTO" CACHE STRING "Build the ${title} backend (ON, OFF, AUTO)")
+  list(APPEND VGPU_BACKENDS ${name})
+endmacro()
+vgpu_backend_option(opengl OpenGL)
+vgpu_backend_option(vulkan Vulkan)
+vgpu_backend_option(cuda CUDA)
 set(VGPU_SANITIZE "" CACHE STRING
     "Sanitizers to build with: a comma or semicolon list of address, undefined, leak, thread (empty: none)")
 option(BUILD_SHARED_LIBS "Build libvgpu as a shared library" ON)

@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "vgpu/cache_bundle.hpp"
+#include "vgpu/backend_list.hpp"
 #include "vgpu/error.hpp"
 #include "wait.hpp"
 
@@ -54,15 +55,16 @@ int local_size(MPI_Comm comm) { return on_this_host(comm, MPI_Comm_size); }
 Device pick_device(Runtime& runtime, MPI_Comm comm) {
   const int local = local_rank(comm);  // collective: every rank calls it, forced or not
   if (!runtime.config().device.empty()) return runtime.default_device();  // VGPU_DEVICE, as given
-  // One backend: CUDA, Vulkan and OpenGL each list the same physical GPUs, so round robin over
-  // all of them would put two ranks on one GPU.
-  for (BackendKind kind : {BackendKind::cuda, BackendKind::vulkan, BackendKind::opengl}) {
+  // One backend, the first in registry order with a GPU: CUDA, Vulkan and OpenGL each list the
+  // same physical GPUs, so round robin over all of them would put two ranks on one GPU. Each
+  // backend is probed only when those before it have no GPU.
+  for (const std::string& name : backend_names()) {
     std::vector<DeviceInfo> gpus;
-    for (const DeviceInfo& d : runtime.backend_devices(kind))
+    for (const DeviceInfo& d : runtime.backend_devices(parse_backend_kind(name)))
       if (d.type != DeviceType::cpu) gpus.push_back(d);
     if (!gpus.empty()) return runtime.open(gpus[static_cast<std::size_t>(local) % gpus.size()]);
   }
-  return runtime.open("cpu:0");
+  return runtime.open(std::string(to_string(BackendKind::cpu)) + ":0");  // the fallback every build has
 }
 
 std::string WarmUpReport::to_string() const {

@@ -44,12 +44,12 @@ def pick_device(local_rank):
     forced = os.environ.get("VGPU_DEVICE")
     if forced:
         return forced
-    found = vgpu.devices()
-    for backend in ("cuda", "vulkan", "opengl"):
-        gpus = [d for d in found if d.backend == backend and d.type != "cpu"]
-        if gpus:
-            return gpus[local_rank % len(gpus)].id
-    return "cpu:0"
+    found = vgpu.devices()  # in registry order: the preferred backend first
+    gpus = [d for d in found if d.type != "cpu"]
+    if gpus:  # one backend only: CUDA, Vulkan and OpenGL list the same GPUs
+        gpus = [d for d in gpus if d.backend == gpus[0].backend]
+        return gpus[local_rank % len(gpus)].id
+    return next(d.id for d in found if d.type == "cpu")  # the CPU fallback every build has
 
 
 def warm(device_id, shape):

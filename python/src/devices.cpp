@@ -14,6 +14,7 @@
 #include "core_args.hpp"
 #include "device_arg.hpp"
 #include "int_args.hpp"
+#include "vgpu/backend_list.hpp"
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/device_info.hpp"
@@ -62,6 +63,18 @@ std::optional<T> known(const T& value) {
   return value;
 }
 
+// The docstring of a "backend" property: the backends known, as in "\"cuda\", ... or \"cpu\"".
+const char* backend_doc() {
+  static const std::string doc = [] {
+    const std::vector<std::string> names = backend_names();
+    std::string d = "The backend: ";
+    for (std::size_t i = 0; i < names.size(); ++i)
+      d += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
+    return d + ".";
+  }();
+  return doc.c_str();
+}
+
 std::string info_repr(const DeviceInfo& i) {
   return "DeviceInfo(" + repr_str(i.id()) + ", " + repr_str(i.name) +
          ", type=" + repr_str(std::string(to_string(i.type))) + ")";
@@ -76,7 +89,7 @@ void add_info_properties(Class& c, Get get) {
       "\"backend:index\", the form VGPU_DEVICE and vgpu.open() accept.");
   c.def_property_readonly(
       "backend", [get](const typename Class::type& x) { return std::string(to_string(get(x).backend)); },
-      "The backend: \"cuda\", \"vulkan\", \"opengl\" or \"cpu\".");
+      backend_doc());
   c.def_property_readonly(
       "index", [get](const typename Class::type& x) { return get(x).index; },
       "Index within its backend, as in VGPU_DEVICE=vulkan:1.");
@@ -140,8 +153,7 @@ void bind_devices(py::module_& m) {
   py::class_<BackendStatus>(m, "BackendStatus",
                             "Whether a backend can run here, and why not (vgpu.backends()). A plain value.")
       .def_property_readonly(
-          "name", [](const BackendStatus& s) { return std::string(to_string(s.kind)); },
-          "The backend: \"cuda\", \"vulkan\", \"opengl\" or \"cpu\".")
+          "name", [](const BackendStatus& s) { return std::string(to_string(s.kind)); }, backend_doc())
       .def_readonly("compiled_in", &BackendStatus::compiled_in, "Built with this backend (VGPU_WITH_*).")
       .def_readonly("available", &BackendStatus::available, "Its runtime and at least one device were found.")
       .def_readonly("reason", &BackendStatus::reason, "Why it is unavailable (empty when available).")

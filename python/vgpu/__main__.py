@@ -15,8 +15,8 @@ options:
            cache_format_version, backends, devices
   --help   show this help and exit
 
-Environment: VGPU_BACKEND=cuda,vulkan,opengl,cpu limits the backends probed; VGPU_LOG sets
-the stderr log level."""
+Environment: VGPU_BACKEND, a comma list of the backends' names as listed, limits the backends
+probed; VGPU_LOG sets the stderr log level."""
 
 
 def main(argv=None):

@@ -12,6 +12,7 @@
 #include "report.hpp"
 #include "select_command.hpp"
 #include "self_test.hpp"
+#include "vgpu/backend_list.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 #include "vgpu/runtime.hpp"
@@ -27,28 +28,32 @@ enum ExitCode : int {
   kUnexpectedError = 4,
 };
 
-constexpr const char* kFooter =
-    "Exit codes:\n"
-    "  0  ok (every self-test passed, or self-tests were skipped)\n"
-    "  1  a device's self-test failed (bench: a device failed; cache verify: bad entries\n"
-    "     remain, also after --fix when some could not or must not be deleted; cache clear:\n"
-    "     something could not or must not be deleted; each is listed with why and a Fix)\n"
-    "  2  usage error: bad command-line arguments, or a bad value in one (a SIZE that is\n"
-    "     no size, an unknown OP, a --device that names no device, a cache import FILE\n"
-    "     that is no usable bundle (also one of a newer version), a cache export FILE that\n"
-    "     is not a regular file); the message ends in a \"Fix:\" hint\n"
-    "  3  a vgpu error escaped (a device, driver or cache failure); its message ends in a\n"
-    "     \"Fix:\" hint\n"
-    "  4  any other unexpected error (a bug: please report it)\n"
-    "With --json (in any position) every document on stdout starts with \"schema\": 1\n"
-    "(docs/probe.md); on exit 2 (bad value), 3 or 4 stdout holds {\"schema\", \"error\"}.\n"
-    "\n"
-    "Environment: VGPU_BACKEND=cuda,vulkan,opengl,cpu limits the backends probed;\n"
-    "VGPU_LOG=error|warn|info|debug sets the stderr log level; VGPU_CACHE_DIR,\n"
-    "VGPU_CACHE_DISABLE and VGPU_CACHE_MAX_BYTES configure the on-disk kernel cache\n"
-    "(device selections are kept there too); VGPU_DEVICE=backend:index forces the device\n"
-    "that select reports; VGPU_TIMEOUT_MS limits every wait for a device (default 60000,\n"
-    "0 = no limit).";
+// The help's footer; VGPU_BACKEND's example lists the backends this build knows.
+std::string footer() {
+  return "Exit codes:\n"
+         "  0  ok (every self-test passed, or self-tests were skipped)\n"
+         "  1  a device's self-test failed (bench: a device failed; cache verify: bad entries\n"
+         "     remain, also after --fix when some could not or must not be deleted; cache clear:\n"
+         "     something could not or must not be deleted; each is listed with why and a Fix)\n"
+         "  2  usage error: bad command-line arguments, or a bad value in one (a SIZE that is\n"
+         "     no size, an unknown OP, a --device that names no device, a cache import FILE\n"
+         "     that is no usable bundle (also one of a newer version), a cache export FILE that\n"
+         "     is not a regular file); the message ends in a \"Fix:\" hint\n"
+         "  3  a vgpu error escaped (a device, driver or cache failure); its message ends in a\n"
+         "     \"Fix:\" hint\n"
+         "  4  any other unexpected error (a bug: please report it)\n"
+         "With --json (in any position) every document on stdout starts with \"schema\": 1\n"
+         "(docs/probe.md); on exit 2 (bad value), 3 or 4 stdout holds {\"schema\", \"error\"}.\n"
+         "\n"
+         "Environment: VGPU_BACKEND=" +
+         vgpu::backend_name_list(",") +
+         " limits the backends probed;\n"
+         "VGPU_LOG=error|warn|info|debug sets the stderr log level; VGPU_CACHE_DIR,\n"
+         "VGPU_CACHE_DISABLE and VGPU_CACHE_MAX_BYTES configure the on-disk kernel cache\n"
+         "(device selections are kept there too); VGPU_DEVICE=backend:index forces the device\n"
+         "that select reports; VGPU_TIMEOUT_MS limits every wait for a device (default 60000,\n"
+         "0 = no limit).";
+}
 
 /// Options shared by the default action and the subcommands.
 struct Options {
@@ -101,7 +106,7 @@ int run_probe(const Options& options) {
 /// Parses the command line and runs the chosen action, mapping failures to exit codes.
 int main(int argc, char** argv) {
   CLI::App app{"vgpu-probe: list vgpu's backends and devices and self-test each device.", "vgpu-probe"};
-  app.footer(kFooter);
+  app.footer(footer());
   app.set_version_flag("--version", "vgpu-probe " + vgpu::probe::version_string());
   Options options;
   app.add_flag("--json", options.json, "Print one JSON object on stdout (logs go to stderr)");

@@ -15,6 +15,8 @@
 #include <optional>
 #include <set>
 
+#include "vgpu/backend_list.hpp"
+
 extern char** environ;
 
 namespace vgpu {
@@ -259,7 +261,7 @@ void config_warning(const std::string& message) {
 
 const std::vector<ConfigVariable>& config_variables() {
   static const std::vector<ConfigVariable> all = {
-      {"VGPU_BACKEND", "comma list of backends to use (cuda, vulkan, opengl, cpu); default: all compiled in"},
+      {"VGPU_BACKEND", "comma list of backends to use (" + backend_name_list(", ") + "); default: all compiled in"},
       {"VGPU_DEVICE", "force one device, as backend:index (e.g. vulkan:1)"},
       {"VGPU_LOG", "stderr log threshold: error, warn (default), info or debug"},
       {"VGPU_L1_CAPACITY", "compiled kernels the in-RAM cache keeps per device, 1 to 1048576 (default 512)"},

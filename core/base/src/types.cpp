@@ -2,6 +2,8 @@
 // core/base/src/types.cpp — names and sizes of the small public value types.
 #include "vgpu/types.hpp"
 
+#include "vgpu/backend_list.hpp"
+
 #include <deque>
 #include <iterator>
 #include <mutex>
@@ -19,7 +21,8 @@ namespace vgpu {
 
 namespace {
 
-// vgpu's own backends' names, indexed by their BackendKind value (to_string needs no lock for them).
+// vgpu's own backends' names, indexed by their BackendKind value (to_string needs no lock for them),
+// which is also the registry's order (core/runtime/device/registry.cpp; backend_names_test.py checks).
 constexpr std::string_view kOwnNames[] = {"cuda", "vulkan", "opengl", "cpu"};
 static_assert(std::size(kOwnNames) == static_cast<std::size_t>(BackendKind::cpu) + 1);
 
@@ -35,7 +38,7 @@ struct BackendNames {
   std::deque<std::string> unnamed;  // "backend#N" texts handed out for unregistered kinds
 };
 
-BackendNames& backend_names() {
+BackendNames& backend_names_table() {
   static auto* names = new BackendNames();  // never destroyed: views into it outlive static teardown
   return *names;
 }
@@ -44,7 +47,7 @@ BackendNames& backend_names() {
 
 std::string_view to_string(BackendKind kind) noexcept {
   if (kind <= BackendKind::cpu) return kOwnNames[static_cast<std::size_t>(kind)];
-  BackendNames& t = backend_names();
+  BackendNames& t = backend_names_table();
   std::lock_guard lock(t.mutex);
   for (const auto& [k, name] : t.names)
     if (k == kind) return name;
@@ -63,7 +66,7 @@ void register_backend_name(BackendKind kind, std::string_view name) {
     fail(ErrorCategory::invalid_argument,
          "backend name '" + std::string(name) + "' is empty or holds ':', ',' or a space.",
          "name the backend with a plain word (it forms device ids such as name:0).");
-  BackendNames& t = backend_names();
+  BackendNames& t = backend_names_table();
   std::lock_guard lock(t.mutex);
   for (const auto& [k, n] : t.names) {
     if (k == kind && n == name) return;
@@ -133,21 +136,30 @@ std::string_view to_string(Access access) noexcept {
 }
 
 std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept {
-  BackendNames& t = backend_names();
+  BackendNames& t = backend_names_table();
   std::lock_guard lock(t.mutex);
   for (const auto& [k, n] : t.names)
     if (n == name) return k;
   return std::nullopt;
 }
 
+std::vector<std::string> backend_names() {
+  BackendNames& t = backend_names_table();
+  std::lock_guard lock(t.mutex);
+  std::vector<std::string> names;
+  for (const auto& [k, n] : t.names) names.push_back(n);
+  return names;
+}
+
+std::string backend_name_list(std::string_view separator) {
+  std::string list;
+  for (const std::string& n : backend_names()) list += (list.empty() ? "" : std::string(separator)) + n;
+  return list;
+}
+
 BackendKind parse_backend_kind(std::string_view name) {
   if (const auto kind = find_backend_kind(name)) return *kind;
-  std::string known;
-  {
-    BackendNames& t = backend_names();
-    std::lock_guard lock(t.mutex);
-    for (const auto& [k, n] : t.names) known += (known.empty() ? "" : ", ") + n;
-  }
+  const std::string known = backend_name_list(", ");
   fail(ErrorCategory::invalid_argument, "unknown backend name '" + std::string(name) + "'.",
        "use one of " + known + " (as in VGPU_BACKEND=vulkan,cpu).");
 }

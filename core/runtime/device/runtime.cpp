@@ -15,6 +15,7 @@
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/exit_order.hpp"
 #include "vgpu/config.hpp"
+#include "vgpu/backend_list.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
 
@@ -51,11 +52,13 @@ void check_tune(const Config& c) {
 }  // namespace
 
 RuntimeOptions RuntimeOptions::from_env() {
+  // The registry names its backends first, so that VGPU_BACKEND may name one beyond vgpu's own.
+  detail::known_backends();
   // Running on other devices than the ones asked for would surprise: these are errors.
   const Config c = Config::from_env();
   if (!c.backends_error.empty())
     fail(ErrorCategory::invalid_argument, c.backends_error,
-         "set VGPU_BACKEND to a comma list of cuda, vulkan, opengl, cpu, or unset it.");
+         "set VGPU_BACKEND to a comma list of " + backend_name_list(", ") + ", or unset it.");
   if (!c.device_error.empty())
     fail(ErrorCategory::invalid_argument, c.device_error,
          "set VGPU_DEVICE to backend:index, e.g. vulkan:0 or cpu:0 (vgpu-probe lists the ids), or unset it.");

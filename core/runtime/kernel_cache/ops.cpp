@@ -13,6 +13,7 @@
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/kernels/kernel_abi.hpp"
 #include "vgpu/backend/op_tuning.hpp"
+#include "vgpu/backend_list.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::ops {
@@ -66,11 +67,14 @@ BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name
 
 // Throws not_supported when dev's backend tunes no built-in ops.
 void require_tuner(const DeviceInfo& dev, const OpShape& shape) {
-  if (!dev.op_tuner)
-    fail(ErrorCategory::not_supported,
-         "built-in op '" + std::string(shape.op) + "' has no implementation for " + dev.id() + " (its backend, " +
-             std::string(to_string(dev.backend)) + ", tunes no built-in ops).",
-         "run it on another device (VGPU_BACKEND=vulkan,opengl,cpu), or give the backend an OpTuner.");
+  if (dev.op_tuner) return;
+  std::string others;  // the other backends known, as a VGPU_BACKEND value
+  for (const std::string& name : backend_names())
+    if (name != to_string(dev.backend)) others += (others.empty() ? "" : ",") + name;
+  fail(ErrorCategory::not_supported,
+       "built-in op '" + std::string(shape.op) + "' has no implementation for " + dev.id() + " (its backend, " +
+           std::string(to_string(dev.backend)) + ", tunes no built-in ops).",
+       "run it on another device (VGPU_BACKEND=" + others + "), or give the backend an OpTuner.");
 }
 
 // Throws internal when a backend's tuning covers no work per group.

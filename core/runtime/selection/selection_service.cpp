@@ -500,7 +500,7 @@ std::optional<Selection> SelectionService::interim_selection(const std::string& 
       }
     // Without vgpu's CPU backend (excluded, or a runtime over other backends), a CPU device of
     // another backend serves; finding one needs the full enumeration.
-    if (!ready && source_.scope.find("cpu") == std::string::npos)
+    if (!ready && source_.scope.find(to_string(BackendKind::cpu)) == std::string::npos)
       for (const DeviceInfo& d : source_.devices())
         if (d.type == DeviceType::cpu) {
           ready = d;
