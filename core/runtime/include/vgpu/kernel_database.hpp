@@ -4,27 +4,23 @@
 
 #include "vgpu/export.hpp"
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
-#include "vgpu/lru_map.hpp"
+#include "vgpu/lru_map.hpp"  // PersistentLimits
 #include "vgpu/persistent_kernel.hpp"
 
 namespace vgpu {
 
 class Runtime;
+namespace detail {
+class KernelDatabaseImpl;
+}  // namespace detail
 
 /// How KernelDatabase::get() knows that a registered factory's kernel is still current.
 enum class PlanStability {
@@ -119,93 +115,17 @@ class VGPU_API KernelDatabase {
   /// Returns the device kernels are built on (with selection: the device of the last get()).
   Device device() const;
   /// Returns whether devices are selected per (id, shape) rather than fixed.
-  bool selects() const noexcept { return runtime_ != nullptr; }
+  bool selects() const noexcept;
+
+  /// Frees the kernels (their buffers) once no other thread uses them.
+  ~KernelDatabase();
+  KernelDatabase(const KernelDatabase&) = delete;
+  KernelDatabase& operator=(const KernelDatabase&) = delete;
 
  private:
-  // One build (or selection) in progress; threads that need its result wait on done_.
-  template <class T>
-  struct Flight {
-    std::thread::id builder = std::this_thread::get_id();
-    bool finished = false;
-    std::exception_ptr error;
-    T value{};
-  };
-  struct Factory {
-    PlanFactory make;
-    PlanStability stability = PlanStability::varies;
-    std::uint64_t generation = 0;  // bumped by add() and evict(): a build begun before is not kept
-  };
-  struct Entry {
-    std::string id;
-    Shape shape;  // checked on a keyed hit (the key is a hash)
-    std::uint64_t device_key = 0;
-    std::shared_ptr<PersistentKernel> kernel;
-  };
-  // With selection: the device chosen per (id, shape), valid while the runtime's epoch holds.
-  struct Chosen {
-    std::string id;
-    Shape shape;
-    Device device;
-    std::uint64_t device_key = 0;
-    std::uint64_t epoch = 0;
-    bool interim = false;  // a ready device serving while the choice is measured in the background
-  };
-  using KernelFlight = Flight<std::shared_ptr<PersistentKernel>>;
-  using SelectFlight = Flight<bool>;
-  // Declared before a method's lock: frees what the method dropped once the lock is released.
-  struct FreeDropped {
-    const KernelDatabase& db;
-    ~FreeDropped();
-  };
-
-  void register_builtins();
-  // Keeps what the caller took out of the maps until the lock is released (see FreeDropped).
-  void drop_locked(std::shared_ptr<const void> held) const;
-  void drop_locked(Device device) const;
-  void drop_locked(PlanFactory factory) const;
-  // Erases the kernels pred picks, dropping them (lock held).
-  template <class Pred>
-  void erase_kernels_locked(Pred pred);
-  // Drops kernels the bounds evicted and counts them on their devices (lock held).
-  void drop_evicted_locked(std::vector<Entry> evicted);
-  // get() that also says the device it used or was building on (for call()'s demotion).
-  std::shared_ptr<PersistentKernel> lookup(const std::string& id, const Shape& shape, Device* used);
-  // The factory registered under id; throws invalid_argument (listing the ids) when none is.
-  const Factory& factory_locked(const std::string& id) const;
-  // Waits (releasing lock) for flight; rethrows its error. Throws instead when this thread is
-  // the one running it (a factory asking for its own kernel would wait for itself forever).
-  template <class T>
-  void join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight, const std::string& id,
-                   const Shape& shape);
-  // Runs Runtime::select for (id, shape) outside the lock, once, and records the choice.
-  void select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id, const Shape& shape,
-                     std::uint64_t epoch, Device* used);
-  // Builds the kernel for key outside the lock, once; plan: made by this call already (varies)
-  // or null (fixed: made here, by f).
-  std::shared_ptr<PersistentKernel> build_locked(std::unique_lock<std::mutex>& lock, std::uint64_t key,
-                                                 const std::string& id, const Shape& shape, const Device& device,
-                                                 std::uint64_t device_key, const Factory& f,
-                                                 std::unique_ptr<KernelPlan> plan);
-
-  Runtime* runtime_ = nullptr;  // selection on; null: device_ is fixed
-  Device device_;
-  std::uint64_t device_key_ = 0;  // device_'s key (fixed device only)
-  mutable std::mutex mutex_;
-  std::condition_variable done_;  // a flight finished
-  std::map<std::string, Factory> factories_;
-  std::uint64_t generation_ = 0;
-  // key: for fixed factories a hash of (id, shape, device); for varies ones a hash of id,
-  // device, shape and the plan's content. Only built kernels; builds in flight are in flights_.
-  // Bounded by count and by the kernels' buffer bytes (least recently used out).
-  LruMap<std::uint64_t, Entry> kernels_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<KernelFlight>> flights_;
-  std::uint64_t hits_ = 0, misses_ = 0, interim_calls_ = 0;
-  // key: hash of (id, shape). Bounded too (kChosenPerKernel × the kernel count): a choice
-  // dropped is only asked of the runtime again (its size class's choice is kept there).
-  LruMap<std::uint64_t, Chosen> chosen_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<SelectFlight>> selecting_;
-  mutable std::vector<std::shared_ptr<const void>> dropped_;  // freed by FreeDropped, outside the lock
-  mutable std::atomic<bool> has_dropped_{false};
+  // Everything else lives in the implementation (core/runtime/kernel_cache/
+  // kernel_database_impl.hpp): the exported layout is this one pointer.
+  std::unique_ptr<detail::KernelDatabaseImpl> impl_;  // never null
 };
 
 }  // namespace vgpu

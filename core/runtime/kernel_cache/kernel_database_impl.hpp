@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/runtime/kernel_cache/kernel_database_impl.hpp — the state and work of a KernelDatabase
+// (vgpu/kernel_database.hpp), kept out of the public header so that the exported class's
+// layout is one pointer (a stable ABI) and its maps, flights and locks are no one else's.
+// Internal to the runtime.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "vgpu/device.hpp"
+#include "vgpu/kernel_database.hpp"
+#include "vgpu/kernel_plan.hpp"
+#include "vgpu/lru_map.hpp"
+#include "vgpu/persistent_kernel.hpp"
+
+namespace vgpu::detail {
+
+/// What KernelDatabase forwards to: each public member means what the one of the same name
+/// there says. Thread-safety: as KernelDatabase's (every member safe from several threads).
+class KernelDatabaseImpl {
+ public:
+  /// Creates a database of kernels on device, with the built-in ops registered.
+  explicit KernelDatabaseImpl(Device device);
+  /// Creates a database that runs each (id, shape) on the device runtime selects for it
+  /// (measured on first use, persisted; vgpu/selection.hpp), with the built-in ops registered.
+  explicit KernelDatabaseImpl(Runtime& runtime);
+  /// Selects devices through Runtime::global().
+  KernelDatabaseImpl();
+
+  /// Registers (or replaces, evicting its kernels) a kernel family under id; stability says
+  /// whether get() must ask the factory on every call (see PlanStability). With selection, the
+  /// factory may also run on the runtime's background thread (a calibration, VGPU_BACKGROUND)
+  /// after the call that started it returned: what it captures by reference must outlive
+  /// Runtime::settle() or the runtime.
+  void add(const std::string& id, PlanFactory factory, PlanStability stability = PlanStability::varies);
+  /// Returns the persistent kernel for id at shape, building it on a miss (a kernel whose
+  /// device was lost since is returned as it is: its next call recovers the device); throws invalid_argument for an
+  /// unknown id or a shape the factory rejects.
+  std::shared_ptr<PersistentKernel> get(const std::string& id, const Shape& shape);
+
+  /// Runs id at shape on args (get() then the call); with selection, a device failure
+  /// (compile, out of memory, unavailable, or device lost where the kernel's own retry on the
+  /// recovered device failed too) demotes that device for id's size class and the call runs
+  /// again on the next one, down to the CPU; invalid_argument and timeout never do (a timeout
+  /// reaches the caller; if it lost the device, the next call recovers it). A device lost and
+  /// recovered is not demoted, unless it is lost again within 30 s of recovering (a relapse):
+  /// that call's results are still right, and the next calls run on the next device.
+  void call(const std::string& id, const Shape& shape, std::span<const TensorArg> args);
+  /// Returns how many get() calls found a kernel already built.
+  std::uint64_t hits() const;
+  /// Returns how many get() calls had to build (compile, allocate, bind) a kernel.
+  std::uint64_t misses() const;
+  /// Returns how many get() calls (call() included) ran on an interim device: the CPU serving
+  /// while their device was being measured in the background (VGPU_BACKGROUND; Runtime::choose).
+  std::uint64_t interim_calls() const;
+  /// Returns the number of kernels held now.
+  std::size_t size() const;
+  /// Returns the bytes of device memory the kernels held now keep in their buffers.
+  std::uint64_t buffer_bytes() const;
+  /// Returns how many kernels the bounds evicted so far (evict() does not count).
+  std::uint64_t evictions() const;
+  /// Returns the bounds on the kernels held.
+  PersistentLimits limits() const;
+  /// Sets the bounds on the kernels held, evicting the least recently used beyond them; throws
+  /// invalid_argument for a count outside 1 ... PersistentLimits::kMaxCount or 0 bytes.
+  void set_limits(PersistentLimits limits);
+  /// Returns "KernelDB: <hits> hits, <misses> compiles", with ", <n> evictions" once the bounds evicted any.
+  std::string report() const;
+  /// Drops every kernel built for id.
+  void evict(const std::string& id);
+  /// Drops every kernel.
+  void evict();
+  /// Returns the device kernels are built on (with selection: the device of the last get()).
+  Device device() const;
+  /// Returns whether devices are selected per (id, shape) rather than fixed.
+  bool selects() const noexcept { return runtime_ != nullptr; }
+
+ private:
+  // One build (or selection) in progress; threads that need its result wait on done_.
+  template <class T>
+  struct Flight {
+    std::thread::id builder = std::this_thread::get_id();
+    bool finished = false;
+    std::exception_ptr error;
+    T value{};
+  };
+  struct Factory {
+    PlanFactory make;
+    PlanStability stability = PlanStability::varies;
+    std::uint64_t generation = 0;  // bumped by add() and evict(): a build begun before is not kept
+  };
+  struct Entry {
+    std::string id;
+    Shape shape;  // checked on a keyed hit (the key is a hash)
+    std::uint64_t device_key = 0;
+    std::shared_ptr<PersistentKernel> kernel;
+  };
+  // With selection: the device chosen per (id, shape), valid while the runtime's epoch holds.
+  struct Chosen {
+    std::string id;
+    Shape shape;
+    Device device;
+    std::uint64_t device_key = 0;
+    std::uint64_t epoch = 0;
+    bool interim = false;  // a ready device serving while the choice is measured in the background
+  };
+  using KernelFlight = Flight<std::shared_ptr<PersistentKernel>>;
+  using SelectFlight = Flight<bool>;
+  // Declared before a method's lock: frees what the method dropped once the lock is released.
+  struct FreeDropped {
+    const KernelDatabaseImpl& db;
+    ~FreeDropped();
+  };
+
+  void register_builtins();
+  // Keeps what the caller took out of the maps until the lock is released (see FreeDropped).
+  void drop_locked(std::shared_ptr<const void> held) const;
+  void drop_locked(Device device) const;
+  void drop_locked(PlanFactory factory) const;
+  // Erases the kernels pred picks, dropping them (lock held).
+  template <class Pred>
+  void erase_kernels_locked(Pred pred);
+  // Drops kernels the bounds evicted and counts them on their devices (lock held).
+  void drop_evicted_locked(std::vector<Entry> evicted);
+  // get() that also says the device it used or was building on (for call()'s demotion).
+  std::shared_ptr<PersistentKernel> lookup(const std::string& id, const Shape& shape, Device* used);
+  // The factory registered under id; throws invalid_argument (listing the ids) when none is.
+  const Factory& factory_locked(const std::string& id) const;
+  // Waits (releasing lock) for flight; rethrows its error. Throws instead when this thread is
+  // the one running it (a factory asking for its own kernel would wait for itself forever).
+  template <class T>
+  void join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight, const std::string& id,
+                   const Shape& shape);
+  // Runs Runtime::select for (id, shape) outside the lock, once, and records the choice.
+  void select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id, const Shape& shape,
+                     std::uint64_t epoch, Device* used);
+  // Builds the kernel for key outside the lock, once; plan: made by this call already (varies)
+  // or null (fixed: made here, by f).
+  std::shared_ptr<PersistentKernel> build_locked(std::unique_lock<std::mutex>& lock, std::uint64_t key,
+                                                 const std::string& id, const Shape& shape, const Device& device,
+                                                 std::uint64_t device_key, const Factory& f,
+                                                 std::unique_ptr<KernelPlan> plan);
+
+  Runtime* runtime_ = nullptr;  // selection on; null: device_ is fixed
+  Device device_;
+  std::uint64_t device_key_ = 0;  // device_'s key (fixed device only)
+  mutable std::mutex mutex_;
+  std::condition_variable done_;  // a flight finished
+  std::map<std::string, Factory> factories_;
+  std::uint64_t generation_ = 0;
+  // key: for fixed factories a hash of (id, shape, device); for varies ones a hash of id,
+  // device, shape and the plan's content. Only built kernels; builds in flight are in flights_.
+  // Bounded by count and by the kernels' buffer bytes (least recently used out).
+  LruMap<std::uint64_t, Entry> kernels_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<KernelFlight>> flights_;
+  std::uint64_t hits_ = 0, misses_ = 0, interim_calls_ = 0;
+  // key: hash of (id, shape). Bounded too (kChosenPerKernel × the kernel count): a choice
+  // dropped is only asked of the runtime again (its size class's choice is kept there).
+  LruMap<std::uint64_t, Chosen> chosen_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<SelectFlight>> selecting_;
+  mutable std::vector<std::shared_ptr<const void>> dropped_;  // freed by FreeDropped, outside the lock
+  mutable std::atomic<bool> has_dropped_{false};
+};
+
+}  // namespace vgpu::detail
