@@ -194,17 +194,16 @@ const KernelDatabaseImpl::Factory& KernelDatabaseImpl::factory_locked(const std:
   return f->second;
 }
 
-template <class T>
-void KernelDatabaseImpl::join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight,
+template <class Flights>
+auto KernelDatabaseImpl::join_locked(std::unique_lock<std::mutex>& lock, Flights& flights, std::uint64_t key,
                                      const std::string& id, const Shape& shape) {
-  if (flight->builder == std::this_thread::get_id())
+  if (flights.state(key) == FlightState::running_here)
     fail(ErrorCategory::invalid_argument,
          "kernel '" + id + "' at shape " + to_string(shape) +
              " was asked for while this thread is building it (its factory, or the selection running it, "
              "called back into the KernelDatabase for the same id and shape).",
          "build the plan without asking the database for the kernel being built; other ids and shapes are fine.");
-  done_.wait(lock, [&] { return flight->finished; });
-  if (flight->error) std::rethrow_exception(flight->error);
+  return flights.wait(lock, key);
 }
 
 std::shared_ptr<PersistentKernel> KernelDatabaseImpl::build_locked(std::unique_lock<std::mutex>& lock,
@@ -212,39 +211,25 @@ std::shared_ptr<PersistentKernel> KernelDatabaseImpl::build_locked(std::unique_l
                                                                    const Shape& shape, const Device& device,
                                                                    std::uint64_t device_key, const Factory& f,
                                                                    std::unique_ptr<KernelPlan> plan) {
-  auto flight = std::make_shared<KernelFlight>();
-  flights_.emplace(key, flight);
   PlanFactory make;
   if (!plan) make = f.make;  // f may be replaced once the lock is released
   const std::uint64_t generation = f.generation;
-  lock.unlock();
-
-  std::shared_ptr<PersistentKernel> kernel;
-  std::exception_ptr error;
-  try {
-    if (!plan) plan = std::make_unique<KernelPlan>(make(device.info(), shape));
-    kernel = std::make_shared<PersistentKernel>(device, std::move(*plan));
-  } catch (...) {
-    error = std::current_exception();
-  }
-
-  lock.lock();
-  flights_.erase(key);
-  if (kernel) {
-    ++misses_;
-    auto cur = factories_.find(id);
-    if (cur != factories_.end() && cur->second.generation == generation) {
-      if (auto old = kernels_.take(key)) drop_locked(std::move(old->kernel));
-      // The new kernel is the most recently used: the bounds evict others, never it.
-      drop_evicted_locked(kernels_.put(key, Entry{id, shape, device_key, kernel}, kernel->buffer_bytes()));
-    }
-  }
-  flight->finished = true;
-  flight->error = error;
-  flight->value = kernel;
-  done_.notify_all();
-  if (error) std::rethrow_exception(error);
-  return kernel;
+  return flights_.run(
+      lock, key,
+      [&] {
+        if (!plan) plan = std::make_unique<KernelPlan>(make(device.info(), shape));
+        return std::make_shared<PersistentKernel>(device, std::move(*plan));
+      },
+      [&](std::shared_ptr<PersistentKernel>* kernel, const std::exception_ptr&) {
+        if (!kernel) return;
+        ++misses_;
+        auto cur = factories_.find(id);
+        if (cur != factories_.end() && cur->second.generation == generation) {
+          if (auto old = kernels_.take(key)) drop_locked(std::move(old->kernel));
+          // The new kernel is the most recently used: the bounds evict others, never it.
+          drop_evicted_locked(kernels_.put(key, Entry{id, shape, device_key, *kernel}, (*kernel)->buffer_bytes()));
+        }
+      });
 }
 
 std::shared_ptr<PersistentKernel> KernelDatabaseImpl::get(const std::string& id, const Shape& shape) {
@@ -284,11 +269,10 @@ std::shared_ptr<PersistentKernel> KernelDatabaseImpl::lookup(const std::string& 
     const Device device = device_;  // a copy: the lock is released below
     if (used) *used = device;
     if (f.stability == PlanStability::fixed) {
-      if (auto fl = flights_.find(key); fl != flights_.end()) {
-        auto flight = fl->second;
-        join_locked(lock, flight, id, shape);
+      if (flights_.state(key) != FlightState::none) {
+        auto kernel = join_locked(lock, flights_, key, id, shape);
         ++hits_;
-        return flight->value;
+        return kernel;
       }
       return build_locked(lock, key, id, shape, device, device_key, f, nullptr);
     }
@@ -306,11 +290,10 @@ std::shared_ptr<PersistentKernel> KernelDatabaseImpl::lookup(const std::string& 
       ++hits_;
       return found->kernel;
     }
-    if (auto fl = flights_.find(content); fl != flights_.end()) {
-      auto flight = fl->second;
-      join_locked(lock, flight, id, shape);
+    if (flights_.state(content) != FlightState::none) {
+      auto kernel = join_locked(lock, flights_, content, id, shape);
       ++hits_;
-      return flight->value;
+      return kernel;
     }
     auto cur = factories_.find(id);
     if (cur == factories_.end() || cur->second.generation != generation) continue;  // replaced meanwhile
@@ -320,52 +303,41 @@ std::shared_ptr<PersistentKernel> KernelDatabaseImpl::lookup(const std::string& 
 
 void KernelDatabaseImpl::select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id,
                                        const Shape& shape, std::uint64_t epoch, Device* used) {
-  if (auto s = selecting_.find(slot); s != selecting_.end()) {
-    auto flight = s->second;
-    join_locked(lock, flight, id, shape);
+  if (selecting_.state(slot) != FlightState::none) {
+    join_locked(lock, selecting_, slot, id, shape);
     return;
   }
   const PlanFactory make = factory_locked(id).make;
-  auto flight = std::make_shared<SelectFlight>();
-  selecting_.emplace(slot, flight);
-  lock.unlock();
-
   // Calibration runs the factory and times every eligible device: never under the lock.
   Device chosen;
   std::uint64_t device_key = 0;
-  std::exception_ptr error;
   bool interim = false;
-  try {
-    // choose(), not select(): a first call of a size class runs on the CPU at once while its
-    // devices are measured in the background; the epoch moves when they are (lookup() then
-    // selects again and switches over).
-    const Selection s = runtime_->choose(id, shape, make);
-    interim = s.source == SelectionSource::interim;
-    chosen = runtime_->open(s.device);
-    device_key = device_key_of(chosen);
-  } catch (...) {
-    error = std::current_exception();
-  }
-
-  lock.lock();
-  selecting_.erase(slot);
-  if (!error) {
-    if (std::optional<Chosen> old = chosen_.take(slot)) {
-      // The interim device's kernel for (id, shape) is not needed once the choice moved away.
-      if (old->interim && old->device_key != device_key) {
-        const std::uint64_t old_key = old->device_key;
-        erase_kernels_locked([&](const Entry& e) { return e.id == id && e.shape == shape && e.device_key == old_key; });
-      }
-      drop_locked(std::move(old->device));
-    }
-    for (Chosen& c : chosen_.put(slot, Chosen{id, shape, chosen, device_key, epoch, interim}, 0))
-      drop_locked(std::move(c.device));
-    if (used) *used = chosen;
-  }
-  flight->finished = true;
-  flight->error = error;
-  done_.notify_all();
-  if (error) std::rethrow_exception(error);
+  selecting_.run(
+      lock, slot,
+      [&] {
+        // choose(), not select(): a first call of a size class runs on the CPU at once while
+        // its devices are measured in the background; the epoch moves when they are (lookup()
+        // then selects again and switches over).
+        const Selection s = runtime_->choose(id, shape, make);
+        interim = s.source == SelectionSource::interim;
+        chosen = runtime_->open(s.device);
+        device_key = device_key_of(chosen);
+      },
+      [&](std::monostate* done, const std::exception_ptr&) {
+        if (!done) return;
+        if (std::optional<Chosen> old = chosen_.take(slot)) {
+          // The interim device's kernel for (id, shape) is not needed once the choice moved away.
+          if (old->interim && old->device_key != device_key) {
+            const std::uint64_t old_key = old->device_key;
+            erase_kernels_locked(
+                [&](const Entry& e) { return e.id == id && e.shape == shape && e.device_key == old_key; });
+          }
+          drop_locked(std::move(old->device));
+        }
+        for (Chosen& c : chosen_.put(slot, Chosen{id, shape, chosen, device_key, epoch, interim}, 0))
+          drop_locked(std::move(c.device));
+        if (used) *used = chosen;
+      });
 }
 
 std::uint64_t KernelDatabaseImpl::hits() const {

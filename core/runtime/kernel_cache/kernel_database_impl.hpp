@@ -6,7 +6,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -14,7 +13,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +21,7 @@
 #include "vgpu/kernel_plan.hpp"
 #include "vgpu/lru_map.hpp"
 #include "vgpu/persistent_kernel.hpp"
+#include "vgpu/single_flight.hpp"
 
 namespace vgpu::detail {
 
@@ -87,14 +86,6 @@ class KernelDatabaseImpl {
   bool selects() const noexcept { return runtime_ != nullptr; }
 
  private:
-  // One build (or selection) in progress; threads that need its result wait on done_.
-  template <class T>
-  struct Flight {
-    std::thread::id builder = std::this_thread::get_id();
-    bool finished = false;
-    std::exception_ptr error;
-    T value{};
-  };
   struct Factory {
     PlanFactory make;
     PlanStability stability = PlanStability::varies;
@@ -115,8 +106,6 @@ class KernelDatabaseImpl {
     std::uint64_t epoch = 0;
     bool interim = false;  // a ready device serving while the choice is measured in the background
   };
-  using KernelFlight = Flight<std::shared_ptr<PersistentKernel>>;
-  using SelectFlight = Flight<bool>;
   // Declared before a method's lock: frees what the method dropped once the lock is released.
   struct FreeDropped {
     const KernelDatabaseImpl& db;
@@ -137,10 +126,11 @@ class KernelDatabaseImpl {
   std::shared_ptr<PersistentKernel> lookup(const std::string& id, const Shape& shape, Device* used);
   // The factory registered under id; throws invalid_argument (listing the ids) when none is.
   const Factory& factory_locked(const std::string& id) const;
-  // Waits (releasing lock) for flight; rethrows its error. Throws instead when this thread is
-  // the one running it (a factory asking for its own kernel would wait for itself forever).
-  template <class T>
-  void join_locked(std::unique_lock<std::mutex>& lock, const std::shared_ptr<Flight<T>>& flight, const std::string& id,
+  // Waits (releasing lock) for the flight running for key in flights; returns its value or
+  // rethrows its error. Throws instead when this thread runs it (a factory asking for its own
+  // kernel would wait for itself forever).
+  template <class Flights>
+  auto join_locked(std::unique_lock<std::mutex>& lock, Flights& flights, std::uint64_t key, const std::string& id,
                    const Shape& shape);
   // Runs Runtime::select for (id, shape) outside the lock, once, and records the choice.
   void select_locked(std::unique_lock<std::mutex>& lock, std::uint64_t slot, const std::string& id, const Shape& shape,
@@ -156,19 +146,18 @@ class KernelDatabaseImpl {
   Device device_;
   std::uint64_t device_key_ = 0;  // device_'s key (fixed device only)
   mutable std::mutex mutex_;
-  std::condition_variable done_;  // a flight finished
   std::map<std::string, Factory> factories_;
   std::uint64_t generation_ = 0;
   // key: for fixed factories a hash of (id, shape, device); for varies ones a hash of id,
   // device, shape and the plan's content. Only built kernels; builds in flight are in flights_.
   // Bounded by count and by the kernels' buffer bytes (least recently used out).
   LruMap<std::uint64_t, Entry> kernels_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<KernelFlight>> flights_;
+  SingleFlight<std::uint64_t, std::shared_ptr<PersistentKernel>> flights_;  // builds in progress
   std::uint64_t hits_ = 0, misses_ = 0, interim_calls_ = 0;
   // key: hash of (id, shape). Bounded too (kChosenPerKernel × the kernel count): a choice
   // dropped is only asked of the runtime again (its size class's choice is kept there).
   LruMap<std::uint64_t, Chosen> chosen_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<SelectFlight>> selecting_;
+  SingleFlight<std::uint64_t> selecting_;                     // selections in progress, by (id, shape)
   mutable std::vector<std::shared_ptr<const void>> dropped_;  // freed by FreeDropped, outside the lock
   mutable std::atomic<bool> has_dropped_{false};
 };

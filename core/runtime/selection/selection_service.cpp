@@ -344,15 +344,13 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
       s.lookup_seconds = seconds_since(t0);
       return s;
     }
-    if (auto f = flights_.find(key); f != flights_.end()) {
-      const std::shared_ptr<Flight> flight = f->second;
-      if (flight->runner == std::this_thread::get_id())
+    if (const FlightState state = flights_.state(key); state != FlightState::none) {
+      if (state == FlightState::running_here)
         fail(ErrorCategory::invalid_argument,
              "the device for '" + op + "' at " + to_string(shape) +
                  " was asked for while this thread is choosing it (its factory selected the same op and size class).",
              "build the plan without selecting a device for the op being calibrated; other ops are fine.");
-      done_.wait(lock, [&] { return flight->finished; });
-      if (flight->error) std::rethrow_exception(flight->error);
+      flights_.wait(lock, key);
       continue;  // now in the table
     }
     // This thread finds it out, without the lock. When recalibrating, other lookups meanwhile
@@ -363,31 +361,22 @@ Selection SelectionService::explain(const std::string& op, const Shape& shape, c
       it->second.recalibrate = false;
       demoted = it->second.demoted;
     }
-    auto flight = std::make_shared<Flight>();
-    flights_.emplace(key, flight);
-    lock.unlock();
     std::optional<Selection> found;
-    std::exception_ptr error;
     BackgroundWorker::Job job;  // set when found is an interim selection
-    try {
-      found = !recalibrate && interim_ok && background_ ? begin(key, op, shape, factory, work, job)
-                                                        : find_out(op, shape, factory, work, recalibrate, demoted);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    flights_.erase(key);
-    if (found) {
-      Entry& e = entries_[key];  // a demotion meanwhile kept its devices (and maybe asked again)
-      e.selection = std::move(*found);
-      // Posted once the interim entry is in the table, which the job's result then replaces.
-      // Refused only while shutting down: the interim device then simply stays.
-      if (job) worker_.post(std::move(job));
-    }
-    flight->finished = true;
-    flight->error = error;
-    done_.notify_all();
-    if (error) std::rethrow_exception(error);
+    flights_.run(
+        lock, key,
+        [&] {
+          found = !recalibrate && interim_ok && background_ ? begin(key, op, shape, factory, work, job)
+                                                            : find_out(op, shape, factory, work, recalibrate, demoted);
+        },
+        [&](std::monostate*, const std::exception_ptr&) {
+          if (!found) return;
+          Entry& e = entries_[key];  // a demotion meanwhile kept its devices (and maybe asked again)
+          e.selection = std::move(*found);
+          // Posted once the interim entry is in the table, which the job's result then replaces.
+          // Refused only while shutting down: the interim device then simply stays.
+          if (job) worker_.post(std::move(job));
+        });
   }
 }
 

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -17,7 +16,6 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "background_worker.hpp"
@@ -26,6 +24,7 @@
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
 #include "vgpu/selection.hpp"
+#include "vgpu/single_flight.hpp"
 
 namespace vgpu::detail {
 
@@ -74,12 +73,6 @@ class SelectionService {
     Selection selection;            // as calibrated or loaded (source calibrated/persisted/only)
     std::set<std::string> demoted;  // devices that failed for this class in this process
     bool recalibrate = false;       // a device was demoted: measure the others again
-  };
-  // One load or calibration in progress; the threads that need its result wait on done_.
-  struct Flight {
-    std::thread::id runner = std::this_thread::get_id();
-    bool finished = false;
-    std::exception_ptr error;
   };
   // The selection VGPU_DEVICE forces (no table, no timing).
   Selection forced_selection(const std::string& op, const Shape& shape);
@@ -140,9 +133,8 @@ class SelectionService {
   std::string forced_;
   std::shared_ptr<cache::DiskStore> store_;
   std::mutex mutex_;                      // guards entries_ and flights_ only; never held while loading or calibrating
-  std::condition_variable done_;          // a flight finished
   std::map<std::string, Entry> entries_;  // by "op#size_class"
-  std::map<std::string, std::shared_ptr<Flight>> flights_;  // by the same key
+  SingleFlight<std::string> flights_;     // loads and calibrations in progress, by the same key
   calibration::TimingTurns turns_;
   std::atomic<std::uint64_t> epoch_{0};
   bool background_ = false;  // VGPU_BACKGROUND

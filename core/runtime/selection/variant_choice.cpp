@@ -6,12 +6,10 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +21,7 @@
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
+#include "vgpu/single_flight.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/types.hpp"
 
@@ -74,15 +73,10 @@ std::shared_ptr<DeviceCore> find_open(const DeviceInfo& device) {
 }
 
 // ---- the in-memory table ------------------------------------------------------------------
-struct Flight {
-  std::thread::id runner = std::this_thread::get_id();
-  bool finished = false;
-};
 struct Table {
-  std::mutex mutex;  // a leaf: nothing is built, timed or logged under it
-  std::condition_variable done;
+  std::mutex mutex;                           // a leaf: nothing is built, timed or logged under it
   std::map<std::string, std::string> chosen;  // key text → variant name
-  std::map<std::string, std::shared_ptr<Flight>> flights;
+  SingleFlight<std::string> measuring;        // measurements in progress, by key text
 };
 Table& table() {
   static auto* t = new Table;  // never destroyed, as the registry (a plan may come during exit)
@@ -361,33 +355,32 @@ std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const
       if (auto i = index_of(candidates, it->second)) return *i;
       t.chosen.erase(it);  // cannot happen (the key names the set); find out again
     }
-    if (auto f = t.flights.find(key_text); f != t.flights.end()) {
-      const std::shared_ptr<Flight> flight = f->second;
-      if (flight->runner == std::this_thread::get_id()) return 0;  // re-entered while measuring it
-      t.done.wait(lock, [&] { return flight->finished; });
+    if (const FlightState state = t.measuring.state(key_text); state != FlightState::none) {
+      if (state == FlightState::running_here) return 0;  // re-entered while measuring it
+      t.measuring.wait(lock, key_text);
       continue;  // now in the table
     }
-    auto flight = std::make_shared<Flight>();
-    t.flights.emplace(key_text, flight);
-    lock.unlock();
     std::optional<std::string> found;
-    try {
-      found = find_out(*core, device, shape, key_text, candidates, plan);
-    } catch (const std::exception& e) {
-      // Not a candidate's failure (those are caught per candidate): the store or the device
-      // handle; the rule's pick runs, and the next plan tries again.
-      if (!BackgroundWorker::stop_requested_here())
-        log(LogLevel::warn, "choosing the " + std::string(shape.op) + " variant on " + device.id() +
-                                " failed: " + first_line(e.what()) + "; using the rule's pick.");
-    }
-    lock.lock();
-    t.flights.erase(key_text);
-    // Nothing found (every candidate failed): the rule's pick for the rest of this process,
-    // never stored, so a later process measures again. Cut short by a stop: nothing is kept.
-    if (found || !BackgroundWorker::stop_requested_here())
-      t.chosen.insert_or_assign(key_text, found ? *found : candidates[0].variant);
-    flight->finished = true;
-    t.done.notify_all();
+    t.measuring.run(
+        lock, key_text,
+        [&] {
+          try {
+            found = find_out(*core, device, shape, key_text, candidates, plan);
+          } catch (const std::exception& e) {
+            // Not a candidate's failure (those are caught per candidate): the store or the
+            // device handle; the rule's pick runs, and the next plan tries again.
+            if (!BackgroundWorker::stop_requested_here())
+              log(LogLevel::warn, "choosing the " + std::string(shape.op) + " variant on " + device.id() +
+                                      " failed: " + first_line(e.what()) + "; using the rule's pick.");
+          }
+        },
+        [&](std::monostate*, const std::exception_ptr&) {
+          // Nothing found (every candidate failed): the rule's pick for the rest of this
+          // process, never stored, so a later process measures again. Cut short by a stop:
+          // nothing is kept.
+          if (found || !BackgroundWorker::stop_requested_here())
+            t.chosen.insert_or_assign(key_text, found ? *found : candidates[0].variant);
+        });
     return found ? index_of(candidates, *found).value_or(0) : 0;
   }
 }

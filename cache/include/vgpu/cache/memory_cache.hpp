@@ -2,7 +2,6 @@
 // vgpu/cache/memory_cache.hpp — L1: the bounded, single-flight, in-RAM cache of live kernels.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <list>
@@ -13,6 +12,7 @@
 #include <utility>
 
 #include "vgpu/error.hpp"
+#include "vgpu/single_flight.hpp"
 
 namespace vgpu::cache {
 
@@ -45,62 +45,36 @@ class MemoryCache {
   template <class Build>
   std::pair<Value, Lookup> get_or_build(const Key& key, Build&& build) {
     std::unique_lock lock(mutex_);
-    for (;;) {
-      auto it = entries_.find(key);
-      if (it == entries_.end()) break;
-      Entry& entry = it->second;
-      if (entry.value) {
-        lru_.splice(lru_.begin(), lru_, entry.lru_pos);
-        ++stats_.hits;
-        return {*entry.value, Lookup::hit};
-      }
-      // Another thread is building this key: wait for its outcome, then look again.
-      auto flight = entry.flight;
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+      ++stats_.hits;
+      return {it->second.value, Lookup::hit};
+    }
+    if (building_.state(key) != FlightState::none) {
+      // Another thread is building this key (a build asking for its own key is the caller's
+      // bug, refused by wait()): its value, or its exception.
       ++stats_.joined;
-      done_.wait(lock, [&] { return flight->finished; });
-      if (flight->error) std::rethrow_exception(flight->error);
-      if (flight->value) return {*flight->value, Lookup::joined};
+      return {building_.wait(lock, key), Lookup::joined};
     }
     ++stats_.misses;
-    auto flight = std::make_shared<Flight>();
-    lru_.push_front(key);
-    entries_.emplace(key, Entry{std::nullopt, lru_.begin(), flight});
-    lock.unlock();
-
-    std::optional<Value> made;
-    std::exception_ptr error;
-    try {
-      made.emplace(build());
-    } catch (...) {
-      error = std::current_exception();
-    }
-
-    lock.lock();
-    auto it = entries_.find(key);
-    if (error) {
-      ++stats_.failures;
-      lru_.erase(it->second.lru_pos);
-      entries_.erase(it);
-    } else {
+    Value made = building_.run(lock, key, std::forward<Build>(build), [&](Value* value, const std::exception_ptr&) {
+      if (!value) {
+        ++stats_.failures;  // not cached: a later call builds again
+        return;
+      }
       ++stats_.builds;
-      it->second.value = *made;
-      it->second.flight.reset();
+      lru_.push_front(key);
+      entries_.emplace(key, Entry{*value, lru_.begin()});
       evict_over_capacity_locked();
-    }
-    flight->finished = true;
-    flight->error = error;
-    if (made) flight->value = *made;
-    lock.unlock();
-    done_.notify_all();
-    if (error) std::rethrow_exception(error);
-    return {std::move(*made), Lookup::built};
+    });
+    return {std::move(made), Lookup::built};
   }
 
   /// Returns the value for key if present (counts as a hit), else nothing.
   std::optional<Value> find(const Key& key) {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(key);
-    if (it == entries_.end() || !it->second.value) return std::nullopt;
+    if (it == entries_.end()) return std::nullopt;
     lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
     ++stats_.hits;
     return it->second.value;
@@ -110,7 +84,7 @@ class MemoryCache {
   bool erase(const Key& key) {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(key);
-    if (it == entries_.end() || !it->second.value) return false;
+    if (it == entries_.end()) return false;
     lru_.erase(it->second.lru_pos);
     entries_.erase(it);
     return true;
@@ -119,14 +93,8 @@ class MemoryCache {
   /// Drops every built value (builds in flight finish and are kept).
   void clear() {
     std::lock_guard lock(mutex_);
-    for (auto it = entries_.begin(); it != entries_.end();) {
-      if (it->second.value) {
-        lru_.erase(it->second.lru_pos);
-        it = entries_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    entries_.clear();
+    lru_.clear();
   }
 
   /// Changes the bound, evicting least-recently-used values beyond it.
@@ -146,32 +114,22 @@ class MemoryCache {
   }
 
  private:
-  struct Flight {
-    bool finished = false;
-    std::optional<Value> value;
-    std::exception_ptr error;
-  };
   struct Entry {
-    std::optional<Value> value;  // empty while a build is in flight
+    Value value;
     typename std::list<Key>::iterator lru_pos;
-    std::shared_ptr<Flight> flight;
   };
 
   void evict_over_capacity_locked() {
-    // Walk from the least recently used end; entries still being built are never evicted.
-    auto pos = lru_.end();
-    while (entries_.size() > capacity_ && pos != lru_.begin()) {
-      --pos;
-      auto it = entries_.find(*pos);
-      if (!it->second.value) continue;
-      pos = lru_.erase(pos);
-      entries_.erase(it);
+    // From the least recently used end (builds in flight are not entries yet).
+    while (entries_.size() > capacity_) {
+      entries_.erase(lru_.back());
+      lru_.pop_back();
       ++stats_.evictions;
     }
   }
 
   mutable std::mutex mutex_;
-  std::condition_variable done_;
+  SingleFlight<Key, Value, Hash> building_;  // builds in progress
   std::unordered_map<Key, Entry, Hash> entries_;
   std::list<Key> lru_;  // front = most recently used
   std::size_t capacity_;
