@@ -88,6 +88,10 @@ def layer_of(rel, cmake_layers):
     return best[1] if best else None
 
 
+# The most source files one folder of the library may hold.
+MAX_FOLDER_FILES = 25
+
+
 def main():
     root = pathlib.Path(sys.argv[1]).resolve()
     cmake_layers = sources_by_target(root)
@@ -128,13 +132,24 @@ def main():
         if re.search(r"\bDeviceImpl\b", header.read_text()):
             problems.append(f"{header.relative_to(root)}: a public header names DeviceImpl "
                             "(the backend-author interface, core/backend_api)")
+    # A folder of sources holds one concept: past ~25 files it holds several (issue 30).
+    per_folder = {}
+    for path in files:
+        if path.suffix in (".cpp", ".hpp", ".h"):
+            per_folder.setdefault(path.parent.relative_to(root).as_posix(), []).append(path)
+    for folder, members in sorted(per_folder.items()):
+        if len(members) > MAX_FOLDER_FILES:
+            problems.append(f"{folder}: {len(members)} source files (at most {MAX_FOLDER_FILES}); "
+                            "split it into folders by concept")
     for p in problems:
         print(p)
     if problems:
         print(f"{len(problems)} layering problem(s); docs/architecture.md, \"Layers and targets\", "
               "says what each layer may include.")
         return 1
-    print(f"layers: {len(files)} files checked, no upward include")
+    largest = max(per_folder.items(), key=lambda kv: len(kv[1]))
+    print(f"layers: {len(files)} files checked, no upward include; largest folder {largest[0]} "
+          f"({len(largest[1])} files)")
     return 0
 
 
