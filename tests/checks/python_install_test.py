@@ -51,6 +51,9 @@ with tempfile.TemporaryDirectory(prefix="vgpu-install-") as tmp:
     env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "PYTHONPATH": site, "PYTHONNOUSERSITE": "1",
            "VGPU_CACHE_DIR": os.path.join(tmp, "cache"), "MESA_SHADER_CACHE_DIR": os.path.join(tmp, "mesa"),
            "VGPU_BACKEND": "cpu"}
+    # A sanitizer build's settings (tools/dev.sh sanitize) are how the process runs, not where
+    # vgpu comes from: they pass through.
+    env.update({k: v for k, v in os.environ.items() if k in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")})
     r = subprocess.run([sys.executable, "-c", CHILD, os.path.realpath(prefix)], env=env, cwd=tmp,
                        capture_output=True, text=True)
     print(r.stdout, end="")

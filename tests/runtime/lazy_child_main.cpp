@@ -28,7 +28,9 @@
 
 namespace {
 
-/// Whether a mapping of /proc/self/maps names a file whose name holds needle.
+/// Whether a mapping of /proc/self/maps names a file whose name holds needle. The needles name
+/// the loaders ("libvulkan.so", not "libvulkan"): a driver the sanitizer run preloads
+/// (libvulkan_lvp.so) is not the Vulkan loader that vgpu loads at run time.
 bool mapped(const std::string& needle) {
   std::ifstream maps("/proc/self/maps");
   for (std::string line; std::getline(maps, line);)
@@ -92,7 +94,7 @@ int main(int argc, char** argv) {
     return 4;
   }
   std::printf("mode=%s device=%s source=%s libvulkan=%d libEGL=%d libcuda=%d cuda=%s vulkan=%s opengl=%s result=ok\n",
-              mode.c_str(), device.c_str(), source.c_str(), mapped("libvulkan") ? 1 : 0, mapped("libEGL") ? 1 : 0,
+              mode.c_str(), device.c_str(), source.c_str(), mapped("libvulkan.so") ? 1 : 0, mapped("libEGL.so") ? 1 : 0,
               mapped("libcuda.so") ? 1 : 0, cuda.c_str(), vulkan.c_str(), opengl.c_str());
   return 0;
 }
