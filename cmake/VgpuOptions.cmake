@@ -50,7 +50,7 @@ if(VGPU_SPLIT_DWARF)
   endif()
 endif()
 if(VGPU_COMPRESS_DEBUG)
-  include(CheckCXXCompilerFlag)
+  include(CheckCXXCompilerFlag)  # again: VGPU_SPLIT_DWARF may be off
   include(CheckLinkerFlag)
   check_cxx_compiler_flag(-gz VGPU_HAVE_GZ)
   check_linker_flag(CXX -Wl,--compress-debug-sections=zlib VGPU_HAVE_COMPRESS_DEBUG_LINK)

@@ -93,9 +93,6 @@ class SingleFlight {
     return std::move(*made);
   }
 
-  /// Returns whether no flight runs.
-  bool empty() const noexcept { return flights_.empty(); }
-
  private:
   struct Flight {
     std::thread::id runner = std::this_thread::get_id();
