@@ -52,15 +52,9 @@ foreach(kind LIBDIR INCLUDEDIR)
 endforeach()
 set(VGPU_PC_LIBS_PRIVATE "")
 if(NOT BUILD_SHARED_LIBS)
-  # What the layers link (TBB, xxhash, dlopen, threads), and the shader layer's static archives.
-  set(vgpu_pc_private ${VGPU_SHADERC_LIBRARIES})
-  if(VGPU_HAVE_SPIRV_TOOLS)
-    list(APPEND vgpu_pc_private ${VGPU_SPIRV_TOOLS_LIBRARY})
-  endif()
-  list(REMOVE_DUPLICATES vgpu_pc_private)
-  if(SPIRV_CROSS_C_FOUND AND (VGPU_WITH_VULKAN OR VGPU_WITH_OPENGL))
-    list(APPEND vgpu_pc_private ${SPIRV_CROSS_C_LDFLAGS})
-  endif()
+  # What the layers link (TBB, xxhash, dlopen, threads); the SPIR-V toolchain is a run-time
+  # module (libvgpu_shader_toolchain.so), never linked.
+  set(vgpu_pc_private "")
   list(APPEND vgpu_pc_private -ltbb ${XXHASH_LDFLAGS} ${CMAKE_DL_LIBS} -lpthread)
   list(TRANSFORM vgpu_pc_private REPLACE "^(dl)$" "-l\\1")
   list(JOIN vgpu_pc_private " " VGPU_PC_LIBS_PRIVATE)

@@ -15,6 +15,7 @@
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/shader_toolchain.hpp"
 
 namespace vgpu {
 namespace opengl {
@@ -136,6 +137,11 @@ std::string probe(const EglDisplaySource& src, GlCaps* caps) {
 // API is touched; no device exists yet, so glad's EGL globals are written with no reader.
 Discovery discover_now() {
   Discovery out;
+  // Every kernel reaches GL through the SPIR-V toolchain (reflection, GLSL cross-compilation).
+  if (!toolchain::shader_toolchain()) {
+    out.reason = toolchain::shader_toolchain_problem();
+    return out;
+  }
   if (!load_egl(&out.reason)) return out;
   std::string problems;
   auto try_display = [&](const EglDisplaySource& src) {

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/spirv_interface.cpp — a module's descriptors, push constants and workgroup
-// size, read with SPIRV-Tools' parser (spvBinaryParse: it splits the words into instructions
-// and operands; this file only interprets the few that make up the pipeline interface).
+// size, read from its instructions (vgpu/spirv_instructions.hpp splits the words; this file
+// only interprets the few that make up the pipeline interface).
 #include "spirv_interface.hpp"
 
-#include <spirv-tools/libspirv.h>
 #include <spirv/unified1/spirv.h>
 
 #include <algorithm>
@@ -16,6 +15,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "vgpu/spirv_instructions.hpp"
 
 namespace vgpu::vulkan {
 namespace {
@@ -32,10 +33,9 @@ struct Module {
 std::uint32_t at(const Words& w, std::size_t i) { return i < w.size() ? w[i] : 0; }
 SpvOp opcode(const Words& w) { return static_cast<SpvOp>(at(w, 0) & 0xffff); }
 
-spv_result_t collect(void* user, const spv_parsed_instruction_t* inst) {
-  Module& m = *static_cast<Module*>(user);
-  Words words(inst->words, inst->words + inst->num_words);
-  switch (static_cast<SpvOp>(inst->opcode)) {
+/// Files one instruction (its words) under what it is in m.
+void collect(Module& m, Words words) {
+  switch (opcode(words)) {
     case SpvOpDecorate:
       m.decorations.push_back(std::move(words));
       break;
@@ -58,6 +58,9 @@ spv_result_t collect(void* user, const spv_parsed_instruction_t* inst) {
     case SpvOpTypeRuntimeArray:
     case SpvOpTypeStruct:
     case SpvOpTypePointer:
+      // A type's result id is its first operand.
+      if (words.size() >= 2) m.defs[words[1]] = std::move(words);
+      break;
     case SpvOpConstant:
     case SpvOpConstantComposite:
     case SpvOpSpecConstant:
@@ -66,12 +69,12 @@ spv_result_t collect(void* user, const spv_parsed_instruction_t* inst) {
     case SpvOpSpecConstantComposite:
     case SpvOpSpecConstantOp:
     case SpvOpVariable:
-      if (inst->result_id) m.defs[inst->result_id] = std::move(words);
+      // A constant's or variable's result id follows its result type.
+      if (words.size() >= 3) m.defs[words[2]] = std::move(words);
       break;
     default:
       break;
   }
-  return SPV_SUCCESS;
 }
 
 /// Reads a module's interface; the analysis below then only looks things up.
@@ -174,7 +177,8 @@ std::string check_descriptors(const Interface& in, const PipelineInterface& p) {
   std::uint32_t push_blocks = 0;
   for (const auto& [id, w] : in.module().defs) {
     if (opcode(w) != SpvOpVariable) continue;
-    const auto storage = static_cast<SpvStorageClass>(at(w, 3));
+    // A raw word: an invalid module may hold a value outside SpvStorageClass (UB to cast).
+    const std::uint32_t storage = at(w, 3);
     const Words* pointer = in.def(at(w, 1));
     const std::uint32_t pointee = pointer ? at(*pointer, 3) : 0;
     const Words* type = in.def(pointee);
@@ -253,21 +257,15 @@ std::string check_workgroup(const Interface& in, const PipelineInterface& p, std
   return {};
 }
 
-struct ContextDeleter {
-  void operator()(spv_context c) const noexcept { spvContextDestroy(c); }
-};
-
 }  // namespace
 
 std::string spirv_interface_problem(std::span<const std::uint32_t> words, const PipelineInterface& pipeline) {
-  const std::unique_ptr<spv_context_t, ContextDeleter> context(spvContextCreate(SPV_ENV_VULKAN_1_1));
-  if (!context) return "SPIRV-Tools could not create a parser context";
+  std::vector<spirv::Instruction> insts;
+  if (std::string why; !spirv::split_instructions(words, &insts, &why)) return "the SPIR-V could not be parsed";
   Module m;
-  spv_diagnostic diagnostic = nullptr;
-  const spv_result_t parsed =
-      spvBinaryParse(context.get(), &m, words.data(), words.size(), nullptr, collect, &diagnostic);
-  spvDiagnosticDestroy(diagnostic);
-  if (parsed != SPV_SUCCESS) return "the SPIR-V could not be parsed";
+  for (const spirv::Instruction& i : insts)
+    collect(m, Words(words.begin() + static_cast<std::ptrdiff_t>(i.at),
+                     words.begin() + static_cast<std::ptrdiff_t>(i.at + i.count)));
   const Interface in(std::move(m));
 
   std::optional<std::uint32_t> main_id;

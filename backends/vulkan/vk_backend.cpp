@@ -4,6 +4,7 @@
 
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/shader_toolchain.hpp"
 #include "vk_device.hpp"
 
 namespace vgpu {
@@ -47,7 +48,13 @@ class VulkanBackend final : public ComputeBackend {
 
  private:
   std::shared_ptr<Instance> instance() {
-    std::call_once(once_, [this] { instance_ = Instance::create(&reason_); });
+    std::call_once(once_, [this] {
+      // Every pipeline is reflected, and every L2 SPIR-V payload validated, by the toolchain.
+      if (!toolchain::shader_toolchain())
+        reason_ = toolchain::shader_toolchain_problem();
+      else
+        instance_ = Instance::create(&reason_);
+    });
     return instance_;
   }
 

@@ -1,32 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/shader/src/gl_forms.cpp — the OpenGL forms of a Vulkan-flavoured SPIR-V module:
-// its push-constant block rewritten into vgpu's std430 params SSBO (a word-level rewrite,
-// for GL_ARB_gl_spirv), and GLSL text cross-compiled from it by SPIRV-Cross (for drivers
-// without GL_ARB_gl_spirv). Both are pure functions of their inputs: thread-safe.
-#include <spirv_cross_c.h>
-
-#include <algorithm>
-#include <cstring>
-#include <map>
-#include <memory>
+// core/shader/src/gl_forms.cpp — the OpenGL form of a Vulkan-flavoured SPIR-V module: its
+// push-constant block rewritten into vgpu's std430 params SSBO (a word-level rewrite, for
+// GL_ARB_gl_spirv; the GLSL text for other drivers comes from the toolchain, gl_cross.cpp).
+// A pure function of its inputs: thread-safe.
 #include <optional>
 
 #include "vgpu/error.hpp"
 #include "vgpu/shader/shader_tools.hpp"
+#include "vgpu/spirv_instructions.hpp"
 
 namespace vgpu::shader {
 namespace {
 
 // SPIR-V numbers this file needs (spirv.h's names, kept local so no header is needed here).
-constexpr std::uint32_t kMagic = 0x07230203;
-constexpr std::uint32_t kHeaderWords = 5;
 constexpr std::uint32_t kOpTypeStruct = 30, kOpTypePointer = 32, kOpVariable = 59, kOpDecorate = 71,
                         kOpMemberDecorate = 72, kOpDecorationGroup = 73, kOpGroupDecorate = 74,
                         kOpGroupMemberDecorate = 75, kOpDecorateId = 332, kOpDecorateString = 5632,
                         kOpMemberDecorateString = 5633;
-constexpr std::uint32_t kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49, kOpSpecConstant = 50;
 constexpr std::uint32_t kClassUniform = 2, kClassPushConstant = 9, kClassStorageBuffer = 12;
-constexpr std::uint32_t kDecoSpecId = 1, kDecoBlock = 2, kDecoBufferBlock = 3, kDecoNonWritable = 24, kDecoBinding = 33,
+constexpr std::uint32_t kDecoBlock = 2, kDecoBufferBlock = 3, kDecoNonWritable = 24, kDecoBinding = 33,
                         kDecoDescriptorSet = 34;
 
 bool is_annotation(std::uint32_t op) {
@@ -39,33 +31,19 @@ bool is_annotation(std::uint32_t op) {
        "pass words that spirv_words or compile_glsl_shader returned (validated SPIR-V).");
 }
 
-/// One instruction: where it starts and how many words it has.
-struct Inst {
-  std::size_t at = 0;
-  std::uint32_t count = 0;
-  std::uint32_t op = 0;
-};
-
-std::vector<Inst> instructions(std::span<const std::uint32_t> words) {
-  if (words.size() < kHeaderWords || words[0] != kMagic) malformed("no SPIR-V header");
-  std::vector<Inst> out;
-  for (std::size_t i = kHeaderWords; i < words.size();) {
-    const std::uint32_t count = words[i] >> 16, op = words[i] & 0xffff;
-    if (count == 0 || i + count > words.size())
-      malformed("an instruction runs past the end at word " + std::to_string(i));
-    out.push_back(Inst{i, count, op});
-    i += count;
-  }
+std::vector<spirv::Instruction> instructions(std::span<const std::uint32_t> words) {
+  std::vector<spirv::Instruction> out;
+  if (std::string why; !spirv::split_instructions(words, &out, &why)) malformed(why);
   return out;
 }
 
-std::uint32_t word(std::uint32_t count, std::uint32_t op) { return (count << 16) | op; }
+std::uint32_t word(std::uint32_t count, std::uint32_t op) { return spirv::first_word(count, op); }
 
 }  // namespace
 
 std::vector<std::uint32_t> push_constants_to_storage_buffer(std::span<const std::uint32_t> words,
                                                             std::uint32_t params_binding) {
-  const std::vector<Inst> insts = instructions(words);
+  const std::vector<spirv::Instruction> insts = instructions(words);
   std::vector<std::uint32_t> out(words.begin(), words.end());
   const std::uint32_t version = words[1];
 
@@ -75,7 +53,7 @@ std::vector<std::uint32_t> push_constants_to_storage_buffer(std::span<const std:
   std::optional<std::uint32_t> pc_var, pc_ptr_type;
   bool has_storage_buffer_class = false;
   std::size_t last_annotation_end = 0;
-  for (const Inst& in : insts) {
+  for (const spirv::Instruction& in : insts) {
     const std::uint32_t* w = &words[in.at];
     if (in.op == kOpTypePointer && in.count >= 4) {
       if (w[2] == kClassStorageBuffer) has_storage_buffer_class = true;
@@ -97,16 +75,16 @@ std::vector<std::uint32_t> push_constants_to_storage_buffer(std::span<const std:
   std::optional<std::uint32_t> pc_struct;
   std::uint32_t members = 0;
   if (pc_var) {
-    for (const Inst& in : insts)
+    for (const spirv::Instruction& in : insts)
       if (in.op == kOpTypePointer && in.count >= 4 && words[in.at + 1] == *pc_ptr_type) pc_struct = words[in.at + 3];
     if (!pc_struct) malformed("the push-constant variable's pointer type is missing");
-    for (const Inst& in : insts)
+    for (const spirv::Instruction& in : insts)
       if (in.op == kOpTypeStruct && words[in.at + 1] == *pc_struct) members = in.count - 2;
   }
 
   // Rewrite in place: every PushConstant class becomes the storage class; every DescriptorSet
   // becomes 0 (GL has one binding namespace); the block decoration follows the class.
-  for (const Inst& in : insts) {
+  for (const spirv::Instruction& in : insts) {
     std::uint32_t* w = &out[in.at];
     if (in.op == kOpTypePointer && in.count >= 4 && w[2] == kClassPushConstant)
       w[2] = new_class;
@@ -129,82 +107,6 @@ std::vector<std::uint32_t> push_constants_to_storage_buffer(std::span<const std:
   if (last_annotation_end == 0) malformed("no decorations (a push-constant block always has Offsets)");
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(last_annotation_end), added.begin(), added.end());
   return out;
-}
-
-namespace {
-
-/// Owns a SPIRV-Cross context (everything it allocates goes with it).
-struct ContextDeleter {
-  void operator()(spvc_context c) const noexcept { spvc_context_destroy(c); }
-};
-using Context = std::unique_ptr<std::remove_pointer_t<spvc_context>, ContextDeleter>;
-
-[[noreturn]] void cross_failed(spvc_context ctx, const std::string& kernel_name, const char* step) {
-  const char* why = spvc_context_get_last_error_string(ctx);
-  fail(ErrorCategory::not_supported,
-       "kernel '" + kernel_name + "' cannot be expressed as OpenGL GLSL (SPIRV-Cross, " + step +
-           "): " + (why && *why ? why : "no message"),
-       "run it on a driver with GL_ARB_gl_spirv (OpenGL 4.6), or on Vulkan, or avoid the construct named.");
-}
-
-/// Returns words with each constant of spec (by SpecId) given its value as its default:
-/// OpSpecConstant's literal replaced, OpSpecConstantTrue/False switched by the value.
-std::vector<std::uint32_t> bake_spec_constants(std::span<const std::uint32_t> words, std::span<const SpecEntry> spec) {
-  std::vector<std::uint32_t> out(words.begin(), words.end());
-  if (spec.empty()) return out;
-  const std::vector<Inst> insts = instructions(words);
-  std::map<std::uint32_t, std::uint32_t> bits_by_result;  // result id -> value
-  for (const Inst& in : insts)
-    if (in.op == kOpDecorate && in.count >= 4 && words[in.at + 2] == kDecoSpecId)
-      for (const SpecEntry& s : spec)
-        if (s.id == words[in.at + 3]) bits_by_result[words[in.at + 1]] = s.bits;
-  for (const Inst& in : insts) {
-    std::uint32_t* w = &out[in.at];
-    if ((in.op == kOpSpecConstantTrue || in.op == kOpSpecConstantFalse) && in.count >= 3) {
-      if (auto it = bits_by_result.find(w[2]); it != bits_by_result.end())
-        w[0] = word(in.count, it->second ? kOpSpecConstantTrue : kOpSpecConstantFalse);
-    } else if (in.op == kOpSpecConstant && in.count >= 4) {
-      // 32-bit constants have one literal word; vgpu's values are all 32-bit.
-      if (auto it = bits_by_result.find(w[2]); it != bits_by_result.end() && in.count == 4) w[3] = it->second;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string to_opengl_glsl(std::span<const std::uint32_t> words, const std::string& entry,
-                           std::span<const SpecEntry> spec, int glsl_version, const std::string& kernel_name) {
-  // GL GLSL has no specialization: each constant's value becomes its default, which
-  // SPIRV-Cross then writes (the local size's constants included).
-  const std::vector<std::uint32_t> baked = bake_spec_constants(words, spec);
-  spvc_context raw = nullptr;
-  if (spvc_context_create(&raw) != SPVC_SUCCESS)
-    fail(ErrorCategory::out_of_memory, "SPIRV-Cross could not create a context.", "free memory and try again.");
-  Context ctx(raw);
-  spvc_parsed_ir ir = nullptr;
-  if (spvc_context_parse_spirv(raw, baked.data(), baked.size(), &ir) != SPVC_SUCCESS)
-    cross_failed(raw, kernel_name, "parsing");
-  spvc_compiler compiler = nullptr;
-  if (spvc_context_create_compiler(raw, SPVC_BACKEND_GLSL, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler) !=
-      SPVC_SUCCESS)
-    cross_failed(raw, kernel_name, "creating the GLSL compiler");
-  if (spvc_compiler_set_entry_point(compiler, entry.c_str(), SpvExecutionModelGLCompute) != SPVC_SUCCESS)
-    fail(ErrorCategory::compile_error, "kernel '" + kernel_name + "' has no compute entry point '" + entry + "'.",
-         "name the module's GLCompute entry point (DialectSource::entry).");
-
-  spvc_compiler_options options = nullptr;
-  if (spvc_compiler_create_compiler_options(compiler, &options) != SPVC_SUCCESS)
-    cross_failed(raw, kernel_name, "options");
-  spvc_compiler_options_set_uint(options, SPVC_COMPILER_OPTION_GLSL_VERSION, static_cast<unsigned>(glsl_version));
-  spvc_compiler_options_set_bool(options, SPVC_COMPILER_OPTION_GLSL_ES, SPVC_FALSE);
-  spvc_compiler_options_set_bool(options, SPVC_COMPILER_OPTION_GLSL_VULKAN_SEMANTICS, SPVC_FALSE);
-  spvc_compiler_install_compiler_options(compiler, options);
-
-  const char* text = nullptr;
-  if (spvc_compiler_compile(compiler, &text) != SPVC_SUCCESS || text == nullptr)
-    cross_failed(raw, kernel_name, "compiling");
-  return std::string(text);
 }
 
 }  // namespace vgpu::shader

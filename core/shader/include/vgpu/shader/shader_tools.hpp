@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // vgpu/shader/shader_tools.hpp — the SPIR-V toolchain the GPU backends share (layer
-// vgpu_shader, core/shader/, built when Vulkan or OpenGL is): GLSL → SPIR-V (shaderc, linked
-// statically), validation (SPIRV-Tools), reflection (SPIRV-Cross), specialization and the
-// OpenGL forms of a Vulkan-flavoured module. Backends include this; core never does.
+// vgpu_shader, core/shader/, built when Vulkan or OpenGL is): GLSL → SPIR-V (shaderc),
+// validation (SPIRV-Tools), reflection (SPIRV-Cross), specialization and the OpenGL forms of a
+// Vulkan-flavoured module. The third-party parts run in the run-time-loaded module
+// libvgpu_shader_toolchain.so (vgpu/shader_toolchain.hpp; core/shader/toolchain/): those
+// functions throw unavailable, with a Fix, where it is missing. Backends include this; core
+// never does.
 // Thread-safety: every function is safe to call from any number of threads at once.
 #pragma once
 
@@ -15,12 +18,13 @@
 #include <vector>
 
 #include "vgpu/kernel_source.hpp"
+#include "vgpu/shader_toolchain.hpp"
 #include "vgpu/specialization.hpp"
 
 namespace vgpu::shader {
 
 /// The client API a module is compiled or validated for.
-enum class TargetEnv { vulkan1_1, vulkan1_2, vulkan1_3, opengl4_5 };
+using toolchain::TargetEnv;
 
 /// Compiles text, a complete GLSL compute shader exactly as the user wrote it (its own
 /// #version, #extension, #pragma, layouts), to SPIR-V for env, with defines as -D; entry is
@@ -39,10 +43,7 @@ std::vector<std::uint32_t> compile_glsl_body(const std::string& assembled_text, 
 std::vector<std::uint32_t> spirv_words(std::string_view bytes, TargetEnv env, const std::string& kernel_name);
 
 /// One constant's final value for a pipeline (what VkSpecializationMapEntry / glSpecializeShader take).
-struct SpecEntry {
-  std::uint32_t id = 0;
-  std::uint32_t bits = 0;
-};
+using toolchain::SpecEntry;
 
 /// Reflects module words (valid SPIR-V) through SPIRV-Cross: the GLCompute entry point entry
 /// (compile_error when missing), its buffer bindings (storage/uniform, access from

@@ -1,21 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/shader/src/glsl_compile.cpp — GLSL → SPIR-V through shaderc's C API (linked statically:
-// Debian's libshaderc.so.1 crashes when linked directly) behind vgpu's error model: the body
-// form (vgpu's prelude, already assembled) and complete shaders taken exactly as written.
-#include "vgpu/shader/shader_tools.hpp"
-
+// core/shader/toolchain/glsl_compile.cpp — GLSL → SPIR-V through shaderc's C API (linked
+// statically: Debian's libshaderc.so.1 crashes when linked directly) behind vgpu's error model.
 #include <shaderc/shaderc.h>
 
 #include <cstring>
 #include <memory>
 
-#include "vgpu/error.hpp"
-#include "vgpu/log.hpp"
+#include "toolchain_impl.hpp"
+#include "vgpu/spirv_instructions.hpp"
 
-namespace vgpu::shader {
+namespace vgpu::toolchain::impl {
 namespace {
-
-constexpr std::uint32_t kSpirvMagic = 0x07230203u;
 
 // One compiler for the process: shaderc_compile_into_spv takes it by const and is documented
 // safe to call from many threads at once, so sharing it needs no lock. A compiler per call is
@@ -67,30 +62,37 @@ std::string_view status_name(shaderc_compilation_status status) {
   return "unknown status";
 }
 
-struct Request {
-  std::string_view text;
-  const std::map<std::string, std::string>* defines = nullptr;
-  shaderc_env_version env = shaderc_env_version_vulkan_1_1;
-  shaderc_target_env target = shaderc_target_env_vulkan;
-  const std::string* kernel_name = nullptr;
-  const char* fix = "";
-  // The body form is optimised as glslc -O builds L3; a complete shader is not: the optimiser
-  // strips OpName, and constants are specialised by name (the driver optimises anyway).
-  shaderc_optimization_level optimization = shaderc_optimization_level_performance;
-};
+shaderc_env_version env_version(TargetEnv env) {
+  switch (env) {
+    case TargetEnv::vulkan1_2:
+      return shaderc_env_version_vulkan_1_2;
+    case TargetEnv::vulkan1_3:
+      return shaderc_env_version_vulkan_1_3;
+    case TargetEnv::opengl4_5:
+      return shaderc_env_version_opengl_4_5;
+    case TargetEnv::vulkan1_1:
+      break;
+  }
+  return shaderc_env_version_vulkan_1_1;
+}
 
-// One compile, its log tagged "<kernel_name>:<line>:" with the line numbers of text itself
-// (shaderc gets text unchanged and defines as -D, so nothing shifts them).
-std::vector<std::uint32_t> compile(const Request& r) {
-  const std::string& kernel_name = *r.kernel_name;
+}  // namespace
+
+// One compile, its log tagged "<kernel_name>:<line>:" with the line numbers of the text itself
+// (shaderc gets the text unchanged and defines as -D, so nothing shifts them).
+std::vector<std::uint32_t> compile_glsl(const GlslRequest& r, std::string* warnings) {
+  const std::string kernel_name(r.kernel_name);
   const shaderc_compiler_t compiler = shared_compiler();
   const std::unique_ptr<shaderc_compile_options, OptionsDeleter> options(shaderc_compile_options_initialize());
   if (!options)
     fail(ErrorCategory::out_of_memory, "shaderc could not allocate compile options.",
          "free host memory and try again.");
   shaderc_compile_options_set_source_language(options.get(), shaderc_source_language_glsl);
-  shaderc_compile_options_set_target_env(options.get(), r.target, r.env);
-  shaderc_compile_options_set_optimization_level(options.get(), r.optimization);
+  shaderc_compile_options_set_target_env(
+      options.get(), r.env == TargetEnv::opengl4_5 ? shaderc_target_env_opengl : shaderc_target_env_vulkan,
+      env_version(r.env));
+  shaderc_compile_options_set_optimization_level(
+      options.get(), r.optimize ? shaderc_optimization_level_performance : shaderc_optimization_level_zero);
   if (r.defines)
     for (const auto& [name, value] : *r.defines)
       shaderc_compile_options_add_macro_definition(options.get(), name.data(), name.size(), value.data(), value.size());
@@ -112,14 +114,13 @@ std::vector<std::uint32_t> compile(const Request& r) {
     problem += ":\n" + (compiler_log.empty() ? std::string("(the compiler gave no log)") : compiler_log);
     fail(ErrorCategory::compile_error, problem, r.fix);
   }
-  if (!compiler_log.empty())
-    log(LogLevel::debug, "GLSL kernel '" + kernel_name + "' compiled with warnings:\n" + compiler_log);
+  *warnings = std::move(compiler_log);
 
   const std::size_t bytes = shaderc_result_get_length(result.get());
   std::vector<std::uint32_t> spirv(bytes / sizeof(std::uint32_t));
   if (bytes != 0)
     std::memcpy(spirv.data(), shaderc_result_get_bytes(result.get()), spirv.size() * sizeof(std::uint32_t));
-  if (bytes % sizeof(std::uint32_t) != 0 || spirv.size() < 5 || spirv[0] != kSpirvMagic)
+  if (bytes % sizeof(std::uint32_t) != 0 || spirv.size() < 5 || spirv[0] != spirv::kMagic)
     fail(ErrorCategory::internal,
          "shaderc returned " + std::to_string(bytes) + " bytes that are not SPIR-V for GLSL kernel '" + kernel_name +
              "'.",
@@ -127,42 +128,4 @@ std::vector<std::uint32_t> compile(const Request& r) {
   return spirv;
 }
 
-}  // namespace
-
-std::vector<std::uint32_t> compile_glsl_body(const std::string& assembled_text, const std::string& kernel_name) {
-  Request r;
-  r.text = assembled_text;
-  r.kernel_name = &kernel_name;
-  r.fix = "fix the GLSL error at the line shown (line numbers count from the first line of the GLSL source).";
-  return compile(r);
-}
-
-std::vector<std::uint32_t> compile_glsl_shader(std::string_view text, const std::map<std::string, std::string>& defines,
-                                               TargetEnv env, const std::string& kernel_name) {
-  Request r;
-  r.text = text;
-  r.defines = &defines;
-  r.kernel_name = &kernel_name;
-  r.optimization = shaderc_optimization_level_zero;
-  r.fix =
-      "fix the GLSL error at the line shown (line numbers are those of the shader text as given, its "
-      "#version line being line 1).";
-  switch (env) {
-    case TargetEnv::vulkan1_1:
-      r.env = shaderc_env_version_vulkan_1_1;
-      break;
-    case TargetEnv::vulkan1_2:
-      r.env = shaderc_env_version_vulkan_1_2;
-      break;
-    case TargetEnv::vulkan1_3:
-      r.env = shaderc_env_version_vulkan_1_3;
-      break;
-    case TargetEnv::opengl4_5:
-      r.target = shaderc_target_env_opengl;
-      r.env = shaderc_env_version_opengl_4_5;
-      break;
-  }
-  return compile(r);
-}
-
-}  // namespace vgpu::shader
+}  // namespace vgpu::toolchain::impl

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/shader/src/reflect.cpp — a module's interface through SPIRV-Cross's C API: bindings,
+// core/shader/toolchain/reflect.cpp — a module's interface through SPIRV-Cross's C API: bindings,
 // push constants, local size, specialization constants and capabilities.
 #include <spirv_cross_c.h>
 
@@ -7,11 +7,10 @@
 #include <memory>
 #include <set>
 
-#include "spirv_patch.hpp"
+#include "toolchain_impl.hpp"
 #include "vgpu/error.hpp"
-#include "vgpu/shader/shader_tools.hpp"
 
-namespace vgpu::shader {
+namespace vgpu::toolchain::impl {
 namespace {
 
 struct ContextDeleter {
@@ -249,4 +248,4 @@ KernelReflection reflect(std::span<const std::uint32_t> words, const std::string
   return out;
 }
 
-}  // namespace vgpu::shader
+}  // namespace vgpu::toolchain::impl

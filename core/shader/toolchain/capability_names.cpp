@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/shader/src/capability_names.cpp — SPIR-V capability names for messages and reflection,
+// core/shader/toolchain/capability_names.cpp — SPIR-V capability names for messages and reflection,
 // one per value (the first spelling spirv.h gives; later aliases name the same capability).
 // Generated once from SPIRV-Headers' spirv.h (unified1); a newer capability reads "Capability<n>".
 #include <map>
 
-#include "spirv_patch.hpp"
+#include "toolchain_impl.hpp"
 
-namespace vgpu::shader {
+namespace vgpu::toolchain::impl {
 
 std::string capability_name(std::uint32_t capability) {
   static const std::map<std::uint32_t, const char*> kNames{
@@ -221,4 +221,4 @@ std::string capability_name(std::uint32_t capability) {
   return it == kNames.end() ? "Capability" + std::to_string(capability) : std::string(it->second);
 }
 
-}  // namespace vgpu::shader
+}  // namespace vgpu::toolchain::impl
