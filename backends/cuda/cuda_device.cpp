@@ -131,12 +131,7 @@ bool CudaDevice::try_sync(const Deadline& deadline) {
       if (r == CUDA_SUCCESS) break;
       if (r != CUDA_ERROR_NOT_READY) fail_cu(fn_, r, "cuStreamQuery");
       if (deadline.expired()) return false;
-      const auto waited = std::chrono::steady_clock::now() - start;
-      if (waited < std::chrono::microseconds(200))
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(
-            std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
+      pause_while_polling(start);
     }
   }
   upload_head_ = 0;  // nothing queued reads the upload ring any more

@@ -296,14 +296,8 @@ bool CudaDevice::try_wait_event(CUevent event, const Deadline& deadline) {
     if (r == CUDA_SUCCESS) return true;
     if (r != CUDA_ERROR_NOT_READY) check(r, "cuEventQuery");
     if (deadline.expired()) return false;
-    // A chunk's DMA takes tens of microseconds: spin (yielding) at first, then sleep a growing
-    // fraction of the time waited (the kernel before the first readback may take long).
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (waited < std::chrono::microseconds(200))
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(
-          std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
+    // A chunk's DMA takes tens of microseconds; the kernel before the first readback may take long.
+    pause_while_polling(start);
   }
 }
 

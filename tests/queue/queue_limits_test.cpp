@@ -15,6 +15,7 @@
 #include "queue/queue_suite.hpp"
 #include "support/expect_error.hpp"
 #include "support/queue_test_kernel.hpp"
+#include "support/cpu_variant_backend.hpp"
 #include "support/test_backend.hpp"
 
 namespace vgpu_test {
@@ -26,50 +27,22 @@ bool cpu_under_test() {
   return false;
 }
 
-// A backend whose one device is the CPU device with a small buffer limit and group-count limit,
-// and optionally a loop limit and group-count limit along y (lanes) as a software GPU has.
-class LimitedBackend final : public vgpu::ComputeBackend {
- public:
-  LimitedBackend(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x, std::uint32_t max_loops = 0,
-                 std::uint32_t max_groups_y = 65535)
-      : cpu_(vgpu::make_cpu_backend()),
-        max_buffer_(max_buffer_bytes),
-        max_groups_(max_groups_x),
-        max_loops_(max_loops),
-        max_groups_y_(max_groups_y) {}
-  vgpu::BackendKind kind() const noexcept override { return kTestBackend; }
-  std::string name() const override { return "test"; }
-  vgpu::BackendStatus status() override { return {kTestBackend, true, true, {}}; }
-  std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }
-  std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t) override {
-    return std::make_unique<ForwardingDevice>(cpu_->open(0), info());
-  }
-
- private:
-  vgpu::DeviceInfo info() const {
-    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
-    d.backend = kTestBackend;
-    d.index = 0;
-    d.name = "limited test device";
-    d.limits.max_buffer_bytes = max_buffer_;
-    d.limits.max_workgroup_count[0] = max_groups_;
-    d.limits.max_workgroup_count[1] = max_groups_y_;
-    d.limits.max_loop_iterations = max_loops_;
-    d.fingerprint = vgpu::make_fingerprint(
-        {{"queue_limited", std::to_string(max_buffer_) + "/" + std::to_string(max_groups_) + "/" +
-                               std::to_string(max_loops_) + "/" + std::to_string(max_groups_y_)}});
-    return d;
-  }
-  std::unique_ptr<vgpu::ComputeBackend> cpu_;
-  std::uint64_t max_buffer_;
-  std::uint32_t max_groups_;
-  std::uint32_t max_loops_, max_groups_y_;
-};
-
+// Options whose one backend's device is the CPU device with a small buffer limit and
+// group-count limit, and optionally a loop limit and group-count limit along y (lanes) as a
+// software GPU has.
 vgpu::RuntimeOptions limited_options(std::uint64_t max_buffer_bytes, std::uint32_t max_groups_x,
                                      std::uint32_t max_loops = 0, std::uint32_t max_groups_y = 65535) {
   vgpu::RuntimeOptions o;
-  o.backends.push_back(std::make_shared<LimitedBackend>(max_buffer_bytes, max_groups_x, max_loops, max_groups_y));
+  o.backends.push_back(std::make_shared<CpuVariantBackend>([=](vgpu::DeviceInfo& d) {
+    d.name = "limited test device";
+    d.limits.max_buffer_bytes = max_buffer_bytes;
+    d.limits.max_workgroup_count[0] = max_groups_x;
+    d.limits.max_workgroup_count[1] = max_groups_y;
+    d.limits.max_loop_iterations = max_loops;
+    d.fingerprint = vgpu::make_fingerprint(
+        {{"queue_limited", std::to_string(max_buffer_bytes) + "/" + std::to_string(max_groups_x) + "/" +
+                               std::to_string(max_loops) + "/" + std::to_string(max_groups_y)}});
+  }));
   return o;
 }
 

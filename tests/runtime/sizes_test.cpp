@@ -15,6 +15,7 @@
 #include "support/expect_error.hpp"
 #include "support/forwarding_device.hpp"
 #include "support/kernel_sources.hpp"
+#include "support/cpu_variant_backend.hpp"
 #include "support/test_backend.hpp"
 #include "vgpu/vgpu.hpp"
 
@@ -58,29 +59,13 @@ vgpu::Kernel empty_kernel(vgpu::Device& device) {
 }
 
 // A backend whose one device is the CPU device claiming 2^32 - 1 workgroups along every axis.
-class WideBackend final : public vgpu::ComputeBackend {
- public:
-  WideBackend() : cpu_(vgpu::make_cpu_backend()) {}
-  vgpu::BackendKind kind() const noexcept override { return kTestBackend; }
-  std::string name() const override { return "test"; }
-  vgpu::BackendStatus status() override { return {kTestBackend, true, true, {}}; }
-  std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }
-  std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t) override {
-    return std::make_unique<ForwardingDevice>(cpu_->open(0), info());
-  }
-
- private:
-  vgpu::DeviceInfo info() const {
-    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
-    d.backend = kTestBackend;
-    d.index = 0;
+std::shared_ptr<vgpu::ComputeBackend> wide_backend() {
+  return std::make_shared<CpuVariantBackend>([](vgpu::DeviceInfo& d) {
     d.name = "wide test device";
     d.limits.max_workgroup_count = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
     d.fingerprint = vgpu::make_fingerprint({{"sizes_wide", "1"}});
-    return d;
-  }
-  std::unique_ptr<vgpu::ComputeBackend> cpu_;
-};
+  });
+}
 
 }  // namespace
 
@@ -182,7 +167,7 @@ TEST_CASE("sizes: a dispatch whose workgroups times local size pass 64 bits is r
   {
     vgpu::RuntimeOptions o = cpu_only();
     o.allowed.clear();
-    o.backends.push_back(std::make_shared<WideBackend>());
+    o.backends.push_back(wide_backend());
     vgpu::Runtime runtime(o);
     vgpu::Device device = runtime.open("test:0");
     device.set_timeout(5s);

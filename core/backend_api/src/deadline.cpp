@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // core/backend_api/src/deadline.cpp — deadlines on the coarse monotonic clock, the timeout error, and
-// CpuWorkgroup::expired().
+// CpuWorkgroup::expired(), the polling pause.
 #include "vgpu/backend/deadline.hpp"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "vgpu/error.hpp"
 #include "vgpu/kernel_source.hpp"
 
 namespace vgpu {
+
+void pause_while_polling(Deadline::Clock::time_point start) {
+  const auto waited = std::chrono::steady_clock::now() - start;
+  if (waited < std::chrono::microseconds(200))
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(waited / 16, std::chrono::milliseconds(1)));
+}
 
 Deadline Deadline::after(std::chrono::milliseconds limit) noexcept {
   Deadline d;

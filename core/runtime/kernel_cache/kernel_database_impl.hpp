@@ -27,60 +27,44 @@ namespace vgpu::detail {
 /// there says. Thread-safety: as KernelDatabase's (every member safe from several threads).
 class KernelDatabaseImpl {
  public:
-  /// Creates a database of kernels on device, with the built-in ops registered.
+  /// As KernelDatabase(Device).
   explicit KernelDatabaseImpl(Device device);
-  /// Creates a database that runs each (id, shape) on the device runtime selects for it
-  /// (measured on first use, persisted; vgpu/selection.hpp), with the built-in ops registered.
+  /// As KernelDatabase(Runtime&).
   explicit KernelDatabaseImpl(Runtime& runtime);
-  /// Selects devices through Runtime::global().
+  /// As KernelDatabase().
   KernelDatabaseImpl();
 
-  /// Registers (or replaces, evicting its kernels) a kernel family under id; stability says
-  /// whether get() must ask the factory on every call (see PlanStability). With selection, the
-  /// factory may also run on the runtime's background thread (a calibration, VGPU_BACKGROUND)
-  /// after the call that started it returned: what it captures by reference must outlive
-  /// Runtime::settle() or the runtime.
+  /// KernelDatabase::add.
   void add(const std::string& id, PlanFactory factory, PlanStability stability = PlanStability::varies);
-  /// Returns the persistent kernel for id at shape, building it on a miss (a kernel whose
-  /// device was lost since is returned as it is: its next call recovers the device); throws invalid_argument for an
-  /// unknown id or a shape the factory rejects.
+  /// KernelDatabase::get.
   std::shared_ptr<PersistentKernel> get(const std::string& id, const Shape& shape);
-
-  /// Runs id at shape on args (get() then the call); with selection, a device failure
-  /// (compile, out of memory, unavailable, or device lost where the kernel's own retry on the
-  /// recovered device failed too) demotes that device for id's size class and the call runs
-  /// again on the next one, down to the CPU; invalid_argument and timeout never do (a timeout
-  /// reaches the caller; if it lost the device, the next call recovers it). A device lost and
-  /// recovered is not demoted, unless it is lost again within 30 s of recovering (a relapse):
-  /// that call's results are still right, and the next calls run on the next device.
+  /// KernelDatabase::call.
   void call(const std::string& id, const Shape& shape, std::span<const TensorArg> args);
-  /// Returns how many get() calls found a kernel already built.
+  /// KernelDatabase::hits.
   std::uint64_t hits() const;
-  /// Returns how many get() calls had to build (compile, allocate, bind) a kernel.
+  /// KernelDatabase::misses.
   std::uint64_t misses() const;
-  /// Returns how many get() calls (call() included) ran on an interim device: the CPU serving
-  /// while their device was being measured in the background (VGPU_BACKGROUND; Runtime::choose).
+  /// KernelDatabase::interim_calls.
   std::uint64_t interim_calls() const;
-  /// Returns the number of kernels held now.
+  /// KernelDatabase::size.
   std::size_t size() const;
-  /// Returns the bytes of device memory the kernels held now keep in their buffers.
+  /// KernelDatabase::buffer_bytes.
   std::uint64_t buffer_bytes() const;
-  /// Returns how many kernels the bounds evicted so far (evict() does not count).
+  /// KernelDatabase::evictions.
   std::uint64_t evictions() const;
-  /// Returns the bounds on the kernels held.
+  /// KernelDatabase::limits.
   PersistentLimits limits() const;
-  /// Sets the bounds on the kernels held, evicting the least recently used beyond them; throws
-  /// invalid_argument for a count outside 1 ... PersistentLimits::kMaxCount or 0 bytes.
+  /// KernelDatabase::set_limits.
   void set_limits(PersistentLimits limits);
-  /// Returns "KernelDB: <hits> hits, <misses> compiles", with ", <n> evictions" once the bounds evicted any.
+  /// KernelDatabase::report.
   std::string report() const;
-  /// Drops every kernel built for id.
+  /// KernelDatabase::evict(id).
   void evict(const std::string& id);
-  /// Drops every kernel.
+  /// KernelDatabase::evict().
   void evict();
-  /// Returns the device kernels are built on (with selection: the device of the last get()).
+  /// KernelDatabase::device.
   Device device() const;
-  /// Returns whether devices are selected per (id, shape) rather than fixed.
+  /// KernelDatabase::selects.
   bool selects() const noexcept { return runtime_ != nullptr; }
 
  private:

@@ -67,6 +67,11 @@ class Deadline {
   std::chrono::milliseconds limit_{0};
 };
 
+/// Pauses between two polls of work begun at start: yields for the first 200 µs (a short
+/// kernel or DMA is caught at once), then sleeps a sixteenth of the time waited so far, at most
+/// 1 ms (a long one costs no CPU). The one polling policy of the backends' waits.
+void pause_while_polling(Deadline::Clock::time_point start);
+
 /// Throws Error(timeout) saying that device ran past deadline's limit while doing what (e.g.
 /// "waiting for submitted work"), with the Fix hint (raise the limit, split the work, check the
 /// kernel for an endless loop); lost adds that the device is now lost and how to get a fresh one.
