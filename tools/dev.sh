@@ -232,29 +232,46 @@ build_fuzz() {
 # keeps what it finds), build/fuzz-corpus/<name> (written by the fuzz_corpus tests) and
 # tests/fuzz/corpus/<name> (committed). Any crash, leak, timeout or sanitizer report fails;
 # the input that caused it is left in build-fuzz/artifacts/. Prints runs, coverage and speed.
+# A target is one process on one core: VGPU_JOBS (2) of them run at once, each its full time.
 run_fuzz() {
-  local seconds=$1 t name log dirs d
+  local seconds=$1 t failed=0
+  mkdir -p "${FUZZ_DIR}/artifacts"
   for t in "${FUZZ_TARGETS[@]}"; do
-    name=vgpu-fuzz-${t//_/-}
-    mkdir -p "${FUZZ_DIR}/corpus/$t" "${FUZZ_DIR}/artifacts"
-    dirs=("${FUZZ_DIR}/corpus/$t")
-    for d in "${BUILD_DIR}/fuzz-corpus/$t" "tests/fuzz/corpus/$t"; do
-      if [[ -d $d ]]; then dirs+=("$d"); fi
-    done
-    log="${FUZZ_DIR}/$name.log"
-    say "fuzzing $name for ${seconds}s (corpora: ${dirs[*]})"
-    if ! "${FUZZ_DIR}/bin/$name" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 \
-      -artifact_prefix="${FUZZ_DIR}/artifacts/$name-" "${dirs[@]}" >"$log" 2>&1; then
-      tail -n 60 "$log" >&2
-      say "$name failed: the log is $log, the input in ${FUZZ_DIR}/artifacts/" >&2
-      return 1
-    fi
-    local done_line runs
-    done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    done_line=${done_line#*DONE}
-    say "$name: ${runs:-?} runs, ${done_line#"${done_line%%[![:space:]]*}"}"
+    while (($(jobs -rp | wc -l) >= ${VGPU_JOBS:-2})); do wait -n || true; done
+    fuzz_one "$seconds" "$t" &
   done
+  wait
+  for t in "${FUZZ_TARGETS[@]}"; do
+    if [[ $(cat "${FUZZ_DIR}/vgpu-fuzz-${t//_/-}.status" 2>/dev/null) != passed ]]; then failed=1; fi
+  done
+  return $failed
+}
+
+# Fuzzes target $2 for $1 seconds (run_fuzz's one job); writes passed or failed to
+# build-fuzz/<name>.status.
+fuzz_one() {
+  local seconds=$1 t=$2 name log dirs d
+  name=vgpu-fuzz-${t//_/-}
+  mkdir -p "${FUZZ_DIR}/corpus/$t"
+  echo failed >"${FUZZ_DIR}/$name.status"
+  dirs=("${FUZZ_DIR}/corpus/$t")
+  for d in "${BUILD_DIR}/fuzz-corpus/$t" "tests/fuzz/corpus/$t"; do
+    if [[ -d $d ]]; then dirs+=("$d"); fi
+  done
+  log="${FUZZ_DIR}/$name.log"
+  say "fuzzing $name for ${seconds}s (corpora: ${dirs[*]})"
+  if ! "${FUZZ_DIR}/bin/$name" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 \
+    -artifact_prefix="${FUZZ_DIR}/artifacts/$name-" "${dirs[@]}" >"$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    say "$name failed: the log is $log, the input in ${FUZZ_DIR}/artifacts/" >&2
+    return 1
+  fi
+  local done_line runs
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  done_line=${done_line#*DONE}
+  say "$name: ${runs:-?} runs, ${done_line#"${done_line%%[![:space:]]*}"}"
+  echo passed >"${FUZZ_DIR}/$name.status"
 }
 
 # Runs every benchmark executable build/bin/vgpu-bench-*.

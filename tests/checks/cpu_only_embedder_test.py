@@ -17,8 +17,9 @@ import subprocess
 import sys
 import tempfile
 
+# The sanitizers' runtimes too: a VGPU_SANITIZE build (tools/dev.sh sanitize) instruments libvgpu.
 ALLOWED = re.compile(r"^(libtbb\.so\.\d+|libxxhash\.so\.\d+|libstdc\+\+\.so\.6|libm\.so\.6|libgcc_s\.so\.1|"
-                     r"libc\.so\.6|ld-linux[-\w.]*\.so\.\d+)$")
+                     r"libc\.so\.6|ld-linux[-\w.]*\.so\.\d+|lib[almt]san\.so\.\d+|libubsan\.so\.\d+)$")
 TOOLCHAIN = "libvgpu_shader_toolchain.so"
 
 
