@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
       std::vector<float> c_ref(elems), c_call(elems), c_kernel(elems);
 
       // Raw device path: compile, allocate, upload and bind once; the timed part is dispatch + sync.
-      KernelPlan plan = ops::matmul(dev.info(), n, n, n);
+      KernelPlan plan = ops::matmul(dev, n, n, n);
       Kernel kernel = dev.compile(plan.source, plan.options);
       Buffer ba = dev.create_buffer(bytes), bb = dev.create_buffer(bytes), bc = dev.create_buffer(bytes);
       dev.write(ba, a.data(), bytes);

@@ -81,12 +81,12 @@ int main(int argc, char** argv) {
     for (const std::uint64_t n : {std::uint64_t{16}, std::uint64_t{256}}) {
       auto data = std::make_shared<MatmulData>(n);
       const auto n32 = static_cast<std::uint32_t>(n);
-      auto pk = std::make_unique<PersistentKernel>(dev, ops::matmul(dev.info(), n32, n32, n32));
+      auto pk = std::make_unique<PersistentKernel>(dev, ops::matmul(dev, n32, n32, n32));
       PersistentKernel* steady = pk.get();
       keep.push_back(std::move(pk));
 
       // The compute alone, for scale: dispatch + sync on buffers bound once, no copies.
-      KernelPlan plan = ops::matmul(dev.info(), n32, n32, n32);
+      KernelPlan plan = ops::matmul(dev, n32, n32, n32);
       Kernel kernel = dev.compile(plan.source, plan.options);
       const std::uint64_t bytes = n * n * sizeof(float);
       Buffer ba = dev.create_buffer(bytes), bb = dev.create_buffer(bytes), bc = dev.create_buffer(bytes);
@@ -96,13 +96,13 @@ int main(int argc, char** argv) {
 
       auto fa = [&] { data->call(*steady); };
       auto fb = [&] {
-        PersistentKernel fresh(dev, ops::matmul(dev.info(), n32, n32, n32));
+        PersistentKernel fresh(dev, ops::matmul(dev, n32, n32, n32));
         data->call(fresh);
       };
       auto fc = [&] {
         Runtime cold(cpu_only());
         Device d = cold.open("cpu:0");
-        PersistentKernel fresh(d, ops::matmul(d.info(), n32, n32, n32));
+        PersistentKernel fresh(d, ops::matmul(d, n32, n32, n32));
         data->call(fresh);
       };
       auto fk = [&] {
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     std::cout << "## (d) cache hits, per call; median (min)\n\n";
     {
       auto data = std::make_shared<MatmulData>(16);
-      KernelPlan plan16 = ops::matmul(dev.info(), 16, 16, 16);
+      KernelPlan plan16 = ops::matmul(dev, 16, 16, 16);
       (void)dev.compile(plan16.source, plan16.options);
       KernelDatabase db(dev);
       (void)db.get("matmul", {16, 16, 16});
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
       cache.matmul(data->a.data(), data->b.data(), data->c.data(), 16, 16, 16);
 
       auto f_compile = [&] { (void)dev.compile(plan16.source, plan16.options); };
-      auto f_plan = [&] { (void)ops::matmul(dev.info(), 16, 16, 16); };
+      auto f_plan = [&] { (void)ops::matmul(dev, 16, 16, 16); };
       auto f_get = [&] { (void)db.get("matmul", {16, 16, 16}); };
       auto f_cache = [&] { cache.matmul(data->a.data(), data->b.data(), data->c.data(), 16, 16, 16); };
       auto f_steady = [&] { data->call(*keep.front()); };

@@ -71,7 +71,7 @@ double matmul_gflops(vgpu::Device& dev, const vgpu::KernelPlan& plan, std::uint3
 }
 
 double matmul_gflops(vgpu::Device& dev, std::uint32_t n, int reps, double* max_err) {
-  return matmul_gflops(dev, vgpu::ops::matmul(dev.info(), n, n, n), n, reps, max_err);
+  return matmul_gflops(dev, vgpu::ops::matmul(dev, n, n, n), n, reps, max_err);
 }
 
 // A copy of the built-in matmul made unique by a define, so nothing (L1, L2, L3) knows it:
@@ -122,7 +122,7 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
 
   // Steady PersistentKernel round trips and the recompile-each-call way, N = 16 and 256.
   for (std::uint32_t n : {16u, 256u}) {
-    vgpu::PersistentKernel pk(dev, vgpu::ops::matmul(info, n, n, n));
+    vgpu::PersistentKernel pk(dev, vgpu::ops::matmul(dev, n, n, n));
     auto a = vb::random_floats(std::size_t(n) * n, 3), b = vb::random_floats(std::size_t(n) * n, 4);
     std::vector<float> c(std::size_t(n) * n);
     auto call = [&](vgpu::PersistentKernel& k) {
@@ -130,7 +130,7 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
          vgpu::TensorArg(c.data(), {n, n})});
     };
     // The same N×N product as separate calls on separate buffers: what round_trip saves.
-    vgpu::KernelPlan plan = vgpu::ops::matmul(info, n, n, n);
+    vgpu::KernelPlan plan = vgpu::ops::matmul(dev, n, n, n);
     vgpu::Kernel k = dev.compile(plan.source, plan.options);
     const std::uint64_t bytes = std::uint64_t(n) * n * 4;
     vgpu::Buffer A = dev.create_buffer(bytes), B = dev.create_buffer(bytes), C = dev.create_buffer(bytes);
@@ -229,7 +229,7 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
       std::vector<std::string> offered;
       for (const vgpu::OpTuning& c : info.op_tuner->candidates(shape, info)) offered.push_back(c.variant);
       // The plan's own choice: measured once per device and size class (VGPU_TUNE=measure).
-      const vgpu::KernelPlan planned = vgpu::ops::matmul(info, n, n, n);
+      const vgpu::KernelPlan planned = vgpu::ops::matmul(dev, n, n, n);
       for (const auto& t : vgpu::cuda::cuda_matmul_tilings()) {
         vgpu::DeviceInfo forced = info;
         forced.op_tuner = vgpu::cuda::cuda_op_tuner(t.name());
@@ -259,7 +259,7 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
       for (const vgpu::OpTuning& c : info.op_tuner->candidates(shape, info)) offered.push_back(c.variant);
       // The plan's own choice: measured once per device and size class (VGPU_TUNE=measure), so
       // the table shows whether the measurement beat the rule.
-      const vgpu::KernelPlan planned = vgpu::ops::matmul(info, n, n, n);
+      const vgpu::KernelPlan planned = vgpu::ops::matmul(dev, n, n, n);
       std::string chosen = rule;
       for (const auto& t : vgpu::kernels::glsl_matmul_tilings())
         if (t.tuning().options.defines == planned.options.defines &&
@@ -310,7 +310,7 @@ int profile_one(const std::string& what) {
   for (const auto& info : vgpu::Runtime::global().devices()) {
     if (info.backend != vgpu::BackendKind::cuda) continue;
     vgpu::Device dev = vgpu::Runtime::global().open(info);
-    const vgpu::KernelPlan plan = vgpu::ops::matmul(info, n, n, n);
+    const vgpu::KernelPlan plan = vgpu::ops::matmul(dev, n, n, n);
     double err = 0;
     const double gf = matmul_gflops(dev, plan, n, 2, &err);
     std::cout << info.id() << " vgpu matmul N=" << n << " tiling "

@@ -77,23 +77,22 @@ int main(int argc, char** argv) {
         nlohmann::json row{{"device", info.id()}, {"device_name", info.name}, {"op", c.op}, {"size", c.size}};
         std::cout << std::setw(10) << info.id() << std::setw(8) << c.op << std::setw(8) << c.size << std::flush;
         try {
-          const vgpu::PlanFactory factory = [op = c.op](const vgpu::DeviceInfo& d, const vgpu::Shape& s) {
-            return vgpu::ops::plan(op, d, s);
-          };
+          // The built-in factory: on each device, the variant measured there (as KernelDatabase runs).
+          const vgpu::PlanFactory factory = vgpu::detail::builtin_plan_factory(c.op);
           const std::uint64_t work = vgpu::selection_work(c.op, c.shape);
           vgpu::detail::HostDataPool data;
-          const std::optional<model::Model> m = cal::fit_model(c.op, c.shape, factory, info, dev, data);
+          const std::optional<model::Model> m = cal::fit_model(c.op, c.shape, factory, dev, data);
           const double predicted = m ? m->predict(model::op_cost(c.op, c.shape)) : 0;
           double old = 0;
           const cal::Request req{c.op, c.shape, factory, work};
           if (const auto p = cal::probe_shape(req))
-            old = cal::time_at(factory, info, dev, *p, data) * double(work) / double(vgpu::selection_work(c.op, *p));
+            old = cal::time_at(factory, dev, *p, data) * double(work) / double(vgpu::selection_work(c.op, *p));
           double measured = 0;
           std::string skipped;
           if (predicted > kSkipSeconds)
             skipped = "not measured: the model predicts " + vb::fmt_time(predicted) + " > 10 s";
           else
-            measured = cal::time_at(factory, info, dev, c.shape, data);
+            measured = cal::time_at(factory, dev, c.shape, data);
           std::string probes;
           if (m)
             for (const auto& pt : m->probes) probes += (probes.empty() ? "" : " ") + vgpu::to_string(pt.shape);

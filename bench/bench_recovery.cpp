@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     warm_options.forced_device = info.id();
     Runtime warm(warm_options);
     Device device = warm.open(info.id());
-    PersistentKernel pk(device, ops::plan("matmul", device.info(), {kN, kN, kN}));
+    PersistentKernel pk(device, ops::plan("matmul", device, {kN, kN, kN}));
     all_right &= data.run(pk);  // compiled once: the artifact is in L2 (where the backend keeps one)
     std::vector<double> recovery, cold;
     CounterSnapshot over;
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
       {
         Runtime fresh(cold_options);
         Device d = fresh.open(info.id());
-        PersistentKernel cold_pk(d, ops::plan("matmul", d.info(), {kN, kN, kN}));
+        PersistentKernel cold_pk(d, ops::plan("matmul", d, {kN, kN, kN}));
         all_right &= data.run(cold_pk);
         cold.push_back(vb::seconds_since(t1));
       }

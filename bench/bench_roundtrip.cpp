@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       const std::uint64_t n = 16;
       auto a = vb::random_floats(n * n, 1), b = vb::random_floats(n * n, 2);
       std::vector<float> c(n * n);
-      vgpu::PersistentKernel mm(dev, vgpu::ops::matmul(dev.info(), 16, 16, 16));
+      vgpu::PersistentKernel mm(dev, vgpu::ops::matmul(dev, 16, 16, 16));
       auto f_mm = [&] {
         mm({vgpu::TensorArg(a.data(), {n, n}), vgpu::TensorArg(b.data(), {n, n}), vgpu::TensorArg(c.data(), {n, n})});
       };
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
         for (const std::uint64_t big : {std::uint64_t{1024}, std::uint64_t{4096}}) {
           auto la = vb::random_floats(big * big, 6), lb = vb::random_floats(big * big, 7);
           std::vector<float> lc(big * big);
-          vgpu::PersistentKernel lmm(dev, vgpu::ops::matmul(dev.info(), big, big, big));
+          vgpu::PersistentKernel lmm(dev, vgpu::ops::matmul(dev, big, big, big));
           auto f_big = [&] {
             lmm({vgpu::TensorArg(la.data(), {big, big}), vgpu::TensorArg(lb.data(), {big, big}),
                  vgpu::TensorArg(lc.data(), {big, big})});

@@ -184,7 +184,7 @@ void measure(CaseResult& r, vgpu::Runtime& rt, const vb::Options& o) {
         std::find(r.process_choices.begin(), r.process_choices.end(), c.device) != r.process_choices.end();
     if (!(c.eligible && c.runs > 0) && c.device != r.chosen && !chosen_elsewhere) continue;
     vgpu::Device dev = rt.open(c.device);
-    vgpu::KernelPlan plan = vgpu::ops::plan(r.spec.op, dev.info(), r.spec.shape);
+    vgpu::KernelPlan plan = vgpu::ops::plan(r.spec.op, dev, r.spec.shape);
     const auto sig = signature_of(plan);
     auto it = std::find_if(datas.begin(), datas.end(), [&](const auto& d) { return d->signature == sig; });
     if (it == datas.end()) {

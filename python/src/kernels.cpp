@@ -201,7 +201,7 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
     {
       py::gil_scoped_release release;
       if (!dev) dev = Runtime::global().select(op_name, s);
-      plan = ops::plan(op_name, dev.info(), s);
+      plan = ops::plan(op_name, dev, s);
     }
     return finish(std::move(dev), std::move(plan), nullptr);
   }

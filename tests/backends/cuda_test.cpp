@@ -32,7 +32,7 @@ BACKEND_CASE(cuda, "L3: every built-in op loads from the embedded fatbin, with n
     // fresh device: each must come from the fatbin too, with no NVRTC compile.
     vgpu::Runtime measuring(vgpu::test::only(vgpu::BackendKind::cuda));
     vgpu::Device device = measuring.open("cuda:0");
-    const vgpu::KernelPlan p = vgpu::ops::matmul(device.info(), 2048, 2048, 2048);
+    const vgpu::KernelPlan p = vgpu::ops::matmul(device, 2048, 2048, 2048);
     device.compile(p.source, p.options);
     CHECK(device.counters().source_compiles == 0);
     CHECK(device.counters().l3_hits >= 1);

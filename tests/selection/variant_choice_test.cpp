@@ -19,6 +19,8 @@
 #include "support/expect_error.hpp"
 #include "support/logged_runtime.hpp"
 #include "support/scoped_env.hpp"
+#include "builtin_plans.hpp"
+#include "device_core.hpp"
 #include "variant_choice.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
@@ -105,7 +107,7 @@ constexpr std::uint32_t kM = 128, kK = 64, kN = 128;  // four candidates on a so
 // One matmul plan at the test shape on id through a runtime on dir; returns its variant.
 std::string plan_once(Logged& l, const std::string& id) {
   vgpu::Device dev = l.runtime.open(id);
-  const vgpu::KernelPlan p = vgpu::ops::matmul(dev.info(), kM, kK, kN);
+  const vgpu::KernelPlan p = vgpu::ops::matmul(dev, kM, kK, kN);
   return variant_of(p, dev.info(), vgpu::OpShape{"matmul", kM, kK, kN});
 }
 
@@ -268,7 +270,7 @@ TEST_CASE("matmul is right under the measured variant at awkward shapes") {
          {Mkn{1, 17, 1000}, Mkn{17, 1000, 17}, Mkn{1000, 17, 100}, Mkn{100, 1000, 17}, Mkn{17, 17, 17}, Mkn{1, 1, 1}}) {
       INFO(id << " " << s.m << "x" << s.k << "x" << s.n);
       const auto before = dev.counters().variant_measurements;
-      const vgpu::KernelPlan plan = vgpu::ops::matmul(dev.info(), s.m, s.k, s.n);
+      const vgpu::KernelPlan plan = vgpu::ops::matmul(dev, s.m, s.k, s.n);
       const vgpu::OpShape shape{"matmul", s.m, s.k, s.n};
       const std::size_t offered = dev.info().op_tuner->candidates(shape, dev.info()).size();
       CHECK(dev.counters().variant_measurements - before == (offered > 1 ? offered : 0));
@@ -335,7 +337,7 @@ TEST_CASE("a variant that fails while measuring is skipped and never chosen") {
   vgpu::DeviceInfo info = dev.info();
   info.op_tuner = std::make_shared<BreakingTuner>(dev.info().op_tuner, false);
   const vgpu::OpShape shape{"matmul", kM, kK, kN};
-  const vgpu::KernelPlan p = vgpu::ops::matmul(info, kM, kK, kN);
+  const vgpu::KernelPlan p = vgpu::detail::matmul_measured(info, vgpu::detail::DeviceAccess::core(dev), kM, kK, kN);
   INFO(l.all());
   const std::string chosen = variant_of(p, info, shape);
   CHECK(!chosen.empty());
@@ -351,14 +353,14 @@ TEST_CASE("a variant that fails while measuring is skipped and never chosen") {
   vgpu::Device dev2 = l2.runtime.open(ids[0]);
   vgpu::DeviceInfo info2 = dev2.info();
   info2.op_tuner = std::make_shared<BreakingTuner>(dev2.info().op_tuner, true);
-  const vgpu::KernelPlan p2 = vgpu::ops::matmul(info2, kM, kK, kN);
+  const vgpu::KernelPlan p2 = vgpu::detail::matmul_measured(info2, vgpu::detail::DeviceAccess::core(dev2), kM, kK, kN);
   INFO(l2.all());
   CHECK(variant_of(p2, info2, shape) == "broken-rule");
   CHECK(l2.count("every variant of matmul 128x64x128 failed on " + ids[0]) == 1);
   CHECK(variant_entries(dir2.path).empty());
   // The rest of the process keeps the rule's pick without measuring again.
   const auto before = dev2.counters().variant_measurements;
-  vgpu::ops::matmul(info2, kM, kK, kN);
+  vgpu::detail::matmul_measured(info2, vgpu::detail::DeviceAccess::core(dev2), kM, kK, kN);
   CHECK(dev2.counters().variant_measurements == before);
   CHECK(l2.count("every variant") == 1);
 }
@@ -378,7 +380,7 @@ TEST_CASE("threads planning one shape at once measure it once") {
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < got.size(); ++i)
     threads.emplace_back([&, i] {
-      got[i] = variant_of(vgpu::ops::matmul(info, kM, kK, kN), info, vgpu::OpShape{"matmul", kM, kK, kN});
+      got[i] = variant_of(vgpu::ops::matmul(dev, kM, kK, kN), info, vgpu::OpShape{"matmul", kM, kK, kN});
     });
   for (auto& t : threads) t.join();
   INFO(l.all());
@@ -434,7 +436,7 @@ TEST_CASE("a variant that computes a wrong result is never chosen, and the store
     // 256x64x256: the real tilings run 4 to 64 workgroups, the wrong one a single 32x32 tile,
     // so it is by far the fastest: measured by time alone, it would be chosen.
     const vgpu::OpShape shape{"matmul", 256, 64, 256};
-    const vgpu::KernelPlan p = vgpu::ops::matmul(info, 256, 64, 256);
+    const vgpu::KernelPlan p = vgpu::detail::matmul_measured(info, vgpu::detail::DeviceAccess::core(dev), 256, 64, 256);
     INFO(l.all());
     const std::string chosen = variant_of(p, info, shape);
     CHECK(!chosen.empty());

@@ -108,7 +108,7 @@ DeviceBench bench_device(Runtime& runtime, const DeviceInfo& info, const BenchOp
     }
     for (std::uint32_t size : o.quick ? std::vector<std::uint32_t>{64, 256} : std::vector<std::uint32_t>{256, 1024}) {
       progress(r.id, i, n, "matmul " + std::to_string(size));
-      const KernelPlan plan = ops::matmul(info, size, size, size);
+      const KernelPlan plan = ops::matmul(dev, size, size, size);
       Kernel k = dev.compile(plan.source, plan.options);
       const std::uint64_t bytes = std::uint64_t(size) * size * 4;
       Buffer A = dev.create_buffer(bytes), B = dev.create_buffer(bytes), C = dev.create_buffer(bytes);

@@ -85,7 +85,7 @@ std::optional<VariantShown> show_variant(const Selection& s) {
   const OpShape shape{"matmul", s.shape[0], s.shape[1], s.shape[2]};
   const std::vector<OpTuning> cands = info.op_tuner->candidates(shape, info);
   const CounterSnapshot before = dev.counters();
-  const KernelPlan plan = ops::matmul(info, static_cast<std::uint32_t>(s.shape[0]),
+  const KernelPlan plan = ops::matmul(dev, static_cast<std::uint32_t>(s.shape[0]),
                                       static_cast<std::uint32_t>(s.shape[1]), static_cast<std::uint32_t>(s.shape[2]));
   const CounterSnapshot delta = dev.counters() - before;
   VariantShown v;

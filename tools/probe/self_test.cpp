@@ -94,7 +94,7 @@ SelfTestResult run_self_test(Runtime& runtime, const DeviceInfo& device) {
   const auto start = Clock::now();
   try {
     Device dev = runtime.open(device);
-    PersistentKernel kernel(dev, ops::matmul(dev.info(), n, n, n));
+    PersistentKernel kernel(dev, ops::matmul(dev, n, n, n));
     r.build_seconds = seconds_since(start);
     const auto run_start = Clock::now();
     kernel({TensorArg(a.data(), {n, n}), TensorArg(b.data(), {n, n}), TensorArg(c.data(), {n, n})});

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "reflected_bindings.hpp"
-#include "variant_choice.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -233,7 +232,6 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
       clock_(host_->impl().timing_clock()),
       l1_(config.l1_capacity) {
   host_->impl().set_timeout(config.timeout);  // also for a backend made without the runtime's settings
-  register_open_device(*this);                // ops plans reach the device to measure variants (variant_choice.hpp)
 }
 
 template <class State>
@@ -245,7 +243,7 @@ void DeviceCore::enlist(std::vector<std::weak_ptr<State>>& list, const std::shar
 }
 
 // The L1 cache's kernels are retired to the host, which outlives this core while handles live.
-DeviceCore::~DeviceCore() { unregister_open_device(*this); }
+DeviceCore::~DeviceCore() = default;
 
 namespace {
 

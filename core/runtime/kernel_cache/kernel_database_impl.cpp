@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "device_core.hpp"
+#include "builtin_plans.hpp"
 #include "plan_hash.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
@@ -115,10 +116,10 @@ KernelDatabaseImpl::KernelDatabaseImpl(Runtime& runtime) : runtime_(&runtime) {
 KernelDatabaseImpl::KernelDatabaseImpl() : KernelDatabaseImpl(Runtime::global()) {}
 
 void KernelDatabaseImpl::register_builtins() {
-  // A built-in plan is a function of (DeviceInfo, shape) only, so it is looked up by key.
+  // A built-in plan is a function of (device, shape) only (its variant is measured once per
+  // device and size class), so it is looked up by key.
   for (const std::string& op : ops::names())
-    factories_[op] = Factory{[op](const DeviceInfo& info, const Shape& shape) { return ops::plan(op, info, shape); },
-                             PlanStability::fixed, ++generation_};
+    factories_[op] = Factory{builtin_plan_factory(op), PlanStability::fixed, ++generation_};
 }
 
 Device KernelDatabaseImpl::device() const {
@@ -217,7 +218,7 @@ std::shared_ptr<PersistentKernel> KernelDatabaseImpl::build_locked(std::unique_l
   return flights_.run(
       lock, key,
       [&] {
-        if (!plan) plan = std::make_unique<KernelPlan>(make(device.info(), shape));
+        if (!plan) plan = std::make_unique<KernelPlan>(plan_on(make, device, shape));
         return std::make_shared<PersistentKernel>(device, std::move(*plan));
       },
       [&](std::shared_ptr<PersistentKernel>* kernel, const std::exception_ptr&) {
@@ -282,7 +283,7 @@ std::shared_ptr<PersistentKernel> KernelDatabaseImpl::lookup(const std::string& 
     const PlanFactory make = f.make;
     const std::uint64_t generation = f.generation;
     lock.unlock();
-    auto plan = std::make_unique<KernelPlan>(make(device.info(), shape));
+    auto plan = std::make_unique<KernelPlan>(plan_on(make, device, shape));
     const std::uint64_t content =
         detail::plan_content_hash(id + "@" + device.info().id() + "#" + device.info().fingerprint.hex(), shape, *plan);
     lock.lock();

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "builtin_plans.hpp"
+#include "device_core.hpp"
 #include "variant_choice.hpp"
 #include "vgpu/kernels/cuda_source.hpp"
 #include "vgpu/kernels/glsl_source.hpp"
@@ -250,9 +252,9 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
   return p;
 }
 
-}  // namespace
-
-KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
+// The matmul plan; with core, the variant measured on that open device (variant_choice.hpp).
+KernelPlan matmul_on(const DeviceInfo& dev, detail::DeviceCore* core, std::uint32_t m, std::uint32_t k,
+                     std::uint32_t n) {
   require_positive("matmul", "M", m);
   require_positive("matmul", "K", k);
   require_positive("matmul", "N", n);
@@ -266,10 +268,20 @@ KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::
          "the " + std::string(to_string(dev.backend)) + " backend offered no matmul variant for " + dev.id() + ".",
          "report this with the output of vgpu-probe.");
   std::size_t pick = 0;
-  if (candidates.size() > 1)
-    pick =
-        detail::choose_variant(dev, shape, candidates, [&](const OpTuning& t) { return matmul_plan(dev, m, k, n, t); });
+  if (core && candidates.size() > 1)
+    pick = detail::choose_variant(*core, shape, candidates,
+                                  [&](const OpTuning& t) { return matmul_plan(dev, m, k, n, t); });
   return matmul_plan(dev, m, k, n, std::move(candidates[pick]));
+}
+
+}  // namespace
+
+KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
+  return matmul_on(dev, nullptr, m, k, n);
+}
+
+KernelPlan matmul(const Device& device, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
+  return matmul_on(device.info(), &detail::DeviceAccess::core(device), m, k, n);
 }
 
 KernelPlan axpy(const DeviceInfo& dev, std::uint64_t n) { return elementwise("axpy", dev, n, true); }
@@ -427,6 +439,14 @@ void check_shape(const std::string& op, const Shape& shape) {
   fail(ErrorCategory::invalid_argument, "unknown op '" + op + "'.", "use one of: " + known + ".");
 }
 
+KernelPlan plan(const std::string& op, const Device& device, const Shape& shape) {
+  check_shape(op, shape);
+  if (op == "matmul")
+    return matmul(device, to_u32("matmul", "M", shape[0]), to_u32("matmul", "K", shape[1]),
+                  to_u32("matmul", "N", shape[2]));
+  return plan(op, device.info(), shape);  // one variant each: nothing to measure
+}
+
 KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape) {
   check_shape(op, shape);
   auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
@@ -439,3 +459,12 @@ KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape
 }
 
 }  // namespace vgpu::ops
+
+namespace vgpu::detail {
+
+KernelPlan matmul_measured(const DeviceInfo& info, DeviceCore& core, std::uint32_t m, std::uint32_t k,
+                           std::uint32_t n) {
+  return ops::matmul_on(info, &core, m, k, n);
+}
+
+}  // namespace vgpu::detail

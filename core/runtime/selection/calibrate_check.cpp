@@ -90,7 +90,7 @@ bool ResultChecker::judge(Candidate& cand, const KernelPlan& plan, const CallDat
 bool ResultChecker::check_apart(Candidate& cand, Device& device, HostDataPool& data) {
   KernelPlan plan;
   try {
-    plan = r_.factory(cand.info, shape_);
+    plan = plan_on(r_.factory, device, shape_);
   } catch (const Error&) {
     return true;  // it cannot build the probe's shape: checked nowhere, as a predicted device
   }

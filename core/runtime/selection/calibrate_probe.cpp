@@ -38,9 +38,8 @@ std::optional<Shape> probe_shape(const Request& r) {
   return scaled_to(r.shape, r.work, double(probe_work(r.op)));
 }
 
-double time_at(const PlanFactory& factory, const DeviceInfo& info, Device& device, const Shape& shape,
-               HostDataPool& data) {
-  KernelPlan plan = factory(info, shape);
+double time_at(const PlanFactory& factory, Device& device, const Shape& shape, HostDataPool& data) {
+  KernelPlan plan = plan_on(factory, device, shape);
   PersistentKernel pk(device, plan);
   CallData& args = data.for_plan(plan);
   pk(args.args);  // warm-up: first-use costs stay out of the model's fixed cost
@@ -55,7 +54,7 @@ double time_at(const PlanFactory& factory, const DeviceInfo& info, Device& devic
 }
 
 std::optional<model::Model> fit_model(const std::string& op, const Shape& shape, const PlanFactory& factory,
-                                      const DeviceInfo& info, Device& device, HostDataPool& data) {
+                                      Device& device, HostDataPool& data) {
   const std::uint64_t work = selection_work(op, shape);
   std::vector<model::Point> points;
   Shape last;
@@ -71,7 +70,7 @@ std::optional<model::Model> fit_model(const std::string& op, const Shape& shape,
     }
     last = p;
     const model::OpCost c = model::op_cost(op, p);
-    const double t = time_at(factory, info, device, p, data);
+    const double t = time_at(factory, device, p, data);
     points.push_back(model::Point{p, c.bytes, c.flops, t});
     // Past the overheads: the next step would cost 8x more and teach little.
     if (last_step || (points.size() >= 2 && t >= kProbeEnough)) break;
@@ -79,7 +78,7 @@ std::optional<model::Model> fit_model(const std::string& op, const Shape& shape,
   if (points.size() < 2) return std::nullopt;
   model::Model m = model::fit(std::move(points));
   m.op = op;
-  m.device = info.id();
+  m.device = device.info().id();
   return m;
 }
 
@@ -91,7 +90,7 @@ bool probe_rules_out(const Request& r, Candidate& cand, Device& device, const Sh
     stored = cand.model.has_value();
   }
   if (!cand.model) {
-    cand.model = fit_model(r.op, r.shape, r.factory, cand.info, device, data);
+    cand.model = fit_model(r.op, r.shape, r.factory, device, data);
     if (!cand.model) return false;
     if (r.store) model::store(*r.store, cand.info, *cand.model);
   }

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "builtin_plans.hpp"
 #include "call_data.hpp"
 #include "prediction_model.hpp"
 #include "result_check.hpp"
@@ -229,14 +230,14 @@ std::optional<Shape> probe_shape(const Request& r);
 bool probe_rules_out(const Request& r, Candidate& cand, Device& device, const Shape& pshape, double best,
                      HostDataPool& data);
 
-/// Returns the median seconds of kProbeRuns calls of factory's plan at shape on device, after
-/// a warm-up call (the model's probes and the bench's figures go through this one path).
-double time_at(const PlanFactory& factory, const DeviceInfo& info, Device& device, const Shape& shape,
-               HostDataPool& data);
+/// Returns the median seconds of kProbeRuns calls of factory's plan at shape on device
+/// (plan_on), after a warm-up call (the model's probes and the bench's figures go through this
+/// one path).
+double time_at(const PlanFactory& factory, Device& device, const Shape& shape, HostDataPool& data);
 /// Probes device at sizes 8x apart below shape (kProbeEnough, kMaxProbes) and fits op's model;
 /// nothing when fewer than two distinct probe shapes fit up to the real work / 8.
 std::optional<model::Model> fit_model(const std::string& op, const Shape& shape, const PlanFactory& factory,
-                                      const DeviceInfo& info, Device& device, HostDataPool& data);
+                                      Device& device, HostDataPool& data);
 /// After cand's timed runs at the real shape: records its model's prediction beside the
 /// measurement (untrusting it when off by more than 2x) and stores the model. Why: a model is
 /// only as good as its last check, and a later process must know.

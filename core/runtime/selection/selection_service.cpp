@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "builtin_plans.hpp"
 #include "plan_hash.hpp"
 #include "selection_store.hpp"
 #include "size_class.hpp"
@@ -392,7 +393,7 @@ Selection SelectionService::calibrate_and_store(const calibration::Request& requ
 
 PlanFactory SelectionService::factory_for(const std::string& op, const PlanFactory& factory) {
   if (factory) return factory;
-  return [op](const DeviceInfo& d, const Shape& sh) { return ops::plan(op, d, sh); };
+  return builtin_plan_factory(op);
 }
 
 std::string SelectionService::full_key_text(const std::string& op, std::uint32_t size_class,

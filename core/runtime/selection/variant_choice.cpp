@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/selection/variant_choice.cpp — measured variant choice: registry of open devices, the
-// in-memory table with its flights, the strict JSON of the stored entries, and the timing.
+// core/runtime/selection/variant_choice.cpp — measured variant choice: the in-memory table with
+// its flights, the strict JSON of the stored entries, and the timing.
 #include "variant_choice.hpp"
 
 #include <algorithm>
@@ -45,33 +45,6 @@ std::string first_line(const char* what) {
   return s.substr(0, s.find('\n'));
 }
 
-// ---- open devices -------------------------------------------------------------------------
-// Raw pointers: a core unregisters in its destructor under this mutex, so one found here is
-// alive while the mutex is held, and weak_from_this().lock() fails once its last handle died.
-// Never destroyed: devices of a runtime that outlives static destruction (a kept or global one)
-// unregister during exit, after function-local statics made later would be gone.
-std::mutex& registry_mutex() {
-  static auto* m = new std::mutex;
-  return *m;
-}
-std::vector<DeviceCore*>& registry() {
-  static auto* r = new std::vector<DeviceCore*>;
-  return *r;
-}
-
-// The most recently opened live core for device (a fresh Runtime's, when several runtimes
-// opened it), or null.
-std::shared_ptr<DeviceCore> find_open(const DeviceInfo& device) {
-  std::lock_guard lock(registry_mutex());
-  auto& r = registry();
-  for (auto it = r.rbegin(); it != r.rend(); ++it) {
-    const DeviceInfo& info = (*it)->info();
-    if (info.id() != device.id() || info.fingerprint.hex() != device.fingerprint.hex()) continue;
-    if (auto core = (*it)->weak_from_this().lock()) return core;
-  }
-  return nullptr;
-}
-
 // ---- the in-memory table ------------------------------------------------------------------
 struct Table {
   std::mutex mutex;                           // a leaf: nothing is built, timed or logged under it
@@ -79,7 +52,7 @@ struct Table {
   SingleFlight<std::string> measuring;        // measurements in progress, by key text
 };
 Table& table() {
-  static auto* t = new Table;  // never destroyed, as the registry (a plan may come during exit)
+  static auto* t = new Table;  // never destroyed: a plan may come during exit, after statics die
   return *t;
 }
 
@@ -310,16 +283,6 @@ std::optional<std::string> find_out(DeviceCore& core, const DeviceInfo& device, 
 
 }  // namespace
 
-void register_open_device(DeviceCore& core) {
-  std::lock_guard lock(registry_mutex());
-  registry().push_back(&core);
-}
-
-void unregister_open_device(DeviceCore& core) noexcept {
-  std::lock_guard lock(registry_mutex());
-  std::erase(registry(), &core);
-}
-
 std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates) {
   // The candidate set is part of the key: shapes of one class may be offered different sets
   // (a grid filter, another rule's pick), and a backend that changes its set measures again,
@@ -336,11 +299,10 @@ std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, con
          ";devices=" + device.id() + "=" + device.fingerprint.hex() + ",";
 }
 
-std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates,
+std::size_t choose_variant(DeviceCore& core, const OpShape& shape, const std::vector<OpTuning>& candidates,
                            const CandidatePlan& plan) {
-  if (candidates.size() < 2) return 0;
-  const std::shared_ptr<DeviceCore> core = find_open(device);
-  if (!core || core->tune_mode() == "rules") return 0;
+  if (candidates.size() < 2 || core.tune_mode() == "rules") return 0;
+  const DeviceInfo& device = core.info();
   for (std::size_t i = 0; i < candidates.size(); ++i)
     if (candidates[i].variant.empty() || index_of(candidates, candidates[i].variant) != i)
       fail(ErrorCategory::internal,
@@ -365,7 +327,7 @@ std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const
         lock, key_text,
         [&] {
           try {
-            found = find_out(*core, device, shape, key_text, candidates, plan);
+            found = find_out(core, device, shape, key_text, candidates, plan);
           } catch (const std::exception& e) {
             // Not a candidate's failure (those are caught per candidate): the store or the
             // device handle; the rule's pick runs, and the next plan tries again.

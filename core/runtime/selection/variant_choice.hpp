@@ -9,8 +9,9 @@
 // (result_check.hpp): a variant that computes wrong is never chosen (issue 29).
 // Thread-safety: every function is safe from any thread. One thread measures a key while the
 // others asking for it wait (single flight); no lock is held while a candidate is built or
-// timed, so measuring may run inside a plan factory, a KernelDatabase build or a selection's
-// calibration. A thread that asks again for the key it is measuring gets the rule's pick.
+// timed, so measuring may run inside a KernelDatabase build or a selection's calibration (the
+// callers that hold the Device, builtin_plans.hpp). A thread that asks again for the key it is
+// measuring gets the rule's pick.
 #pragma once
 
 #include <cstddef>
@@ -26,22 +27,16 @@ namespace vgpu::detail {
 
 class DeviceCore;
 
-/// Makes core reachable to variant measuring while it lives (DeviceCore's constructor): ops
-/// plans get only a DeviceInfo, and measuring needs the open device, its store and VGPU_TUNE.
-void register_open_device(DeviceCore& core);
-/// Forgets core (DeviceCore's destructor; waits for a lookup that holds it to let go).
-void unregister_open_device(DeviceCore& core) noexcept;
-
 /// Builds the plan of one candidate (the op's plan with that tuning).
 using CandidatePlan = std::function<KernelPlan(const OpTuning&)>;
 
 /// Returns the index in candidates (tune()'s pick first, size > 1, distinct non-empty
-/// variant names) of the variant to run shape on device: from memory, else the disk store,
-/// else measured now on an open Device of that id and fingerprint. Returns 0 (the rule's
-/// pick) when no such device is open, its runtime has VGPU_TUNE=rules, this thread is already
-/// measuring the key, or every candidate failed or computed a wrong result (each is logged as
-/// a warning).
-std::size_t choose_variant(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates,
+/// variant names) of the variant to run shape on the open device core: from memory, else its
+/// runtime's disk store, else measured now on core (the context its caller holds: ops::plan's
+/// Device form). Returns 0 (the rule's pick) when core's runtime has VGPU_TUNE=rules, this
+/// thread is already measuring the key, or every candidate failed or computed a wrong result
+/// (each is logged as a warning).
+std::size_t choose_variant(DeviceCore& core, const OpShape& shape, const std::vector<OpTuning>& candidates,
                            const CandidatePlan& plan);
 
 /// The key text a choice is stored under:

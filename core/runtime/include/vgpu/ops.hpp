@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// vgpu/ops.hpp — the built-in operations, as plans for any device.
+// vgpu/ops.hpp — the built-in operations, as plans for any device. A plan is a pure function
+// of its arguments: the DeviceInfo forms take the backend's rule for each op's variant (its
+// tiling, say); the Device forms may measure the variants on that device first.
 #pragma once
 
 #include "vgpu/export.hpp"
@@ -10,6 +12,10 @@
 
 #include "vgpu/device_info.hpp"
 #include "vgpu/kernel_plan.hpp"
+
+namespace vgpu {
+class Device;
+}  // namespace vgpu
 
 namespace vgpu::ops {
 
@@ -38,5 +44,15 @@ VGPU_API void check_shape(const std::string& op, const Shape& shape);
 /// "softmax_rows" {rows, cols}, the others {n}); throws invalid_argument with the expected
 /// shape when the name or shape is wrong.
 VGPU_API KernelPlan plan(const std::string& op, const DeviceInfo& device, const Shape& shape);
+
+/// As matmul(device.info(), m, k, n), with the variant measured on device where its backend
+/// offers several: timed once per device and size class, then kept in memory and in device's
+/// runtime's disk cache, so later plans and processes read it (VGPU_TUNE=rules: the rule's
+/// pick). What KernelDatabase and Cache run; docs/architecture.md, "Measured variant choice".
+VGPU_API KernelPlan matmul(const Device& device, std::uint32_t m, std::uint32_t k, std::uint32_t n);
+
+/// As plan(op, device.info(), shape), with each op's variant measured on device (see
+/// matmul(const Device&, …)).
+VGPU_API KernelPlan plan(const std::string& op, const Device& device, const Shape& shape);
 
 }  // namespace vgpu::ops

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/runtime/kernel_cache/builtin_plans.cpp — the built-in ops' PlanFactory, and plans made
+// on an open device.
+#include "builtin_plans.hpp"
+
+#include <utility>
+
+#include "vgpu/ops.hpp"
+
+namespace vgpu::detail {
+namespace {
+
+// What builtin_plan_factory wraps: plan_on finds it with std::function::target.
+struct BuiltinPlan {
+  std::string op;
+  KernelPlan operator()(const DeviceInfo& info, const Shape& shape) const { return ops::plan(op, info, shape); }
+};
+
+}  // namespace
+
+PlanFactory builtin_plan_factory(const std::string& op) { return BuiltinPlan{op}; }
+
+KernelPlan plan_on(const PlanFactory& factory, const Device& device, const Shape& shape) {
+  if (const auto* builtin = factory.target<BuiltinPlan>()) return ops::plan(builtin->op, device, shape);
+  return factory(device.info(), shape);
+}
+
+}  // namespace vgpu::detail
