@@ -135,6 +135,29 @@ TEST_CASE("software devices offer one matmul candidate unless a test opts in") {
   CHECK(info.op_tuner->candidates(vgpu::OpShape{"add", 1, 1, 1 << 20}, info).size() == 1);
 }
 
+TEST_CASE("a plan from a DeviceInfo is pure: the rule's pick, nothing measured, though the device is open") {
+  const auto ids = software_gpus();
+  if (ids.empty()) {
+    WARN("skipped: no lavapipe/llvmpipe device");
+    return;
+  }
+  OptIn on;
+  TempDir dir("variant-pure-");
+  Logged l(dir.path);
+  vgpu::Device dev = l.runtime.open(ids[0]);
+  const vgpu::OpShape shape{"matmul", kM, kK, kN};
+  const std::string rule = dev.info().op_tuner->tune(shape, dev.info()).variant;
+  // Before issue 30 this plan found the open device by its id and measured four candidates.
+  const vgpu::KernelPlan pure = vgpu::ops::matmul(dev.info(), kM, kK, kN);
+  CHECK(variant_of(pure, dev.info(), shape) == rule);
+  CHECK(variant_of(vgpu::ops::plan("matmul", dev.info(), {kM, kK, kN}), dev.info(), shape) == rule);
+  CHECK(dev.counters().variant_measurements == 0);
+  CHECK(variant_entries(dir.path).empty());
+  // The Device form measures on that device.
+  (void)vgpu::ops::plan("matmul", dev, {kM, kK, kN});
+  CHECK(dev.counters().variant_measurements == 4);
+}
+
 TEST_CASE("a fresh cache measures and stores the variant and a fresh runtime loads it without measuring") {
   const auto ids = software_gpus();
   if (ids.empty()) {
