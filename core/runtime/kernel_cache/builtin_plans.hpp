@@ -24,8 +24,7 @@ class DeviceCore;
 /// Returns matmul's plan for info (whose op_tuner offers the variants) with the variant
 /// measured on core: ops::matmul(const Device& d, …) is matmul_measured(d.info(), core of d,
 /// …). Tests give an info whose tuner offers other variants than the device's own.
-KernelPlan matmul_measured(const DeviceInfo& info, DeviceCore& core, std::uint32_t m, std::uint32_t k,
-                           std::uint32_t n);
+KernelPlan matmul_measured(const DeviceInfo& info, DeviceCore& core, std::uint32_t m, std::uint32_t k, std::uint32_t n);
 
 /// Returns factory's plan for shape to run on device: for a built-in op's factory
 /// (builtin_plan_factory), the plan with the variant measured on device; for any other,
