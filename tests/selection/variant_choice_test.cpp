@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/selection/variant_choice_test.cpp — the measured per-device variant choice
 // (core/runtime/selection/variant_choice.hpp) on the software GPUs (lavapipe, llvmpipe), which offer matmul candidates
-// only through testing::tune_software_devices: a fresh cache measures and stores the choice, a fresh runtime on the
+// only through kernels::set_software_candidates: a fresh cache measures and stores the choice, a fresh runtime on the
 // same cache loads it without measuring, a damaged or hostile entry is dropped with one warning and measured again,
 // VGPU_TUNE=rules never measures, a bad VGPU_TUNE fails with a Fix, and matmul is right under the chosen variant at
 // awkward shapes.
@@ -35,16 +35,11 @@ using vgpu::cache::DiskStore;
 using vgpu::cache::EntryKind;
 using vgpu::test::TempDir;
 
-// Keeps the software opt-in on and the in-memory table empty for one test.
+// Keeps the software opt-in on for one test (the kernels layer's test switch, not exported
+// from libvgpu). Each runtime's devices start with no choice in memory, as a new process's.
 struct OptIn {
-  OptIn() {
-    vgpu::testing::tune_software_devices(true);
-    vgpu::testing::forget_variant_choices();
-  }
-  ~OptIn() {
-    vgpu::testing::tune_software_devices(false);
-    vgpu::testing::forget_variant_choices();
-  }
+  OptIn() { vgpu::kernels::set_software_candidates(true); }
+  ~OptIn() { vgpu::kernels::set_software_candidates(false); }
 };
 
 // A runtime on dir (options from the environment) that keeps its log lines (info and up).
@@ -182,7 +177,6 @@ TEST_CASE("a fresh cache measures and stores the variant and a fresh runtime loa
       CHECK(plan_once(l, id) == first);
       CHECK(l.runtime.open(id).counters().variant_measurements == 4);
     }
-    vgpu::testing::forget_variant_choices();  // as a new process
     {
       Logged l(dir.path);
       CHECK(plan_once(l, id) == first);
@@ -226,13 +220,11 @@ TEST_CASE("a damaged or hostile stored variant is dropped with one warning and m
   for (const auto& [what, edit] : edits) {
     INFO(what);
     TempDir dir("variant-bad-");
-    vgpu::testing::forget_variant_choices();  // the last round's choice is in memory
     {
       Logged l(dir.path);
       plan_once(l, id);
     }
     reseal(dir.path, edit(stored_json(dir.path)));
-    vgpu::testing::forget_variant_choices();
     {
       Logged l(dir.path);
       const std::string v = plan_once(l, id);
@@ -244,7 +236,6 @@ TEST_CASE("a damaged or hostile stored variant is dropped with one warning and m
       CHECK(c.variant_loads == 0);
     }
     // The fresh entry is sound: the next runtime loads it.
-    vgpu::testing::forget_variant_choices();
     Logged l(dir.path);
     plan_once(l, id);
     CHECK(l.runtime.open(id).counters().variant_loads == 1);
@@ -370,7 +361,6 @@ TEST_CASE("a variant that fails while measuring is skipped and never chosen") {
   CHECK(variant_entries(dir.path).size() == 1);
 
   // Every candidate failing: the rule's pick, a warning, nothing stored.
-  vgpu::testing::forget_variant_choices();
   TempDir dir2("variant-fail-");
   Logged l2(dir2.path);
   vgpu::Device dev2 = l2.runtime.open(ids[0]);
@@ -450,7 +440,6 @@ TEST_CASE("a variant that computes a wrong result is never chosen, and the store
   OptIn on;
   for (const std::string& id : ids) {
     INFO(id);
-    vgpu::testing::forget_variant_choices();
     TempDir dir("variant-wrong-");
     Logged l(dir.path);
     vgpu::Device dev = l.runtime.open(id);

@@ -44,7 +44,7 @@ constexpr GlslMatmulTiling kT128x128{tiled(128, 128, 8, 8, 8)}, kT128x128k16{til
 // Keep in step with VGPU_GLSL_PRECOMPILED (cmake/VgpuGlsl.cmake): every entry must be in L3.
 constexpr GlslMatmulTiling kTilings[] = {kNaive, kT32x32, kT64x64, kT128x64, kT128x128, kT128x128k16};
 
-// testing::tune_software_devices: software devices offer matmul candidates too.
+// kernels::set_software_candidates (tests only): software devices offer matmul candidates too.
 std::atomic<bool> g_software_candidates{false};
 
 // Below this much work (m·n·k) the tiling matters too little to be worth measuring: the rule stands.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "variant_choice.hpp"
 #include "reflected_bindings.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
@@ -232,6 +233,7 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
       clock_(host_->impl().timing_clock()),
       l1_(config.l1_capacity) {
   host_->impl().set_timeout(config.timeout);  // also for a backend made without the runtime's settings
+  variants_ = std::make_unique<VariantTable>();
 }
 
 template <class State>

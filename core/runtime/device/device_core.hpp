@@ -28,6 +28,8 @@
 
 namespace vgpu::detail {
 
+struct VariantTable;  // variant_choice.hpp
+
 // Each state holds its device's host first so it is destroyed last: backend objects
 // (pipelines, allocations) must go before the device that made them, whatever order handles die
 // in. A state's backend object is retired to the host, never destroyed in place: the host frees
@@ -153,6 +155,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   const PersistentLimits& persistent_limits() const noexcept { return persistent_limits_; }
   /// Returns the opening runtime's VGPU_TUNE: "measure" or "rules".
   const std::string& tune_mode() const noexcept { return tune_; }
+  /// Returns this device's measured variant choices (variant_choice.hpp): a fresh runtime's
+  /// device starts with none and reads them from its store.
+  VariantTable& variant_table() noexcept { return *variants_; }
   /// Returns the clock measurements of this device read (DeviceImpl::timing_clock()).
   const TimingClock& timing_clock() const noexcept { return clock_; }
 
@@ -254,6 +259,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<Counters> counters_;
   std::shared_ptr<cache::DiskStore> store_;  // the runtime's (kept: the runtime may go first)
   std::string tune_;
+  std::unique_ptr<VariantTable> variants_;
   PersistentLimits persistent_limits_;
   Reopen reopen_;
   std::atomic<std::int64_t> timeout_ms_{0};

@@ -51,10 +51,6 @@ void force_device_lost(const Device& device, LossPoint when) {
     core.inject_loss();
 }
 
-void tune_software_devices(bool on) { kernels::set_software_candidates(on); }
-
-void forget_variant_choices() { detail::forget_variant_choices(); }
-
 void hold_background_calibration(const std::string& device_id) {
   Hold& h = hold();
   std::lock_guard lock(h.mutex);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/selection/variant_choice.cpp — measured variant choice: the in-memory table with
+// core/runtime/selection/variant_choice.cpp — measured variant choice: the device's table and
 // its flights, the strict JSON of the stored entries, and the timing.
 #include "variant_choice.hpp"
 
@@ -43,17 +43,6 @@ double seconds_since(const TimingClock& clock, TimingClock::time_point t) {
 std::string first_line(const char* what) {
   std::string s(what);
   return s.substr(0, s.find('\n'));
-}
-
-// ---- the in-memory table ------------------------------------------------------------------
-struct Table {
-  std::mutex mutex;                           // a leaf: nothing is built, timed or logged under it
-  std::map<std::string, std::string> chosen;  // key text → variant name
-  SingleFlight<std::string> measuring;        // measurements in progress, by key text
-};
-Table& table() {
-  static auto* t = new Table;  // never destroyed: a plan may come during exit, after statics die
-  return *t;
 }
 
 std::uint32_t log2_class(std::uint64_t v) { return static_cast<std::uint32_t>(std::bit_width(v - 1)); }
@@ -310,7 +299,7 @@ std::size_t choose_variant(DeviceCore& core, const OpShape& shape, const std::ve
                " candidates without distinct variant names.",
            "report this with the output of vgpu-probe; VGPU_TUNE=rules avoids measuring meanwhile.");
   const std::string key_text = variant_key_text(device, shape, candidates);
-  Table& t = table();
+  VariantTable& t = core.variant_table();
   std::unique_lock lock(t.mutex);
   for (;;) {
     if (auto it = t.chosen.find(key_text); it != t.chosen.end()) {
@@ -345,12 +334,6 @@ std::size_t choose_variant(DeviceCore& core, const OpShape& shape, const std::ve
         });
     return found ? index_of(candidates, *found).value_or(0) : 0;
   }
-}
-
-void forget_variant_choices() {
-  Table& t = table();
-  std::lock_guard lock(t.mutex);
-  t.chosen.clear();
 }
 
 }  // namespace vgpu::detail

@@ -2,7 +2,8 @@
 // core/runtime/selection/variant_choice.hpp — the measured choice among the variants a backend's OpTuner
 // offers for one op (OpTuner::candidates(), e.g. the GLSL matmul tilings): chosen once per
 // device (id + fingerprint), op and per-dimension size class, by timing every candidate at the
-// real shape on the open device, then kept in memory and in the runtime's L2 store
+// real shape on the open device, then kept in the device's table (DeviceCore::variant_table)
+// and in the runtime's L2 store
 // (EntryKind::selection, key text "variant;v=2;..."), so later processes load it. Timing runs
 // the candidates' kernels resident on the device (no transfers), a median of up to 7 runs,
 // after the warm-up run's result is checked against the op's double-precision reference
@@ -16,16 +17,28 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/kernel_plan.hpp"
+#include "vgpu/single_flight.hpp"
 
 namespace vgpu::detail {
 
 class DeviceCore;
+
+/// One device's measured choices in this process (DeviceCore::variant_table()): what it has
+/// chosen, by key text, and what it is measuring. A fresh runtime's device starts empty and
+/// reads its store, as a new process does.
+struct VariantTable {
+  std::mutex mutex;                           // a leaf: nothing is built, timed or logged under it
+  std::map<std::string, std::string> chosen;  // key text → variant name
+  SingleFlight<std::string> measuring;        // measurements in progress, by key text
+};
 
 /// Builds the plan of one candidate (the op's plan with that tuning).
 using CandidatePlan = std::function<KernelPlan(const OpTuning&)>;
@@ -43,9 +56,5 @@ std::size_t choose_variant(DeviceCore& core, const OpShape& shape, const std::ve
 /// "variant;v=2;op=<op>;class=<cm>x<ck>x<cn>;candidates=<names sorted, |-joined>;devices=<id>=<fingerprint hex>,"
 /// where each class is ceil(log2) of m, k, n (the tile choice depends on the grid, not only the work).
 std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates);
-
-/// FOR TESTS (testing::forget_variant_choices): empties the in-memory table, so the next plan
-/// reads the disk store (or measures) as a new process would.
-void forget_variant_choices();
 
 }  // namespace vgpu::detail

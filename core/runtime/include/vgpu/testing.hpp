@@ -25,17 +25,6 @@ enum class LossPoint {
 /// recovery restores. Throws invalid_argument for an empty handle. Thread-safety: any thread.
 VGPU_API void force_device_lost(const Device& device, LossPoint when = LossPoint::now);
 
-/// FOR TESTS ONLY. On: software devices (lavapipe, llvmpipe) offer the measured matmul variant
-/// choice as GPUs do, at any work above the naive kernel's, so tests can exercise measuring,
-/// persisting and loading the choice without a GPU. Off (the default): their rules stand.
-/// Thread-safety: any thread; plans made afterwards see it.
-VGPU_API void tune_software_devices(bool on);
-
-/// FOR TESTS ONLY. Forgets this process's measured variant choices (kept in memory per device
-/// and size class), so the next plan reads them from the disk cache, or measures, as a new
-/// process would. Thread-safety: any thread.
-VGPU_API void forget_variant_choices();
-
 /// FOR TESTS ONLY. Holds the next background calibration (Runtime::choose, VGPU_BACKGROUND)
 /// that is about to make its first call on the device with this id ("vulkan:0"): it waits there
 /// until its runtime stops its background work — the runtime destroyed, or the process exiting —

@@ -66,9 +66,9 @@ std::uint32_t glsl_matmul_split_k(std::uint64_t m, std::uint64_t k, std::uint64_
 /// override; an unknown name fails each matmul plan, not the device). Vulkan and OpenGL use it.
 std::shared_ptr<const OpTuner> gpu_builtin_tuner(std::string_view forced_matmul = {});
 
-/// FOR TESTS (testing::tune_software_devices): on, the tuner offers matmul candidates on
-/// software devices too and at any work above the naive kernel's, so lavapipe/llvmpipe can
-/// exercise measured variant choice. Thread-safety: any thread; plans made after see it.
+/// FOR TESTS (tests/selection/variant_choice_test.cpp; not exported from libvgpu): on, the tuner offers matmul
+/// candidates on software devices too and at any work above the naive kernel's, so lavapipe/llvmpipe can exercise
+/// measured variant choice. Thread-safety: any thread; plans made after see it.
 void set_software_candidates(bool on) noexcept;
 
 }  // namespace vgpu::kernels
