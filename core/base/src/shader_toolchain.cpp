@@ -6,8 +6,11 @@
 
 #include <dlfcn.h>
 
+#include <exception>
 #include <filesystem>
-#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
 
 // The module's entry point; weak, so it is null unless the program links the module's code in.
 extern "C" const vgpu::toolchain::ShaderToolchain* vgpu_shader_toolchain_table(std::uint32_t abi_version)
