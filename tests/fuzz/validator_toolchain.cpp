@@ -9,15 +9,8 @@ namespace {
 
 bool validate(std::span<const std::uint32_t> words, vgpu::toolchain::TargetEnv env, std::string* problem,
               vgpu::toolchain::ToolchainFailure* failure) noexcept {
-  try {
-    *problem = vgpu::toolchain::impl::validation_problem(words, env);
-    return true;
-  } catch (const vgpu::Error& e) {
-    *failure = {e.category(), e.problem(), e.fix()};
-  } catch (const std::exception& e) {
-    *failure = {vgpu::ErrorCategory::internal, e.what(), "report it."};
-  }
-  return false;
+  return vgpu::toolchain::impl::guarded(failure,
+                                        [&] { *problem = vgpu::toolchain::impl::validation_problem(words, env); });
 }
 
 }  // namespace

@@ -20,6 +20,8 @@ struct BuiltinPlan {
 
 PlanFactory builtin_plan_factory(const std::string& op) { return BuiltinPlan{op}; }
 
+bool is_builtin_plan_factory(const PlanFactory& factory) noexcept { return factory.target<BuiltinPlan>() != nullptr; }
+
 KernelPlan plan_on(const PlanFactory& factory, const Device& device, const Shape& shape) {
   if (const auto* builtin = factory.target<BuiltinPlan>()) return ops::plan(builtin->op, device, shape);
   return factory(device.info(), shape);

@@ -26,6 +26,10 @@ class DeviceCore;
 /// …). Tests give an info whose tuner offers other variants than the device's own.
 KernelPlan matmul_measured(const DeviceInfo& info, DeviceCore& core, std::uint32_t m, std::uint32_t k, std::uint32_t n);
 
+/// Returns whether factory is a built-in op's (builtin_plan_factory): only its plan on an open
+/// device may differ from its plan on the device's DeviceInfo.
+bool is_builtin_plan_factory(const PlanFactory& factory) noexcept;
+
 /// Returns factory's plan for shape to run on device: for a built-in op's factory
 /// (builtin_plan_factory), the plan with the variant measured on device; for any other,
 /// factory(device.info(), shape).

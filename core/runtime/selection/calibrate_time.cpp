@@ -74,8 +74,9 @@ void measure(const Request& r, Candidate& cand, const DeviceSource& source, cons
   try {
     Device dev = source.open(cand.info.id());
     // The plan that device will run: a built-in op's with the variant measured on it (the
-    // eligibility phase planned without the device open).
-    cand.plan = plan_on(r.factory, dev, r.shape);
+    // eligibility phase planned without the device open). Any other factory's plan is the one
+    // already made, so a user's factory is not asked twice.
+    if (is_builtin_plan_factory(r.factory)) cand.plan = plan_on(r.factory, dev, r.shape);
     // A check apart from the timed runs (a big user op): a wrong device is neither probed nor timed.
     if (checker && !checker->at_real_shape() && !checker->check_apart(cand, dev, data)) return;
     // The probe needs a best to compare with: the first device always runs the real size.

@@ -37,8 +37,6 @@ std::vector<spirv::Instruction> instructions(std::span<const std::uint32_t> word
   return out;
 }
 
-std::uint32_t word(std::uint32_t count, std::uint32_t op) { return spirv::first_word(count, op); }
-
 }  // namespace
 
 std::vector<std::uint32_t> push_constants_to_storage_buffer(std::span<const std::uint32_t> words,
@@ -100,10 +98,10 @@ std::vector<std::uint32_t> push_constants_to_storage_buffer(std::span<const std:
 
   // The params buffer's decorations: set 0, the reserved binding, read-only members (the
   // shader never wrote its push constants; std430 Offsets stay as the front end laid them out).
-  std::vector<std::uint32_t> added = {word(4, kOpDecorate), *pc_var, kDecoDescriptorSet, 0,
-                                      word(4, kOpDecorate), *pc_var, kDecoBinding,       params_binding};
+  std::vector<std::uint32_t> added = {spirv::first_word(4, kOpDecorate), *pc_var, kDecoDescriptorSet, 0,
+                                      spirv::first_word(4, kOpDecorate), *pc_var, kDecoBinding,       params_binding};
   for (std::uint32_t m = 0; m < members; ++m)
-    added.insert(added.end(), {word(4, kOpMemberDecorate), *pc_struct, m, kDecoNonWritable});
+    added.insert(added.end(), {spirv::first_word(4, kOpMemberDecorate), *pc_struct, m, kDecoNonWritable});
   if (last_annotation_end == 0) malformed("no decorations (a push-constant block always has Offsets)");
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(last_annotation_end), added.begin(), added.end());
   return out;

@@ -5,6 +5,7 @@
 // the module is not there, and raises the module's failures as vgpu errors.
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -29,12 +30,18 @@ const char* env_name(TargetEnv env) {
   return "Vulkan 1.1";
 }
 
+// Calls the loaded toolchain's function fn with args and a failure to fill; raises the failure
+// as a vgpu::Error (unavailable, with the reason, when the module is not there).
+template <class Fn, class... Args>
+void call(Fn toolchain::ShaderToolchain::*fn, Args&&... args) {
+  toolchain::ToolchainFailure failure;
+  if (!(toolchain::require_shader_toolchain().*fn)(std::forward<Args>(args)..., &failure)) toolchain::raise(failure);
+}
+
 std::vector<std::uint32_t> compile(const toolchain::GlslRequest& request) {
-  const toolchain::ShaderToolchain& tools = toolchain::require_shader_toolchain();
   std::vector<std::uint32_t> words;
   std::string warnings;
-  toolchain::ToolchainFailure failure;
-  if (!tools.compile_glsl(request, &words, &warnings, &failure)) toolchain::raise(failure);
+  call(&toolchain::ShaderToolchain::compile_glsl, request, &words, &warnings);
   if (!warnings.empty())
     log(LogLevel::debug, "GLSL kernel '" + std::string(request.kernel_name) + "' compiled with warnings:\n" + warnings);
   return words;
@@ -82,10 +89,8 @@ std::vector<std::uint32_t> spirv_words(std::string_view bytes, TargetEnv env, co
     fail(ErrorCategory::compile_error,
          what + " starts with " + hex + ", not the SPIR-V magic 0x07230203 (little-endian words).", fix);
   }
-  const toolchain::ShaderToolchain& tools = toolchain::require_shader_toolchain();
   std::string problem;
-  toolchain::ToolchainFailure failure;
-  if (!tools.validate(words, env, &problem, &failure)) toolchain::raise(failure);
+  call(&toolchain::ShaderToolchain::validate, std::span<const std::uint32_t>(words), env, &problem);
   if (!problem.empty())
     fail(ErrorCategory::compile_error, what + " is not valid SPIR-V for " + env_name(env) + ": " + problem, fix);
   return words;
@@ -93,19 +98,15 @@ std::vector<std::uint32_t> spirv_words(std::string_view bytes, TargetEnv env, co
 
 KernelReflection reflect(std::span<const std::uint32_t> words, const std::string& entry, const std::string& kernel_name,
                          std::span<const SpecEntry> spec) {
-  const toolchain::ShaderToolchain& tools = toolchain::require_shader_toolchain();
   KernelReflection out;
-  toolchain::ToolchainFailure failure;
-  if (!tools.reflect(words, entry, kernel_name, spec, &out, &failure)) toolchain::raise(failure);
+  call(&toolchain::ShaderToolchain::reflect, words, entry, kernel_name, spec, &out);
   return out;
 }
 
 std::string to_opengl_glsl(std::span<const std::uint32_t> words, const std::string& entry,
                            std::span<const SpecEntry> spec, int glsl_version, const std::string& kernel_name) {
-  const toolchain::ShaderToolchain& tools = toolchain::require_shader_toolchain();
   std::string out;
-  toolchain::ToolchainFailure failure;
-  if (!tools.to_opengl_glsl(words, entry, spec, glsl_version, kernel_name, &out, &failure)) toolchain::raise(failure);
+  call(&toolchain::ShaderToolchain::to_opengl_glsl, words, entry, spec, glsl_version, kernel_name, &out);
   return out;
 }
 

@@ -3,33 +3,12 @@
 // exports: its table (vgpu/shader_toolchain.hpp), each function a noexcept wrapper that turns
 // whatever the implementation throws into a ToolchainFailure, so no exception crosses the
 // module's boundary.
-#include <new>
-
 #include "toolchain_impl.hpp"
 
 namespace vgpu::toolchain {
 namespace {
 
-// Runs work, reporting any exception in *failure; returns whether work succeeded.
-template <class Work>
-bool guarded(ToolchainFailure* failure, Work&& work) noexcept {
-  try {
-    work();
-    return true;
-  } catch (const Error& e) {
-    *failure = ToolchainFailure{e.category(), e.problem(), e.fix()};
-  } catch (const std::bad_alloc&) {
-    *failure = ToolchainFailure{ErrorCategory::out_of_memory, "the SPIR-V toolchain ran out of host memory.",
-                                "free host memory and try again."};
-  } catch (const std::exception& e) {
-    *failure = ToolchainFailure{ErrorCategory::internal, std::string("the SPIR-V toolchain failed: ") + e.what(),
-                                "report this as a vgpu bug, with the kernel and vgpu-probe --json."};
-  } catch (...) {
-    *failure = ToolchainFailure{ErrorCategory::internal, "the SPIR-V toolchain failed with an unknown exception.",
-                                "report this as a vgpu bug, with the kernel and vgpu-probe --json."};
-  }
-  return false;
-}
+using impl::guarded;
 
 bool compile_glsl(const GlslRequest& request, std::vector<std::uint32_t>* words, std::string* warnings,
                   ToolchainFailure* failure) noexcept {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +15,28 @@
 #include "vgpu/shader_toolchain.hpp"
 
 namespace vgpu::toolchain::impl {
+
+/// Runs work, reporting whatever it throws in *failure instead (no exception leaves the
+/// module); returns whether work succeeded. Every function of the module's table is one call.
+template <class Work>
+bool guarded(ToolchainFailure* failure, Work&& work) noexcept {
+  try {
+    work();
+    return true;
+  } catch (const Error& e) {
+    *failure = ToolchainFailure{e.category(), e.problem(), e.fix()};
+  } catch (const std::bad_alloc&) {
+    *failure = ToolchainFailure{ErrorCategory::out_of_memory, "the SPIR-V toolchain ran out of host memory.",
+                                "free host memory and try again."};
+  } catch (const std::exception& e) {
+    *failure = ToolchainFailure{ErrorCategory::internal, std::string("the SPIR-V toolchain failed: ") + e.what(),
+                                "report this as a vgpu bug, with the kernel and vgpu-probe --json."};
+  } catch (...) {
+    *failure = ToolchainFailure{ErrorCategory::internal, "the SPIR-V toolchain failed with an unknown exception.",
+                                "report this as a vgpu bug, with the kernel and vgpu-probe --json."};
+  }
+  return false;
+}
 
 /// GLSL → SPIR-V through shaderc; *warnings gets a successful compile's log.
 std::vector<std::uint32_t> compile_glsl(const GlslRequest& request, std::string* warnings);
