@@ -29,16 +29,11 @@ struct Goals {
 };
 Goals goals_for(const vgpu::DeviceInfo& info) {
   const bool software = info.type == vgpu::DeviceType::software;
-  switch (info.backend) {
-    case vgpu::BackendKind::cuda:
-      return {10e-6, 0, 1.0e-6};
-    case vgpu::BackendKind::vulkan:
-      return {software ? 0 : 20e-6, software ? 30e-6 : 0, software ? 0 : 1.5e-6};
-    case vgpu::BackendKind::opengl:
-      return {software ? 0 : 25e-6, 0, software ? 0 : 3.0e-6};
-    default:
-      return {};
-  }
+  if (info.backend == vgpu::BackendKind::cuda) return {10e-6, 0, 1.0e-6};
+  if (info.backend == vgpu::BackendKind::vulkan)
+    return {software ? 0 : 20e-6, software ? 30e-6 : 0, software ? 0 : 1.5e-6};
+  if (info.backend == vgpu::BackendKind::opengl) return {software ? 0 : 25e-6, 0, software ? 0 : 3.0e-6};
+  return {};
 }
 
 std::string vs_goal(double t, double goal) {

@@ -46,8 +46,8 @@ struct Shared {
 };
 
 Shared& shared(const Backend& backend) {
-  static std::array<Shared, 5> all;  // one per vgpu::BackendKind
-  return all.at(static_cast<std::size_t>(backend.kind));
+  static std::array<Shared, 4> all;  // one per backend of vgpu's own (the suite's themes run on those)
+  return all.at(backend.kind.id());
 }
 
 vgpu::Runtime& runtime_locked(const Backend& backend, Shared& s) {

@@ -92,16 +92,11 @@ struct Tapped {
 
 /// What the backend's own detection path says of the simulated loss.
 std::string loss_wording() {
-  switch (backend_under_test()) {
-    case vgpu::BackendKind::vulkan:
-      return "VK_ERROR_DEVICE_LOST";
-    case vgpu::BackendKind::cuda:
-      return "CUDA_ERROR_ILLEGAL_ADDRESS";
-    case vgpu::BackendKind::opengl:
-      return "context";
-    default:
-      return "workgroup";
-  }
+  const vgpu::BackendKind kind = backend_under_test();
+  if (kind == vgpu::BackendKind::vulkan) return "VK_ERROR_DEVICE_LOST";
+  if (kind == vgpu::BackendKind::cuda) return "CUDA_ERROR_ILLEGAL_ADDRESS";
+  if (kind == vgpu::BackendKind::opengl) return "context";
+  return "workgroup";
 }
 
 /// The scale-add kernel on one device, with its buffers.

@@ -27,7 +27,7 @@ namespace {
 /// for a GPU backend whose probing would load a vendor library.
 class SpyBackend final : public vgpu::ComputeBackend {
  public:
-  static constexpr vgpu::BackendKind kKind = static_cast<vgpu::BackendKind>(43);
+  inline static const vgpu::BackendKind kKind = vgpu::BackendKind::named("spy");
   std::atomic<int> probes{0};
 
   vgpu::BackendKind kind() const noexcept override { return kKind; }

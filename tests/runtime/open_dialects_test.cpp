@@ -11,7 +11,6 @@
 #include "support/expect_error.hpp"
 #include "support/forwarding_device.hpp"
 #include "vgpu/backend/compute_backend.hpp"
-#include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/op_tuning.hpp"
@@ -20,7 +19,7 @@
 
 namespace {
 
-constexpr vgpu::BackendKind kHostBackend = static_cast<vgpu::BackendKind>(77);
+const vgpu::BackendKind kHostBackend = vgpu::BackendKind::named("host");
 constexpr const char* kHostDialect = "host_fn";
 
 // A device of a backend from outside vgpu: it compiles only "host_fn" entries (a callable, as
@@ -183,11 +182,35 @@ TEST_CASE("a backend from outside vgpu, with its own kind, name and dialect, run
   CHECK(sum == std::vector<float>{11, 22, 33});
   CHECK(backend->last->compiled.back() == kHostDialect);
 
-  // Names are unique: another backend cannot take "host" or this kind.
-  REQUIRE_VGPU_ERROR(invalid_argument, "clashes with backend 'host'",
-                     vgpu::register_backend_name(kHostBackend, "other"));
-  REQUIRE_VGPU_ERROR(invalid_argument, "clashes with backend 'cpu'",
-                     vgpu::register_backend_name(static_cast<vgpu::BackendKind>(78), "cpu"));
-  REQUIRE_VGPU_ERROR(invalid_argument, "plain word",
-                     vgpu::register_backend_name(static_cast<vgpu::BackendKind>(79), "a:b"));
+  // One name, one kind: the same name gives the same kind, vgpu's own names their constants,
+  // another name another kind; a name that cannot form device ids is refused.
+  CHECK(vgpu::BackendKind::named("host") == kHostBackend);
+  CHECK(vgpu::BackendKind::named("cpu") == vgpu::BackendKind::cpu);
+  CHECK(vgpu::BackendKind::named("host2") != kHostBackend);
+  CHECK_FALSE(kHostBackend.builtin());
+  REQUIRE_VGPU_ERROR(invalid_argument, "plain word", vgpu::BackendKind::named("a:b"));
+  REQUIRE_VGPU_ERROR(invalid_argument, "plain word", vgpu::BackendKind::named(""));
+}
+
+// A backend whose name() is not the name its kind was made from (here: the host backend's kind
+// under another name), as a copy-pasted backend would be.
+class MisnamedBackend final : public vgpu::ComputeBackend {
+ public:
+  MisnamedBackend() : inner_(std::make_shared<HostBackend>()) {}
+  vgpu::BackendKind kind() const noexcept override { return inner_->kind(); }
+  std::string name() const override { return "misnamed"; }
+  vgpu::BackendStatus status() override { return inner_->status(); }
+  std::vector<vgpu::DeviceInfo> enumerate() override { return inner_->enumerate(); }
+  std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t index) override { return inner_->open(index); }
+
+ private:
+  std::shared_ptr<HostBackend> inner_;
+};
+
+TEST_CASE("a backend whose kind belongs to another name is refused, naming both", "[dialects][backend]") {
+  vgpu::RuntimeOptions options;
+  options.backends.push_back(std::make_shared<MisnamedBackend>());
+  REQUIRE_VGPU_ERROR(invalid_argument, "backend 'misnamed' reports the kind of backend 'host'", vgpu::Runtime{options});
+  // The default name() is the kind's own name, so a backend need not override it.
+  CHECK(HostBackend().vgpu::ComputeBackend::name() == "host");
 }

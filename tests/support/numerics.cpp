@@ -38,8 +38,8 @@ Comparison compare(const std::vector<float>& got, const Reference& ref) {
   return c;
 }
 
-Reference matmul_reference(const std::vector<float>& a, const std::vector<float>& b, std::size_t m,
-                                  std::size_t k, std::size_t n) {
+Reference matmul_reference(const std::vector<float>& a, const std::vector<float>& b, std::size_t m, std::size_t k,
+                           std::size_t n) {
   Reference r;
   r.value.assign(m * n, 0.0);
   r.bound.assign(m * n, 0.0);

@@ -23,7 +23,7 @@
 namespace vgpu_test {
 
 /// The reflect backend's kind, outside vgpu's own four.
-inline constexpr vgpu::BackendKind kReflectBackend = static_cast<vgpu::BackendKind>(43);
+inline const vgpu::BackendKind kReflectBackend = vgpu::BackendKind::named("reflect");
 
 /// Reflections by kernel name; a kernel not listed is not reflected.
 using ReflectionTable = std::map<std::string, vgpu::KernelReflection>;

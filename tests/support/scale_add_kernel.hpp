@@ -74,14 +74,9 @@ inline constexpr std::uint32_t kChildN = 1000;
 /// Returns the dialect backend compiles the kernel from: CUDA C for cuda, the callable for cpu,
 /// else GLSL.
 inline std::string_view scale_add_dialect(vgpu::BackendKind backend) {
-  switch (backend) {
-    case vgpu::BackendKind::cuda:
-      return vgpu::dialect::cuda;
-    case vgpu::BackendKind::cpu:
-      return vgpu::dialect::cpu;
-    default:
-      return vgpu::dialect::glsl;
-  }
+  if (backend == vgpu::BackendKind::cuda) return vgpu::dialect::cuda;
+  if (backend == vgpu::BackendKind::cpu) return vgpu::dialect::cpu;
+  return vgpu::dialect::glsl;
 }
 
 /// Returns the suites' source text for backend's dialect (kScaleAddCuda, kScaleAddGlsl, or for
@@ -102,20 +97,14 @@ inline vgpu::KernelSource scale_add_source(vgpu::BackendKind backend, const std:
   };
   vgpu::KernelSource s;
   // The names the three suites have always used, so keys stored by earlier runs stay valid.
-  switch (backend) {
-    case vgpu::BackendKind::vulkan:
-      s.name = "test.vk_scale_add";
-      break;
-    case vgpu::BackendKind::opengl:
-      s.name = "test.gl_scale_add";
-      break;
-    case vgpu::BackendKind::cuda:
-      s.name = "test.cuda_scale_add";
-      break;
-    default:
-      s.name = "test." + std::string(vgpu::to_string(backend)) + "_scale_add";
-      break;
-  }
+  if (backend == vgpu::BackendKind::vulkan)
+    s.name = "test.vk_scale_add";
+  else if (backend == vgpu::BackendKind::opengl)
+    s.name = "test.gl_scale_add";
+  else if (backend == vgpu::BackendKind::cuda)
+    s.name = "test.cuda_scale_add";
+  else
+    s.name = "test." + std::string(vgpu::to_string(backend)) + "_scale_add";
   const std::string_view d = scale_add_dialect(backend);
   if (d == vgpu::dialect::cuda)
     set_cuda(s, text, "scale_add");

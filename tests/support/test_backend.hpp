@@ -40,7 +40,7 @@ namespace vgpu_test {
 
 /// The test backend's kind: a value outside vgpu's own four, named "test" (as a third-party
 /// backend would be).
-inline constexpr vgpu::BackendKind kTestBackend = static_cast<vgpu::BackendKind>(42);
+inline const vgpu::BackendKind kTestBackend = vgpu::BackendKind::named("test");
 
 /// What one test device does; shared between the test and the device.
 struct TestDeviceKnobs {

@@ -4,6 +4,7 @@
 
 #include "vgpu/backend_list.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <iterator>
 #include <mutex>
@@ -13,29 +14,24 @@
 #include "vgpu/error.hpp"
 #include "vgpu/tolerance.hpp"
 
-// register_backend_name is declared in the backend-author header vgpu/backend/backend_names.hpp,
-// a layer above this one (docs/architecture.md, "Layers and targets"); it is defined here because
-// it fills the table to_string reads. A signature that drifted from the header fails to link.
-
 namespace vgpu {
 
 namespace {
 
-// vgpu's own backends' names, indexed by their BackendKind value (to_string needs no lock for them),
+// vgpu's own backends' names, indexed by their kinds' ids (to_string needs no lock for them),
 // which is also the registry's order (core/runtime/device/registry.cpp; backend_names_test.py checks).
 constexpr std::string_view kOwnNames[] = {"cuda", "vulkan", "opengl", "cpu"};
-static_assert(std::size(kOwnNames) == static_cast<std::size_t>(BackendKind::cpu) + 1);
+static_assert(std::size(kOwnNames) == BackendKind::cpu.id() + 1u);
 
-// Backend names by kind: vgpu's own four, then those other backends registered. Names are
-// never removed, so the views to_string returns stay valid for the life of the process.
+// Backend names by kind id: vgpu's own four, then every other name BackendKind::named saw, in
+// that order (a name's index is its kind's id). Names are never removed, so the views to_string
+// returns stay valid for the life of the process.
 struct BackendNames {
   BackendNames() {
-    for (std::size_t i = 0; i < std::size(kOwnNames); ++i)
-      names.emplace_back(static_cast<BackendKind>(i), std::string(kOwnNames[i]));
+    for (std::string_view n : kOwnNames) names.emplace_back(n);
   }
   std::mutex mutex;
-  std::deque<std::pair<BackendKind, std::string>> names;
-  std::deque<std::string> unnamed;  // "backend#N" texts handed out for unregistered kinds
+  std::deque<std::string> names;
 };
 
 BackendNames& backend_names_table() {
@@ -45,38 +41,27 @@ BackendNames& backend_names_table() {
 
 }  // namespace
 
-std::string_view to_string(BackendKind kind) noexcept {
-  if (kind <= BackendKind::cpu) return kOwnNames[static_cast<std::size_t>(kind)];
-  BackendNames& t = backend_names_table();
-  std::lock_guard lock(t.mutex);
-  for (const auto& [k, name] : t.names)
-    if (k == kind) return name;
-  const std::string text = "backend#" + std::to_string(static_cast<int>(kind));
-  for (const std::string& u : t.unnamed)
-    if (u == text) return u;
-  try {
-    return t.unnamed.emplace_back(text);
-  } catch (...) {
-    return "backend#?";
-  }
-}
-
-void register_backend_name(BackendKind kind, std::string_view name) {
+BackendKind BackendKind::named(std::string_view name) {
   if (name.empty() || name.find_first_of(":, ") != std::string_view::npos)
     fail(ErrorCategory::invalid_argument,
          "backend name '" + std::string(name) + "' is empty or holds ':', ',' or a space.",
          "name the backend with a plain word (it forms device ids such as name:0).");
   BackendNames& t = backend_names_table();
   std::lock_guard lock(t.mutex);
-  for (const auto& [k, n] : t.names) {
-    if (k == kind && n == name) return;
-    if (k == kind || n == name)
-      fail(ErrorCategory::invalid_argument,
-           "backend '" + std::string(name) + "' (kind " + std::to_string(static_cast<int>(kind)) +
-               ") clashes with backend '" + n + "' (kind " + std::to_string(static_cast<int>(k)) + ").",
-           "give each backend its own BackendKind value and name.");
-  }
-  t.names.emplace_back(kind, std::string(name));
+  for (std::size_t i = 0; i < t.names.size(); ++i)
+    if (t.names[i] == name) return BackendKind(static_cast<std::uint16_t>(i));
+  if (t.names.size() > 0xffff)
+    fail(ErrorCategory::invalid_argument, "too many backend names (65536) in one process.",
+         "name backends with a fixed set of names; a kind lasts as long as the process.");
+  t.names.emplace_back(name);
+  return BackendKind(static_cast<std::uint16_t>(t.names.size() - 1));
+}
+
+std::string_view to_string(BackendKind kind) noexcept {
+  if (kind.builtin()) return kOwnNames[kind.id()];
+  BackendNames& t = backend_names_table();
+  std::lock_guard lock(t.mutex);
+  return kind.id() < t.names.size() ? std::string_view(t.names[kind.id()]) : std::string_view("backend#?");
 }
 
 std::string_view to_string(DeviceType type) noexcept {
@@ -136,19 +121,22 @@ std::string_view to_string(Access access) noexcept {
 }
 
 std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept {
-  BackendNames& t = backend_names_table();
-  std::lock_guard lock(t.mutex);
-  for (const auto& [k, n] : t.names)
-    if (n == name) return k;
-  return std::nullopt;
+  {
+    BackendNames& t = backend_names_table();
+    std::lock_guard lock(t.mutex);
+    if (std::find(t.names.begin(), t.names.end(), name) == t.names.end()) return std::nullopt;
+  }
+  try {
+    return BackendKind::named(name);  // a known name: no allocation, no throw
+  } catch (...) {
+    return std::nullopt;
+  }
 }
 
 std::vector<std::string> backend_names() {
   BackendNames& t = backend_names_table();
   std::lock_guard lock(t.mutex);
-  std::vector<std::string> names;
-  for (const auto& [k, n] : t.names) names.push_back(n);
-  return names;
+  return {t.names.begin(), t.names.end()};
 }
 
 std::string backend_name_list(std::string_view separator) {

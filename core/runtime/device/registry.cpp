@@ -4,7 +4,6 @@
 // is one entry in kRegistry (and its factory's #if below); nothing else in core changes.
 #include "registry.hpp"
 
-#include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/registry.hpp"
 
 namespace vgpu {
@@ -37,8 +36,8 @@ constexpr Factory kOpengl = make_opengl_backend;
 constexpr Factory kOpengl = nullptr;
 #endif
 
+// A backend's kind is the one its name makes (BackendKind::named).
 struct Entry {
-  BackendKind kind;
   const char* name;    // as in VGPU_BACKEND and device ids
   const char* option;  // the CMake option that builds it
   Factory make;        // null when built without it
@@ -46,20 +45,17 @@ struct Entry {
 
 // Preference order: selection measures, but this order breaks ties and orders listings.
 const Entry kRegistry[] = {
-    {BackendKind::cuda, "cuda", "VGPU_WITH_CUDA", kCuda},
-    {BackendKind::vulkan, "vulkan", "VGPU_WITH_VULKAN", kVulkan},
-    {BackendKind::opengl, "opengl", "VGPU_WITH_OPENGL", kOpengl},
-    {BackendKind::cpu, "cpu", "(always built)", make_cpu_backend},
+    {"cuda", "VGPU_WITH_CUDA", kCuda},
+    {"vulkan", "VGPU_WITH_VULKAN", kVulkan},
+    {"opengl", "VGPU_WITH_OPENGL", kOpengl},
+    {"cpu", "(always built)", make_cpu_backend},
 };
 
 }  // namespace
 
 std::vector<BackendKind> known_backends() {
   std::vector<BackendKind> kinds;
-  for (const Entry& e : kRegistry) {
-    register_backend_name(e.kind, e.name);
-    kinds.push_back(e.kind);
-  }
+  for (const Entry& e : kRegistry) kinds.push_back(BackendKind::named(e.name));
   return kinds;
 }
 
@@ -73,7 +69,7 @@ std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends(
 
 const char* build_option(BackendKind kind) {
   for (const Entry& e : kRegistry)
-    if (e.kind == kind) return e.option;
+    if (e.name == to_string(kind)) return e.option;
   return "(not in this build's registry)";
 }
 

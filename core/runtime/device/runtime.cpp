@@ -10,7 +10,6 @@
 #include "device_core.hpp"
 #include "registry.hpp"
 #include "selection_service.hpp"
-#include "vgpu/backend/backend_names.hpp"
 #include "vgpu/backend/backend_settings.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/exit_order.hpp"
@@ -259,7 +258,10 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
           fail(ErrorCategory::invalid_argument, "RuntimeOptions::backends holds a null backend.",
                "pass only constructed backends, or leave the list empty for the compiled-in ones.");
         const BackendKind kind = b->kind();
-        if (kind > BackendKind::cpu) register_backend_name(kind, b->name());  // not one of vgpu's own
+        if (const std::string name = b->name(); BackendKind::named(name) != kind)
+          fail(ErrorCategory::invalid_argument,
+               "backend '" + name + "' reports the kind of backend '" + std::string(to_string(kind)) + "'.",
+               "return BackendKind::named(\"" + name + "\") from its kind() (or drop the name() override).");
         st.kinds.push_back(kind);
       }
     }

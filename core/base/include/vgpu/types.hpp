@@ -5,6 +5,7 @@
 #include "vgpu/export.hpp"
 
 #include <array>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,11 +15,41 @@
 
 namespace vgpu {
 
-/// Which compute API a device belongs to: vgpu's own backends by name here. The set is open: a
-/// backend outside this list (one more registry entry, or one passed in RuntimeOptions::backends)
-/// takes another value and its name (ComputeBackend::name). Order is not priority; the registry
-/// (core/runtime/device/registry.cpp) decides that.
-enum class BackendKind : std::uint8_t { cuda, vulkan, opengl, cpu };
+/// Which compute API a device belongs to: an opaque id, one per backend name. vgpu's own four
+/// are the constants below; any other backend (one more registry entry, or one passed in
+/// RuntimeOptions::backends) gets its kind from its name, BackendKind::named("name"), never from
+/// a number, so two backends cannot share a kind by accident. Order is not priority; the
+/// registry (core/runtime/device/registry.cpp) decides that. A default-constructed kind is cuda.
+/// Thread-safety: a value type; named() may be called from any thread.
+class BackendKind {
+ public:
+  static const BackendKind cuda, vulkan, opengl, cpu;
+
+  /// Returns cuda, the first of vgpu's own kinds (a placeholder until assigned).
+  constexpr BackendKind() noexcept = default;
+  /// Returns the kind of the backend called name: vgpu's own for "cuda", "vulkan", "opengl" and
+  /// "cpu"; for another name, the kind the first call with that name made (one name, one kind,
+  /// for the life of the process). Throws invalid_argument for a name that is empty or holds
+  /// ':', ',' or a space (names form device ids such as name:0).
+  VGPU_API static BackendKind named(std::string_view name);
+  /// Returns the kind's number: 0-3 for vgpu's own (in the order above), then 4, 5, … in the
+  /// order other names were first seen by named(). For hashing and messages, not to be stored.
+  constexpr std::uint16_t id() const noexcept { return id_; }
+  /// Returns whether this is one of vgpu's own four backends.
+  constexpr bool builtin() const noexcept { return id_ < 4; }
+  /// Kinds compare by id.
+  friend constexpr bool operator==(BackendKind, BackendKind) noexcept = default;
+  /// Orders kinds by id (for ordered containers; not a priority).
+  friend constexpr std::strong_ordering operator<=>(BackendKind, BackendKind) noexcept = default;
+
+ private:
+  constexpr explicit BackendKind(std::uint16_t id) noexcept : id_(id) {}
+  std::uint16_t id_ = 0;
+};
+inline constexpr BackendKind BackendKind::cuda{0};
+inline constexpr BackendKind BackendKind::vulkan{1};
+inline constexpr BackendKind BackendKind::opengl{2};
+inline constexpr BackendKind BackendKind::cpu{3};
 
 /// What sort of hardware a device is; selection ranks by this, never by display name.
 enum class DeviceType { discrete_gpu, integrated_gpu, virtual_gpu, software, cpu, other };
@@ -29,8 +60,7 @@ enum class DType { f32, i32, u32 };
 /// How a kernel uses a binding slot.
 enum class Access { read, write, read_write };
 
-/// Returns "cuda", "vulkan", "opengl", "cpu", or the name another backend registered
-/// ("backend#N" for a value no backend named).
+/// Returns "cuda", "vulkan", "opengl", "cpu", or the name another backend's kind was made from.
 VGPU_API std::string_view to_string(BackendKind kind) noexcept;
 /// Returns "discrete_gpu", "integrated_gpu", "virtual_gpu", "software", "cpu" or "other".
 VGPU_API std::string_view to_string(DeviceType type) noexcept;

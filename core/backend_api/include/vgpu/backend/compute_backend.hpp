@@ -23,8 +23,8 @@ class ComputeBackend {
   virtual ~ComputeBackend() = default;
   /// Returns which API this backend drives.
   virtual BackendKind kind() const noexcept = 0;
-  /// Returns the backend's name (device ids are name:index). A backend that is not one of
-  /// vgpu's own four must override it; Runtime registers the name (register_backend_name).
+  /// Returns the backend's name (device ids are name:index): by default the name its kind was
+  /// made from (BackendKind::named); Runtime refuses a backend whose name and kind disagree.
   virtual std::string name() const { return std::string(to_string(kind())); }
   /// Returns whether it can run here, with the reason when it cannot.
   virtual BackendStatus status() = 0;
