@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/device/runtime.cpp — backend statuses, device enumeration and the open-device table.
+// core/runtime/device/runtime.cpp — a Runtime: its settings, its devices (DeviceCatalog) and its selection
+// service, which it makes and forwards to.
 #include "vgpu/runtime.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <optional>
 
-#include "device_core.hpp"
+#include "device_catalog.hpp"
 #include "registry.hpp"
 #include "selection_service.hpp"
 #include "vgpu/backend/backend_settings.hpp"
-#include "vgpu/backend/device_impl.hpp"
-#include "vgpu/backend/exit_order.hpp"
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/backend_list.hpp"
 #include "vgpu/error.hpp"
@@ -128,102 +127,10 @@ struct Runtime::State {
   RuntimeOptions options;
   std::shared_ptr<const BackendSettings> settings;  // options over the environment; the L2 store
   std::uint64_t log_token = 0;                      // the log route options asked for (0: none)
-  std::mutex mutex;
-  std::vector<std::shared_ptr<ComputeBackend>> backends;
-  std::vector<BackendKind> kinds;                       // registry order: known_backends(), or the injected ones
+  // The devices: below both this runtime and its selection service, which reaches devices
+  // through it (a DeviceSource over the catalog), never through the Runtime that owns it.
+  std::shared_ptr<detail::DeviceCatalog> catalog;
   std::unique_ptr<detail::SelectionService> selection;  // the service select/explain/demote forward to
-  // What probing one backend found; empty until that backend is first needed.
-  struct Probed {
-    BackendStatus status;
-    std::vector<DeviceInfo> devices;
-  };
-  std::vector<std::optional<Probed>> probed;  // parallel to kinds
-  bool probed_all = false;
-  std::vector<BackendStatus> statuses;  // every known kind, registry order (once probed_all)
-  std::vector<DeviceInfo> devices;      // every found device, registry order (once probed_all)
-  std::map<std::string, std::shared_ptr<detail::DeviceCore>> open;  // by "backend:index"
-  // One per kind (parallel to kinds): held while that backend is probed or opens a device.
-  // Taken before mutex, never after it.
-  std::vector<std::unique_ptr<std::mutex>> kind_mutexes;
-
-  bool allowed(BackendKind k) const {
-    return options.allowed.empty() ||
-           std::find(options.allowed.begin(), options.allowed.end(), k) != options.allowed.end();
-  }
-
-  // Each backend is probed once, and only when first needed: creating a Vulkan instance or a GL
-  // context is not free, and probing loads the backend's vendor libraries (libvulkan and its
-  // ICDs, libEGL, libcuda) into the process. So opening one device probes only its backend, and
-  // a process that only ever uses cpu:0 maps none of them (issue 17). A backend is probed (and
-  // its devices opened) under its own mutex, not the runtime's: a background calibration
-  // probing CUDA must not hold up a call opening the CPU meanwhile.
-  const Probed& probe_kind(std::size_t i) {
-    {
-      std::lock_guard lock(mutex);
-      if (probed[i]) return *probed[i];  // set once, never changed: the reference stays valid
-    }
-    std::lock_guard probing(*kind_mutexes[i]);
-    {
-      std::lock_guard lock(mutex);
-      if (probed[i]) return *probed[i];
-    }
-    const BackendKind kind = kinds[i];
-    auto it = std::find_if(backends.begin(), backends.end(), [&](auto& b) { return b->kind() == kind; });
-    Probed p;
-    BackendStatus& st = p.status;
-    st.kind = kind;
-    if (it == backends.end()) {
-      st.reason = std::string("not compiled in (") + detail::build_option(kind) + "=OFF at build time)";
-    } else if (!allowed(kind)) {
-      st.compiled_in = true;
-      st.reason = "excluded by VGPU_BACKEND";
-    } else {
-      try {
-        st = (*it)->status();
-        st.compiled_in = true;
-        if (st.available) {
-          p.devices = (*it)->enumerate();
-          if (p.devices.empty()) {
-            st.available = false;
-            st.reason = "no usable device found";
-          }
-        }
-      } catch (const Error& e) {
-        st.available = false;
-        st.reason = e.what();
-        p.devices.clear();
-      }
-      // Probing loads the backend's libraries, which register exit handlers of their own.
-      driver_exit_handlers_changed();
-    }
-    std::lock_guard lock(mutex);
-    probed[i] = std::move(p);
-    return *probed[i];
-  }
-
-  // Probes every backend (enumeration: backends(), devices(), a calibration, vgpu-probe).
-  void probe_all() {
-    for (std::size_t i = 0; i < kinds.size(); ++i) probe_kind(i);
-    std::lock_guard lock(mutex);
-    if (probed_all) return;
-    for (std::size_t i = 0; i < kinds.size(); ++i) {
-      statuses.push_back(probed[i]->status);
-      devices.insert(devices.end(), probed[i]->devices.begin(), probed[i]->devices.end());
-    }
-    probed_all = true;
-  }
-
-  // Returns the position of kind in the registry order, or kinds.size() when it is not known.
-  std::size_t kind_index(BackendKind kind) const {
-    return static_cast<std::size_t>(std::find(kinds.begin(), kinds.end(), kind) - kinds.begin());
-  }
-
-  ComputeBackend* backend_locked(BackendKind kind) { return backend_shared_locked(kind).get(); }
-  std::shared_ptr<ComputeBackend> backend_shared_locked(BackendKind kind) {
-    for (auto& b : backends)
-      if (b->kind() == kind) return b;
-    return nullptr;
-  }
 };
 
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
@@ -248,12 +155,14 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
       settings->config.cache_max_bytes = used.max_bytes;
     }
     st.settings = settings;
+    std::vector<std::shared_ptr<ComputeBackend>> backends;
+    std::vector<BackendKind> kinds;  // registry order: known_backends(), or the injected ones
     if (o.backends.empty()) {
-      for (auto& b : detail::make_compiled_backends(st.settings)) st.backends.push_back(std::move(b));
-      st.kinds = detail::known_backends();
+      for (auto& b : detail::make_compiled_backends(st.settings)) backends.push_back(std::move(b));
+      kinds = detail::known_backends();
     } else {
-      st.backends = o.backends;
-      for (auto& b : st.backends) {
+      backends = o.backends;
+      for (auto& b : backends) {
         if (!b)
           fail(ErrorCategory::invalid_argument, "RuntimeOptions::backends holds a null backend.",
                "pass only constructed backends, or leave the list empty for the compiled-in ones.");
@@ -262,19 +171,15 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
           fail(ErrorCategory::invalid_argument,
                "backend '" + name + "' reports the kind of backend '" + std::string(to_string(kind)) + "'.",
                "return BackendKind::named(\"" + name + "\") from its kind() (or drop the name() override).");
-        st.kinds.push_back(kind);
+        kinds.push_back(kind);
       }
     }
-    st.probed.resize(st.kinds.size());
-    for (std::size_t i = 0; i < st.kinds.size(); ++i) st.kind_mutexes.push_back(std::make_unique<std::mutex>());
-    // Selection sees the runtime only through these calls (it sits a layer above).
-    std::string scope;
-    for (BackendKind kind : st.kinds)
-      if (st.backend_shared_locked(kind) && st.allowed(kind))
-        scope += (scope.empty() ? "" : ",") + std::string(to_string(kind));
-    detail::DeviceSource source{[this] { return devices(); }, [this] { return backends(); },
-                                [this](const std::string& id) { return open(id); },
-                                [this](BackendKind kind) { return backend_devices(kind); }, scope};
+    st.catalog = std::make_shared<detail::DeviceCatalog>(st.settings, std::move(backends), std::move(kinds), o.allowed);
+    const std::shared_ptr<detail::DeviceCatalog> catalog = st.catalog;  // the lambdas share it
+    detail::DeviceSource source{[catalog] { return catalog->devices(); }, [catalog] { return catalog->backends(); },
+                                [catalog](const std::string& id) { return catalog->open(id); },
+                                [catalog](BackendKind kind) { return catalog->backend_devices(kind); },
+                                catalog->scope()};
     st.selection = std::make_unique<detail::SelectionService>(std::move(source), o.forced_device, settings->store,
                                                               settings->config.background);
   } catch (...) {
@@ -302,83 +207,13 @@ Runtime& Runtime::global() {
   return *runtime;
 }
 
-std::vector<BackendStatus> Runtime::backends() {
-  state_->probe_all();
-  std::lock_guard lock(state_->mutex);
-  return state_->statuses;
-}
+std::vector<BackendStatus> Runtime::backends() { return state_->catalog->backends(); }
 
-std::vector<DeviceInfo> Runtime::devices() {
-  state_->probe_all();
-  std::lock_guard lock(state_->mutex);
-  return state_->devices;
-}
+std::vector<DeviceInfo> Runtime::devices() { return state_->catalog->devices(); }
 
-std::vector<DeviceInfo> Runtime::backend_devices(BackendKind kind) {
-  const std::size_t i = state_->kind_index(kind);
-  if (i == state_->kinds.size()) return {};
-  return state_->probe_kind(i).devices;
-}
+std::vector<DeviceInfo> Runtime::backend_devices(BackendKind kind) { return state_->catalog->backend_devices(kind); }
 
-Device Runtime::open(const std::string& id) {
-  const auto colon = id.find(':');
-  const std::string kind_name = id.substr(0, colon);
-  BackendKind kind{};
-  try {
-    kind = parse_backend_kind(kind_name);
-  } catch (const Error&) {
-    fail(ErrorCategory::invalid_argument, "device id '" + id + "' does not start with a backend name.",
-         "use backend:index, e.g. vulkan:0 or cpu:0 (vgpu-probe lists the ids).");
-  }
-  // Only the id's own backend is probed: the others' libraries stay unloaded.
-  const std::size_t ki = state_->kind_index(kind);
-  const DeviceInfo* match = nullptr;
-  if (ki < state_->kinds.size())
-    for (const DeviceInfo& d : state_->probe_kind(ki).devices)
-      if (d.id() == id || (colon == std::string::npos && d.backend == kind)) {
-        match = &d;
-        break;
-      }
-  if (match == nullptr) {
-    // A failure may probe everything: its Fix hint lists every device there is.
-    state_->probe_all();
-    std::lock_guard lock(state_->mutex);
-    std::string known;
-    for (const auto& d : state_->devices) known += (known.empty() ? "" : ", ") + d.id();
-    std::string why;
-    for (const auto& st : state_->statuses)
-      if (st.kind == kind && !st.available) why = " (" + std::string(to_string(kind)) + ": " + st.reason + ")";
-    fail(ErrorCategory::unavailable, "no device '" + id + "' on this machine" + why + ".",
-         "pick one of the available devices: " + (known.empty() ? std::string("none") : known) + ".");
-  }
-  // Devices are stored under their canonical id, so "cpu" and "cpu:0" share one device. A lost
-  // device is handed out as it is: its next call recovers it in place (DeviceCore::recover),
-  // through the backend, which the reopen function keeps alive.
-  {
-    std::lock_guard lock(state_->mutex);
-    if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
-  }
-  // Opened under the backend's own mutex (a context creation can take long), then published.
-  std::lock_guard opening(*state_->kind_mutexes[ki]);
-  {
-    std::lock_guard lock(state_->mutex);
-    if (auto it = state_->open.find(match->id()); it != state_->open.end()) return it->second->handle();
-  }
-  std::shared_ptr<ComputeBackend> backend = state_->backend_shared_locked(match->backend);
-  const std::uint32_t index = match->index;
-  auto core = std::make_shared<detail::DeviceCore>(
-      backend->open(index), state_->settings->config,
-      [backend, index] {
-        auto impl = backend->open(index);
-        driver_exit_handlers_changed();  // reopened after a loss: the same holds
-        return impl;
-      },
-      state_->settings->store);
-  driver_exit_handlers_changed();  // a context or device may register the driver's exit handlers
-  std::lock_guard lock(state_->mutex);
-  state_->open[match->id()] = core;
-  return core->handle();
-}
+Device Runtime::open(const std::string& id) { return state_->catalog->open(id); }
 
 Device Runtime::open(const DeviceInfo& info) { return open(info.id()); }
 
@@ -419,11 +254,6 @@ bool Runtime::demote(const std::string& op, const Shape& shape, const Device& de
 
 std::uint64_t Runtime::selection_epoch() const noexcept { return state_->selection->epoch(); }
 
-CounterSnapshot Runtime::counters() {
-  std::lock_guard lock(state_->mutex);
-  CounterSnapshot sum;
-  for (auto& [id, core] : state_->open) sum = sum + core->counters().snapshot();
-  return sum;
-}
+CounterSnapshot Runtime::counters() { return state_->catalog->counters(); }
 
 }  // namespace vgpu

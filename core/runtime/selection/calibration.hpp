@@ -34,9 +34,10 @@
 
 namespace vgpu::detail {
 
-/// What selection needs of the runtime below it: the devices, the backends' statuses (to say
-/// why there is no device) and opening a device by id. Selection builds PersistentKernels, a
-/// layer above Runtime, so it reaches the runtime only through these. devices and backends
+/// What selection needs of the devices: the devices, the backends' statuses (to say why there
+/// is no device) and opening a device by id. Runtime gives its service these over its
+/// DeviceCatalog (device/device_catalog.hpp), never over itself, so the service that Runtime
+/// owns does not call back into Runtime; tests give them over a test runtime. devices and backends
 /// probe every backend; backend_devices probes only one, and scope names the backends the
 /// runtime may probe without probing any, so that a persisted choice can be followed while the
 /// other backends' vendor libraries stay unloaded (issue 17).

@@ -3,8 +3,9 @@
 // choices per (op, size class), its lookup, calibration (calibration.hpp), persistence next to
 // L2 (selection_store.hpp) and demotion — the behaviour vgpu/selection.hpp documents.
 // Runtime holds one and forwards select/explain/demote/selection_epoch to it; KernelDatabase
-// (and through it Cache) reaches it through those. It sits above Runtime (it builds
-// PersistentKernels to time devices) and sees the runtime only through a DeviceSource.
+// (and through it Cache) reaches it through those. It never calls Runtime: it reaches devices
+// through a DeviceSource over the runtime's DeviceCatalog (device/device_catalog.hpp), which
+// both depend on, and builds PersistentKernels to time them.
 #pragma once
 
 #include <atomic>
