@@ -9,8 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "device_core.hpp"
 #include "builtin_plans.hpp"
+#include "device_core.hpp"
+#include "loss_policy.hpp"
 #include "plan_hash.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
@@ -139,12 +140,11 @@ void KernelDatabaseImpl::call(const std::string& id, const Shape& shape, std::sp
     Device building;  // set by lookup() only when it selects or builds
     try {
       kernel = lookup(id, shape, &building);
-      // A lost device recovers in place and the kernel retries once by itself, so a loss here
-      // costs no demotion, unless it is a relapse: lost again soon after its last recovery.
-      const detail::DeviceCore& core = detail::DeviceAccess::core(kernel->device());
-      const std::uint64_t relapses = core.relapses();
+      // The loss policy (loss_policy.hpp): a lost device recovers in place and the kernel
+      // retries once by itself, so a loss here costs no demotion, unless it is a relapse.
+      const detail::RelapseWatch watch(detail::DeviceAccess::core(kernel->device()));
       (*kernel)(args);
-      if (runtime_ && core.relapses() > relapses &&
+      if (runtime_ && watch.relapsed() &&
           runtime_->demote(id, shape, kernel->device(),
                            kernel->device().info().id() + " was lost again within " +
                                std::to_string(detail::DeviceCore::kRelapseWindow.count()) +
@@ -152,14 +152,10 @@ void KernelDatabaseImpl::call(const std::string& id, const Shape& shape, std::sp
         drop_device(kernel->device());  // this call's results are right; the next ones run elsewhere
       return;
     } catch (const Error& e) {
-      // A timeout is the caller's limit, not the device failing: running the call again
-      // elsewhere would take longer still, so it reaches the caller. (If it lost the device,
-      // the next call recovers it.) device_lost here means the kernel's retry failed too.
-      const ErrorCategory c = e.category();
-      const bool device_failure = c == ErrorCategory::compile_error || c == ErrorCategory::out_of_memory ||
-                                  c == ErrorCategory::device_lost || c == ErrorCategory::unavailable ||
-                                  c == ErrorCategory::not_supported;
-      if (!runtime_ || !device_failure) throw;
+      // The device gives way (loss_policy.hpp, step 3), or the error is the caller's: a
+      // timeout is the caller's limit (running the call again elsewhere would take longer
+      // still). device_lost here means the kernel's retry failed too.
+      if (!runtime_ || !detail::gives_way(e)) throw;
       Device used = kernel ? kernel->device() : building;
       if (!used) used = device();  // selection itself failed
       if (!used || !runtime_->demote(id, shape, used, e.what())) throw;

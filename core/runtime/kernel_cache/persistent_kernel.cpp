@@ -6,7 +6,7 @@
 #include <string>
 
 #include "device_core.hpp"
-#include "retry_after_loss.hpp"
+#include "loss_policy.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu {

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "device_core.hpp"
+#include "loss_policy.hpp"
 #include "queue_layout.hpp"
 #include "spread.hpp"
 #include "vgpu/backend/timing_clock.hpp"
@@ -71,7 +72,7 @@ QueuePipelineSet::QueuePipelineSet(DeviceSet devices, KernelSource kernel, Queue
     } catch (const Error& e) {
       // A device that cannot take the kernel (no dialect for it, a compile error) is left out;
       // a kernel that breaks the ABI is the caller's on every device.
-      if (!detail::device_failure(e)) throw;
+      if (!detail::gives_way(e)) throw;  // loss_policy.hpp, step 3
       last = std::current_exception();
       s.pipes.push_back(nullptr);
       s.out[i] = true;

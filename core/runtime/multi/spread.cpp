@@ -6,6 +6,7 @@
 #include <exception>
 #include <thread>
 
+#include "loss_policy.hpp"
 #include "vgpu/device_set.hpp"
 #include "vgpu/log.hpp"
 
@@ -14,12 +15,6 @@ namespace vgpu::detail {
 namespace {
 using Range = std::pair<std::uint32_t, std::uint32_t>;  // [begin, end) of items
 }  // namespace
-
-bool device_failure(const Error& e) {
-  const ErrorCategory c = e.category();
-  return c == ErrorCategory::compile_error || c == ErrorCategory::out_of_memory || c == ErrorCategory::device_lost ||
-         c == ErrorCategory::unavailable || c == ErrorCategory::not_supported;
-}
 
 void spread(const SpreadTask& task, std::uint32_t n) {
   const std::size_t count = task.ids.size();
@@ -75,7 +70,7 @@ void spread(const SpreadTask& task, std::uint32_t n) {
           rec.items[i] += end - begin;
         } catch (const Error& e) {
           rec.items[i] += done;
-          if (!device_failure(e)) {
+          if (!gives_way(e)) {  // loss_policy.hpp, step 3
             out[i].other = std::current_exception();
             return;
           }

@@ -14,10 +14,6 @@
 
 namespace vgpu::detail {
 
-/// Whether e says the device failed (its share may run elsewhere), as KernelDatabase::call
-/// decides for demotion: a timeout or a bad argument is the caller's and reaches it.
-bool device_failure(const Error& e);
-
 /// What one spread() did, per device of the set (index = position in the set).
 struct SpreadRecord {
   std::vector<std::uint32_t> first_shares;  ///< the first split (empty when none was made)

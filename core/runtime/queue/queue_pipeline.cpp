@@ -9,7 +9,7 @@
 
 #include "device_core.hpp"
 #include "queue_layout.hpp"
-#include "retry_after_loss.hpp"
+#include "loss_policy.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/persistent_queue.hpp"
 
