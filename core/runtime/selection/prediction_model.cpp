@@ -10,7 +10,6 @@
 
 #include "selection_store.hpp"
 #include "vgpu/error.hpp"
-#include "vgpu/log.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/selection.hpp"
 
@@ -301,16 +300,12 @@ std::optional<Model> from_json(std::string_view text, const std::string& op, con
 
 std::optional<Model> load(cache::DiskStore& store, const std::string& op, const DeviceInfo& device) {
   const std::string key = key_text(op, device);
-  const std::optional<std::string> text = load_selection_text(store, key);
-  if (!text) return std::nullopt;
-  std::string why;
-  std::optional<Model> m = from_json(*text, op, device.id(), &why);
-  if (!m) {
-    log(LogLevel::warn, "selection cache: ignoring the stored prediction model of '" + op + "' on " + device.id() +
-                            " (" + why + "); probing again.");
-    reject_selection(store, key);
-  }
-  return m;
+  return load_record(
+      store, key, [&](std::string_view text, std::string& why) { return from_json(text, op, device.id(), &why); },
+      [&](const std::string& why) {
+        return "selection cache: ignoring the stored prediction model of '" + op + "' on " + device.id() + " (" + why +
+               "); probing again.";
+      });
 }
 
 void store(cache::DiskStore& store, const DeviceInfo& device, const Model& m) {

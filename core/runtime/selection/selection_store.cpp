@@ -23,31 +23,32 @@ cache::KernelKey key_of(const std::string& key_text) {
 
 }  // namespace
 
-std::optional<Selection> load_selection(cache::DiskStore& store, const std::string& key_text) {
-  if (!store.enabled()) return std::nullopt;
-  auto blob = store.load(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text));
-  if (!blob) return std::nullopt;
-  std::string why;
-  auto s = selection_from_json(std::string_view(reinterpret_cast<const char*>(blob->data()), blob->size()), &why);
-  if (!s) {
-    // The checksums passed, so this was written so (another vgpu build, a tool, a hand edit):
-    // drop it, and the caller calibrates again and stores a fresh one.
-    drop_selection(store, key_text, why);
-    return std::nullopt;
-  }
-  return s;
-}
+void warn_dropped_record(const std::string& text) { log(LogLevel::warn, text); }
 
-void drop_selection(cache::DiskStore& store, const std::string& key_text, const std::string& why) {
-  // The key text reads "select;v=3;vgpu=…;plan=…;op=<op>;class=<class>;devices=...": name the op and class.
+namespace {
+
+// The warning for a dropped selection: the key text reads
+// "select;v=3;vgpu=…;plan=…;op=<op>;class=<class>;devices=...", so it names the op and class.
+std::string dropped_selection_warning(const std::string& key_text, const std::string& why) {
   const auto from = key_text.find("op="), to = key_text.find(";devices=");
   std::string what = from != std::string::npos && to != std::string::npos && to > from
                          ? key_text.substr(from + 3, to - from - 3)
                          : std::string("?");
   if (const auto semi = what.find(";class="); semi != std::string::npos) what.replace(semi, 7, " class ");
-  log(LogLevel::warn,
-      "selection cache: ignoring the stored selection for " + what + " (" + why + "); calibrating again.");
-  store.reject(cache::EntryKind::selection, key_of(key_text), "invalid");
+  return "selection cache: ignoring the stored selection for " + what + " (" + why + "); calibrating again.";
+}
+
+}  // namespace
+
+std::optional<Selection> load_selection(cache::DiskStore& store, const std::string& key_text) {
+  return load_record(
+      store, key_text, [](std::string_view text, std::string& why) { return selection_from_json(text, &why); },
+      [&](const std::string& why) { return dropped_selection_warning(key_text, why); });
+}
+
+void drop_selection(cache::DiskStore& store, const std::string& key_text, const std::string& why) {
+  warn_dropped_record(dropped_selection_warning(key_text, why));
+  reject_selection(store, key_text);
 }
 
 void store_selection(cache::DiskStore& store, const std::string& key_text, const Selection& selection) {

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/selection/selection_store.hpp — device selections on disk, next to the L2 kernel cache
-// (the runtime's DiskStore, EntryKind::selection): JSON payloads keyed by op, size class and the
-// fingerprints of every device, so a changed driver or device never reuses an old choice.
+// core/runtime/selection/selection_store.hpp — the one store of measurements: every record
+// vgpu measures and keeps (device selections, the pointers to the last one, prediction models,
+// variant choices) is a JSON payload in the runtime's L2 store (DiskStore, EntryKind::selection)
+// under a key text that holds the fingerprints of what was measured, so a changed driver or
+// device never reuses an old record. Each record kind has its strict reader; load_record is the
+// one way to read one, and drops what the reader refuses.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/selection.hpp"
@@ -34,5 +39,26 @@ void store_selection_text(cache::DiskStore& store, const std::string& key_text, 
 
 /// Deletes the selection entry under key_text, counted as rejected "invalid" (no log: the caller warns).
 void reject_selection(cache::DiskStore& store, const std::string& key_text);
+
+/// Logs text as a warning (the log layer, kept out of this header).
+void warn_dropped_record(const std::string& text);
+
+/// Reads the record stored under key_text with read, a strict reader (std::string_view text,
+/// std::string& why) -> std::optional<Record>. A record read refuses — the store's checksums
+/// passed, so it was written so: another build, a tool, a hand edit — is deleted (counted as
+/// rejected "invalid") with one warning, warning(why); the caller then measures again.
+template <class Read, class Warning>
+auto load_record(cache::DiskStore& store, const std::string& key_text, Read&& read, Warning&& warning)
+    -> decltype(read(std::string_view{}, std::declval<std::string&>())) {
+  const std::optional<std::string> text = load_selection_text(store, key_text);
+  if (!text) return std::nullopt;
+  std::string why;
+  auto record = read(std::string_view(*text), why);
+  if (!record) {
+    warn_dropped_record(warning(why));
+    reject_selection(store, key_text);
+  }
+  return record;
+}
 
 }  // namespace vgpu::detail

@@ -114,16 +114,15 @@ std::optional<std::string> from_json(std::string_view text, const DeviceInfo& de
 // Reads the stored choice; a damaged or hostile entry is dropped with one warning.
 std::optional<std::string> load(cache::DiskStore& store, const DeviceInfo& device, const OpShape& shape,
                                 const std::string& key_text, const std::vector<OpTuning>& candidates) {
-  auto text = load_selection_text(store, key_text);
-  if (!text) return std::nullopt;
-  std::string why;
-  auto v = from_json(*text, device, shape, key_text, candidates, why);
-  if (!v) {
-    log(LogLevel::warn, "variant cache: ignoring the stored " + std::string(shape.op) + " variant for " +
-                            shape_text(shape) + " on " + device.id() + " (" + why + "); measuring again.");
-    reject_selection(store, key_text);
-  }
-  return v;
+  return load_record(
+      store, key_text,
+      [&](std::string_view text, std::string& why) {
+        return from_json(text, device, shape, key_text, candidates, why);
+      },
+      [&](const std::string& why) {
+        return "variant cache: ignoring the stored " + std::string(shape.op) + " variant for " + shape_text(shape) +
+               " on " + device.id() + " (" + why + "); measuring again.";
+      });
 }
 
 // ---- measuring ----------------------------------------------------------------------------
