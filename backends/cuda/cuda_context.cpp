@@ -19,8 +19,11 @@ struct Generation {
 // Per process and ordinal, as the primary contexts themselves are.
 std::mutex g_mutex;
 std::map<CUdevice, Generation>& generations() {
-  static std::map<CUdevice, Generation> g;  // never destroyed before the devices using it: leaked at exit
-  return g;
+  // Leaked, never destroyed: a background calibration's first CUDA open makes it, so its
+  // destructor would be registered after vgpu's exit handler and run before the handler has
+  // joined that thread, which then reads a destroyed map (vgpu/backend/exit_order.hpp).
+  static auto* g = new std::map<CUdevice, Generation>();
+  return *g;
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ const char* dl_error() {
 const DriverFns* load_driver(std::string* reason) {
   static DriverFns fns;
   static const DriverFns* result = nullptr;
-  static std::string why;
+  static std::string& why = *new std::string();  // leaked: a background probe may load first (exit_order.hpp)
   static std::once_flag once;
   std::call_once(once, [] {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -61,7 +61,7 @@ const DriverFns* load_driver(std::string* reason) {
 const NvrtcFns* load_nvrtc(std::string* reason) {
   static NvrtcFns fns;
   static const NvrtcFns* result = nullptr;
-  static std::string why;
+  static std::string& why = *new std::string();  // leaked: a background probe may load first (exit_order.hpp)
   static std::once_flag once;
   std::call_once(once, [] {
     std::vector<std::string> candidates = {"libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.13",

@@ -183,7 +183,8 @@ std::string capability_problem(std::string_view capability, const DeviceFeatures
   const auto subgroup = [](VkSubgroupFeatureFlags bit, std::string_view operations) {
     return Need{nullptr, bit, std::string(operations) + " in compute shaders"};
   };
-  static const std::map<std::string_view, Need> kNeeds{
+  // Leaked: a background calibration may open the device first (vgpu/backend/exit_order.hpp).
+  static const auto& kNeeds = *new const std::map<std::string_view, Need>{
       {"Shader", {nullptr, 0, ""}},
       {"Matrix", {nullptr, 0, ""}},
       {"StorageImageExtendedFormats", {nullptr, 0, ""}},

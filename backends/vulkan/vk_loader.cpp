@@ -15,7 +15,7 @@ namespace vgpu::vulkan {
 PFN_vkGetInstanceProcAddr load_loader(std::string* error) {
   static std::once_flag once;
   static PFN_vkGetInstanceProcAddr gipa = nullptr;
-  static std::string why;
+  static std::string& why = *new std::string();  // leaked: a background probe may load first (exit_order.hpp)
   std::call_once(once, [] {
     // The library stays loaded for the process: drivers keep threads and callbacks in it.
     void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);

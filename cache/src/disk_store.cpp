@@ -33,7 +33,7 @@ constexpr const char* kDefaultFix =
 /// Logs that dir is unusable, once per directory per process.
 void warn_unusable(const fs::path& dir, const std::string& why, const std::string& fix) {
   static std::mutex mutex;
-  static std::set<std::string> warned;
+  static std::set<std::string>& warned = *new std::set<std::string>();  // leaked: background writes warn too
   {
     std::lock_guard lock(mutex);
     if (!warned.insert(dir.string()).second) return;

@@ -251,7 +251,7 @@ bool is_temp_name(std::string_view name) noexcept {
 
 void warn_once(const std::string& key, const std::string& message) {
   static std::mutex mutex;
-  static std::set<std::string> warned;
+  static std::set<std::string>& warned = *new std::set<std::string>();  // leaked: background writes warn too
   bool first;
   {
     std::lock_guard lock(mutex);

@@ -251,7 +251,7 @@ std::optional<std::uint64_t> bytes(std::string_view text) noexcept {
 }  // namespace config_parse
 
 void config_warning(const std::string& message) {
-  static std::set<std::string> warned;
+  static std::set<std::string>& warned = *new std::set<std::string>();  // leaked: background threads warn too
   {
     std::lock_guard lock(warned_mutex());
     if (!warned.insert(message).second) return;
