@@ -32,6 +32,27 @@ thread_local BackgroundWorker* t_current = nullptr;
 // The exit handler (registered again and again: it must be cheap once everything stopped).
 void stop_live_workers() { BackgroundWorker::stop_all(); }
 
+// The main thread's exit guard. glibc runs the exiting thread's thread_local destructors before
+// any atexit handler or static destructor (__run_exit_handlers calls __call_tls_dtors first),
+// so when the main thread ends the process (returning from main, or exit()) this stops and
+// joins the workers before any library is torn down — also one a worker loaded a moment
+// before, whose handlers precede vgpu's registered one (seen: lavapipe's LLVM, loaded by a
+// background probe while main returned, destroyed under it: a hang at exit in 3 of 25 runs).
+// Armed on the main thread only: another thread's end must not stop the process's background
+// work. exit() from another thread, or a runtime created off the main thread, keep the
+// registered handler (run_first_at_exit).
+struct MainThreadExitGuard {
+  ~MainThreadExitGuard() { BackgroundWorker::stop_all(); }
+};
+
+void arm_main_thread_exit_guard() noexcept {
+#ifdef __linux__
+  if (::gettid() != ::getpid()) return;
+  thread_local MainThreadExitGuard guard;  // its destructor is registered once, on the main thread
+  (void)guard;
+#endif
+}
+
 }  // namespace
 
 void BackgroundWorker::stop_all() noexcept {
@@ -70,6 +91,7 @@ BackgroundWorker::~BackgroundWorker() {
 }
 
 bool BackgroundWorker::post(Job job) {
+  arm_main_thread_exit_guard();
   bool started = false;
   {
     std::lock_guard lock(mutex_);
