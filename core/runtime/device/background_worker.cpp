@@ -37,10 +37,12 @@ void stop_live_workers() { BackgroundWorker::stop_all(); }
 // so when the main thread ends the process (returning from main, or exit()) this stops and
 // joins the workers before any library is torn down — also one a worker loaded a moment
 // before, whose handlers precede vgpu's registered one (seen: lavapipe's LLVM, loaded by a
-// background probe while main returned, destroyed under it: a hang at exit in 3 of 25 runs).
+// background probe while main returned, destroyed under it: a hang at exit in 8 of 80 runs).
 // Armed on the main thread only: another thread's end must not stop the process's background
-// work. exit() from another thread, or a runtime created off the main thread, keep the
-// registered handler (run_first_at_exit).
+// work. (A main thread that ends by pthread_exit while others go on does stop it: background
+// calibrations are then refused and the interim choices stay.) exit() from another thread, or
+// background work posted only off the main thread, keep the registered handler
+// (run_first_at_exit).
 struct MainThreadExitGuard {
   ~MainThreadExitGuard() { BackgroundWorker::stop_all(); }
 };
