@@ -18,6 +18,7 @@
 #include <random>
 
 #include "bench_util.hpp"
+#include "builtin_plans.hpp"  // the runtime's: plans under a forced tiling, a device's tuner
 #include "cublas_ref.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/vgpu.hpp"
@@ -225,15 +226,15 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
   if (info.backend == vgpu::BackendKind::cuda) {
     for (std::uint32_t n : o.quick ? std::vector<std::uint32_t>{1024} : std::vector<std::uint32_t>{1024, 2048, 4096}) {
       const vgpu::OpShape shape{"matmul", n, n, n};
-      const std::string rule = info.op_tuner->tune(shape, info).variant;
+      const auto tuner = vgpu::detail::op_tuner_of(dev);
+      const std::string rule = tuner->tune(shape, info).variant;
       std::vector<std::string> offered;
-      for (const vgpu::OpTuning& c : info.op_tuner->candidates(shape, info)) offered.push_back(c.variant);
+      for (const vgpu::OpTuning& c : tuner->candidates(shape, info)) offered.push_back(c.variant);
       // The plan's own choice: measured once per device and size class (VGPU_TUNE=measure).
       const vgpu::KernelPlan planned = vgpu::ops::matmul(dev, n, n, n);
       for (const auto& t : vgpu::cuda::cuda_matmul_tilings()) {
-        vgpu::DeviceInfo forced = info;
-        forced.op_tuner = vgpu::cuda::cuda_op_tuner(t.name());
-        const vgpu::KernelPlan plan = vgpu::ops::matmul(forced, n, n, n);
+        const auto forced = vgpu::cuda::cuda_op_tuner(t.name());
+        const vgpu::KernelPlan plan = vgpu::detail::builtin_plan("matmul", info, forced.get(), {n, n, n});
         double e = 0;
         double gf = matmul_gflops(dev, plan, n, n >= 2048 ? 5 : 10, &e);
         r.err = std::max(r.err, e);
@@ -256,7 +257,8 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
       const vgpu::OpShape shape{"matmul", n, n, n};
       const std::string rule = vgpu::kernels::glsl_matmul_choice(n, n, n, info).name();
       std::vector<std::string> offered;
-      for (const vgpu::OpTuning& c : info.op_tuner->candidates(shape, info)) offered.push_back(c.variant);
+      for (const vgpu::OpTuning& c : vgpu::detail::op_tuner_of(dev)->candidates(shape, info))
+        offered.push_back(c.variant);
       // The plan's own choice: measured once per device and size class (VGPU_TUNE=measure), so
       // the table shows whether the measurement beat the rule.
       const vgpu::KernelPlan planned = vgpu::ops::matmul(dev, n, n, n);
@@ -267,10 +269,10 @@ DeviceResult bench_device(const vgpu::DeviceInfo& info, const vb::Options& o, st
           chosen = t.name();
       for (const auto& t : vgpu::kernels::glsl_matmul_tilings()) {
         if (!t.fits(info)) continue;  // too much shared memory here: its cells print "-"
-        vgpu::DeviceInfo forced = info;
-        forced.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
+        const auto forced = vgpu::kernels::gpu_builtin_tuner(t.name());
         double e = 0;
-        const double gf = matmul_gflops(dev, vgpu::ops::matmul(forced, n, n, n), n, n >= 2048 ? 3 : 5, &e);
+        const double gf = matmul_gflops(dev, vgpu::detail::builtin_plan("matmul", info, forced.get(), {n, n, n}), n,
+                                        n >= 2048 ? 3 : 5, &e);
         r.err = std::max(r.err, e);
         r.glsl_tilings.push_back({t.name(), n, gf, t.name() == chosen, t.name() == rule,
                                   std::find(offered.begin(), offered.end(), t.name()) != offered.end()});
@@ -314,7 +316,7 @@ int profile_one(const std::string& what) {
     double err = 0;
     const double gf = matmul_gflops(dev, plan, n, 2, &err);
     std::cout << info.id() << " vgpu matmul N=" << n << " tiling "
-              << info.op_tuner->tune({"matmul", n, n, n}, info).variant << ": " << vb::fmt(gf)
+              << vgpu::detail::op_tuner_of(dev)->tune({"matmul", n, n, n}, info).variant << ": " << vb::fmt(gf)
               << " GFLOP/s (max rel err " << vb::fmt_sci(err) << ")\n";
     return err < 1e-4 ? 0 : 1;
   }

@@ -139,6 +139,17 @@ consumer)
     echo "FAIL: libvgpu.so exports $internal internal vgpu symbols, more than $max_internal (tools/symbol_report.sh --list detail|backend|internal $lib). Fix: VGPU_API only on the installed headers' declarations (docs/embedding.md)."
     fail=1
   fi
+  # No test hooks ship (issue 30): no vgpu::testing symbol, no testing header installed; the
+  # hold point's weak reference (vgpu_testing_calibration_hold, undefined) is all there is.
+  hooks=$(nm -D --defined-only --demangle "$lib" | grep -E 'vgpu::testing|inject_loss|_testing' || true)
+  if [[ -n "$hooks" ]]; then
+    echo "FAIL: libvgpu.so defines test hooks: $hooks. Fix: test hooks live in tests/hooks (vgpu_testing), never in a layer."
+    fail=1
+  fi
+  if find "$tmp/prefix" -name 'testing.hpp' | grep -q .; then
+    echo "FAIL: the install has vgpu/testing.hpp. Fix: it belongs to tests/hooks, which is never installed."
+    fail=1
+  fi
   if (( total > max_total )); then
     echo "FAIL: libvgpu.so exports $total symbols, more than $max_total. Fix: VGPU_API only on the public API; if the API grew, raise the limit in tests/CMakeLists.txt (packaging.consumer_shared)."
     fail=1

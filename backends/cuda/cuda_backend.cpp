@@ -6,8 +6,8 @@
 
 #include "cuda_device.hpp"
 #include "cuda_op_tuner.hpp"
-#include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/config.hpp"
+#include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
 
@@ -60,7 +60,6 @@ DeviceInfo describe(const DriverFns& f, const NvrtcFns& nv, CUdevice d, std::uin
   info.limits.max_buffer_bytes = mem;
   info.features = {"sm_" + std::to_string(*ccmaj) + std::to_string(*ccmin), "cuda_c", "nvrtc_" + nvrtc};
   info.dialects = {std::string(dialect::cuda)};
-  info.op_tuner = cuda_op_tuner(config().matmul_tiling);  // VGPU_MATMUL_TILING forces a CUDA tiling too
   CUuuid uuid{};
   std::string uuid_hex;
   if (f.cuDeviceGetUuid(&uuid, d) == CUDA_SUCCESS)
@@ -92,6 +91,8 @@ class CudaBackend final : public ComputeBackend {
   explicit CudaBackend(std::shared_ptr<const BackendSettings> settings) : settings_(std::move(settings)) {}
 
   BackendKind kind() const noexcept override { return BackendKind::cuda; }
+  /// Returns the rule by which it runs the built-in ops (its registry entry names the same).
+  std::shared_ptr<const OpTuner> op_tuner() const override { return cuda_op_tuner(config().matmul_tiling); }
 
   BackendStatus status() override {
     init();

@@ -8,12 +8,12 @@
 #include <mutex>
 #include <thread>
 
-#include "vgpu/config.hpp"
-#include "vgpu/kernels/gpu_tuning.hpp"
 #include "gl_device.hpp"
 #include "vgpu/backend/driver_limits.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
+#include "vgpu/config.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/shader_toolchain.hpp"
 
@@ -90,7 +90,6 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   d.features.push_back("egl_" + src.platform);
   // The body form first (as before); a module form costs no front-end compile when given as SPIR-V.
   d.dialects = {std::string(dialect::glsl), std::string(dialect::spirv), std::string(dialect::glsl_shader)};
-  d.op_tuner = kernels::gpu_builtin_tuner(config().matmul_tiling);
   if (!c.binary_formats.empty()) d.features.push_back("program_binary");
   if (c.dsa) d.features.push_back("direct_state_access");
   if (c.gl_spirv) d.features.push_back("gl_spirv");
@@ -196,6 +195,10 @@ class OpenGLBackend final : public ComputeBackend {
   explicit OpenGLBackend(std::shared_ptr<const BackendSettings> settings) : settings_(std::move(settings)) {}
 
   BackendKind kind() const noexcept override { return BackendKind::opengl; }
+  /// Returns the rule by which it runs the built-in ops (its registry entry names the same).
+  std::shared_ptr<const OpTuner> op_tuner() const override {
+    return kernels::gpu_builtin_tuner(config().matmul_tiling);
+  }
 
   BackendStatus status() override {
     const Discovery& d = discover();

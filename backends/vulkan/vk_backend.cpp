@@ -3,6 +3,8 @@
 #include <mutex>
 
 #include "vgpu/backend/registry.hpp"
+#include "vgpu/config.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/shader_toolchain.hpp"
 #include "vk_device.hpp"
@@ -19,6 +21,10 @@ class VulkanBackend final : public ComputeBackend {
   explicit VulkanBackend(std::shared_ptr<const BackendSettings> settings) : settings_(std::move(settings)) {}
 
   BackendKind kind() const noexcept override { return BackendKind::vulkan; }
+  /// Returns the rule by which it runs the built-in ops (its registry entry names the same).
+  std::shared_ptr<const OpTuner> op_tuner() const override {
+    return kernels::gpu_builtin_tuner(config().matmul_tiling);
+  }
 
   BackendStatus status() override {
     BackendStatus st;

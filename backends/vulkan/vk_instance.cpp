@@ -7,10 +7,9 @@
 #include <cstring>
 #include <vector>
 
-#include "vgpu/config.hpp"
-#include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/backend/driver_limits.hpp"
 #include "vgpu/backend/fingerprint.hpp"
+#include "vgpu/kernel_source.hpp"
 #include "vgpu/version.hpp"
 #include "vk_validation.hpp"
 
@@ -136,7 +135,6 @@ DeviceInfo describe(const PhysicalDevice& pd, std::uint32_t index, const std::st
   if (l.maxPushConstantsSize >= 128) d.features.push_back("push_constants_128");
   for (std::string& f : pd.features.names()) d.features.push_back(std::move(f));
   d.dialects = {std::string(dialect::glsl), std::string(dialect::glsl_shader), std::string(dialect::spirv)};
-  d.op_tuner = kernels::gpu_builtin_tuner(config().matmul_tiling);
   d.fingerprint = make_fingerprint({{"backend", "vulkan"},
                                     {"vendor_id", std::to_string(p.vendorID)},
                                     {"device_id", std::to_string(p.deviceID)},

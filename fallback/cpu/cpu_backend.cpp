@@ -13,8 +13,8 @@
 #include <oneapi/tbb/version.h>
 
 #include "cpu_device.hpp"
-#include "cpu_isa.hpp"
 #include "cpu_op_tuner.hpp"
+#include "cpu_isa.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
@@ -88,7 +88,6 @@ DeviceInfo describe(const std::string& isa, std::uint32_t index) {
   info.limits.max_bindings = 32;
   info.features = cpu::cpu_features();
   info.dialects = {std::string(dialect::cpu)};
-  info.op_tuner = cpu::cpu_op_tuner();
   // The ISA is part of the identity: built-ins compiled for another ISA round differently.
   // Logical devices past the first carry their index, so selections and calibrations keyed by
   // fingerprint tell them apart; cpu:0 keeps the one-device fingerprint (existing caches stay warm).
@@ -119,6 +118,8 @@ class CpuBackend final : public ComputeBackend {
 
   /// Returns BackendKind::cpu.
   BackendKind kind() const noexcept override { return BackendKind::cpu; }
+  /// Returns the rule by which it runs the built-in ops (its registry entry names the same).
+  std::shared_ptr<const OpTuner> op_tuner() const override { return cpu::cpu_op_tuner(); }
 
   /// Returns compiled in and available: the CPU is always there.
   BackendStatus status() override {

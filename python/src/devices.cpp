@@ -22,7 +22,6 @@
 #include "vgpu/ops.hpp"
 #include "vgpu/runtime.hpp"
 #include "vgpu/selection.hpp"
-#include "vgpu/testing.hpp"
 
 namespace py = pybind11;
 
@@ -382,11 +381,6 @@ void bind_devices(py::module_& m) {
     py::gil_scoped_release release;  // a step in flight may need the GIL to finish
     Runtime::stop_background_work();
   }));
-  // FOR TESTS ONLY (vgpu/testing.hpp): tests/python/test_exit.py ends interpreters with a
-  // calibration held in flight on a chosen device.
-  m.def("_testing_hold_background_calibration",
-        [](const std::string& device_id) { testing::hold_background_calibration(device_id); });
-  m.def("_testing_background_calibration_held", [] { return testing::background_calibration_held(); });
   m.def(
       "counters",
       [] {

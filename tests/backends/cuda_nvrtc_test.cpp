@@ -20,6 +20,7 @@
 #include "support/catch_session.hpp"
 #include "support/expect_error.hpp"
 #include "support/kernel_sources.hpp"
+#include "support/tuned_plan.hpp"
 #include "vgpu/vgpu.hpp"
 
 namespace vgpu_test {
@@ -33,7 +34,6 @@ vgpu::DeviceInfo cuda_device(std::uint32_t sms) {
   dev.backend = vgpu::BackendKind::cuda;
   dev.compute_units = sms;
   dev.dialects = {std::string(vgpu::dialect::cuda)};
-  dev.op_tuner = vgpu::cuda::cuda_op_tuner();
   dev.limits.max_workgroup_count = {2147483647u, 65535u, 65535u};
   return dev;
 }
@@ -98,9 +98,8 @@ TEST_CASE("CUDA matmul: every tiling compiles, is in L3 and is named for VGPU_MA
     INFO(t.name());
     CHECK(vgpu::cuda::cuda_matmul_tiling(t.name()) == t);
     // Forced, the plan takes exactly this tiling's block, defines and grid.
-    vgpu::DeviceInfo dev = cuda_device(132);
-    dev.op_tuner = vgpu::cuda::cuda_op_tuner(t.name());
-    const vgpu::KernelPlan plan = vgpu::ops::matmul(dev, 1000, 17, 4097);
+    const vgpu::DeviceInfo dev = cuda_device(132);
+    const vgpu::KernelPlan plan = matmul_with(vgpu::cuda::cuda_op_tuner(t.name()), dev, 1000, 17, 4097);
     const vgpu::OpTuning want = t.tuning();
     CHECK(want.variant == t.name());
     CHECK(plan.options.defines == want.options.defines);
@@ -115,15 +114,16 @@ TEST_CASE("CUDA matmul: every tiling compiles, is in L3 and is named for VGPU_MA
 #endif
   }
   // A name that is no CUDA tiling fails the plan, listing the CUDA names.
-  vgpu::DeviceInfo dev = cuda_device(132);
-  dev.op_tuner = vgpu::cuda::cuda_op_tuner("32x32x16x4x4");  // a GLSL tiling, not a CUDA one
-  REQUIRE_VGPU_ERROR(invalid_argument, "128x128x8x8x8w32x64", vgpu::ops::matmul(dev, 8, 8, 8));
-  REQUIRE_VGPU_ERROR(invalid_argument, "Fix:", vgpu::ops::matmul(dev, 8, 8, 8));
+  const vgpu::DeviceInfo dev = cuda_device(132);
+  const auto glsl_named = vgpu::cuda::cuda_op_tuner("32x32x16x4x4");  // a GLSL tiling, not a CUDA one
+  REQUIRE_VGPU_ERROR(invalid_argument, "128x128x8x8x8w32x64", matmul_with(glsl_named, dev, 8, 8, 8));
+  REQUIRE_VGPU_ERROR(invalid_argument, "Fix:", matmul_with(glsl_named, dev, 8, 8, 8));
 }
 
 TEST_CASE("CUDA matmul candidates: the rule's pick first, distinct tilings that fill the SMs", "[cuda][matmul]") {
   const vgpu::DeviceInfo h200 = cuda_device(132);
-  const vgpu::OpTuner& tuner = *h200.op_tuner;
+  const auto rule = vgpu::cuda::cuda_op_tuner();
+  const vgpu::OpTuner& tuner = *rule;
   // Small products are not worth measuring: the rule alone.
   CHECK(tuner.candidates({"matmul", 255, 256, 256}, h200).size() == 1);
   CHECK(tuner.candidates({"axpy", 1, 1, 1u << 24}, h200).size() == 1);
@@ -156,9 +156,8 @@ TEST_CASE("CUDA matmul candidates: the rule's pick first, distinct tilings that 
       CHECK(std::find(names.begin(), names.end(), want) != names.end());
   }
   // Forced: that tiling only, nothing to measure.
-  vgpu::DeviceInfo forced = h200;
-  forced.op_tuner = vgpu::cuda::cuda_op_tuner("128x256x8x8x16w32x128");
-  const auto f = forced.op_tuner->candidates({"matmul", 4096, 4096, 4096}, forced);
+  const auto forced = vgpu::cuda::cuda_op_tuner("128x256x8x8x16w32x128");
+  const auto f = forced->candidates({"matmul", 4096, 4096, 4096}, h200);
   REQUIRE(f.size() == 1);
   CHECK(f[0].variant == "128x256x8x8x16w32x128");
   CHECK(f[0].options.defines.at("VGPU_MM_MIN_BLOCKS") == "1");

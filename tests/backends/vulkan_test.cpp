@@ -13,6 +13,7 @@
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "support/scale_add_kernel.hpp"
+#include "support/tuned_plan.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache/precompiled.hpp"
@@ -27,10 +28,8 @@ BACKEND_CASE(vulkan, "L3: every GLSL matmul tiling and split-K's sum compile fro
   vgpu::Device device = runtime.open("vulkan:0");
   std::vector<vgpu::KernelPlan> plans;
   for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings()) {
-    vgpu::DeviceInfo info = device.info();
-    if (!t.fits(info)) continue;
-    info.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
-    plans.push_back(vgpu::ops::matmul(info, 300, 200, 100));
+    if (!t.fits(device.info())) continue;
+    plans.push_back(vgpu_test::matmul_with(vgpu::kernels::gpu_builtin_tuner(t.name()), device.info(), 300, 200, 100));
   }
   // A tall-skinny product: two kernels, the slices and their sum.
   const vgpu::KernelPlan split = vgpu::ops::matmul(device.info(), 8, 65536, 8);

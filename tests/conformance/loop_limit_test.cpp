@@ -17,6 +17,7 @@
 #include "conformance/conformance.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
+#include "support/tuned_plan.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/kernels/kernel_abi.hpp"
 
@@ -38,11 +39,13 @@ void check_ones_product(vgpu::Device& device, std::uint32_t m, std::uint32_t k, 
                         const std::string& tiling = {}) {
   INFO(device.info().id() << " ones(" << m << "x" << k << ") · ones(" << k << "x" << n << ") via " << to_string(path)
                           << (tiling.empty() ? "" : " tiling " + tiling));
-  vgpu::DeviceInfo info = device.info();
-  if (!tiling.empty()) info.op_tuner = vgpu::kernels::gpu_builtin_tuner(tiling);
+  const vgpu::DeviceInfo& info = device.info();
   HostTensors args{std::vector<float>(std::size_t{m} * k, 1.0f), std::vector<float>(std::size_t{k} * n, 1.0f),
                    std::vector<float>(std::size_t{m} * n, kNaN)};
-  run_plan(device, vgpu::ops::matmul(info, m, k, n), args, path);
+  run_plan(device,
+           tiling.empty() ? vgpu::ops::matmul(info, m, k, n)
+                          : matmul_with(vgpu::kernels::gpu_builtin_tuner(tiling), info, m, k, n),
+           args, path);
   std::size_t wrong = 0;
   for (float v : args[2])
     if (v != static_cast<float>(k) && wrong++ < 3) UNSCOPED_INFO("an element of C is " << v);
@@ -92,8 +95,7 @@ TEST_CASE("loop limits: matmul plans keep every loop under the device's limit", 
     CHECK(budget < limit);
     for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings()) {
       if (!t.fits(soft)) continue;
-      vgpu::DeviceInfo info = soft;
-      info.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
+      const auto forced = vgpu::kernels::gpu_builtin_tuner(t.name());
       // The most K one invocation walks fits the budget, and 16 more would not.
       const std::uint64_t slice_max = t.max_k_slice(budget);
       REQUIRE(slice_max >= 16);
@@ -104,7 +106,7 @@ TEST_CASE("loop limits: matmul plans keep every loop under the device's limit", 
         INFO("limit " << limit << " tiling " << t.name() << " K " << k);
         vgpu::KernelPlan plan;
         try {
-          plan = vgpu::ops::matmul(info, 7, k, 9);
+          plan = matmul_with(forced, soft, 7, k, 9);
         } catch (const vgpu::Error& e) {
           // Only a small limit may run out of slices (the sum's loop walks them); it says so.
           CHECK(limit == 2000u);
@@ -125,7 +127,6 @@ TEST_CASE("loop limits: matmul plans keep every loop under the device's limit", 
   // says so instead of walking K past the limit.
   soft.limits.max_loop_iterations = 2000;
   soft.limits.max_workgroup_count = {65535, 65535, 4};
-  soft.op_tuner = vgpu::kernels::gpu_builtin_tuner();
   try {
     (void)vgpu::ops::matmul(soft, 1, 1u << 22, 1);
     FAIL("a plan whose K slices exceed the loop limit was made");

@@ -9,6 +9,7 @@
 #include "conformance/conformance.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
+#include "support/tuned_plan.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #if VGPU_CONFORMANCE_CUDA_TILINGS
 #include "cuda_op_tuner.hpp"  // the CUDA backend's own header (tests/CMakeLists.txt adds its directory)
@@ -26,26 +27,31 @@ struct MatmulShape {
 void check_matmul(vgpu::Device& device, MatmulShape s, Path path, const std::string& tiling = {}) {
   INFO(device.info().id() << " matmul " << s.m << "x" << s.k << " · " << s.k << "x" << s.n << " via " << to_string(path)
                           << (tiling.empty() ? "" : " tiling " + tiling));
-  vgpu::DeviceInfo info = device.info();
+  const vgpu::DeviceInfo& info = device.info();
+  std::shared_ptr<const vgpu::OpTuner> forced;
   if (!tiling.empty()) {
 #if VGPU_CONFORMANCE_CUDA_TILINGS
     if (info.backend == vgpu::BackendKind::cuda)
-      info.op_tuner = vgpu::cuda::cuda_op_tuner(tiling);
+      forced = vgpu::cuda::cuda_op_tuner(tiling);
     else
 #endif
-      info.op_tuner = vgpu::kernels::gpu_builtin_tuner(tiling);
+      forced = vgpu::kernels::gpu_builtin_tuner(tiling);
   }
+  // The rule's plan (nothing measured), or the forced tiling's.
+  auto plan = [&] {
+    return forced ? matmul_with(forced, info, s.m, s.k, s.n) : vgpu::ops::matmul(info, s.m, s.k, s.n);
+  };
   const auto a = random_floats(std::size_t{s.m} * s.k, std::size_t{s.m} * s.k);
   const auto b = random_floats(std::size_t{s.k} * s.n, std::size_t{s.k} * s.n + 1);
   const Reference ref = matmul_reference(a, b, s.m, s.k, s.n);
   HostTensors args{a, b, std::vector<float>(std::size_t{s.m} * s.n, kNaN)};
   if (path == Path::persistent) {
     // The product path, spelled out as users write it.
-    vgpu::PersistentKernel kernel(device, vgpu::ops::matmul(info, s.m, s.k, s.n));
+    vgpu::PersistentKernel kernel(device, plan());
     run_persistent(kernel, args);
     CHECK(kernel.calls() == 2);  // the poison call and the real one
   } else {
-    run_raw(device, vgpu::ops::matmul(info, s.m, s.k, s.n), args);
+    run_raw(device, plan(), args);
   }
   const Comparison c = compare(args[2], ref);
   INFO(c.describe());
@@ -96,9 +102,8 @@ TEST_CASE("matmul: every GLSL tiling at awkward and aligned shapes", "[matmul][t
     for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings()) {
       if (!t.fits(device.info())) {
         // A tiling the device cannot hold is refused with a Fix, not compiled.
-        vgpu::DeviceInfo info = device.info();
-        info.op_tuner = vgpu::kernels::gpu_builtin_tuner(t.name());
-        CHECK_THROWS_WITH(vgpu::ops::matmul(info, 64, 64, 64), Catch::Matchers::ContainsSubstring("Fix:"));
+        CHECK_THROWS_WITH(matmul_with(vgpu::kernels::gpu_builtin_tuner(t.name()), device.info(), 64, 64, 64),
+                          Catch::Matchers::ContainsSubstring("Fix:"));
         continue;
       }
       for (const MatmulShape& s : shapes) check_matmul(device, s, Path::raw, t.name());
@@ -122,9 +127,10 @@ TEST_CASE("matmul: every CUDA tiling at awkward and aligned shapes", "[matmul][t
     }
     // Every candidate the measured choice may time is one of them, the rule's pick first.
     const vgpu::OpShape shape{"matmul", 4096, 4096, 4096};
-    const auto candidates = device.info().op_tuner->candidates(shape, device.info());
+    const auto rule = vgpu::cuda::cuda_op_tuner();
+    const auto candidates = rule->candidates(shape, device.info());
     REQUIRE(!candidates.empty());
-    CHECK(candidates.front().variant == device.info().op_tuner->tune(shape, device.info()).variant);
+    CHECK(candidates.front().variant == rule->tune(shape, device.info()).variant);
     for (const vgpu::OpTuning& c : candidates) CHECK(vgpu::cuda::cuda_matmul_tiling(c.variant).name() == c.variant);
   }
 }
@@ -185,17 +191,15 @@ TEST_CASE("matmul: the GLSL tuner's choices and its override", "[matmul][tiling]
       CHECK(vgpu::kernels::glsl_matmul_tiling(c.name()) == c);
     }
   // A name that is not a tiling fails the plan with the known ones in its Fix.
-  gpu.op_tuner = vgpu::kernels::gpu_builtin_tuner("64x64x3x4x4");
   gpu.limits.max_workgroup_count = {65535, 65535, 65535};
   try {
-    (void)vgpu::ops::matmul(gpu, 8, 8, 8);
+    (void)matmul_with(vgpu::kernels::gpu_builtin_tuner("64x64x3x4x4"), gpu, 8, 8, 8);
     FAIL("an unknown tiling was accepted");
   } catch (const vgpu::Error& e) {
     CHECK(e.category() == vgpu::ErrorCategory::invalid_argument);
     CHECK_THAT(std::string(e.what()), Catch::Matchers::ContainsSubstring("128x128x8x8x8"));
   }
-  gpu.op_tuner = vgpu::kernels::gpu_builtin_tuner("naive");
-  const vgpu::KernelPlan naive = vgpu::ops::matmul(gpu, 17, 5, 33);
+  const vgpu::KernelPlan naive = matmul_with(vgpu::kernels::gpu_builtin_tuner("naive"), gpu, 17, 5, 33);
   CHECK(naive.options.defines.at("VGPU_MM_NAIVE") == "1");
   CHECK(naive.steps[0].groups.x == 3);  // 33 columns over 16-wide workgroups
   CHECK(naive.steps[0].groups.y == 2);

@@ -37,6 +37,7 @@
 #include "support/timing.hpp"
 #include "vgpu/backend/backend_settings.hpp"
 #include "vgpu/backend/compute_backend.hpp"
+#include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/vgpu.hpp"
 
@@ -60,6 +61,7 @@ class TapBackend final : public vgpu::ComputeBackend {
     if (!inner_) FAIL("no compiled-in backend " << vgpu::to_string(kind));
   }
   vgpu::BackendKind kind() const noexcept override { return inner_->kind(); }
+  std::shared_ptr<const vgpu::OpTuner> op_tuner() const override { return inner_->op_tuner(); }
   vgpu::BackendStatus status() override { return inner_->status(); }
   std::vector<vgpu::DeviceInfo> enumerate() override { return inner_->enumerate(); }
   std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t index) override {

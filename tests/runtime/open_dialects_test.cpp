@@ -60,6 +60,9 @@ class HostBackend final : public vgpu::ComputeBackend {
   std::string name() const override { return "host"; }
   vgpu::BackendStatus status() override { return {kHostBackend, true, true, {}}; }
   std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }
+  std::shared_ptr<const vgpu::OpTuner> op_tuner() const override {
+    return std::make_shared<HostTuner>(cpu_->op_tuner());
+  }
   std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t) override {
     auto d = std::make_unique<HostDevice>(cpu_->open(0), info());
     last = d.get();
@@ -73,7 +76,6 @@ class HostBackend final : public vgpu::ComputeBackend {
     d.backend = kHostBackend;
     d.name = "host device";
     d.dialects = {kHostDialect};
-    d.op_tuner = std::make_shared<HostTuner>(d.op_tuner);
     d.fingerprint = vgpu::make_fingerprint({{"backend", "host"}});
     return d;
   }

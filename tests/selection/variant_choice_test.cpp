@@ -21,6 +21,7 @@
 #include "support/scoped_env.hpp"
 #include "builtin_plans.hpp"
 #include "device_core.hpp"
+#include "registry.hpp"
 #include "variant_choice.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
@@ -89,9 +90,16 @@ nlohmann::json stored_json(const std::filesystem::path& dir) {
   return nlohmann::json::parse(payload->begin(), payload->end());
 }
 
-// The name of the candidate whose options the plan carries ("" when none).
-std::string variant_of(const vgpu::KernelPlan& plan, const vgpu::DeviceInfo& info, const vgpu::OpShape& shape) {
-  for (const vgpu::OpTuning& t : info.op_tuner->candidates(shape, info))
+// The rule registered for info's backend (what the DeviceInfo forms of vgpu::ops use).
+std::shared_ptr<const vgpu::OpTuner> rule_of(const vgpu::DeviceInfo& info) {
+  return vgpu::detail::registered_op_tuner(info.backend);
+}
+
+// The name of the candidate of tuner (null: info's rule) whose options the plan carries ("" when none).
+std::string variant_of(const vgpu::KernelPlan& plan, const vgpu::DeviceInfo& info, const vgpu::OpShape& shape,
+                       std::shared_ptr<const vgpu::OpTuner> tuner = nullptr) {
+  if (!tuner) tuner = rule_of(info);
+  for (const vgpu::OpTuning& t : tuner->candidates(shape, info))
     if (t.options.defines == plan.options.defines && t.options.workgroup_size == plan.options.workgroup_size)
       return t.variant;
   return "";
@@ -117,17 +125,17 @@ TEST_CASE("software devices offer one matmul candidate unless a test opts in") {
   vgpu::Runtime rt(vgpu::RuntimeOptions::from_env());
   const vgpu::DeviceInfo info = rt.open(ids[0]).info();
   const vgpu::OpShape shape{"matmul", 512, 512, 512};
-  CHECK(info.op_tuner->candidates(shape, info).size() == 1);
+  CHECK(rule_of(info)->candidates(shape, info).size() == 1);
   OptIn on;
-  const auto c = info.op_tuner->candidates(shape, info);
+  const auto c = rule_of(info)->candidates(shape, info);
   REQUIRE(c.size() == 4);
-  CHECK(c[0].variant == info.op_tuner->tune(shape, info).variant);  // the rule's pick first
+  CHECK(c[0].variant == rule_of(info)->tune(shape, info).variant);  // the rule's pick first
   for (std::size_t i = 0; i < c.size(); ++i)
     for (std::size_t j = i + 1; j < c.size(); ++j) CHECK(c[i].variant != c[j].variant);
   // The naive kernel (16³), and split-K, stay single.
-  CHECK(info.op_tuner->candidates(vgpu::OpShape{"matmul", 16, 16, 16}, info).size() == 1);
-  CHECK(info.op_tuner->candidates(vgpu::OpShape{"matmul", 8, 65536, 8}, info).size() == 1);
-  CHECK(info.op_tuner->candidates(vgpu::OpShape{"add", 1, 1, 1 << 20}, info).size() == 1);
+  CHECK(rule_of(info)->candidates(vgpu::OpShape{"matmul", 16, 16, 16}, info).size() == 1);
+  CHECK(rule_of(info)->candidates(vgpu::OpShape{"matmul", 8, 65536, 8}, info).size() == 1);
+  CHECK(rule_of(info)->candidates(vgpu::OpShape{"add", 1, 1, 1 << 20}, info).size() == 1);
 }
 
 TEST_CASE("a plan from a DeviceInfo is pure: the rule's pick, nothing measured, though the device is open") {
@@ -141,7 +149,7 @@ TEST_CASE("a plan from a DeviceInfo is pure: the rule's pick, nothing measured, 
   Logged l(dir.path);
   vgpu::Device dev = l.runtime.open(ids[0]);
   const vgpu::OpShape shape{"matmul", kM, kK, kN};
-  const std::string rule = dev.info().op_tuner->tune(shape, dev.info()).variant;
+  const std::string rule = rule_of(dev.info())->tune(shape, dev.info()).variant;
   // Before issue 30 this plan found the open device by its id and measured four candidates.
   const vgpu::KernelPlan pure = vgpu::ops::matmul(dev.info(), kM, kK, kN);
   CHECK(variant_of(pure, dev.info(), shape) == rule);
@@ -256,7 +264,7 @@ TEST_CASE("VGPU_TUNE=rules never measures and a bad VGPU_TUNE fails with a Fix")
     Logged l(dir.path);
     vgpu::Device dev = l.runtime.open(ids[0]);
     const vgpu::OpShape shape{"matmul", kM, kK, kN};
-    CHECK(plan_once(l, ids[0]) == dev.info().op_tuner->tune(shape, dev.info()).variant);
+    CHECK(plan_once(l, ids[0]) == rule_of(dev.info())->tune(shape, dev.info()).variant);
     CHECK(dev.counters().variant_measurements == 0);
     CHECK(variant_entries(dir.path).empty());
   }
@@ -286,7 +294,7 @@ TEST_CASE("matmul is right under the measured variant at awkward shapes") {
       const auto before = dev.counters().variant_measurements;
       const vgpu::KernelPlan plan = vgpu::ops::matmul(dev, s.m, s.k, s.n);
       const vgpu::OpShape shape{"matmul", s.m, s.k, s.n};
-      const std::size_t offered = dev.info().op_tuner->candidates(shape, dev.info()).size();
+      const std::size_t offered = rule_of(dev.info())->candidates(shape, dev.info()).size();
       CHECK(dev.counters().variant_measurements - before == (offered > 1 ? offered : 0));
       INFO("variant " << variant_of(plan, dev.info(), shape));
       std::mt19937 rng(s.m * 31 + s.k * 7 + s.n);
@@ -348,12 +356,13 @@ TEST_CASE("a variant that fails while measuring is skipped and never chosen") {
   TempDir dir("variant-fail-");
   Logged l(dir.path);
   vgpu::Device dev = l.runtime.open(ids[0]);
-  vgpu::DeviceInfo info = dev.info();
-  info.op_tuner = std::make_shared<BreakingTuner>(dev.info().op_tuner, false);
+  const vgpu::DeviceInfo& info = dev.info();
+  const auto breaking = std::make_shared<BreakingTuner>(rule_of(info), false);
   const vgpu::OpShape shape{"matmul", kM, kK, kN};
-  const vgpu::KernelPlan p = vgpu::detail::matmul_measured(info, vgpu::detail::DeviceAccess::core(dev), kM, kK, kN);
+  const vgpu::KernelPlan p =
+      vgpu::detail::builtin_plan("matmul", info, breaking.get(), {kM, kK, kN}, &vgpu::detail::DeviceAccess::core(dev));
   INFO(l.all());
-  const std::string chosen = variant_of(p, info, shape);
+  const std::string chosen = variant_of(p, info, shape, breaking);
   CHECK(!chosen.empty());
   CHECK(chosen != "broken");
   CHECK(l.count("variant broken of matmul 128x64x128 failed on " + ids[0] + " while measuring") == 1);
@@ -364,16 +373,17 @@ TEST_CASE("a variant that fails while measuring is skipped and never chosen") {
   TempDir dir2("variant-fail-");
   Logged l2(dir2.path);
   vgpu::Device dev2 = l2.runtime.open(ids[0]);
-  vgpu::DeviceInfo info2 = dev2.info();
-  info2.op_tuner = std::make_shared<BreakingTuner>(dev2.info().op_tuner, true);
-  const vgpu::KernelPlan p2 = vgpu::detail::matmul_measured(info2, vgpu::detail::DeviceAccess::core(dev2), kM, kK, kN);
+  const vgpu::DeviceInfo& info2 = dev2.info();
+  const auto breaking2 = std::make_shared<BreakingTuner>(rule_of(info2), true);
+  vgpu::detail::DeviceCore& core2 = vgpu::detail::DeviceAccess::core(dev2);
+  const vgpu::KernelPlan p2 = vgpu::detail::builtin_plan("matmul", info2, breaking2.get(), {kM, kK, kN}, &core2);
   INFO(l2.all());
-  CHECK(variant_of(p2, info2, shape) == "broken-rule");
+  CHECK(variant_of(p2, info2, shape, breaking2) == "broken-rule");
   CHECK(l2.count("every variant of matmul 128x64x128 failed on " + ids[0]) == 1);
   CHECK(variant_entries(dir2.path).empty());
   // The rest of the process keeps the rule's pick without measuring again.
   const auto before = dev2.counters().variant_measurements;
-  vgpu::detail::matmul_measured(info2, vgpu::detail::DeviceAccess::core(dev2), kM, kK, kN);
+  vgpu::detail::builtin_plan("matmul", info2, breaking2.get(), {kM, kK, kN}, &core2);
   CHECK(dev2.counters().variant_measurements == before);
   CHECK(l2.count("every variant") == 1);
 }
@@ -443,14 +453,15 @@ TEST_CASE("a variant that computes a wrong result is never chosen, and the store
     TempDir dir("variant-wrong-");
     Logged l(dir.path);
     vgpu::Device dev = l.runtime.open(id);
-    vgpu::DeviceInfo info = dev.info();
-    info.op_tuner = std::make_shared<WrongTuner>(dev.info().op_tuner);
+    const vgpu::DeviceInfo& info = dev.info();
+    const auto wrong = std::make_shared<WrongTuner>(rule_of(info));
     // 256x64x256: the real tilings run 4 to 64 workgroups, the wrong one a single 32x32 tile,
     // so it is by far the fastest: measured by time alone, it would be chosen.
     const vgpu::OpShape shape{"matmul", 256, 64, 256};
-    const vgpu::KernelPlan p = vgpu::detail::matmul_measured(info, vgpu::detail::DeviceAccess::core(dev), 256, 64, 256);
+    const vgpu::KernelPlan p =
+        vgpu::detail::builtin_plan("matmul", info, wrong.get(), {256, 64, 256}, &vgpu::detail::DeviceAccess::core(dev));
     INFO(l.all());
-    const std::string chosen = variant_of(p, info, shape);
+    const std::string chosen = variant_of(p, info, shape, wrong);
     CHECK(!chosen.empty());
     CHECK(chosen != "wrong-fast");
     CHECK(l.count("variant wrong-fast of matmul 256x64x256 computed a wrong result on " + id) == 1);

@@ -21,6 +21,7 @@ class CpuVariantBackend final : public vgpu::ComputeBackend {
   explicit CpuVariantBackend(std::function<void(vgpu::DeviceInfo&)> edit)
       : cpu_(vgpu::make_cpu_backend()), edit_(std::move(edit)) {}
   vgpu::BackendKind kind() const noexcept override { return kTestBackend; }
+  std::shared_ptr<const vgpu::OpTuner> op_tuner() const override { return cpu_->op_tuner(); }
   std::string name() const override { return "test"; }
   vgpu::BackendStatus status() override { return {kTestBackend, true, true, {}}; }
   std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }

@@ -15,6 +15,7 @@
 
 #include "support/forwarding_device.hpp"
 #include "vgpu/backend/compute_backend.hpp"
+#include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
@@ -76,6 +77,7 @@ class ReflectBackend final : public vgpu::ComputeBackend {
   explicit ReflectBackend(std::shared_ptr<const ReflectionTable> table)
       : table_(std::move(table)), cpu_(vgpu::make_cpu_backend()) {}
   vgpu::BackendKind kind() const noexcept override { return kReflectBackend; }
+  std::shared_ptr<const vgpu::OpTuner> op_tuner() const override { return cpu_->op_tuner(); }
   std::string name() const override { return "reflect"; }
   vgpu::BackendStatus status() override { return {kReflectBackend, true, true, {}}; }
   std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }

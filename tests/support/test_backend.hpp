@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "vgpu/backend/compute_backend.hpp"
+#include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/backend/deadline.hpp"
 #include "vgpu/backend/device_impl.hpp"
 #include "vgpu/backend/fingerprint.hpp"
@@ -212,6 +213,7 @@ class TestBackend final : public vgpu::ComputeBackend {
       : knobs_(std::move(knobs)), cpu_(vgpu::make_cpu_backend()) {}
 
   vgpu::BackendKind kind() const noexcept override { return kTestBackend; }
+  std::shared_ptr<const vgpu::OpTuner> op_tuner() const override { return cpu_->op_tuner(); }
   std::string name() const override { return "test"; }
   vgpu::BackendStatus status() override { return {kTestBackend, true, true, {}}; }
   std::vector<vgpu::DeviceInfo> enumerate() override {

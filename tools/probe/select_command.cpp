@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "builtin_plans.hpp"  // the runtime's: the tuner a device's plans use
 #include "report.hpp"
 #include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/error.hpp"
@@ -81,9 +82,10 @@ std::optional<VariantShown> show_variant(const Selection& s) {
   if (s.op != "matmul" || s.shape.size() != 3) return std::nullopt;
   Device dev = Runtime::global().open(s.device);
   const DeviceInfo& info = dev.info();
-  if (!info.op_tuner) return std::nullopt;
+  const std::shared_ptr<const OpTuner> tuner = detail::op_tuner_of(dev);
+  if (!tuner) return std::nullopt;
   const OpShape shape{"matmul", s.shape[0], s.shape[1], s.shape[2]};
-  const std::vector<OpTuning> cands = info.op_tuner->candidates(shape, info);
+  const std::vector<OpTuning> cands = tuner->candidates(shape, info);
   const CounterSnapshot before = dev.counters();
   const KernelPlan plan = ops::matmul(dev, static_cast<std::uint32_t>(s.shape[0]),
                                       static_cast<std::uint32_t>(s.shape[1]), static_cast<std::uint32_t>(s.shape[2]));

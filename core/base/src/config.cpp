@@ -299,6 +299,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_CACHE_MAX_BYTES", "cap on the on-disk cache, bytes or with K/M/G suffix (default 512M)"},
       {"VGPU_TIMEOUT_MS", "limit on any wait for device work, in ms; 0: no limit (default 60000)"},
       {"VGPU_TEST_BACKENDS", "tests: comma list of backends the conformance suite runs against"},
+      {"VGPU_TESTING_HOOKS", "tests: the test hooks library (libvgpu_testing_hooks.so) Python tests load before vgpu"},
       {"VGPU_BENCH_BACKENDS", "benchmarks: comma list of backends vgpu-bench-gpu measures"},
       {"VGPU_BENCH_CPU_SIZES", "benchmarks: comma list of matmul sizes vgpu-bench-cpu-matmul/-kernels measure"},
       {"VGPU_BENCH_CPU_NO_STREAM", "benchmarks: set to skip vgpu-bench-cpu-matmul's STREAM section"},

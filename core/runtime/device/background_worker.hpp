@@ -50,7 +50,7 @@ class BackgroundWorker {
   /// worker — a measurement inside a plan factory — gives up there); false on other threads.
   static bool stop_requested_here() noexcept;
   /// On a worker's thread: waits until its stop() begins, at most limit; returns whether it
-  /// began. Elsewhere returns false at once. For the tests' hold (testing.hpp).
+  /// began. Elsewhere returns false at once. For the tests' hold (calibration_hold.hpp).
   static bool wait_for_stop_here(std::chrono::milliseconds limit);
 
  private:

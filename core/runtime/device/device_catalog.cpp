@@ -23,6 +23,9 @@ DeviceCatalog::DeviceCatalog(std::shared_ptr<const BackendSettings> settings,
       allowed_(std::move(allowed)),
       probed_(kinds_.size()) {
   for (std::size_t i = 0; i < kinds_.size(); ++i) kind_mutexes_.push_back(std::make_unique<std::mutex>());
+  // A backend vgpu does not register brings its rule for the built-in ops: the DeviceInfo forms
+  // of vgpu::ops (a user's plan factory calling ops::add(info, n)) find it by the device's kind.
+  for (const auto& backend : backends_) remember_op_tuner(*backend);
 }
 
 DeviceCatalog::~DeviceCatalog() = default;
@@ -176,7 +179,7 @@ Device DeviceCatalog::open(const std::string& id) {
         driver_exit_handlers_changed();  // reopened after a loss: the same holds
         return impl;
       },
-      settings_->store);
+      settings_->store, op_tuner_of(*backend));
   driver_exit_handlers_changed();  // a context or device may register the driver's exit handlers
   std::lock_guard lock(mutex_);
   open_[match->id()] = core;

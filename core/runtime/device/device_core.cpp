@@ -218,12 +218,13 @@ void validate_dispatch(const DeviceInfo& info, const KernelState& kernel, const 
 }
 
 DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, Reopen reopen,
-                       std::shared_ptr<cache::DiskStore> store)
+                       std::shared_ptr<cache::DiskStore> store, std::shared_ptr<const OpTuner> op_tuner)
     : identity_(std::make_shared<DeviceIdentity>(DeviceIdentity{impl->info()})),
       counters_(std::make_shared<Counters>()),
       // The process-wide store is never destroyed: shared, never deleted.
       store_(store ? std::move(store)
                    : std::shared_ptr<cache::DiskStore>(&cache::DiskStore::global(), [](cache::DiskStore*) {})),
+      op_tuner_(std::move(op_tuner)),
       tune_(config.tune),
       persistent_limits_(config.persistent_limits()),
       reopen_(std::move(reopen)),

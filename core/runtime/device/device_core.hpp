@@ -26,6 +26,10 @@
 #include "vgpu/counters.hpp"
 #include "vgpu/device.hpp"
 
+namespace vgpu {
+class OpTuner;  // vgpu/backend/op_tuning.hpp
+}  // namespace vgpu
+
 namespace vgpu::detail {
 
 struct VariantTable;  // variant_choice.hpp
@@ -137,9 +141,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
 
   /// Wraps an opened backend device, with its runtime's L1 capacity, time limit and L2 store
   /// (null: cache::DiskStore::global()); reopen (may be empty: the device cannot recover) opens
-  /// it again after a loss.
+  /// it again after a loss; op_tuner is how its backend runs the built-in ops (null: none).
   DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, Reopen reopen = {},
-             std::shared_ptr<cache::DiskStore> store = nullptr);
+             std::shared_ptr<cache::DiskStore> store = nullptr, std::shared_ptr<const OpTuner> op_tuner = nullptr);
   ~DeviceCore();
 
   /// Returns a public handle to this device.
@@ -148,6 +152,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   const DeviceInfo& info() const noexcept { return identity_->info; }
   /// Returns the live counters (they continue across recoveries).
   Counters& counters() noexcept { return *counters_; }
+  /// Returns how its backend runs the built-in ops (ComputeBackend::op_tuner or the registry's
+  /// rule when it was opened); null when it runs none.
+  const std::shared_ptr<const OpTuner>& op_tuner() const noexcept { return op_tuner_; }
   /// Returns the opening runtime's L2 store (where measured variant choices persist too).
   cache::DiskStore& l2_store() const noexcept { return *store_; }
   /// Returns the opening runtime's bounds on a cache of live persistent kernels (KernelDatabase
@@ -258,6 +265,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::shared_ptr<const DeviceIdentity> identity_;
   std::shared_ptr<Counters> counters_;
   std::shared_ptr<cache::DiskStore> store_;  // the runtime's (kept: the runtime may go first)
+  std::shared_ptr<const OpTuner> op_tuner_;
   std::string tune_;
   std::unique_ptr<VariantTable> variants_;
   PersistentLimits persistent_limits_;

@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // core/runtime/device/registry.cpp — the one place that lists backends: ordered, CPU last, no static
 // self-registration (so link order can never change which backends exist). Adding a backend
-// is one entry in kRegistry (and its factory's #if below); nothing else in core changes.
+// is one entry in kRegistry (its factory, with its #if below, and its built-in ops' tuner);
+// nothing else in core changes.
 #include "registry.hpp"
 
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/backend/registry.hpp"
+#include "vgpu/config.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu {
 // Each backend's factory, defined in its own folder when its CMake option is ON (the CPU one,
@@ -13,17 +23,34 @@ std::unique_ptr<ComputeBackend> make_cuda_backend(std::shared_ptr<const BackendS
 std::unique_ptr<ComputeBackend> make_vulkan_backend(std::shared_ptr<const BackendSettings> settings);
 std::unique_ptr<ComputeBackend> make_opengl_backend(std::shared_ptr<const BackendSettings> settings);
 }  // namespace vgpu
+// The rules by which vgpu's own backends run the built-in ops, defined in their folders.
+namespace vgpu::cpu {
+std::shared_ptr<const OpTuner> cpu_op_tuner();
+}  // namespace vgpu::cpu
+namespace vgpu::cuda {
+std::shared_ptr<const OpTuner> cuda_op_tuner(std::string_view forced_matmul);
+}  // namespace vgpu::cuda
 
 namespace vgpu::detail {
 namespace {
 
 using Factory = std::unique_ptr<ComputeBackend> (*)(std::shared_ptr<const BackendSettings>);
+using TunerFactory = std::shared_ptr<const OpTuner> (*)();
+
+// The GLSL backends share one rule; CUDA has its own tilings. VGPU_MATMUL_TILING forces a
+// matmul tiling on each (read when a plan asks, so a test's configuration applies at once).
+std::shared_ptr<const OpTuner> glsl_tuner() { return kernels::gpu_builtin_tuner(config().matmul_tiling); }
+#if VGPU_WITH_CUDA
+std::shared_ptr<const OpTuner> cuda_tuner() { return cuda::cuda_op_tuner(config().matmul_tiling); }
+#endif
 
 // A backend built out of this library has no factory (nullptr), only its name and option.
 #if VGPU_WITH_CUDA
 constexpr Factory kCuda = make_cuda_backend;
+constexpr TunerFactory kCudaTuner = cuda_tuner;
 #else
 constexpr Factory kCuda = nullptr;
+constexpr TunerFactory kCudaTuner = nullptr;
 #endif
 #if VGPU_WITH_VULKAN
 constexpr Factory kVulkan = make_vulkan_backend;
@@ -41,15 +68,33 @@ struct Entry {
   const char* name;    // as in VGPU_BACKEND and device ids
   const char* option;  // the CMake option that builds it
   Factory make;        // null when built without it
+  TunerFactory tuner;  // how it runs the built-in ops (ComputeBackend::op_tuner's default)
 };
 
 // Preference order: selection measures, but this order breaks ties and orders listings.
 const Entry kRegistry[] = {
-    {"cuda", "VGPU_WITH_CUDA", kCuda},
-    {"vulkan", "VGPU_WITH_VULKAN", kVulkan},
-    {"opengl", "VGPU_WITH_OPENGL", kOpengl},
-    {"cpu", "(always built)", make_cpu_backend},
+    {"cuda", "VGPU_WITH_CUDA", kCuda, kCudaTuner},
+    {"vulkan", "VGPU_WITH_VULKAN", kVulkan, glsl_tuner},
+    {"opengl", "VGPU_WITH_OPENGL", kOpengl, glsl_tuner},
+    {"cpu", "(always built)", make_cpu_backend, cpu::cpu_op_tuner},
 };
+
+// The rules of backends vgpu does not register, by kind: a backend's kind is fixed for the
+// process, so its rule is too. Never destroyed: plans may be made while the process exits.
+struct AddedRules {
+  std::mutex mutex;  // a leaf
+  std::map<std::string, std::shared_ptr<const OpTuner>, std::less<>> by_kind;
+};
+AddedRules& added_rules() {
+  static AddedRules* rules = new AddedRules();
+  return *rules;
+}
+
+const Entry* entry_of(BackendKind kind) {
+  for (const Entry& e : kRegistry)
+    if (e.name == to_string(kind)) return &e;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -67,10 +112,31 @@ std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends(
   return backends;
 }
 
+std::shared_ptr<const OpTuner> registered_op_tuner(BackendKind kind) {
+  if (const Entry* e = entry_of(kind)) return e->tuner ? e->tuner() : nullptr;
+  AddedRules& rules = added_rules();
+  std::lock_guard lock(rules.mutex);
+  const auto it = rules.by_kind.find(to_string(kind));
+  return it == rules.by_kind.end() ? nullptr : it->second;
+}
+
+void remember_op_tuner(const ComputeBackend& backend) {
+  if (entry_of(backend.kind())) return;
+  std::shared_ptr<const OpTuner> tuner = backend.op_tuner();
+  if (!tuner) return;
+  AddedRules& rules = added_rules();
+  std::lock_guard lock(rules.mutex);
+  rules.by_kind.try_emplace(std::string(to_string(backend.kind())), std::move(tuner));
+}
+
+std::shared_ptr<const OpTuner> op_tuner_of(const ComputeBackend& backend) {
+  if (auto own = backend.op_tuner()) return own;
+  return registered_op_tuner(backend.kind());
+}
+
 const char* build_option(BackendKind kind) {
-  for (const Entry& e : kRegistry)
-    if (e.name == to_string(kind)) return e.option;
-  return "(not in this build's registry)";
+  const Entry* e = entry_of(kind);
+  return e ? e->option : "(not in this build's registry)";
 }
 
 }  // namespace vgpu::detail

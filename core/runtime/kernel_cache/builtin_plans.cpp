@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "device_core.hpp"
 #include "vgpu/ops.hpp"
 
 namespace vgpu::detail {
@@ -19,6 +20,8 @@ struct BuiltinPlan {
 }  // namespace
 
 PlanFactory builtin_plan_factory(const std::string& op) { return BuiltinPlan{op}; }
+
+std::shared_ptr<const OpTuner> op_tuner_of(const Device& device) { return DeviceAccess::core(device).op_tuner(); }
 
 bool is_builtin_plan_factory(const PlanFactory& factory) noexcept { return factory.target<BuiltinPlan>() != nullptr; }
 

@@ -9,10 +9,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
+
+namespace vgpu {
+class OpTuner;  // vgpu/backend/op_tuning.hpp
+}  // namespace vgpu
 
 namespace vgpu::detail {
 
@@ -21,10 +26,17 @@ PlanFactory builtin_plan_factory(const std::string& op);
 
 class DeviceCore;
 
-/// Returns matmul's plan for info (whose op_tuner offers the variants) with the variant
-/// measured on core: ops::matmul(const Device& d, …) is matmul_measured(d.info(), core of d,
-/// …). Tests give an info whose tuner offers other variants than the device's own.
-KernelPlan matmul_measured(const DeviceInfo& info, DeviceCore& core, std::uint32_t m, std::uint32_t k, std::uint32_t n);
+/// Returns built-in op's plan for shape on info as tuner says (null tuner: not_supported),
+/// with the variant measured on core where tuner offers several (null core: the rule's pick,
+/// candidates().front()). ops::plan(op, info, shape) is builtin_plan with the rule registered
+/// for info's backend and no core; ops::plan(op, device, shape) with the device's tuner and
+/// core. Tests hand in tuners that force or offer other variants than the device's own.
+KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpTuner* tuner, const Shape& shape,
+                        DeviceCore* core = nullptr);
+
+/// Returns the tuner the plans of device's built-in ops use (its backend's, or the rule
+/// registered for it; null when it runs none). For tools that list the variants offered.
+std::shared_ptr<const OpTuner> op_tuner_of(const Device& device);
 
 /// Returns whether factory is a built-in op's (builtin_plan_factory): only its plan on an open
 /// device may differ from its plan on the device's DeviceInfo.

@@ -9,6 +9,7 @@
 
 #include "builtin_plans.hpp"
 #include "device_core.hpp"
+#include "registry.hpp"
 #include "variant_choice.hpp"
 #include "vgpu/kernels/cuda_source.hpp"
 #include "vgpu/kernels/glsl_source.hpp"
@@ -67,16 +68,17 @@ BindingDecl elementwise_decl(std::uint32_t slot, Access access, std::string name
                      }};
 }
 
-// Throws not_supported when dev's backend tunes no built-in ops.
-void require_tuner(const DeviceInfo& dev, const OpShape& shape) {
-  if (dev.op_tuner) return;
+// Throws not_supported when there is no tuner for dev's backend (it runs no built-in ops).
+const OpTuner& require_tuner(const DeviceInfo& dev, const OpTuner* tuner, const OpShape& shape) {
+  if (tuner) return *tuner;
   std::string others;  // the other backends known, as a VGPU_BACKEND value
   for (const std::string& name : backend_names())
     if (name != to_string(dev.backend)) others += (others.empty() ? "" : ",") + name;
   fail(ErrorCategory::not_supported,
-       "built-in op '" + std::string(shape.op) + "' has no implementation for " + dev.id() + " (its backend, " +
-           std::string(to_string(dev.backend)) + ", tunes no built-in ops).",
-       "run it on another device (VGPU_BACKEND=" + others + "), or give the backend an OpTuner.");
+       "built-in op '" + std::string(shape.op) + "' has no implementation for " + dev.id() + ": its backend, " +
+           std::string(to_string(dev.backend)) + ", brings no OpTuner and vgpu registers none for it.",
+       "run it on another device (VGPU_BACKEND=" + others +
+           "), or give the backend an OpTuner (ComputeBackend::op_tuner; docs/adding-a-backend.md).");
 }
 
 // Throws internal when a backend's tuning covers no work per group.
@@ -88,10 +90,12 @@ void check_tuning(const DeviceInfo& dev, std::string_view op, const OpTuning& t)
          "report this with the output of vgpu-probe.");
 }
 
+// The rule registered for dev's backend (the DeviceInfo forms' tuner; registry.hpp).
+std::shared_ptr<const OpTuner> rule_of(const DeviceInfo& dev) { return detail::registered_op_tuner(dev.backend); }
+
 // The device's backend's tuning of op at shape (defines, workgroup size, work per group).
-OpTuning tune(const DeviceInfo& dev, OpShape shape) {
-  require_tuner(dev, shape);
-  OpTuning t = dev.op_tuner->tune(shape, dev);
+OpTuning tune(const DeviceInfo& dev, const OpTuner* tuner, OpShape shape) {
+  OpTuning t = require_tuner(dev, tuner, shape).tune(shape, dev);
   check_tuning(dev, shape.op, t);
   return t;
 }
@@ -111,9 +115,9 @@ KernelSource builtin_source(const std::string& op, const char* glsl_file, std::u
   return s;
 }
 
-KernelPlan elementwise(const char* op, const DeviceInfo& dev, std::uint64_t n64, bool is_axpy) {
+KernelPlan elementwise(const char* op, const DeviceInfo& dev, const OpTuner* tuner, std::uint64_t n64, bool is_axpy) {
   const std::uint32_t n = to_u32(op, "n", n64);
-  OpTuning t = tune(dev, OpShape{op, 1, 1, n});
+  OpTuning t = tune(dev, tuner, OpShape{op, 1, 1, n});
   KernelPlan p;
   p.source = builtin_source(op, is_axpy ? "axpy" : "elementwise", sizeof(ElementwiseParams), t);
   p.options = std::move(t.options);
@@ -253,16 +257,16 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
 }
 
 // The matmul plan; with core, the variant measured on that open device (variant_choice.hpp).
-KernelPlan matmul_on(const DeviceInfo& dev, detail::DeviceCore* core, std::uint32_t m, std::uint32_t k,
-                     std::uint32_t n) {
+KernelPlan matmul_on(const DeviceInfo& dev, const OpTuner* tuner, detail::DeviceCore* core, std::uint32_t m,
+                     std::uint32_t k, std::uint32_t n) {
   require_positive("matmul", "M", m);
   require_positive("matmul", "K", k);
   require_positive("matmul", "N", n);
   const OpShape shape{"matmul", m, k, n};
-  require_tuner(dev, shape);
+  const OpTuner& rule = require_tuner(dev, tuner, shape);
   // Where the backend offers several variants, the measured choice (variant_choice.hpp) picks
   // one: timed once per device and size class, then read from memory or the disk store.
-  std::vector<OpTuning> candidates = dev.op_tuner->candidates(shape, dev);
+  std::vector<OpTuning> candidates = rule.candidates(shape, dev);
   if (candidates.empty())
     fail(ErrorCategory::internal,
          "the " + std::string(to_string(dev.backend)) + " backend offered no matmul variant for " + dev.id() + ".",
@@ -277,20 +281,25 @@ KernelPlan matmul_on(const DeviceInfo& dev, detail::DeviceCore* core, std::uint3
 }  // namespace
 
 KernelPlan matmul(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  return matmul_on(dev, nullptr, m, k, n);
+  return matmul_on(dev, rule_of(dev).get(), nullptr, m, k, n);
 }
 
 KernelPlan matmul(const Device& device, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
-  return matmul_on(device.info(), &detail::DeviceAccess::core(device), m, k, n);
+  detail::DeviceCore& core = detail::DeviceAccess::core(device);
+  return matmul_on(device.info(), core.op_tuner().get(), &core, m, k, n);
 }
 
-KernelPlan axpy(const DeviceInfo& dev, std::uint64_t n) { return elementwise("axpy", dev, n, true); }
-KernelPlan add(const DeviceInfo& dev, std::uint64_t n) { return elementwise("add", dev, n, false); }
-KernelPlan mul(const DeviceInfo& dev, std::uint64_t n) { return elementwise("mul", dev, n, false); }
+KernelPlan axpy(const DeviceInfo& dev, std::uint64_t n) {
+  return elementwise("axpy", dev, rule_of(dev).get(), n, true);
+}
+KernelPlan add(const DeviceInfo& dev, std::uint64_t n) { return elementwise("add", dev, rule_of(dev).get(), n, false); }
+KernelPlan mul(const DeviceInfo& dev, std::uint64_t n) { return elementwise("mul", dev, rule_of(dev).get(), n, false); }
 
-KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
+namespace {
+
+KernelPlan reduce_sum_with(const DeviceInfo& dev, const OpTuner* tuner, std::uint64_t n64) {
   const std::uint32_t n = to_u32("reduce_sum", "n", n64);
-  OpTuning t = tune(dev, OpShape{"reduce_sum", 1, 1, n});
+  OpTuning t = tune(dev, tuner, OpShape{"reduce_sum", 1, 1, n});
   const std::uint64_t block = t.per_group_x;  // inputs one group sums per pass
   KernelPlan p;
   p.source = builtin_source("reduce_sum", "reduce_sum", sizeof(ReduceParams), t);
@@ -324,8 +333,6 @@ KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n64) {
   }
   return p;
 }
-
-namespace {
 
 using kernels::SoftmaxSplitParams;
 
@@ -395,12 +402,10 @@ KernelPlan softmax_split(const DeviceInfo& dev, std::uint32_t rows, std::uint32_
   return p;
 }
 
-}  // namespace
-
-KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t cols) {
+KernelPlan softmax_rows_with(const DeviceInfo& dev, const OpTuner* tuner, std::uint32_t rows, std::uint32_t cols) {
   require_positive("softmax_rows", "rows", rows);
   require_positive("softmax_rows", "cols", cols);
-  OpTuning t = tune(dev, OpShape{"softmax_rows", rows, 1, cols});
+  OpTuning t = tune(dev, tuner, OpShape{"softmax_rows", rows, 1, cols});
   // One workgroup walks a whole row; on a device that cuts loops short, a row too long for
   // that is spread over several.
   const std::uint64_t budget = kernels::loop_budget(dev);
@@ -424,6 +429,14 @@ KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t
   return p;
 }
 
+}  // namespace
+
+KernelPlan reduce_sum(const DeviceInfo& dev, std::uint64_t n) { return reduce_sum_with(dev, rule_of(dev).get(), n); }
+
+KernelPlan softmax_rows(const DeviceInfo& dev, std::uint32_t rows, std::uint32_t cols) {
+  return softmax_rows_with(dev, rule_of(dev).get(), rows, cols);
+}
+
 void check_shape(const std::string& op, const Shape& shape) {
   auto want = [&](std::size_t dims, const char* form) {
     if (shape.size() != dims)
@@ -440,31 +453,28 @@ void check_shape(const std::string& op, const Shape& shape) {
 }
 
 KernelPlan plan(const std::string& op, const Device& device, const Shape& shape) {
-  check_shape(op, shape);
-  if (op == "matmul")
-    return matmul(device, to_u32("matmul", "M", shape[0]), to_u32("matmul", "K", shape[1]),
-                  to_u32("matmul", "N", shape[2]));
-  return plan(op, device.info(), shape);  // one variant each: nothing to measure
+  detail::DeviceCore& core = detail::DeviceAccess::core(device);
+  return detail::builtin_plan(op, device.info(), core.op_tuner().get(), shape, &core);
 }
 
 KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape) {
-  check_shape(op, shape);
-  auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
-  if (op == "matmul") return matmul(dev, u32(0, "M"), u32(1, "K"), u32(2, "N"));
-  if (op == "softmax_rows") return softmax_rows(dev, u32(0, "rows"), u32(1, "cols"));
-  if (op == "axpy") return axpy(dev, shape[0]);
-  if (op == "add") return add(dev, shape[0]);
-  if (op == "mul") return mul(dev, shape[0]);
-  return reduce_sum(dev, shape[0]);
+  return detail::builtin_plan(op, dev, rule_of(dev).get(), shape, nullptr);
 }
 
 }  // namespace vgpu::ops
 
 namespace vgpu::detail {
 
-KernelPlan matmul_measured(const DeviceInfo& info, DeviceCore& core, std::uint32_t m, std::uint32_t k,
-                           std::uint32_t n) {
-  return ops::matmul_on(info, &core, m, k, n);
+KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpTuner* tuner, const Shape& shape,
+                        DeviceCore* core) {
+  using namespace ops;
+  check_shape(op, shape);
+  auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
+  if (op == "matmul") return matmul_on(info, tuner, core, u32(0, "M"), u32(1, "K"), u32(2, "N"));
+  // The other ops have one variant each: nothing to measure.
+  if (op == "softmax_rows") return softmax_rows_with(info, tuner, u32(0, "rows"), u32(1, "cols"));
+  if (op == "reduce_sum") return reduce_sum_with(info, tuner, shape[0]);
+  return elementwise(op == "axpy" ? "axpy" : op == "add" ? "add" : "mul", info, tuner, shape[0], op == "axpy");
 }
 
 }  // namespace vgpu::detail

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "calibration.hpp"
-#include "testing_hold.hpp"
+#include "calibration_hold.hpp"
 #include "vgpu/backend/exit_order.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
@@ -27,7 +27,7 @@ void time_runs(const Request& r, Candidate& cand, double best, HostDataPool& dat
   const bool checking = checker && checker->at_real_shape();
   CallData& args = checking ? checker->prepare(cand, cand.plan, data) : data.for_plan(cand.plan);
   const TimingClock& clock = clock_of(pk);
-  testing_hold(c.device);  // a test may end the process with this call in flight
+  calibration_hold_point(c.device);  // a test may end the process with this call in flight
   const auto tw = clock.now();
   pk(args.args);  // warm-up: first-use costs (page faults, lazy pipeline work) stay out
   const double warm = seconds_since(clock, tw);

@@ -6,7 +6,6 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,8 +13,6 @@
 #include "vgpu/types.hpp"
 
 namespace vgpu {
-
-class OpTuner;  // the backend's tuning of the built-in ops (backend-author API)
 
 /// Compute limits that validation and selection rely on.
 struct VGPU_API DeviceLimits {
@@ -65,8 +62,6 @@ struct VGPU_API DeviceInfo {
   std::vector<std::string> features;
   std::vector<std::string> dialects;  ///< source dialects it compiles, preferred first (vgpu::dialect::…)
   DeviceFingerprint fingerprint;
-  /// How the backend runs the built-in ops (set by the backend; vgpu::ops asks it). Opaque to users.
-  std::shared_ptr<const OpTuner> op_tuner;
 
   /// Returns "backend:index", the form VGPU_DEVICE accepts.
   std::string id() const;

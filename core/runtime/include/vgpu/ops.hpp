@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // vgpu/ops.hpp — the built-in operations, as plans for any device. A plan is a pure function
-// of its arguments: the DeviceInfo forms take the backend's rule for each op's variant (its
-// tiling, say); the Device forms may measure the variants on that device first.
+// of its arguments: the DeviceInfo forms take the rule of the device's backend for each op's
+// variant (its tiling, say: vgpu's backends' from the registry, another backend's from its
+// ComputeBackend::op_tuner once a Runtime holds it); the Device forms take the tuner the
+// device was opened with and may measure the variants on that device first.
 #pragma once
 
 #include "vgpu/export.hpp"

@@ -14,6 +14,7 @@
 namespace vgpu {
 
 class DeviceImpl;
+class OpTuner;
 
 /// One compute API. Backends load their vendor runtime at run time, so a missing driver is a
 /// reported reason, never a link error. Thread-safety: implementations make every member safe
@@ -32,6 +33,12 @@ class ComputeBackend {
   virtual std::vector<DeviceInfo> enumerate() = 0;
   /// Opens device index; throws unavailable or invalid_argument.
   virtual std::unique_ptr<DeviceImpl> open(std::uint32_t index) = 0;
+  /// Returns how this backend runs vgpu's built-in ops on its devices (vgpu/backend/op_tuning.hpp).
+  /// The default, null, means the rule registered for its name (vgpu's own backends register
+  /// theirs in core/runtime/device/registry.cpp) or, for a backend vgpu does not register, none:
+  /// the built-in ops then fail on its devices with not_supported. Devices opened from this
+  /// backend keep the tuner it returned when they were opened.
+  virtual std::shared_ptr<const OpTuner> op_tuner() const { return nullptr; }
 };
 
 }  // namespace vgpu

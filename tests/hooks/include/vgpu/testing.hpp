@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// vgpu/testing.hpp — hooks for tests of code built on vgpu (not for production use).
+// vgpu/testing.hpp — hooks for vgpu's own tests: the test-only library vgpu_testing
+// (tests/hooks), linked by test programs beside the layers' objects (vgpu_internal). Never part
+// of libvgpu, never installed: the shipped library carries no test hooks, only the hold point's
+// weak reference (core/runtime/device/calibration_hold.hpp).
 #pragma once
-
-#include "vgpu/export.hpp"
 
 #include <string>
 
@@ -23,7 +24,7 @@ enum class LossPoint {
 /// backend's own detection path (its simulated-loss hook), i.e. a loss during a run. Either way
 /// the next call on the device recreates it (counters().recoveries grows): see Device for what
 /// recovery restores. Throws invalid_argument for an empty handle. Thread-safety: any thread.
-VGPU_API void force_device_lost(const Device& device, LossPoint when = LossPoint::now);
+void force_device_lost(const Device& device, LossPoint when = LossPoint::now);
 
 /// FOR TESTS ONLY. Holds the next background calibration (Runtime::choose, VGPU_BACKGROUND)
 /// that is about to make its first call on the device with this id ("vulkan:0"): it waits there
@@ -32,10 +33,10 @@ VGPU_API void force_device_lost(const Device& device, LossPoint when = LossPoint
 /// the stop came would. So a test can end a process with driver work in flight at exactly that
 /// point (background_calibration_held() says when). One hold at a time, used once; an empty id
 /// clears it. Foreground calibrations are never held. Thread-safety: any thread.
-VGPU_API void hold_background_calibration(const std::string& device_id);
+void hold_background_calibration(const std::string& device_id);
 
 /// FOR TESTS ONLY. Returns whether a background calibration waits at the hold that
 /// hold_background_calibration() asked for. Thread-safety: any thread.
-VGPU_API bool background_calibration_held() noexcept;
+bool background_calibration_held() noexcept;
 
 }  // namespace vgpu::testing
