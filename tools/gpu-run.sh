@@ -57,6 +57,8 @@ stage() {
   for l in build/lib/libvgpu.so*; do
     if [ -L "$l" ]; then cp -P "$l" "$stage_dir/lib/"; else strip -o "$stage_dir/lib/$(basename "$l")" "$l"; fi
   done
+  # The test hooks the exit child links (never part of libvgpu: tests/hooks).
+  strip -o "$stage_dir/lib/libvgpu_testing_hooks.so" build/lib/testing/libvgpu_testing_hooks.so
   # libvgpu links SPIRV-Cross (reflection, GL cross-compiles), which the GPU machine lacks.
   # glslc (and its libshaderc) too: the Python tests make SPIR-V with it at run time, and the
   # GPU machine has no GLSL compiler of its own.

@@ -205,7 +205,7 @@ void read_numbers(Config& c, Warnings& w) {
 }
 
 std::mutex& warned_mutex() {
-  static std::mutex m;
+  static std::mutex& m = *new std::mutex();  // leaked with the set it guards: background threads warn too
   return m;
 }
 
@@ -260,7 +260,8 @@ void config_warning(const std::string& message) {
 }
 
 const std::vector<ConfigVariable>& config_variables() {
-  static const std::vector<ConfigVariable> all = {
+  // Never destroyed: a background thread may check a variable while the process exits.
+  static const std::vector<ConfigVariable>& all = *new std::vector<ConfigVariable>{
       {"VGPU_BACKEND", "comma list of backends to use (" + backend_name_list(", ") + "); default: all compiled in"},
       {"VGPU_DEVICE", "force one device, as backend:index (e.g. vulkan:1)"},
       {"VGPU_LOG", "stderr log threshold: error, warn (default), info or debug"},

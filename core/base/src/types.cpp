@@ -39,6 +39,11 @@ BackendNames& backend_names_table() {
   return *names;
 }
 
+// The index of name in t (the id of its kind), or t.names.size() when it has none; t.mutex held.
+std::size_t index_of(const BackendNames& t, std::string_view name) {
+  return static_cast<std::size_t>(std::find(t.names.begin(), t.names.end(), name) - t.names.begin());
+}
+
 }  // namespace
 
 BackendKind BackendKind::named(std::string_view name) {
@@ -48,8 +53,7 @@ BackendKind BackendKind::named(std::string_view name) {
          "name the backend with a plain word (it forms device ids such as name:0).");
   BackendNames& t = backend_names_table();
   std::lock_guard lock(t.mutex);
-  for (std::size_t i = 0; i < t.names.size(); ++i)
-    if (t.names[i] == name) return BackendKind(static_cast<std::uint16_t>(i));
+  if (const std::size_t i = index_of(t, name); i < t.names.size()) return BackendKind(static_cast<std::uint16_t>(i));
   if (t.names.size() > 0xffff)
     fail(ErrorCategory::invalid_argument, "too many backend names (65536) in one process.",
          "name backends with a fixed set of names; a kind lasts as long as the process.");
@@ -121,16 +125,11 @@ std::string_view to_string(Access access) noexcept {
 }
 
 std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept {
-  {
-    BackendNames& t = backend_names_table();
-    std::lock_guard lock(t.mutex);
-    if (std::find(t.names.begin(), t.names.end(), name) == t.names.end()) return std::nullopt;
-  }
-  try {
-    return BackendKind::named(name);  // a known name: no allocation, no throw
-  } catch (...) {
-    return std::nullopt;
-  }
+  BackendNames& t = backend_names_table();
+  std::lock_guard lock(t.mutex);
+  const std::size_t i = index_of(t, name);  // one lookup, and no name is added
+  if (i == t.names.size()) return std::nullopt;
+  return BackendKind(static_cast<std::uint16_t>(i));
 }
 
 std::vector<std::string> backend_names() {

@@ -39,28 +39,32 @@ void main() {
 
 }  // namespace
 
+// The texts are never destroyed: a background calibration or a queue on another thread may read
+// them while the process exits (static destructors run then).
 const std::string& queue_add_one_glsl() {
-  static const std::string text = std::string(R"(// The queue ABI (docs/queue.md): item i = item_base + global id x.
+  static const std::string& text =
+      *new std::string(std::string(R"(// The queue ABI (docs/queue.md): item i = item_base + global id x.
 VGPU_PARAMS { uint item_base; uint item_count; } launch;
 layout(std430, binding = 0) readonly buffer QueueIn { uint in_words[]; };
 layout(std430, binding = 1) buffer QueueOut { uint out_words[]; };
-)") + kAddOneGlslMain;
+)") + kAddOneGlslMain);
   return text;
 }
 
 const std::string& queue_add_one_glsl_shader() {
-  static const std::string text = std::string(R"(#version 450
+  static const std::string& text = *new std::string(std::string(R"(#version 450
 // The queue ABI (docs/queue.md) as a complete shader: item i = item_base + global id x.
 layout(local_size_x = 64) in;
 layout(push_constant) uniform QueueLaunch { uint item_base; uint item_count; } launch;
 layout(set = 0, binding = 0) readonly buffer QueueIn { uint in_words[]; };
 layout(set = 0, binding = 1) buffer QueueOut { uint out_words[]; };
-)") + kAddOneGlslMain;
+)") + kAddOneGlslMain);
   return text;
 }
 
 const std::string& queue_add_one_cuda() {
-  static const std::string text = R"(// The queue ABI (docs/queue.md): item i = item_base + global id x.
+  static const std::string& text =
+      *new std::string(R"(// The queue ABI (docs/queue.md): item i = item_base + global id x.
 struct QueueLaunch { unsigned item_base, item_count; };
 extern "C" __global__ void queue_add_one(const unsigned* in, unsigned* out, QueueLaunch launch) {
   const unsigned x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -77,7 +81,7 @@ extern "C" __global__ void queue_add_one(const unsigned* in, unsigned* out, Queu
   out[2u * i] = 4u * n;
   atomicAdd(&out[2u * i + 1u], 1u);
 }
-)";
+)");
   return text;
 }
 

@@ -43,6 +43,8 @@ class BackendKind {
   friend constexpr std::strong_ordering operator<=>(BackendKind, BackendKind) noexcept = default;
 
  private:
+  // find_backend_kind looks a name up once and makes its kind without adding the name.
+  friend std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept;
   constexpr explicit BackendKind(std::uint16_t id) noexcept : id_(id) {}
   std::uint16_t id_ = 0;
 };
