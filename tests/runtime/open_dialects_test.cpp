@@ -194,6 +194,65 @@ TEST_CASE("a backend from outside vgpu, with its own kind, name and dialect, run
   REQUIRE_VGPU_ERROR(invalid_argument, "plain word", vgpu::BackendKind::named(""));
 }
 
+// A backend from outside vgpu that brings no op tuner: its devices run kernels of their own
+// (the CPU device underneath), but no built-in op.
+class BareBackend final : public vgpu::ComputeBackend {
+ public:
+  inline static const vgpu::BackendKind kKind = vgpu::BackendKind::named("bare");
+  BareBackend() : cpu_(vgpu::make_cpu_backend()) {}
+  vgpu::BackendKind kind() const noexcept override { return kKind; }
+  vgpu::BackendStatus status() override { return {kKind, true, true, {}}; }
+  std::vector<vgpu::DeviceInfo> enumerate() override { return {info()}; }
+  std::unique_ptr<vgpu::DeviceImpl> open(std::uint32_t) override {
+    return std::make_unique<BareDevice>(cpu_->open(0), info());
+  }
+
+ private:
+  class BareDevice final : public vgpu_test::ForwardingDevice {
+   public:
+    using ForwardingDevice::ForwardingDevice;
+  };
+  vgpu::DeviceInfo info() const {
+    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
+    d.backend = kKind;
+    d.name = "bare device";
+    d.fingerprint = vgpu::make_fingerprint({{"backend", "bare"}});
+    return d;
+  }
+  std::unique_ptr<vgpu::ComputeBackend> cpu_;
+};
+
+TEST_CASE("the built-in ops take the backend's tuner, not the DeviceInfo's, and a backend without one runs none",
+          "[dialects][backend][ops]") {
+  auto host = std::make_shared<HostBackend>();
+  vgpu::RuntimeOptions options;
+  options.backends = {host, std::make_shared<BareBackend>()};
+  vgpu::Runtime runtime(options);
+  // DeviceInfo is plain data: a copy of the host device's plans with the host backend's rule
+  // (recorded when the runtime was given it), which brings the backend's own code entry.
+  const vgpu::DeviceInfo host_info = runtime.open("host:0").info();
+  const vgpu::KernelPlan add = vgpu::ops::add(host_info, 8);
+  CHECK(add.source.find(kHostDialect) != nullptr);
+  CHECK(vgpu::ops::plan("add", runtime.open("host:0"), {8}).source.find(kHostDialect) != nullptr);
+
+  // The bare device runs a kernel of its own, but no built-in op, by either form, with a Fix.
+  vgpu::Device bare = runtime.open("bare:0");
+  vgpu::KernelSource s = doubling_source();
+  s.add_cpu(doubling(0));
+  const std::vector<float> out = run(bare, s, {1, 2, 3});
+  CHECK(out == std::vector<float>{2, 4, 6});
+  REQUIRE_VGPU_ERROR(not_supported, "brings no OpTuner", vgpu::ops::add(bare.info(), 8));
+  REQUIRE_VGPU_ERROR(not_supported, "Fix:", vgpu::ops::add(bare.info(), 8));
+  REQUIRE_VGPU_ERROR(not_supported, "brings no OpTuner", vgpu::ops::plan("matmul", bare, {4, 4, 4}));
+  // A KernelDatabase over both runs the op where it can: the host device.
+  vgpu::KernelDatabase db(runtime);
+  const std::vector<float> a = {1, 2}, b = {3, 4};
+  std::vector<float> sum(2, -1);
+  const vgpu::TensorArg args[] = {{a.data(), {2}}, {b.data(), {2}}, {sum.data(), {2}}};
+  db.call("add", {2}, args);
+  CHECK(sum == std::vector<float>{4, 6});
+}
+
 // A backend whose name() is not the name its kind was made from (here: the host backend's kind
 // under another name), as a copy-pasted backend would be.
 class MisnamedBackend final : public vgpu::ComputeBackend {
