@@ -6,7 +6,6 @@
 
 #include "cuda_device.hpp"
 #include "cuda_op_tuner.hpp"
-#include "vgpu/config.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
@@ -92,7 +91,7 @@ class CudaBackend final : public ComputeBackend {
 
   BackendKind kind() const noexcept override { return BackendKind::cuda; }
   /// Returns the rule by which it runs the built-in ops (its registry entry names the same).
-  std::shared_ptr<const OpTuner> op_tuner() const override { return cuda_op_tuner(config().matmul_tiling); }
+  std::shared_ptr<const OpTuner> op_tuner() const override { return configured_cuda_op_tuner(); }
 
   BackendStatus status() override {
     init();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 
@@ -151,5 +152,7 @@ std::shared_ptr<const OpTuner> cuda_op_tuner(std::string_view forced_matmul) {
   if (forced_matmul.empty()) return tuner;
   return std::make_shared<const CudaOpTuner>(std::string(forced_matmul));
 }
+
+std::shared_ptr<const OpTuner> configured_cuda_op_tuner() { return cuda_op_tuner(config().matmul_tiling); }
 
 }  // namespace vgpu::cuda

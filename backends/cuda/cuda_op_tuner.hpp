@@ -46,5 +46,8 @@ CudaMatmulTiling cuda_matmul_choice(std::uint64_t m, std::uint64_t n, std::uint3
 /// always forced_matmul, VGPU_MATMUL_TILING's CUDA name; an unknown one fails each matmul plan),
 /// every other op runs as its GLSL original does. Immutable; safe from any thread.
 std::shared_ptr<const OpTuner> cuda_op_tuner(std::string_view forced_matmul = {});
+/// Returns cuda_op_tuner as configured (VGPU_MATMUL_TILING, read now): the CUDA backend's rule,
+/// which its op_tuner() and the runtime's registry both return.
+std::shared_ptr<const OpTuner> configured_cuda_op_tuner();
 
 }  // namespace vgpu::cuda

@@ -12,7 +12,6 @@
 #include "vgpu/backend/driver_limits.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
-#include "vgpu/config.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/shader_toolchain.hpp"
@@ -196,9 +195,7 @@ class OpenGLBackend final : public ComputeBackend {
 
   BackendKind kind() const noexcept override { return BackendKind::opengl; }
   /// Returns the rule by which it runs the built-in ops (its registry entry names the same).
-  std::shared_ptr<const OpTuner> op_tuner() const override {
-    return kernels::gpu_builtin_tuner(config().matmul_tiling);
-  }
+  std::shared_ptr<const OpTuner> op_tuner() const override { return kernels::configured_gpu_builtin_tuner(); }
 
   BackendStatus status() override {
     const Discovery& d = discover();

@@ -3,7 +3,6 @@
 #include <mutex>
 
 #include "vgpu/backend/registry.hpp"
-#include "vgpu/config.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/shader_toolchain.hpp"
@@ -22,9 +21,7 @@ class VulkanBackend final : public ComputeBackend {
 
   BackendKind kind() const noexcept override { return BackendKind::vulkan; }
   /// Returns the rule by which it runs the built-in ops (its registry entry names the same).
-  std::shared_ptr<const OpTuner> op_tuner() const override {
-    return kernels::gpu_builtin_tuner(config().matmul_tiling);
-  }
+  std::shared_ptr<const OpTuner> op_tuner() const override { return kernels::configured_gpu_builtin_tuner(); }
 
   BackendStatus status() override {
     BackendStatus st;

@@ -72,11 +72,8 @@ class HostBackend final : public vgpu::ComputeBackend {
 
  private:
   vgpu::DeviceInfo info() const {
-    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
-    d.backend = kHostBackend;
-    d.name = "host device";
+    vgpu::DeviceInfo d = vgpu_test::cpu_device_as(*cpu_, kHostBackend, "host device");
     d.dialects = {kHostDialect};
-    d.fingerprint = vgpu::make_fingerprint({{"backend", "host"}});
     return d;
   }
   std::unique_ptr<vgpu::ComputeBackend> cpu_;
@@ -212,13 +209,7 @@ class BareBackend final : public vgpu::ComputeBackend {
    public:
     using ForwardingDevice::ForwardingDevice;
   };
-  vgpu::DeviceInfo info() const {
-    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
-    d.backend = kKind;
-    d.name = "bare device";
-    d.fingerprint = vgpu::make_fingerprint({{"backend", "bare"}});
-    return d;
-  }
+  vgpu::DeviceInfo info() const { return vgpu_test::cpu_device_as(*cpu_, kKind, "bare device"); }
   std::unique_ptr<vgpu::ComputeBackend> cpu_;
 };
 

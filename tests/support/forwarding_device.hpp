@@ -5,11 +5,25 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <utility>
 
+#include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/backend/device_impl.hpp"
+#include "vgpu/backend/fingerprint.hpp"
 
 namespace vgpu_test {
+
+/// Returns the first device of cpu (vgpu's CPU backend) described as a device of kind called
+/// name, with a fingerprint of its own: what a test backend that runs on the CPU device
+/// underneath enumerates.
+inline vgpu::DeviceInfo cpu_device_as(vgpu::ComputeBackend& cpu, vgpu::BackendKind kind, std::string name) {
+  vgpu::DeviceInfo d = cpu.enumerate().at(0);
+  d.backend = kind;
+  d.name = std::move(name);
+  d.fingerprint = vgpu::make_fingerprint({{"backend", std::string(vgpu::to_string(kind))}});
+  return d;
+}
 
 /// Forwards every DeviceImpl call to inner, reporting info as its own description.
 class ForwardingDevice : public vgpu::DeviceImpl {

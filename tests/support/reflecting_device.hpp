@@ -86,13 +86,7 @@ class ReflectBackend final : public vgpu::ComputeBackend {
   }
 
  private:
-  vgpu::DeviceInfo info() const {
-    vgpu::DeviceInfo d = cpu_->enumerate().at(0);
-    d.backend = kReflectBackend;
-    d.name = "reflecting test device";
-    d.fingerprint = vgpu::make_fingerprint({{"backend", "reflect"}});
-    return d;
-  }
+  vgpu::DeviceInfo info() const { return vgpu_test::cpu_device_as(*cpu_, kReflectBackend, "reflecting test device"); }
   std::shared_ptr<const ReflectionTable> table_;
   std::unique_ptr<vgpu::ComputeBackend> cpu_;
 };

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <string>
 
+#include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu::kernels {
@@ -277,5 +278,7 @@ std::shared_ptr<const OpTuner> gpu_builtin_tuner(std::string_view forced_matmul)
   if (forced_matmul.empty()) return tuner;
   return std::make_shared<const GpuBuiltinTuner>(std::string(forced_matmul));
 }
+
+std::shared_ptr<const OpTuner> configured_gpu_builtin_tuner() { return gpu_builtin_tuner(config().matmul_tiling); }
 
 }  // namespace vgpu::kernels

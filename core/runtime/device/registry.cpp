@@ -9,11 +9,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <string_view>
 
 #include "vgpu/backend/op_tuning.hpp"
 #include "vgpu/backend/registry.hpp"
-#include "vgpu/config.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu {
@@ -28,26 +26,21 @@ namespace vgpu::cpu {
 std::shared_ptr<const OpTuner> cpu_op_tuner();
 }  // namespace vgpu::cpu
 namespace vgpu::cuda {
-std::shared_ptr<const OpTuner> cuda_op_tuner(std::string_view forced_matmul);
+std::shared_ptr<const OpTuner> configured_cuda_op_tuner();
 }  // namespace vgpu::cuda
 
 namespace vgpu::detail {
 namespace {
 
 using Factory = std::unique_ptr<ComputeBackend> (*)(std::shared_ptr<const BackendSettings>);
+// The same functions the backends' op_tuner() return: the GLSL backends share one rule, CUDA
+// has its own tilings, each with VGPU_MATMUL_TILING read when a plan asks.
 using TunerFactory = std::shared_ptr<const OpTuner> (*)();
-
-// The GLSL backends share one rule; CUDA has its own tilings. VGPU_MATMUL_TILING forces a
-// matmul tiling on each (read when a plan asks, so a test's configuration applies at once).
-std::shared_ptr<const OpTuner> glsl_tuner() { return kernels::gpu_builtin_tuner(config().matmul_tiling); }
-#if VGPU_WITH_CUDA
-std::shared_ptr<const OpTuner> cuda_tuner() { return cuda::cuda_op_tuner(config().matmul_tiling); }
-#endif
 
 // A backend built out of this library has no factory (nullptr), only its name and option.
 #if VGPU_WITH_CUDA
 constexpr Factory kCuda = make_cuda_backend;
-constexpr TunerFactory kCudaTuner = cuda_tuner;
+constexpr TunerFactory kCudaTuner = cuda::configured_cuda_op_tuner;
 #else
 constexpr Factory kCuda = nullptr;
 constexpr TunerFactory kCudaTuner = nullptr;
@@ -74,8 +67,8 @@ struct Entry {
 // Preference order: selection measures, but this order breaks ties and orders listings.
 const Entry kRegistry[] = {
     {"cuda", "VGPU_WITH_CUDA", kCuda, kCudaTuner},
-    {"vulkan", "VGPU_WITH_VULKAN", kVulkan, glsl_tuner},
-    {"opengl", "VGPU_WITH_OPENGL", kOpengl, glsl_tuner},
+    {"vulkan", "VGPU_WITH_VULKAN", kVulkan, kernels::configured_gpu_builtin_tuner},
+    {"opengl", "VGPU_WITH_OPENGL", kOpengl, kernels::configured_gpu_builtin_tuner},
     {"cpu", "(always built)", make_cpu_backend, cpu::cpu_op_tuner},
 };
 

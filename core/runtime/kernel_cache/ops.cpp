@@ -474,7 +474,7 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
   // The other ops have one variant each: nothing to measure.
   if (op == "softmax_rows") return softmax_rows_with(info, tuner, u32(0, "rows"), u32(1, "cols"));
   if (op == "reduce_sum") return reduce_sum_with(info, tuner, shape[0]);
-  return elementwise(op == "axpy" ? "axpy" : op == "add" ? "add" : "mul", info, tuner, shape[0], op == "axpy");
+  return elementwise(op.c_str(), info, tuner, shape[0], op == "axpy");  // add, mul or axpy (check_shape)
 }
 
 }  // namespace vgpu::detail

@@ -65,6 +65,9 @@ std::uint32_t glsl_matmul_split_k(std::uint64_t m, std::uint64_t k, std::uint64_
 /// glsl_matmul_choice says, or always as forced_matmul names (VGPU_MATMUL_TILING; empty: no
 /// override; an unknown name fails each matmul plan, not the device). Vulkan and OpenGL use it.
 std::shared_ptr<const OpTuner> gpu_builtin_tuner(std::string_view forced_matmul = {});
+/// Returns gpu_builtin_tuner as configured (VGPU_MATMUL_TILING, read now): the Vulkan and
+/// OpenGL backends' rule, which their op_tuner() and the runtime's registry both return.
+std::shared_ptr<const OpTuner> configured_gpu_builtin_tuner();
 
 /// FOR TESTS (tests/selection/variant_choice_test.cpp; not exported from libvgpu): on, the tuner offers matmul
 /// candidates on software devices too and at any work above the naive kernel's, so lavapipe/llvmpipe can exercise
