@@ -185,6 +185,11 @@ void CudaDevice::reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadlin
   p = Pinned{ptr, size, dev};
 }
 
+BufferAddress CudaDevice::address(BufferImpl& buffer) {
+  return BufferAddress{reinterpret_cast<void*>(static_cast<CudaBufferImpl&>(buffer).ptr),
+                       BufferAddress::Space::cuda_device};
+}
+
 std::unique_ptr<BufferImpl> CudaDevice::create_buffer(std::uint64_t bytes) {
   make_current();
   CUdeviceptr ptr = 0;

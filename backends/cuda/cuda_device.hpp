@@ -116,6 +116,8 @@ class CudaDevice final : public DeviceImpl {
 
   const DeviceInfo& info() const override { return info_; }
   VGPU_DEVICE_IMPL_OVERRIDES;
+  /// Returns the buffer's device pointer (in the primary context), for DLPack and Array::data.
+  BufferAddress address(BufferImpl& buffer) override;
   void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
                   const Deadline& deadline) override;
   /// Returns the serial of the newest enqueued work.

@@ -17,12 +17,17 @@
 namespace vgpu::cpu {
 
 /// A 64-byte-aligned, zero-initialised host allocation (the alignment suits every SIMD
-/// load). Thread-safety: the object is immutable after construction; the bytes it owns are
-/// ordered by core's call ordering, like any device memory.
+/// load), or host memory of the caller's used in place (import_host: aligned to its elements
+/// only, which the built-in kernels' unaligned loads accept). Thread-safety: the object is
+/// immutable after construction; the bytes are ordered by core's call ordering, like any
+/// device memory.
 class CpuBuffer final : public BufferImpl {
  public:
   /// Allocates bytes; throws out_of_memory when the host cannot provide them.
   explicit CpuBuffer(std::uint64_t bytes);
+  /// Uses bytes of the caller's memory at data in place; the buffer never frees it.
+  CpuBuffer(void* data, std::uint64_t bytes) noexcept
+      : data_(static_cast<std::byte*>(data)), bytes_(bytes), owned_(false) {}
   ~CpuBuffer() override;
   CpuBuffer(const CpuBuffer&) = delete;
   CpuBuffer& operator=(const CpuBuffer&) = delete;
@@ -35,6 +40,7 @@ class CpuBuffer final : public BufferImpl {
  private:
   std::byte* data_ = nullptr;
   std::uint64_t bytes_ = 0;
+  bool owned_ = true;  // false: the caller's memory (import_host)
 };
 
 /// A compiled CPU kernel: a built-in function pointer or a user callable, plus the workgroup
@@ -116,6 +122,12 @@ class CpuDevice final : public DeviceImpl {
 
   /// Returns the description made at open() (CPU model, ISA, limits).
   const DeviceInfo& info() const override { return info_; }
+  /// Uses host memory in place: a CPU device's memory is the host's.
+  std::unique_ptr<BufferImpl> import_host(void* data, std::uint64_t bytes) override;
+  /// Returns true: every import is a view of the caller's memory.
+  bool imports_host() const noexcept override { return true; }
+  /// Returns the buffer's host address.
+  BufferAddress address(BufferImpl& buffer) override;
   VGPU_DEVICE_IMPL_OVERRIDES;
 
  private:

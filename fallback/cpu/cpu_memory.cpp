@@ -33,7 +33,19 @@ CpuBuffer::CpuBuffer(std::uint64_t bytes) : bytes_(bytes) {
   data_ = static_cast<std::byte*>(p);
 }
 
-CpuBuffer::~CpuBuffer() { ::operator delete (data_, std::align_val_t{kAlignment}); }
+CpuBuffer::~CpuBuffer() {
+  if (owned_) ::operator delete (data_, std::align_val_t{kAlignment});
+}
+
+/// Wraps the caller's host memory (never copied, never freed here).
+std::unique_ptr<BufferImpl> CpuDevice::import_host(void* data, std::uint64_t bytes) {
+  return std::make_unique<CpuBuffer>(data, bytes);
+}
+
+/// Returns the buffer's host address: the CPU device's memory is the process's.
+BufferAddress CpuDevice::address(BufferImpl& buffer) {
+  return BufferAddress{static_cast<CpuBuffer&>(buffer).data(), BufferAddress::Space::host};
+}
 
 /// Allocates a zeroed, 64-byte-aligned host buffer; throws out_of_memory.
 std::unique_ptr<BufferImpl> CpuDevice::create_buffer(std::uint64_t bytes) {

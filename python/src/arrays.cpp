@@ -28,37 +28,30 @@ bool convertible_kind(char kind) { return kind == 'f' || kind == 'i' || kind == 
 
 }  // namespace
 
-const char* numpy_name(DType d) {
-  switch (d) {
-    case DType::f32:
-      return "float32";
-    case DType::i32:
-      return "int32";
-    case DType::u32:
-      return "uint32";
-  }
-  return "?";
-}
+const char* numpy_name(DType d) { return vgpu::numpy_name(d).data(); }
 
 py::dtype numpy_dtype(DType d) {
-  switch (d) {
-    case DType::f32:
-      return py::dtype::of<float>();
-    case DType::i32:
-      return py::dtype::of<std::int32_t>();
-    case DType::u32:
-      return py::dtype::of<std::uint32_t>();
-  }
-  fail(ErrorCategory::internal, "numpy_dtype: unknown vgpu dtype.", "Report this vgpu bug.");
+  if (d == DType::bf16)
+    fail(ErrorCategory::invalid_argument, "numpy has no bfloat16 dtype to hold vgpu's bf16 values.",
+         "Exchange bf16 data through DLPack (torch.bfloat16), or view it as uint16.");
+  return py::dtype(std::string(vgpu::numpy_name(d)));
+}
+
+std::optional<DType> find_vgpu_dtype(const py::dtype& dt) {
+  // By kind and size, so any byte order spelling of a native type matches ('<f4', 'float32').
+  const char kind = dt.kind();
+  const auto size = static_cast<std::size_t>(dt.itemsize());
+  if (dt.byteorder() == '>') return std::nullopt;  // big-endian data would be read wrongly
+  for (DType d : {DType::f32, DType::i32, DType::u32, DType::f64, DType::i8, DType::u8, DType::f16})
+    if (dtype_size(d) == size && kind == (is_float(d) ? 'f' : (d == DType::i32 || d == DType::i8) ? 'i' : 'u'))
+      return d;
+  return std::nullopt;
 }
 
 DType vgpu_dtype(const py::dtype& dt, std::string_view what) {
-  if (dt.is(py::dtype::of<float>()) || dt.equal(py::dtype::of<float>())) return DType::f32;
-  if (dt.equal(py::dtype::of<std::int32_t>())) return DType::i32;
-  if (dt.equal(py::dtype::of<std::uint32_t>())) return DType::u32;
-  fail(ErrorCategory::invalid_argument,
-       std::string(what) + " has dtype " + text(dt) + ", which vgpu kernels do not take.",
-       "Use float32, int32 or uint32 (e.g. numpy.asarray(x, dtype=numpy.float32)).");
+  if (auto d = find_vgpu_dtype(dt)) return *d;
+  fail(ErrorCategory::invalid_argument, std::string(what) + " has dtype " + text(dt) + ", which vgpu does not hold.",
+       "Use float32, float64, float16, int32, uint32, int8 or uint8 (e.g. numpy.asarray(x, dtype=numpy.float32)).");
 }
 
 py::array input_array(py::handle obj, DType d, std::string_view what) {

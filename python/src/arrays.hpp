@@ -13,16 +13,19 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string_view>
 
 #include "vgpu/types.hpp"
 
 namespace vgpu::python {
 
-/// Returns the name of a dtype as numpy spells it ("float32", "int32", "uint32").
+/// Returns the name of a dtype as numpy spells it ("float32", "int32", "uint32", …).
 const char* numpy_name(DType d);
-/// Returns the numpy dtype that holds vgpu dtype d (float32, int32 or uint32).
+/// Returns the numpy dtype that holds vgpu dtype d; throws InvalidArgument for bf16 (numpy has none).
 pybind11::dtype numpy_dtype(DType d);
+/// Returns the vgpu dtype of a native-byte-order numpy dtype, or nothing when vgpu has none.
+std::optional<DType> find_vgpu_dtype(const pybind11::dtype& dt);
 /// Returns the vgpu dtype of a numpy dtype, or throws InvalidArgument naming what.
 DType vgpu_dtype(const pybind11::dtype& dt, std::string_view what);
 /// Returns obj as a C-contiguous array of dtype d: obj itself when it already is one, else one

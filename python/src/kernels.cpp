@@ -369,20 +369,8 @@ py::object call_kernel(PyKernel& self, py::args args, py::object out, py::object
     const Shape shape = shape_of(arr);
     // Outputs were checked writeable; inputs (possibly read-only arrays) are only read.
     void* data = t.access == Access::read ? const_cast<void*>(arr.data()) : arr.mutable_data();
-    switch (t.dtype) {
-      case DType::f32:
-        targs.push_back(t.access == Access::read ? TensorArg(static_cast<const float*>(data), shape)
-                                                 : TensorArg(static_cast<float*>(data), shape));
-        break;
-      case DType::i32:
-        targs.push_back(t.access == Access::read ? TensorArg(static_cast<const std::int32_t*>(data), shape)
-                                                 : TensorArg(static_cast<std::int32_t*>(data), shape));
-        break;
-      case DType::u32:
-        targs.push_back(t.access == Access::read ? TensorArg(static_cast<const std::uint32_t*>(data), shape)
-                                                 : TensorArg(static_cast<std::uint32_t*>(data), shape));
-        break;
-    }
+    targs.push_back(t.access == Access::read ? TensorArg(t.dtype, shape, static_cast<const void*>(data))
+                                             : TensorArg(t.dtype, shape, data));
     arrays.push_back(std::move(arr));
   }
   const std::optional<std::chrono::milliseconds> limit = timeout_arg(timeout);

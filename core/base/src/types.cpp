@@ -5,6 +5,10 @@
 #include "vgpu/backend_list.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
 #include <deque>
 #include <iterator>
 #include <mutex>
@@ -86,16 +90,143 @@ std::string_view to_string(DeviceType type) noexcept {
   return "unknown";
 }
 
+namespace {
+
+// One row per dtype, in enum order: vgpu's name, numpy's, the element size.
+struct DTypeRow {
+  std::string_view name, numpy;
+  std::size_t size;
+};
+constexpr std::array<DTypeRow, 8> kDTypes{{{"f32", "float32", 4},
+                                           {"i32", "int32", 4},
+                                           {"u32", "uint32", 4},
+                                           {"f64", "float64", 8},
+                                           {"i8", "int8", 1},
+                                           {"u8", "uint8", 1},
+                                           {"f16", "float16", 2},
+                                           {"bf16", "bfloat16", 2}}};
+
+}  // namespace
+
 std::string_view to_string(DType dtype) noexcept {
+  const auto i = static_cast<std::size_t>(dtype);
+  return i < kDTypes.size() ? kDTypes[i].name : "unknown";
+}
+
+std::string_view numpy_name(DType dtype) noexcept {
+  const auto i = static_cast<std::size_t>(dtype);
+  return i < kDTypes.size() ? kDTypes[i].numpy : "unknown";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < kDTypes.size(); ++i)
+    if (name == kDTypes[i].name || name == kDTypes[i].numpy) return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+bool is_float(DType dtype) noexcept {
+  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
+}
+
+namespace {
+
+template <class T>
+T load_as(const void* data, std::uint64_t index) noexcept {
+  T v;
+  std::memcpy(&v, static_cast<const unsigned char*>(data) + index * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T>
+void store_as(void* data, std::uint64_t index, T v) noexcept {
+  std::memcpy(static_cast<unsigned char*>(data) + index * sizeof(T), &v, sizeof(T));
+}
+
+// IEEE half → float, every case (subnormals, infinities, NaN) exact.
+float half_to_float(std::uint16_t h) noexcept {
+  const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
+  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
+  const float f = static_cast<float>(man) * 0x1p-24f;  // subnormal or zero
+  return sign ? -f : f;
+}
+
+// float → IEEE half, rounded to nearest even; overflow → infinity, NaN stays NaN.
+std::uint16_t float_to_half(float f) noexcept {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const std::uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+  if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
+  if (ax < 0x38800000u) {  // below the smallest normal half: a multiple of 2^-24, rounded even
+    const float mag = std::bit_cast<float>(ax) * 0x1p24f;
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(mag)));
+  }
+  const std::uint32_t lsb = (ax >> 13) & 1u;
+  const std::uint32_t r = ax + 0xfffu + lsb;  // round to nearest even at bit 13
+  return static_cast<std::uint16_t>(sign | ((r - 0x38000000u) >> 13));
+}
+
+// bfloat16 is float's top half: widening is a shift, narrowing rounds to nearest even.
+float bf16_to_float(std::uint16_t b) noexcept { return std::bit_cast<float>(std::uint32_t{b} << 16); }
+std::uint16_t float_to_bf16(float f) noexcept {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+// value as integer type T, as a C cast of the value truncated toward zero (wrapping modulo 2^bits).
+template <class T>
+T to_int(double value) noexcept {
+  if (!std::isfinite(value)) return T{0};
+  const double t = std::trunc(value);
+  if (t >= -9.2e18 && t <= 9.2e18) return static_cast<T>(static_cast<std::int64_t>(t));
+  return T{0};
+}
+
+}  // namespace
+
+double element_value(DType dtype, const void* data, std::uint64_t index) noexcept {
   switch (dtype) {
     case DType::f32:
-      return "f32";
+      return load_as<float>(data, index);
     case DType::i32:
-      return "i32";
+      return load_as<std::int32_t>(data, index);
     case DType::u32:
-      return "u32";
+      return load_as<std::uint32_t>(data, index);
+    case DType::f64:
+      return load_as<double>(data, index);
+    case DType::i8:
+      return load_as<std::int8_t>(data, index);
+    case DType::u8:
+      return load_as<std::uint8_t>(data, index);
+    case DType::f16:
+      return half_to_float(load_as<std::uint16_t>(data, index));
+    case DType::bf16:
+      return bf16_to_float(load_as<std::uint16_t>(data, index));
   }
-  return "unknown";
+  return 0;
+}
+
+void set_element_value(DType dtype, void* data, std::uint64_t index, double value) noexcept {
+  switch (dtype) {
+    case DType::f32:
+      return store_as(data, index, static_cast<float>(value));
+    case DType::i32:
+      return store_as(data, index, to_int<std::int32_t>(value));
+    case DType::u32:
+      return store_as(data, index, to_int<std::uint32_t>(value));
+    case DType::f64:
+      return store_as(data, index, value);
+    case DType::i8:
+      return store_as(data, index, to_int<std::int8_t>(value));
+    case DType::u8:
+      return store_as(data, index, to_int<std::uint8_t>(value));
+    case DType::f16:
+      return store_as(data, index, float_to_half(static_cast<float>(value)));
+    case DType::bf16:
+      return store_as(data, index, float_to_bf16(static_cast<float>(value)));
+  }
 }
 
 // In base, not in the runtime's selection code: the strict selection reader (selection_json.cpp,
@@ -151,7 +282,10 @@ BackendKind parse_backend_kind(std::string_view name) {
        "use one of " + known + " (as in VGPU_BACKEND=vulkan,cpu).");
 }
 
-std::size_t dtype_size(DType) noexcept { return 4; }  // every supported dtype is 32-bit
+std::size_t dtype_size(DType dtype) noexcept {
+  const auto i = static_cast<std::size_t>(dtype);
+  return i < kDTypes.size() ? kDTypes[i].size : 0;
+}
 
 namespace {
 

@@ -10,18 +10,8 @@ namespace vgpu::detail {
 namespace {
 
 TensorArg arg_for(const TensorSpec& t, void* p) {
-  const bool in_only = t.access == Access::read;
-  switch (t.dtype) {
-    case DType::f32:
-      return in_only ? TensorArg(static_cast<const float*>(p), t.shape) : TensorArg(static_cast<float*>(p), t.shape);
-    case DType::i32:
-      return in_only ? TensorArg(static_cast<const std::int32_t*>(p), t.shape)
-                     : TensorArg(static_cast<std::int32_t*>(p), t.shape);
-    case DType::u32:
-      break;
-  }
-  return in_only ? TensorArg(static_cast<const std::uint32_t*>(p), t.shape)
-                 : TensorArg(static_cast<std::uint32_t*>(p), t.shape);
+  return t.access == Access::read ? TensorArg(t.dtype, t.shape, static_cast<const void*>(p))
+                                  : TensorArg(t.dtype, t.shape, p);
 }
 
 }  // namespace
@@ -37,7 +27,6 @@ CallData make_call_data(const KernelPlan& plan) {
   for (const TensorSpec& t : plan.tensors) {
     if (t.scratch) continue;
     const std::uint64_t n = element_count(t.shape);
-    const std::size_t size = dtype_size(t.dtype);
     const std::uint64_t total = tensor_bytes(t.shape, t.dtype);  // checked: never a wrapped, small storage
     auto& v = d.storage.emplace_back(total / 8 + (total % 8 != 0));
     auto* bytes = reinterpret_cast<unsigned char*>(v.data());
@@ -45,11 +34,9 @@ CallData make_call_data(const KernelPlan& plan) {
       state ^= state << 13;
       state ^= state >> 7;
       state ^= state << 17;
-      const float f = static_cast<float>(static_cast<double>(3 * static_cast<std::int64_t>(state >> 40) - (1 << 24)) /
-                                         double(1 << 25));
-      const std::uint32_t x =
-          t.dtype == DType::f32 ? std::bit_cast<std::uint32_t>(f) : static_cast<std::uint32_t>(state >> 57);
-      std::memcpy(bytes + i * size, &x, size < sizeof x ? size : sizeof x);  // every dtype is 32-bit today
+      const double f = static_cast<double>(3 * static_cast<std::int64_t>(state >> 40) - (1 << 24)) / double(1 << 25);
+      // Floats in [-0.5, 1); integers in [0, 128), which every integer dtype holds.
+      set_element_value(t.dtype, bytes, i, is_float(t.dtype) ? f : static_cast<double>(state >> 57));
     }
   }
   std::size_t i = 0;

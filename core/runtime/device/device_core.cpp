@@ -319,6 +319,32 @@ Buffer DeviceCore::create_buffer(std::uint64_t bytes, bool internal) {
   return Buffer(std::move(state));
 }
 
+Buffer DeviceCore::import_host(void* data, std::uint64_t bytes, std::shared_ptr<void> owner) {
+  if (data == nullptr || bytes == 0)
+    fail(ErrorCategory::invalid_argument,
+         "cannot use " + to_string(bytes) + " bytes at a null or empty range in place.",
+         "pass the address and size (> 0) of memory the array's elements fill.");
+  auto state = std::make_shared<BufferState>();
+  state->owner = identity_;
+  state->size = bytes;
+  const bool made = entered(true, [&] {
+    state->impl = guarded("using host memory in place", [&] { return impl().import_host(data, bytes); });
+    if (!state->impl) return false;
+    state->device = host_;
+    state->host_data = data;
+    state->external = std::move(owner);
+    enlist(buffers_, state);
+    return true;
+  });
+  if (!made) return Buffer();
+  return Buffer(std::move(state));
+}
+
+BufferAddress DeviceCore::address(const Buffer& buffer) {
+  BufferState& b = own(buffer, "the buffer");
+  return entered(true, [&] { return impl().address(*b.impl); });
+}
+
 BufferState* DeviceCore::checked_write(const Buffer& buffer, const void* data, std::uint64_t bytes,
                                        std::uint64_t offset, const char* what) const {
   BufferState& b = own(buffer, what);

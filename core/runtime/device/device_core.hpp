@@ -61,6 +61,13 @@ inline void retire(const std::shared_ptr<DeviceHost>& host, std::unique_ptr<Devi
   if (host && object) host->retire(std::move(object), buffer_bytes);
 }
 
+/// Keeps the owner of imported host memory alive until the buffer over it is freed: retired
+/// right after that buffer's object, so it goes only once the work that used the memory has.
+struct ExternalOwner final : DeviceObject {
+  explicit ExternalOwner(std::shared_ptr<void> o) noexcept : owner(std::move(o)) {}
+  std::shared_ptr<void> owner;
+};
+
 struct BufferState {
   std::shared_ptr<DeviceHost> device;
   std::shared_ptr<const DeviceIdentity> owner;
@@ -68,7 +75,14 @@ struct BufferState {
   std::uint64_t size = 0;
   bool internal = false;  // vgpu's own (PersistentKernel, QueuePipeline): rewritten by every call, never "lost"
   LostContents lost;      // what a recovery lost and no write has covered since (call lock)
-  ~BufferState() { retire(device, std::move(impl), size); }
+  // Imported host memory (DeviceCore::import_host): its address, which a recovery imports
+  // again (the memory outlives any device, so nothing is lost), and what keeps it alive.
+  void* host_data = nullptr;
+  std::shared_ptr<void> external;
+  ~BufferState() {
+    retire(device, std::move(impl), host_data ? 0 : size);
+    if (external) retire(device, std::make_unique<ExternalOwner>(std::move(external)));
+  }
 };
 
 struct KernelState {
@@ -165,12 +179,29 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// Returns this device's measured variant choices (variant_choice.hpp): a fresh runtime's
   /// device starts with none and reads them from its store.
   VariantTable& variant_table() noexcept { return *variants_; }
+  /// Returns the device's one T (made on first use), a cache a higher part of the runtime keeps
+  /// per device (arrays/prepared_ops.hpp: the array ops' compiled plans); one type per process.
+  /// Freed with the device. Thread-safety: T guards itself.
+  template <class T>
+  T& attachment() {
+    std::call_once(attachment_once_, [&] { attachment_ = std::make_shared<T>(); });
+    return *static_cast<T*>(attachment_.get());
+  }
   /// Returns the clock measurements of this device read (DeviceImpl::timing_clock()).
   const TimingClock& timing_clock() const noexcept { return clock_; }
 
   /// Allocates a buffer; internal marks one vgpu owns and rewrites on every use (PersistentKernel's,
   /// QueuePipeline's), whose contents a recovery never reports lost.
   Buffer create_buffer(std::uint64_t bytes, bool internal = false);
+  /// Makes a buffer of bytes of host memory at data, used in place (DeviceImpl::import_host),
+  /// keeping owner alive until the buffer is freed; returns an empty handle when the backend
+  /// cannot use host memory in place. Throws invalid_argument for a null or empty range (the
+  /// caller checks the alignment its elements need).
+  Buffer import_host(void* data, std::uint64_t bytes, std::shared_ptr<void> owner);
+  /// Returns true when import_host() uses host memory in place on this device (DeviceImpl::imports_host).
+  bool imports_host() const noexcept { return current_impl_.load(std::memory_order_acquire)->imports_host(); }
+  /// Returns where buffer's bytes are for code outside vgpu (DeviceImpl::address).
+  BufferAddress address(const Buffer& buffer);
   void write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset);
   void read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset);
   void copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
@@ -301,6 +332,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::vector<std::weak_ptr<BindingSetState>> binding_sets_;
   std::vector<std::weak_ptr<BatchState>> batches_;
   cache::MemoryCache<cache::KernelKey, std::shared_ptr<KernelState>, cache::KernelKeyHash> l1_;
+  // Last: freed first, while everything it refers to still exists.
+  std::once_flag attachment_once_;
+  std::shared_ptr<void> attachment_;
 };
 
 /// Reaches a public handle's DeviceCore from runtime code (testing.cpp, persistent_kernel.cpp,

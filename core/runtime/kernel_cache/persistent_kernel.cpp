@@ -2,24 +2,20 @@
 // core/runtime/kernel_cache/persistent_kernel.cpp — compile/allocate/bind once; per call only copy and submit.
 #include "vgpu/persistent_kernel.hpp"
 
+#include <cstring>
 #include <set>
 #include <string>
 
 #include "device_core.hpp"
 #include "loss_policy.hpp"
+#include "plan_batch.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu {
 namespace {
 
+using detail::step_label;
 using std::to_string;
-
-// "step 2 (kernel 1, 'reduce.pass2')": where a plan error is.
-std::string step_label(const KernelPlan& plan, std::size_t index, const PlanStep& step) {
-  std::string s = "step " + to_string(index) + " (kernel " + to_string(step.kernel);
-  if (step.kernel < plan.kernel_count()) s += ", '" + plan.kernel_source(step.kernel).name + "'";
-  return s + ")";
-}
 
 void validate_plan(const KernelPlan& plan) {
   const std::string& name = plan.source.name;
@@ -93,17 +89,31 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan)
     kernels_.push_back(
         in_plan(plan_, where, [&] { return device_.compile(plan_.kernel_source(i), plan_.kernel_options(i)); }));
   }
-  buffers_.reserve(plan_.tensors.size());
+  // On a device that uses host memory in place (the CPU), calls bind the caller's memory
+  // itself: only scratch tensors get buffers now, and staging buffers only if a call ever
+  // needs them (memory that cannot be used in place).
+  in_place_ = detail::DeviceAccess::core(device_).imports_host();
+  buffers_.resize(plan_.tensors.size());
   for (std::uint32_t i = 0; i < plan_.tensors.size(); ++i) {
     const TensorSpec& t = plan_.tensors[i];
-    // Internal: every call rewrites the inputs and the steps rewrite the rest, so a recovery
-    // never reports their contents lost.
-    const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
-    buffers_.push_back(detail::DeviceAccess::internal_buffer(device_, bytes));
-    buffer_bytes_ += bytes;
     if (!t.scratch) visible_.push_back(i);
+    if (t.scratch || !in_place_) allocate(i);
   }
+  if (!in_place_) record_staged();
+}
+
+void PersistentKernel::allocate(std::uint32_t tensor) {
+  const TensorSpec& t = plan_.tensors[tensor];
+  // Internal: every call rewrites the inputs and the steps rewrite the rest, so a recovery
+  // never reports their contents lost.
+  const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
+  buffers_[tensor] = detail::DeviceAccess::internal_buffer(device_, bytes);
+  buffer_bytes_ += bytes;
+}
+
+void PersistentKernel::record_staged() {
   for (std::size_t a = 0; a < visible_.size(); ++a) {
+    if (!buffers_[visible_[a]]) allocate(visible_[a]);
     const TensorSpec& t = plan_.tensors[visible_[a]];
     const std::uint64_t bytes = tensor_bytes(t.shape, t.dtype);
     if (t.access != Access::write) {
@@ -115,17 +125,7 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan)
       read_arg_.push_back(a);
     }
   }
-  batch_ = device_.create_batch();
-  for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
-    const PlanStep& step = plan_.steps[i];
-    const Kernel& kernel = kernels_[step.kernel];
-    std::vector<Binding> bindings;
-    for (const auto& [slot, tensor] : step.slot_tensor) bindings.push_back(Binding{slot, buffers_[tensor]});
-    in_plan(plan_, step_label(plan_, i, step) + " of the plan for '" + plan_.source.name + "'", [&] {
-      batch_.dispatch(kernel, device_.bind(kernel, bindings), step.params, step.groups);
-      return 0;
-    });
-  }
+  staged_ = detail::record_plan(device_, plan_, kernels_, buffers_);
 }
 
 void PersistentKernel::validate(std::span<const TensorArg> args) const {
@@ -178,6 +178,13 @@ void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::
   detail::DeviceAccess::core(device_).check_not_inside();
   std::lock_guard lock(mutex_);
   const auto start = std::chrono::steady_clock::now();
+  if (!(in_place_ && call_in_place(args, limit))) call_staged(args, limit);
+  total_ += std::chrono::steady_clock::now() - start;
+  ++calls_;
+}
+
+void PersistentKernel::call_staged(std::span<const TensorArg> args, const std::chrono::milliseconds* limit) {
+  if (!staged_) record_staged();  // an in-place kernel whose call could not be
   for (std::size_t i = 0; i < writes_.size(); ++i) writes_[i].data = args[write_arg_[i]].in;
   for (std::size_t i = 0; i < reads_.size(); ++i) reads_[i].out = args[read_arg_[i]].out;
   // Every input is on the host, so a call the device was lost under runs once more: the trip
@@ -185,12 +192,64 @@ void PersistentKernel::call(std::span<const TensorArg> args, const std::chrono::
   // only: a device that fails again reaches the caller (a KernelDatabase then demotes it).
   detail::retry_once_after_loss([&] {
     if (limit)
-      device_.round_trip(writes_, batch_, reads_, *limit);
+      device_.round_trip(writes_, staged_, reads_, *limit);
     else
-      device_.round_trip(writes_, batch_, reads_);
+      device_.round_trip(writes_, staged_, reads_);
   });
-  total_ += std::chrono::steady_clock::now() - start;
-  ++calls_;
+}
+
+bool PersistentKernel::call_in_place(std::span<const TensorArg> args, const std::chrono::milliseconds* limit) {
+  // Where each tensor's memory is: inputs where they are read, outputs where they go (a
+  // read_write tensor with a separate input is copied to its output first, below).
+  addresses_.resize(args.size());
+  bool same = in_place_batch_ && bound_.size() == args.size();
+  for (std::size_t a = 0; a < args.size(); ++a) {
+    const TensorSpec& t = plan_.tensors[visible_[a]];
+    const void* p = t.access == Access::read ? args[a].in : args[a].out;
+    if (reinterpret_cast<std::uintptr_t>(p) % dtype_size(t.dtype) != 0) return false;  // kernels load whole elements
+    addresses_[a] = p;
+    same = same && bound_[a] == p;
+  }
+  // A tensor written in place must not overlap another: the kernel would read what it has
+  // already overwritten (C = A·B into A's memory). Staging copies keep such a call right.
+  for (std::size_t a = 0; a < args.size(); ++a) {
+    if (plan_.tensors[visible_[a]].access == Access::read) continue;
+    const auto* pa = static_cast<const unsigned char*>(addresses_[a]);
+    const std::uint64_t na = tensor_bytes(plan_.tensors[visible_[a]].shape, plan_.tensors[visible_[a]].dtype);
+    for (std::size_t b = 0; b < args.size(); ++b) {
+      if (b == a) continue;
+      const auto* pb = static_cast<const unsigned char*>(addresses_[b]);
+      const std::uint64_t nb = tensor_bytes(plan_.tensors[visible_[b]].shape, plan_.tensors[visible_[b]].dtype);
+      if (pa < pb + nb && pb < pa + na) return false;
+    }
+  }
+  if (!same) {
+    detail::DeviceCore& core = detail::DeviceAccess::core(device_);
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      const TensorSpec& t = plan_.tensors[visible_[a]];
+      // Only for the call: the caller's memory outlives it, and the buffer (a view, kept for a
+      // next call at the same addresses) is never used without the caller passing it again.
+      Buffer b = core.import_host(const_cast<void*>(addresses_[a]), tensor_bytes(t.shape, t.dtype), nullptr);
+      if (!b) return false;
+      buffers_[visible_[a]] = std::move(b);
+    }
+    in_place_batch_ = detail::record_plan(device_, plan_, kernels_, buffers_);
+    bound_ = addresses_;
+  }
+  for (std::size_t a = 0; a < args.size(); ++a) {
+    const TensorSpec& t = plan_.tensors[visible_[a]];
+    if (t.access == Access::read_write && args[a].in != args[a].out)
+      std::memmove(args[a].out, args[a].in, static_cast<std::size_t>(tensor_bytes(t.shape, t.dtype)));
+  }
+  // Retried after a loss as a staged call is: a device that imports (the CPU) runs nothing of a
+  // batch whose submit reports the loss, so read_write tensors still hold their inputs.
+  detail::retry_once_after_loss([&] {
+    if (limit)
+      device_.round_trip({}, in_place_batch_, {}, *limit);
+    else
+      device_.round_trip({}, in_place_batch_, {});
+  });
+  return true;
 }
 
 std::uint64_t PersistentKernel::calls() const {

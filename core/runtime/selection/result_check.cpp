@@ -22,29 +22,10 @@ std::vector<const TensorSpec*> visible(const KernelPlan& plan) {
   return v;
 }
 
-// The 32-bit word i of an argument's data (every dtype is 32-bit).
-std::uint32_t word(const void* data, std::uint64_t i) {
-  std::uint32_t w;
-  std::memcpy(&w, static_cast<const unsigned char*>(data) + i * 4, 4);
-  return w;
-}
-
-double value_of(DType dtype, std::uint32_t w) {
-  switch (dtype) {
-    case DType::f32:
-      return static_cast<double>(std::bit_cast<float>(w));
-    case DType::i32:
-      return static_cast<double>(static_cast<std::int32_t>(w));
-    case DType::u32:
-      break;
-  }
-  return static_cast<double>(w);
-}
-
 // Element i of argument a (its input data: for a read_write tensor, the value before the call).
-double in_at(const TensorArg& a, std::uint64_t i) { return value_of(a.dtype, word(a.in, i)); }
+double in_at(const TensorArg& a, std::uint64_t i) { return element_value(a.dtype, a.in, i); }
 // Element i of argument a's output data (after the call).
-double out_at(const TensorArg& a, std::uint64_t i) { return value_of(a.dtype, word(a.out, i)); }
+double out_at(const TensorArg& a, std::uint64_t i) { return element_value(a.dtype, a.out, i); }
 
 // A deterministic stream (xorshift64) for choosing sampled elements.
 struct Stream {
@@ -252,8 +233,9 @@ Reference run_reference(const KernelPlan& plan, const CallData& result, std::str
   const std::vector<const TensorSpec*> t = visible(plan);
   for (std::uint32_t a = 0; a < t.size() && a < result.args.size(); ++a) {
     if (t[a]->access == Access::read) continue;
-    Output out{a, t[a]->dtype, std::vector<std::uint32_t>(element_count(t[a]->shape))};
-    std::memcpy(out.words.data(), result.args[a].out, out.words.size() * 4);
+    Output out{a, t[a]->dtype, element_count(t[a]->shape), {}};
+    out.bytes.resize(tensor_bytes(t[a]->shape, t[a]->dtype));
+    std::memcpy(out.bytes.data(), result.args[a].out, out.bytes.size());
     ref.outputs.push_back(std::move(out));
   }
   return ref;
@@ -272,13 +254,15 @@ Outcome compare(const Reference& ref, const KernelPlan& plan, const CallData& go
     // zero may come from cancellation); integers: exactly.
     double mean = 0;
     std::uint64_t finite = 0;
-    if (out.dtype == DType::f32)
-      for (const std::uint32_t w : out.words)
-        if (const double v = value_of(out.dtype, w); std::isfinite(v)) mean += std::abs(v), ++finite;
+    const bool floating = is_float(out.dtype);
+    if (floating)
+      for (std::uint64_t i = 0; i < out.count; ++i)
+        if (const double v = element_value(out.dtype, out.bytes.data(), i); std::isfinite(v))
+          mean += std::abs(v), ++finite;
     mean = finite ? mean / double(finite) : 0;
-    for (std::uint64_t i = 0; i < out.words.size(); ++i) {
-      const double want = value_of(out.dtype, out.words[i]);
-      const double bound = out.dtype == DType::f32 ? kUserRelTolerance * (std::abs(want) + mean) : 0;
+    for (std::uint64_t i = 0; i < out.count; ++i) {
+      const double want = element_value(out.dtype, out.bytes.data(), i);
+      const double bound = floating ? kUserRelTolerance * (std::abs(want) + mean) : 0;
       tally.add(*t.at(out.arg), i, out_at(g, i), want, bound);
     }
   }

@@ -41,11 +41,12 @@ struct Expected {
   double value = 0, bound = 0;
 };
 
-/// One output tensor of a reference run, as its words (every dtype is 32-bit).
+/// One output tensor of a reference run: its element count and bytes (elements of dtype).
 struct Output {
   std::uint32_t arg = 0;
   DType dtype = DType::f32;
-  std::vector<std::uint32_t> words;
+  std::uint64_t count = 0;
+  std::vector<unsigned char> bytes;
 };
 
 /// What one call's outputs must hold: sampled exact values (a built-in) or a reference run's

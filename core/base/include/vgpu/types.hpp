@@ -56,8 +56,11 @@ inline constexpr BackendKind BackendKind::cpu{3};
 /// What sort of hardware a device is; selection ranks by this, never by display name.
 enum class DeviceType { discrete_gpu, integrated_gpu, virtual_gpu, software, cpu, other };
 
-/// Element types that kernels and persistent kernels accept.
-enum class DType { f32, i32, u32 };
+/// Element types of arrays and kernel tensors. The first three are what every backend's kernels
+/// take (every value 4 bytes); f64, i8 and u8 are storage types of Arrays (ops say per dtype
+/// what they compute in: docs/arrays.md); f16 and bf16 have their sizes and names now and gain
+/// ops with the precision work. New values are only ever appended: the numbers are stable.
+enum class DType : std::uint8_t { f32, i32, u32, f64, i8, u8, f16, bf16 };
 
 /// How a kernel uses a binding slot.
 enum class Access { read, write, read_write };
@@ -66,8 +69,13 @@ enum class Access { read, write, read_write };
 VGPU_API std::string_view to_string(BackendKind kind) noexcept;
 /// Returns "discrete_gpu", "integrated_gpu", "virtual_gpu", "software", "cpu" or "other".
 VGPU_API std::string_view to_string(DeviceType type) noexcept;
-/// Returns "f32", "i32" or "u32".
+/// Returns "f32", "i32", "u32", "f64", "i8", "u8", "f16" or "bf16".
 VGPU_API std::string_view to_string(DType dtype) noexcept;
+/// Returns numpy's name of dtype: "float32", "int32", "uint32", "float64", "int8", "uint8",
+/// "float16" or "bfloat16".
+VGPU_API std::string_view numpy_name(DType dtype) noexcept;
+/// Parses a dtype name, vgpu's short one ("f32") or numpy's ("float32"); nothing for another.
+VGPU_API std::optional<DType> parse_dtype(std::string_view name) noexcept;
 /// Returns "read", "write" or "read_write".
 VGPU_API std::string_view to_string(Access access) noexcept;
 /// Parses a backend name as printed by to_string (vgpu's own or a registered one); throws
@@ -75,8 +83,18 @@ VGPU_API std::string_view to_string(Access access) noexcept;
 VGPU_API BackendKind parse_backend_kind(std::string_view name);
 /// Returns the kind named name (as parse_backend_kind), or nothing when no backend has that name.
 VGPU_API std::optional<BackendKind> find_backend_kind(std::string_view name) noexcept;
-/// Returns the size in bytes of one element of dtype.
+/// Returns the size in bytes of one element of dtype (8, 4, 2 or 1).
 VGPU_API std::size_t dtype_size(DType dtype) noexcept;
+
+/// Returns true for f32, f64, f16 and bf16.
+VGPU_API bool is_float(DType dtype) noexcept;
+/// Returns element index of data (an array of dtype) as a double: exact for every dtype but
+/// the integers past 2^53 none of vgpu's dtypes hold. For checks and conversions, not hot loops.
+VGPU_API double element_value(DType dtype, const void* data, std::uint64_t index) noexcept;
+/// Stores value as element index of data (an array of dtype), rounded to nearest (floats; f16
+/// and bf16 to nearest even) or truncated toward zero and wrapped (integers, as a C cast of the
+/// value in range).
+VGPU_API void set_element_value(DType dtype, void* data, std::uint64_t index, double value) noexcept;
 
 /// Number of workgroups along x, y, z of one dispatch.
 struct VGPU_API Groups {

@@ -40,6 +40,8 @@ class VGPU_API Buffer {
   std::uint64_t size() const noexcept;
   /// Returns true when the handle refers to memory.
   explicit operator bool() const noexcept { return static_cast<bool>(state_); }
+  /// Returns true when both handles refer to the same allocation.
+  friend bool operator==(const Buffer& a, const Buffer& b) noexcept { return a.state_ == b.state_; }
 
  private:
   friend class detail::DeviceCore;
@@ -114,6 +116,8 @@ class VGPU_API Batch {
   std::size_t size() const noexcept;
   /// Removes every recorded dispatch.
   void clear();
+  /// Returns true when the handle refers to a batch.
+  explicit operator bool() const noexcept { return static_cast<bool>(state_); }
 
  private:
   friend class detail::DeviceCore;

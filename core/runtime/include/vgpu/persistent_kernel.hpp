@@ -33,6 +33,10 @@ class VGPU_API TensorArg {
   TensorArg(const std::uint32_t* data, Shape shape) : TensorArg(DType::u32, std::move(shape), data, nullptr) {}
   /// Writable uint32 tensor.
   TensorArg(std::uint32_t* data, Shape shape) : TensorArg(DType::u32, std::move(shape), data, data) {}
+  /// Read-only tensor of any dtype (data holds element_count(shape) elements of dtype).
+  TensorArg(DType dtype, Shape shape, const void* data) : TensorArg(dtype, std::move(shape), data, nullptr) {}
+  /// Writable tensor of any dtype.
+  TensorArg(DType dtype, Shape shape, void* data) : TensorArg(dtype, std::move(shape), data, data) {}
 
   DType dtype;
   Shape shape;
@@ -45,8 +49,14 @@ class VGPU_API TensorArg {
 
 /// A kernel compiled, allocated and bound in its constructor; a call only uploads the
 /// inputs, submits the recorded batch and reads the outputs back, so changing only data
-/// compiles, allocates and binds nothing. Thread-safety: calls are serialised by an
-/// internal mutex (they share one set of device buffers); safe to call from any thread.
+/// compiles, allocates and binds nothing. On a device that uses host memory in place (the
+/// CPU device; DeviceImpl::imports_host) a call copies nothing: the kernel reads the inputs
+/// where they are and writes the outputs into the caller's memory (a call at new addresses
+/// binds them; one at the last call's addresses reuses that binding). Memory that is not
+/// 4-byte aligned, or an output that overlaps another tensor, is staged through buffers of its
+/// own instead, so results never depend on how the caller laid out memory.
+/// Thread-safety: calls are serialised by an internal mutex (they share one set of device
+/// buffers); safe to call from any thread.
 class VGPU_API PersistentKernel {
  public:
   /// Compiles each of the plan's kernels once, allocates every tensor and binds and records
@@ -80,7 +90,9 @@ class VGPU_API PersistentKernel {
   std::uint64_t dispatches() const;
   /// Returns the total wall time spent inside calls, in seconds.
   double total_seconds() const;
-  /// Returns the bytes of device memory its buffers hold (every tensor of the plan, scratch included).
+  /// Returns the bytes of device memory its buffers hold: every tensor of the plan, scratch
+  /// included; on a device that uses host memory in place, the scratch tensors only (plus the
+  /// others once a call has needed staging).
   std::uint64_t buffer_bytes() const noexcept { return buffer_bytes_; }
   /// Returns the plan this kernel was built from.
   const KernelPlan& plan() const noexcept { return plan_; }
@@ -93,6 +105,14 @@ class VGPU_API PersistentKernel {
   void validate(std::span<const TensorArg> args) const;
   // The call itself; limit: the call's own limit, or nothing for the device's.
   void call(std::span<const TensorArg> args, const std::chrono::milliseconds* limit);
+  // A call through the kernel's own buffers: upload, submit, read back (mutex held).
+  void call_staged(std::span<const TensorArg> args, const std::chrono::milliseconds* limit);
+  // A call on the caller's memory in place; false (nothing done) when it cannot be (mutex held).
+  bool call_in_place(std::span<const TensorArg> args, const std::chrono::milliseconds* limit);
+  // Allocates plan tensor i's buffer (internal: never reported lost).
+  void allocate(std::uint32_t tensor);
+  // Allocates the staging buffers and records the batch over them, with the copies of a call.
+  void record_staged();
 
   Device device_;
   KernelPlan plan_;
@@ -100,7 +120,11 @@ class VGPU_API PersistentKernel {
   std::vector<Buffer> buffers_;         // one per plan tensor
   std::uint64_t buffer_bytes_ = 0;      // their sizes, summed
   std::vector<std::uint32_t> visible_;  // tensor indices the caller passes, in order
-  Batch batch_;
+  Batch staged_;                        // the steps over buffers_ (empty until a staged call)
+  bool in_place_ = false;               // the device uses host memory in place
+  Batch in_place_batch_;                // the steps over the last in-place call's memory
+  std::vector<const void*> bound_;      // the addresses in_place_batch_ was recorded for
+  std::vector<const void*> addresses_;  // scratch of call_in_place, reused
   // One round trip's copies, built once: a call only points them at the caller's data.
   std::vector<HostWrite> writes_;
   std::vector<HostRead> reads_;

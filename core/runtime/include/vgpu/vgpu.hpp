@@ -3,6 +3,8 @@
 #pragma once
 
 #include "vgpu/backend_status.hpp"
+#include "vgpu/array.hpp"
+#include "vgpu/array_ops.hpp"
 #include "vgpu/cache.hpp"
 #include "vgpu/cache_bundle.hpp"
 #include "vgpu/config.hpp"

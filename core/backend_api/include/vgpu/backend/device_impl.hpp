@@ -68,6 +68,17 @@ class BindingSetImpl : public DeviceObject {};
 /// A backend's recorded batch (command buffer, CUDA graph), resubmittable.
 class RecordedBatchImpl : public DeviceObject {};
 
+/// Where a buffer's bytes are, as code outside vgpu can reach them (Array::data, DLPack).
+struct BufferAddress {
+  enum class Space {
+    none,         ///< not addressable from outside the backend (Vulkan, OpenGL memory)
+    host,         ///< ordinary host memory of this process (the CPU device)
+    cuda_device,  ///< a CUDA device pointer in the device's primary context
+  };
+  void* ptr = nullptr;  ///< the first byte (a CUdeviceptr cast to a pointer for cuda_device)
+  Space space = Space::none;
+};
+
 /// One validated dispatch handed to a backend. Pointers stay valid for the recorded batch's
 /// lifetime (core keeps the owning handles alive beside it).
 struct DispatchCommand {
@@ -130,6 +141,21 @@ class DeviceImpl {
   virtual const TimingClock& timing_clock() const noexcept { return TimingClock::steady(); }
   /// Allocates bytes (> 0, within limits); throws out_of_memory.
   virtual std::unique_ptr<BufferImpl> create_buffer(std::uint64_t bytes) = 0;
+  /// Makes a buffer of the bytes at data in place, without copying (zero-copy): kernels read and
+  /// write that memory itself. The memory is the caller's and outlives the buffer (core keeps
+  /// its owner alive until the buffer is freed). data is aligned to at least 4 bytes and bytes
+  /// is > 0. Returns null when the backend cannot use host memory in place (the default); core
+  /// then copies instead or reports it, as its caller asked.
+  /// A backend that imports must keep nothing of the memory past the buffer's life (no pinning
+  /// it holds, no copies), and must accept that the memory may be freed while an imported
+  /// buffer that no pending work uses still exists (a PersistentKernel keeps its last call's
+  /// imports to reuse them when the next call passes the same addresses).
+  virtual std::unique_ptr<BufferImpl> import_host(void* /*data*/, std::uint64_t /*bytes*/) { return nullptr; }
+  /// Returns true when import_host() uses host memory in place (a CPU device), so callers can
+  /// skip staging copies altogether; false (the default) when it returns null.
+  virtual bool imports_host() const noexcept { return false; }
+  /// Returns where buffer's first byte is, for code outside vgpu (none: not reachable; the default).
+  virtual BufferAddress address(BufferImpl& /*buffer*/) { return {}; }
   /// Copies host data into the buffer after earlier submitted work that may use it.
   virtual void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
                      const Deadline& deadline) = 0;

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/runtime/arrays/array_ops.cpp — the built-in ops on arrays, with numpy's shape and dtype rules.
+#include "vgpu/array_ops.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "device_core.hpp"
+#include "plan_batch.hpp"
+#include "prepared_ops.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/ops.hpp"
+
+namespace vgpu {
+namespace {
+
+using std::to_string;
+using vgpu::to_string;
+
+// Bits of an integer dtype's magnitude and whether it is signed (0 bits: not an integer).
+struct IntInfo {
+  int bits = 0;
+  bool is_signed = false;
+};
+IntInfo int_info(DType d) {
+  switch (d) {
+    case DType::i8:
+      return {8, true};
+    case DType::u8:
+      return {8, false};
+    case DType::i32:
+      return {32, true};
+    case DType::u32:
+      return {32, false};
+    default:
+      return {};
+  }
+}
+
+// Float dtypes by numpy's order of precision (bf16 beside f16: neither holds the other).
+int float_rank(DType d) {
+  return d == DType::f16 || d == DType::bf16 ? 1 : d == DType::f32 ? 2 : d == DType::f64 ? 3 : 0;
+}
+
+void require_array(const Array& a, const char* op, const char* name) {
+  if (!a)
+    fail(ErrorCategory::invalid_argument, std::string(op) + ": " + name + " is an empty Array handle.",
+         "pass an array made with Array::empty, zeros, from_host or from_external, or an op's result.");
+}
+
+// Throws unless every array is on the first one's device.
+void same_device(const char* op, std::initializer_list<std::pair<const char*, const Array*>> arrays) {
+  const auto& [first_name, first] = *arrays.begin();
+  for (const auto& [name, a] : arrays)
+    if (!(a->device() == first->device()))
+      fail(ErrorCategory::invalid_argument,
+           std::string(op) + ": " + first_name + " is " + first->describe() + " but " + name + " is " + a->describe() +
+               "; vgpu never moves data between devices silently.",
+           "move one with .to(device) (Array::to) so that both are on one device.");
+}
+
+// Throws not_supported unless d is float32, the one dtype the built-in kernels compute in.
+void computes_in_f32(const char* op, const char* name, const Array& a) {
+  if (a.dtype() == DType::f32) return;
+  fail(ErrorCategory::not_supported,
+       std::string(op) + " computes in float32 on every device today, and " + name + " is " + a.describe() +
+           "; vgpu does not convert it silently.",
+       std::string("cast it to float32 first (numpy: x.astype(numpy.float32); Python's vgpu.matmul and Cache.matmul: "
+                   "dtype=\"float32\" opts into that cast); docs/arrays.md lists what each op computes in."));
+}
+
+void same_shape(const char* op, const Array& a, const Array& b) {
+  if (a.shape() != b.shape())
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + ": the arrays' shapes differ (" + a.describe() + ", " + b.describe() + ").",
+         "pass arrays of one shape (reshape or broadcast them first).");
+}
+
+std::uint32_t dim32(const char* op, const char* what, std::uint64_t v) {
+  if (v > std::numeric_limits<std::uint32_t>::max())
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + ": " + what + " = " + to_string(v) + " exceeds the 32-bit sizes of the kernels.",
+         "split the problem into parts of at most 4294967295 rows or columns.");
+  return static_cast<std::uint32_t>(v);
+}
+
+// The operands promoted to ≥ 2-D as np.matmul does, and their broadcast batch shape.
+struct MatmulForm {
+  Shape a, b;   // ≥ 2-D
+  Shape batch;  // broadcast batch dimensions
+  std::uint64_t m = 0, k = 0, n = 0;
+};
+
+MatmulForm matmul_form(const Shape& as, const Shape& bs) {
+  if (as.empty() || bs.empty())
+    fail(ErrorCategory::invalid_argument,
+         "matmul: " + std::string(as.empty() ? "A" : "B") + " is 0-d (a scalar); matmul takes arrays of ≥ 1 dimension.",
+         "multiply by a scalar with multiply(), or give the operand a dimension.");
+  MatmulForm f;
+  f.a = as.size() == 1 ? Shape{1, as[0]} : as;
+  f.b = bs.size() == 1 ? Shape{bs[0], 1} : bs;
+  f.m = f.a[f.a.size() - 2];
+  f.k = f.a.back();
+  f.n = f.b.back();
+  if (f.k != f.b[f.b.size() - 2])
+    fail(ErrorCategory::invalid_argument,
+         "matmul: A has shape " + to_string(as) + " and B " + to_string(bs) + "; A's last dimension (" +
+             to_string(f.k) + ") must equal B's " + (bs.size() == 1 ? "only" : "second-to-last") + " dimension (" +
+             to_string(f.b[f.b.size() - 2]) + ").",
+         "transpose or reshape so that A is (…, M, K) and B is (…, K, N).");
+  // Batch dimensions broadcast from the right, as numpy's.
+  const std::size_t ab = f.a.size() - 2, bb = f.b.size() - 2, nb = std::max(ab, bb);
+  f.batch.assign(nb, 1);
+  for (std::size_t i = 0; i < nb; ++i) {
+    const std::uint64_t x = i < nb - ab ? 1 : f.a[i - (nb - ab)];
+    const std::uint64_t y = i < nb - bb ? 1 : f.b[i - (nb - bb)];
+    if (x != y && x != 1 && y != 1)
+      fail(ErrorCategory::invalid_argument,
+           "matmul: the batch dimensions of A " + to_string(as) + " and B " + to_string(bs) + " do not broadcast (" +
+               to_string(x) + " against " + to_string(y) + ").",
+           "give the stacks equal batch dimensions, or 1 where one should repeat (numpy's broadcasting).");
+    f.batch[i] = x == 1 ? y : x;
+  }
+  return f;
+}
+
+// Row-major offset (in matrices) into an operand's stack of the broadcast batch index i.
+std::uint64_t stack_index(const Shape& operand, const Shape& batch, std::uint64_t i) {
+  const std::size_t ob = operand.size() - 2;
+  std::uint64_t index = 0, stride = 1;
+  for (std::size_t d = batch.size(); d-- > 0;) {
+    const std::uint64_t coord = i % batch[d];
+    i /= batch[d];
+    const std::size_t from_right = batch.size() - 1 - d;
+    if (from_right >= ob) continue;
+    const std::uint64_t dim = operand[ob - 1 - from_right];
+    if (dim != 1) index += coord * stride;
+    stride *= dim;
+  }
+  return index;
+}
+
+// One matrix of a stack: the op's buffers over matrix i of each operand. On a device that
+// uses host memory in place, views of the arrays' memory; otherwise device copies in and out
+// of scratch matrices (tmp), which the device orders with the launches.
+void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array& c) {
+  const Device& device = a.device();
+  detail::DeviceCore& core = detail::DeviceAccess::core(device);
+  const std::uint32_t m = dim32("matmul", "M", f.m), k = dim32("matmul", "K", f.k), n = dim32("matmul", "N", f.n);
+  const std::uint64_t a_bytes = f.m * f.k * 4, b_bytes = f.k * f.n * 4, c_bytes = f.m * f.n * 4;
+  const std::uint64_t count = element_count(f.batch);
+  const bool views = core.imports_host() && a.memory() == ArrayMemory::host && b.memory() == ArrayMemory::host &&
+                     c.memory() == ArrayMemory::host;
+  auto* pa = static_cast<unsigned char*>(a.data());
+  auto* pb = static_cast<unsigned char*>(b.data());
+  auto* pc = static_cast<unsigned char*>(c.data());
+  const Shape matrix_a{m, k}, matrix_b{k, n}, matrix_c{m, n};
+  // The views keep their arrays' memory alive as long as any view's buffer lives.
+  auto keep = [](const Array& x) { return std::make_shared<Array>(x); };
+  const auto ka = keep(a), kb = keep(b), kc = keep(c);
+  Array ta, tb, tc;
+  if (!views) {
+    ta = Array::empty(device, DType::f32, matrix_a);
+    tb = Array::empty(device, DType::f32, matrix_b);
+    tc = Array::empty(device, DType::f32, matrix_c);
+  }
+  Device d = device;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t ia = stack_index(f.a, f.batch, i), ib = stack_index(f.b, f.batch, i);
+    if (views) {
+      const Array args[] = {Array::from_external(device, pa + ia * a_bytes, DType::f32, matrix_a, [ka] {}),
+                            Array::from_external(device, pb + ib * b_bytes, DType::f32, matrix_b, [kb] {}),
+                            Array::from_external(device, pc + i * c_bytes, DType::f32, matrix_c, [kc] {})};
+      detail::run_prepared(device, "matmul", {m, k, n}, args);
+      continue;
+    }
+    d.copy(a.buffer(), ta.buffer(), a_bytes, ia * a_bytes, 0);
+    d.copy(b.buffer(), tb.buffer(), b_bytes, ib * b_bytes, 0);
+    const Array args[] = {ta, tb, tc};
+    detail::run_prepared(device, "matmul", {m, k, n}, args);
+    d.copy(tc.buffer(), c.buffer(), c_bytes, 0, i * c_bytes);
+  }
+}
+
+// Whether two arrays' elements overlap: one buffer, or overlapping host memory (arrays over
+// the caller's memory may alias).
+bool shares_memory(const Array& x, const Array& y) {
+  if (!x.buffer() || !y.buffer()) return false;
+  if (x.buffer() == y.buffer()) return true;
+  if (x.memory() != ArrayMemory::host || y.memory() != ArrayMemory::host) return false;
+  const auto* px = static_cast<const unsigned char*>(x.data());
+  const auto* py = static_cast<const unsigned char*>(y.data());
+  return px < py + y.nbytes() && py < px + x.nbytes();
+}
+
+}  // namespace
+
+Shape matmul_shape(const Shape& a, const Shape& b) {
+  const MatmulForm f = matmul_form(a, b);
+  Shape out = f.batch;
+  if (a.size() > 1) out.push_back(f.m);
+  if (b.size() > 1) out.push_back(f.n);
+  return out;
+}
+
+std::optional<DType> promote_types(DType a, DType b) {
+  if (a == b) return a;
+  const int fa = float_rank(a), fb = float_rank(b);
+  if (fa && fb) {
+    if (fa == 1 && fb == 1) return DType::f32;  // f16 with bf16: neither holds the other
+    return fa > fb ? a : b;
+  }
+  if (fa || fb) {  // a float with an integer: a float that holds the integer's values
+    const DType fl = fa ? a : b;
+    const IntInfo in = int_info(fa ? b : a);
+    if (fl == DType::bf16) return DType::bf16;  // torch's rule; numpy has no bf16
+    const int need = in.bits <= 8 ? 1 : 3;      // 8-bit: float16; 32-bit: float64
+    const int have = float_rank(fl);
+    return have >= need ? fl : (need == 1 ? DType::f16 : DType::f64);
+  }
+  const IntInfo x = int_info(a), y = int_info(b);
+  if (x.is_signed == y.is_signed) return x.bits >= y.bits ? a : b;
+  const IntInfo& u = x.is_signed ? y : x;
+  const IntInfo& s = x.is_signed ? x : y;
+  if (s.bits > u.bits) return x.is_signed ? a : b;  // u8 with i32: i32
+  return std::nullopt;                              // u8 with i8: int16; u32 with i32: int64
+}
+
+void matmul(const Array& a, const Array& b, const Array& out) {
+  require_array(a, "matmul", "A");
+  require_array(b, "matmul", "B");
+  require_array(out, "matmul", "out");
+  same_device("matmul", {{"A", &a}, {"B", &b}, {"out", &out}});
+  const MatmulForm f = matmul_form(a.shape(), b.shape());
+  const Shape want = matmul_shape(a.shape(), b.shape());
+  computes_in_f32("matmul", "A", a);
+  computes_in_f32("matmul", "B", b);
+  if (out.dtype() != DType::f32 || out.shape() != want)
+    fail(ErrorCategory::invalid_argument,
+         "matmul: out is " + out.describe() + " but A @ B is f32" + to_string(want) + ".",
+         "pass out of dtype float32 and shape " + to_string(want) + ", or let matmul(A, B) make it.");
+  if (shares_memory(out, a) || shares_memory(out, b))
+    fail(ErrorCategory::invalid_argument,
+         "matmul: out shares memory with A or B; the kernel would read what it overwrote.",
+         "pass a separate out array (or let matmul(A, B) make one).");
+  if (out.size() == 0) return;
+  if (f.k == 0) {  // an empty sum: zeros, as numpy
+    std::vector<unsigned char> zeros(static_cast<std::size_t>(out.nbytes()));
+    const_cast<Array&>(out).write(zeros.data());
+    return;
+  }
+  const std::uint64_t b_batch = element_count(Shape(f.b.begin(), f.b.end() - 2));
+  if (b_batch == 1) {
+    // One B for the whole stack: the stack of A is one (batch·M)×K matrix, one launch.
+    const std::uint64_t rows = checked_mul(element_count(f.batch), f.m, "matmul's rows");
+    const std::uint32_t m = dim32("matmul", "batch × M", rows), k = dim32("matmul", "K", f.k),
+                        n = dim32("matmul", "N", f.n);
+    // A repeats across batch dimensions only B has: then it is not one contiguous stack.
+    if (element_count(Shape(f.a.begin(), f.a.end() - 2)) == element_count(f.batch)) {
+      const Array args[] = {a, b, out};
+      detail::run_prepared(a.device(), "matmul", {m, k, n}, args);
+      return;
+    }
+  }
+  run_stack(f, a, b, out);
+}
+
+Array matmul(const Array& a, const Array& b) {
+  require_array(a, "matmul", "A");
+  require_array(b, "matmul", "B");
+  same_device("matmul", {{"A", &a}, {"B", &b}});
+  computes_in_f32("matmul", "A", a);
+  computes_in_f32("matmul", "B", b);
+  Array out = Array::empty(a.device(), DType::f32, matmul_shape(a.shape(), b.shape()));
+  matmul(a, b, out);
+  return out;
+}
+
+namespace {
+
+Array elementwise(const char* op, const Array& a, const Array& b) {
+  require_array(a, op, "a");
+  require_array(b, op, "b");
+  same_device(op, {{"a", &a}, {"b", &b}});
+  computes_in_f32(op, "a", a);
+  computes_in_f32(op, "b", b);
+  same_shape(op, a, b);
+  Array out = Array::empty(a.device(), DType::f32, a.shape());
+  if (a.size() == 0) return out;
+  const Array args[] = {a, b, out};
+  detail::run_prepared(a.device(), op, {a.size()}, args);
+  return out;
+}
+
+}  // namespace
+
+Array add(const Array& a, const Array& b) { return elementwise("add", a, b); }
+Array multiply(const Array& a, const Array& b) { return elementwise("mul", a, b); }
+
+void axpy(const Array& alpha, const Array& x, const Array& y) {
+  require_array(alpha, "axpy", "alpha");
+  require_array(x, "axpy", "x");
+  require_array(y, "axpy", "y");
+  same_device("axpy", {{"alpha", &alpha}, {"x", &x}, {"y", &y}});
+  computes_in_f32("axpy", "alpha", alpha);
+  computes_in_f32("axpy", "x", x);
+  computes_in_f32("axpy", "y", y);
+  same_shape("axpy", x, y);
+  if (alpha.size() != 1)
+    fail(ErrorCategory::invalid_argument, "axpy: alpha is " + alpha.describe() + "; it must hold one value.",
+         "pass alpha as an array of one element (shape [] or [1]).");
+  if (shares_memory(y, x) || shares_memory(y, alpha))
+    fail(ErrorCategory::invalid_argument, "axpy: y shares memory with x or alpha.", "pass a separate y array.");
+  if (y.size() == 0) return;
+  const Array args[] = {alpha, x, y};
+  detail::run_prepared(x.device(), "axpy", {x.size()}, args);
+}
+
+Array sum(const Array& x) {
+  require_array(x, "sum", "x");
+  computes_in_f32("sum", "x", x);
+  Array out = Array::zeros(x.device(), DType::f32, Shape{});
+  if (x.size() == 0) return out;
+  const Array args[] = {x, out};
+  detail::run_prepared(x.device(), "reduce_sum", {x.size()}, args);
+  return out;
+}
+
+Array softmax_rows(const Array& x) {
+  require_array(x, "softmax_rows", "x");
+  computes_in_f32("softmax_rows", "x", x);
+  if (x.ndim() == 0)
+    fail(ErrorCategory::invalid_argument, "softmax_rows: x is 0-d; it takes rows along the last axis.",
+         "pass an array of ≥ 1 dimension.");
+  Array out = Array::empty(x.device(), DType::f32, x.shape());
+  if (x.size() == 0) return out;
+  const std::uint64_t cols = x.shape().back(), rows = x.size() / cols;
+  const Array args[] = {x, out};
+  detail::run_prepared(x.device(), "softmax_rows",
+                       {dim32("softmax_rows", "rows", rows), dim32("softmax_rows", "cols", cols)}, args);
+  return out;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/runtime/arrays/prepared_ops.cpp — built-in ops planned once per (device, op, shape), run on arrays.
+#include "prepared_ops.hpp"
+
+#include "device_core.hpp"
+#include "plan_batch.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/ops.hpp"
+
+namespace vgpu::detail {
+
+std::shared_ptr<const PreparedOp> PreparedOps::get(const Device& device, const std::string& op, const Shape& shape) {
+  const std::string key = op + to_string(shape);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto* hit = map_.find(key)) return *hit;
+  }
+  // Planning may measure the op's variants on the device (ops::plan's Device form): outside the
+  // lock, so other shapes are not held up.
+  auto p = std::make_shared<PreparedOp>();
+  p->plan = ops::plan(op, device, shape);
+  Device d = device;
+  for (std::size_t i = 0; i < p->plan.kernel_count(); ++i)
+    p->kernels.push_back(d.compile(p->plan.kernel_source(i), p->plan.kernel_options(i)));
+  p->by_tensor.resize(p->plan.tensors.size());
+  std::uint64_t bytes = 0;
+  for (std::uint32_t i = 0; i < p->plan.tensors.size(); ++i) {
+    const TensorSpec& t = p->plan.tensors[i];
+    if (!t.scratch) {
+      p->visible.push_back(i);
+      continue;
+    }
+    const std::uint64_t n = tensor_bytes(t.shape, t.dtype);
+    p->by_tensor[i] = DeviceAccess::internal_buffer(device, n);
+    bytes += n;
+  }
+  std::lock_guard lock(mutex_);
+  if (auto* raced = map_.find(key)) return *raced;
+  map_.put(key, p, bytes);
+  return p;
+}
+
+void run_prepared(const Device& device, const std::string& op, const Shape& shape, std::span<const Array> args) {
+  const std::shared_ptr<const PreparedOp> p =
+      DeviceAccess::core(device).attachment<PreparedOps>().get(device, op, shape);
+  if (args.size() != p->visible.size())
+    fail(ErrorCategory::internal,
+         "op '" + op + "' takes " + std::to_string(p->visible.size()) + " arrays, but was run with " +
+             std::to_string(args.size()) + ".",
+         "report this vgpu bug.");
+  std::vector<Buffer> by_tensor = p->by_tensor;
+  for (std::size_t i = 0; i < args.size(); ++i) by_tensor[p->visible[i]] = args[i].buffer();
+  Device d = device;
+  d.submit(record_plan(d, p->plan, p->kernels, by_tensor));
+}
+
+}  // namespace vgpu::detail

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/contract/arrays_test.cpp — vgpu::Array on every backend: every dtype stored and read back
+// bit for bit; a chain of ops that moves nothing to the host until the end (counters prove it);
+// np.matmul's shape rules against an independent reference; errors for wrong dtype, shape and
+// device; memory used in place where the device allows it (pointer identity); and lifetime (an
+// array outliving its Runtime, its device lost).
+#include <cstring>
+#include <random>
+
+#include "contract/contract.hpp"
+#include "support/expect_error.hpp"
+#include "support/numerics.hpp"
+#include "vgpu/testing.hpp"
+
+namespace vgpu_test::contract {
+namespace {
+
+using vgpu::Array;
+using vgpu::DType;
+using vgpu::Shape;
+
+constexpr DType kEveryDType[] = {DType::f32, DType::i32, DType::u32, DType::f64,
+                                 DType::i8,  DType::u8,  DType::f16, DType::bf16};
+
+std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<unsigned char> v(n);
+  for (auto& b : v) b = static_cast<unsigned char>(rng());
+  return v;
+}
+
+std::vector<float> read_floats(const Array& a) {
+  std::vector<float> v(a.size(), kNaN);
+  a.read(v.data());
+  return v;
+}
+
+Array floats_on(const vgpu::Device& device, const std::vector<float>& v, Shape shape) {
+  return Array::from_host(device, DType::f32, std::move(shape), v.data());
+}
+
+// np.matmul computed with loops, independent of vgpu's broadcasting code: both operands are
+// expanded to the broadcast batch first, element by element.
+Reference numpy_matmul_reference(const std::vector<float>& a, const Shape& as, const std::vector<float>& b,
+                                 const Shape& bs) {
+  Shape pa = as.size() == 1 ? Shape{1, as[0]} : as, pb = bs.size() == 1 ? Shape{bs[0], 1} : bs;
+  const std::size_t m = pa[pa.size() - 2], k = pa.back(), n = pb.back();
+  while (pa.size() < pb.size()) pa.insert(pa.begin(), 1);
+  while (pb.size() < pa.size()) pb.insert(pb.begin(), 1);
+  const std::size_t nb = pa.size() - 2;
+  std::size_t batch = 1;
+  for (std::size_t d = 0; d < nb; ++d) batch *= std::max(pa[d], pb[d]);
+  Reference ref;
+  for (std::size_t i = 0; i < batch; ++i) {
+    // Coordinates of batch entry i, and each operand's matrix there (1-sized dimensions repeat).
+    std::size_t rest = i, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (std::size_t d = nb; d-- > 0;) {
+      const std::size_t dim = std::max(pa[d], pb[d]), c = rest % dim;
+      rest /= dim;
+      ia += (pa[d] == 1 ? 0 : c) * sa;
+      ib += (pb[d] == 1 ? 0 : c) * sb;
+      sa *= pa[d];
+      sb *= pb[d];
+    }
+    for (std::size_t r = 0; r < m; ++r)
+      for (std::size_t c = 0; c < n; ++c) {
+        double s = 0, mag = 0;
+        for (std::size_t p = 0; p < k; ++p) {
+          const double x = a[ia * m * k + r * k + p], y = b[ib * k * n + p * n + c];
+          s += x * y;
+          mag += std::abs(x * y);
+        }
+        ref.value.push_back(s);
+        ref.bound.push_back(1e-5 * mag + 1e-6);
+      }
+  }
+  return ref;
+}
+
+}  // namespace
+
+CONTRACT_CASE("arrays: every dtype is stored and read back bit for bit, copied on the device and reshaped", "[arrays]",
+              every_backend) {
+  if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
+  vgpu::Device device = open_device(backend);
+  const Shape shape{3, 5, 7};  // 105 elements: no size a kernel or allocator rounds to
+  for (const DType dtype : kEveryDType) {
+    INFO("dtype " << vgpu::to_string(dtype));
+    const std::size_t bytes = 105 * vgpu::dtype_size(dtype);
+    const std::vector<unsigned char> in = random_bytes(bytes, static_cast<int>(dtype) + 1);
+    const Array a = Array::from_host(device, dtype, shape, in.data());
+    CHECK(a.dtype() == dtype);
+    CHECK(a.shape() == shape);
+    CHECK(a.nbytes() == bytes);
+    std::vector<unsigned char> out(bytes, 0xAB);
+    a.read(out.data());
+    CHECK(out == in);
+    const Array b = a.copy();
+    CHECK_FALSE(b.buffer() == a.buffer());
+    std::fill(out.begin(), out.end(), 0xCD);
+    b.reshape({105}).read(out.data());
+    CHECK(out == in);
+    const Array z = Array::zeros(device, dtype, {2, 0, 4});
+    CHECK(z.size() == 0);
+    CHECK_FALSE(z.buffer());
+    std::vector<unsigned char> zeros(bytes, 0xEE);
+    Array::zeros(device, dtype, shape).read(zeros.data());
+    CHECK(std::all_of(zeros.begin(), zeros.end(), [](unsigned char c) { return c == 0; }));
+  }
+  REQUIRE_VGPU_ERROR(invalid_argument, "cannot reshape", Array::zeros(device, DType::f32, {4, 5}).reshape({3, 7}));
+  // Where the elements are, as code outside vgpu sees them.
+  const Array a = Array::zeros(device, DType::f32, {16});
+  if (backend.kind == vgpu::BackendKind::cpu) {
+    CHECK(a.memory() == vgpu::ArrayMemory::host);
+    CHECK(a.data() != nullptr);
+  } else if (backend.kind == vgpu::BackendKind::cuda) {
+    CHECK(a.memory() == vgpu::ArrayMemory::cuda_device);
+    CHECK(a.data() != nullptr);
+  } else {
+    CHECK(a.memory() == vgpu::ArrayMemory::device_only);
+    CHECK(a.data() == nullptr);
+  }
+}
+
+CONTRACT_CASE("arrays: a chain of matmul, add, softmax_rows and sum moves no data to the host until read", "[arrays]",
+              every_backend) {
+  if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
+  vgpu::Device device = open_device(backend);
+  const std::size_t m = 37, k = 53, n = 29;  // not multiples of any tile
+  const std::vector<float> a = random_floats(m * k, 1), b = random_floats(k * n, 2), d = random_floats(m * n, 3);
+  const Array A = floats_on(device, a, {m, k}), B = floats_on(device, b, {k, n}), D = floats_on(device, d, {m, n});
+  const vgpu::CounterSnapshot before = device.counters();
+  const Array C = vgpu::matmul(A, B);
+  const Array E = vgpu::add(C, D);
+  const Array F = vgpu::softmax_rows(E);
+  const Array S = vgpu::sum(F);
+  const vgpu::CounterSnapshot during = device.counters() - before;
+  CHECK(during.bytes_up == 0);
+  CHECK(during.bytes_down == 0);
+  CHECK(during.dispatches >= 4);
+  // Read back: only now does data move, and exactly the arrays read.
+  std::vector<float> f = read_floats(F);
+  std::vector<float> s = read_floats(S);
+  CHECK((device.counters() - before).bytes_down == (m * n + 1) * 4);
+  CHECK((device.counters() - before).bytes_up == 0);
+  // The reference of the chain, in double.
+  const Reference c_ref = matmul_reference(a, b, m, k, n);
+  std::vector<float> e(m * n);
+  for (std::size_t i = 0; i < m * n; ++i) e[i] = static_cast<float>(c_ref.value[i] + d[i]);
+  const Comparison cf = compare(f, softmax_reference(e, m, n));
+  INFO("softmax_rows(matmul + add): " << cf.describe());
+  CHECK(cf.ok());
+  CHECK(std::abs(s[0] - float(m)) < 1e-3f * m);  // every softmax row sums to 1
+  // axpy in place: y += 2·x.
+  const std::vector<float> alpha{2.0f};
+  Array Y = D.copy();
+  vgpu::axpy(floats_on(device, alpha, {}), C, Y);
+  std::vector<float> y = read_floats(Y);
+  Reference ax = axpy_reference(2.0f, std::vector<float>(c_ref.value.begin(), c_ref.value.end()), d);
+  for (auto& bound : ax.bound) bound += 1e-4;  // C itself carries the matmul's rounding
+  const Comparison cy = compare(y, ax);
+  INFO("axpy: " << cy.describe());
+  CHECK(cy.ok());
+}
+
+CONTRACT_CASE("arrays: matmul follows np.matmul's shape rules, one device and float32 only", "[arrays]",
+              every_backend) {
+  if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
+  vgpu::Device device = open_device(backend);
+  struct Case {
+    Shape a, b, out;
+  };
+  const Case cases[] = {
+      {{7}, {7}, {}},                           // vector · vector: a 0-d result
+      {{5, 7}, {7}, {5}},                       // matrix · vector
+      {{7}, {7, 3}, {3}},                       // vector · matrix
+      {{9, 13}, {13, 6}, {9, 6}},               // plain
+      {{4, 5, 7}, {7, 3}, {4, 5, 3}},           // a stack by one matrix: one launch
+      {{5, 7}, {4, 7, 3}, {4, 5, 3}},           // one matrix by a stack
+      {{2, 1, 5, 7}, {3, 7, 3}, {2, 3, 5, 3}},  // broadcast batch dimensions
+      {{3, 5, 7}, {3, 7, 2}, {3, 5, 2}},        // equal stacks
+      {{0, 7}, {7, 3}, {0, 3}},                 // an empty dimension
+      {{5, 0}, {0, 3}, {5, 3}},                 // K = 0: zeros
+  };
+  std::uint64_t seed = 100;
+  for (const Case& c : cases) {
+    INFO("A " << vgpu::to_string(c.a) << " @ B " << vgpu::to_string(c.b));
+    CHECK(vgpu::matmul_shape(c.a, c.b) == c.out);
+    const std::vector<float> a = random_floats(vgpu::element_count(c.a), ++seed);
+    const std::vector<float> b = random_floats(vgpu::element_count(c.b), ++seed);
+    const Array out = vgpu::matmul(floats_on(device, a, c.a), floats_on(device, b, c.b));
+    CHECK(out.shape() == c.out);
+    const Comparison cmp = compare(read_floats(out), numpy_matmul_reference(a, c.a, b, c.b));
+    INFO(cmp.describe());
+    CHECK(cmp.ok());
+  }
+  const Array a = Array::zeros(device, DType::f32, {4, 5}), b = Array::zeros(device, DType::f32, {6, 3});
+  REQUIRE_VGPU_ERROR(invalid_argument, "must equal B's", vgpu::matmul(a, b));
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "do not broadcast",
+      vgpu::matmul(Array::zeros(device, DType::f32, {2, 4, 5}), Array::zeros(device, DType::f32, {3, 5, 2})));
+  REQUIRE_VGPU_ERROR(invalid_argument, "0-d", vgpu::matmul(Array::zeros(device, DType::f32, {}), a));
+  REQUIRE_VGPU_ERROR(not_supported, "float32",
+                     vgpu::matmul(Array::zeros(device, DType::f64, {4, 5}), a.reshape({5, 4})));
+  REQUIRE_VGPU_ERROR(not_supported, "i32", vgpu::matmul(a, Array::zeros(device, DType::i32, {5, 2})));
+  REQUIRE_VGPU_ERROR(invalid_argument, "out is",
+                     vgpu::matmul(a, a.reshape({5, 4}), Array::zeros(device, DType::f32, {5, 5})));
+  REQUIRE_VGPU_ERROR(invalid_argument, "shares memory", vgpu::matmul(a, Array::zeros(device, DType::f32, {5, 5}), a));
+  REQUIRE_VGPU_ERROR(invalid_argument, "shapes differ", vgpu::add(a, a.reshape({5, 4})));
+  if (backend.kind != vgpu::BackendKind::cpu) {
+    vgpu::Device cpu = vgpu::Runtime::global().open("cpu:0");
+    REQUIRE_VGPU_ERROR(invalid_argument, "never moves data between devices",
+                       vgpu::matmul(a, a.reshape({5, 4}).to(cpu)));
+    // Moved explicitly, the data arrives.
+    const std::vector<float> v = random_floats(20, 7);
+    CHECK(read_floats(floats_on(device, v, {4, 5}).to(cpu)) == v);
+  }
+  CHECK(vgpu::promote_types(DType::f32, DType::i32) == DType::f64);
+  CHECK(vgpu::promote_types(DType::f32, DType::u8) == DType::f32);
+  CHECK(vgpu::promote_types(DType::f16, DType::i8) == DType::f16);
+  CHECK(vgpu::promote_types(DType::i8, DType::i32) == DType::i32);
+  CHECK_FALSE(vgpu::promote_types(DType::i8, DType::u8).has_value());  // numpy: int16
+}
+
+CONTRACT_CASE("arrays: memory of the caller's is used in place where the device reaches it, else refused", "[arrays]",
+              every_backend) {
+  if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
+  vgpu::Device device = open_device(backend);
+  std::vector<float> a = random_floats(6 * 4, 1), b = random_floats(4 * 5, 2), c(6 * 5, kNaN);
+  int released = 0;
+  if (backend.kind != vgpu::BackendKind::cpu) {
+    REQUIRE_VGPU_ERROR(not_supported, "cannot use host memory in place",
+                       Array::from_external(device, a.data(), DType::f32, {6, 4}, [&] { ++released; }));
+    CHECK(released == 0);  // refused: the memory stays the caller's, release never runs
+    return;
+  }
+  {
+    const Array A = Array::from_external(device, a.data(), DType::f32, {6, 4}, [&] { ++released; });
+    const Array B = Array::from_external(device, b.data(), DType::f32, {4, 5}, [&] { ++released; });
+    const Array C = Array::from_external(device, c.data(), DType::f32, {6, 5}, [&] { ++released; });
+    CHECK(A.data() == a.data());  // the same address: nothing was copied
+    CHECK(A.external());
+    const vgpu::CounterSnapshot before = device.counters();
+    vgpu::matmul(A, B, C);
+    device.synchronize();
+    CHECK((device.counters() - before).bytes_up == 0);
+    CHECK((device.counters() - before).bytes_down == 0);
+    const Comparison cmp = compare(c, matmul_reference(a, b, 6, 4, 5));  // written into the caller's memory
+    INFO(cmp.describe());
+    CHECK(cmp.ok());
+    a[0] = 1000.0f;  // and the array sees the caller's writes
+    std::vector<float> seen(24);
+    A.read(seen.data());
+    CHECK(seen[0] == 1000.0f);
+    CHECK(released == 0);
+  }
+  CHECK(released == 3);
+  REQUIRE_VGPU_ERROR(invalid_argument, "aligned",
+                     Array::from_external(device, reinterpret_cast<unsigned char*>(a.data()) + 2, DType::f32, {4}, {}));
+  REQUIRE_VGPU_ERROR(invalid_argument, "null", Array::from_external(device, nullptr, DType::f32, {4}, {}));
+}
+
+CONTRACT_CASE("arrays: an array outlives its Runtime, and a lost device's arrays say their data is gone",
+              "[arrays][device_loss]", every_backend) {
+  if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
+  const std::vector<float> v = random_floats(50, 9);
+  Array kept;
+  {
+    vgpu::Runtime runtime;
+    kept = Array::from_host(runtime.open(backend.name + ":0"), DType::f32, {50}, v.data());
+  }
+  CHECK(read_floats(kept) == v);  // the device stays open while an array uses it
+  vgpu::Device device = kept.device();
+  vgpu::testing::force_device_lost(device, vgpu::testing::LossPoint::now);
+  REQUIRE_VGPU_ERROR(device_lost, "", read_floats(kept));
+  kept.write(v.data());  // written again, it reads again
+  CHECK(read_floats(kept) == v);
+}
+
+}  // namespace vgpu_test::contract
