@@ -37,7 +37,7 @@ PACKAGES=(
   libtbb-dev libxsimd-dev catch2 libxxhash-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev vulkan-tools mesa-utils
   clang-14 libclang-rt-14-dev clang-format-14
-  python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl libdlpack-dev python3-torch
   libopenmpi-dev openmpi-bin python3-mpi4py
 )
 

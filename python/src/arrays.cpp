@@ -28,7 +28,7 @@ bool convertible_kind(char kind) { return kind == 'f' || kind == 'i' || kind == 
 
 }  // namespace
 
-const char* numpy_name(DType d) { return vgpu::numpy_name(d).data(); }
+const char* np_name(DType d) { return vgpu::numpy_name(d).data(); }
 
 py::dtype numpy_dtype(DType d) {
   if (d == DType::bf16)
@@ -57,7 +57,7 @@ DType vgpu_dtype(const py::dtype& dt, std::string_view what) {
 py::array input_array(py::handle obj, DType d, std::string_view what) {
   if (obj.is_none())
     fail(ErrorCategory::invalid_argument, std::string(what) + " is None.",
-         std::string("Pass a numpy array (or array-like) of ") + numpy_name(d) + " values.");
+         std::string("Pass a numpy array (or array-like) of ") + np_name(d) + " values.");
   const py::dtype want = numpy_dtype(d);
   if (py::isinstance<py::array>(obj)) {
     py::array a = py::reinterpret_borrow<py::array>(obj);
@@ -69,8 +69,8 @@ py::array input_array(py::handle obj, DType d, std::string_view what) {
                (kind == 'b'   ? "bool"
                 : kind == 'c' ? "complex"
                               : "non-numeric") +
-               " arrays to " + numpy_name(d) + ".",
-           std::string("Convert it yourself (e.g. ") + std::string(what) + ".astype(numpy." + numpy_name(d) +
+               " arrays to " + np_name(d) + ".",
+           std::string("Convert it yourself (e.g. ") + std::string(what) + ".astype(numpy." + np_name(d) +
                ")) or pass a real numeric array.");
   }
   // One conversion, numpy's own (as py::array_t<T, c_style | forcecast> does), which also
@@ -84,16 +84,16 @@ py::array input_array(py::handle obj, DType d, std::string_view what) {
   if (!converted) {
     py::error_already_set numpy_error;
     fail(ErrorCategory::invalid_argument,
-         std::string(what) + " (" + describe(obj) + ") cannot be read as a " + numpy_name(d) +
+         std::string(what) + " (" + describe(obj) + ") cannot be read as a " + np_name(d) +
              " array: " + numpy_error.what(),
          std::string("Pass a numpy array (or nested lists) of numbers, e.g. numpy.asarray(x, dtype=numpy.") +
-             numpy_name(d) + ").");
+             np_name(d) + ").");
   }
   return py::reinterpret_steal<py::array>(converted);
 }
 
 py::array output_array(py::handle obj, DType d, std::string_view what) {
-  const std::string dtn = numpy_name(d);
+  const std::string dtn = np_name(d);
   if (!py::isinstance<py::array>(obj))
     fail(ErrorCategory::invalid_argument,
          std::string(what) + " is an output but " + describe(obj) + " is not a numpy array vgpu can write into.",

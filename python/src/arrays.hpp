@@ -21,7 +21,7 @@
 namespace vgpu::python {
 
 /// Returns the name of a dtype as numpy spells it ("float32", "int32", "uint32", …).
-const char* numpy_name(DType d);
+const char* np_name(DType d);
 /// Returns the numpy dtype that holds vgpu dtype d; throws InvalidArgument for bf16 (numpy has none).
 pybind11::dtype numpy_dtype(DType d);
 /// Returns the vgpu dtype of a native-byte-order numpy dtype, or nothing when vgpu has none.

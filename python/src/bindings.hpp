@@ -11,6 +11,8 @@ namespace vgpu::python {
 void bind_errors(pybind11::module_& m);
 /// Adds devices(), backends(), open(), select(), explain(), counters() and the Device type.
 void bind_devices(pybind11::module_& m);
+/// Adds vgpu.Array, asarray, empty, zeros, from_dlpack, matmul and the other ops on arrays.
+void bind_arrays(pybind11::module_& m);
 /// Adds vgpu.Cache (the seed's VGPUCache) and vgpu.KernelDatabase.
 void bind_cache(pybind11::module_& m);
 /// Adds vgpu.PersistentKernel (built-in ops and user kernels).

@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -12,12 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "array_interop.hpp"
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "core_args.hpp"
 #include "device_arg.hpp"
 #include "int_args.hpp"
 #include "py_kernel.hpp"
+#include "vgpu/array_ops.hpp"
 #include "vgpu/cache.hpp"
 #include "vgpu/kernel_database.hpp"
 #include "vgpu/persistent_kernel.hpp"
@@ -47,19 +50,19 @@ std::string repr_str(const std::string& s) { return py::repr(py::str(s)).cast<st
 // The device a Cache or KernelDatabase runs on, or None (selection before its first call).
 py::object device_or_none(const Device& d) { return d ? py::cast(d) : py::none(); }
 
-// One 2-D input of Cache.matmul, checked: its (rows, cols).
+// One 2-D input of Cache.matmul_batch, checked: its (rows, cols).
 std::pair<std::uint64_t, std::uint64_t> matrix_dims(const py::array& a, const char* name) {
   if (a.ndim() != 2)
     fail(ErrorCategory::invalid_argument,
-         std::string("matmul: ") + name + " has " + std::to_string(a.ndim()) + " dimension" +
+         std::string("matmul_batch: ") + name + " has " + std::to_string(a.ndim()) + " dimension" +
              (a.ndim() == 1 ? "" : "s") + " (shape " + py::str(a.attr("shape")).cast<std::string>() +
-             "); Cache.matmul multiplies 2-D matrices.",
+             "); Cache.matmul_batch multiplies 2-D matrices.",
          std::string("Pass a 2-D array (e.g. ") + name +
-             ".reshape(rows, cols)); for a batch, call matmul once per matrix.");
+             ".reshape(rows, cols)), or use Cache.matmul, which takes stacks.");
   const auto r = static_cast<std::uint64_t>(a.shape(0)), c = static_cast<std::uint64_t>(a.shape(1));
   if (r == 0 || c == 0)
     fail(ErrorCategory::invalid_argument,
-         std::string("matmul: ") + name + " is empty (" + std::to_string(r) + "x" + std::to_string(c) + ").",
+         std::string("matmul_batch: ") + name + " is empty (" + std::to_string(r) + "x" + std::to_string(c) + ").",
          "Pass matrices with at least one row and one column.");
   if (r > std::numeric_limits<std::uint32_t>::max() || c > std::numeric_limits<std::uint32_t>::max())
     fail(ErrorCategory::invalid_argument,
@@ -148,47 +151,69 @@ void bind_cache(py::module_& m) {
           "matmul work (M·K·N) from which matmul splits the rows of C over the set (0: always).")
       .def(
           "matmul",
-          [](Cache& cache, py::handle a_obj, py::handle b_obj, py::object out) {
+          [](Cache& cache, py::handle a_obj, py::handle b_obj, py::object out, py::object dtype) -> py::object {
+            if (py::isinstance<Array>(a_obj) || py::isinstance<Array>(b_obj))
+              return matmul_any(a_obj, b_obj, out, dtype, std::nullopt, "matmul");
+            matmul_compute_dtype(a_obj, b_obj, dtype, "matmul");  // float32, or refused naming numpy's dtype
             py::array a = input_array(a_obj, DType::f32, "A");
             py::array b = input_array(b_obj, DType::f32, "B");
-            const auto [m, k] = matrix_dims(a, "A");
-            const auto [k2, n] = matrix_dims(b, "B");
-            if (k != k2)
-              fail(ErrorCategory::invalid_argument,
-                   "matmul: A is " + std::to_string(m) + "x" + std::to_string(k) + " and B is " + std::to_string(k2) +
-                       "x" + std::to_string(n) + "; A's columns must equal B's rows.",
-                   "Transpose or reshape so that A is M×K and B is K×N.");
+            const Shape as = shape_of(a), bs = shape_of(b);
+            const Shape shape = matmul_shape(as, bs);  // np.matmul's rules; throws for 0-d and mismatches
+            if (bs.size() > 2) {
+              // A stack of B: the array ops run it on the cache's device (one submission).
+              const Device d = cache.device();
+              return matmul_any(a, b, out, py::none(), d ? std::optional<Device>(d) : std::nullopt, "matmul");
+            }
             py::array c;
             if (out.is_none()) {
-              c = new_array(DType::f32, {m, n});
+              c = new_array(DType::f32, shape);
             } else {
               c = output_array(out, DType::f32, "out");
-              if (shape_of(c) != Shape{m, n})
+              if (shape_of(c) != shape)
                 fail(ErrorCategory::invalid_argument,
-                     "matmul: out has shape " + py::str(c.attr("shape")).cast<std::string>() + " but A·B is " +
-                         std::to_string(m) + "x" + std::to_string(n) + ".",
-                     "Pass out=numpy.empty((" + std::to_string(m) + ", " + std::to_string(n) +
-                         "), dtype=numpy.float32), or leave out=None for a new array.");
+                     "matmul: out has shape " + py::str(c.attr("shape")).cast<std::string>() + " but A @ B has shape " +
+                         to_string(shape) + ".",
+                     "Pass out=numpy.empty(" + to_string(shape) +
+                         ", dtype=numpy.float32), or leave out=None for a "
+                         "new array.");
             }
+            // B is one matrix: A's rows (a stack of them is one C-contiguous block) times B, one call.
+            const std::uint64_t k = as.back(), n = bs.size() == 1 ? 1 : bs.back();
+            const std::uint64_t rows = element_count(as) / std::max<std::uint64_t>(k, 1);
+            if (element_count(shape) == 0) return c;
+            if (k == 0) {  // an empty sum: zeros, as numpy
+              std::memset(c.mutable_data(), 0, static_cast<std::size_t>(c.nbytes()));
+              return c;
+            }
+            constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
+            if (rows > kMax || k > kMax || n > kMax)
+              fail(ErrorCategory::invalid_argument,
+                   "matmul: A @ B is " + std::to_string(rows) + "x" + std::to_string(k) + " by " + std::to_string(k) +
+                       "x" + std::to_string(n) + ", past vgpu's 2^32-1 rows or columns.",
+                   "Split the product into blocks.");
             const auto* pa = static_cast<const float*>(a.data());
             const auto* pb = static_cast<const float*>(b.data());
             auto* pc = static_cast<float*>(c.mutable_data());
             {
               py::gil_scoped_release release;
-              cache.matmul(pa, pb, pc, static_cast<std::uint32_t>(m), static_cast<std::uint32_t>(k),
+              cache.matmul(pa, pb, pc, static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(k),
                            static_cast<std::uint32_t>(n));
             }
             return c;
           },
-          py::arg("A"), py::arg("B"), py::kw_only(), py::arg("out") = py::none(),
-          "matmul(A, B, *, out=None) -> numpy.ndarray\n\n"
-          "Returns A·B as a new float32 array of shape (M, N) (or writes it into out and returns out).\n"
-          "A (M×K) and B (K×N) are 2-D arrays: a C-contiguous float32 array is used in place (zero-copy); any "
-          "other real numeric array or array-like (float64, int, a transposed or sliced view, nested lists) is "
-          "converted once to C-contiguous float32 (float64 values are rounded to float32). bool, complex and "
-          "object arrays are refused. out must be a writeable, C-contiguous float32 array of shape (M, N) "
-          "(never converted). Wrong dimensions, A's columns != B's rows or an empty matrix raise "
-          "vgpu.InvalidArgument; the Cache stays usable.")
+          py::arg("A"), py::arg("B"), py::kw_only(), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
+          "matmul(A, B, *, out=None, dtype=None) -> numpy.ndarray\n\n"
+          "Returns A @ B with numpy.matmul's rules (docs/arrays.md): 2-D matrices, 1-D vectors (promoted, the "
+          "dimension dropped), stacks of matrices with broadcast batch dimensions, empty dimensions. A stack of A "
+          "times one B is one call of the cache's persistent kernel; a stack of B runs as array ops on the cache's "
+          "device. C-contiguous float32 arrays are used in place (on the CPU device, the result is written "
+          "straight into the returned array); transposed or sliced views, lists and float16/int8/uint8 inputs "
+          "(which numpy promotes to float32) are converted once. When numpy's result dtype is not float32 "
+          "(float64, int32…), vgpu.NotSupported says so, unless dtype=\"float32\" opts into converting the "
+          "inputs. bool, complex and object arrays are refused (vgpu.InvalidArgument). out must be a writeable, "
+          "C-contiguous float32 array of the result's shape (never converted). With a vgpu.Array operand it runs "
+          "as vgpu.matmul on that array's device. Wrong shapes raise vgpu.InvalidArgument; the Cache stays "
+          "usable.")
       .def("report", &Cache::report,
            "Returns \"VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches\".")
       .def_property_readonly("compiles", &Cache::compiles,

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "array_interop.hpp"
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "core_args.hpp"
@@ -142,7 +143,7 @@ std::string shape_tuple_text(const Shape& s) {
 
 // What one would type to make t again.
 std::string tensor_repr(const TensorSpec& t) {
-  return "vgpu.Tensor('" + t.name + "', '" + numpy_name(t.dtype) + "', " + shape_tuple_text(t.shape) + ", '" +
+  return "vgpu.Tensor('" + t.name + "', '" + np_name(t.dtype) + "', " + shape_tuple_text(t.shape) + ", '" +
          access_name(t.access) + "'" + (t.scratch ? ", scratch=True" : "") + ")";
 }
 
@@ -344,6 +345,41 @@ py::object call_kernel(PyKernel& self, py::args args, py::object out, py::object
          "out= holds " + to_string(outs.size()) + " arrays but kernel '" + name + "' writes " + to_string(write_only) +
              ".",
          "pass one output array per write-only tensor, in order (a tuple when there are several).");
+  // With a vgpu.Array among the arguments the call runs on arrays of the kernel's device and
+  // returns arrays: no host traffic (host arguments are wrapped on that device first).
+  bool on_arrays = false;
+  for (py::handle a : args) on_arrays = on_arrays || py::isinstance<Array>(a);
+  for (py::handle o : outs) on_arrays = on_arrays || py::isinstance<Array>(o);
+  if (on_arrays) {
+    if (!timeout.is_none())
+      fail(
+          ErrorCategory::invalid_argument, "timeout= applies to calls on host arrays, which wait for their results.",
+          "leave timeout out with vgpu.Array arguments (the call submits without waiting), or set the device's limit.");
+    const Device& dev = self.kernel->device();
+    std::vector<Array> arrays;
+    std::size_t next_in = 0, next_out = 0;
+    py::list results;
+    for (std::size_t a = 0; a < n; ++a) {
+      const TensorSpec& t = plan.tensors[self.visible[a]];
+      const std::string label = "tensor '" + t.name + "' (argument " + to_string(a) + ") of kernel '" + name + "'";
+      py::handle given_arg;
+      if (full)
+        given_arg = args[a];
+      else if (t.access != Access::write)
+        given_arg = args[next_in++];
+      else if (!outs.empty())
+        given_arg = outs[next_out++];
+      Array arr = given_arg ? array_arg(given_arg, dev, t.dtype, CopyMode::if_needed, label)
+                            : Array::empty(dev, t.dtype, t.shape);
+      if (t.access != Access::read) results.append(py::cast(arr));
+      arrays.push_back(std::move(arr));
+    }
+    PersistentKernel& k = *self.kernel;
+    run_released(self.callback, [&] { k(std::span<const Array>(arrays.data(), arrays.size())); });
+    if (results.empty()) return py::none();
+    if (results.size() == 1) return results[0];
+    return py::tuple(results);
+  }
   std::vector<py::array> arrays;
   arrays.reserve(n);
   std::vector<TensorArg> targs;
@@ -393,8 +429,7 @@ std::string kernel_repr(const PyKernel& self) {
   bool first = true;
   for (auto i : self.visible) {
     const TensorSpec& t = plan.tensors[i];
-    s += (first ? "" : ", ") + t.name + vgpu::to_string(t.shape) + " " + numpy_name(t.dtype) + " " +
-         access_name(t.access);
+    s += (first ? "" : ", ") + t.name + vgpu::to_string(t.shape) + " " + np_name(t.dtype) + " " + access_name(t.access);
     first = false;
   }
   std::uint64_t calls = 0;

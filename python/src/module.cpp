@@ -8,6 +8,7 @@ PYBIND11_MODULE(_vgpu, m) {
   m.attr("__version__") = vgpu::version_string();
   vgpu::python::bind_errors(m);
   vgpu::python::bind_devices(m);
+  vgpu::python::bind_arrays(m);
   vgpu::python::bind_cache(m);
   vgpu::python::bind_kernels(m);
   vgpu::python::bind_queue(m);

@@ -50,13 +50,11 @@ def test_matmul_matches_numpy_on_every_device(device_id, m, k, n):
 
 
 @pytest.mark.parametrize("A,B", [
-    (np.ones(4, np.float32), np.ones((4, 4), np.float32)),          # 1-D
-    (np.ones((4, 4), np.float32), np.ones((2, 4, 4), np.float32)),  # 3-D
-    (np.ones((4, 5), np.float32), np.ones((4, 5), np.float32)),     # A.cols != B.rows
-    (np.ones((0, 4), np.float32), np.ones((4, 4), np.float32)),     # empty
-    (np.ones((4, 4), np.float32), np.ones((4, 0), np.float32)),     # empty
-    (np.float32(3), np.ones((1, 1), np.float32)),                   # 0-D
-], ids=["1d", "3d", "inner", "empty_rows", "empty_cols", "scalar"])
+    (np.ones((4, 5), np.float32), np.ones((4, 5), np.float32)),        # A.cols != B.rows
+    (np.ones(4, np.float32), np.ones((5, 4), np.float32)),             # a vector of the wrong length
+    (np.ones((2, 4, 5), np.float32), np.ones((3, 5, 4), np.float32)),  # batch dimensions that do not broadcast
+    (np.float32(3), np.ones((1, 1), np.float32)),                      # 0-D
+], ids=["inner", "vector", "batch", "scalar"])
 def test_wrong_shapes(cache, A, B):
     with pytest.raises(vgpu.InvalidArgument) as e:
         cache.matmul(A, B)
@@ -65,18 +63,48 @@ def test_wrong_shapes(cache, A, B):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float16, np.int32, np.int64, np.uint8])
-def test_other_real_dtypes_are_converted(cache, dtype):
+def test_other_dtypes_are_refused_or_cast_on_request(cache, dtype):
+    """numpy's result dtype of A @ B is dtype, which vgpu does not compute in: NotSupported names
+    it (never a silent downcast); dtype="float32" opts into converting the inputs."""
     A = (rand(6, 4) * 4).astype(dtype)
     B = (rand(4, 3) * 4).astype(dtype)
-    C = cache.matmul(A, B)
+    with pytest.raises(vgpu.NotSupported) as e:
+        cache.matmul(A, B)
+    assert np.dtype(dtype).name in e.value.problem and 'dtype="float32"' in e.value.fix
+    C = cache.matmul(A, B, dtype="float32")
     assert C.dtype == np.float32
     ref = A.astype(np.float32).astype(np.float64) @ B.astype(np.float32).astype(np.float64)
     assert close(C, ref, 4)
+    still_works(cache)
 
 
-def test_lists_are_converted(cache):
-    C = cache.matmul([[1, 2], [3, 4]], [[5], [6]])
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.uint8])
+def test_dtypes_numpy_promotes_to_float32_are_computed(cache, dtype):
+    """float32 with float16, int8 or uint8 is float32 in numpy: computed, nothing refused."""
+    A = rand(6, 4)
+    B = (rand(4, 3) * 4).astype(dtype)
+    C = cache.matmul(A, B)
+    assert C.dtype == np.float32 and close(C, A.astype(np.float64) @ B.astype(np.float64), 4)
+
+
+def test_lists_follow_numpy_dtypes(cache):
+    with pytest.raises(vgpu.NotSupported):  # numpy makes int64 of them
+        cache.matmul([[1, 2], [3, 4]], [[5], [6]])
+    C = cache.matmul([[1, 2], [3, 4]], [[5], [6]], dtype="float32")
     assert C.tolist() == [[17.0], [39.0]]
+
+
+@pytest.mark.parametrize("ashape,bshape", [
+    ((7,), (7,)), ((5, 7), (7,)), ((7,), (7, 3)), ((4, 5, 7), (7, 3)), ((5, 7), (4, 7, 3)),
+    ((2, 1, 5, 7), (3, 7, 3)), ((0, 7), (7, 3)), ((5, 0), (0, 3)), ((3, 0, 5, 7), (7, 2)),
+], ids=["vec_vec", "mat_vec", "vec_mat", "stack_mat", "mat_stack", "broadcast", "empty_rows", "k0", "empty_batch"])
+def test_numpy_matmul_shapes(cache, ashape, bshape):
+    A, B = rand(*ashape), rand(*bshape)
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    C = cache.matmul(A, B)
+    assert C.shape == want.shape and C.dtype == np.float32
+    assert close(C, want, ashape[-1]) if C.size else True
+    still_works(cache)
 
 
 @pytest.mark.parametrize("bad", [

@@ -108,6 +108,11 @@ Array Array::from_external(const Device& device, void* data, DType dtype, Shape 
   return Array(make_state(device, std::move(buffer), dtype, std::move(shape), true));
 }
 
+bool Array::uses_host_memory(const Device& device) {
+  require_device(device, "Array::uses_host_memory");
+  return detail::DeviceAccess::core(device).imports_host();
+}
+
 const Device& Array::device() const { return state().device; }
 DType Array::dtype() const { return state().dtype; }
 const Shape& Array::shape() const { return state().shape; }

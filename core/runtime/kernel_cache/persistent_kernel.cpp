@@ -167,6 +167,60 @@ void PersistentKernel::validate(std::span<const TensorArg> args) const {
 
 void PersistentKernel::operator()(std::span<const TensorArg> args) { call(args, nullptr); }
 
+void PersistentKernel::validate(std::span<const Array> args) const {
+  const std::string& name = plan_.source.name;
+  if (args.size() != visible_.size())
+    fail(
+        ErrorCategory::invalid_argument,
+        "kernel '" + name + "' takes " + to_string(visible_.size()) + " arrays but got " + to_string(args.size()) + ".",
+        "pass one array per tensor of its plan, in order.");
+  for (std::size_t a = 0; a < args.size(); ++a) {
+    const TensorSpec& t = plan_.tensors[visible_[a]];
+    auto label = [&] { return "tensor '" + t.name + "' (argument " + to_string(a) + ") of kernel '" + name + "'"; };
+    if (!args[a])
+      fail(ErrorCategory::invalid_argument, label() + " is an empty Array handle.",
+           "pass an array of the kernel's device.");
+    if (!(args[a].device() == device_))
+      fail(ErrorCategory::invalid_argument,
+           label() + " is " + args[a].describe() + " but the kernel runs on " + device_.info().id() +
+               "; vgpu never moves data between devices silently.",
+           "move it with .to(device) (Array::to) first.");
+    if (args[a].dtype() != t.dtype || args[a].shape() != t.shape)
+      fail(ErrorCategory::invalid_argument,
+           label() + " is " + args[a].describe() + " but the kernel was built for " +
+               std::string(vgpu::to_string(t.dtype)) + vgpu::to_string(t.shape) + ".",
+           "pass an array of that dtype and shape, or get a kernel for the new shape from KernelDatabase::get().");
+  }
+}
+
+void PersistentKernel::operator()(std::span<const Array> args) {
+  validate(args);
+  detail::DeviceAccess::core(device_).check_not_inside();
+  std::lock_guard lock(mutex_);
+  const auto start = std::chrono::steady_clock::now();
+  bool host = in_place_;
+  for (const Array& a : args) host = host && a.memory() == ArrayMemory::host;
+  std::vector<TensorArg> targs;
+  if (host) {  // the arrays' memory is host memory the device runs on: the in-place call
+    for (std::size_t a = 0; a < args.size(); ++a)
+      targs.emplace_back(plan_.tensors[visible_[a]].dtype, plan_.tensors[visible_[a]].shape, args[a].data());
+    host = call_in_place(targs, nullptr);
+  }
+  if (!host) {
+    // Device copies into the kernel's buffers and out again, ordered with the batch.
+    if (!staged_) record_staged();
+    for (std::size_t a = 0; a < args.size(); ++a)
+      if (plan_.tensors[visible_[a]].access != Access::write && args[a].nbytes() != 0)
+        device_.copy(args[a].buffer(), buffers_[visible_[a]], args[a].nbytes());
+    device_.submit(staged_);
+    for (std::size_t a = 0; a < args.size(); ++a)
+      if (plan_.tensors[visible_[a]].access != Access::read && args[a].nbytes() != 0)
+        device_.copy(buffers_[visible_[a]], args[a].buffer(), args[a].nbytes());
+  }
+  total_ += std::chrono::steady_clock::now() - start;
+  ++calls_;
+}
+
 void PersistentKernel::operator()(std::span<const TensorArg> args, std::chrono::milliseconds limit) {
   call(args, &limit);
 }

@@ -60,6 +60,9 @@ class VGPU_API Array {
   /// when it throws.
   static Array from_external(const Device& device, void* data, DType dtype, Shape shape, std::function<void()> release);
 
+  /// Returns true when from_external uses host memory in place on device (a CPU device).
+  static bool uses_host_memory(const Device& device);
+
   /// Returns the device the array lives on.
   const Device& device() const;
   /// Returns the element type.

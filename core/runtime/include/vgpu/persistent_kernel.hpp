@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "vgpu/array.hpp"
 #include "vgpu/device.hpp"
 #include "vgpu/kernel_plan.hpp"
 
@@ -84,6 +85,14 @@ class VGPU_API PersistentKernel {
     (*this)(std::span<const TensorArg>(args.begin(), args.size()), limit);
   }
 
+  /// Runs the kernel on arrays of its device (the plan's non-scratch tensors, in order): no
+  /// host traffic. Inputs are copied on the device into the kernel's buffers, the batch runs,
+  /// outputs are copied on the device into their arrays; on a device that uses host memory in
+  /// place the kernel runs on the arrays' memory itself. Submits without waiting (the arrays
+  /// are read in order after it). Throws invalid_argument for a wrong count, dtype, shape or
+  /// device (naming the tensor), and as operator() does.
+  void operator()(std::span<const Array> args);
+
   /// Returns the number of calls made so far.
   std::uint64_t calls() const;
   /// Returns the number of kernel dispatches made so far (calls × steps).
@@ -103,6 +112,7 @@ class VGPU_API PersistentKernel {
 
  private:
   void validate(std::span<const TensorArg> args) const;
+  void validate(std::span<const Array> args) const;
   // The call itself; limit: the call's own limit, or nothing for the device's.
   void call(std::span<const TensorArg> args, const std::chrono::milliseconds* limit);
   // A call through the kernel's own buffers: upload, submit, read back (mutex held).

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: Apache-2.0
+// python/src/array_interop.cpp — vgpu.Array and host data, DLPack and numpy's dtype rules
+// (array_interop.hpp).
+#include "array_interop.hpp"
+
+#include <dlpack/dlpack.h>
+
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "arrays.hpp"
+#include "vgpu/error.hpp"
+#include "vgpu/runtime.hpp"
+
+namespace py = pybind11;
+
+namespace vgpu::python {
+namespace {
+
+std::string text(py::handle h) { return py::str(h).cast<std::string>(); }
+
+// --- Work that needs the GIL, from threads that may not hold it --------------------------------
+// An Array over numpy's memory (or a DLPack producer's) is released when its buffer is freed,
+// which may happen on any thread, under a device's lock: waiting there for the GIL could wait
+// for a thread that holds the GIL and waits for that device. So without the GIL the release is
+// queued, and Python runs it at its next chance (Py_AddPendingCall) or at vgpu's next call.
+std::mutex& pending_mutex() {
+  static auto* m = new std::mutex;  // never destroyed: releases may come during exit
+  return *m;
+}
+std::vector<std::function<void()>>& pending() {
+  static auto* v = new std::vector<std::function<void()>>;
+  return *v;
+}
+
+bool python_alive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+// Runs the queued releases (GIL held).
+int run_pending(void*) {
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard lock(pending_mutex());
+    due.swap(pending());
+  }
+  for (auto& f : due) f();
+  return 0;
+}
+
+// Runs f with the GIL: now when this thread holds it, else queued (see above). During exit,
+// never: what it would free is left to the process's end.
+void with_gil_soon(std::function<void()> f) {
+  if (!python_alive()) return;
+  if (PyGILState_Check()) {
+    f();
+    return;
+  }
+  {
+    std::lock_guard lock(pending_mutex());
+    pending().push_back(std::move(f));
+  }
+  Py_AddPendingCall(&run_pending, nullptr);  // a full queue is fine: the next call drains all
+}
+
+// A release function that drops a reference to obj (with the GIL, soon).
+std::function<void()> release_ref(py::object obj) {
+  PyObject* p = obj.release().ptr();
+  return [p] { with_gil_soon([p] { Py_DECREF(p); }); };
+}
+
+// --- dtypes ----------------------------------------------------------------------------------
+
+[[noreturn]] void fail_dtype(std::string_view what, const std::string& got) {
+  fail(ErrorCategory::invalid_argument, std::string(what) + " is " + got + ", not a dtype vgpu arrays hold.",
+       "use float32, float64, float16, bfloat16, int32, uint32, int8 or uint8.");
+}
+
+// The numpy dtype of an operand: a vgpu.Array's, an array's .dtype, or numpy's guess for a list.
+py::object operand_dtype(py::handle x) {
+  if (py::isinstance<Array>(x)) return dtype_object(x.cast<const Array&>().dtype());
+  if (py::hasattr(x, "dtype") && py::isinstance<py::array>(x)) return x.attr("dtype");
+  return py::module_::import("numpy").attr("asarray")(x).attr("dtype");
+}
+
+// --- DLPack ----------------------------------------------------------------------------------
+
+// What a "dltensor" capsule vgpu exports owns: the tensor's description and the array.
+struct Exported {
+  DLManagedTensor managed{};
+  std::vector<std::int64_t> shape;
+  Array array;
+};
+
+void delete_exported(DLManagedTensor* t) { delete static_cast<Exported*>(t->manager_ctx); }
+
+// A capsule nobody consumed frees what it holds; a consumed one was renamed "used_dltensor".
+void capsule_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (t && t->deleter) t->deleter(t);
+}
+
+std::optional<DType> dtype_of_dl(DLDataType t) {
+  if (t.lanes != 1) return std::nullopt;
+  switch (t.code) {
+    case kDLFloat:
+      return t.bits == 32   ? std::optional(DType::f32)
+             : t.bits == 64 ? std::optional(DType::f64)
+             : t.bits == 16 ? std::optional(DType::f16)
+                            : std::nullopt;
+    case kDLBfloat:
+      return t.bits == 16 ? std::optional(DType::bf16) : std::nullopt;
+    case kDLInt:
+      return t.bits == 32 ? std::optional(DType::i32) : t.bits == 8 ? std::optional(DType::i8) : std::nullopt;
+    case kDLUInt:
+      return t.bits == 32 ? std::optional(DType::u32) : t.bits == 8 ? std::optional(DType::u8) : std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+DLDataType dl_of(DType d) {
+  const auto bits = static_cast<std::uint8_t>(dtype_size(d) * 8);
+  switch (d) {
+    case DType::f32:
+    case DType::f64:
+    case DType::f16:
+      return {kDLFloat, bits, 1};
+    case DType::bf16:
+      return {kDLBfloat, bits, 1};
+    case DType::i32:
+    case DType::i8:
+      return {kDLInt, bits, 1};
+    case DType::u32:
+    case DType::u8:
+      return {kDLUInt, bits, 1};
+  }
+  return {kDLUInt, bits, 1};
+}
+
+std::string dl_type_name(DLDataType t) {
+  const char* code = t.code == kDLFloat    ? "float"
+                     : t.code == kDLInt    ? "int"
+                     : t.code == kDLUInt   ? "uint"
+                     : t.code == kDLBfloat ? "bfloat"
+                                           : "code";
+  return std::string(code) + std::to_string(t.bits) + (t.lanes != 1 ? "x" + std::to_string(t.lanes) : "");
+}
+
+}  // namespace
+
+DType dtype_arg(py::handle obj, std::string_view what) {
+  if (py::isinstance<py::str>(obj)) {
+    const std::string s = obj.cast<std::string>();
+    if (auto d = parse_dtype(s)) return *d;
+    // numpy's spellings of the native types ("f4", "<f4", "int32"…) through numpy itself.
+  }
+  py::dtype dt;
+  try {
+    dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(obj));
+  } catch (const py::error_already_set&) {
+    fail_dtype(what, "'" + text(obj) + "'");
+  }
+  if (auto d = find_vgpu_dtype(dt)) return *d;
+  fail_dtype(what, text(dt));
+}
+
+py::object dtype_object(DType d) {
+  if (d == DType::bf16) return py::str("bfloat16");
+  return numpy_dtype(d);
+}
+
+Array host_array(py::handle obj, const Device& device, std::optional<DType> dtype, CopyMode copy,
+                 std::string_view what) {
+  run_pending(nullptr);
+  py::array arr;
+  if (dtype) {
+    arr = input_array(obj, *dtype, what);
+  } else {
+    if (obj.is_none())
+      fail(ErrorCategory::invalid_argument, std::string(what) + " is None.", "pass a numpy array or array-like.");
+    arr = py::isinstance<py::array>(obj) ? py::reinterpret_borrow<py::array>(obj)
+                                         : py::array(py::module_::import("numpy").attr("asarray")(obj));
+    const std::optional<DType> own = find_vgpu_dtype(arr.dtype());
+    if (!own)
+      fail(ErrorCategory::invalid_argument,
+           std::string(what) + " has dtype " + text(arr.dtype()) + ", which vgpu arrays do not hold.",
+           "pass dtype= (e.g. dtype=\"float32\") to convert it, or convert it yourself with .astype().");
+    arr = input_array(arr, *own, what);  // C-contiguous (a copy only when it was not)
+    dtype = own;
+  }
+  const Shape shape = shape_of(arr);
+  const bool converted = !arr.is(obj);
+  const bool in_place = Array::uses_host_memory(device) && (arr.flags() & py::array::c_style) && arr.writeable() &&
+                        reinterpret_cast<std::uintptr_t>(arr.data()) % dtype_size(*dtype) == 0 &&
+                        copy != CopyMode::always && element_count(shape) != 0;
+  if (in_place) {
+    void* p = arr.mutable_data();
+    return Array::from_external(device, p, *dtype, shape, release_ref(std::move(arr)));
+  }
+  if (copy == CopyMode::never && !converted)
+    fail(ErrorCategory::invalid_argument,
+         std::string(what) + " cannot be used in place on " + device.info().id() + " (copy=False): " +
+             (Array::uses_host_memory(device) ? "it is read-only, misaligned or empty"
+                                              : "the device's memory is its API's own, not host memory") +
+             ".",
+         "allow a copy (copy=None), or use a writeable, aligned array on the cpu device.");
+  const void* data = arr.data();
+  py::gil_scoped_release release;  // arr keeps the memory alive; the copy may be large
+  return Array::from_host(device, *dtype, shape, data);
+}
+
+Array array_arg(py::handle obj, std::optional<Device> device, std::optional<DType> dtype, CopyMode copy,
+                std::string_view what) {
+  if (py::isinstance<Array>(obj)) {
+    const Array& a = obj.cast<const Array&>();
+    if (device && !(a.device() == *device))
+      fail(ErrorCategory::invalid_argument,
+           std::string(what) + " is " + a.describe() + ", not on " + device->info().id() +
+               "; vgpu never moves arrays between devices silently.",
+           "move it with .to(device) first.");
+    if (dtype && *dtype != a.dtype())
+      fail(ErrorCategory::invalid_argument,
+           std::string(what) + " is " + a.describe() + ", not of dtype " + std::string(np_name(*dtype)) +
+               "; vgpu arrays are not converted silently.",
+           "convert it on the host: vgpu.asarray(x.numpy().astype(...), device=x.device).");
+    if (copy == CopyMode::always) {
+      py::gil_scoped_release release;
+      return a.copy();
+    }
+    return a;
+  }
+  const Device dev = device ? *device : Runtime::global().default_device();
+  if (!py::isinstance<py::array>(obj) && py::hasattr(obj, "__dlpack__") && !dtype) {
+    // DLPack first: zero-copy where the producer's memory is what dev uses; otherwise the copy
+    // numpy's own conversion makes (__array__), said in docs/arrays.md.
+    if (copy != CopyMode::always) {
+      py::tuple where = obj.attr("__dlpack_device__")();
+      const int type = where[0].cast<int>();
+      if (type == kDLCPU && Array::uses_host_memory(dev)) return from_dlpack(obj, dev);
+    }
+  }
+  return host_array(obj, dev, dtype, copy, what);
+}
+
+py::array numpy_of(const Array& a) {
+  const py::dtype dt = numpy_dtype(a.dtype());
+  std::vector<py::ssize_t> dims(a.shape().begin(), a.shape().end());
+  if (a.memory() == ArrayMemory::host && a.size() != 0) {
+    // A view of the array's own memory; the capsule keeps the array alive as the view's base.
+    auto* keep = new Array(a);
+    py::capsule base(keep, [](void* p) { delete static_cast<Array*>(p); });
+    return py::array(dt, dims, {}, a.data(), base);
+  }
+  py::array out(dt, dims);
+  void* p = out.mutable_data();
+  py::gil_scoped_release release;
+  a.read(p);
+  return out;
+}
+
+py::capsule to_dlpack(const Array& a) {
+  const ArrayMemory where = a.memory();
+  if (where == ArrayMemory::device_only)
+    fail(ErrorCategory::not_supported,
+         a.describe() + " lives in " + std::string(to_string(a.device().info().backend)) +
+             " memory, which no DLPack consumer can address.",
+         "copy it to the host first: arr.to(\"cpu:0\") (zero-copy from there) or arr.numpy().");
+  auto e = std::make_unique<Exported>();
+  e->array = a;
+  e->shape.assign(a.shape().begin(), a.shape().end());
+  DLTensor& t = e->managed.dl_tensor;
+  t.data = a.data();
+  t.device = where == ArrayMemory::host ? DLDevice{kDLCPU, 0}
+                                        : DLDevice{kDLCUDA, static_cast<std::int32_t>(a.device().info().index)};
+  t.ndim = static_cast<std::int32_t>(e->shape.size());
+  t.dtype = dl_of(a.dtype());
+  t.shape = e->shape.data();
+  t.strides = nullptr;  // C-contiguous
+  t.byte_offset = 0;
+  e->managed.manager_ctx = e.get();
+  e->managed.deleter = &delete_exported;
+  if (where == ArrayMemory::cuda_device) {
+    // The consumer's stream knows nothing of vgpu's: the data is complete before it is handed over.
+    Device d = a.device();
+    py::gil_scoped_release release;
+    d.synchronize();
+  }
+  PyObject* cap = PyCapsule_New(&e->managed, "dltensor", &capsule_destructor);
+  if (!cap) throw py::error_already_set();
+  e.release();
+  return py::reinterpret_steal<py::capsule>(cap);
+}
+
+Array from_dlpack(py::handle obj, std::optional<Device> device) {
+  run_pending(nullptr);
+  py::object cap;
+  if (PyCapsule_CheckExact(obj.ptr())) {
+    cap = py::reinterpret_borrow<py::object>(obj);
+  } else if (py::hasattr(obj, "__dlpack__")) {
+    cap = obj.attr("__dlpack__")();
+  } else {
+    fail(ErrorCategory::invalid_argument,
+         "from_dlpack got a " + text(obj.get_type().attr("__name__")) + ", which does not export DLPack (__dlpack__).",
+         "pass a torch tensor, a numpy array (≥ 1.22), a CuPy/JAX array or a DLPack capsule.");
+  }
+  if (!PyCapsule_IsValid(cap.ptr(), "dltensor"))
+    fail(ErrorCategory::invalid_argument,
+         "from_dlpack got a capsule that is not an unused \"dltensor\" (it was consumed already, or is versioned).",
+         "pass the producer itself (x, not x.__dlpack__()), or a fresh capsule; each one is consumed once.");
+  auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
+  const DLTensor& t = mt->dl_tensor;
+  const std::optional<DType> dtype = dtype_of_dl(t.dtype);
+  if (!dtype)
+    fail(ErrorCategory::not_supported,
+         "from_dlpack: the tensor's dtype " + dl_type_name(t.dtype) + " is not one vgpu holds.",
+         "convert it first (torch: x.to(torch.float32); numpy: x.astype(numpy.float32)).");
+  Shape shape;
+  for (int i = 0; i < t.ndim; ++i) shape.push_back(static_cast<std::uint64_t>(t.shape[i]));
+  if (t.strides) {
+    std::int64_t want = 1;
+    for (int i = t.ndim; i-- > 0;) {
+      if (t.shape[i] != 1 && t.strides[i] != want)
+        fail(ErrorCategory::invalid_argument,
+             "from_dlpack: the tensor is not C-contiguous (shape " + to_string(shape) +
+                 "); vgpu arrays are dense and row-major, and a copy would not be zero-copy.",
+             "make it contiguous first (torch: x.contiguous(); numpy: numpy.ascontiguousarray(x)), or use "
+             "vgpu.asarray(x), which copies.");
+      want *= t.shape[i];
+    }
+  }
+  Device dev;
+  switch (t.device.device_type) {
+    case kDLCPU:
+      dev = device ? *device : Runtime::global().open("cpu:0");
+      if (!Array::uses_host_memory(dev))
+        fail(ErrorCategory::not_supported,
+             "from_dlpack: the tensor is in host memory, which " + dev.info().id() + " cannot use in place.",
+             "import it on the cpu device (device=\"cpu:0\") and move it with .to(device), or use vgpu.asarray(x, "
+             "device=...), which copies.");
+      break;
+    case kDLCUDA:
+      fail(ErrorCategory::not_supported,
+           "from_dlpack: the tensor is in CUDA memory (device " + std::to_string(t.device.device_id) +
+               "), which this vgpu does not import yet.",
+           "copy it to the host and import that (torch: vgpu.from_dlpack(x.cpu())), or vgpu.asarray(x.cpu().numpy(), "
+           "device=\"cuda:0\").");
+    default:
+      fail(ErrorCategory::not_supported,
+           "from_dlpack: the tensor is on DLPack device type " + std::to_string(t.device.device_type) +
+               ", which vgpu does not import.",
+           "copy it to the host first.");
+  }
+  if (element_count(shape) == 0) return Array::empty(dev, *dtype, shape);  // the capsule frees the tensor
+  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  Array a = Array::from_external(dev, data, *dtype, shape, [mt] {
+    // The producer's deleter may touch Python objects (numpy's does): run it with the GIL.
+    with_gil_soon([mt] {
+      if (mt->deleter) mt->deleter(mt);
+    });
+  });
+  PyCapsule_SetName(cap.ptr(), "used_dltensor");  // consumed: its destructor leaves mt to us
+  return a;
+}
+
+DType matmul_compute_dtype(py::handle a, py::handle b, py::handle cast, std::string_view op) {
+  if (!cast.is_none()) {
+    const DType c = dtype_arg(cast, "dtype");
+    if (c != DType::f32)
+      fail(ErrorCategory::not_supported,
+           std::string(op) + " computes in float32 on every device today; dtype=" + std::string(np_name(c)) +
+               " cannot be honoured.",
+           "pass dtype=\"float32\" (the inputs are converted to float32 and the result is float32).");
+    return DType::f32;
+  }
+  const bool f32a = py::isinstance<py::array>(a) && py::reinterpret_borrow<py::array>(a).dtype().kind() == 'f' &&
+                    py::reinterpret_borrow<py::array>(a).itemsize() == 4;
+  const bool f32b = py::isinstance<py::array>(b) && py::reinterpret_borrow<py::array>(b).dtype().kind() == 'f' &&
+                    py::reinterpret_borrow<py::array>(b).itemsize() == 4;
+  if (f32a && f32b) return DType::f32;  // the common case, without asking numpy
+  py::object r;
+  try {
+    r = py::module_::import("numpy").attr("result_type")(operand_dtype(a), operand_dtype(b));
+  } catch (const py::error_already_set& e) {
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + ": the operands have no common numpy dtype (" + e.what() + ").", "pass numeric arrays.");
+  }
+  const std::string name = text(r);
+  const char kind = py::isinstance<py::dtype>(r) ? py::reinterpret_borrow<py::dtype>(r).kind() : 'f';
+  if (kind == 'b' || kind == 'c' || kind == 'O' || kind == 'U' || kind == 'S' || kind == 'M' || kind == 'm')
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + ": the operands' dtype is " + name + "; vgpu multiplies real numbers only.",
+         "pass real numeric arrays (e.g. x.astype(numpy.float32)).");
+  if (name == "float32") return DType::f32;
+  fail(ErrorCategory::not_supported,
+       std::string(op) + ": numpy's result dtype for these operands is " + name +
+           ", but vgpu computes matmul in float32 on every device today and never downcasts silently.",
+       "pass dtype=\"float32\" to compute in float32 (the inputs are converted, the result is float32), or cast the "
+       "inputs yourself (x.astype(numpy.float32)).");
+}
+
+}  // namespace vgpu::python

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// python/src/array_interop.hpp — vgpu.Array and host data: numpy arrays wrapped (in place on a
+// device that uses host memory, else copied), DLPack capsules exported and imported, dtype
+// arguments, and numpy's matmul dtype rule. Call with the GIL held.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <string_view>
+
+#include "vgpu/array.hpp"
+
+namespace vgpu::python {
+
+/// Whether wrapping host data may, must or must not copy it (numpy's asarray copy= argument).
+enum class CopyMode { if_needed, always, never };
+
+/// Returns the vgpu dtype obj names: a numpy dtype or type, or a string ("float32", "f32",
+/// "bfloat16"); throws InvalidArgument naming what.
+DType dtype_arg(pybind11::handle obj, std::string_view what);
+/// Returns d as Python sees it: a numpy dtype, or the string "bfloat16" (numpy has none).
+pybind11::object dtype_object(DType d);
+
+/// Returns obj (a numpy array or array-like) as an Array on device, of dtype when given (else
+/// the array's own): numpy's memory itself where the device uses host memory and the array is
+/// C-contiguous, aligned and writeable (the Array keeps it alive), else a copy. what names it.
+Array host_array(pybind11::handle obj, const Device& device, std::optional<DType> dtype, CopyMode copy,
+                 std::string_view what);
+/// Returns obj as an Array: itself when it is one (on device when given, else refused), an
+/// imported DLPack tensor for an object with __dlpack__ that is not a numpy array, else host_array.
+Array array_arg(pybind11::handle obj, std::optional<Device> device, std::optional<DType> dtype, CopyMode copy,
+                std::string_view what);
+/// Returns a numpy array over a (a view of its memory when it is host memory, else a copy).
+pybind11::array numpy_of(const Array& a);
+
+/// Returns the Array a DLPack exporter obj (anything with __dlpack__, or a "dltensor" capsule)
+/// hands over, zero-copy; throws InvalidArgument / NotSupported with a Fix when it cannot.
+Array from_dlpack(pybind11::handle obj, std::optional<Device> device);
+/// Returns a "dltensor" capsule exporting a (host memory or CUDA memory), zero-copy.
+pybind11::capsule to_dlpack(const Array& a);
+
+/// The dtype a matmul computes in: float32 when numpy's result is float32, or when cast names
+/// float32 (the opt-in); otherwise throws NotSupported naming numpy's result dtype and the Fix.
+DType matmul_compute_dtype(pybind11::handle a, pybind11::handle b, pybind11::handle cast, std::string_view op);
+
+/// np.matmul of a and b (vgpu.matmul): on the device of a vgpu.Array operand, returning an
+/// Array (or writing out, an Array); else on device (default device when empty), returning a
+/// numpy array (out, or a new one). dtype: None or the float32 opt-in; op names the caller.
+pybind11::object matmul_any(pybind11::handle a, pybind11::handle b, pybind11::handle out, pybind11::handle dtype,
+                            std::optional<Device> device, const char* op);
+
+}  // namespace vgpu::python
