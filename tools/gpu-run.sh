@@ -44,6 +44,8 @@ stage() {
   # module can be built there against it (remote python); the Python package itself is left out
   # (component python): it is built there for that machine's interpreter.
   cmake --install build --prefix "$stage_dir" --component Unspecified >/dev/null
+  # DLPack's header (Debian's libdlpack-dev), which the Python module builds against there.
+  mkdir -p "$stage_dir/include/dlpack" && cp /usr/include/dlpack/dlpack.h "$stage_dir/include/dlpack/"
   # The MPI layer is not used there, and without it .gpu/ stays under the 64 MiB the device tool
   # carries; its CMake export goes with it, so find_package(vgpu) (remote python) still works.
   rm -f "$stage_dir"/lib/libvgpu_mpi* "$stage_dir"/lib/cmake/vgpu/vgpuMpiTargets*.cmake
@@ -51,7 +53,7 @@ stage() {
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select build/bin/vgpu-bench-predict \
            build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref \
            build/bin/vgpu-bench-roundtrip build/bin/vgpu-bench-cpu-kernels build/bin/vgpu-bench-first-call \
-           build/bin/vgpu-bench-predict build/bin/vgpu-bench-multi; do
+           build/bin/vgpu-bench-predict build/bin/vgpu-bench-multi build/bin/vgpu-bench-arrays; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -171,7 +173,7 @@ remote() {
   # (roundtrip: N=16, 256-float multiply, batched, beside the issue-16 goals), the hot path: one file
   # (at most 8 files come back).
   {
-    for b in queue recovery roundtrip; do
+    for b in queue recovery roundtrip arrays; do
       echo "=== vgpu-bench-$b"
       if [ -x "$bin/vgpu-bench-$b" ]; then "$bin/vgpu-bench-$b" || echo "bench-$b failed"; else echo "not built"; fi
     done
@@ -350,7 +352,7 @@ remote_python() {
       set +e
       rm -rf "$build"
       cmake -S python -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -Dvgpu_DIR="$PWD/$stage_dir/lib/cmake/vgpu" \
-        -DPython_EXECUTABLE="$py" ${pybind11_dir:+-Dpybind11_DIR="$pybind11_dir"} &&
+        -DVGPU_DLPACK_INCLUDE_DIR="$PWD/$stage_dir/include" -DPython_EXECUTABLE="$py" ${pybind11_dir:+-Dpybind11_DIR="$pybind11_dir"} &&
         cmake --build "$build" -j"$(nproc)"
       status=$?
       set -e
@@ -367,6 +369,12 @@ remote_python() {
         status=$?
         set -e
         summary+=("python.bench: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
+        echo "=== bench/arrays_cpu.py (the CPU tier against numpy and torch, DLPack exchange)"
+        set +e
+        PATH=$bin:$PATH "$py" bench/arrays_cpu.py --json "$OUT/arrays-cpu.json"
+        status=$?
+        set -e
+        summary+=("python.arrays_cpu: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
         echo "=== pytest tests/python"
         if "$py" -c "import pytest" 2>/dev/null; then
           set +e

@@ -25,7 +25,9 @@ constexpr std::size_t kMaxArgs = 64;  // slots (max_bindings is 16) + the params
 
 }  // namespace
 
-CudaBufferImpl::~CudaBufferImpl() { device_.free_buffer(ptr); }
+CudaBufferImpl::~CudaBufferImpl() {
+  if (owned) device_.free_buffer(ptr);
+}
 CudaKernelImpl::~CudaKernelImpl() { device_.unload(module); }
 CudaBatchImpl::~CudaBatchImpl() {
   device_.destroy_graph(exec);
@@ -188,6 +190,15 @@ void CudaDevice::reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadlin
 BufferAddress CudaDevice::address(BufferImpl& buffer) {
   return BufferAddress{reinterpret_cast<void*>(static_cast<CudaBufferImpl&>(buffer).ptr),
                        BufferAddress::Space::cuda_device};
+}
+
+std::unique_ptr<BufferImpl> CudaDevice::import_device(void* ptr, std::uint64_t bytes) {
+  make_current();
+  int ordinal = -1;
+  const auto p = reinterpret_cast<CUdeviceptr>(ptr);
+  if (fn_.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != CUDA_SUCCESS) return nullptr;
+  if (ordinal != static_cast<int>(device_)) return nullptr;  // another GPU's memory
+  return std::make_unique<CudaBufferImpl>(*this, p, bytes, false);
 }
 
 std::unique_ptr<BufferImpl> CudaDevice::create_buffer(std::uint64_t bytes) {

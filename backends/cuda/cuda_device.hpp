@@ -32,11 +32,13 @@ class CudaDevice;
 /// under the call lock once the work that used it has run.
 class CudaBufferImpl final : public BufferImpl {
  public:
-  CudaBufferImpl(CudaDevice& device, CUdeviceptr ptr, std::uint64_t bytes) : device_(device), ptr(ptr), bytes(bytes) {}
+  CudaBufferImpl(CudaDevice& device, CUdeviceptr ptr, std::uint64_t bytes, bool owned = true)
+      : device_(device), ptr(ptr), bytes(bytes), owned(owned) {}
   ~CudaBufferImpl() override;
   CudaDevice& device_;
   CUdeviceptr ptr;
   std::uint64_t bytes;
+  bool owned;  // false: another library's memory (import_device), never freed here
 };
 
 /// A loaded module and its entry function. Thread-safety: immutable after compile.
@@ -118,6 +120,11 @@ class CudaDevice final : public DeviceImpl {
   VGPU_DEVICE_IMPL_OVERRIDES;
   /// Returns the buffer's device pointer (in the primary context), for DLPack and Array::data.
   BufferAddress address(BufferImpl& buffer) override;
+  /// Uses device memory another library allocated on this GPU (torch, CuPy) in place; null
+  /// when the driver does not know ptr or it belongs to another GPU.
+  std::unique_ptr<BufferImpl> import_device(void* ptr, std::uint64_t bytes) override;
+  /// Returns the stream vgpu's work on this device runs on.
+  std::uintptr_t native_stream() const noexcept override { return reinterpret_cast<std::uintptr_t>(stream_); }
   void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
                   const Deadline& deadline) override;
   /// Returns the serial of the newest enqueued work.

@@ -318,8 +318,8 @@ void bind_arrays(py::module_& m) {
       "from_dlpack(x, *, device=None) -> vgpu.Array\n\n"
       "Imports a DLPack producer (torch, numpy ≥ 1.22, CuPy, JAX) or capsule zero-copy: the array uses the "
       "producer's memory, which stays alive until the array goes. Host memory imports on cpu:0 (or the cpu "
-      "device given). Refused with a Fix: non-contiguous tensors, dtypes vgpu does not hold, CUDA memory (not "
-      "imported yet: x.cpu() first).");
+      "device given), CUDA memory on its cuda:<n> (the producer orders its pending work before vgpu's stream). "
+      "Refused with a Fix: non-contiguous tensors, dtypes vgpu does not hold, memory the device cannot use in place.");
   m.def(
       "matmul",
       [](py::handle a, py::handle b, py::object out, py::object dtype, py::object device) {

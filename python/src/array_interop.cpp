@@ -303,10 +303,24 @@ py::capsule to_dlpack(const Array& a) {
 Array from_dlpack(py::handle obj, std::optional<Device> device) {
   run_pending(nullptr);
   py::object cap;
+  std::optional<Device> cuda;  // the CUDA device a producer's CUDA tensor is imported on
   if (PyCapsule_CheckExact(obj.ptr())) {
     cap = py::reinterpret_borrow<py::object>(obj);
   } else if (py::hasattr(obj, "__dlpack__")) {
-    cap = obj.attr("__dlpack__")();
+    int type = kDLCPU, id = 0;
+    if (py::hasattr(obj, "__dlpack_device__")) {
+      py::tuple where = obj.attr("__dlpack_device__")();
+      type = where[0].cast<int>();
+      id = where[1].cast<int>();
+    }
+    if (type == kDLCUDA) {
+      // The producer orders its pending work before vgpu's stream (DLPack's stream argument),
+      // so vgpu's kernels read the tensor's final values without a full synchronize.
+      cuda = device ? *device : Array::device_for(ArrayMemory::cuda_device, static_cast<std::uint32_t>(id));
+      cap = obj.attr("__dlpack__")(py::arg("stream") = py::int_(cuda->native_stream()));
+    } else {
+      cap = obj.attr("__dlpack__")();
+    }
   } else {
     fail(ErrorCategory::invalid_argument,
          "from_dlpack got a " + text(obj.get_type().attr("__name__")) + ", which does not export DLPack (__dlpack__).",
@@ -340,7 +354,7 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
   Device dev;
   switch (t.device.device_type) {
     case kDLCPU:
-      dev = device ? *device : Runtime::global().open("cpu:0");
+      dev = device ? *device : Array::device_for(ArrayMemory::host, 0);
       if (!Array::uses_host_memory(dev))
         fail(ErrorCategory::not_supported,
              "from_dlpack: the tensor is in host memory, which " + dev.info().id() + " cannot use in place.",
@@ -348,11 +362,11 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
              "device=...), which copies.");
       break;
     case kDLCUDA:
-      fail(ErrorCategory::not_supported,
-           "from_dlpack: the tensor is in CUDA memory (device " + std::to_string(t.device.device_id) +
-               "), which this vgpu does not import yet.",
-           "copy it to the host and import that (torch: vgpu.from_dlpack(x.cpu())), or vgpu.asarray(x.cpu().numpy(), "
-           "device=\"cuda:0\").");
+      // A device given that is not that GPU's CUDA device refuses the memory (from_external's Fix).
+      dev = cuda     ? *cuda
+            : device ? *device
+                     : Array::device_for(ArrayMemory::cuda_device, static_cast<std::uint32_t>(t.device.device_id));
+      break;
     default:
       fail(ErrorCategory::not_supported,
            "from_dlpack: the tensor is on DLPack device type " + std::to_string(t.device.device_type) +
@@ -361,12 +375,16 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
   }
   if (element_count(shape) == 0) return Array::empty(dev, *dtype, shape);  // the capsule frees the tensor
   void* data = static_cast<char*>(t.data) + t.byte_offset;
-  Array a = Array::from_external(dev, data, *dtype, shape, [mt] {
-    // The producer's deleter may touch Python objects (numpy's does): run it with the GIL.
-    with_gil_soon([mt] {
-      if (mt->deleter) mt->deleter(mt);
-    });
-  });
+  const ArrayMemory memory = t.device.device_type == kDLCUDA ? ArrayMemory::cuda_device : ArrayMemory::host;
+  Array a = Array::from_external(
+      dev, data, *dtype, shape,
+      [mt] {
+        // The producer's deleter may touch Python objects (numpy's does): run it with the GIL.
+        with_gil_soon([mt] {
+          if (mt->deleter) mt->deleter(mt);
+        });
+      },
+      memory);
   PyCapsule_SetName(cap.ptr(), "used_dltensor");  // consumed: its destructor leaves mt to us
   return a;
 }

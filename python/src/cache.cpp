@@ -206,7 +206,7 @@ void bind_cache(py::module_& m) {
           "Returns A @ B with numpy.matmul's rules (docs/arrays.md): 2-D matrices, 1-D vectors (promoted, the "
           "dimension dropped), stacks of matrices with broadcast batch dimensions, empty dimensions. A stack of A "
           "times one B is one call of the cache's persistent kernel; a stack of B runs as array ops on the cache's "
-          "device. C-contiguous float32 arrays are used in place (on the CPU device, the result is written "
+          "device. C-contiguous float32 arrays are used in place (zero-copy; on the CPU device the result is written "
           "straight into the returned array); transposed or sliced views, lists and float16/int8/uint8 inputs "
           "(which numpy promotes to float32) are converted once. When numpy's result dtype is not float32 "
           "(float64, int32…), vgpu.NotSupported says so, unless dtype=\"float32\" opts into converting the "

@@ -14,6 +14,7 @@
 #include "core_args.hpp"
 #include "device_arg.hpp"
 #include "int_args.hpp"
+#include "vgpu/array.hpp"
 #include "vgpu/backend_list.hpp"
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device.hpp"
@@ -187,6 +188,10 @@ void bind_devices(py::module_& m) {
       .def(
           "counters", [](const Device& d) { return counters_dict(d.counters()); },
           "Returns a copy of this device's counters as a dict (compiles, l1_hits, dispatches, ...).")
+      .def_property_readonly(
+          "uses_host_memory", [](const Device& d) { return Array::uses_host_memory(d); },
+          "True when kernels and arrays on this device use host memory in place (the CPU device): numpy "
+          "arrays are not copied, and persistent kernels hold no buffers for their tensors (docs/arrays.md).")
       .def_property(
           "timeout_ms", [](const Device& d) { return static_cast<long long>(d.timeout().count()); },
           [](Device& d, py::handle ms_arg) {

@@ -216,7 +216,13 @@ CONTRACT_CASE("plans: a two-pass reduction of two kernels is one PersistentKerne
     CHECK(d.compiles == 0);
     CHECK(d.source_compiles + d.pipeline_builds == 0);
     CHECK(d.allocations == 0);
-    CHECK(d.binds == 0);
+    // x moves to new memory each call: a device that runs kernels on the caller's memory (the
+    // CPU) binds it, at most once per step and call (the allocator may hand an address out
+    // again); the others copy it into the kernel's buffers and bind nothing.
+    if (vgpu::Array::uses_host_memory(device))
+      CHECK(d.binds <= 2 * kCalls);
+    else
+      CHECK(d.binds == 0);
     CHECK(d.submits == kCalls);
     CHECK(d.dispatches == 2 * kCalls);
     CHECK(kernel.dispatches() == 2 * (kCalls + 1));

@@ -253,3 +253,26 @@ def test_persistent_kernels_take_and_return_arrays(device_id):
     with pytest.raises(vgpu.InvalidArgument) as e:
         k(A, vgpu.asarray(rand(5, 4), device=dev))
     check_error(e, "invalid_argument")
+
+
+def test_dlpack_with_torch_cuda_tensors_is_zero_copy():
+    torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device here")
+    if not any(i.backend == "cuda" for i in vgpu.devices()):
+        pytest.skip("vgpu has no CUDA device here")
+    t = torch.rand(64, 32, device="cuda")
+    T = vgpu.from_dlpack(t)
+    assert T.data_ptr == t.data_ptr() and T.memory == "cuda_device" and T.device.backend == "cuda"
+    b = rand(32, 16)
+    C = T @ vgpu.asarray(b, device=T.device)
+    u = torch.from_dlpack(C)
+    assert u.is_cuda and u.data_ptr() == C.data_ptr
+    assert torch.allclose(u, t @ torch.from_numpy(b).cuda(), atol=1e-4)
+    assert C.__cuda_array_interface__["data"][0] == C.data_ptr
+    t.mul_(2)  # torch's write is seen by vgpu (the same memory)
+    torch.cuda.synchronize()
+    assert np.allclose(T.numpy(), t.cpu().numpy())
+    with pytest.raises(vgpu.NotSupported) as e:  # CUDA memory cannot be used in place on the CPU device
+        vgpu.from_dlpack(torch.rand(4, device="cuda"), device="cpu:0")
+    check_error(e, "not_supported")

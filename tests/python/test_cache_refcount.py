@@ -67,7 +67,7 @@ def test_no_leak_over_1e5_calls():
     out = np.empty((4, 4), np.float32)
     for _ in range(5000):  # warm-up: allocator pools, first-call caches
         cache.matmul(A, A)
-        cache.matmul([[1.0]], [[2.0]])
+        cache.matmul([[1.0]], [[2.0]], dtype="float32")
     gc.collect()
     start = rss_bytes()
     for i in range(100_000):

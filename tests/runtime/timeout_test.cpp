@@ -242,7 +242,8 @@ TEST_CASE(
   REQUIRE_VGPU_ERROR(timeout, "time limit of 100 ms", pk(args, 100ms));
   CHECK(seconds_since(t0) < 2.0);
   CHECK(!device.lost());
-  // The same kernel with new data: right, and nothing compiled, allocated or bound.
+  // The same kernel with new data: right, and nothing compiled or allocated; the CPU binds the
+  // caller's memory itself, so each call at new addresses binds once (one step).
   check_doubling(pk, doubling_input(n, 0, 5));
   const std::chrono::milliseconds generous = 60s;
   check_doubling(pk, doubling_input(n, 0, 6), &generous);
@@ -250,7 +251,9 @@ TEST_CASE(
   INFO(d.to_string());
   CHECK(d.compiles == 0);
   CHECK(d.allocations == 0);
-  CHECK(d.binds == 0);
+  // Three calls at new addresses at most (the one that gave up, then two; the allocator may hand
+  // a freed vector's address out again, which binds nothing).
+  CHECK(d.binds <= 3);
   CHECK(d.submits == 2);  // the calls that finished; the one that gave up counts nothing
 
   // 0 = no limit: a call of ~0.3 s runs to its end under a 50 ms device limit when it says 0.

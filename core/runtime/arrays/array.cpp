@@ -6,6 +6,8 @@
 
 #include "array_state.hpp"
 #include "device_core.hpp"
+#include "registry.hpp"
+#include "vgpu/runtime.hpp"
 #include "vgpu/error.hpp"
 
 namespace vgpu {
@@ -70,9 +72,14 @@ Array Array::from_host(const Device& device, DType dtype, Shape shape, const voi
   return a;
 }
 
-Array Array::from_external(const Device& device, void* data, DType dtype, Shape shape, std::function<void()> release) {
+Array Array::from_external(const Device& device, void* data, DType dtype, Shape shape, std::function<void()> release,
+                           ArrayMemory memory) {
   require_device(device, "Array::from_external");
   require_dtype(dtype, "Array::from_external");
+  if (memory == ArrayMemory::device_only)
+    fail(ErrorCategory::invalid_argument,
+         "Array::from_external cannot take device_only memory: vgpu cannot address it.",
+         "pass ArrayMemory::host for host memory or ArrayMemory::cuda_device for a CUDA device pointer.");
   const std::uint64_t bytes = tensor_bytes(shape, dtype);
   if (data == nullptr)
     fail(ErrorCategory::invalid_argument, "Array::from_external got a null pointer.",
@@ -93,13 +100,17 @@ Array Array::from_external(const Device& device, void* data, DType dtype, Shape 
   owner->fn = std::move(release);
   Buffer buffer;
   try {
-    buffer = detail::DeviceAccess::core(device).import_host(data, bytes, owner);
+    buffer = detail::DeviceAccess::core(device).import_memory(data, bytes, owner, memory == ArrayMemory::cuda_device);
   } catch (...) {
     owner->fn = nullptr;
     throw;
   }
   if (!buffer) {
     owner->fn = nullptr;
+    if (memory == ArrayMemory::cuda_device)
+      fail(ErrorCategory::not_supported,
+           device.info().id() + " cannot use that memory in place: it is not CUDA memory of this GPU.",
+           "import it on the device that allocated it (cuda:<its ordinal>), or copy it in with Array::from_host.");
     fail(ErrorCategory::not_supported,
          device.info().id() + " cannot use host memory in place (its memory is the " +
              std::string(to_string(device.info().backend)) + " API's own).",
@@ -111,6 +122,18 @@ Array Array::from_external(const Device& device, void* data, DType dtype, Shape 
 bool Array::uses_host_memory(const Device& device) {
   require_device(device, "Array::uses_host_memory");
   return detail::DeviceAccess::core(device).imports_host();
+}
+
+Device Array::device_for(ArrayMemory memory, std::uint32_t index) {
+  const BufferAddress::Space space = memory == ArrayMemory::host          ? BufferAddress::Space::host
+                                     : memory == ArrayMemory::cuda_device ? BufferAddress::Space::cuda_device
+                                                                          : BufferAddress::Space::none;
+  const std::optional<BackendKind> kind = detail::backend_for_memory(space);
+  if (!kind)
+    fail(ErrorCategory::invalid_argument,
+         "Array::device_for: no device's memory is device_only memory of another library.",
+         "ask for ArrayMemory::host or ArrayMemory::cuda_device.");
+  return Runtime::global().open(std::string(to_string(*kind)) + ":" + std::to_string(index));
 }
 
 const Device& Array::device() const { return state().device; }

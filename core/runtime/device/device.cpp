@@ -88,6 +88,7 @@ void Batch::clear() {
 const DeviceInfo& Device::info() const { return core_of(core_).info(); }
 CounterSnapshot Device::counters() const { return core_of(core_).counters().snapshot(); }
 Buffer Device::create_buffer(std::uint64_t bytes) { return core_of(core_).create_buffer(bytes); }
+std::uintptr_t Device::native_stream() const { return core_of(core_).native_stream(); }
 void Device::write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset) {
   core_of(core_).write(buffer, data, bytes, offset);
 }

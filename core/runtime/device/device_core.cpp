@@ -319,7 +319,7 @@ Buffer DeviceCore::create_buffer(std::uint64_t bytes, bool internal) {
   return Buffer(std::move(state));
 }
 
-Buffer DeviceCore::import_host(void* data, std::uint64_t bytes, std::shared_ptr<void> owner) {
+Buffer DeviceCore::import_memory(void* data, std::uint64_t bytes, std::shared_ptr<void> owner, bool device_memory) {
   if (data == nullptr || bytes == 0)
     fail(ErrorCategory::invalid_argument,
          "cannot use " + to_string(bytes) + " bytes at a null or empty range in place.",
@@ -328,10 +328,13 @@ Buffer DeviceCore::import_host(void* data, std::uint64_t bytes, std::shared_ptr<
   state->owner = identity_;
   state->size = bytes;
   const bool made = entered(true, [&] {
-    state->impl = guarded("using host memory in place", [&] { return impl().import_host(data, bytes); });
+    state->impl = guarded("using memory in place", [&] {
+      return device_memory ? impl().import_device(data, bytes) : impl().import_host(data, bytes);
+    });
     if (!state->impl) return false;
     state->device = host_;
-    state->host_data = data;
+    state->imported = data;
+    state->imported_device = device_memory;
     state->external = std::move(owner);
     enlist(buffers_, state);
     return true;

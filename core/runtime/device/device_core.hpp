@@ -75,12 +75,14 @@ struct BufferState {
   std::uint64_t size = 0;
   bool internal = false;  // vgpu's own (PersistentKernel, QueuePipeline): rewritten by every call, never "lost"
   LostContents lost;      // what a recovery lost and no write has covered since (call lock)
-  // Imported host memory (DeviceCore::import_host): its address, which a recovery imports
-  // again (the memory outlives any device, so nothing is lost), and what keeps it alive.
-  void* host_data = nullptr;
+  // Memory used in place (DeviceCore::import_memory): its address, which a recovery imports
+  // again (host memory outlives any device, so nothing is lost; device memory another library
+  // owns is imported again if the fresh device still reaches it), and what keeps it alive.
+  void* imported = nullptr;
+  bool imported_device = false;  // the device API's memory (import_device), not host memory
   std::shared_ptr<void> external;
   ~BufferState() {
-    retire(device, std::move(impl), host_data ? 0 : size);
+    retire(device, std::move(impl), imported ? 0 : size);
     if (external) retire(device, std::make_unique<ExternalOwner>(std::move(external)));
   }
 };
@@ -184,7 +186,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// Freed with the device. Thread-safety: T guards itself.
   template <class T>
   T& attachment() {
-    std::call_once(attachment_once_, [&] { attachment_ = std::make_shared<T>(); });
+    std::lock_guard lock(attachment_mutex_);  // (a leaf; std::call_once's helpers would be exported)
+    if (!attachment_) attachment_ = std::make_shared<T>();
     return *static_cast<T*>(attachment_.get());
   }
   /// Returns the clock measurements of this device read (DeviceImpl::timing_clock()).
@@ -193,12 +196,17 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// Allocates a buffer; internal marks one vgpu owns and rewrites on every use (PersistentKernel's,
   /// QueuePipeline's), whose contents a recovery never reports lost.
   Buffer create_buffer(std::uint64_t bytes, bool internal = false);
-  /// Makes a buffer of bytes of host memory at data, used in place (DeviceImpl::import_host),
-  /// keeping owner alive until the buffer is freed; returns an empty handle when the backend
-  /// cannot use host memory in place. Throws invalid_argument for a null or empty range (the
-  /// caller checks the alignment its elements need).
-  Buffer import_host(void* data, std::uint64_t bytes, std::shared_ptr<void> owner);
-  /// Returns true when import_host() uses host memory in place on this device (DeviceImpl::imports_host).
+  /// Makes a buffer of bytes of memory at data, used in place — host memory
+  /// (DeviceImpl::import_host) or, with device_memory, the device API's own memory another
+  /// library allocated (DeviceImpl::import_device) — keeping owner alive until the buffer is
+  /// freed; returns an empty handle when the backend cannot use that memory in place. Throws
+  /// invalid_argument for a null or empty range (the caller checks the alignment its elements need).
+  Buffer import_memory(void* data, std::uint64_t bytes, std::shared_ptr<void> owner, bool device_memory = false);
+  /// Returns the native queue of the device (DeviceImpl::native_stream): a CUstream, or 0.
+  std::uintptr_t native_stream() const noexcept {
+    return current_impl_.load(std::memory_order_acquire)->native_stream();
+  }
+  /// Returns true when import_memory() uses host memory in place on this device (DeviceImpl::imports_host).
   bool imports_host() const noexcept { return current_impl_.load(std::memory_order_acquire)->imports_host(); }
   /// Returns where buffer's bytes are for code outside vgpu (DeviceImpl::address).
   BufferAddress address(const Buffer& buffer);
@@ -333,7 +341,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   std::vector<std::weak_ptr<BatchState>> batches_;
   cache::MemoryCache<cache::KernelKey, std::shared_ptr<KernelState>, cache::KernelKeyHash> l1_;
   // Last: freed first, while everything it refers to still exists.
-  std::once_flag attachment_once_;
+  std::mutex attachment_mutex_;
   std::shared_ptr<void> attachment_;
 };
 

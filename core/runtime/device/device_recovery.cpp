@@ -60,12 +60,14 @@ void DeviceCore::rebuild(DeviceImpl& fresh, Rebuilt& out) {
   std::unordered_map<const BufferState*, BufferImpl*> new_buffer;
   std::unordered_map<const KernelState*, KernelImpl*> new_kernel;
   for (auto& b : buffers) {
-    // Imported host memory outlives the device: the fresh one uses it in place again.
-    auto impl = b->host_data ? fresh.import_host(b->host_data, b->size) : fresh.create_buffer(b->size);
+    // Memory used in place outlives the device: the fresh one uses it in place again.
+    auto impl = !b->imported         ? fresh.create_buffer(b->size)
+                : b->imported_device ? fresh.import_device(b->imported, b->size)
+                                     : fresh.import_host(b->imported, b->size);
     if (!impl)
-      fail(ErrorCategory::device_lost, "the reopened device no longer uses host memory in place.",
-           "copy the data into arrays of the device (Array::from_host) after the recovery.");
-    if (!b->host_data) counters_->allocations.fetch_add(1, std::memory_order_relaxed);
+      fail(ErrorCategory::device_lost, "the reopened device no longer reaches memory an array used in place.",
+           "make the array again from its owner's data (Array::from_host copies) after the recovery.");
+    if (!b->imported) counters_->allocations.fetch_add(1, std::memory_order_relaxed);
     new_buffer[b.get()] = impl.get();
     out.buffers.emplace_back(std::move(b), std::move(impl));
   }
@@ -144,13 +146,13 @@ void DeviceCore::recover() {
     // Nothing below throws: every state moves to the fresh device, its old object to the old host.
     std::size_t lost_buffers = 0;
     for (auto& [b, impl] : rebuilt.buffers) {
-      const std::uint64_t counted = b->host_data ? 0 : b->size;  // imported memory is not allocated
+      const std::uint64_t counted = b->imported ? 0 : b->size;  // imported memory is not allocated
       retire(b->device, std::move(b->impl), counted);
       // Counted here, not when rebuild() made it: a failed rebuild frees what it made uncounted.
       counters_->allocated_bytes.fetch_add(counted, std::memory_order_relaxed);
       b->impl = std::move(impl);
       b->device = host;
-      if (b->internal || b->host_data) {
+      if (b->internal || b->imported) {
         b->lost = LostContents{};
       } else {
         b->lost.lose_all(b->size);

@@ -58,18 +58,19 @@ constexpr Factory kOpengl = nullptr;
 
 // A backend's kind is the one its name makes (BackendKind::named).
 struct Entry {
-  const char* name;    // as in VGPU_BACKEND and device ids
-  const char* option;  // the CMake option that builds it
-  Factory make;        // null when built without it
-  TunerFactory tuner;  // how it runs the built-in ops (ComputeBackend::op_tuner's default)
+  const char* name;             // as in VGPU_BACKEND and device ids
+  const char* option;           // the CMake option that builds it
+  Factory make;                 // null when built without it
+  TunerFactory tuner;           // how it runs the built-in ops (ComputeBackend::op_tuner's default)
+  BufferAddress::Space memory;  // what its buffers' addresses are to other code (DLPack's device type)
 };
 
 // Preference order: selection measures, but this order breaks ties and orders listings.
 const Entry kRegistry[] = {
-    {"cuda", "VGPU_WITH_CUDA", kCuda, kCudaTuner},
-    {"vulkan", "VGPU_WITH_VULKAN", kVulkan, kernels::configured_gpu_builtin_tuner},
-    {"opengl", "VGPU_WITH_OPENGL", kOpengl, kernels::configured_gpu_builtin_tuner},
-    {"cpu", "(always built)", make_cpu_backend, cpu::cpu_op_tuner},
+    {"cuda", "VGPU_WITH_CUDA", kCuda, kCudaTuner, BufferAddress::Space::cuda_device},
+    {"vulkan", "VGPU_WITH_VULKAN", kVulkan, kernels::configured_gpu_builtin_tuner, BufferAddress::Space::none},
+    {"opengl", "VGPU_WITH_OPENGL", kOpengl, kernels::configured_gpu_builtin_tuner, BufferAddress::Space::none},
+    {"cpu", "(always built)", make_cpu_backend, cpu::cpu_op_tuner, BufferAddress::Space::host},
 };
 
 // The rules of backends vgpu does not register, by kind: a backend's kind is fixed for the
@@ -103,6 +104,13 @@ std::vector<std::unique_ptr<ComputeBackend>> make_compiled_backends(
   for (const Entry& e : kRegistry)
     if (e.make) backends.push_back(e.make(settings));
   return backends;
+}
+
+std::optional<BackendKind> backend_for_memory(BufferAddress::Space space) {
+  if (space == BufferAddress::Space::none) return std::nullopt;
+  for (const Entry& e : kRegistry)
+    if (e.memory == space) return BackendKind::named(e.name);
+  return std::nullopt;
 }
 
 std::shared_ptr<const OpTuner> registered_op_tuner(BackendKind kind) {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "vgpu/backend/compute_backend.hpp"
 #include "vgpu/backend/backend_settings.hpp"
+#include "vgpu/backend/device_impl.hpp"
 
 namespace vgpu::detail {
 
@@ -29,6 +31,9 @@ void remember_op_tuner(const ComputeBackend& backend);
 /// wrappers their inner backend's) or else the one registered for its kind; null when neither
 /// exists (its devices run no built-in ops).
 std::shared_ptr<const OpTuner> op_tuner_of(const ComputeBackend& backend);
+/// Returns the backend whose devices' memory is space to other code (host memory: the CPU
+/// backend; CUDA device memory: the CUDA backend), or nothing for none.
+std::optional<BackendKind> backend_for_memory(BufferAddress::Space space);
 /// Returns the CMake option that controls a backend, e.g. "VGPU_WITH_VULKAN".
 const char* build_option(BackendKind kind);
 

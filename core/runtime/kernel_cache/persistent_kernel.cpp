@@ -99,7 +99,22 @@ PersistentKernel::PersistentKernel(Device device, KernelPlan plan)
     if (!t.scratch) visible_.push_back(i);
     if (t.scratch || !in_place_) allocate(i);
   }
-  if (!in_place_) record_staged();
+  views_.resize(visible_.size());
+  if (!in_place_) {
+    record_staged();
+    return;
+  }
+  // In place, calls bind the caller's memory; the plan's bindings are still checked now, so a
+  // malformed plan is refused here, naming its step, as on every device: the steps are recorded
+  // once over views of the tensors' sizes at a placeholder address (checked, never run).
+  alignas(64) static std::byte placeholder[64];
+  std::vector<Buffer> by_tensor = buffers_;
+  detail::DeviceCore& core = detail::DeviceAccess::core(device_);
+  for (std::uint32_t v : visible_) {
+    const TensorSpec& t = plan_.tensors[v];
+    by_tensor[v] = core.import_memory(placeholder, tensor_bytes(t.shape, t.dtype), nullptr);
+  }
+  (void)detail::record_plan(device_, plan_, kernels_, by_tensor);
 }
 
 void PersistentKernel::allocate(std::uint32_t tensor) {
@@ -279,15 +294,23 @@ bool PersistentKernel::call_in_place(std::span<const TensorArg> args, const std:
   }
   if (!same) {
     detail::DeviceCore& core = detail::DeviceAccess::core(device_);
+    const bool had = bound_.size() == args.size();
     for (std::size_t a = 0; a < args.size(); ++a) {
+      if (had && bound_[a] == addresses_[a]) continue;  // this tensor's view still fits (a new output, say)
       const TensorSpec& t = plan_.tensors[visible_[a]];
       // Only for the call: the caller's memory outlives it, and the buffer (a view, kept for a
       // next call at the same addresses) is never used without the caller passing it again.
-      Buffer b = core.import_host(const_cast<void*>(addresses_[a]), tensor_bytes(t.shape, t.dtype), nullptr);
-      if (!b) return false;
-      buffers_[visible_[a]] = std::move(b);
+      Buffer b = core.import_memory(const_cast<void*>(addresses_[a]), tensor_bytes(t.shape, t.dtype), nullptr);
+      if (!b) {
+        bound_.clear();  // some views were replaced: none is known to fit any more
+        return false;
+      }
+      views_[a] = std::move(b);
     }
-    in_place_batch_ = detail::record_plan(device_, plan_, kernels_, buffers_);
+    // The scratch tensors' buffers, and the views at the caller's tensors.
+    std::vector<Buffer> by_tensor = buffers_;
+    for (std::size_t a = 0; a < args.size(); ++a) by_tensor[visible_[a]] = views_[a];
+    in_place_batch_ = detail::record_plan(device_, plan_, kernels_, by_tensor);
     bound_ = addresses_;
   }
   for (std::size_t a = 0; a < args.size(); ++a) {

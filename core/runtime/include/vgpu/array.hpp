@@ -27,9 +27,9 @@ enum class ArrayMemory {
 
 /// A dense, C-contiguous (row-major) n-d array of one dtype on one Device. A shared handle:
 /// copies refer to the same elements (as a numpy view does); copy() makes new ones. Its memory
-/// is a device buffer, or, for from_external on a CPU device, the caller's own memory used in
-/// place. Ops on arrays (vgpu/array_ops.hpp) run where the arrays are and return arrays there:
-/// nothing reaches the host until read(); arrays on different devices are never mixed silently
+/// is a device buffer, or, for from_external, the caller's own memory (host memory on a CPU
+/// device, CUDA memory on a CUDA device) used in place. Ops on arrays (vgpu/array_ops.hpp) run where the arrays are and
+/// return arrays there: nothing reaches the host until read(); arrays on different devices are never mixed silently
 /// (to() moves one). A zero-element array (a dimension of 0) holds no buffer. An Array keeps
 /// its Device open (past its Runtime); when the device is lost, reading an array whose data
 /// lived on it throws device_lost with a Fix (write() it again), while arrays over host memory
@@ -54,14 +54,21 @@ class VGPU_API Array {
   /// Returns an array over memory the caller owns, used in place (zero-copy): data() returns
   /// data itself, kernels read and write it there. release runs once the array and every op
   /// that used it are done with the memory (it may be empty), on whatever thread drops the last
-  /// reference. Supported where the device reaches that memory: host memory on a CPU device
-  /// (aligned to its elements' size). Throws not_supported on other devices (copy it in with
-  /// from_host) and invalid_argument for null, misaligned or empty data; release does not run
-  /// when it throws.
-  static Array from_external(const Device& device, void* data, DType dtype, Shape shape, std::function<void()> release);
+  /// reference. memory says what data is: host memory, used in place on a CPU device (aligned
+  /// to its elements' size), or a CUDA device pointer of device's GPU (another library's
+  /// allocation: torch, CuPy), used in place on a CUDA device. Throws not_supported where the
+  /// device cannot reach that memory (copy it in with from_host) and invalid_argument for
+  /// null, misaligned or empty data; release does not run when it throws.
+  static Array from_external(const Device& device, void* data, DType dtype, Shape shape, std::function<void()> release,
+                             ArrayMemory memory = ArrayMemory::host);
 
   /// Returns true when from_external uses host memory in place on device (a CPU device).
   static bool uses_host_memory(const Device& device);
+  /// Returns the device of Runtime::global() whose memory is memory, with index within its
+  /// backend: host memory → the CPU device (index 0 for the first), a CUDA device pointer →
+  /// that GPU's CUDA device (its ordinal). Where a DLPack producer's tensor can be used in
+  /// place. Throws invalid_argument for device_only, unavailable when no such device is here.
+  static Device device_for(ArrayMemory memory, std::uint32_t index);
 
   /// Returns the device the array lives on.
   const Device& device() const;

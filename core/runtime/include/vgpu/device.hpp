@@ -238,6 +238,9 @@ class VGPU_API Device {
   /// recovers it first (see "Device loss and recovery" above).
   bool lost() const;
 
+  /// Returns the native queue vgpu's work on this device runs on — a CUstream on CUDA, 0 on
+  /// the other backends — for libraries that order their work with vgpu's (DLPack's stream).
+  std::uintptr_t native_stream() const;
   /// Returns true when the handle refers to an open device.
   explicit operator bool() const noexcept { return static_cast<bool>(core_); }
   /// Returns true when both handles refer to the same opened device.

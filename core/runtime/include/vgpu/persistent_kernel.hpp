@@ -51,7 +51,7 @@ class VGPU_API TensorArg {
 /// A kernel compiled, allocated and bound in its constructor; a call only uploads the
 /// inputs, submits the recorded batch and reads the outputs back, so changing only data
 /// compiles, allocates and binds nothing. On a device that uses host memory in place (the
-/// CPU device; DeviceImpl::imports_host) a call copies nothing: the kernel reads the inputs
+/// CPU device; Array::uses_host_memory) a call copies nothing: the kernel reads the inputs
 /// where they are and writes the outputs into the caller's memory (a call at new addresses
 /// binds them; one at the last call's addresses reuses that binding). Memory that is not
 /// 4-byte aligned, or an output that overlaps another tensor, is staged through buffers of its
@@ -134,6 +134,7 @@ class VGPU_API PersistentKernel {
   bool in_place_ = false;               // the device uses host memory in place
   Batch in_place_batch_;                // the steps over the last in-place call's memory
   std::vector<const void*> bound_;      // the addresses in_place_batch_ was recorded for
+  std::vector<Buffer> views_;           // per argument: the view of the caller's memory it binds
   std::vector<const void*> addresses_;  // scratch of call_in_place, reused
   // One round trip's copies, built once: a call only points them at the caller's data.
   std::vector<HostWrite> writes_;

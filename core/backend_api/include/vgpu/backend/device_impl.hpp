@@ -154,6 +154,14 @@ class DeviceImpl {
   /// Returns true when import_host() uses host memory in place (a CPU device), so callers can
   /// skip staging copies altogether; false (the default) when it returns null.
   virtual bool imports_host() const noexcept { return false; }
+  /// Makes a buffer of bytes of this device's own API memory at ptr (a CUDA device pointer
+  /// another library allocated in the same context), in place; the memory is the caller's.
+  /// Returns null when the backend does not import such memory or ptr is not this device's
+  /// (the default: null).
+  virtual std::unique_ptr<BufferImpl> import_device(void* /*ptr*/, std::uint64_t /*bytes*/) { return nullptr; }
+  /// Returns the native queue vgpu's work on this device runs on (a CUstream), for exchanges
+  /// that order work across libraries (DLPack's stream argument); 0 where there is none.
+  virtual std::uintptr_t native_stream() const noexcept { return 0; }
   /// Returns where buffer's first byte is, for code outside vgpu (none: not reachable; the default).
   virtual BufferAddress address(BufferImpl& /*buffer*/) { return {}; }
   /// Copies host data into the buffer after earlier submitted work that may use it.
