@@ -4,7 +4,8 @@
 
   1. Cache.matmul on cpu:0 from Python at N = 16, 64, 256, 1024, 4096, the same call in C++
      (vgpu-bench-python-ref, run now), numpy's A @ B and torch's (CPU tensors over the same
-     memory): per-call medians of interleaved samples and the ratios numpy / vgpu (goal ≥ 1.0)
+     memory): per-call medians of samples taken in blocks (each library's thread pool idle
+     before the next one's block) and the ratios numpy / vgpu (goal ≥ 1.0)
      and torch / vgpu (goal ≥ 0.95). Python − C++ at N = 16 is the binding's overhead (goal ≤ 1 µs).
   2. DLPack exchange: vgpu.from_dlpack(torch tensor) and torch.from_dlpack(vgpu array), per call
      (goal ≤ 5 µs), each checked to share the address (0 bytes copied).
@@ -48,8 +49,12 @@ def per_call(fn, calls):
     return (time.perf_counter() - t0) / calls
 
 
-def interleaved(cases, rounds, target):
-    """Median seconds per call of each case, sampled round-robin (one sample of each per round)."""
+def blocks(cases, rounds, target):
+    """Median seconds per call of each case, sampled in blocks: each case's samples back to back,
+    the cases in turn, three turns. Per-call round-robin would time each library while the
+    others' thread pools still spin (torch's OpenMP and numpy's OpenBLAS threads busy-wait after
+    a call, vgpu's oneTBB workers too), which measured the contention, not the libraries; a
+    pause before each block lets the previous library's threads go to sleep."""
     inner = []
     for fn in cases:
         fn()  # warm-up
@@ -58,9 +63,12 @@ def interleaved(cases, rounds, target):
             n *= 2
         inner.append(n)
     samples = [[] for _ in cases]
-    for _ in range(rounds):
+    for _ in range(3):
         for i, fn in enumerate(cases):
-            samples[i].append(per_call(fn, inner[i]))
+            time.sleep(0.3)
+            fn()
+            for _ in range(max(1, rounds // 3)):
+                samples[i].append(per_call(fn, inner[i]))
     return [statistics.median(s) for s in samples]
 
 
@@ -90,7 +98,7 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     sizes = [16, 64, 256] if args.quick else [16, 64, 256, 1024, 4096]
-    rounds = 5 if args.quick else 11
+    rounds = 6 if args.quick else 12
     print(f"# arrays_cpu.py{'  (--quick)' if args.quick else ''}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} hardware threads; "
           f"numpy {np.__version__}, torch {torch.__version__ if torch else 'absent'}, vgpu {vgpu.__version__}")
@@ -113,7 +121,7 @@ def main():
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
             cases.append(lambda: ta @ tb)
         target = 0.002 if args.quick else 0.02
-        t = interleaved(cases, rounds, target)
+        t = blocks(cases, rounds, target)
         calls = max(1, int(target / max(t[0], 1e-9)))
         cpp = cpp_reference(n, rounds, calls)
         tv, tn = t[0], t[1]
@@ -128,7 +136,7 @@ def main():
         arr = vgpu.asarray(np.ones((256, 256), np.float32), device="cpu:0")
         if vgpu.from_dlpack(t).data_ptr != t.data_ptr() or torch.from_dlpack(arr).data_ptr() != arr.data_ptr:
             results["errors"].append("DLPack exchange copied (addresses differ)")
-        imp, exp = interleaved([lambda: vgpu.from_dlpack(t), lambda: torch.from_dlpack(arr)], rounds, 0.01)
+        imp, exp = blocks([lambda: vgpu.from_dlpack(t), lambda: torch.from_dlpack(arr)], rounds, 0.01)
         results["dlpack"] = {"vgpu_from_torch_s": imp, "torch_from_vgpu_s": exp}
         print(f"\nDLPack, per call (goal ≤ 5 µs, 0 bytes copied: addresses checked): vgpu.from_dlpack(torch) "
               f"{fmt(imp)}, torch.from_dlpack(vgpu) {fmt(exp)}")

@@ -303,7 +303,8 @@ void bind_arrays(py::module_& m) {
         return Array::empty(d, dtype.is_none() ? DType::f32 : dtype_arg(dtype, "dtype"), shape_arg(shape));
       },
       py::arg("shape"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("device") = py::none(),
-      "empty(shape, dtype=float32, *, device=None) -> vgpu.Array (its elements are zero, as every vgpu allocation).");
+      "empty(shape, dtype=float32, *, device=None) -> vgpu.Array with uninitialised elements (memory of a dropped "
+      "array may be reused); zeros() for zeros.");
   m.def(
       "zeros",
       [](py::handle shape, py::object dtype, py::object device) {

@@ -14,14 +14,28 @@ namespace vgpu {
 namespace {
 
 std::shared_ptr<const detail::ArrayState> make_state(Device device, Buffer buffer, DType dtype, Shape shape,
-                                                     bool external) {
+                                                     bool external,
+                                                     std::shared_ptr<detail::PooledStorage> storage = nullptr) {
   auto s = std::make_shared<detail::ArrayState>();
   s->device = std::move(device);
+  s->storage = std::move(storage);
   s->buffer = std::move(buffer);
   s->dtype = dtype;
   s->shape = std::move(shape);
   s->external = external;
   return s;
+}
+
+// The state of a new array of bytes on device: a buffer from the device's pool when reuse is
+// allowed and one of that size is free, else a new (zeroed) allocation; either way given back
+// to the pool when the last array over it goes.
+std::shared_ptr<const detail::ArrayState> pooled_state(const Device& device, DType dtype, Shape shape,
+                                                       std::uint64_t bytes, bool reuse) {
+  if (bytes == 0) return make_state(device, Buffer(), dtype, std::move(shape), false);
+  Buffer buffer = reuse ? detail::device_arrays(device).pool.take(bytes) : Buffer();
+  if (!buffer) buffer = detail::DeviceAccess::core(device).create_buffer(bytes);
+  auto storage = std::make_shared<detail::PooledStorage>(device, buffer);
+  return make_state(device, std::move(buffer), dtype, std::move(shape), false, std::move(storage));
 }
 
 void require_device(const Device& device, const char* what) {
@@ -50,14 +64,15 @@ Array Array::empty(const Device& device, DType dtype, Shape shape) {
   require_device(device, "Array::empty");
   require_dtype(dtype, "Array::empty");
   const std::uint64_t bytes = tensor_bytes(shape, dtype);  // checked: throws past 64 bits
-  Buffer buffer = bytes ? detail::DeviceAccess::core(device).create_buffer(bytes) : Buffer();
-  return Array(make_state(device, std::move(buffer), dtype, std::move(shape), false));
+  return Array(pooled_state(device, dtype, std::move(shape), bytes, true));
 }
 
 Array Array::zeros(const Device& device, DType dtype, Shape shape) {
-  // Every backend zeroes a new allocation (DeviceImpl::create_buffer's contract), so a new
-  // buffer is already all zeros.
-  return empty(device, dtype, std::move(shape));
+  require_device(device, "Array::zeros");
+  require_dtype(dtype, "Array::zeros");
+  // A new allocation: every backend zeroes one (DeviceImpl::create_buffer's contract).
+  const std::uint64_t bytes = tensor_bytes(shape, dtype);
+  return Array(pooled_state(device, dtype, std::move(shape), bytes, false));
 }
 
 Array Array::from_host(const Device& device, DType dtype, Shape shape, const void* data) {
@@ -213,7 +228,7 @@ Array Array::reshape(Shape shape) const {
          "cannot reshape " + describe() + " to " + vgpu::to_string(shape) + ": " +
              std::to_string(element_count(s.shape)) + " elements against " + std::to_string(element_count(shape)) + ".",
          "pass a shape with the same number of elements.");
-  return Array(make_state(s.device, s.buffer, s.dtype, std::move(shape), s.external));
+  return Array(make_state(s.device, s.buffer, s.dtype, std::move(shape), s.external, s.storage));
 }
 
 std::string Array::describe() const {

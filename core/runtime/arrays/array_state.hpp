@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "buffer_pool.hpp"
 #include "vgpu/array.hpp"
 #include "vgpu/log.hpp"
 
@@ -12,7 +13,10 @@ namespace vgpu::detail {
 /// The state behind an Array handle. Thread-safety: immutable once made (handles share it).
 struct ArrayState {
   Device device;
-  Buffer buffer;  // empty when the array has no elements
+  // Owns a pooled buffer for every array over it (reshapes share it): the last one to go gives
+  // it back to the device's pool. Null for the caller's memory and zero-element arrays.
+  std::shared_ptr<PooledStorage> storage;
+  Buffer buffer;  // empty when the array has no elements (destroyed before storage: see above)
   DType dtype = DType::f32;
   Shape shape;
   bool external = false;  // the caller's memory, used in place (Array::from_external)

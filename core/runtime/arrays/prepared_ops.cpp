@@ -2,6 +2,7 @@
 // core/runtime/arrays/prepared_ops.cpp — built-in ops planned once per (device, op, shape), run on arrays.
 #include "prepared_ops.hpp"
 
+#include "buffer_pool.hpp"
 #include "device_core.hpp"
 #include "plan_batch.hpp"
 #include "vgpu/error.hpp"
@@ -41,8 +42,7 @@ std::shared_ptr<const PreparedOp> PreparedOps::get(const Device& device, const s
 }
 
 void run_prepared(const Device& device, const std::string& op, const Shape& shape, std::span<const Array> args) {
-  const std::shared_ptr<const PreparedOp> p =
-      DeviceAccess::core(device).attachment<PreparedOps>().get(device, op, shape);
+  const std::shared_ptr<const PreparedOp> p = device_arrays(device).ops.get(device, op, shape);
   if (args.size() != p->visible.size())
     fail(ErrorCategory::internal,
          "op '" + op + "' takes " + std::to_string(p->visible.size()) + " arrays, but was run with " +

@@ -242,6 +242,9 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   /// (PersistentKernel, QueuePipeline) checks before that lock.
   void check_not_inside() const;
 
+  /// Returns true when buffer is the only handle to its memory (no copy, no binding holds it).
+  bool sole_handle(const Buffer& buffer) const noexcept { return buffer.state_ && buffer.state_.use_count() == 1; }
+
   /// Returns the state behind a handle after checking it belongs to this device.
   BufferState& own(const Buffer& buffer, const char* what) const;
   KernelState& own(const Kernel& kernel) const;

@@ -42,12 +42,13 @@ class VGPU_API Array {
   /// An empty handle (no device, no elements); operator bool is false.
   Array() = default;
 
-  /// Returns a new array of shape on device; its elements are zero (every vgpu allocation is
-  /// zeroed), but use zeros() to say so. Any device stores any dtype; ops say which they compute
-  /// in. Throws invalid_argument for a shape whose byte size does not fit 64 bits,
-  /// out_of_memory when the device is full.
+  /// Returns a new array of shape on device with uninitialised elements: its memory may be
+  /// that of an array dropped earlier on the device (a per-device pool keeps dropped arrays'
+  /// buffers, up to 256 MiB, so a chain of ops allocates nothing in its steady state). Any
+  /// device stores any dtype; ops say which they compute in. Throws invalid_argument for a
+  /// shape whose byte size does not fit 64 bits, out_of_memory when the device is full.
   static Array empty(const Device& device, DType dtype, Shape shape);
-  /// Returns a new array of shape on device with every element zero.
+  /// Returns a new array of shape on device with every element zero (a new allocation, zeroed).
   static Array zeros(const Device& device, DType dtype, Shape shape);
   /// Returns a new array on device holding a copy of the element_count(shape) elements at data.
   static Array from_host(const Device& device, DType dtype, Shape shape, const void* data);
