@@ -317,7 +317,9 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
       // The producer orders its pending work before vgpu's stream (DLPack's stream argument),
       // so vgpu's kernels read the tensor's final values without a full synchronize.
       cuda = device ? *device : Array::device_for(ArrayMemory::cuda_device, static_cast<std::uint32_t>(id));
-      cap = obj.attr("__dlpack__")(py::arg("stream") = py::int_(cuda->native_stream()));
+      // (A device without a stream — one that cannot take the memory anyway — asks for none.)
+      const std::uintptr_t stream = cuda->native_stream();
+      cap = stream ? obj.attr("__dlpack__")(py::arg("stream") = py::int_(stream)) : obj.attr("__dlpack__")();
     } else {
       cap = obj.attr("__dlpack__")();
     }
