@@ -325,7 +325,8 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
     }
   } else {
     fail(ErrorCategory::invalid_argument,
-         "from_dlpack got a " + text(py::type::handle_of(obj).attr("__name__")) + ", which does not export DLPack (__dlpack__).",
+         "from_dlpack got a " + text(py::type::handle_of(obj).attr("__name__")) +
+             ", which does not export DLPack (__dlpack__).",
          "pass a torch tensor, a numpy array (≥ 1.22), a CuPy/JAX array or a DLPack capsule.");
   }
   if (!PyCapsule_IsValid(cap.ptr(), "dltensor"))
