@@ -25,6 +25,12 @@ std::optional<Device> optional_device(py::handle obj) {
   return device_arg(obj);
 }
 
+// The device an argument names, or the default device for None.
+Device device_or_default(py::handle obj) {
+  if (obj.is_none()) return Runtime::global().default_device();
+  return device_arg(obj);
+}
+
 std::optional<DType> optional_dtype(py::handle obj) {
   if (obj.is_none()) return std::nullopt;
   return dtype_arg(obj, "dtype");
@@ -94,6 +100,17 @@ std::optional<Device> array_device(std::initializer_list<py::handle> operands) {
 
 }  // namespace
 
+py::array matmul_output(py::handle out, const Shape& shape, const char* op) {
+  if (out.is_none()) return new_array(DType::f32, shape);
+  py::array result = output_array(out, DType::f32, "out");
+  if (shape_of(result) != shape)
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + ": out has shape " + to_string(shape_of(result)) + " but A @ B has shape " +
+             to_string(shape) + ".",
+         "pass out=numpy.empty(" + to_string(shape) + ", dtype=numpy.float32), or leave out=None.");
+  return result;
+}
+
 // np.matmul on host data or arrays: shared by vgpu.matmul and Cache.matmul's stacked case.
 py::object matmul_any(py::handle a_obj, py::handle b_obj, py::handle out, py::handle dtype,
                       std::optional<Device> device, const char* op) {
@@ -122,17 +139,7 @@ py::object matmul_any(py::handle a_obj, py::handle b_obj, py::handle out, py::ha
   }
   // Host in, host out: the result goes into a numpy array (out= or a new one), written in
   // place where the device uses host memory.
-  py::array result;
-  if (out.is_none()) {
-    result = new_array(DType::f32, shape);
-  } else {
-    result = output_array(out, DType::f32, "out");
-    if (shape_of(result) != shape)
-      fail(ErrorCategory::invalid_argument,
-           std::string(op) + ": out has shape " + to_string(shape_of(result)) + " but A @ B has shape " +
-               to_string(shape) + ".",
-           "pass out=numpy.empty(" + to_string(shape) + ", dtype=numpy.float32), or leave out=None.");
-  }
+  py::array result = matmul_output(out, shape, op);
   if (element_count(shape) == 0) return result;
   const Array c = Array::uses_host_memory(dev) ? host_array(result, dev, DType::f32, CopyMode::never, "out")
                                                : Array::empty(dev, DType::f32, shape);
@@ -299,7 +306,7 @@ void bind_arrays(py::module_& m) {
   m.def(
       "empty",
       [](py::handle shape, py::object dtype, py::object device) {
-        const Device d = device.is_none() ? Runtime::global().default_device() : device_arg(device);
+        const Device d = device_or_default(device);
         return Array::empty(d, dtype.is_none() ? DType::f32 : dtype_arg(dtype, "dtype"), shape_arg(shape));
       },
       py::arg("shape"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("device") = py::none(),
@@ -308,7 +315,7 @@ void bind_arrays(py::module_& m) {
   m.def(
       "zeros",
       [](py::handle shape, py::object dtype, py::object device) {
-        const Device d = device.is_none() ? Runtime::global().default_device() : device_arg(device);
+        const Device d = device_or_default(device);
         return Array::zeros(d, dtype.is_none() ? DType::f32 : dtype_arg(dtype, "dtype"), shape_arg(shape));
       },
       py::arg("shape"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("device") = py::none(),

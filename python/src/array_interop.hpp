@@ -45,6 +45,9 @@ pybind11::capsule to_dlpack(const Array& a);
 /// float32 (the opt-in); otherwise throws NotSupported naming numpy's result dtype and the Fix.
 DType matmul_compute_dtype(pybind11::handle a, pybind11::handle b, pybind11::handle cast, std::string_view op);
 
+/// Returns the numpy array a host matmul writes its result of shape into: out (a writeable,
+/// C-contiguous float32 array of exactly that shape, else InvalidArgument naming op) or a new one.
+pybind11::array matmul_output(pybind11::handle out, const Shape& shape, const char* op);
 /// np.matmul of a and b (vgpu.matmul): on the device of a vgpu.Array operand, returning an
 /// Array (or writing out, an Array); else on device (default device when empty), returning a
 /// numpy array (out, or a new one). dtype: None or the float32 opt-in; op names the caller.

@@ -164,19 +164,7 @@ void bind_cache(py::module_& m) {
               const Device d = cache.device();
               return matmul_any(a, b, out, py::none(), d ? std::optional<Device>(d) : std::nullopt, "matmul");
             }
-            py::array c;
-            if (out.is_none()) {
-              c = new_array(DType::f32, shape);
-            } else {
-              c = output_array(out, DType::f32, "out");
-              if (shape_of(c) != shape)
-                fail(ErrorCategory::invalid_argument,
-                     "matmul: out has shape " + py::str(c.attr("shape")).cast<std::string>() + " but A @ B has shape " +
-                         to_string(shape) + ".",
-                     "Pass out=numpy.empty(" + to_string(shape) +
-                         ", dtype=numpy.float32), or leave out=None for a "
-                         "new array.");
-            }
+            py::array c = matmul_output(out, shape, "matmul");
             // B is one matrix: A's rows (a stack of them is one C-contiguous block) times B, one call.
             const std::uint64_t k = as.back(), n = bs.size() == 1 ? 1 : bs.back();
             const std::uint64_t rows = element_count(as) / std::max<std::uint64_t>(k, 1);
