@@ -225,6 +225,46 @@ CONTRACT_CASE("arrays: matmul follows np.matmul's shape rules, one device and fl
   CHECK_FALSE(vgpu::promote_types(DType::i8, DType::u8).has_value());  // numpy: int16
 }
 
+CONTRACT_CASE("arrays: a stack of products is one launch, broadcast batch dimensions included", "[arrays]",
+              every_backend) {
+  if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
+  vgpu::Device device = open_device(backend);
+  struct Case {
+    Shape a, b;
+    std::uint64_t launches;  // dispatches of one call
+  };
+  const Case cases[] = {
+      {{5, 17, 19}, {5, 19, 23}, 1},                // equal stacks, sizes off every tile and vector width
+      {{3, 64, 64}, {3, 64, 64}, 1},                // whole tiles: the vector path at each matrix's offset
+      {{17, 19}, {6, 19, 23}, 1},                   // one A against a stack of B
+      {{2, 1, 9, 32}, {3, 32, 64}, 1},              // A walks the outer dimension, B the inner one
+      {{2, 3, 4, 5}, {2, 3, 5, 6}, 1},              // two batch dimensions both walk: one merged run
+      {{2, 1, 3, 1, 4, 5}, {1, 2, 1, 2, 5, 3}, 4},  // four alternating runs: a launch per outer pair
+  };
+  std::uint64_t seed = 300;
+  for (const Case& c : cases) {
+    INFO("A " << vgpu::to_string(c.a) << " @ B " << vgpu::to_string(c.b));
+    const std::vector<float> a = random_floats(vgpu::element_count(c.a), ++seed);
+    const std::vector<float> b = random_floats(vgpu::element_count(c.b), ++seed);
+    const Array A = floats_on(device, a, c.a), B = floats_on(device, b, c.b);
+    const Shape out_shape = vgpu::matmul_shape(c.a, c.b);
+    // Poisoned: every element of the result must be written.
+    const Array out = floats_on(device, std::vector<float>(vgpu::element_count(out_shape), kNaN), out_shape);
+    vgpu::matmul(A, B, out);  // the first call plans the stack (and may time matmul's variants)
+    device.synchronize();
+    const vgpu::CounterSnapshot before = device.counters();
+    vgpu::matmul(A, B, out);
+    device.synchronize();
+    const vgpu::CounterSnapshot during = device.counters() - before;
+    CHECK(during.dispatches == c.launches);
+    CHECK(during.submits == 1);
+    CHECK(during.bytes_up == 0);
+    const Comparison cmp = compare(read_floats(out), numpy_matmul_reference(a, c.a, b, c.b));
+    INFO(cmp.describe());
+    CHECK(cmp.ok());
+  }
+}
+
 CONTRACT_CASE("arrays: memory of the caller's is used in place where the device reaches it, else refused", "[arrays]",
               every_backend) {
   if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);

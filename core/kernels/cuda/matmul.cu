@@ -22,6 +22,8 @@
 // Configuration: VGPU_MM_BM, _BN, _BK, _TM, _TN, _WM, _WN (backends/cuda/cuda_op_tuner.cpp picks
 // one per shape) and VGPU_MM_MIN_BLOCKS (blocks per SM the register budget must allow: 2 caps a
 // 256-thread block at 128 registers, 1 at 255). The launch block must be (BN/TN, BM/TM, 1).
+// VGPU_MM_BATCH=1: the params are kernel_abi.hpp's MatmulBatchParams and block z computes one
+// product of a stack (A, B and C move to that product's matrices first; the rest is unchanged).
 // VGPU_MM_STAGES (default 0: off, the register-prefetch path above and nothing else is compiled)
 // = S >= 2 gives the fast-path blocks an S-stage cp.async pipeline instead (issue 16: the
 // register prefetch lands just before its store and barrier, so global latency is exposed with
@@ -62,9 +64,20 @@
 #define VGPU_MM_STAGES 0
 #endif
 
+#ifndef VGPU_MM_BATCH
+#define VGPU_MM_BATCH 0
+#endif
+
+#if VGPU_MM_BATCH
+// kernel_abi.hpp's MatmulBatchParams: block z computes one product of the stacks.
+struct MatmulParams {
+  unsigned m, n, k, pad, first, inner, a_outer, a_inner, b_outer, b_inner, a_base, b_base, c_base, pad1, pad2, pad3;
+};
+#else
 struct MatmulParams {
   unsigned m, n, k, pad;
 };
+#endif
 
 namespace {
 
@@ -365,6 +378,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, VGPU_MM_MIN_BLOCKS)
 #else
   __shared__ __align__(16) TileA As;
   __shared__ __align__(16) TileB Bs;
+#endif
+#if VGPU_MM_BATCH
+  {  // this block's matrices of the stacks (offsets in whole matrices, 64-bit in elements)
+    const unsigned i = p.first + blockIdx.z;
+    A += (size_t)(p.a_base + (i / p.inner) * p.a_outer + (i % p.inner) * p.a_inner) * p.m * p.k;
+    B += (size_t)(p.b_base + (i / p.inner) * p.b_outer + (i % p.inner) * p.b_inner) * p.k * p.n;
+    C += (size_t)(p.c_base + i) * p.m * p.n;
+  }
 #endif
   const bool vectorisable =
       p.k % BK == 0u && p.n % 4u == 0u &&

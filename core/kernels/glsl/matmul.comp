@@ -25,7 +25,40 @@
 // VGPU_MM_NAIVE=1: one invocation per element of C and one loop over k, no shared memory — for
 // shapes where a tile would be mostly padding (a 16×16 product in a 64×64 tile) or the grid
 // would leave most of the device idle. The workgroup is 16×16.
+//
+// VGPU_MM_BATCH=1 (either variant): the params are kernel_abi.hpp's MatmulBatchParams and
+// workgroup z computes one product of a stack of matrices (no split-K: z is the product).
+#if defined(VGPU_MM_BATCH) && VGPU_MM_BATCH
+VGPU_PARAMS {
+  uint m; uint n; uint k; uint pad;
+  uint first; uint inner; uint a_outer; uint a_inner;
+  uint b_outer; uint b_inner; uint a_base; uint b_base;
+  uint c_base; uint pad1; uint pad2; uint pad3;
+} p;
+#else
 VGPU_PARAMS { uint m; uint n; uint k; uint pad; } p;
+#endif
+
+// Element offsets of this workgroup's A, B and C (C: its slice's partial product under
+// split-K), and the K range it sums.
+uint abase, bbase, cbase, kbegin, kend;
+void locate() {
+#if defined(VGPU_MM_BATCH) && VGPU_MM_BATCH
+  const uint i = p.first + gl_WorkGroupID.z;
+  abase = (p.a_base + (i / p.inner) * p.a_outer + (i % p.inner) * p.a_inner) * (p.m * p.k);
+  bbase = (p.b_base + (i / p.inner) * p.b_outer + (i % p.inner) * p.b_inner) * (p.k * p.n);
+  cbase = (p.c_base + i) * (p.m * p.n);
+  kbegin = 0u;
+  kend = p.k;
+#else
+  const uint slice = p.pad == 0u ? p.k : p.pad;
+  abase = 0u;
+  bbase = 0u;
+  cbase = gl_WorkGroupID.z * p.m * p.n;
+  kbegin = gl_WorkGroupID.z * slice;
+  kend = min(p.k, kbegin + slice);
+#endif
+}
 
 #if defined(VGPU_MM_NAIVE) && VGPU_MM_NAIVE
 
@@ -36,12 +69,11 @@ layout(std430, binding = 2) writeonly buffer BufC { float C[]; };
 void main() {
   const uint c = gl_GlobalInvocationID.x, r = gl_GlobalInvocationID.y;
   if (r >= p.m || c >= p.n) return;
-  const uint slice = p.pad == 0u ? p.k : p.pad;
-  const uint kbegin = gl_WorkGroupID.z * slice, kend = min(p.k, kbegin + slice);
+  locate();
   float s = 0.0;
-  uint a = r * p.k + kbegin, b = kbegin * p.n + c;
+  uint a = abase + r * p.k + kbegin, b = bbase + kbegin * p.n + c;
   for (uint q = kbegin; q < kend; ++q, ++a, b += p.n) s = fma(A[a], B[b], s);
-  C[gl_WorkGroupID.z * p.m * p.n + r * p.n + c] = s;
+  C[cbase + r * p.n + c] = s;
 }
 
 #else
@@ -90,11 +122,11 @@ shared vec4 Bs[2 * BK * (BN / 4)];    // [buf][kk][col / 4]
 vec4 ra[A_LOADS], rb[B_LOADS];  // the next step's tiles, in flight while the current one is multiplied
 
 float at_or_zero_a(uint r, uint c) {
-  const uint i = r * p.k + c;
+  const uint i = abase + r * p.k + c;
   return (r < p.m && c < p.k) ? A4[i >> 2][i & 3u] : 0.0;
 }
 float at_or_zero_b(uint r, uint c) {
-  const uint i = r * p.n + c;
+  const uint i = bbase + r * p.n + c;
   return (r < p.k && c < p.n) ? B4[i >> 2][i & 3u] : 0.0;
 }
 void store_c(uint i, float v) { C4[i >> 2][i & 3u] = v; }
@@ -106,7 +138,7 @@ void load_tiles(bool full, uint row0, uint col0, uint k0, uint tid) {
     if ((A_VEC % THREADS) != 0 && idx >= A_VEC) break;
     const uint r = row0 + idx / (BK / 4), c = k0 + (idx % (BK / 4)) * 4u;
     if (full)
-      ra[l] = A4[(r * p.k + c) >> 2];
+      ra[l] = A4[(abase + r * p.k + c) >> 2];
     else
       ra[l] = vec4(at_or_zero_a(r, c), at_or_zero_a(r, c + 1u), at_or_zero_a(r, c + 2u), at_or_zero_a(r, c + 3u));
   }
@@ -115,7 +147,7 @@ void load_tiles(bool full, uint row0, uint col0, uint k0, uint tid) {
     if ((B_VEC % THREADS) != 0 && idx >= B_VEC) break;
     const uint r = k0 + idx / (BN / 4), c = col0 + (idx % (BN / 4)) * 4u;
     if (full)
-      rb[l] = B4[(r * p.n + c) >> 2];
+      rb[l] = B4[(bbase + r * p.n + c) >> 2];
     else
       rb[l] = vec4(at_or_zero_b(r, c), at_or_zero_b(r, c + 1u), at_or_zero_b(r, c + 2u), at_or_zero_b(r, c + 3u));
   }
@@ -145,9 +177,7 @@ void main() {
   const uint tid = gl_LocalInvocationID.y * TX + gl_LocalInvocationID.x;
   const uint tx = tid % TX, ty = tid / TX;
   const uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
-  const uint slice = p.pad == 0u ? p.k : p.pad;
-  const uint kbegin = gl_WorkGroupID.z * slice, kend = min(p.k, kbegin + slice);
-  const uint cbase = gl_WorkGroupID.z * p.m * p.n;  // this slice's partial C (0 without split-K)
+  locate();
   const bool full = p.k % BK == 0u && p.n % 4u == 0u && row0 + BM <= p.m && col0 + BN <= p.n;
 
   vec4 acc[TM][TN / 4];

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "batched_matmul.hpp"
+#include "buffer_pool.hpp"
 #include "device_core.hpp"
 #include "plan_batch.hpp"
 #include "prepared_ops.hpp"
@@ -108,41 +110,26 @@ MatmulForm matmul_form(const Shape& as, const Shape& bs) {
              to_string(f.k) + ") must equal B's " + (bs.size() == 1 ? "only" : "second-to-last") + " dimension (" +
              to_string(f.b[f.b.size() - 2]) + ").",
          "transpose or reshape so that A is (…, M, K) and B is (…, K, N).");
-  // Batch dimensions broadcast from the right, as numpy's.
-  const std::size_t ab = f.a.size() - 2, bb = f.b.size() - 2, nb = std::max(ab, bb);
-  f.batch.assign(nb, 1);
-  for (std::size_t i = 0; i < nb; ++i) {
-    const std::uint64_t x = i < nb - ab ? 1 : f.a[i - (nb - ab)];
-    const std::uint64_t y = i < nb - bb ? 1 : f.b[i - (nb - bb)];
-    if (x != y && x != 1 && y != 1)
-      fail(ErrorCategory::invalid_argument,
-           "matmul: the batch dimensions of A " + to_string(as) + " and B " + to_string(bs) + " do not broadcast (" +
-               to_string(x) + " against " + to_string(y) + ").",
-           "give the stacks equal batch dimensions, or 1 where one should repeat (numpy's broadcasting).");
-    f.batch[i] = x == 1 ? y : x;
-  }
+  f.batch = detail::broadcast_batch(f.a, f.b, as, bs);
   return f;
 }
 
-// Row-major offset (in matrices) into an operand's stack of the broadcast batch index i.
-std::uint64_t stack_index(const Shape& operand, const Shape& batch, std::uint64_t i) {
-  const std::size_t ob = operand.size() - 2;
-  std::uint64_t index = 0, stride = 1;
-  for (std::size_t d = batch.size(); d-- > 0;) {
-    const std::uint64_t coord = i % batch[d];
-    i /= batch[d];
-    const std::size_t from_right = batch.size() - 1 - d;
-    if (from_right >= ob) continue;
-    const std::uint64_t dim = operand[ob - 1 - from_right];
-    if (dim != 1) index += coord * stride;
-    stride *= dim;
-  }
-  return index;
+// A stack in one launch (batched_matmul.hpp); false where the device cannot run it so.
+bool run_batched(const MatmulForm& f, const Array& a, const Array& b, const Array& c) {
+  const Device& device = a.device();
+  const std::shared_ptr<const detail::PreparedOp> p =
+      detail::device_arrays(device).ops.get(device, "matmul_batched" + to_string(f.a) + to_string(f.b),
+                                            [&](const Device& d) { return detail::batched_matmul_plan(d, f.a, f.b); });
+  if (!p) return false;
+  const Array args[] = {a, b, c};
+  detail::run_prepared(device, *p, args);
+  return true;
 }
 
-// One matrix of a stack: the op's buffers over matrix i of each operand. On a device that
-// uses host memory in place, views of the arrays' memory; otherwise device copies in and out
-// of scratch matrices (tmp), which the device orders with the launches.
+// A stack a product at a time, where one launch cannot run it (run_batched): the op's buffers
+// over matrix i of each operand. On a device that uses host memory in place, views of the
+// arrays' memory; otherwise device copies in and out of scratch matrices (tmp), which the
+// device orders with the launches.
 void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array& c) {
   const Device& device = a.device();
   detail::DeviceCore& core = detail::DeviceAccess::core(device);
@@ -166,7 +153,7 @@ void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array&
   }
   Device d = device;
   for (std::uint64_t i = 0; i < count; ++i) {
-    const std::uint64_t ia = stack_index(f.a, f.batch, i), ib = stack_index(f.b, f.batch, i);
+    const std::uint64_t ia = detail::stack_index(f.a, f.batch, i), ib = detail::stack_index(f.b, f.batch, i);
     if (views) {
       const Array args[] = {Array::from_external(device, pa + ia * a_bytes, DType::f32, matrix_a, [ka] {}),
                             Array::from_external(device, pb + ib * b_bytes, DType::f32, matrix_b, [kb] {}),
@@ -262,7 +249,7 @@ void matmul(const Array& a, const Array& b, const Array& out) {
       return;
     }
   }
-  run_stack(f, a, b, out);
+  if (!run_batched(f, a, b, out)) run_stack(f, a, b, out);
 }
 
 Array matmul(const Array& a, const Array& b) {

@@ -3,7 +3,9 @@
 // compiled once per device, then bound to the arrays of each call and submitted without waiting.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -33,6 +35,11 @@ class PreparedOps {
   /// Returns op (a vgpu::ops name) prepared for shape (its ops::plan shape) on device.
   std::shared_ptr<const PreparedOp> get(const Device& device, const std::string& op, const Shape& shape);
 
+  /// Returns the op stored under key, made with make(device) on first use: nullptr (also kept)
+  /// where make says the device cannot run it (nullopt).
+  std::shared_ptr<const PreparedOp> get(const Device& device, const std::string& key,
+                                        const std::function<std::optional<KernelPlan>(const Device&)>& make);
+
  private:
   std::mutex mutex_;
   LruMap<std::string, std::shared_ptr<const PreparedOp>> map_{PersistentLimits{64, PersistentLimits::kDefaultBytes}};
@@ -42,5 +49,8 @@ class PreparedOps {
 /// each on device and at least as large as its tensor): binds them, records the steps and
 /// submits them, returning without waiting for the device.
 void run_prepared(const Device& device, const std::string& op, const Shape& shape, std::span<const Array> args);
+
+/// Runs p (prepared on device) over args as run_prepared above.
+void run_prepared(const Device& device, const PreparedOp& p, std::span<const Array> args);
 
 }  // namespace vgpu::detail

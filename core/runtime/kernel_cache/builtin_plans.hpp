@@ -16,7 +16,8 @@
 #include "vgpu/kernel_plan.hpp"
 
 namespace vgpu {
-class OpTuner;  // vgpu/backend/op_tuning.hpp
+class OpTuner;    // vgpu/backend/op_tuning.hpp
+struct OpTuning;  // vgpu/backend/op_tuning.hpp
 }  // namespace vgpu
 
 namespace vgpu::detail {
@@ -33,6 +34,16 @@ class DeviceCore;
 /// core. Tests hand in tuners that force or offer other variants than the device's own.
 KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpTuner* tuner, const Shape& shape,
                         DeviceCore* core = nullptr);
+
+/// Returns matmul's tuning for m×k by k×n on info as tuner says, the variant measured on core
+/// where tuner offers several (null core: the rule's pick); the one choice behind matmul's and
+/// batched matmul's plans. Throws invalid_argument for a zero size.
+OpTuning matmul_tuning(const DeviceInfo& info, const OpTuner* tuner, DeviceCore* core, std::uint32_t m, std::uint32_t k,
+                       std::uint32_t n);
+
+/// Returns built-in op's source: every dialect vgpu ships (the CPU built-in op, the GLSL file
+/// glsl_file and its CUDA port of that name) plus t's own code, taken from t.
+KernelSource builtin_source(const std::string& op, const char* glsl_file, std::uint32_t params_size, OpTuning& t);
 
 /// Returns the tuner the plans of device's built-in ops use (its backend's, or the rule
 /// registered for it; null when it runs none). For tools that list the variants offered.

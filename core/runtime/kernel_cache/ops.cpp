@@ -100,26 +100,11 @@ OpTuning tune(const DeviceInfo& dev, const OpTuner* tuner, OpShape shape) {
   return t;
 }
 
-// Every built-in carries each dialect vgpu ships, so one source runs on any backend (plus the
-// backend's own code, when its tuner brings some); the options and group counts are what
-// differ per device.
-KernelSource builtin_source(const std::string& op, const char* glsl_file, std::uint32_t params_size, OpTuning& t) {
-  KernelSource s;
-  s.name = "vgpu." + op;
-  s.add_cpu_builtin(op);
-  s.add_glsl(std::string(kernels::builtin_glsl(glsl_file)));
-  const auto& cu = kernels::builtin_cuda(glsl_file);  // the CUDA port has the GLSL file's name
-  s.add_cuda(std::string(cu.source), std::string(cu.entry));
-  if (t.code) s.add(std::move(*t.code));
-  s.params_size = params_size;
-  return s;
-}
-
 KernelPlan elementwise(const char* op, const DeviceInfo& dev, const OpTuner* tuner, std::uint64_t n64, bool is_axpy) {
   const std::uint32_t n = to_u32(op, "n", n64);
   OpTuning t = tune(dev, tuner, OpShape{op, 1, 1, n});
   KernelPlan p;
-  p.source = builtin_source(op, is_axpy ? "axpy" : "elementwise", sizeof(ElementwiseParams), t);
+  p.source = detail::builtin_source(op, is_axpy ? "axpy" : "elementwise", sizeof(ElementwiseParams), t);
   p.options = std::move(t.options);
   if (is_axpy) {
     p.source.bindings = {elementwise_decl(0, Access::read, "a", true), elementwise_decl(1, Access::read, "x", false),
@@ -152,7 +137,7 @@ namespace {
 KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n, OpTuning t) {
   check_tuning(dev, "matmul", t);
   KernelPlan p;
-  p.source = builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
+  p.source = detail::builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
   p.options = std::move(t.options);
   // Sizes come from the params at dispatch time, so any shape validates against the buffers.
   // C (which 2) holds one partial product per K slice under split-K (pad: the slice length).
@@ -259,23 +244,7 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
 // The matmul plan; with core, the variant measured on that open device (variant_choice.hpp).
 KernelPlan matmul_on(const DeviceInfo& dev, const OpTuner* tuner, detail::DeviceCore* core, std::uint32_t m,
                      std::uint32_t k, std::uint32_t n) {
-  require_positive("matmul", "M", m);
-  require_positive("matmul", "K", k);
-  require_positive("matmul", "N", n);
-  const OpShape shape{"matmul", m, k, n};
-  const OpTuner& rule = require_tuner(dev, tuner, shape);
-  // Where the backend offers several variants, the measured choice (variant_choice.hpp) picks
-  // one: timed once per device and size class, then read from memory or the disk store.
-  std::vector<OpTuning> candidates = rule.candidates(shape, dev);
-  if (candidates.empty())
-    fail(ErrorCategory::internal,
-         "the " + std::string(to_string(dev.backend)) + " backend offered no matmul variant for " + dev.id() + ".",
-         "report this with the output of vgpu-probe.");
-  std::size_t pick = 0;
-  if (core && candidates.size() > 1)
-    pick = detail::choose_variant(*core, shape, candidates,
-                                  [&](const OpTuning& t) { return matmul_plan(dev, m, k, n, t); });
-  return matmul_plan(dev, m, k, n, std::move(candidates[pick]));
+  return matmul_plan(dev, m, k, n, detail::matmul_tuning(dev, tuner, core, m, k, n));
 }
 
 }  // namespace
@@ -302,7 +271,7 @@ KernelPlan reduce_sum_with(const DeviceInfo& dev, const OpTuner* tuner, std::uin
   OpTuning t = tune(dev, tuner, OpShape{"reduce_sum", 1, 1, n});
   const std::uint64_t block = t.per_group_x;  // inputs one group sums per pass
   KernelPlan p;
-  p.source = builtin_source("reduce_sum", "reduce_sum", sizeof(ReduceParams), t);
+  p.source = detail::builtin_source("reduce_sum", "reduce_sum", sizeof(ReduceParams), t);
   p.options = std::move(t.options);
   auto in_bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     return pb.as<ReduceParams>().n * kFloat;
@@ -411,7 +380,7 @@ KernelPlan softmax_rows_with(const DeviceInfo& dev, const OpTuner* tuner, std::u
   const std::uint64_t budget = kernels::loop_budget(dev);
   if (budget != 0 && softmax_row_loops(cols) > budget) return softmax_split(dev, rows, cols, budget, std::move(t));
   KernelPlan p;
-  p.source = builtin_source("softmax_rows", "softmax_rows", sizeof(SoftmaxParams), t);
+  p.source = detail::builtin_source("softmax_rows", "softmax_rows", sizeof(SoftmaxParams), t);
   p.options = std::move(t.options);
   auto bytes = [](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
     const auto q = pb.as<SoftmaxParams>();
@@ -475,6 +444,42 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
   if (op == "softmax_rows") return softmax_rows_with(info, tuner, u32(0, "rows"), u32(1, "cols"));
   if (op == "reduce_sum") return reduce_sum_with(info, tuner, shape[0]);
   return elementwise(op.c_str(), info, tuner, shape[0], op == "axpy");  // add, mul or axpy (check_shape)
+}
+
+OpTuning matmul_tuning(const DeviceInfo& dev, const OpTuner* tuner, DeviceCore* core, std::uint32_t m, std::uint32_t k,
+                       std::uint32_t n) {
+  ops::require_positive("matmul", "M", m);
+  ops::require_positive("matmul", "K", k);
+  ops::require_positive("matmul", "N", n);
+  const OpShape shape{"matmul", m, k, n};
+  const OpTuner& rule = ops::require_tuner(dev, tuner, shape);
+  // Where the backend offers several variants, the measured choice (variant_choice.hpp) picks
+  // one: timed once per device and size class, then read from memory or the disk store.
+  std::vector<OpTuning> candidates = rule.candidates(shape, dev);
+  if (candidates.empty())
+    fail(ErrorCategory::internal,
+         "the " + std::string(to_string(dev.backend)) + " backend offered no matmul variant for " + dev.id() + ".",
+         "report this with the output of vgpu-probe.");
+  std::size_t pick = 0;
+  if (core && candidates.size() > 1)
+    pick =
+        choose_variant(*core, shape, candidates, [&](const OpTuning& t) { return ops::matmul_plan(dev, m, k, n, t); });
+  return std::move(candidates[pick]);
+}
+
+// Every built-in carries each dialect vgpu ships, so one source runs on any backend (plus the
+// backend's own code, when its tuner brings some); the options and group counts are what
+// differ per device.
+KernelSource builtin_source(const std::string& op, const char* glsl_file, std::uint32_t params_size, OpTuning& t) {
+  KernelSource s;
+  s.name = "vgpu." + op;
+  s.add_cpu_builtin(op);
+  s.add_glsl(std::string(kernels::builtin_glsl(glsl_file)));
+  const auto& cu = kernels::builtin_cuda(glsl_file);  // the CUDA port has the GLSL file's name
+  s.add_cuda(std::string(cu.source), std::string(cu.entry));
+  if (t.code) s.add(std::move(*t.code));
+  s.params_size = params_size;
+  return s;
 }
 
 }  // namespace vgpu::detail

@@ -19,6 +19,7 @@ template <class Arch>
 constexpr KernelTable make_table(std::string_view isa) {
   return KernelTable{isa,
                      {{{"matmul", &Matmul<Arch>::run},
+                       {"matmul_batched", &Matmul<Arch>::run_batched},
                        {"axpy", &Elementwise<Arch>::axpy},
                        {"add", &Elementwise<Arch>::add},
                        {"mul", &Elementwise<Arch>::mul},

@@ -53,8 +53,24 @@ struct Matmul {
   /// packed B panels can be shared by every thread.
   static void run(const CpuWorkgroup& wg) {
     const auto& params = wg.params_as<vgpu::kernels::MatmulParams>();
-    const Problem pr{
-        wg.buffer<const float>(0), wg.buffer<const float>(1), wg.buffer<float>(2), params.m, params.n, params.k};
+    run_problem(wg, Problem{wg.buffer<const float>(0), wg.buffer<const float>(1), wg.buffer<float>(2), params.m,
+                            params.n, params.k});
+  }
+
+  /// The built-in "matmul_batched": workgroup z computes one product of the stacks in slots
+  /// 0, 1 and 2 (kernel_abi.hpp's MatmulBatchParams), x and y split it as run() does.
+  static void run_batched(const CpuWorkgroup& wg) {
+    const auto& q = wg.params_as<vgpu::kernels::MatmulBatchParams>();
+    const std::size_t i = std::size_t{q.first} + wg.workgroup_id[2];
+    const std::size_t ia = q.a_base + (i / q.inner) * q.a_outer + (i % q.inner) * q.a_inner;
+    const std::size_t ib = q.b_base + (i / q.inner) * q.b_outer + (i % q.inner) * q.b_inner;
+    const std::size_t m = q.m, n = q.n, k = q.k;
+    run_problem(wg, Problem{wg.buffer<const float>(0) + ia * m * k, wg.buffer<const float>(1) + ib * k * n,
+                            wg.buffer<float>(2) + (q.c_base + i) * m * n, m, n, k});
+  }
+
+  /// Computes this workgroup's block of pr's C (see run()).
+  static void run_problem(const CpuWorkgroup& wg, const Problem& pr) {
     const std::size_t gx = wg.num_workgroups[0] ? wg.num_workgroups[0] : 1;
     const std::size_t gy = wg.num_workgroups[1] ? wg.num_workgroups[1] : 1;
     const std::size_t block_rows = S::div_up(S::div_up(pr.m, gy), MR) * MR;

@@ -27,7 +27,7 @@ VGPU_API std::optional<DType> promote_types(DType a, DType b);
 /// otherwise: move one with Array::to). Computes in float32, accumulating in float32, on every
 /// device today: other dtypes are refused with not_supported naming them (cast first; never a
 /// silent downcast). A stack whose b is one matrix runs as one launch of (batch·M)×K by K×N;
-/// other stacks run matrix by matrix in one submission.
+/// other stacks as one launch of the batched kernel (docs/arrays.md says when it takes more).
 VGPU_API Array matmul(const Array& a, const Array& b);
 /// As matmul(a, b), writing the result into out (float32, the result's shape, on the same
 /// device, sharing no memory with a or b).

@@ -13,6 +13,19 @@ struct MatmulParams {
   std::uint32_t m, n, k, pad;
 };
 
+/// matmul over stacks of matrices in one launch (matmul.comp and matmul.cu with VGPU_MM_BATCH=1,
+/// the CPU's "matmul_batched"): slots as matmul, each a stack of row-major m×k, k×n and m×n
+/// matrices. Workgroup z computes product i = first + z into C's matrix c_base + i, from A's
+/// matrix a_base + (i / inner)·a_outer + (i % inner)·a_inner and B's likewise. Offsets count
+/// whole matrices, so an operand repeated across a batch dimension (numpy's broadcasting) has
+/// stride 0 there; the plan keeps every stack under 2^32 elements (GLSL indexes in 32 bits).
+struct MatmulBatchParams {
+  std::uint32_t m, n, k, pad;
+  std::uint32_t first, inner, a_outer, a_inner;
+  std::uint32_t b_outer, b_inner, a_base, b_base;
+  std::uint32_t c_base, pad1, pad2, pad3;
+};
+
 /// axpy: slot 0 = a[1], slot 1 = x[n], slot 2 = y[n]; y = a*x + y.
 /// add / mul: slot 0 = a[n], slot 1 = b[n], slot 2 = out[n].
 /// Work item i is handled by linear group (x + y*num_x) at element
