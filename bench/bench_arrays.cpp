@@ -9,6 +9,9 @@
 // N = 1024 on hardware devices and the CPU, 256 on software GPUs (llvmpipe, lavapipe: seconds
 // per 1024² matmul); --quick: 128 everywhere. Results are checked: the arrays chain against the
 // host chain. VGPU_BENCH_BACKENDS=cuda,vulkan limits the devices.
+// A second table times a stack of 64 products of 128×128 matrices (numpy's (64,128,128) @
+// (64,128,128)): the batched kernel's one launch against 64 matmuls of separate 2-D arrays in
+// one submission each, what the stack cost before it (checked against each other).
 #include <cmath>
 #include <iostream>
 
@@ -27,6 +30,7 @@ int main(int argc, char** argv) {
                      {"machine", vb::print_header("vgpu-bench-arrays: a chain of 10 dependent matmuls per device", o)}};
   vb::Table t({"device", "N", "arrays chain", "device-only", "arrays / device-only", "goal", "host-array chain",
                "host / arrays"});
+  vb::Table stacks({"device", "(64,128,128) @ (64,128,128): one launch", "64 matmuls", "64 matmuls / one launch"});
   nlohmann::json out = nlohmann::json::array();
   bool failed = false;
   for (const auto& info : vgpu::Runtime::global().devices()) {
@@ -94,11 +98,51 @@ int main(int argc, char** argv) {
                      {"device_only", st[1].to_json()},
                      {"host", st[2].to_json()},
                      {"checked", ok}});
+      // The stack: one launch against one matmul per product.
+      constexpr std::uint32_t kStack = 64, kSide = 128;
+      const std::uint64_t mat = std::uint64_t{kSide} * kSide;
+      std::vector<float> sa = vb::random_floats(kStack * mat, 3), sb = vb::random_floats(kStack * mat, 4);
+      const vgpu::Array SA = vgpu::Array::from_host(dev, vgpu::DType::f32, {kStack, kSide, kSide}, sa.data());
+      const vgpu::Array SB = vgpu::Array::from_host(dev, vgpu::DType::f32, {kStack, kSide, kSide}, sb.data());
+      std::vector<vgpu::Array> pa, pb, pc(kStack);
+      for (std::uint32_t i = 0; i < kStack; ++i) {
+        pa.push_back(vgpu::Array::from_host(dev, vgpu::DType::f32, {kSide, kSide}, sa.data() + i * mat));
+        pb.push_back(vgpu::Array::from_host(dev, vgpu::DType::f32, {kSide, kSide}, sb.data() + i * mat));
+      }
+      vgpu::Array SC;
+      auto f_stack = [&] {
+        SC = vgpu::matmul(SA, SB);
+        dev.synchronize();
+      };
+      auto f_each = [&] {
+        for (std::uint32_t i = 0; i < kStack; ++i) pc[i] = vgpu::matmul(pa[i], pb[i]);
+        dev.synchronize();
+      };
+      std::vector<vb::Case> stack_cases{{"stack", f_stack, 1}, {"each", f_each, 1}};
+      const auto ss = vb::run_interleaved(stack_cases, rounds, target);
+      std::vector<float> whole(kStack * mat), one(mat);
+      SC.read(whole.data());
+      double stack_worst = 0;
+      for (std::uint32_t i = 0; i < kStack; ++i) {
+        pc[i].read(one.data());
+        for (std::uint64_t j = 0; j < mat; ++j)
+          stack_worst = std::max(stack_worst, std::abs(double(one[j]) - whole[i * mat + j]));
+      }
+      const bool stack_ok = stack_worst <= 1e-3 * kSide;
+      if (!stack_ok) {
+        failed = true;
+        std::cout << "WRONG " << info.id() << ": the stack differs from its products one by one by " << stack_worst
+                  << "\n";
+      }
+      stacks.add({info.id(), vb::fmt_stats(ss[0]), vb::fmt_stats(ss[1]), vb::fmt_ratio(ss[1].median / ss[0].median)});
+      out.back()["stack"] = {{"one_launch", ss[0].to_json()}, {"per_product", ss[1].to_json()}, {"checked", stack_ok}};
     } catch (const vgpu::Error& e) {
       std::cout << info.id() << ": skipped (" << e.what() << ")\n";
     }
   }
   t.print(std::cout);
+  std::cout << "\n";
+  stacks.print(std::cout);
   doc["rows"] = out;
   if (!vb::finish(doc, o)) return 1;
   return failed ? 1 : 0;
