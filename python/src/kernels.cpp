@@ -314,6 +314,27 @@ std::unique_ptr<PyKernel> make_kernel(py::object op, py::object shape, py::objec
   return finish(std::move(dev), std::move(plan), std::move(u.callback));
 }
 
+// Hands out the Python argument of each tensor in turn: all tensors in order (full), or the
+// tensors read in order and the write-only ones from out= (a null handle: none given, allocate).
+class ArgPicker {
+ public:
+  ArgPicker(const py::args& args, const std::vector<py::handle>& outs, bool full)
+      : args_(args), outs_(outs), full_(full) {}
+  /// Returns the argument given for tensor a, which is accessed as access; call for a = 0, 1, … in order.
+  py::handle next(std::size_t a, Access access) {
+    if (full_) return args_[a];
+    if (access != Access::write) return args_[next_in_++];
+    if (!outs_.empty()) return outs_[next_out_++];
+    return {};
+  }
+
+ private:
+  const py::args& args_;
+  const std::vector<py::handle>& outs_;
+  bool full_;
+  std::size_t next_in_ = 0, next_out_ = 0;
+};
+
 py::object call_kernel(PyKernel& self, py::args args, py::object out, py::object timeout) {
   const KernelPlan& plan = self.kernel->plan();
   const std::string& name = plan.source.name;
@@ -357,18 +378,12 @@ py::object call_kernel(PyKernel& self, py::args args, py::object out, py::object
           "leave timeout out with vgpu.Array arguments (the call submits without waiting), or set the device's limit.");
     const Device& dev = self.kernel->device();
     std::vector<Array> arrays;
-    std::size_t next_in = 0, next_out = 0;
+    ArgPicker pick(args, outs, full);
     py::list results;
     for (std::size_t a = 0; a < n; ++a) {
       const TensorSpec& t = plan.tensors[self.visible[a]];
       const std::string label = "tensor '" + t.name + "' (argument " + to_string(a) + ") of kernel '" + name + "'";
-      py::handle given_arg;
-      if (full)
-        given_arg = args[a];
-      else if (t.access != Access::write)
-        given_arg = args[next_in++];
-      else if (!outs.empty())
-        given_arg = outs[next_out++];
+      const py::handle given_arg = pick.next(a, t.access);
       Array arr = given_arg ? array_arg(given_arg, dev, t.dtype, CopyMode::if_needed, label)
                             : Array::empty(dev, t.dtype, t.shape);
       if (t.access != Access::read) results.append(py::cast(arr));
@@ -384,23 +399,15 @@ py::object call_kernel(PyKernel& self, py::args args, py::object out, py::object
   arrays.reserve(n);
   std::vector<TensorArg> targs;
   targs.reserve(n);
-  std::size_t next_in = 0, next_out = 0;
+  ArgPicker pick(args, outs, full);
   py::list results;
   for (std::size_t a = 0; a < n; ++a) {
     const TensorSpec& t = plan.tensors[self.visible[a]];
     const std::string label = "tensor '" + t.name + "' (argument " + to_string(a) + ") of kernel '" + name + "'";
-    py::array arr;
-    if (full) {
-      arr = t.access == Access::read ? input_array(args[a], t.dtype, label) : output_array(args[a], t.dtype, label);
-    } else if (t.access == Access::read) {
-      arr = input_array(args[next_in++], t.dtype, label);
-    } else if (t.access == Access::read_write) {
-      arr = output_array(args[next_in++], t.dtype, label);
-    } else if (!outs.empty()) {
-      arr = output_array(outs[next_out++], t.dtype, label);
-    } else {
-      arr = new_array(t.dtype, t.shape);
-    }
+    const py::handle given_arg = pick.next(a, t.access);
+    py::array arr = !given_arg                 ? new_array(t.dtype, t.shape)
+                    : t.access == Access::read ? input_array(given_arg, t.dtype, label)
+                                               : output_array(given_arg, t.dtype, label);
     if (t.access != Access::read) results.append(arr);
     const Shape shape = shape_of(arr);
     // Outputs were checked writeable; inputs (possibly read-only arrays) are only read.

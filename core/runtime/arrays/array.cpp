@@ -167,9 +167,10 @@ void* Array::data() const {
 
 ArrayMemory Array::memory() const {
   const detail::ArrayState& s = state();
-  // A zero-element array has no buffer; ask the device what its buffers would be.
-  if (!s.buffer) return s.device.info().backend == BackendKind::cpu ? ArrayMemory::host : ArrayMemory::device_only;
-  switch (detail::DeviceAccess::core(s.device).address(s.buffer).space) {
+  // A zero-element array has no buffer: its device's buffers are where it would be.
+  const BufferAddress::Space space = s.buffer ? detail::DeviceAccess::core(s.device).address(s.buffer).space
+                                              : detail::memory_of(s.device.info().backend);
+  switch (space) {
     case BufferAddress::Space::host:
       return ArrayMemory::host;
     case BufferAddress::Space::cuda_device:

@@ -113,6 +113,11 @@ std::optional<BackendKind> backend_for_memory(BufferAddress::Space space) {
   return std::nullopt;
 }
 
+BufferAddress::Space memory_of(BackendKind kind) {
+  const Entry* e = entry_of(kind);
+  return e ? e->memory : BufferAddress::Space::none;
+}
+
 std::shared_ptr<const OpTuner> registered_op_tuner(BackendKind kind) {
   if (const Entry* e = entry_of(kind)) return e->tuner ? e->tuner() : nullptr;
   AddedRules& rules = added_rules();

@@ -34,6 +34,9 @@ std::shared_ptr<const OpTuner> op_tuner_of(const ComputeBackend& backend);
 /// Returns the backend whose devices' memory is space to other code (host memory: the CPU
 /// backend; CUDA device memory: the CUDA backend), or nothing for none.
 std::optional<BackendKind> backend_for_memory(BufferAddress::Space space);
+/// Returns the memory space of kind's buffers as other code sees it (backend_for_memory's
+/// inverse): none for a backend vgpu does not register or whose memory only it reaches.
+BufferAddress::Space memory_of(BackendKind kind);
 /// Returns the CMake option that controls a backend, e.g. "VGPU_WITH_VULKAN".
 const char* build_option(BackendKind kind);
 
