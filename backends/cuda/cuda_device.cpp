@@ -27,6 +27,7 @@ constexpr std::size_t kMaxArgs = 64;  // slots (max_bindings is 16) + the params
 
 CudaBufferImpl::~CudaBufferImpl() {
   if (owned) device_.free_buffer(ptr);
+  if (registered) device_.unregister_host(host);
 }
 CudaKernelImpl::~CudaKernelImpl() { device_.unload(module); }
 CudaBatchImpl::~CudaBatchImpl() {
@@ -188,8 +189,61 @@ void CudaDevice::reserve(Pinned& p, std::uint64_t bytes, const Deadline& deadlin
 }
 
 BufferAddress CudaDevice::address(BufferImpl& buffer) {
-  return BufferAddress{reinterpret_cast<void*>(static_cast<CudaBufferImpl&>(buffer).ptr),
-                       BufferAddress::Space::cuda_device};
+  const auto& b = static_cast<CudaBufferImpl&>(buffer);
+  if (b.host) return BufferAddress{b.host, BufferAddress::Space::host};
+  return BufferAddress{reinterpret_cast<void*>(b.ptr), BufferAddress::Space::cuda_device};
+}
+
+// Host memory in place (Array::from_external with host memory): registered with the driver,
+// page-locked and mapped into the GPU's address space for the buffer's life, so kernels reach
+// it over the bus and copies to or from it run as DMA without staging (pipelined_trip). Memory
+// the driver has page-locked already (registered by another library, or allocated pinned:
+// cudaHostAlloc, torch's pin_memory) is used as it is and left registered. Only arrays over
+// the caller's memory import it (imports_host() stays false: a PersistentKernel stages its
+// calls, since kernels reading host memory over the bus are far slower than a copy).
+std::unique_ptr<BufferImpl> CudaDevice::import_host(void* data, std::uint64_t bytes) {
+  make_current();
+  const CUresult r = fn_.cuMemHostRegister(data, bytes, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+    fail(ErrorCategory::not_supported,
+         "the CUDA driver would not page-lock " + std::to_string(bytes) + " bytes of host memory for " + info_.id() +
+             " (cuMemHostRegister: " + error_text(fn_, r) + ").",
+         "copy the data in with Array::from_host, or raise the process's locked-memory limit (ulimit -l).");
+  const bool ours = r == CUDA_SUCCESS;
+  // The whole range must be mapped, contiguously: memory registered by someone else may cover
+  // only its start.
+  CUdeviceptr first = 0, last = 0;
+  auto* end = static_cast<std::uint8_t*>(data) + bytes - 1;
+  if (fn_.cuMemHostGetDevicePointer(&first, data, 0) != CUDA_SUCCESS ||
+      fn_.cuMemHostGetDevicePointer(&last, end, 0) != CUDA_SUCCESS || last != first + bytes - 1) {
+    if (ours) fn_.cuMemHostUnregister(data);
+    fail(ErrorCategory::not_supported,
+         "host memory at " + std::to_string(reinterpret_cast<std::uintptr_t>(data)) + " (" + std::to_string(bytes) +
+             " bytes) is only partly page-locked by another registration, so " + info_.id() + " cannot map it whole.",
+         "copy the data in with Array::from_host, or pass memory no other library has registered in part.");
+  }
+  auto b = std::make_unique<CudaBufferImpl>(*this, first, bytes, false);
+  b->host = data;
+  b->registered = ours;
+  return b;
+}
+
+void CudaDevice::unregister_host(void* host) {
+  // A context reset after a fault took its registrations with it.
+  if (!host || process_exiting() || context_gone()) return;
+  fn_.cuCtxSetCurrent(ctx_);
+  fn_.cuMemHostUnregister(host);
+}
+
+bool CudaDevice::page_locked(const void* p, std::uint64_t bytes) {
+  // Pageable memory has no device address (an error, not sticky). Both ends, mapped as one
+  // range: a registration may cover only part of it.
+  if (bytes == 0) return false;
+  CUdeviceptr first = 0, last = 0;
+  auto* q = const_cast<void*>(p);
+  return fn_.cuMemHostGetDevicePointer(&first, q, 0) == CUDA_SUCCESS &&
+         fn_.cuMemHostGetDevicePointer(&last, static_cast<std::uint8_t*>(q) + bytes - 1, 0) == CUDA_SUCCESS &&
+         last == first + bytes - 1;
 }
 
 std::unique_ptr<BufferImpl> CudaDevice::import_device(void* ptr, std::uint64_t bytes) {

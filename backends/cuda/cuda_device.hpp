@@ -39,6 +39,11 @@ class CudaBufferImpl final : public BufferImpl {
   CUdeviceptr ptr;
   std::uint64_t bytes;
   bool owned;  // false: another library's memory (import_device), never freed here
+  // Host memory in place (import_host): its address, and whether this buffer registered it
+  // with the driver (page-locked and mapped while the buffer lives, unregistered with it) or
+  // found it page-locked already. null for device memory.
+  void* host = nullptr;
+  bool registered = false;
 };
 
 /// A loaded module and its entry function. Thread-safety: immutable after compile.
@@ -123,6 +128,7 @@ class CudaDevice final : public DeviceImpl {
   /// Uses device memory another library allocated on this GPU (torch, CuPy) in place; null
   /// when the driver does not know ptr or it belongs to another GPU.
   std::unique_ptr<BufferImpl> import_device(void* ptr, std::uint64_t bytes) override;
+  std::unique_ptr<BufferImpl> import_host(void* data, std::uint64_t bytes) override;
   /// Returns the stream vgpu's work on this device runs on.
   std::uintptr_t native_stream() const noexcept override { return reinterpret_cast<std::uintptr_t>(stream_); }
   void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
@@ -136,6 +142,11 @@ class CudaDevice final : public DeviceImpl {
 
   // Used by the object destructors above (core calls them once no queued work uses the object).
   void free_buffer(CUdeviceptr ptr);
+  /// Unregisters host memory import_host registered (after the work that used it has run).
+  void unregister_host(void* host);
+  /// Returns whether the driver has [p, p + bytes) page-locked (registered, or allocated pinned),
+  /// so copies can DMA from or to it where it is.
+  bool page_locked(const void* p, std::uint64_t bytes);
   void unload(CUmodule module);
   void destroy_graph(CUgraphExec exec);
 

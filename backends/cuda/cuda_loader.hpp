@@ -26,7 +26,8 @@ namespace vgpu::cuda {
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
   X(cuStreamQuery) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamBeginCapture) \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDevicePrimaryCtxReset) \
-  X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuPointerGetAttribute)
+  X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuPointerGetAttribute) \
+  X(cuMemHostRegister) X(cuMemHostUnregister)
 // clang-format on
 
 // An X-macro list, which clang-format-14 lays out differently on each run.

@@ -200,11 +200,14 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
 //  - copy through the pinned staging ring (as small trips do), in chunks, queueing each
 //    chunk's DMA as soon as its host copy is done, so the copy engine moves chunk i while this
 //    thread copies chunk i+1 (and the reverse on the way back, an event per chunk).
-// The second is taken: each direction then costs about max(host copy, DMA) plus one chunk,
+// The second is taken for pageable memory: each direction then costs about max(host copy, DMA) plus one chunk,
 // the same bound as the driver's own pageable path (what torch's .cuda()/.cpu() use), with no
 // per-call pinning; before it, a trip paid the host copy and the DMA one after the other
 // (N=1024 matmul on the H200: 1.39 ms against torch's 1.24 ms). No graph: the host copies sit
 // between the DMAs, and a graph's launch saving (µs) is nothing at these sizes.
+// Memory the driver has page-locked already (an Array over it keeps it registered, or it was
+// allocated pinned: torch's pin_memory) needs neither: its copies DMA from and to it directly,
+// at the link's rate, and the trip's closing sync covers them.
 void CudaDevice::pipelined_trip(std::span<const HostWriteOp> writes, CudaBatchImpl* batch,
                                 std::span<const HostReadOp> reads, const Deadline& deadline) {
   std::uint64_t up = 0, down = 0, down_plain = 0;
@@ -235,6 +238,11 @@ void CudaDevice::pipelined_trip(std::span<const HostWriteOp> writes, CudaBatchIm
   std::uint64_t at = 0;
   for (const HostWriteOp& w : writes) {
     const CUdeviceptr dst = static_cast<CudaBufferImpl*>(w.buffer)->ptr + w.offset;
+    if (page_locked(w.data, w.bytes)) {  // DMA'd from where it is (the trip waits before returning)
+      check(fn_.cuMemcpyHtoDAsync(dst, w.data, w.bytes, stream_), "cuMemcpyHtoDAsync");
+      at += staged_size(w.bytes);
+      continue;
+    }
     auto* staged = static_cast<std::uint8_t*>(upload_.ptr) + at;
     for (std::uint64_t off = 0; off < w.bytes; off += up_chunk) {
       const std::uint64_t len = std::min(up_chunk, w.bytes - off);
@@ -252,8 +260,17 @@ void CudaDevice::pipelined_trip(std::span<const HostWriteOp> writes, CudaBatchIm
   }
   std::size_t e = 0;
   at = 0;
-  for (const HostReadOp& r : reads) {
+  // Readbacks into page-locked memory land where they go: the final sync covers them.
+  std::vector<bool> direct(reads.size());
+  for (std::size_t i = 0; i < reads.size(); ++i) direct[i] = page_locked(reads[i].out, reads[i].bytes);
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    const HostReadOp& r = reads[i];
     const CUdeviceptr src = static_cast<CudaBufferImpl*>(r.buffer)->ptr + r.offset;
+    if (direct[i]) {
+      check(fn_.cuMemcpyDtoHAsync(r.out, src, r.bytes, stream_), "cuMemcpyDtoHAsync");
+      at += staged_size(r.bytes);
+      continue;
+    }
     for (std::uint64_t off = 0; off < r.bytes; off += down_chunk) {
       const std::uint64_t len = std::min(down_chunk, r.bytes - off);
       check(fn_.cuMemcpyDtoHAsync(static_cast<std::uint8_t*>(download_.ptr) + at + off, src + off, len, stream_),
@@ -264,7 +281,12 @@ void CudaDevice::pipelined_trip(std::span<const HostWriteOp> writes, CudaBatchIm
   }
   e = 0;
   at = 0;
-  for (const HostReadOp& r : reads) {
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    const HostReadOp& r = reads[i];
+    if (direct[i]) {
+      at += staged_size(r.bytes);
+      continue;
+    }
     for (std::uint64_t off = 0; off < r.bytes; off += down_chunk) {
       const std::uint64_t len = std::min(down_chunk, r.bytes - off);
       if (!try_wait_event(chunk_events_[e++], deadline)) {

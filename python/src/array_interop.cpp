@@ -206,6 +206,23 @@ Array host_array(py::handle obj, const Device& device, std::optional<DType> dtyp
     void* p = arr.mutable_data();
     return Array::from_external(device, p, *dtype, shape, release_ref(std::move(arr)));
   }
+  // copy=False on a device whose own memory is not host memory: where it reaches host memory
+  // over the bus (CUDA registers and maps it), the array uses numpy's memory in place.
+  const bool usable = (arr.flags() & py::array::c_style) && arr.writeable() &&
+                      reinterpret_cast<std::uintptr_t>(arr.data()) % dtype_size(*dtype) == 0 &&
+                      element_count(shape) != 0;
+  if (copy == CopyMode::never && !converted && usable && !Array::uses_host_memory(device)) {
+    // The reference is the array's only once it exists: a refused import never runs release.
+    PyObject* ref = arr.inc_ref().ptr();
+    try {
+      return Array::from_external(device, arr.mutable_data(), *dtype, shape,
+                                  [ref] { with_gil_soon([ref] { Py_DECREF(ref); }); });
+    } catch (const Error& e) {
+      Py_DECREF(ref);
+      if (e.category() != ErrorCategory::not_supported) throw;
+      // Refused: said below, as for any device whose memory is its API's own.
+    }
+  }
   if (copy == CopyMode::never && !converted)
     fail(ErrorCategory::invalid_argument,
          std::string(what) + " cannot be used in place on " + device.info().id() + " (copy=False): " +

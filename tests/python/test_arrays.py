@@ -159,6 +159,36 @@ def test_cpu_arrays_use_numpy_memory_in_place():
     check_error(e, "invalid_argument")
 
 
+def test_copy_false_on_cuda_maps_numpy_memory_and_other_gpus_refuse():
+    """On CUDA, copy=False registers numpy's memory with the driver and maps it into the GPU's
+    address space: the array is numpy's memory (kernels reach it over the bus); Vulkan and
+    OpenGL devices cannot use host memory in place and say so."""
+    gpus = [i for i in vgpu.devices() if i.backend in ("cuda", "vulkan", "opengl")]
+    if not gpus:
+        pytest.skip("no GPU device here (cuda, vulkan or opengl)")
+    for info in gpus:
+        dev = vgpu.open(info.id)
+        a, b = rand(6, 4), rand(4, 5)
+        if info.backend != "cuda":
+            with pytest.raises(vgpu.InvalidArgument) as e:
+                vgpu.asarray(a, device=dev, copy=False)
+            check_error(e, "invalid_argument")
+            continue
+        A = vgpu.asarray(a, device=dev, copy=False)
+        assert A.data_ptr == a.ctypes.data and A.external and A.memory == "host"
+        B = vgpu.asarray(b, device=dev)  # copied into the GPU's memory
+        assert B.memory == "cuda_device"
+        assert close((A @ B).numpy(), a.astype(np.float64) @ b, 4)
+        a[0, 0] = 100.0  # the array reads numpy's memory itself
+        assert close((A @ B).numpy(), a.astype(np.float64) @ b, 4)
+        refs = sys.getrefcount(a)
+        del A
+        dev.synchronize()
+        # A release from a thread without the GIL is queued; vgpu's next call runs the queue.
+        vgpu.asarray(np.zeros(1, np.float32), device=dev)
+        assert sys.getrefcount(a) < refs  # unregistered and let go once its work had run
+
+
 def test_dlpack_with_numpy_is_zero_copy_both_ways():
     cpu = vgpu.open("cpu:0")
     x = rand(5, 6)
