@@ -132,7 +132,17 @@ void VulkanDevice::close_upload() {
 void VulkanDevice::queue_batch(VkBatchImpl& batch) {
   close_upload();  // uploads recorded before this submit must run before it
   pending_.push_back(PendingCmd{batch.cmd, false});
-  if (pending_.size() >= 64) flush();  // a caller that never syncs still gets its work started
+  // Batches coalesce into one vkQueueSubmit while the queue is busy; with fewer than two
+  // submissions in flight this one goes at once, so the GPU never idles while the caller
+  // records more (a chain of array ops, each op its own batch: waiting for the closing sync
+  // left the GPU idle for all their recording, 1.23x the kernels' time for 10 1024² matmuls
+  // on the H200). A caller that never syncs still gets its work started (64 pending at most).
+  if (pending_.size() >= 64) {
+    flush();
+    return;
+  }
+  (void)completed_serial();  // retires what has finished (fence polls, no wait)
+  if (in_flight_.size() < 2) flush();
 }
 
 std::uint64_t VulkanDevice::flush(VkCommandBuffer extra, bool extra_is_transient) {
