@@ -325,7 +325,13 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
     cap = py::reinterpret_borrow<py::object>(obj);
   } else if (py::hasattr(obj, "__dlpack__")) {
     int type = kDLCPU, id = 0;
-    if (py::hasattr(obj, "__dlpack_device__")) {
+    // Where the tensor is decides the stream argument. A torch tensor says it is not a CUDA
+    // tensor (is_cuda, a C property) far sooner than its __dlpack_device__ (Python code, about
+    // as long as the rest of the import): then no stream is passed, and the capsule says where
+    // the data is in any case.
+    const py::object is_cuda = py::getattr(obj, "is_cuda", py::none());
+    const bool not_cuda = py::isinstance<py::bool_>(is_cuda) && !is_cuda.cast<bool>();
+    if (!not_cuda && py::hasattr(obj, "__dlpack_device__")) {
       py::tuple where = obj.attr("__dlpack_device__")();
       type = where[0].cast<int>();
       id = where[1].cast<int>();
@@ -374,12 +380,9 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
   Device dev;
   switch (t.device.device_type) {
     case kDLCPU:
+      // The CPU device uses host memory in place; a CUDA device registers it (page-locked and
+      // mapped, kernels reach it over the bus); others refuse it (below, from from_external).
       dev = device ? *device : Array::device_for(ArrayMemory::host, 0);
-      if (!Array::uses_host_memory(dev))
-        fail(ErrorCategory::not_supported,
-             "from_dlpack: the tensor is in host memory, which " + dev.info().id() + " cannot use in place.",
-             "import it on the cpu device (device=\"cpu:0\") and move it with .to(device), or use vgpu.asarray(x, "
-             "device=...), which copies.");
       break;
     case kDLCUDA:
       // A device given that is not that GPU's CUDA device refuses the memory (from_external's Fix).
@@ -396,15 +399,24 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
   if (element_count(shape) == 0) return Array::empty(dev, *dtype, shape);  // the capsule frees the tensor
   void* data = static_cast<char*>(t.data) + t.byte_offset;
   const ArrayMemory memory = t.device.device_type == kDLCUDA ? ArrayMemory::cuda_device : ArrayMemory::host;
-  Array a = Array::from_external(
-      dev, data, *dtype, shape,
-      [mt] {
-        // The producer's deleter may touch Python objects (numpy's does): run it with the GIL.
-        with_gil_soon([mt] {
-          if (mt->deleter) mt->deleter(mt);
-        });
-      },
-      memory);
+  Array a;
+  try {
+    a = Array::from_external(
+        dev, data, *dtype, shape,
+        [mt] {
+          // The producer's deleter may touch Python objects (numpy's does): run it with the GIL.
+          with_gil_soon([mt] {
+            if (mt->deleter) mt->deleter(mt);
+          });
+        },
+        memory);
+  } catch (const Error& e) {
+    // Refused (the capsule keeps the tensor: its destructor frees it, release never ran).
+    if (e.category() != ErrorCategory::not_supported || memory != ArrayMemory::host) throw;
+    fail(ErrorCategory::not_supported, "from_dlpack: the tensor is in host memory: " + e.problem(),
+         "import it on the cpu device (device=\"cpu:0\") and move it with .to(device), or use vgpu.asarray(x, "
+         "device=...), which copies.");
+  }
   PyCapsule_SetName(cap.ptr(), "used_dltensor");  // consumed: its destructor leaves mt to us
   return a;
 }

@@ -173,7 +173,14 @@ def test_copy_false_on_cuda_maps_numpy_memory_and_other_gpus_refuse():
             with pytest.raises(vgpu.InvalidArgument) as e:
                 vgpu.asarray(a, device=dev, copy=False)
             check_error(e, "invalid_argument")
+            with pytest.raises(vgpu.NotSupported) as e:  # DLPack of host memory: the same refusal
+                vgpu.from_dlpack(a, device=dev)
+            assert "host memory" in e.value.problem
+            check_error(e, "not_supported")
             continue
+        D = vgpu.from_dlpack(a, device=dev)  # DLPack of host memory: registered in place too
+        assert D.data_ptr == a.ctypes.data and D.memory == "host"
+        del D
         A = vgpu.asarray(a, device=dev, copy=False)
         assert A.data_ptr == a.ctypes.data and A.external and A.memory == "host"
         B = vgpu.asarray(b, device=dev)  # copied into the GPU's memory
