@@ -47,6 +47,22 @@ namespace {
 
 std::string repr_str(const std::string& s) { return py::repr(py::str(s)).cast<std::string>(); }
 
+// A C-contiguous, aligned, native float32 numpy matrix (writeable too where asked): the common
+// Cache.matmul call, recognised from numpy's own fields without building shapes or dtype
+// objects (each of those costs a fraction of a microsecond, and at N = 16 the whole call is
+// about one). Anything else takes the general path, which converts and checks as documented.
+const py::detail::PyArray_Proxy* plain_f32_matrix(py::handle x, bool writeable) {
+  if (!py::isinstance<py::array>(x)) return nullptr;  // PyArray_Check: a type test
+  const auto* p = py::detail::array_proxy(x.ptr());
+  const auto* d = py::detail::array_descriptor_proxy(p->descr);
+  constexpr int kFlags = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  const int need = kFlags | (writeable ? py::detail::npy_api::NPY_ARRAY_WRITEABLE_ : 0);
+  const bool native = d->byteorder != '>';  // '=', '<' or '|' on the little-endian hosts vgpu runs on
+  if (p->nd != 2 || (p->flags & need) != need || d->type_num != py::detail::npy_api::NPY_FLOAT_ || !native)
+    return nullptr;
+  return p;
+}
+
 // The device a Cache or KernelDatabase runs on, or None (selection before its first call).
 py::object device_or_none(const Device& d) { return d ? py::cast(d) : py::none(); }
 
@@ -152,6 +168,31 @@ void bind_cache(py::module_& m) {
       .def(
           "matmul",
           [](Cache& cache, py::handle a_obj, py::handle b_obj, py::object out, py::object dtype) -> py::object {
+            // The common call: two float32 matrices, into a new array or out=.
+            if (dtype.is_none()) {
+              const auto* pa = plain_f32_matrix(a_obj, false);
+              const auto* pb = pa ? plain_f32_matrix(b_obj, false) : nullptr;
+              const auto* po = out.is_none() ? nullptr : plain_f32_matrix(out, true);
+              const std::uint64_t m = pa ? pa->dimensions[0] : 0, k = pa ? pa->dimensions[1] : 0,
+                                  n = pb ? pb->dimensions[1] : 0;
+              constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
+              if (pa && pb && static_cast<std::uint64_t>(pb->dimensions[0]) == k && m && k && n && m <= kMax &&
+                  k <= kMax && n <= kMax &&
+                  (out.is_none() || (po && static_cast<std::uint64_t>(po->dimensions[0]) == m &&
+                                     static_cast<std::uint64_t>(po->dimensions[1]) == n))) {
+                py::array c =
+                    out.is_none() ? new_array(DType::f32, Shape{m, n}) : py::reinterpret_borrow<py::array>(out);
+                const auto* fa = reinterpret_cast<const float*>(pa->data);
+                const auto* fb = reinterpret_cast<const float*>(pb->data);
+                auto* fc = static_cast<float*>(c.mutable_data());
+                {
+                  py::gil_scoped_release release;
+                  cache.matmul(fa, fb, fc, static_cast<std::uint32_t>(m), static_cast<std::uint32_t>(k),
+                               static_cast<std::uint32_t>(n));
+                }
+                return c;
+              }
+            }
             if (py::isinstance<Array>(a_obj) || py::isinstance<Array>(b_obj))
               return matmul_any(a_obj, b_obj, out, dtype, std::nullopt, "matmul");
             matmul_compute_dtype(a_obj, b_obj, dtype, "matmul");  // float32, or refused naming numpy's dtype
