@@ -55,7 +55,9 @@ class VGPU_API TensorArg {
 /// where they are and writes the outputs into the caller's memory (a call at new addresses
 /// binds them; one at the last call's addresses reuses that binding). Memory that is not
 /// 4-byte aligned, or an output that overlaps another tensor, is staged through buffers of its
-/// own instead, so results never depend on how the caller laid out memory.
+/// own instead, so results never depend on how the caller laid out memory. The bindings of
+/// the last two address sets are kept, so a caller alternating between two outputs (a new
+/// result array per call, the previous one just freed) binds nothing in the steady state.
 /// Thread-safety: calls are serialised by an internal mutex (they share one set of device
 /// buffers); safe to call from any thread.
 class VGPU_API PersistentKernel {
@@ -64,6 +66,7 @@ class VGPU_API PersistentKernel {
   /// every step (all into one batch); throws invalid_argument for a malformed plan (naming the
   /// step and kernel) and whatever the device reports.
   PersistentKernel(Device device, KernelPlan plan);
+  ~PersistentKernel();
 
   /// Runs the kernel on the given tensors (the plan's non-scratch tensors, in order);
   /// throws invalid_argument on a wrong count, dtype, shape, null or read-only output, and
@@ -102,13 +105,13 @@ class VGPU_API PersistentKernel {
   /// Returns the bytes of device memory its buffers hold: every tensor of the plan, scratch
   /// included; on a device that uses host memory in place, the scratch tensors only (plus the
   /// others once a call has needed staging).
-  std::uint64_t buffer_bytes() const noexcept { return buffer_bytes_; }
+  std::uint64_t buffer_bytes() const noexcept;
   /// Returns the plan this kernel was built from.
-  const KernelPlan& plan() const noexcept { return plan_; }
+  const KernelPlan& plan() const noexcept;
   /// Returns the device the kernel lives on.
-  const Device& device() const noexcept { return device_; }
+  const Device& device() const noexcept;
   /// Returns the compiled kernel i of the plan (0: KernelPlan::source; i ≥ 1: more_kernels[i - 1]).
-  const Kernel& kernel(std::size_t i = 0) const { return kernels_.at(i); }
+  const Kernel& kernel(std::size_t i = 0) const;
 
  private:
   void validate(std::span<const TensorArg> args) const;
@@ -124,25 +127,10 @@ class VGPU_API PersistentKernel {
   // Allocates the staging buffers and records the batch over them, with the copies of a call.
   void record_staged();
 
-  Device device_;
-  KernelPlan plan_;
-  std::vector<Kernel> kernels_;         // one per plan kernel
-  std::vector<Buffer> buffers_;         // one per plan tensor
-  std::uint64_t buffer_bytes_ = 0;      // their sizes, summed
-  std::vector<std::uint32_t> visible_;  // tensor indices the caller passes, in order
-  Batch staged_;                        // the steps over buffers_ (empty until a staged call)
-  bool in_place_ = false;               // the device uses host memory in place
-  Batch in_place_batch_;                // the steps over the last in-place call's memory
-  std::vector<const void*> bound_;      // the addresses in_place_batch_ was recorded for
-  std::vector<Buffer> views_;           // per argument: the view of the caller's memory it binds
-  std::vector<const void*> addresses_;  // scratch of call_in_place, reused
-  // One round trip's copies, built once: a call only points them at the caller's data.
-  std::vector<HostWrite> writes_;
-  std::vector<HostRead> reads_;
-  std::vector<std::size_t> write_arg_, read_arg_;  // the argument each copy takes its pointer from
-  mutable std::mutex mutex_;
-  std::uint64_t calls_ = 0;
-  std::chrono::nanoseconds total_{0};
+  // The kernel's plan, compiled kernels, buffers, recorded batches and counters
+  // (persistent_kernel.cpp).
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace vgpu
