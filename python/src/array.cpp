@@ -207,6 +207,7 @@ void bind_arrays(py::module_& m) {
           [](const Array& a) {
             if (a.memory() != ArrayMemory::host || a.dtype() == DType::bf16)
               throw py::attribute_error("__array_interface__: the array is not in host memory numpy can read");
+            settle_host_memory(a);
             return array_interface(a, false);
           },
           "numpy's array interface over the array's host memory (cpu arrays; zero-copy).")

@@ -268,10 +268,18 @@ Array array_arg(py::handle obj, std::optional<Device> device, std::optional<DTyp
   return host_array(obj, dev, dtype, copy, what);
 }
 
+void settle_host_memory(const Array& a) {
+  if (Array::uses_host_memory(a.device())) return;  // the CPU device's calls finish before they return
+  Device d = a.device();
+  py::gil_scoped_release release;
+  d.synchronize();
+}
+
 py::array numpy_of(const Array& a) {
   const py::dtype dt = numpy_dtype(a.dtype());
   std::vector<py::ssize_t> dims(a.shape().begin(), a.shape().end());
   if (a.memory() == ArrayMemory::host && a.size() != 0) {
+    settle_host_memory(a);
     // A view of the array's own memory; the capsule keeps the array alive as the view's base.
     auto* keep = new Array(a);
     py::capsule base(keep, [](void* p) { delete static_cast<Array*>(p); });
@@ -310,6 +318,8 @@ py::capsule to_dlpack(const Array& a) {
     Device d = a.device();
     py::gil_scoped_release release;
     d.synchronize();
+  } else {
+    settle_host_memory(a);
   }
   PyObject* cap = PyCapsule_New(&e->managed, "dltensor", &capsule_destructor);
   if (!cap) throw py::error_already_set();

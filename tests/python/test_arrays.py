@@ -188,6 +188,15 @@ def test_copy_false_on_cuda_maps_numpy_memory_and_other_gpus_refuse():
         assert close((A @ B).numpy(), a.astype(np.float64) @ b, 4)
         a[0, 0] = 100.0  # the array reads numpy's memory itself
         assert close((A @ B).numpy(), a.astype(np.float64) @ b, 4)
+        # A result written by the GPU into numpy's memory: numpy() and the array interface
+        # hand it out once the GPU's work on it has run.
+        c = np.full((6, 5), np.nan, np.float32)
+        C = vgpu.asarray(c, device=dev, copy=False)
+        vgpu.matmul(A, B, out=C)
+        assert close(C.numpy(), a.astype(np.float64) @ b, 4)
+        assert close(np.asarray(C), a.astype(np.float64) @ b, 4)
+        assert close(c, a.astype(np.float64) @ b, 4)
+        del C
         refs = sys.getrefcount(a)
         del A
         dev.synchronize()
