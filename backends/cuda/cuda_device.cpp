@@ -212,10 +212,8 @@ std::unique_ptr<BufferImpl> CudaDevice::import_host(void* data, std::uint64_t by
   const bool ours = r == CUDA_SUCCESS;
   // The whole range must be mapped, contiguously: memory registered by someone else may cover
   // only its start.
-  CUdeviceptr first = 0, last = 0;
-  auto* end = static_cast<std::uint8_t*>(data) + bytes - 1;
-  if (fn_.cuMemHostGetDevicePointer(&first, data, 0) != CUDA_SUCCESS ||
-      fn_.cuMemHostGetDevicePointer(&last, end, 0) != CUDA_SUCCESS || last != first + bytes - 1) {
+  const CUdeviceptr first = mapped_range(data, bytes);
+  if (first == 0) {
     if (ours) fn_.cuMemHostUnregister(data);
     fail(ErrorCategory::not_supported,
          "host memory at " + std::to_string(reinterpret_cast<std::uintptr_t>(data)) + " (" + std::to_string(bytes) +
@@ -235,16 +233,20 @@ void CudaDevice::unregister_host(void* host) {
   fn_.cuMemHostUnregister(host);
 }
 
-bool CudaDevice::page_locked(const void* p, std::uint64_t bytes) {
+CUdeviceptr CudaDevice::mapped_range(const void* p, std::uint64_t bytes) {
   // Pageable memory has no device address (an error, not sticky). Both ends, mapped as one
   // range: a registration may cover only part of it.
-  if (bytes == 0) return false;
+  if (bytes == 0) return 0;
   CUdeviceptr first = 0, last = 0;
   auto* q = const_cast<void*>(p);
-  return fn_.cuMemHostGetDevicePointer(&first, q, 0) == CUDA_SUCCESS &&
-         fn_.cuMemHostGetDevicePointer(&last, static_cast<std::uint8_t*>(q) + bytes - 1, 0) == CUDA_SUCCESS &&
-         last == first + bytes - 1;
+  const bool whole =
+      fn_.cuMemHostGetDevicePointer(&first, q, 0) == CUDA_SUCCESS &&
+      fn_.cuMemHostGetDevicePointer(&last, static_cast<std::uint8_t*>(q) + bytes - 1, 0) == CUDA_SUCCESS &&
+      last == first + bytes - 1;
+  return whole ? first : 0;
 }
+
+bool CudaDevice::page_locked(const void* p, std::uint64_t bytes) { return mapped_range(p, bytes) != 0; }
 
 std::unique_ptr<BufferImpl> CudaDevice::import_device(void* ptr, std::uint64_t bytes) {
   make_current();

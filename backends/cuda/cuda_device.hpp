@@ -144,8 +144,11 @@ class CudaDevice final : public DeviceImpl {
   void free_buffer(CUdeviceptr ptr);
   /// Unregisters host memory import_host registered (after the work that used it has run).
   void unregister_host(void* host);
-  /// Returns whether the driver has [p, p + bytes) page-locked (registered, or allocated pinned),
-  /// so copies can DMA from or to it where it is.
+  /// Returns the device address of [p, p + bytes) when the driver has all of it page-locked and
+  /// mapped as one range (registered, or allocated pinned), else 0.
+  CUdeviceptr mapped_range(const void* p, std::uint64_t bytes);
+  /// Returns whether the driver has [p, p + bytes) page-locked (mapped_range), so copies can
+  /// DMA from or to it where it is.
   bool page_locked(const void* p, std::uint64_t bytes);
   void unload(CUmodule module);
   void destroy_graph(CUgraphExec exec);
