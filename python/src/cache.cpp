@@ -201,7 +201,7 @@ void bind_cache(py::module_& m) {
             const Shape as = shape_of(a), bs = shape_of(b);
             const Shape shape = matmul_shape(as, bs);  // np.matmul's rules; throws for 0-d and mismatches
             if (bs.size() > 2) {
-              // A stack of B: the array ops run it on the cache's device (one submission).
+              // A stack of B: the array ops run it on the cache's device (one launch of the batched kernel).
               const Device d = cache.device();
               return matmul_any(a, b, out, py::none(), d ? std::optional<Device>(d) : std::nullopt, "matmul");
             }
@@ -235,7 +235,8 @@ void bind_cache(py::module_& m) {
           "Returns A @ B with numpy.matmul's rules (docs/arrays.md): 2-D matrices, 1-D vectors (promoted, the "
           "dimension dropped), stacks of matrices with broadcast batch dimensions, empty dimensions. A stack of A "
           "times one B is one call of the cache's persistent kernel; a stack of B runs as array ops on the cache's "
-          "device. C-contiguous float32 arrays are used in place (zero-copy; on the CPU device the result is written "
+          "device (one launch of the batched kernel). C-contiguous float32 arrays are used in place (zero-copy; on the "
+          "CPU device the result is written "
           "straight into the returned array); transposed or sliced views, lists and float16/int8/uint8 inputs "
           "(which numpy promotes to float32) are converted once. When numpy's result dtype is not float32 "
           "(float64, int32…), vgpu.NotSupported says so, unless dtype=\"float32\" opts into converting the "
