@@ -207,7 +207,7 @@ void bind_arrays(py::module_& m) {
           [](const Array& a) {
             if (a.memory() != ArrayMemory::host || a.dtype() == DType::bf16)
               throw py::attribute_error("__array_interface__: the array is not in host memory numpy can read");
-            settle_host_memory(a);
+            settle(a);
             return array_interface(a, false);
           },
           "numpy's array interface over the array's host memory (cpu arrays; zero-copy).")
@@ -216,11 +216,7 @@ void bind_arrays(py::module_& m) {
           [](const Array& a) {
             if (a.memory() != ArrayMemory::cuda_device || a.dtype() == DType::bf16)
               throw py::attribute_error("__cuda_array_interface__: the array is not in CUDA memory");
-            Device d = a.device();
-            {
-              py::gil_scoped_release release;
-              d.synchronize();
-            }
+            settle(a);
             return array_interface(a, true);
           },
           "The CUDA array interface (version 3) over a CUDA array's memory, after its work finished.")

@@ -70,12 +70,6 @@ void with_gil_soon(std::function<void()> f) {
   Py_AddPendingCall(&run_pending, nullptr);  // a full queue is fine: the next call drains all
 }
 
-// A release function that drops a reference to obj (with the GIL, soon).
-std::function<void()> release_ref(py::object obj) {
-  PyObject* p = obj.release().ptr();
-  return [p] { with_gil_soon([p] { Py_DECREF(p); }); };
-}
-
 // --- dtypes ----------------------------------------------------------------------------------
 
 [[noreturn]] void fail_dtype(std::string_view what, const std::string& got) {
@@ -199,19 +193,14 @@ Array host_array(py::handle obj, const Device& device, std::optional<DType> dtyp
   }
   const Shape shape = shape_of(arr);
   const bool converted = !arr.is(obj);
-  const bool in_place = Array::uses_host_memory(device) && (arr.flags() & py::array::c_style) && arr.writeable() &&
-                        reinterpret_cast<std::uintptr_t>(arr.data()) % dtype_size(*dtype) == 0 &&
-                        copy != CopyMode::always && element_count(shape) != 0;
-  if (in_place) {
-    void* p = arr.mutable_data();
-    return Array::from_external(device, p, *dtype, shape, release_ref(std::move(arr)));
-  }
-  // copy=False on a device whose own memory is not host memory: where it reaches host memory
-  // over the bus (CUDA registers and maps it), the array uses numpy's memory in place.
+  // numpy's memory in place: on a device whose memory is host memory (the CPU) unless a copy
+  // is asked for; on one that reaches host memory over the bus (CUDA registers and maps it)
+  // only with copy=False. Kernels load whole elements, and may write any array.
   const bool usable = (arr.flags() & py::array::c_style) && arr.writeable() &&
                       reinterpret_cast<std::uintptr_t>(arr.data()) % dtype_size(*dtype) == 0 &&
                       element_count(shape) != 0;
-  if (copy == CopyMode::never && !converted && usable && !Array::uses_host_memory(device)) {
+  const bool host_device = Array::uses_host_memory(device);
+  if (usable && copy != CopyMode::always && (host_device || (copy == CopyMode::never && !converted))) {
     // The reference is the array's only once it exists: a refused import never runs release.
     PyObject* ref = arr.inc_ref().ptr();
     try {
@@ -268,7 +257,7 @@ Array array_arg(py::handle obj, std::optional<Device> device, std::optional<DTyp
   return host_array(obj, dev, dtype, copy, what);
 }
 
-void settle_host_memory(const Array& a) {
+void settle(const Array& a) {
   if (Array::uses_host_memory(a.device())) return;  // the CPU device's calls finish before they return
   Device d = a.device();
   py::gil_scoped_release release;
@@ -279,7 +268,7 @@ py::array numpy_of(const Array& a) {
   const py::dtype dt = numpy_dtype(a.dtype());
   std::vector<py::ssize_t> dims(a.shape().begin(), a.shape().end());
   if (a.memory() == ArrayMemory::host && a.size() != 0) {
-    settle_host_memory(a);
+    settle(a);
     // A view of the array's own memory; the capsule keeps the array alive as the view's base.
     auto* keep = new Array(a);
     py::capsule base(keep, [](void* p) { delete static_cast<Array*>(p); });
@@ -313,14 +302,8 @@ py::capsule to_dlpack(const Array& a) {
   t.byte_offset = 0;
   e->managed.manager_ctx = e.get();
   e->managed.deleter = &delete_exported;
-  if (where == ArrayMemory::cuda_device) {
-    // The consumer's stream knows nothing of vgpu's: the data is complete before it is handed over.
-    Device d = a.device();
-    py::gil_scoped_release release;
-    d.synchronize();
-  } else {
-    settle_host_memory(a);
-  }
+  // The consumer's stream knows nothing of vgpu's: the data is complete before it is handed over.
+  settle(a);
   PyObject* cap = PyCapsule_New(&e->managed, "dltensor", &capsule_destructor);
   if (!cap) throw py::error_already_set();
   e.release();

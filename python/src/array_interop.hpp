@@ -32,10 +32,10 @@ Array host_array(pybind11::handle obj, const Device& device, std::optional<DType
 /// imported DLPack tensor for an object with __dlpack__ that is not a numpy array, else host_array.
 Array array_arg(pybind11::handle obj, std::optional<Device> device, std::optional<DType> dtype, CopyMode copy,
                 std::string_view what);
-/// Waits for the work queued on a's device when a is host memory that device writes
-/// asynchronously (CUDA's registered memory), so the host reads its final values; nothing on
-/// the CPU device, whose calls finish before they return. Releases the GIL while waiting.
-void settle_host_memory(const Array& a);
+/// Waits for the work queued on a's device, so that code outside vgpu (numpy, a DLPack or CUDA
+/// array interface consumer) reads a's final values; nothing on the CPU device, whose calls
+/// finish before they return. Releases the GIL while waiting.
+void settle(const Array& a);
 /// Returns a numpy array over a (a view of its memory when it is host memory, after its
 /// device's work on it has run; else a copy).
 pybind11::array numpy_of(const Array& a);
