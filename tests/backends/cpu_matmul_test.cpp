@@ -55,6 +55,24 @@ TEST_CASE("CPU matmul: awkward shapes give the reference on 1, 2, 5 and 16 threa
     for (const Shape3 s : shapes) check_product(cpu, s, threads);
 }
 
+TEST_CASE("CPU matmul: products small enough to skip packing give the reference at every column count",
+          "[cpu][matmul]") {
+  vgpu::Runtime runtime;
+  vgpu::Device cpu = runtime.open("cpu:0");
+  // Up to 64³ multiply-adds C is computed straight from A and B, two vectors of columns at a
+  // time with the last ones overlapping: every column count around one, two and three vectors
+  // of SSE (4), AVX2 (8) and AVX-512 (16) lanes, row counts around the 4-row blocks, and the
+  // largest such product next to the smallest packed one.
+  for (const std::uint32_t n :
+       {1u, 3u, 4u, 5u, 7u, 8u, 9u, 12u, 15u, 16u, 17u, 24u, 25u, 31u, 32u, 33u, 40u, 47u, 48u, 49u, 63u, 64u})
+    for (const std::uint32_t m : {1u, 3u, 4u, 5u, 6u, 7u, 9u})
+      for (const std::uint32_t k : {1u, 2u, 19u}) check_product(cpu, {m, k, n}, 1);
+  check_product(cpu, {64, 64, 64}, 1);
+  check_product(cpu, {64, 64, 65}, 2);
+  check_product(cpu, {63, 65, 64}, 2);
+  check_product(cpu, {2, 30000, 3}, 1);
+}
+
 TEST_CASE("CPU matmul: 1000 cubed and a 4097-wide product match the reference on 16 threads", "[cpu][matmul]") {
   vgpu::Runtime runtime;
   vgpu::Device cpu = runtime.open("cpu:0");

@@ -86,11 +86,12 @@ struct Matmul {
     gemm(wg, pr, row0, rows, col0, cols);
   }
 
-  /// Tiles of at most this many multiply-adds (20³) skip packing (direct()): packing A and B and
+  /// Tiles of at most this many multiply-adds (64³) skip packing (direct()): packing A and B and
   /// padding to MR×NR micro-tiles cost more than the product there (AVX-512's 12×32 micro-tile
-  /// computes 24×32 outputs for a 16×16 C: 61% of a 16×16 Cache::matmul call, which direct()
-  /// takes from 1.9 to 0.8 µs here; at 24³ and above the two paths measured alike or packing won).
-  static constexpr std::uint64_t kDirectWork = 20 * 20 * 20;
+  /// computes 24×32 outputs for a 16×16 C). Measured on AVX2 (Cache::matmul, one thread):
+  /// direct / packed 0.64 / 1.31 µs at 16, 1.07 / 1.89 at 24, 1.46 / 2.13 at 32, alike at 48 and
+  /// 64 (B then still fits L1), 27.6 / 24.8 at 96, where packing wins.
+  static constexpr std::uint64_t kDirectWork = 64 * 64 * 64;
 
   /// What direct() computes: C (ldc) = A (k columns) · B (ldb), cols columns wide.
   struct Direct {
@@ -133,33 +134,60 @@ struct Matmul {
     }
   }
 
-  /// direct() for the RB rows from row i. Whole vectors only: the last one starts at cols − W,
-  /// overlapping the one before (it rewrites a few columns with the same values), so no column
-  /// is left to a scalar loop.
+  /// direct() for the RB rows from row i, two vectors of columns at a time (RB×2 independent
+  /// accumulators hide the FMA latency). Whole vectors only: the last one or two start at
+  /// cols − W or cols − 2W, overlapping the ones before (rewriting a few columns with the same
+  /// values), so no column is left to a scalar loop.
   template <std::size_t RB>
   static void direct_rows(const Direct& d, std::size_t i) {
     const float* a = d.a + i * d.k;
     float* c = d.c + i * d.ldc;
-    const std::size_t wide = d.cols < W ? W : d.cols;  // a narrow C: one padded vector
-    for (std::size_t j = 0;; j += W) {
-      const std::size_t at = S::min(j, wide - W);
-      V acc[RB];
-      for (std::size_t r = 0; r < RB; ++r) acc[r] = V(0.0f);
-      for (std::size_t p = 0; p < d.k; ++p) {
-        const V bv = V::load_unaligned(d.b + p * d.ldb + at);
-        for (std::size_t r = 0; r < RB; ++r) acc[r] = S::fmadd(V(a[r * d.k + p]), bv, acc[r]);
-      }
-      if (d.cols < W) {
-        alignas(64) float lanes[W];
-        for (std::size_t r = 0; r < RB; ++r) {
-          acc[r].store_aligned(lanes);
-          std::memcpy(c + r * d.ldc, lanes, d.cols * sizeof(float));
-        }
-      } else {
-        for (std::size_t r = 0; r < RB; ++r) acc[r].store_unaligned(c + r * d.ldc + at);
-      }
-      if (at + W >= wide) break;
+    const std::size_t wide = d.cols < W ? W : d.cols;    // a narrow C: one padded vector
+    const std::size_t step = wide >= 2 * W ? 2 * W : W;  // C narrower than two vectors: one at a time
+    for (std::size_t j = 0;; j += step) {
+      const std::size_t at = S::min(j, wide - step);
+      if (step == 2 * W)
+        direct_tile<RB, 2>(d, a, c, at);
+      else
+        direct_tile<RB, 1>(d, a, c, at);
+      if (at + step >= wide) break;
     }
+  }
+
+  /// RB rows × NVC vectors of C from column at. The loops over rows and vectors are unrolled
+  /// so the accumulators live in registers: left rolled, GCC keeps them in a stack array and
+  /// every FMA waits on a store and a reload (measured: 16×16 took 0.8 µs instead of ~0.15).
+  template <std::size_t RB, std::size_t NVC>
+  static void direct_tile(const Direct& d, const float* a, float* c, std::size_t at) {
+    V acc[RB][NVC];
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < RB; ++r)
+#pragma GCC unroll 2
+      for (std::size_t v = 0; v < NVC; ++v) acc[r][v] = V(0.0f);
+    for (std::size_t p = 0; p < d.k; ++p) {
+      const float* brow = d.b + p * d.ldb + at;
+      V bv[NVC];
+#pragma GCC unroll 2
+      for (std::size_t v = 0; v < NVC; ++v) bv[v] = V::load_unaligned(brow + v * W);
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < RB; ++r) {
+        const V av(a[r * d.k + p]);
+#pragma GCC unroll 2
+        for (std::size_t v = 0; v < NVC; ++v) acc[r][v] = S::fmadd(av, bv[v], acc[r][v]);
+      }
+    }
+    if (d.cols < W) {
+      alignas(64) float lanes[W];
+      for (std::size_t r = 0; r < RB; ++r) {
+        acc[r][0].store_aligned(lanes);
+        std::memcpy(c + r * d.ldc, lanes, d.cols * sizeof(float));
+      }
+      return;
+    }
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < RB; ++r)
+#pragma GCC unroll 2
+      for (std::size_t v = 0; v < NVC; ++v) acc[r][v].store_unaligned(c + r * d.ldc + at + v * W);
   }
 
   /// One K block of one column block, as every task of it sees it.
