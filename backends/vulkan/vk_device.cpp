@@ -33,6 +33,9 @@ VulkanDevice::VulkanDevice(std::shared_ptr<Instance> instance, const PhysicalDev
   dci.ppEnabledExtensionNames = physical_.features.extensions.data();
   check_vk(f.vkCreateDevice(physical_.handle, &dci, nullptr, &device_), "vkCreateDevice");
   load_device(f, device_, fn_);
+  if (physical_.features.host_import_alignment)
+    host_pointer_properties_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        f.vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
   fn_.vkGetDeviceQueue(device_, physical_.queue_family, 0, &queue_);
 
   // Software and integrated devices share host memory: writing buffers in place beats a

@@ -20,12 +20,19 @@ namespace vgpu::vulkan {
 
 class VulkanDevice;
 
-/// A VkBuffer with its memory; mapped when host-visible.
+/// A VkBuffer with its memory; mapped when host-visible. An imported one (host memory used in
+/// place, VK_EXT_external_memory_host) spans the whole import-aligned range around the caller's
+/// bytes: its data starts at base within the VkBuffer, mapped is the range's first byte (the
+/// caller's own memory, never vkMapMemory'd) and size is the caller's byte count.
 struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;
   std::uint64_t size = 0;
+  std::uint64_t base = 0;
+  bool imported = false;
+  /// Returns the host address of the data's byte at offset (mapped allocations only).
+  char* host_at(std::uint64_t offset) const { return static_cast<char*>(mapped) + base + offset; }
 };
 
 /// A user buffer. Thread-safety: owned by core's BufferState; destroyed once, under the device's
@@ -105,6 +112,10 @@ class VulkanDevice final : public DeviceImpl {
 
   const DeviceInfo& info() const override { return physical_.info; }
   VGPU_DEVICE_IMPL_OVERRIDES;
+  /// Host memory in place through VK_EXT_external_memory_host (null where the driver lacks it).
+  std::unique_ptr<BufferImpl> import_host(void* data, std::uint64_t bytes) override;
+  /// The caller's address for imported host memory; none for the device's own memory.
+  BufferAddress address(BufferImpl& buffer) override;
   /// Builds the shader module and pipeline of k from words with entry point entry, specialised
   /// by spec; returns the failing call's result.
   VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const std::string& entry,
@@ -197,6 +208,8 @@ class VulkanDevice final : public DeviceImpl {
   std::shared_ptr<Instance> instance_;
   PhysicalDevice physical_;
   DeviceFns fn_{};
+  // VK_EXT_external_memory_host's query, loaded only where the extension is enabled.
+  PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties_ = nullptr;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   bool host_visible_buffers_ = false;

@@ -26,6 +26,20 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
            "the kernel uses binding " + std::to_string(d.binding) + " (set " + std::to_string(d.set) +
                "), but no buffer is bound to slot " + std::to_string(d.binding) + ".",
            "bind a buffer to every binding the shader declares (Kernel::bindings() lists them).");
+  // Imported host memory starts where the caller's bytes do, inside its VkBuffer: a uniform
+  // binding needs that offset aligned more strictly than a storage binding (import_host).
+  const VkDeviceSize ubo_align = physical_.properties.limits.minUniformBufferOffsetAlignment;
+  for (const Descriptor& d : k.descriptors) {
+    const auto& a = static_cast<VkBufferImpl*>(by_slot[d.binding])->alloc;
+    if (d.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER && ubo_align > 1 && a.base % ubo_align != 0)
+      fail(ErrorCategory::not_supported,
+           "binding " + std::to_string(d.binding) + " is a uniform buffer, and the host memory bound to it starts " +
+               std::to_string(a.base % ubo_align) + " bytes past the " + std::to_string(ubo_align) +
+               "-byte alignment " + physical_.info.name + " needs for uniform buffers.",
+           "copy the data in (Array::from_host, or asarray without copy=False), or allocate the host memory aligned "
+           "to " +
+               std::to_string(ubo_align) + " bytes.");
+  }
   auto set = std::make_unique<VkBindingSetImpl>(*this);
   set->sets.resize(k.set_layouts.size());
   if (!k.set_layouts.empty()) {
@@ -62,10 +76,12 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
     const auto& a = static_cast<VkBufferImpl*>(by_slot[d.binding])->alloc;
     // A uniform buffer's range may not pass maxUniformBufferRange (VUID-VkWriteDescriptorSet-descriptorType-00332),
     // however large the buffer; the shader's block is what it reads.
+    // An import's VkBuffer spans whole pages around the caller's bytes: the range is those bytes.
     const VkDeviceSize range = d.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
                                    ? std::min<VkDeviceSize>(a.size, physical_.properties.limits.maxUniformBufferRange)
-                                   : VK_WHOLE_SIZE;
-    infos[i] = VkDescriptorBufferInfo{a.buffer, 0, range};
+                               : a.imported ? a.size
+                                            : VK_WHOLE_SIZE;
+    infos[i] = VkDescriptorBufferInfo{a.buffer, a.base, range};
     writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set->sets[d.set];
     writes[i].dstBinding = d.binding;

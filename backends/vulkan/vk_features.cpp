@@ -15,6 +15,7 @@ constexpr const char* kExtFloat16Int8 = "VK_KHR_shader_float16_int8";
 constexpr const char* kExtMemoryModel = "VK_KHR_vulkan_memory_model";
 constexpr const char* kExtSubgroupTypes = "VK_KHR_shader_subgroup_extended_types";
 constexpr const char* kExtAtomicInt64 = "VK_KHR_shader_atomic_int64";
+constexpr const char* kExtHostMemory = "VK_EXT_external_memory_host";
 
 bool has(const std::vector<const char*>& list, const char* name) {
   return std::any_of(list.begin(), list.end(), [&](const char* e) { return std::strcmp(e, name) == 0; });
@@ -99,18 +100,19 @@ void FeatureChain::read(DeviceFeatures& f) const {
 DeviceFeatures query_features(const InstanceFns& fns, VkPhysicalDevice device, std::uint32_t api_version) {
   DeviceFeatures f;
   f.api_version = api_version;
-  std::vector<const char*> available;
-  if (api_version < VK_API_VERSION_1_2) {
-    std::uint32_t n = 0;
-    fns.vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr);
-    std::vector<VkExtensionProperties> props(n);
-    if (n) fns.vkEnumerateDeviceExtensionProperties(device, nullptr, &n, props.data());
-    props.resize(n);
+  std::uint32_t n = 0;
+  fns.vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> props(n);
+  if (n) fns.vkEnumerateDeviceExtensionProperties(device, nullptr, &n, props.data());
+  props.resize(n);
+  auto offered = [&](const char* e) {
+    return std::any_of(props.begin(), props.end(),
+                       [&](const VkExtensionProperties& p) { return std::strcmp(p.extensionName, e) == 0; });
+  };
+  std::vector<const char*> available;  // the feature extensions a 1.1 device needs (core from 1.2)
+  if (api_version < VK_API_VERSION_1_2)
     for (const char* e : {kExt8Bit, kExtFloat16Int8, kExtMemoryModel, kExtSubgroupTypes, kExtAtomicInt64})
-      if (std::any_of(props.begin(), props.end(),
-                      [&](const VkExtensionProperties& p) { return std::strcmp(p.extensionName, e) == 0; }))
-        available.push_back(e);
-  }
+      if (offered(e)) available.push_back(e);
   FeatureChain chain(api_version, available);
   fns.vkGetPhysicalDeviceFeatures2(device, &chain.features2_);
   chain.read(f);
@@ -125,10 +127,19 @@ DeviceFeatures query_features(const InstanceFns& fns, VkPhysicalDevice device, s
   want(kExtAtomicInt64, f.buffer_int64_atomics || f.shared_int64_atomics);
 
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+  const bool host_memory = offered(kExtHostMemory);
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   p2.pNext = &subgroup;
+  if (host_memory) subgroup.pNext = &host;
   fns.vkGetPhysicalDeviceProperties2(device, &p2);
   if (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) f.subgroup_operations = subgroup.supportedOperations;
+  // Host memory used in place (Array::from_external): enabled wherever the driver offers it.
+  if (host_memory && host.minImportedHostPointerAlignment > 0) {
+    f.host_import_alignment = host.minImportedHostPointerAlignment;
+    f.extensions.push_back(kExtHostMemory);
+  }
   return f;
 }
 
@@ -163,6 +174,7 @@ std::vector<std::string> DeviceFeatures::names() const {
       {VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "subgroup_clustered"},
       {VK_SUBGROUP_FEATURE_QUAD_BIT, "subgroup_quad"}};
   for (const auto& [bit, name] : ops) add(subgroup_operations & bit, name);
+  add(host_import_alignment > 0, "host_memory_import");  // VK_EXT_external_memory_host
   return out;
 }
 

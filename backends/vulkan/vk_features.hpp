@@ -32,7 +32,11 @@ struct DeviceFeatures {
   bool buffer_int64_atomics = false, shared_int64_atomics = false;
   // VkPhysicalDeviceSubgroupProperties, counted only when the compute stage has them
   VkSubgroupFeatureFlags subgroup_operations = 0;
-  // Device extensions the features above need on a 1.1 device (none on 1.2+).
+  // VK_EXT_external_memory_host's minImportedHostPointerAlignment: host memory can be imported
+  // in place in whole units of it; 0 where the driver does not offer the extension.
+  std::uint64_t host_import_alignment = 0;
+  // Device extensions to enable: those the features above need on a 1.1 device (none on
+  // 1.2+), and VK_EXT_external_memory_host where offered.
   std::vector<const char*> extensions;
 
   /// Returns the enabled features' names for DeviceInfo::features ("shader_float16", ...).

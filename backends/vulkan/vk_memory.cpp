@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_memory.cpp — buffers, the staging ring, uploads, readbacks and copies.
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "vgpu/error.hpp"
 #include "vk_device.hpp"
@@ -80,9 +82,9 @@ Allocation VulkanDevice::allocate(std::uint64_t bytes, MemoryUse use, VkBufferUs
 void VulkanDevice::destroy_buffer(Allocation& a) {
   // No queued work uses it any more: core frees a buffer only after its last use has run.
   if (a.buffer == VK_NULL_HANDLE || process_exiting()) return;
-  if (a.mapped) fn_.vkUnmapMemory(device_, a.memory);
+  if (a.mapped && !a.imported) fn_.vkUnmapMemory(device_, a.memory);
   fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
-  fn_.vkFreeMemory(device_, a.memory, nullptr);
+  fn_.vkFreeMemory(device_, a.memory, nullptr);  // an import's host memory stays the caller's
   a = Allocation{};
 }
 
@@ -99,6 +101,96 @@ std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
     barrier(cmd, false);  // a later upload into this buffer must land after the fill
   }
   return buffer;
+}
+
+// Host memory in place (Array::from_external with host memory), where the driver offers
+// VK_EXT_external_memory_host: the whole pages around the caller's bytes are imported as one
+// allocation (the driver takes host pointers and sizes in units of minImportedHostPointerAlignment,
+// usually a page, and numpy's data rarely starts on one); the buffer's data starts inside it
+// (Allocation::base), which a storage binding's offset must allow. Kernels then read and write
+// the caller's memory itself: on a discrete GPU over the bus, so only arrays import (the
+// PersistentKernel path keeps staging: imports_host() stays false), and on lavapipe it is the
+// memory the driver would have copied into.
+std::unique_ptr<BufferImpl> VulkanDevice::import_host(void* data, std::uint64_t bytes) {
+  const std::uint64_t page = physical_.features.host_import_alignment;
+  if (page == 0 || !host_pointer_properties_) return nullptr;
+  const auto address = reinterpret_cast<std::uintptr_t>(data);
+  const std::uint64_t base = address % page;
+  const std::uint64_t storage_align =
+      std::max<VkDeviceSize>(1, physical_.properties.limits.minStorageBufferOffsetAlignment);
+  const std::string where = std::to_string(bytes) + " bytes of host memory at 0x" + [&] {
+    char hex[20];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(address));
+    return std::string(hex);
+  }();
+  if (base % storage_align != 0)
+    fail(ErrorCategory::not_supported,
+         "Vulkan device '" + physical_.info.name + "' cannot bind " + where + " in place: buffers must start on a " +
+             std::to_string(storage_align) + "-byte boundary (minStorageBufferOffsetAlignment), and it is " +
+             std::to_string(base % storage_align) + " bytes past one.",
+         "copy the data in (Array::from_host, or asarray without copy=False), or allocate it aligned to " +
+             std::to_string(storage_align) + " bytes.");
+  void* start = reinterpret_cast<void*>(address - base);
+  const std::uint64_t span = round_up(base + bytes, page);
+  VkMemoryHostPointerPropertiesEXT props{VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+  if (const VkResult r =
+          host_pointer_properties_(device_, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, start, &props);
+      r != VK_SUCCESS || props.memoryTypeBits == 0)
+    fail(ErrorCategory::not_supported,
+         "Vulkan device '" + physical_.info.name + "' cannot import " + where +
+             " (vkGetMemoryHostPointerPropertiesEXT: " + (r != VK_SUCCESS ? result_name(r) : "no memory type") + ").",
+         "copy the data in (Array::from_host, or asarray without copy=False); memory the driver cannot import is "
+         "usually a file mapping or device memory, not ordinary heap memory.");
+  Allocation a;
+  a.size = bytes;
+  a.base = base;
+  a.imported = true;
+  a.mapped = start;
+  VkExternalMemoryBufferCreateInfo external{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.pNext = &external;
+  bci.size = span;
+  bci.usage = kStorageUsage;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check_vk(fn_.vkCreateBuffer(device_, &bci, nullptr, &a.buffer), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  fn_.vkGetBufferMemoryRequirements(device_, a.buffer, &req);
+  const std::uint32_t bits = req.memoryTypeBits & props.memoryTypeBits;
+  std::uint32_t type = memory_type(bits, kHostFlags | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  if (type == UINT32_MAX) type = memory_type(bits, 0);
+  if (type == UINT32_MAX || req.size > span) {
+    fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
+    fail(ErrorCategory::not_supported,
+         "Vulkan device '" + physical_.info.name + "' has no buffer memory type that can import " + where + ".",
+         "copy the data in (Array::from_host, or asarray without copy=False).");
+  }
+  VkImportMemoryHostPointerInfoEXT import{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  import.pHostPointer = start;
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.pNext = &import;
+  mai.allocationSize = span;
+  mai.memoryTypeIndex = type;
+  if (const VkResult r = fn_.vkAllocateMemory(device_, &mai, nullptr, &a.memory); r != VK_SUCCESS) {
+    fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
+    fail(ErrorCategory::not_supported,
+         "Vulkan device '" + physical_.info.name + "' could not import " + where +
+             " (vkAllocateMemory: " + result_name(r) + ").",
+         "copy the data in (Array::from_host, or asarray without copy=False).");
+  }
+  if (const VkResult r = fn_.vkBindBufferMemory(device_, a.buffer, a.memory, 0); r != VK_SUCCESS) {
+    fn_.vkDestroyBuffer(device_, a.buffer, nullptr);
+    fn_.vkFreeMemory(device_, a.memory, nullptr);
+    fail_vk(r, "vkBindBufferMemory");
+  }
+  return std::make_unique<VkBufferImpl>(*this, a);
+}
+
+BufferAddress VulkanDevice::address(BufferImpl& buffer) {
+  const auto& a = static_cast<VkBufferImpl&>(buffer).alloc;
+  if (!a.imported) return {};
+  return BufferAddress{a.host_at(0), BufferAddress::Space::host};
 }
 
 void VulkanDevice::ensure_capacity(Allocation& host, std::uint64_t bytes, MemoryUse use, const Deadline& deadline) {
@@ -120,7 +212,7 @@ void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* d
   if (dst.mapped) {
     // Earlier queued work may read or write these bytes: wait for it before touching them.
     if (!idle()) finish(deadline, "waiting for earlier work before writing a buffer");
-    std::memcpy(static_cast<char*>(dst.mapped) + offset, data, bytes);
+    std::memcpy(dst.host_at(offset), data, bytes);
     return;
   }
   if (staging_head_ + bytes > staging_.size) {
@@ -128,7 +220,7 @@ void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* d
     ensure_capacity(staging_, bytes, MemoryUse::upload, deadline);
   }
   std::memcpy(static_cast<char*>(staging_.mapped) + staging_head_, data, bytes);
-  const VkBufferCopy region{staging_head_, offset, bytes};
+  const VkBufferCopy region{staging_head_, dst.base + offset, bytes};
   VkCommandBuffer cmd = pending_upload();
   fn_.vkCmdCopyBuffer(cmd, staging_.buffer, dst.buffer, 1, &region);
   barrier(cmd, false);  // two uploads to one buffer before a submit must land in call order
@@ -140,12 +232,12 @@ void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std
   auto& src = static_cast<VkBufferImpl&>(buffer).alloc;
   if (src.mapped) {
     finish(deadline, "waiting for submitted work to read a buffer");
-    std::memcpy(out, static_cast<const char*>(src.mapped) + offset, bytes);
+    std::memcpy(out, src.host_at(offset), bytes);
     return;
   }
   if (readback_.size < bytes) ensure_capacity(readback_, bytes, MemoryUse::readback, deadline);
   VkCommandBuffer cmd = transient_cmd();
-  const VkBufferCopy region{offset, 0, bytes};
+  const VkBufferCopy region{src.base + offset, 0, bytes};
   fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
   barrier(cmd, true);
   check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
@@ -160,7 +252,7 @@ void VulkanDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& d
   auto& s = static_cast<VkBufferImpl&>(src).alloc;
   auto& d = static_cast<VkBufferImpl&>(dst).alloc;
   VkCommandBuffer cmd = transient_cmd();
-  const VkBufferCopy region{src_offset, dst_offset, bytes};
+  const VkBufferCopy region{s.base + src_offset, d.base + dst_offset, bytes};
   fn_.vkCmdCopyBuffer(cmd, s.buffer, d.buffer, 1, &region);
   check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   flush(cmd, true);

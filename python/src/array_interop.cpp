@@ -200,6 +200,7 @@ Array host_array(py::handle obj, const Device& device, std::optional<DType> dtyp
                       reinterpret_cast<std::uintptr_t>(arr.data()) % dtype_size(*dtype) == 0 &&
                       element_count(shape) != 0;
   const bool host_device = Array::uses_host_memory(device);
+  std::string refused;  // why the device would not take this memory in place
   if (usable && copy != CopyMode::always && (host_device || (copy == CopyMode::never && !converted))) {
     // The reference is the array's only once it exists: a refused import never runs release.
     PyObject* ref = arr.inc_ref().ptr();
@@ -209,16 +210,15 @@ Array host_array(py::handle obj, const Device& device, std::optional<DType> dtyp
     } catch (const Error& e) {
       Py_DECREF(ref);
       if (e.category() != ErrorCategory::not_supported) throw;
-      // Refused: said below, as for any device whose memory is its API's own.
+      refused = e.problem();  // said below (a Vulkan driver's alignment, an OpenGL device's own memory)
     }
   }
   if (copy == CopyMode::never && !converted)
     fail(ErrorCategory::invalid_argument,
-         std::string(what) + " cannot be used in place on " + device.info().id() + " (copy=False): " +
-             (Array::uses_host_memory(device) ? "it is read-only, misaligned or empty"
-                                              : "the device's memory is its API's own, not host memory") +
-             ".",
-         "allow a copy (copy=None), or use a writeable, aligned array on the cpu device.");
+         std::string(what) + " cannot be used in place on " + device.info().id() +
+             " (copy=False): " + (!refused.empty() ? refused : std::string("it is read-only, misaligned or empty.")),
+         "allow a copy (copy=None), or use a writeable, aligned array (docs/arrays.md says which devices use host "
+         "memory in place).");
   const void* data = arr.data();
   py::gil_scoped_release release;  // arr keeps the memory alive; the copy may be large
   return Array::from_host(device, *dtype, shape, data);
