@@ -8,11 +8,14 @@
 #                             (there, from the repo root, with $OUT set) run the probe, every
 #                             test program per backend, then (all, the default) the GPU, dispatch,
 #                             queue, recovery, round-trip and selection benchmarks and the probe's bench/select,
-#                             or (tests) only the queue, recovery and round-trip benchmarks; logs go to $OUT.
+#                             or (tests) only the queue, recovery, round-trip and arrays benchmarks; logs go to $OUT,
+#                             the benches' JSON (round trip and arrays; all: GPU and selection too) into one
+#                             archive, $OUT/results-json.tar.gz.
 #                             python: build the Python module there (its python3 + pybind11, against
 #                             the vgpu staged in .gpu/ as an install prefix), then run
 #                             bench/python_overhead.py, the pytest suite and bench/cpu_reference.py
-#                             (vgpu's CPU matmul beside numpy and torch; 4 files in $OUT)
+#                             (vgpu's CPU matmul beside numpy and torch); python.txt, summary.txt and the
+#                             three JSON files in one archive, $OUT/results-json-python.tar.gz
 #                             ncu: Nsight Compute (ncu --clock-control none) on cuBLAS's SGEMM and
 #                             vgpu's CUDA matmul at N=4096 (the rule's pick, then each tiling of
 #                             VGPU_NCU_TILINGS), one product per process (vgpu-bench-gpu --profile);
@@ -26,10 +29,28 @@
 #
 # The device tool carries .gpu/ with the run: carry [".gpu"], command "bash tools/gpu-run.sh remote"
 # (or "bash tools/gpu-run.sh remote python": a separate command, as $OUT holds at most 8 files).
-# CI never calls this script.
+# CI never calls this script. The JSON archives are what tools/plot_benchmarks.py draws docs/img/ from
+# (docs/benchmarks.md, "Plots"): tar -xzf results-json.tar.gz -C DIR, then plot DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage_dir=.gpu
+
+# pack_json DIR ARCHIVE: every *.json in DIR into one .tar.gz (the device tool returns at most 8
+# files, so the benches' JSON travel as one); says what it packed, never fails the run.
+pack_json() {
+  local dir=$1 archive=$2 names=()
+  local f
+  for f in "$dir"/*.json; do [ -f "$f" ] && names+=("$(basename "$f")"); done
+  if ((${#names[@]} == 0)); then
+    echo "json: none written, no $(basename "$archive")"
+    return 0
+  fi
+  if tar -czf "$archive" -C "$dir" "${names[@]}"; then
+    echo "json: ${names[*]} -> $(basename "$archive")"
+  else
+    echo "json: packing ${names[*]} into $(basename "$archive") FAILED"
+  fi
+}
 
 stage() {
   tools/dev.sh build
@@ -119,7 +140,11 @@ remote() {
     remote_multi "$bin"
     return
   fi
-  # At most 7 files come back from the device tool: keep the outputs to these.
+  # At most 8 files come back from the device tool: keep the outputs to these (7: probe, tests,
+  # bench-calls, bench-gpu, bench-select, summary, results-json.tar.gz). The benches' JSON go to
+  # $json and travel packed into one archive.
+  local json=/tmp/vgpu-json-$what
+  rm -rf "$json" && mkdir -p "$json"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/probe.txt" 2>&1 || true
   "$bin/vgpu-probe" >> "$OUT/probe.txt" 2>&1 || true
   "$bin/vgpu-probe" --json >> "$OUT/probe.txt" 2>&1 || true
@@ -171,23 +196,27 @@ remote() {
   } > "$OUT/tests.txt" 2>&1
   # The queue against separate calls, recovery against a cold start, the fixed cost per call
   # (roundtrip: N=16, 256-float multiply, batched, beside the issue-16 goals), the hot path: one file
-  # (at most 8 files come back).
+  # (at most 8 files come back); round trip and arrays also write JSON ($json/bench-roundtrip.json,
+  # $json/bench-arrays.json).
   {
     for b in queue recovery roundtrip arrays; do
       echo "=== vgpu-bench-$b"
-      if [ -x "$bin/vgpu-bench-$b" ]; then "$bin/vgpu-bench-$b" || echo "bench-$b failed"; else echo "not built"; fi
+      local args=()
+      case $b in roundtrip|arrays) args=(--json "$json/bench-$b.json") ;; esac
+      if [ -x "$bin/vgpu-bench-$b" ]; then "$bin/vgpu-bench-$b" "${args[@]}" || echo "bench-$b failed"; else echo "not built"; fi
     done
     if [ "$what" = all ]; then echo "=== vgpu-bench-dispatch --quick"; "$bin/vgpu-bench-dispatch" --quick || true; fi
   } > "$OUT/bench-calls.txt" 2>&1
   if [ "$what" = tests ]; then
+    pack_json "$json" "$OUT/results-json.tar.gz" | tee -a "$OUT/bench-calls.txt"
     printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
     return
   fi
-  "$bin/vgpu-bench-gpu" --json "$OUT/bench-gpu.json" > "$OUT/bench-gpu.txt" 2>&1 || echo "bench-gpu failed" >> "$OUT/bench-gpu.txt"
+  "$bin/vgpu-bench-gpu" --json "$json/bench-gpu.json" > "$OUT/bench-gpu.txt" 2>&1 || echo "bench-gpu failed" >> "$OUT/bench-gpu.txt"
   # Device selection: the op × size table, then the probe's per-device bench and one select
   # (the second select in a new process reads the persisted choice).
   {
-    "$bin/vgpu-bench-select" --json "$OUT/bench-select.json" || echo "bench-select failed"
+    "$bin/vgpu-bench-select" --json "$json/bench-select.json" || echo "bench-select failed"
     echo "=== vgpu-bench-predict (the prediction model vs measured, per device and size)"
     "$bin/vgpu-bench-predict" || echo "bench-predict failed"  # no --json: $OUT holds at most 8 files
     echo "=== vgpu-probe bench"
@@ -204,6 +233,7 @@ remote() {
       VGPU_CACHE_DISABLE=1 "$bin/vgpu-probe" select matmul $n || echo "probe select failed"
     done
   } > "$OUT/bench-select.txt" 2>&1
+  pack_json "$json" "$OUT/results-json.tar.gz" | tee -a "$OUT/bench-calls.txt"
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   tail -8 "$OUT/bench-gpu.txt"
 }
@@ -323,10 +353,12 @@ remote_ncu() {
 # remote python: builds python/ as its own CMake project against the vgpu install prefix in
 # .gpu/ with this machine's python3 (numpy) and pybind11 (Debian/Ubuntu package or pip), then runs
 # the overhead benchmark, the pytest suite and bench/cpu_reference.py. Writes $OUT/python.txt (the build, the bench's
-# table and pytest's output), $OUT/python-bench.json, $OUT/cpu-reference.json and $OUT/summary.txt; every missing tool is
+# table and pytest's output), $OUT/summary.txt and $OUT/results-json-python.tar.gz (python-bench.json,
+# arrays-cpu.json, cpu-reference.json: one file, as at most 8 come back); every missing tool is
 # named there with its fix, and the run still ends with the summary.
 remote_python() {
-  local log=$OUT/python.txt py build=/tmp/vgpu-python-build status summary=()
+  local log=$OUT/python.txt py build=/tmp/vgpu-python-build status summary=() json=/tmp/vgpu-json-python
+  rm -rf "$json" && mkdir -p "$json"
   py=${VGPU_PYTHON:-$(command -v python3 || true)}
   {
     echo "=== python: ${py:-none} $([ -n "$py" ] && "$py" --version 2>&1)"
@@ -365,13 +397,13 @@ remote_python() {
         "$py" -c "import vgpu, sys; print(vgpu.__version__, vgpu.__file__); print(vgpu.devices())" || true
         echo "=== bench/python_overhead.py (moderngl is not installed there: part 3 says so and skips)"
         set +e
-        VGPU_BENCH_PYTHON_REF=$bin/vgpu-bench-python-ref "$py" bench/python_overhead.py --json "$OUT/python-bench.json"
+        VGPU_BENCH_PYTHON_REF=$bin/vgpu-bench-python-ref "$py" bench/python_overhead.py --json "$json/python-bench.json"
         status=$?
         set -e
         summary+=("python.bench: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
         echo "=== bench/arrays_cpu.py (the CPU tier against numpy and torch, DLPack exchange)"
         set +e
-        PATH=$bin:$PATH "$py" bench/arrays_cpu.py --json "$OUT/arrays-cpu.json"
+        PATH=$bin:$PATH "$py" bench/arrays_cpu.py --json "$json/arrays-cpu.json"
         status=$?
         set -e
         summary+=("python.arrays_cpu: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
@@ -393,12 +425,13 @@ remote_python() {
     if [ -n "$py" ] && "$py" -c "import numpy" 2>/dev/null; then
       echo "=== bench/cpu_reference.py"
       set +e
-      "$py" bench/cpu_reference.py --bench "$bin/vgpu-bench-cpu-kernels" --json "$OUT/cpu-reference.json"
+      "$py" bench/cpu_reference.py --bench "$bin/vgpu-bench-cpu-kernels" --json "$json/cpu-reference.json"
       status=$?
       set -e
       summary+=("python.cpu_reference: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
     fi
   } > "$log" 2>&1
+  pack_json "$json" "$OUT/results-json-python.tar.gz" | tee -a "$log"
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   grep -E "^(Python − C\+\+|Python / numpy)" "$log" || true
   tail -3 "$log"
