@@ -116,6 +116,9 @@ class VulkanDevice final : public DeviceImpl {
   std::unique_ptr<BufferImpl> import_host(void* data, std::uint64_t bytes) override;
   /// The caller's address for imported host memory; none for the device's own memory.
   BufferAddress address(BufferImpl& buffer) override;
+  /// Uploads, the batch and the readbacks in one vkQueueSubmit and one fence wait.
+  void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
+                  const Deadline& deadline) override;
   /// Builds the shader module and pipeline of k from words with entry point entry, specialised
   /// by spec; returns the failing call's result.
   VkResult build_pipeline(VkKernelImpl& k, const std::vector<std::uint32_t>& words, const std::string& entry,

@@ -247,6 +247,53 @@ void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std
   std::memcpy(out, readback_.mapped, bytes);
 }
 
+void VulkanDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* recorded,
+                              std::span<const HostReadOp> reads, const Deadline& deadline) {
+  // The separate calls would submit twice on a discrete GPU: the batch goes to the queue at
+  // once while it is idle (queue_batch), and the readback after it. Here the uploads, the batch
+  // and every readback copy are one submission, waited for once.
+  if (reads.empty()) {  // nothing to wait for: queued as the separate calls queue it
+    DeviceImpl::round_trip(writes, recorded, reads, deadline);
+    return;
+  }
+  std::uint64_t staged = 0;
+  for (const HostReadOp& r : reads)
+    if (!static_cast<VkBufferImpl*>(r.buffer)->alloc.mapped) staged += round_up(r.bytes, 16);
+  // Grown before anything is recorded: growing waits for (and so submits) the queued work.
+  if (readback_.size < staged) ensure_capacity(readback_, staged, MemoryUse::readback, deadline);
+  for (const HostWriteOp& w : writes) write(*w.buffer, w.offset, w.data, w.bytes, deadline);
+  if (recorded) {
+    close_upload();  // the uploads run before the batch
+    pending_.push_back(PendingCmd{static_cast<VkBatchImpl*>(recorded)->cmd, false});
+  }
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  std::uint64_t at = 0;
+  for (const HostReadOp& r : reads) {
+    const Allocation& src = static_cast<VkBufferImpl*>(r.buffer)->alloc;
+    if (src.mapped) continue;  // read where it is, once the work has run
+    if (cmd == VK_NULL_HANDLE) cmd = transient_cmd();
+    const VkBufferCopy region{src.base + r.offset, at, r.bytes};
+    fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
+    at += round_up(r.bytes, 16);
+  }
+  if (cmd != VK_NULL_HANDLE) {
+    barrier(cmd, true);
+    check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  }
+  flush(cmd, true);
+  wait_serial(next_serial_, deadline, "waiting for a round trip's work");
+  at = 0;
+  for (const HostReadOp& r : reads) {
+    const Allocation& src = static_cast<VkBufferImpl*>(r.buffer)->alloc;
+    if (src.mapped) {
+      std::memcpy(r.out, src.host_at(r.offset), r.bytes);
+    } else {
+      std::memcpy(r.out, static_cast<const char*>(readback_.mapped) + at, r.bytes);
+      at += round_up(r.bytes, 16);
+    }
+  }
+}
+
 void VulkanDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
                         std::uint64_t bytes, const Deadline& /*deadline*/) {  // queued, never waits
   auto& s = static_cast<VkBufferImpl&>(src).alloc;
