@@ -60,6 +60,7 @@ struct TestDeviceKnobs {
   std::atomic<std::uint64_t> dispatches{0};        ///< dispatches run so far
   std::atomic<int> noise_pct{0};                   ///< each dispatch's latency times a random factor in [1-p%, 1+p%]
   std::atomic<int> spike_every{0};                 ///< every k-th dispatch (from a random phase) takes 4x its latency
+  std::atomic<std::uint64_t> noise_seed{0};        ///< seeds the noise and spike phase (0: the OS's entropy)
   std::atomic<std::uint64_t> compile_delay_ms{0};  ///< every compile() really takes this much longer (a slow driver)
   std::atomic<bool> hold_compile{false};           ///< compile() waits while this is set (the test releases it)
   std::atomic<std::uint64_t> compiles_started{0}, compiles_done{0};  ///< compile() calls begun / returned
@@ -199,8 +200,10 @@ class TestDevice final : public ForwardingDevice {
 
   std::shared_ptr<TestDeviceKnobs> knobs_;
   std::mutex rng_mutex_;  // a leaf: guards rng_ only
-  // Seeded from the OS and this device's address: every process (and device) draws other noise.
-  std::mt19937_64 rng_{std::random_device{}() ^ reinterpret_cast<std::uintptr_t>(this)};
+  // Seeded from the knobs' noise_seed and latency where a test gives one (runs it can repeat,
+  // each process and device drawing other noise), else from the OS and this device's address.
+  std::mt19937_64 rng_{knobs_->noise_seed != 0 ? knobs_->noise_seed * 0x9E3779B97F4A7C15ull + knobs_->latency_us
+                                               : std::random_device{}() ^ reinterpret_cast<std::uintptr_t>(this)};
   std::uint64_t spike_phase_ = rng_() % 1024;
 };
 
