@@ -2,6 +2,7 @@
 // python/src/arrays.cpp — numpy arrays in and out of vgpu calls (rules in arrays.hpp).
 #include "arrays.hpp"
 
+#include <cstdint>
 #include <string>
 
 #include "vgpu/error.hpp"
@@ -34,7 +35,24 @@ py::dtype numpy_dtype(DType d) {
   if (d == DType::bf16)
     fail(ErrorCategory::invalid_argument, "numpy has no bfloat16 dtype to hold vgpu's bf16 values.",
          "Exchange bf16 data through DLPack (torch.bfloat16), or view it as uint16.");
-  return py::dtype(std::string(vgpu::numpy_name(d)));
+  // numpy's own descriptors, by type number: py::dtype("float32") parses the name in Python
+  // (np.dtype(...)), a tenth of a small Cache.matmul call once each result array needed one.
+  switch (d) {
+    case DType::f32:
+      return py::dtype::of<float>();
+    case DType::f64:
+      return py::dtype::of<double>();
+    case DType::i32:
+      return py::dtype::of<std::int32_t>();
+    case DType::u32:
+      return py::dtype::of<std::uint32_t>();
+    case DType::i8:
+      return py::dtype::of<std::int8_t>();
+    case DType::u8:
+      return py::dtype::of<std::uint8_t>();
+    default:  // float16 has no C++ type for pybind11 to map
+      return py::dtype(std::string(vgpu::numpy_name(d)));
+  }
 }
 
 std::optional<DType> find_vgpu_dtype(const py::dtype& dt) {
