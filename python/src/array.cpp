@@ -222,15 +222,19 @@ void bind_arrays(py::module_& m) {
           "The CUDA array interface (version 3) over a CUDA array's memory, after its work finished.")
       .def(
           "__dlpack__",
-          [](const Array& a, py::object /*stream*/, py::object /*max_version*/, py::object /*dl_device*/,
-             py::object copy) {
-            if (!copy.is_none() && copy.cast<bool>()) return to_dlpack(released([&] { return a.copy(); }));
-            return to_dlpack(a);
+          [](const Array& a, py::object /*stream*/, py::object max_version, py::object /*dl_device*/, py::object copy) {
+            // A consumer that reads DLPack 1.x says so with max_version: it gets a versioned capsule.
+            const bool versioned =
+                !max_version.is_none() && py::len(max_version) >= 1 && max_version[py::int_(0)].cast<int>() >= 1;
+            if (!copy.is_none() && copy.cast<bool>())
+              return to_dlpack(released([&] { return a.copy(); }), versioned, true);
+            return to_dlpack(a, versioned, false);
           },
           py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
           py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
-          "Exports the array as a DLPack capsule (zero-copy; host or CUDA memory). The array's work has "
-          "finished before the capsule is returned, so any stream may read it.")
+          "Exports the array as a DLPack capsule (zero-copy; host or CUDA memory): a DLPack 1.0 versioned one "
+          "when max_version asks for 1.x, else an unversioned one. The array's work has finished before the "
+          "capsule is returned, so any stream may read it.")
       .def(
           "__dlpack_device__",
           [](const Array& a) {
@@ -322,9 +326,12 @@ void bind_arrays(py::module_& m) {
       py::arg("x"), py::kw_only(), py::arg("device") = py::none(),
       "from_dlpack(x, *, device=None) -> vgpu.Array\n\n"
       "Imports a DLPack producer (torch, numpy ≥ 1.22, CuPy, JAX) or capsule zero-copy: the array uses the "
-      "producer's memory, which stays alive until the array goes. Host memory imports on cpu:0 (or the cpu "
-      "device given), CUDA memory on its cuda:<n> (the producer orders its pending work before vgpu's stream). "
-      "Refused with a Fix: non-contiguous tensors, dtypes vgpu does not hold, memory the device cannot use in place.");
+      "producer's memory, which stays alive until the array goes. Host memory imports on cpu:0 (or on the "
+      "device given: CUDA registers it, a Vulkan device with host_memory_import imports it), CUDA memory on its "
+      "cuda:<n> (the producer orders its pending work before vgpu's stream). "
+      "A DLPack 1.0 versioned capsule is asked for where the producer makes one, else an unversioned one. "
+      "Refused with a Fix: non-contiguous or read-only tensors, dtypes vgpu does not hold, memory the device "
+      "cannot use in place.");
   m.def(
       "matmul",
       [](py::handle a, py::handle b, py::object out, py::object dtype, py::object device) {

@@ -3,15 +3,15 @@
 // (array_interop.hpp).
 #include "array_interop.hpp"
 
-#include <dlpack/dlpack.h>
-
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "arrays.hpp"
+#include "dlpack_versioned.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/runtime.hpp"
 
@@ -86,20 +86,40 @@ py::object operand_dtype(py::handle x) {
 
 // --- DLPack ----------------------------------------------------------------------------------
 
-// What a "dltensor" capsule vgpu exports owns: the tensor's description and the array.
+// What a capsule vgpu exports owns: the tensor's description and the array. Managed is
+// DLManagedTensor ("dltensor") or DLManagedTensorVersioned ("dltensor_versioned").
+template <class Managed>
 struct Exported {
-  DLManagedTensor managed{};
+  Managed managed{};
   std::vector<std::int64_t> shape;
   Array array;
 };
 
-void delete_exported(DLManagedTensor* t) { delete static_cast<Exported*>(t->manager_ctx); }
+template <class Managed>
+void delete_exported(Managed* t) {
+  delete static_cast<Exported<Managed>*>(t->manager_ctx);
+}
 
-// A capsule nobody consumed frees what it holds; a consumed one was renamed "used_dltensor".
+template <class Managed>
+constexpr const char* kCapsuleName = "dltensor";
+template <>
+constexpr const char* kCapsuleName<DLManagedTensorVersioned> = "dltensor_versioned";
+
+// A capsule nobody consumed frees what it holds; a consumed one was renamed "used_dltensor"
+// ("used_dltensor_versioned").
+template <class Managed>
 void capsule_destructor(PyObject* capsule) {
-  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
-  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (!PyCapsule_IsValid(capsule, kCapsuleName<Managed>)) return;
+  auto* t = static_cast<Managed*>(PyCapsule_GetPointer(capsule, kCapsuleName<Managed>));
   if (t && t->deleter) t->deleter(t);
+}
+
+// Whether a producer type's __dlpack__ takes max_version (DLPack 1.0 exporters: numpy ≥ 2.1,
+// torch ≥ 2.4), learnt from its first call: an older one raises TypeError, and asking every
+// call would cost an exception each time. Keyed by the type object, which the dict keeps.
+py::dict& max_version_support() {
+  static auto* d = new py::dict;  // never destroyed: Python may be gone at exit
+  return *d;
 }
 
 std::optional<DType> dtype_of_dl(DLDataType t) {
@@ -281,33 +301,46 @@ py::array numpy_of(const Array& a) {
   return out;
 }
 
-py::capsule to_dlpack(const Array& a) {
-  const ArrayMemory where = a.memory();
-  if (where == ArrayMemory::device_only)
-    fail(ErrorCategory::not_supported,
-         a.describe() + " lives in " + std::string(to_string(a.device().info().backend)) +
-             " memory, which no DLPack consumer can address.",
-         "copy it to the host first: arr.to(\"cpu:0\") (zero-copy from there) or arr.numpy().");
-  auto e = std::make_unique<Exported>();
+namespace {
+
+template <class Managed>
+py::capsule export_capsule(const Array& a, std::uint64_t flags) {
+  auto e = std::make_unique<Exported<Managed>>();
   e->array = a;
   e->shape.assign(a.shape().begin(), a.shape().end());
   DLTensor& t = e->managed.dl_tensor;
   t.data = a.data();
-  t.device = where == ArrayMemory::host ? DLDevice{kDLCPU, 0}
-                                        : DLDevice{kDLCUDA, static_cast<std::int32_t>(a.device().info().index)};
+  t.device = a.memory() == ArrayMemory::host ? DLDevice{kDLCPU, 0}
+                                             : DLDevice{kDLCUDA, static_cast<std::int32_t>(a.device().info().index)};
   t.ndim = static_cast<std::int32_t>(e->shape.size());
   t.dtype = dl_of(a.dtype());
   t.shape = e->shape.data();
   t.strides = nullptr;  // C-contiguous
   t.byte_offset = 0;
   e->managed.manager_ctx = e.get();
-  e->managed.deleter = &delete_exported;
+  e->managed.deleter = &delete_exported<Managed>;
+  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
+    e->managed.version = kDlpackVersion;
+    e->managed.flags = flags;
+  }
   // The consumer's stream knows nothing of vgpu's: the data is complete before it is handed over.
   settle(a);
-  PyObject* cap = PyCapsule_New(&e->managed, "dltensor", &capsule_destructor);
+  PyObject* cap = PyCapsule_New(&e->managed, kCapsuleName<Managed>, &capsule_destructor<Managed>);
   if (!cap) throw py::error_already_set();
   e.release();
   return py::reinterpret_steal<py::capsule>(cap);
+}
+
+}  // namespace
+
+py::capsule to_dlpack(const Array& a, bool versioned, bool copied) {
+  if (a.memory() == ArrayMemory::device_only)
+    fail(ErrorCategory::not_supported,
+         a.describe() + " lives in " + std::string(to_string(a.device().info().backend)) +
+             " memory, which no DLPack consumer can address.",
+         "copy it to the host first: arr.to(\"cpu:0\") (zero-copy from there) or arr.numpy().");
+  if (versioned) return export_capsule<DLManagedTensorVersioned>(a, copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
+  return export_capsule<DLManagedTensor>(a, 0);
 }
 
 Array from_dlpack(py::handle obj, std::optional<Device> device) {
@@ -329,28 +362,74 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
       type = where[0].cast<int>();
       id = where[1].cast<int>();
     }
+    std::uintptr_t stream = 0;
     if (type == kDLCUDA) {
       // The producer orders its pending work before vgpu's stream (DLPack's stream argument),
       // so vgpu's kernels read the tensor's final values without a full synchronize.
       cuda = device ? *device : Array::device_for(ArrayMemory::cuda_device, static_cast<std::uint32_t>(id));
       // (A device without a stream — one that cannot take the memory anyway — asks for none.)
-      const std::uintptr_t stream = cuda->native_stream();
-      cap = stream ? obj.attr("__dlpack__")(py::arg("stream") = py::int_(stream)) : obj.attr("__dlpack__")();
-    } else {
-      cap = obj.attr("__dlpack__")();
+      stream = cuda->native_stream();
     }
+    auto arguments = [&](bool versioned) {
+      py::dict kwargs;
+      if (stream) kwargs["stream"] = py::int_(stream);
+      if (versioned) kwargs["max_version"] = py::make_tuple(kDlpackVersion.major, kDlpackVersion.minor);
+      return kwargs;
+    };
+    // A versioned capsule where the producer makes one (it says whether the memory is read-only).
+    const py::handle producer_type = py::type::handle_of(obj);
+    py::dict& support = max_version_support();
+    const bool known = support.contains(producer_type);
+    if (!known || support[producer_type].cast<bool>()) {
+      try {
+        cap = obj.attr("__dlpack__")(**arguments(true));
+        if (!known) support[producer_type] = true;
+      } catch (py::error_already_set& e) {
+        if (known || !e.matches(PyExc_TypeError)) throw;
+        support[producer_type] = false;  // a DLPack 0.x producer: no max_version keyword
+      }
+    }
+    if (!cap) cap = obj.attr("__dlpack__")(**arguments(false));
   } else {
     fail(ErrorCategory::invalid_argument,
          "from_dlpack got a " + text(py::type::handle_of(obj).attr("__name__")) +
              ", which does not export DLPack (__dlpack__).",
          "pass a torch tensor, a numpy array (≥ 1.22), a CuPy/JAX array or a DLPack capsule.");
   }
-  if (!PyCapsule_IsValid(cap.ptr(), "dltensor"))
+  // The tensor, and how to hand it back to its producer: an unversioned or a versioned capsule.
+  const DLTensor* tensor = nullptr;
+  std::function<void()> release;
+  const char* used = nullptr;
+  if (PyCapsule_IsValid(cap.ptr(), "dltensor")) {
+    auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
+    tensor = &mt->dl_tensor;
+    release = [mt] {
+      if (mt->deleter) mt->deleter(mt);
+    };
+    used = "used_dltensor";
+  } else if (PyCapsule_IsValid(cap.ptr(), "dltensor_versioned")) {
+    auto* mv = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap.ptr(), "dltensor_versioned"));
+    if (mv->version.major != kDlpackVersion.major)
+      fail(ErrorCategory::not_supported,
+           "from_dlpack got a DLPack " + std::to_string(mv->version.major) + "." + std::to_string(mv->version.minor) +
+               " tensor; vgpu reads DLPack 1.x.",
+           "ask the producer for DLPack 1.0 (x.__dlpack__(max_version=(1, 0))), or pass the producer itself.");
+    if (mv->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+      fail(ErrorCategory::not_supported,
+           "from_dlpack got a read-only tensor; a vgpu array over it could be written by kernels.",
+           "copy it in with vgpu.asarray(x, device=...), or make it writeable first (numpy: x.copy()).");
+    tensor = &mv->dl_tensor;
+    release = [mv] {
+      if (mv->deleter) mv->deleter(mv);
+    };
+    used = "used_dltensor_versioned";
+  } else {
     fail(ErrorCategory::invalid_argument,
-         "from_dlpack got a capsule that is not an unused \"dltensor\" (it was consumed already, or is versioned).",
+         "from_dlpack got a capsule that is not an unused \"dltensor\" or \"dltensor_versioned\" (it was consumed "
+         "already).",
          "pass the producer itself (x, not x.__dlpack__()), or a fresh capsule; each one is consumed once.");
-  auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
-  const DLTensor& t = mt->dl_tensor;
+  }
+  const DLTensor& t = *tensor;
   const std::optional<DType> dtype = dtype_of_dl(t.dtype);
   if (!dtype)
     fail(ErrorCategory::not_supported,
@@ -396,11 +475,9 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
   try {
     a = Array::from_external(
         dev, data, *dtype, shape,
-        [mt] {
+        [release] {
           // The producer's deleter may touch Python objects (numpy's does): run it with the GIL.
-          with_gil_soon([mt] {
-            if (mt->deleter) mt->deleter(mt);
-          });
+          with_gil_soon(release);
         },
         memory);
   } catch (const Error& e) {
@@ -410,7 +487,7 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
          "import it on the cpu device (device=\"cpu:0\") and move it with .to(device), or use vgpu.asarray(x, "
          "device=...), which copies.");
   }
-  PyCapsule_SetName(cap.ptr(), "used_dltensor");  // consumed: its destructor leaves mt to us
+  PyCapsule_SetName(cap.ptr(), used);  // consumed: its destructor leaves the tensor to us
   return a;
 }
 

@@ -43,8 +43,9 @@ pybind11::array numpy_of(const Array& a);
 /// Returns the Array a DLPack exporter obj (anything with __dlpack__, or a "dltensor" capsule)
 /// hands over, zero-copy; throws InvalidArgument / NotSupported with a Fix when it cannot.
 Array from_dlpack(pybind11::handle obj, std::optional<Device> device);
-/// Returns a "dltensor" capsule exporting a (host memory or CUDA memory), zero-copy.
-pybind11::capsule to_dlpack(const Array& a);
+/// Returns a capsule exporting a (host memory or CUDA memory), zero-copy: a DLPack 1.0
+/// "dltensor_versioned" one when versioned (copied sets its IS_COPIED flag), else "dltensor".
+pybind11::capsule to_dlpack(const Array& a, bool versioned, bool copied);
 
 /// The dtype a matmul computes in: float32 when numpy's result is float32, or when cast names
 /// float32 (the opt-in); otherwise throws NotSupported naming numpy's result dtype and the Fix.

@@ -3,6 +3,7 @@
 ops that moves nothing to the host until asked (device counters prove it), np.matmul's shape
 and dtype rules, zero-copy on the CPU (pointer identity, writes seen on both sides, no bytes
 copied), DLPack with numpy and torch, and every misuse giving a vgpu.Error with a Fix."""
+import ctypes
 import sys
 
 import numpy as np
@@ -229,6 +230,71 @@ def test_dlpack_with_numpy_is_zero_copy_both_ways():
     check_error(e, "invalid_argument")
     with pytest.raises(vgpu.InvalidArgument):
         vgpu.from_dlpack([1, 2, 3])
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    """The head of DLPack 1.0's DLManagedTensorVersioned (version, manager_ctx, deleter, flags)."""
+
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64)]
+
+
+def _versioned_head(capsule):
+    """The versioned tensor a "dltensor_versioned" capsule points to (ctypes, for the test only)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return _DLManagedTensorVersioned.from_address(get(capsule, b"dltensor_versioned"))
+
+
+def test_dlpack_versioned_capsules_both_ways_and_unversioned_producers():
+    """DLPack 1.0: a consumer asking max_version=(1, 0) gets a "dltensor_versioned" capsule
+    (version 1.0; IS_COPIED set only for copy=True), vgpu asks producers for one and reads it,
+    falls back to the unversioned protocol for producers without max_version, and refuses a
+    read-only tensor (kernels may write an array) with a Fix."""
+    cpu = vgpu.open("cpu:0")
+    A = vgpu.asarray(rand(3, 4), device=cpu)
+    cap = A.__dlpack__(max_version=(1, 0))
+    assert "dltensor_versioned" in repr(cap)
+    head = _versioned_head(cap)
+    assert (head.major, head.minor) == (1, 0) and head.flags == 0
+    B = vgpu.from_dlpack(cap)
+    assert B.data_ptr == A.data_ptr and np.array_equal(B.numpy(), A.numpy())
+    assert "dltensor" in repr(A.__dlpack__()) and "versioned" not in repr(A.__dlpack__())
+    copied = A.__dlpack__(max_version=(1, 0), copy=True)
+    assert _versioned_head(copied).flags == 2  # DLPACK_FLAG_BITMASK_IS_COPIED
+    C = vgpu.from_dlpack(copied)
+    assert C.data_ptr != A.data_ptr and np.array_equal(C.numpy(), A.numpy())
+    assert vgpu.from_dlpack(A).data_ptr == A.data_ptr  # vgpu's own producer: versioned
+
+    class Unversioned:  # a DLPack 0.x producer: no max_version keyword
+        def __init__(self, x):
+            self.x = x
+
+        def __dlpack__(self, stream=None):
+            return self.x.__dlpack__()
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    x = rand(2, 5)
+    for _ in range(2):  # the second call knows the type takes no max_version
+        X = vgpu.from_dlpack(Unversioned(x))
+        assert X.data_ptr == x.ctypes.data
+
+    class ReadOnly:
+        def __dlpack__(self, stream=None, max_version=None):
+            assert max_version == (1, 0), "vgpu did not ask for a versioned capsule"
+            c = A.__dlpack__(max_version=max_version)
+            _versioned_head(c).flags |= 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+            return c
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(vgpu.NotSupported) as e:
+        vgpu.from_dlpack(ReadOnly())
+    assert "read-only" in e.value.problem
+    check_error(e, "not_supported")
 
 
 @pytest.mark.parametrize("device_id", device_params())
