@@ -4,14 +4,12 @@
 #pragma once
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gl_api.hpp"
@@ -273,10 +271,6 @@ class GlDevice final : public DeviceImpl {
   std::uint32_t params_slots_ = 0, params_head_ = 0;
   ParamsBlock last_params_;    // the block last uploaded into the ring (replay_w)
   bool params_bound_ = false;  // the params binding still holds last_params_'s ring slot
-  // wait_gpu_w polls its fence (yielding) for up to kFencePoll before a blocking wait: a GPU
-  // with spare host cores only (not llvmpipe, whose threads need the cores it would take).
-  static constexpr std::chrono::microseconds kFencePoll{200};
-  const bool polls_fences_ = desc_.info.type != DeviceType::software && std::thread::hardware_concurrency() >= 8;
 };
 
 }  // namespace vgpu::opengl

@@ -3,9 +3,7 @@
 // worker, and synchronisation.
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "gl_device.hpp"
 #include "vgpu/error.hpp"
@@ -101,20 +99,7 @@ bool GlDevice::wait_gpu_w(const Deadline& deadline) {
   if (const GLenum reset = reset_status_w(); reset != GL_NO_ERROR) context_lost_w(reset, "waiting for submitted work");
   GLsync fence = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
   if (fence == nullptr) check_errors_w("creating a fence");
-  // Short work ends within microseconds, but a blocking glClientWaitSync sleeps in the driver
-  // and wakes tens of microseconds after the fence signals (NVIDIA: an N=16 matmul round trip
-  // took ~30 us more than a bare write+read, which the driver syncs by itself). So the fence
-  // is polled first, yielding the core, for up to kFencePoll; then the bounded blocking wait.
-  // Not on a software device (llvmpipe runs the work on this host's cores: a poll takes one
-  // from it) or a host with few cores.
-  GLenum status = glClientWaitSync(fence, GL_SYNC_FLUSH_COMMANDS_BIT, 0);
-  if (status == GL_TIMEOUT_EXPIRED && polls_fences_) {
-    const auto until = std::chrono::steady_clock::now() + kFencePoll;
-    while (status == GL_TIMEOUT_EXPIRED && std::chrono::steady_clock::now() < until && !deadline.expired()) {
-      std::this_thread::yield();
-      status = glClientWaitSync(fence, 0, 0);
-    }
-  }
+  GLenum status = GL_TIMEOUT_EXPIRED;
   // Long kernels are legitimate: wait in steps of at most a second, up to the deadline (for
   // as long as it takes without one).
   while (status == GL_TIMEOUT_EXPIRED) {
