@@ -370,26 +370,38 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
       // (A device without a stream — one that cannot take the memory anyway — asks for none.)
       stream = cuda->native_stream();
     }
-    auto arguments = [&](bool versioned) {
-      py::dict kwargs;
-      if (stream) kwargs["stream"] = py::int_(stream);
-      if (versioned) kwargs["max_version"] = py::make_tuple(kDlpackVersion.major, kDlpackVersion.minor);
-      return kwargs;
+    // The keyword arguments of __dlpack__: built once for the common call (no stream), since
+    // the import as a whole takes a few microseconds.
+    static PyObject* const kVersionedOnly = [] {
+      py::dict d;
+      d["max_version"] = py::make_tuple(kDlpackVersion.major, kDlpackVersion.minor);
+      return d.release().ptr();  // never released: Python may be gone at exit
+    }();
+    auto call = [&](bool versioned) {
+      py::dict kwargs = versioned && !stream ? py::reinterpret_borrow<py::dict>(kVersionedOnly) : py::dict();
+      if (stream) {
+        kwargs["stream"] = py::int_(stream);
+        if (versioned) kwargs["max_version"] = py::make_tuple(kDlpackVersion.major, kDlpackVersion.minor);
+      }
+      const py::object method = obj.attr("__dlpack__");
+      PyObject* r = PyObject_Call(method.ptr(), py::tuple().ptr(), kwargs.ptr());
+      if (!r) throw py::error_already_set();
+      return py::reinterpret_steal<py::object>(r);
     };
     // A versioned capsule where the producer makes one (it says whether the memory is read-only).
     const py::handle producer_type = py::type::handle_of(obj);
-    py::dict& support = max_version_support();
-    const bool known = support.contains(producer_type);
-    if (!known || support[producer_type].cast<bool>()) {
+    PyObject* support = max_version_support().ptr();
+    PyObject* takes = PyDict_GetItem(support, producer_type.ptr());  // borrowed; null: not asked yet
+    if (takes == nullptr || takes == Py_True) {
       try {
-        cap = obj.attr("__dlpack__")(**arguments(true));
-        if (!known) support[producer_type] = true;
+        cap = call(true);
+        if (!takes) PyDict_SetItem(support, producer_type.ptr(), Py_True);
       } catch (py::error_already_set& e) {
-        if (known || !e.matches(PyExc_TypeError)) throw;
-        support[producer_type] = false;  // a DLPack 0.x producer: no max_version keyword
+        if (takes || !e.matches(PyExc_TypeError)) throw;
+        PyDict_SetItem(support, producer_type.ptr(), Py_False);  // a DLPack 0.x producer: no max_version
       }
     }
-    if (!cap) cap = obj.attr("__dlpack__")(**arguments(false));
+    if (!cap) cap = call(false);
   } else {
     fail(ErrorCategory::invalid_argument,
          "from_dlpack got a " + text(py::type::handle_of(obj).attr("__name__")) +
