@@ -118,19 +118,22 @@ struct Matmul {
       d.ldb = W;
     }
     std::size_t i = 0;
-    for (; i + 4 <= rows; i += 4) direct_rows<4>(d, i);
-    switch (rows - i) {
-      case 3:
-        direct_rows<3>(d, i);
-        break;
-      case 2:
-        direct_rows<2>(d, i);
-        break;
-      case 1:
-        direct_rows<1>(d, i);
-        break;
-      default:
-        break;
+    for (; i + kDirectRows <= rows; i += kDirectRows) direct_rows<kDirectRows>(d, i);
+    if (i < rows) direct_tail<kDirectRows - 1>(d, i, rows - i);
+  }
+
+  /// Rows per direct() block: RB×2 vector accumulators, two B vectors and a broadcast A value
+  /// must fit the register file (AVX-512's 32: 8 rows, 19 registers; 16 elsewhere: 6, 15).
+  static constexpr std::size_t kDirectRows = W >= 16 ? 8 : 6;
+
+  /// direct_rows for the last `left` (< kDirectRows) rows from row i.
+  template <std::size_t RB>
+  static void direct_tail(const Direct& d, std::size_t i, std::size_t left) {
+    if constexpr (RB > 0) {
+      if (left == RB)
+        direct_rows<RB>(d, i);
+      else
+        direct_tail<RB - 1>(d, i, left);
     }
   }
 
