@@ -392,13 +392,18 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
     const py::handle producer_type = py::type::handle_of(obj);
     PyObject* support = max_version_support().ptr();
     PyObject* takes = PyDict_GetItem(support, producer_type.ptr());  // borrowed; null: not asked yet
+    auto remember = [&](PyObject* answer) {
+      // Bounded: a program making producer classes on the fly must not grow it for ever.
+      if (PyDict_Size(support) >= 1024) PyDict_Clear(support);
+      if (PyDict_SetItem(support, producer_type.ptr(), answer) != 0) PyErr_Clear();  // asked again next time
+    };
     if (takes == nullptr || takes == Py_True) {
       try {
         cap = call(true);
-        if (!takes) PyDict_SetItem(support, producer_type.ptr(), Py_True);
+        if (!takes) remember(Py_True);
       } catch (py::error_already_set& e) {
         if (takes || !e.matches(PyExc_TypeError)) throw;
-        PyDict_SetItem(support, producer_type.ptr(), Py_False);  // a DLPack 0.x producer: no max_version
+        remember(Py_False);  // a DLPack 0.x producer: no max_version keyword
       }
     }
     if (!cap) cap = call(false);
