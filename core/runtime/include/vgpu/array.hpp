@@ -21,15 +21,15 @@ struct ArrayState;
 /// What the address Array::data() returns is (docs/arrays.md, "Zero-copy per backend").
 enum class ArrayMemory {
   device_only,  ///< the API's own memory (Vulkan, OpenGL): reachable only through read/write
-  host,         ///< host memory of this process (cpu devices; CUDA maps it in place): data() is a plain pointer
+  host,  ///< host memory of this process (cpu devices; CUDA and Vulkan map it in place): data() is a plain pointer
   cuda_device,  ///< a CUDA device pointer in the device's primary context
 };
 
 /// A dense, C-contiguous (row-major) n-d array of one dtype on one Device. A shared handle:
 /// copies refer to the same elements (as a numpy view does); copy() makes new ones. Its memory
 /// is a device buffer, or, for from_external, the caller's own memory (host memory on a CPU
-/// device or, registered with the driver, on a CUDA device; CUDA memory on a CUDA device) used
-/// in place. Ops on arrays (vgpu/array_ops.hpp) run where the arrays are and
+/// device or, registered with the driver, on a CUDA device or a Vulkan device that imports host
+/// memory; CUDA memory on a CUDA device) used in place. Ops on arrays (vgpu/array_ops.hpp) run where the arrays are and
 /// return arrays there: nothing reaches the host until read(); arrays on different devices are never mixed silently
 /// (to() moves one). A zero-element array (a dimension of 0) holds no buffer. An Array keeps
 /// its Device open (past its Runtime); when the device is lost, reading an array whose data
@@ -59,7 +59,10 @@ class VGPU_API Array {
   /// reference. memory says what data is: host memory, used in place on a CPU device (aligned
   /// to its elements' size) or on a CUDA device (registered: page-locked and mapped for the
   /// array's life, its kernels reaching it over the bus, written asynchronously — synchronize
-  /// the device before reading data() directly), or a CUDA device pointer of device's GPU
+  /// the device before reading data() directly), on a Vulkan device whose driver imports host
+  /// memory (DeviceInfo::features lists "host_memory_import"; the address must meet its storage
+  /// offset alignment, 16 bytes on lavapipe and NVIDIA; synchronize likewise), or a CUDA device
+  /// pointer of device's GPU
   /// (another library's allocation: torch, CuPy), used in place on a CUDA device. Throws not_supported where the
   /// device cannot reach that memory (copy it in with from_host) and invalid_argument for
   /// null, misaligned or empty data; release does not run when it throws.
@@ -67,8 +70,8 @@ class VGPU_API Array {
                              ArrayMemory memory = ArrayMemory::host);
 
   /// Returns true when device's own memory is host memory that every call uses in place (a
-  /// CPU device): host arrays need no copies there. A CUDA device maps host memory for
-  /// from_external too, but its kernels reach it over the bus, so its calls copy host arrays.
+  /// CPU device): host arrays need no copies there. CUDA and Vulkan devices map host memory for
+  /// from_external too, but their kernels reach it over the bus, so their calls copy host arrays.
   static bool uses_host_memory(const Device& device);
   /// Returns the device of Runtime::global() whose memory is memory, with index within its
   /// backend: host memory → the CPU device (index 0 for the first), a CUDA device pointer →
