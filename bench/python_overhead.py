@@ -11,7 +11,7 @@
      OpenGL, Vulkan and CPU devices at N=16/256/1024, when moderngl and an EGL context exist; the
      cases of one size are sampled round-robin, each printed as a ratio to the seed, and on a
      software GL the N=16 ratio is judged against issue 16's goal (<= 1.0x).
-  4. Large round trips (issue 16): N=1024 and 4096 matmul from host arrays to a host result on
+  4. Large round trips (issues 16 and 31): N=1024, 2048 and 4096 matmul from host arrays to a host result on
      every GPU device, beside PyTorch's CUDA round trip in the same run (from_numpy → .cuda() →
      A @ B → .cpu(): the pageable copy path, TF32 off), as a ratio (goal <= 1.0x). Software GPUs
      are skipped (seconds per call); without torch or a CUDA device it says so and skips. On
@@ -431,11 +431,11 @@ def main():
                     help="largest N run on software GPUs (llvmpipe, lavapipe; default 256)")
     ap.add_argument("--no-seed", action="store_true", help="skip part 3 (the moderngl reference)")
     ap.add_argument("--large-sizes", type=int, nargs="+",
-                    help="part 4 sizes, the large round trips against torch (default 1024 4096; --quick: none)")
+                    help="part 4 sizes, the large round trips against torch (default 1024 2048 4096; --quick: none)")
     args = ap.parse_args()
     args.sizes = args.sizes or ([64] if args.quick else [256, 1024])
     args.seed_sizes = args.seed_sizes or ([16, 64] if args.quick else [16, 256, 1024])
-    args.large_sizes = args.large_sizes if args.large_sizes is not None else ([] if args.quick else [1024, 4096])
+    args.large_sizes = args.large_sizes if args.large_sizes is not None else ([] if args.quick else [1024, 2048, 4096])
 
     missing = [n for n in ("Cache", "devices") if not hasattr(vgpu, n)]
     if missing:  # a build of the module without that part of the surface (exit 77: ctest's skip)
