@@ -200,10 +200,12 @@ bool VulkanDevice::try_wait_serial(std::uint64_t serial, const Deadline& deadlin
   std::vector<VkFence>& fences = wait_scratch_;  // reused: a steady wait allocates nothing
   fences.clear();
   while (n < in_flight_.size() && in_flight_[n].serial <= serial) fences.push_back(in_flight_[n++].fence);
+  // The test hook: the wait reports VK_ERROR_DEVICE_LOST as a driver does after a GPU reset,
+  // and the path below runs as for a real loss (the work still queued is abandoned). Whether or
+  // not a submission is still in flight: work a poll (completed_serial) has already retired
+  // must not let the wait the test armed pass unnoticed (as CUDA's try_sync, it strikes first).
+  if (take_injected_loss()) fail_device(VK_ERROR_DEVICE_LOST, "vkWaitForFences (simulated loss)");
   if (n > 0) {
-    // The test hook: the wait reports VK_ERROR_DEVICE_LOST as a driver does after a GPU reset,
-    // and the path below runs as for a real loss (the work still queued is abandoned).
-    if (take_injected_loss()) fail_device(VK_ERROR_DEVICE_LOST, "vkWaitForFences (simulated loss)");
     // Short GPU work finishes in microseconds, but a blocking fence wait can take tens of
     // microseconds to wake up: poll the newest fence briefly before blocking on all of them.
     // A software device (lavapipe) runs the work on this host's cores, on its submit and
