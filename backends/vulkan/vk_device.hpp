@@ -206,6 +206,11 @@ class VulkanDevice final : public DeviceImpl {
   // abandoned: DeviceImpl::settle).
   bool settle_work() noexcept;
   void ensure_capacity(Allocation& buffer, std::uint64_t bytes, MemoryUse use, const Deadline& deadline);
+  // The readback buffer's bytes that reads copy through (those not in mapped memory).
+  static std::uint64_t readback_bytes(std::span<const HostReadOp> reads);
+  // Queues the copies of reads after the recorded work, submits it all, waits (what names the
+  // wait in a timeout) and fills every read's out: read() and round_trip().
+  void read_back(std::span<const HostReadOp> reads, const Deadline& deadline, const char* what);
   void barrier(VkCommandBuffer cmd, bool to_host) const;
 
   std::shared_ptr<Instance> instance_;

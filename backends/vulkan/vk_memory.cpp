@@ -229,22 +229,49 @@ void VulkanDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* d
 
 void VulkanDevice::read(BufferImpl& buffer, std::uint64_t offset, void* out, std::uint64_t bytes,
                         const Deadline& deadline) {
-  auto& src = static_cast<VkBufferImpl&>(buffer).alloc;
-  if (src.mapped) {
-    finish(deadline, "waiting for submitted work to read a buffer");
-    std::memcpy(out, src.host_at(offset), bytes);
-    return;
+  const HostReadOp op{&buffer, offset, out, bytes};
+  read_back({&op, 1}, deadline, "waiting for submitted work to read a buffer");
+}
+
+std::uint64_t VulkanDevice::readback_bytes(std::span<const HostReadOp> reads) {
+  std::uint64_t staged = 0;
+  for (const HostReadOp& r : reads)
+    if (!static_cast<VkBufferImpl*>(r.buffer)->alloc.mapped) staged += round_up(r.bytes, 16);
+  return staged;
+}
+
+void VulkanDevice::read_back(std::span<const HostReadOp> reads, const Deadline& deadline, const char* what) {
+  // Mapped memory is read where it is once the work has run; the rest is copied into the
+  // readback buffer by one command buffer, queued after the recorded uploads and batches, so a
+  // steady call is one submit and one wait.
+  if (const std::uint64_t staged = readback_bytes(reads); readback_.size < staged)
+    ensure_capacity(readback_, staged, MemoryUse::readback, deadline);
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  std::uint64_t at = 0;
+  for (const HostReadOp& r : reads) {
+    const Allocation& src = static_cast<VkBufferImpl*>(r.buffer)->alloc;
+    if (src.mapped) continue;
+    if (cmd == VK_NULL_HANDLE) cmd = transient_cmd();
+    const VkBufferCopy region{src.base + r.offset, at, r.bytes};
+    fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
+    at += round_up(r.bytes, 16);
   }
-  if (readback_.size < bytes) ensure_capacity(readback_, bytes, MemoryUse::readback, deadline);
-  VkCommandBuffer cmd = transient_cmd();
-  const VkBufferCopy region{src.base + offset, 0, bytes};
-  fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
-  barrier(cmd, true);
-  check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-  // Pending uploads and batches ride along: a steady call is one submit and one wait.
+  if (cmd != VK_NULL_HANDLE) {
+    barrier(cmd, true);
+    check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  }
   flush(cmd, true);
-  finish(deadline, "waiting for submitted work to read a buffer");
-  std::memcpy(out, readback_.mapped, bytes);
+  wait_serial(next_serial_, deadline, what);
+  at = 0;
+  for (const HostReadOp& r : reads) {
+    const Allocation& src = static_cast<VkBufferImpl*>(r.buffer)->alloc;
+    if (src.mapped) {
+      std::memcpy(r.out, src.host_at(r.offset), r.bytes);
+    } else {
+      std::memcpy(r.out, static_cast<const char*>(readback_.mapped) + at, r.bytes);
+      at += round_up(r.bytes, 16);
+    }
+  }
 }
 
 void VulkanDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* recorded,
@@ -256,42 +283,15 @@ void VulkanDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatch
     DeviceImpl::round_trip(writes, recorded, reads, deadline);
     return;
   }
-  std::uint64_t staged = 0;
-  for (const HostReadOp& r : reads)
-    if (!static_cast<VkBufferImpl*>(r.buffer)->alloc.mapped) staged += round_up(r.bytes, 16);
   // Grown before anything is recorded: growing waits for (and so submits) the queued work.
-  if (readback_.size < staged) ensure_capacity(readback_, staged, MemoryUse::readback, deadline);
+  if (const std::uint64_t staged = readback_bytes(reads); readback_.size < staged)
+    ensure_capacity(readback_, staged, MemoryUse::readback, deadline);
   for (const HostWriteOp& w : writes) write(*w.buffer, w.offset, w.data, w.bytes, deadline);
   if (recorded) {
     close_upload();  // the uploads run before the batch
     pending_.push_back(PendingCmd{static_cast<VkBatchImpl*>(recorded)->cmd, false});
   }
-  VkCommandBuffer cmd = VK_NULL_HANDLE;
-  std::uint64_t at = 0;
-  for (const HostReadOp& r : reads) {
-    const Allocation& src = static_cast<VkBufferImpl*>(r.buffer)->alloc;
-    if (src.mapped) continue;  // read where it is, once the work has run
-    if (cmd == VK_NULL_HANDLE) cmd = transient_cmd();
-    const VkBufferCopy region{src.base + r.offset, at, r.bytes};
-    fn_.vkCmdCopyBuffer(cmd, src.buffer, readback_.buffer, 1, &region);
-    at += round_up(r.bytes, 16);
-  }
-  if (cmd != VK_NULL_HANDLE) {
-    barrier(cmd, true);
-    check_vk(fn_.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-  }
-  flush(cmd, true);
-  wait_serial(next_serial_, deadline, "waiting for a round trip's work");
-  at = 0;
-  for (const HostReadOp& r : reads) {
-    const Allocation& src = static_cast<VkBufferImpl*>(r.buffer)->alloc;
-    if (src.mapped) {
-      std::memcpy(r.out, src.host_at(r.offset), r.bytes);
-    } else {
-      std::memcpy(r.out, static_cast<const char*>(readback_.mapped) + at, r.bytes);
-      at += round_up(r.bytes, 16);
-    }
-  }
+  read_back(reads, deadline, "waiting for a round trip's work");
 }
 
 void VulkanDevice::copy(BufferImpl& src, std::uint64_t src_offset, BufferImpl& dst, std::uint64_t dst_offset,
