@@ -14,7 +14,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedKernelText.cmake)
 set(VGPU_CUDA_DIR ${PROJECT_SOURCE_DIR}/core/kernels/cuda)
 set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
 # copy_segments is the CUDA backend's own (small round trips), not an op.
-set(VGPU_CUDA_BUILTINS axpy elementwise matmul reduce_sum softmax_rows copy_segments)
+set(VGPU_CUDA_BUILTINS axpy convert elementwise matmul reduce_sum softmax_rows copy_segments)
 # Precompiled variants, "<kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]": exactly the (kernel, block
 # size, defines) triples core/runtime/kernel_cache/ops.cpp compiles for CUDA (every tiling of cuda_matmul_tilings(),
 # backends/cuda/cuda_op_tuner.cpp), and
@@ -42,6 +42,8 @@ set(VGPU_CUDA_PRECOMPILED
     "elementwise@256x1x1:VGPU_OP=1"
     "reduce_sum@256x1x1"
     "softmax_rows@256x1x1"
+    "convert@256x1x1:VGPU_CONVERT_NARROW=0"
+    "convert@256x1x1:VGPU_CONVERT_NARROW=1"
     "copy_segments@256x1x1")
 set(VGPU_CUDA_FATBIN "AUTO" CACHE STRING "Embed nvcc-built fatbins of the built-in CUDA kernels (ON, OFF, AUTO)")
 set(VGPU_CUDA_FATBIN_ARCHS "75;80;86;89;90" CACHE STRING

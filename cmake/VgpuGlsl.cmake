@@ -18,7 +18,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedKernelText.cmake)
 set(VGPU_GLSL_DIR ${PROJECT_SOURCE_DIR}/core/kernels/glsl)
 set(VGPU_GLSL_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/glsl)
 # Built-in kernels, by file name: core/kernels/glsl/<name>.comp.
-set(VGPU_GLSL_BUILTINS axpy elementwise matmul matmul_splitk_reduce reduce_sum softmax_rows)
+set(VGPU_GLSL_BUILTINS axpy convert elementwise matmul matmul_splitk_reduce reduce_sum softmax_rows)
 # Precompiled variants: "<kernel>" or "<kernel>:<NAME>=<VALUE>[,<NAME>=<VALUE>...]", exactly the
 # (body, defines) pairs core/runtime/kernel_cache/ops.cpp compiles.
 # The matmul variants are core/kernels/src/gpu_tuning.cpp's kTilings (64x64x16x4x4 is the plain one).
@@ -35,7 +35,9 @@ set(VGPU_GLSL_PRECOMPILED
     softmax_rows
     softmax_rows:VGPU_SOFTMAX_SPLIT=1
     elementwise:VGPU_OP=0
-    elementwise:VGPU_OP=1)
+    elementwise:VGPU_OP=1
+    convert:VGPU_CONVERT_NARROW=0
+    convert:VGPU_CONVERT_NARROW=1)
 
 file(MAKE_DIRECTORY ${VGPU_GLSL_GENERATED_DIR})
 

@@ -154,7 +154,9 @@ void GlDevice::stop_w() {
 GLuint GlDevice::create_buffer_w(std::uint64_t bytes) {
   take_gl_error();
   GLuint name = 0;
-  const auto size = static_cast<GLsizeiptr>(bytes);
+  // Whole 32-bit words: GLSL addresses storage in words, and a 16-bit array of odd length ends
+  // inside one (core/kernels/glsl/convert.comp reads and writes that word back).
+  const auto size = static_cast<GLsizeiptr>((bytes + 3) / 4 * 4);
   if (desc_.caps.dsa) {
     glCreateBuffers(1, &name);
     glNamedBufferStorage(name, size, nullptr, GL_DYNAMIC_STORAGE_BIT);

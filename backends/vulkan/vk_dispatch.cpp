@@ -76,10 +76,12 @@ std::unique_ptr<BindingSetImpl> VulkanDevice::bind(KernelImpl& kernel, std::span
     const auto& a = static_cast<VkBufferImpl*>(by_slot[d.binding])->alloc;
     // A uniform buffer's range may not pass maxUniformBufferRange (VUID-VkWriteDescriptorSet-descriptorType-00332),
     // however large the buffer; the shader's block is what it reads.
-    // An import's VkBuffer spans whole pages around the caller's bytes: the range is those bytes.
+    // An import's VkBuffer spans whole pages around the caller's bytes: the range is those bytes,
+    // rounded up to a whole 32-bit word (inside the page), as every storage buffer vgpu allocates
+    // is: GLSL addresses storage in words, and 16-bit arrays of odd length end inside one.
     const VkDeviceSize range = d.type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
                                    ? std::min<VkDeviceSize>(a.size, physical_.properties.limits.maxUniformBufferRange)
-                               : a.imported ? a.size
+                               : a.imported ? (a.size + 3) / 4 * 4
                                             : VK_WHOLE_SIZE;
     infos[i] = VkDescriptorBufferInfo{a.buffer, a.base, range};
     writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};

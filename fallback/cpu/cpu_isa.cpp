@@ -36,7 +36,8 @@ std::vector<IsaOption> probe() {
   __builtin_cpu_init();
   const auto arch = xsimd::available_architectures();
   // SSE2 is part of x86-64 itself (and xsimd 8.1 reads its CPUID bit from the wrong register).
-  const bool avx2 = arch.avx2 && arch.fma3_avx2 && VGPU_CPU_HAS("avx2") && VGPU_CPU_HAS("fma");
+  // F16C too: the AVX2 unit converts float16 with it (-mf16c); every AVX2 CPU has it.
+  const bool avx2 = arch.avx2 && arch.fma3_avx2 && VGPU_CPU_HAS("avx2") && VGPU_CPU_HAS("fma") && VGPU_CPU_HAS("f16c");
   // AVX-512CD too: the AVX-512 unit is compiled with -mavx512cd (xsimd 12+ require it for
   // avx512dq); every CPU with AVX-512BW has it.
   const bool avx512 = arch.avx512f && arch.avx512bw && arch.avx512dq && arch.avx512cd && VGPU_CPU_HAS("avx512f") &&
@@ -132,6 +133,7 @@ std::vector<std::string> cpu_features() {
   VGPU_CPU_FEATURE("avx", "avx")
   VGPU_CPU_FEATURE("avx2", "avx2")
   VGPU_CPU_FEATURE("fma", "fma")
+  VGPU_CPU_FEATURE("f16c", "f16c")
   VGPU_CPU_FEATURE("avx512f", "avx512f")
   VGPU_CPU_FEATURE("avx512cd", "avx512cd")
   VGPU_CPU_FEATURE("avx512dq", "avx512dq")

@@ -25,7 +25,8 @@ constexpr Row kRows[] = {{"matmul", 0, 0},
                          {"add", kElementsPerGroup, 1},
                          {"mul", kElementsPerGroup, 1},
                          {"reduce_sum", kReduceBlock, 1},
-                         {"softmax_rows", 1, 1}};
+                         {"softmax_rows", 1, 1},
+                         {"convert", kElementsPerGroup, 1}};
 
 class CpuOpTuner final : public OpTuner {
  public:

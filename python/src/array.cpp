@@ -100,14 +100,15 @@ std::optional<Device> array_device(std::initializer_list<py::handle> operands) {
 
 }  // namespace
 
-py::array matmul_output(py::handle out, const Shape& shape, const char* op) {
-  if (out.is_none()) return new_array(DType::f32, shape);
-  py::array result = output_array(out, DType::f32, "out");
+py::array matmul_output(py::handle out, const Shape& shape, DType dtype, const char* op) {
+  if (out.is_none()) return new_array(dtype, shape);
+  py::array result = output_array(out, dtype, "out");
   if (shape_of(result) != shape)
     fail(ErrorCategory::invalid_argument,
          std::string(op) + ": out has shape " + to_string(shape_of(result)) + " but A @ B has shape " +
              to_string(shape) + ".",
-         "pass out=numpy.empty(" + to_string(shape) + ", dtype=numpy.float32), or leave out=None.");
+         "pass out=numpy.empty(" + to_string(shape) + ", dtype=numpy." +
+             py::str(host_dtype(dtype)).cast<std::string>() + "), or leave out=None.");
   return result;
 }
 
@@ -139,10 +140,10 @@ py::object matmul_any(py::handle a_obj, py::handle b_obj, py::handle out, py::ha
   }
   // Host in, host out: the result goes into a numpy array (out= or a new one), written in
   // place where the device uses host memory.
-  py::array result = matmul_output(out, shape, op);
+  py::array result = matmul_output(out, shape, compute, op);
   if (element_count(shape) == 0) return result;
-  const Array c = Array::uses_host_memory(dev) ? host_array(result, dev, DType::f32, CopyMode::never, "out")
-                                               : Array::empty(dev, DType::f32, shape);
+  const Array c = Array::uses_host_memory(dev) ? host_array(result, dev, compute, CopyMode::never, "out")
+                                               : Array::empty(dev, compute, shape);
   void* target = result.mutable_data();
   released([&] {
     matmul(a, b, c);
@@ -189,13 +190,16 @@ void bind_arrays(py::module_& m) {
              if (a.ndim() == 0) throw py::type_error("len() of a 0-d vgpu.Array");
              return a.shape()[0];
            })
-      .def("numpy", &numpy_of,
+      .def("numpy", &numpy_of, py::arg("bits") = false,
+           "numpy(bits=False) -> numpy.ndarray\n\n"
            "Returns the elements as a numpy array: a view of the array's memory when it is host memory (cpu), "
-           "else a copy read back from the device.")
+           "else a copy read back from the device. numpy has no bfloat16: a bfloat16 array is refused unless "
+           "bits=True, which returns its bit patterns as uint16 (the form vgpu.asarray(x, dtype=\"bfloat16\") "
+           "takes).")
       .def(
           "__array__",
           [](const Array& a, py::object dtype, py::object copy) {
-            py::array r = numpy_of(a);
+            py::array r = numpy_of(a, false);
             if (!dtype.is_none()) return py::array(r.attr("astype")(dtype));
             if (!copy.is_none() && copy.cast<bool>() && a.memory() == ArrayMemory::host)
               return py::array(r.attr("copy")());
@@ -343,38 +347,46 @@ void bind_arrays(py::module_& m) {
       "numpy.matmul's rules: 1-D operands promoted and the dimension dropped, stacks of matrices with "
       "broadcast batch dimensions, empty dimensions. With a vgpu.Array operand it runs on that array's device "
       "and returns a vgpu.Array; with host operands it runs on device (None: the default device) and returns a "
-      "numpy array (written in place on cpu devices). Computes in float32: when numpy's result dtype is another "
-      "(float64, int32…) it raises vgpu.NotSupported unless dtype=\"float32\" opts into converting the inputs.");
+      "numpy array (written in place on cpu devices). Computes on float32, float16 and bfloat16 (16-bit inputs "
+      "are stored in 16 bits, accumulated in float32 and the result rounded once: docs/numerics.md); bfloat16 "
+      "host data travels as uint16 bit patterns (docs/arrays.md). When numpy's result dtype is another "
+      "(float64, int32…) it raises vgpu.NotSupported unless dtype=\"float32\" (or \"float16\", \"bfloat16\") opts "
+      "into converting the inputs.");
   m.def(
       "add",
       [](const Array& a, py::handle b) {
         const Array y = array_arg(b, a.device(), std::nullopt, CopyMode::if_needed, "b");
         return released([&] { return add(a, y); });
       },
-      py::arg("a"), py::arg("b"), "a + b elementwise on a's device (float32, one shape).");
+      py::arg("a"), py::arg("b"),
+      "a + b elementwise on a's device (float32, float16 or bfloat16; one shape and dtype).");
   m.def(
       "multiply",
       [](const Array& a, py::handle b) {
         const Array y = array_arg(b, a.device(), std::nullopt, CopyMode::if_needed, "b");
         return released([&] { return multiply(a, y); });
       },
-      py::arg("a"), py::arg("b"), "a * b elementwise on a's device (float32, one shape).");
+      py::arg("a"), py::arg("b"),
+      "a * b elementwise on a's device (float32, float16 or bfloat16; one shape and dtype).");
   m.def(
       "axpy",
       [](py::handle alpha, const Array& x, const Array& y) {
-        const Array al = array_arg(alpha, x.device(), DType::f32, CopyMode::if_needed, "alpha");
+        const Array al = array_arg(alpha, x.device(), x.dtype(), CopyMode::if_needed, "alpha");
         released([&] {
           axpy(al, x, y);
           return 0;
         });
       },
-      py::arg("alpha"), py::arg("x"), py::arg("y"), "y += alpha * x in place (float32 arrays of one device).");
+      py::arg("alpha"), py::arg("x"), py::arg("y"),
+      "y += alpha * x in place (float32, float16 or bfloat16 arrays of one dtype and device; alpha is "
+      "converted to x's dtype).");
   m.def(
       "sum", [](const Array& x) { return released([&] { return sum(x); }); }, py::arg("x"),
-      "The sum of every element, as a 0-d float32 array on x's device.");
+      "The sum of every element, as a 0-d array of x's dtype on x's device (float32, float16 or bfloat16; "
+      "accumulated in float32).");
   m.def(
       "softmax_rows", [](const Array& x) { return released([&] { return softmax_rows(x); }); }, py::arg("x"),
-      "Softmax over the last axis, float32, on x's device.");
+      "Softmax over the last axis on x's device (float32, float16 or bfloat16; computed in float32).");
 }
 
 }  // namespace vgpu::python

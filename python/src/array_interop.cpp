@@ -12,6 +12,7 @@
 
 #include "arrays.hpp"
 #include "dlpack_versioned.hpp"
+#include "vgpu/array_ops.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/runtime.hpp"
 
@@ -284,8 +285,8 @@ void settle(const Array& a) {
   d.synchronize();
 }
 
-py::array numpy_of(const Array& a) {
-  const py::dtype dt = numpy_dtype(a.dtype());
+py::array numpy_of(const Array& a, bool bits) {
+  const py::dtype dt = bits ? host_dtype(a.dtype()) : numpy_dtype(a.dtype());
   std::vector<py::ssize_t> dims(a.shape().begin(), a.shape().end());
   if (a.memory() == ArrayMemory::host && a.size() != 0) {
     settle(a);
@@ -508,38 +509,57 @@ Array from_dlpack(py::handle obj, std::optional<Device> device) {
   return a;
 }
 
+namespace {
+
+// The vgpu dtype an operand holds without conversion: a vgpu.Array's, or a numpy array's when
+// vgpu has that dtype (nothing for lists, float64 arrays of other kinds…).
+std::optional<DType> operand_vgpu_dtype(py::handle x) {
+  if (py::isinstance<Array>(x)) return x.cast<const Array&>().dtype();
+  if (py::isinstance<py::array>(x)) return find_vgpu_dtype(py::reinterpret_borrow<py::array>(x).dtype());
+  return std::nullopt;
+}
+
+}  // namespace
+
 DType matmul_compute_dtype(py::handle a, py::handle b, py::handle cast, std::string_view op) {
   if (!cast.is_none()) {
     const DType c = dtype_arg(cast, "dtype");
-    if (c != DType::f32)
+    if (!is_float(c) || c == DType::f64)
       fail(ErrorCategory::not_supported,
-           std::string(op) + " computes in float32 on every device today; dtype=" + std::string(np_name(c)) +
+           std::string(op) + " computes on float32, float16 and bfloat16; dtype=" + std::string(np_name(c)) +
                " cannot be honoured.",
-           "pass dtype=\"float32\" (the inputs are converted to float32 and the result is float32).");
-    return DType::f32;
+           "pass dtype=\"float32\", \"float16\" or \"bfloat16\" (the inputs are converted to it and the result has "
+           "it).");
+    return c;
   }
-  const bool f32a = py::isinstance<py::array>(a) && py::reinterpret_borrow<py::array>(a).dtype().kind() == 'f' &&
-                    py::reinterpret_borrow<py::array>(a).itemsize() == 4;
-  const bool f32b = py::isinstance<py::array>(b) && py::reinterpret_borrow<py::array>(b).dtype().kind() == 'f' &&
-                    py::reinterpret_borrow<py::array>(b).itemsize() == 4;
-  if (f32a && f32b) return DType::f32;  // the common case, without asking numpy
-  py::object r;
-  try {
-    r = py::module_::import("numpy").attr("result_type")(operand_dtype(a), operand_dtype(b));
-  } catch (const py::error_already_set& e) {
-    fail(ErrorCategory::invalid_argument,
-         std::string(op) + ": the operands have no common numpy dtype (" + e.what() + ").", "pass numeric arrays.");
+  const std::optional<DType> da = operand_vgpu_dtype(a), db = operand_vgpu_dtype(b);
+  if (da && db && *da == DType::f32 && *db == DType::f32) return DType::f32;  // the common case, without numpy
+  std::string name;
+  if (da && db) {
+    // vgpu's promotion: numpy's, with torch's rule for bfloat16 (numpy has none).
+    const std::optional<DType> r = promote_types(*da, *db);
+    name = r ? std::string(np_name(*r)) : "a dtype vgpu does not hold (int16 or int64)";
+    if (r && (*r == DType::f32 || *r == DType::f16 || *r == DType::bf16)) return *r;
+  } else {
+    py::object r;
+    try {
+      r = py::module_::import("numpy").attr("result_type")(operand_dtype(a), operand_dtype(b));
+    } catch (const py::error_already_set& e) {
+      fail(ErrorCategory::invalid_argument,
+           std::string(op) + ": the operands have no common numpy dtype (" + e.what() + ").", "pass numeric arrays.");
+    }
+    name = text(r);
+    const char kind = py::isinstance<py::dtype>(r) ? py::reinterpret_borrow<py::dtype>(r).kind() : 'f';
+    if (kind == 'b' || kind == 'c' || kind == 'O' || kind == 'U' || kind == 'S' || kind == 'M' || kind == 'm')
+      fail(ErrorCategory::invalid_argument,
+           std::string(op) + ": the operands' dtype is " + name + "; vgpu multiplies real numbers only.",
+           "pass real numeric arrays (e.g. x.astype(numpy.float32)).");
+    if (name == "float32") return DType::f32;
+    if (name == "float16") return DType::f16;
   }
-  const std::string name = text(r);
-  const char kind = py::isinstance<py::dtype>(r) ? py::reinterpret_borrow<py::dtype>(r).kind() : 'f';
-  if (kind == 'b' || kind == 'c' || kind == 'O' || kind == 'U' || kind == 'S' || kind == 'M' || kind == 'm')
-    fail(ErrorCategory::invalid_argument,
-         std::string(op) + ": the operands' dtype is " + name + "; vgpu multiplies real numbers only.",
-         "pass real numeric arrays (e.g. x.astype(numpy.float32)).");
-  if (name == "float32") return DType::f32;
   fail(ErrorCategory::not_supported,
        std::string(op) + ": numpy's result dtype for these operands is " + name +
-           ", but vgpu computes matmul in float32 on every device today and never downcasts silently.",
+           ", but vgpu computes matmul on float32, float16 and bfloat16 only and never downcasts silently.",
        "pass dtype=\"float32\" to compute in float32 (the inputs are converted, the result is float32), or cast the "
        "inputs yourself (x.astype(numpy.float32)).");
 }

@@ -37,8 +37,8 @@ Array array_arg(pybind11::handle obj, std::optional<Device> device, std::optiona
 /// finish before they return. Releases the GIL while waiting.
 void settle(const Array& a);
 /// Returns a numpy array over a (a view of its memory when it is host memory, after its
-/// device's work on it has run; else a copy).
-pybind11::array numpy_of(const Array& a);
+/// device's work on it has run; else a copy); bits: of host_dtype (uint16 bit patterns for bf16).
+pybind11::array numpy_of(const Array& a, bool bits);
 
 /// Returns the Array a DLPack exporter obj (anything with __dlpack__, or a "dltensor" capsule)
 /// hands over, zero-copy; throws InvalidArgument / NotSupported with a Fix when it cannot.
@@ -47,13 +47,15 @@ Array from_dlpack(pybind11::handle obj, std::optional<Device> device);
 /// "dltensor_versioned" one when versioned (copied sets its IS_COPIED flag), else "dltensor".
 pybind11::capsule to_dlpack(const Array& a, bool versioned, bool copied);
 
-/// The dtype a matmul computes in: float32 when numpy's result is float32, or when cast names
-/// float32 (the opt-in); otherwise throws NotSupported naming numpy's result dtype and the Fix.
+/// The dtype a matmul computes on: numpy's result dtype (vgpu's promote_types for two vgpu
+/// dtypes, bfloat16 included) when it is float32, float16 or bfloat16, or the dtype cast names
+/// (the opt-in, one of those three); otherwise throws NotSupported naming numpy's result dtype.
 DType matmul_compute_dtype(pybind11::handle a, pybind11::handle b, pybind11::handle cast, std::string_view op);
 
-/// Returns the numpy array a host matmul writes its result of shape into: out (a writeable,
-/// C-contiguous float32 array of exactly that shape, else InvalidArgument naming op) or a new one.
-pybind11::array matmul_output(pybind11::handle out, const Shape& shape, const char* op);
+/// Returns the numpy array a host matmul writes its result of shape and dtype into: out (a
+/// writeable, C-contiguous array of host_dtype(dtype) and exactly that shape, else
+/// InvalidArgument naming op) or a new one.
+pybind11::array matmul_output(pybind11::handle out, const Shape& shape, DType dtype, const char* op);
 /// np.matmul of a and b (vgpu.matmul): on the device of a vgpu.Array operand, returning an
 /// Array (or writing out, an Array); else on device (default device when empty), returning a
 /// numpy array (out, or a new one). dtype: None or the float32 opt-in; op names the caller.

@@ -2,10 +2,13 @@
 // python/src/arrays.cpp — numpy arrays in and out of vgpu calls (rules in arrays.hpp).
 #include "arrays.hpp"
 
+#include "vgpu/half.hpp"
+
 #include <cstdint>
 #include <string>
 
 #include "vgpu/error.hpp"
+#include "vgpu/half.hpp"
 
 namespace py = pybind11;
 
@@ -34,7 +37,7 @@ const char* np_name(DType d) { return vgpu::numpy_name(d).data(); }
 py::dtype numpy_dtype(DType d) {
   if (d == DType::bf16)
     fail(ErrorCategory::invalid_argument, "numpy has no bfloat16 dtype to hold vgpu's bf16 values.",
-         "Exchange bf16 data through DLPack (torch.bfloat16), or view it as uint16.");
+         "Read its bit patterns as uint16 (arr.numpy(bits=True)), or exchange it through DLPack (torch.bfloat16).");
   // numpy's own descriptors, by type number: py::dtype("float32") parses the name in Python
   // (np.dtype(...)), a tenth of a small Cache.matmul call once each result array needed one.
   switch (d) {
@@ -55,6 +58,8 @@ py::dtype numpy_dtype(DType d) {
   }
 }
 
+py::dtype host_dtype(DType d) { return d == DType::bf16 ? py::dtype::of<std::uint16_t>() : numpy_dtype(d); }
+
 std::optional<DType> find_vgpu_dtype(const py::dtype& dt) {
   // By kind and size, so any byte order spelling of a native type matches ('<f4', 'float32').
   const char kind = dt.kind();
@@ -72,10 +77,33 @@ DType vgpu_dtype(const py::dtype& dt, std::string_view what) {
        "Use float32, float64, float16, int32, uint32, int8 or uint8 (e.g. numpy.asarray(x, dtype=numpy.float32)).");
 }
 
+namespace {
+
+// obj as bfloat16 bits (a uint16 array): a uint16 array is taken as the bits themselves (numpy
+// has no bfloat16); any other numeric input is read as float32 and rounded to nearest even.
+py::array bf16_input(py::handle obj, std::string_view what) {
+  if (py::isinstance<py::array>(obj)) {
+    py::array a = py::reinterpret_borrow<py::array>(obj);
+    if (a.dtype().kind() == 'u' && a.itemsize() == 2 && a.dtype().byteorder() != '>')
+      return (a.flags() & py::array::c_style) ? a
+                                              : py::array(py::module_::import("numpy").attr("ascontiguousarray")(a));
+  }
+  const py::array f = input_array(obj, DType::f32, what);
+  std::vector<py::ssize_t> dims(f.shape(), f.shape() + f.ndim());
+  py::array bits(py::dtype::of<std::uint16_t>(), dims);
+  const auto* in = static_cast<const float*>(f.data());
+  auto* out = static_cast<std::uint16_t*>(bits.mutable_data());
+  for (py::ssize_t i = 0; i < f.size(); ++i) out[i] = float_to_bf16_bits(in[i]);
+  return bits;
+}
+
+}  // namespace
+
 py::array input_array(py::handle obj, DType d, std::string_view what) {
   if (obj.is_none())
     fail(ErrorCategory::invalid_argument, std::string(what) + " is None.",
          std::string("Pass a numpy array (or array-like) of ") + np_name(d) + " values.");
+  if (d == DType::bf16) return bf16_input(obj, what);
   const py::dtype want = numpy_dtype(d);
   if (py::isinstance<py::array>(obj)) {
     py::array a = py::reinterpret_borrow<py::array>(obj);
@@ -111,16 +139,16 @@ py::array input_array(py::handle obj, DType d, std::string_view what) {
 }
 
 py::array output_array(py::handle obj, DType d, std::string_view what) {
-  const std::string dtn = np_name(d);
+  const std::string dtn = d == DType::bf16 ? "uint16" : np_name(d);  // bf16 results are written as their bits
   if (!py::isinstance<py::array>(obj))
     fail(ErrorCategory::invalid_argument,
          std::string(what) + " is an output but " + describe(obj) + " is not a numpy array vgpu can write into.",
          "Pass a writeable numpy array, e.g. numpy.empty(shape, dtype=numpy." + dtn + ").");
   py::array a = py::reinterpret_borrow<py::array>(obj);
-  if (!a.dtype().equal(numpy_dtype(d)))
+  if (!a.dtype().equal(host_dtype(d)))
     fail(ErrorCategory::invalid_argument,
          std::string(what) + " is an output of dtype " + text(a.dtype()) + " but the kernel writes " + dtn +
-             " (outputs are never converted).",
+             (d == DType::bf16 ? " (bfloat16 bits)" : "") + " (outputs are never converted).",
          "Pass an array of dtype " + dtn + ", e.g. numpy.empty(shape, dtype=numpy." + dtn + ").");
   if (!(a.flags() & py::array::c_style))
     fail(ErrorCategory::invalid_argument,
@@ -144,7 +172,7 @@ Shape shape_of(const py::array& a) {
 
 py::array new_array(DType d, const Shape& shape) {
   std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-  return py::array(numpy_dtype(d), dims);
+  return py::array(host_dtype(d), dims);
 }
 
 }  // namespace vgpu::python

@@ -6,6 +6,9 @@
 //            complex, object, string and datetime dtypes are refused (InvalidArgument).
 //   outputs: must be a writeable, C-contiguous numpy array of exactly the kernel's dtype
 //            (vgpu writes into its memory); anything else is refused, nothing is converted.
+//   bfloat16: numpy has none, so bf16 host data travels as its bit patterns in uint16 arrays
+//            (host_dtype): a uint16 input is those bits (used in place); any other numeric
+//            input is read as float32 and rounded to nearest even; outputs are uint16 arrays.
 // Every refusal is a vgpu::Error (InvalidArgument in Python) naming the argument and ending in
 // a Fix. Call these with the GIL held.
 #pragma once
@@ -24,6 +27,9 @@ namespace vgpu::python {
 const char* np_name(DType d);
 /// Returns the numpy dtype that holds vgpu dtype d; throws InvalidArgument for bf16 (numpy has none).
 pybind11::dtype numpy_dtype(DType d);
+/// Returns the numpy dtype host data of vgpu dtype d travels in: numpy_dtype(d), and uint16 for
+/// bf16 (its bit patterns: numpy has no bfloat16).
+pybind11::dtype host_dtype(DType d);
 /// Returns the vgpu dtype of a native-byte-order numpy dtype, or nothing when vgpu has none.
 std::optional<DType> find_vgpu_dtype(const pybind11::dtype& dt);
 /// Returns the vgpu dtype of a numpy dtype, or throws InvalidArgument naming what.
@@ -35,7 +41,8 @@ pybind11::array input_array(pybind11::handle obj, DType d, std::string_view what
 pybind11::array output_array(pybind11::handle obj, DType d, std::string_view what);
 /// Returns the array's shape as a vgpu Shape.
 Shape shape_of(const pybind11::array& a);
-/// Returns a new C-contiguous array of dtype d and the given shape (uninitialised).
+/// Returns a new C-contiguous array of dtype d (host_dtype: uint16 bits for bf16) and the given
+/// shape (uninitialised).
 pybind11::array new_array(DType d, const Shape& shape);
 
 }  // namespace vgpu::python

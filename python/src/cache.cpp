@@ -195,7 +195,12 @@ void bind_cache(py::module_& m) {
             }
             if (py::isinstance<Array>(a_obj) || py::isinstance<Array>(b_obj))
               return matmul_any(a_obj, b_obj, out, dtype, std::nullopt, "matmul");
-            matmul_compute_dtype(a_obj, b_obj, dtype, "matmul");  // float32, or refused naming numpy's dtype
+            // float32 goes through Cache::matmul below; float16 and bfloat16 run as array ops on the
+            // cache's device (its choice for float32 once made, else the default device).
+            if (matmul_compute_dtype(a_obj, b_obj, dtype, "matmul") != DType::f32) {
+              const Device d = cache.device();
+              return matmul_any(a_obj, b_obj, out, dtype, d ? std::optional<Device>(d) : std::nullopt, "matmul");
+            }
             py::array a = input_array(a_obj, DType::f32, "A");
             py::array b = input_array(b_obj, DType::f32, "B");
             const Shape as = shape_of(a), bs = shape_of(b);
@@ -205,7 +210,7 @@ void bind_cache(py::module_& m) {
               const Device d = cache.device();
               return matmul_any(a, b, out, py::none(), d ? std::optional<Device>(d) : std::nullopt, "matmul");
             }
-            py::array c = matmul_output(out, shape, "matmul");
+            py::array c = matmul_output(out, shape, DType::f32, "matmul");
             // B is one matrix: A's rows (a stack of them is one C-contiguous block) times B, one call.
             const std::uint64_t k = as.back(), n = bs.size() == 1 ? 1 : bs.back();
             const std::uint64_t rows = element_count(as) / std::max<std::uint64_t>(k, 1);

@@ -3,6 +3,7 @@
 #include "vgpu/types.hpp"
 
 #include "vgpu/backend_list.hpp"
+#include "vgpu/half.hpp"
 
 #include <algorithm>
 #include <array>
@@ -142,38 +143,10 @@ void store_as(void* data, std::uint64_t index, T v) noexcept {
   std::memcpy(static_cast<unsigned char*>(data) + index * sizeof(T), &v, sizeof(T));
 }
 
-// IEEE half → float, every case (subnormals, infinities, NaN) exact.
-float half_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
-  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
-  const float f = static_cast<float>(man) * 0x1p-24f;  // subnormal or zero
-  return sign ? -f : f;
-}
-
-// float → IEEE half, rounded to nearest even; overflow → infinity, NaN stays NaN.
-std::uint16_t float_to_half(float f) noexcept {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
-  const std::uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
-  if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
-  if (ax < 0x38800000u) {  // below the smallest normal half: a multiple of 2^-24, rounded even
-    const float mag = std::bit_cast<float>(ax) * 0x1p24f;
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(mag)));
-  }
-  const std::uint32_t lsb = (ax >> 13) & 1u;
-  const std::uint32_t r = ax + 0xfffu + lsb;  // round to nearest even at bit 13
-  return static_cast<std::uint16_t>(sign | ((r - 0x38000000u) >> 13));
-}
-
-// bfloat16 is float's top half: widening is a shift, narrowing rounds to nearest even.
-float bf16_to_float(std::uint16_t b) noexcept { return std::bit_cast<float>(std::uint32_t{b} << 16); }
-std::uint16_t float_to_bf16(float f) noexcept {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
+float half_to_float(std::uint16_t h) noexcept { return half_bits_to_float(h); }
+std::uint16_t float_to_half(float f) noexcept { return float_to_half_bits(f); }
+float bf16_to_float(std::uint16_t b) noexcept { return bf16_bits_to_float(b); }
+std::uint16_t float_to_bf16(float f) noexcept { return float_to_bf16_bits(f); }
 
 // value as integer type T, as a C cast of the value truncated toward zero (wrapping modulo 2^bits).
 template <class T>

@@ -30,6 +30,7 @@ constexpr Row kRows[] = {
     {"mul", {256, 1, 1}, 256, 1, "1"},
     {"reduce_sum", {256, 1, 1}, 256 * 8, 1, nullptr},  // 8 inputs per invocation per pass
     {"softmax_rows", {256, 1, 1}, 1, 1, nullptr},      // one group per row
+    {"convert", {256, 1, 1}, 512, 1, nullptr},         // two elements (one 32-bit word) per invocation
 };
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }

@@ -7,7 +7,9 @@
 
 #include "batched_matmul.hpp"
 #include "buffer_pool.hpp"
+#include "builtin_plans.hpp"
 #include "device_core.hpp"
+#include "dtype_plan.hpp"
 #include "plan_batch.hpp"
 #include "prepared_ops.hpp"
 #include "vgpu/error.hpp"
@@ -61,14 +63,25 @@ void same_device(const char* op, std::initializer_list<std::pair<const char*, co
            "move one with .to(device) (Array::to) so that both are on one device.");
 }
 
-// Throws not_supported unless d is float32, the one dtype the built-in kernels compute in.
-void computes_in_f32(const char* op, const char* name, const Array& a) {
-  if (a.dtype() == DType::f32) return;
-  fail(ErrorCategory::not_supported,
-       std::string(op) + " computes in float32 on every device today, and " + name + " is " + a.describe() +
-           "; vgpu does not convert it silently.",
-       std::string("cast it to float32 first (numpy: x.astype(numpy.float32); Python's vgpu.matmul and Cache.matmul: "
-                   "dtype=\"float32\" opts into that cast); docs/arrays.md lists what each op computes in."));
+// The dtype op computes on: every array's, which must be one of f32, f16 and bf16 (16-bit
+// arrays are computed on in float32 and rounded once: dtype_plan.hpp); throws not_supported
+// for another dtype or for arrays of different dtypes (vgpu converts nothing silently).
+DType compute_dtype(const char* op, std::initializer_list<std::pair<const char*, const Array*>> arrays) {
+  const auto& [first_name, first] = *arrays.begin();
+  for (const auto& [name, a] : arrays) {
+    if (!detail::builtin_ops_compute_in(a->dtype()))
+      fail(ErrorCategory::not_supported,
+           std::string(op) + " computes on float32, float16 and bfloat16 arrays, and " + name + " is " + a->describe() +
+               "; vgpu does not convert it silently.",
+           "cast it to float32 first (numpy: x.astype(numpy.float32); Python's vgpu.matmul and Cache.matmul: "
+           "dtype=\"float32\" opts into that cast); docs/arrays.md lists what each op computes in.");
+    if (a->dtype() != first->dtype())
+      fail(ErrorCategory::not_supported,
+           std::string(op) + ": " + first_name + " is " + first->describe() + " but " + name + " is " + a->describe() +
+               "; the built-in ops take arrays of one dtype and convert nothing silently.",
+           "convert one of them (Array::to_host + from_host, or numpy's astype) so both have one dtype.");
+  }
+  return first->dtype();
 }
 
 void same_shape(const char* op, const Array& a, const Array& b) {
@@ -117,9 +130,16 @@ MatmulForm matmul_form(const Shape& as, const Shape& bs) {
 // A stack in one launch (batched_matmul.hpp); false where the device cannot run it so.
 bool run_batched(const MatmulForm& f, const Array& a, const Array& b, const Array& c) {
   const Device& device = a.device();
-  const std::shared_ptr<const detail::PreparedOp> p =
-      detail::device_arrays(device).ops.get(device, "matmul_batched" + to_string(f.a) + to_string(f.b),
-                                            [&](const Device& d) { return detail::batched_matmul_plan(d, f.a, f.b); });
+  const DType dtype = a.dtype();
+  const std::shared_ptr<const detail::PreparedOp> p = detail::device_arrays(device).ops.get(
+      device, "matmul_batched" + std::string(to_string(dtype)) + to_string(f.a) + to_string(f.b),
+      [&](const Device& d) -> std::optional<KernelPlan> {
+        std::optional<KernelPlan> plan = detail::batched_matmul_plan(d, f.a, f.b);
+        if (!plan || dtype == DType::f32) return plan;
+        const std::shared_ptr<const OpTuner> tuner = detail::op_tuner_of(d);
+        if (!tuner) return std::nullopt;  // a stack a product at a time then says why
+        return detail::with_dtype(std::move(*plan), dtype, d.info(), *tuner);
+      });
   if (!p) return false;
   const Array args[] = {a, b, c};
   detail::run_prepared(device, *p, args);
@@ -134,7 +154,9 @@ void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array&
   const Device& device = a.device();
   detail::DeviceCore& core = detail::DeviceAccess::core(device);
   const std::uint32_t m = dim32("matmul", "M", f.m), k = dim32("matmul", "K", f.k), n = dim32("matmul", "N", f.n);
-  const std::uint64_t a_bytes = f.m * f.k * 4, b_bytes = f.k * f.n * 4, c_bytes = f.m * f.n * 4;
+  const DType dtype = a.dtype();
+  const std::uint64_t size = dtype_size(dtype);
+  const std::uint64_t a_bytes = f.m * f.k * size, b_bytes = f.k * f.n * size, c_bytes = f.m * f.n * size;
   const std::uint64_t count = element_count(f.batch);
   const bool views = core.imports_host() && a.memory() == ArrayMemory::host && b.memory() == ArrayMemory::host &&
                      c.memory() == ArrayMemory::host;
@@ -147,24 +169,24 @@ void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array&
   const auto ka = keep(a), kb = keep(b), kc = keep(c);
   Array ta, tb, tc;
   if (!views) {
-    ta = Array::empty(device, DType::f32, matrix_a);
-    tb = Array::empty(device, DType::f32, matrix_b);
-    tc = Array::empty(device, DType::f32, matrix_c);
+    ta = Array::empty(device, dtype, matrix_a);
+    tb = Array::empty(device, dtype, matrix_b);
+    tc = Array::empty(device, dtype, matrix_c);
   }
   Device d = device;
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::uint64_t ia = detail::stack_index(f.a, f.batch, i), ib = detail::stack_index(f.b, f.batch, i);
     if (views) {
-      const Array args[] = {Array::from_external(device, pa + ia * a_bytes, DType::f32, matrix_a, [ka] {}),
-                            Array::from_external(device, pb + ib * b_bytes, DType::f32, matrix_b, [kb] {}),
-                            Array::from_external(device, pc + i * c_bytes, DType::f32, matrix_c, [kc] {})};
-      detail::run_prepared(device, "matmul", {m, k, n}, args);
+      const Array args[] = {Array::from_external(device, pa + ia * a_bytes, dtype, matrix_a, [ka] {}),
+                            Array::from_external(device, pb + ib * b_bytes, dtype, matrix_b, [kb] {}),
+                            Array::from_external(device, pc + i * c_bytes, dtype, matrix_c, [kc] {})};
+      detail::run_prepared(device, "matmul", {m, k, n}, dtype, args);
       continue;
     }
     d.copy(a.buffer(), ta.buffer(), a_bytes, ia * a_bytes, 0);
     d.copy(b.buffer(), tb.buffer(), b_bytes, ib * b_bytes, 0);
     const Array args[] = {ta, tb, tc};
-    detail::run_prepared(device, "matmul", {m, k, n}, args);
+    detail::run_prepared(device, "matmul", {m, k, n}, dtype, args);
     d.copy(tc.buffer(), c.buffer(), c_bytes, 0, i * c_bytes);
   }
 }
@@ -220,12 +242,12 @@ void matmul(const Array& a, const Array& b, const Array& out) {
   same_device("matmul", {{"A", &a}, {"B", &b}, {"out", &out}});
   const MatmulForm f = matmul_form(a.shape(), b.shape());
   const Shape want = matmul_shape(a.shape(), b.shape());
-  computes_in_f32("matmul", "A", a);
-  computes_in_f32("matmul", "B", b);
-  if (out.dtype() != DType::f32 || out.shape() != want)
+  const DType dtype = compute_dtype("matmul", {{"A", &a}, {"B", &b}});
+  if (out.dtype() != dtype || out.shape() != want)
     fail(ErrorCategory::invalid_argument,
-         "matmul: out is " + out.describe() + " but A @ B is f32" + to_string(want) + ".",
-         "pass out of dtype float32 and shape " + to_string(want) + ", or let matmul(A, B) make it.");
+         "matmul: out is " + out.describe() + " but A @ B is " + std::string(to_string(dtype)) + to_string(want) + ".",
+         "pass out of dtype " + std::string(numpy_name(dtype)) + " and shape " + to_string(want) +
+             ", or let matmul(A, B) make it.");
   if (shares_memory(out, a) || shares_memory(out, b))
     fail(ErrorCategory::invalid_argument,
          "matmul: out shares memory with A or B; the kernel would read what it overwrote.",
@@ -245,7 +267,7 @@ void matmul(const Array& a, const Array& b, const Array& out) {
     // A repeats across batch dimensions only B has: then it is not one contiguous stack.
     if (element_count(Shape(f.a.begin(), f.a.end() - 2)) == element_count(f.batch)) {
       const Array args[] = {a, b, out};
-      detail::run_prepared(a.device(), "matmul", {m, k, n}, args);
+      detail::run_prepared(a.device(), "matmul", {m, k, n}, dtype, args);
       return;
     }
   }
@@ -256,9 +278,8 @@ Array matmul(const Array& a, const Array& b) {
   require_array(a, "matmul", "A");
   require_array(b, "matmul", "B");
   same_device("matmul", {{"A", &a}, {"B", &b}});
-  computes_in_f32("matmul", "A", a);
-  computes_in_f32("matmul", "B", b);
-  Array out = Array::empty(a.device(), DType::f32, matmul_shape(a.shape(), b.shape()));
+  const DType dtype = compute_dtype("matmul", {{"A", &a}, {"B", &b}});
+  Array out = Array::empty(a.device(), dtype, matmul_shape(a.shape(), b.shape()));
   matmul(a, b, out);
   return out;
 }
@@ -269,13 +290,12 @@ Array elementwise(const char* op, const Array& a, const Array& b) {
   require_array(a, op, "a");
   require_array(b, op, "b");
   same_device(op, {{"a", &a}, {"b", &b}});
-  computes_in_f32(op, "a", a);
-  computes_in_f32(op, "b", b);
+  const DType dtype = compute_dtype(op, {{"a", &a}, {"b", &b}});
   same_shape(op, a, b);
-  Array out = Array::empty(a.device(), DType::f32, a.shape());
+  Array out = Array::empty(a.device(), dtype, a.shape());
   if (a.size() == 0) return out;
   const Array args[] = {a, b, out};
-  detail::run_prepared(a.device(), op, {a.size()}, args);
+  detail::run_prepared(a.device(), op, {a.size()}, dtype, args);
   return out;
 }
 
@@ -289,9 +309,7 @@ void axpy(const Array& alpha, const Array& x, const Array& y) {
   require_array(x, "axpy", "x");
   require_array(y, "axpy", "y");
   same_device("axpy", {{"alpha", &alpha}, {"x", &x}, {"y", &y}});
-  computes_in_f32("axpy", "alpha", alpha);
-  computes_in_f32("axpy", "x", x);
-  computes_in_f32("axpy", "y", y);
+  const DType dtype = compute_dtype("axpy", {{"alpha", &alpha}, {"x", &x}, {"y", &y}});
   same_shape("axpy", x, y);
   if (alpha.size() != 1)
     fail(ErrorCategory::invalid_argument, "axpy: alpha is " + alpha.describe() + "; it must hold one value.",
@@ -300,31 +318,31 @@ void axpy(const Array& alpha, const Array& x, const Array& y) {
     fail(ErrorCategory::invalid_argument, "axpy: y shares memory with x or alpha.", "pass a separate y array.");
   if (y.size() == 0) return;
   const Array args[] = {alpha, x, y};
-  detail::run_prepared(x.device(), "axpy", {x.size()}, args);
+  detail::run_prepared(x.device(), "axpy", {x.size()}, dtype, args);
 }
 
 Array sum(const Array& x) {
   require_array(x, "sum", "x");
-  computes_in_f32("sum", "x", x);
-  Array out = Array::zeros(x.device(), DType::f32, Shape{});
+  const DType dtype = compute_dtype("sum", {{"x", &x}});
+  Array out = Array::zeros(x.device(), dtype, Shape{});
   if (x.size() == 0) return out;
   const Array args[] = {x, out};
-  detail::run_prepared(x.device(), "reduce_sum", {x.size()}, args);
+  detail::run_prepared(x.device(), "reduce_sum", {x.size()}, dtype, args);
   return out;
 }
 
 Array softmax_rows(const Array& x) {
   require_array(x, "softmax_rows", "x");
-  computes_in_f32("softmax_rows", "x", x);
+  const DType dtype = compute_dtype("softmax_rows", {{"x", &x}});
   if (x.ndim() == 0)
     fail(ErrorCategory::invalid_argument, "softmax_rows: x is 0-d; it takes rows along the last axis.",
          "pass an array of ≥ 1 dimension.");
-  Array out = Array::empty(x.device(), DType::f32, x.shape());
+  Array out = Array::empty(x.device(), dtype, x.shape());
   if (x.size() == 0) return out;
   const std::uint64_t cols = x.shape().back(), rows = x.size() / cols;
   const Array args[] = {x, out};
   detail::run_prepared(x.device(), "softmax_rows",
-                       {dim32("softmax_rows", "rows", rows), dim32("softmax_rows", "cols", cols)}, args);
+                       {dim32("softmax_rows", "rows", rows), dim32("softmax_rows", "cols", cols)}, dtype, args);
   return out;
 }
 

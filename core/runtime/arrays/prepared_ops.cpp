@@ -10,8 +10,10 @@
 
 namespace vgpu::detail {
 
-std::shared_ptr<const PreparedOp> PreparedOps::get(const Device& device, const std::string& op, const Shape& shape) {
-  return get(device, op + to_string(shape), [&](const Device& d) { return ops::plan(op, d, shape); });
+std::shared_ptr<const PreparedOp> PreparedOps::get(const Device& device, const std::string& op, const Shape& shape,
+                                                   DType dtype) {
+  return get(device, op + std::string(to_string(dtype)) + to_string(shape),
+             [&](const Device& d) { return ops::plan(op, d, shape, dtype); });
 }
 
 std::shared_ptr<const PreparedOp> PreparedOps::get(
@@ -49,8 +51,9 @@ std::shared_ptr<const PreparedOp> PreparedOps::get(
   return p;
 }
 
-void run_prepared(const Device& device, const std::string& op, const Shape& shape, std::span<const Array> args) {
-  run_prepared(device, *device_arrays(device).ops.get(device, op, shape), args);
+void run_prepared(const Device& device, const std::string& op, const Shape& shape, DType dtype,
+                  std::span<const Array> args) {
+  run_prepared(device, *device_arrays(device).ops.get(device, op, shape, dtype), args);
 }
 
 void run_prepared(const Device& device, const PreparedOp& p, std::span<const Array> args) {

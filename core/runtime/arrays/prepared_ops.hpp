@@ -32,8 +32,9 @@ struct PreparedOp {
 /// outside it, so two threads may prepare one shape at once and the first stored wins).
 class PreparedOps {
  public:
-  /// Returns op (a vgpu::ops name) prepared for shape (its ops::plan shape) on device.
-  std::shared_ptr<const PreparedOp> get(const Device& device, const std::string& op, const Shape& shape);
+  /// Returns op (a vgpu::ops name) prepared for shape (its ops::plan shape) and arguments of
+  /// dtype on device.
+  std::shared_ptr<const PreparedOp> get(const Device& device, const std::string& op, const Shape& shape, DType dtype);
 
   /// Returns the op stored under key, made with make(device) on first use: nullptr (also kept)
   /// where make says the device cannot run it (nullopt).
@@ -45,10 +46,11 @@ class PreparedOps {
   LruMap<std::string, std::shared_ptr<const PreparedOp>> map_{PersistentLimits{64, PersistentLimits::kDefaultBytes}};
 };
 
-/// Runs op at shape on device over args (one array per visible tensor of the plan, in order;
-/// each on device and at least as large as its tensor): binds them, records the steps and
-/// submits them, returning without waiting for the device.
-void run_prepared(const Device& device, const std::string& op, const Shape& shape, std::span<const Array> args);
+/// Runs op at shape on device over args (one array of dtype per visible tensor of the plan, in
+/// order; each on device and at least as large as its tensor): binds them, records the steps
+/// and submits them, returning without waiting for the device.
+void run_prepared(const Device& device, const std::string& op, const Shape& shape, DType dtype,
+                  std::span<const Array> args);
 
 /// Runs p (prepared on device) over args as run_prepared above.
 void run_prepared(const Device& device, const PreparedOp& p, std::span<const Array> args);

@@ -32,8 +32,14 @@ class DeviceCore;
 /// candidates().front()). ops::plan(op, info, shape) is builtin_plan with the rule registered
 /// for info's backend and no core; ops::plan(op, device, shape) with the device's tuner and
 /// core. Tests hand in tuners that force or offer other variants than the device's own.
+/// dtype: the arguments' (f32, f16, bf16: dtype_plan.hpp; another: not_supported).
 KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpTuner* tuner, const Shape& shape,
-                        DeviceCore* core = nullptr);
+                        DeviceCore* core = nullptr, DType dtype = DType::f32);
+
+/// Returns count workgroups of a 1-D problem spread over x then y within dev's limits (the
+/// kernels take linear group x + y·num_x and skip groups past the end); throws
+/// invalid_argument naming op when dev cannot launch that many.
+Groups linear_groups(const char* op, std::uint64_t count, const DeviceInfo& dev);
 
 /// Returns matmul's tuning for m×k by k×n on info as tuner says, the variant measured on core
 /// where tuner offers several (null core: the rule's pick); the one choice behind matmul's and

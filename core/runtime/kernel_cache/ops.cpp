@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "builtin_plans.hpp"
+#include "dtype_plan.hpp"
 #include "device_core.hpp"
 #include "registry.hpp"
 #include "variant_choice.hpp"
@@ -46,19 +47,7 @@ std::uint32_t to_u32(const char* op, const char* what, std::uint64_t v) {
   return static_cast<std::uint32_t>(v);
 }
 
-// A 1-D count of groups spread over x then y, within the device's limits. Kernels compute the
-// linear group x + y*num_x and ignore groups past the end.
-Groups linear_groups(const char* op, std::uint64_t count, const DeviceInfo& dev) {
-  const std::uint64_t max_x = dev.limits.max_workgroup_count[0];
-  const std::uint64_t max_y = dev.limits.max_workgroup_count[1];
-  const std::uint64_t x = std::min(count, max_x);
-  const std::uint64_t y = ceil_div(count, x);
-  if (y > max_y)
-    fail(ErrorCategory::invalid_argument,
-         std::string(op) + " needs " + std::to_string(count) + " workgroups, more than " + dev.id() + " can launch.",
-         "split the problem into smaller calls.");
-  return Groups{static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1};
-}
+using detail::linear_groups;
 
 // Sizes derive from the params only: kernels that differ just in these functions share one
 // L1 entry, so a size captured from one plan would wrongly check another's dispatch.
@@ -421,23 +410,40 @@ void check_shape(const std::string& op, const Shape& shape) {
   fail(ErrorCategory::invalid_argument, "unknown op '" + op + "'.", "use one of: " + known + ".");
 }
 
-KernelPlan plan(const std::string& op, const Device& device, const Shape& shape) {
+KernelPlan plan(const std::string& op, const Device& device, const Shape& shape, DType dtype) {
   detail::DeviceCore& core = detail::DeviceAccess::core(device);
-  return detail::builtin_plan(op, device.info(), core.op_tuner().get(), shape, &core);
+  return detail::builtin_plan(op, device.info(), core.op_tuner().get(), shape, &core, dtype);
 }
 
-KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape) {
-  return detail::builtin_plan(op, dev, rule_of(dev).get(), shape, nullptr);
+KernelPlan plan(const std::string& op, const DeviceInfo& dev, const Shape& shape, DType dtype) {
+  return detail::builtin_plan(op, dev, rule_of(dev).get(), shape, nullptr, dtype);
 }
 
 }  // namespace vgpu::ops
 
 namespace vgpu::detail {
 
+// A 1-D count of groups spread over x then y, within the device's limits. Kernels compute the
+// linear group x + y*num_x and ignore groups past the end.
+Groups linear_groups(const char* op, std::uint64_t count, const DeviceInfo& dev) {
+  const std::uint64_t max_x = dev.limits.max_workgroup_count[0];
+  const std::uint64_t max_y = dev.limits.max_workgroup_count[1];
+  const std::uint64_t x = std::min(count, max_x);
+  const std::uint64_t y = (count + x - 1) / x;
+  if (y > max_y)
+    fail(ErrorCategory::invalid_argument,
+         std::string(op) + " needs " + std::to_string(count) + " workgroups, more than " + dev.id() + " can launch.",
+         "split the problem into smaller calls.");
+  return Groups{static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1};
+}
+
 KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpTuner* tuner, const Shape& shape,
-                        DeviceCore* core) {
+                        DeviceCore* core, DType dtype) {
   using namespace ops;
   check_shape(op, shape);
+  if (dtype != DType::f32)  // the op's float32 plan between conversion steps (dtype_plan.hpp)
+    return with_dtype(builtin_plan(op, info, tuner, shape, core, DType::f32), dtype, info,
+                      require_tuner(info, tuner, OpShape{"convert", 1, 1, 1}));
   auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
   if (op == "matmul") return matmul_on(info, tuner, core, u32(0, "M"), u32(1, "K"), u32(2, "N"));
   // The other ops have one variant each: nothing to measure.

@@ -22,7 +22,7 @@ struct BuiltinEntry {
 /// Every built-in kernel of one ISA. Immutable (constant-initialised); thread-safe.
 struct KernelTable {
   std::string_view isa;  ///< "sse2", "avx2", "avx512", or the native arch's name off x86
-  std::array<BuiltinEntry, 7> entries;
+  std::array<BuiltinEntry, 9> entries;
 
   /// Returns the kernel called name, or nullptr when this table has none.
   constexpr BuiltinFn find(std::string_view name) const noexcept {

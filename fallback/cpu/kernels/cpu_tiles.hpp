@@ -7,7 +7,7 @@
 
 namespace vgpu::cpu {
 
-inline constexpr std::uint32_t kElementsPerGroup = 16384;  ///< axpy/add/mul chunk
+inline constexpr std::uint32_t kElementsPerGroup = 16384;  ///< axpy/add/mul/convert chunk
 inline constexpr std::uint32_t kReduceBlock = 16384;       ///< inputs summed per group per pass
 
 }  // namespace vgpu::cpu

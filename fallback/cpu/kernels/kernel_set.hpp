@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kernels/builtin_table.hpp"
+#include "kernels/convert.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/reduce.hpp"
@@ -24,7 +25,9 @@ constexpr KernelTable make_table(std::string_view isa) {
                        {"add", &Elementwise<Arch>::add},
                        {"mul", &Elementwise<Arch>::mul},
                        {"reduce_sum", &Reduce<Arch>::run},
-                       {"softmax_rows", &Softmax<Arch>::run}}}};
+                       {"softmax_rows", &Softmax<Arch>::run},
+                       {"convert_widen", &Convert<Arch>::widen},
+                       {"convert_narrow", &Convert<Arch>::narrow}}}};
 }
 
 }  // namespace vgpu::cpu::builtin

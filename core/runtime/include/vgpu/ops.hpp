@@ -43,9 +43,11 @@ VGPU_API KernelPlan softmax_rows(const DeviceInfo& device, std::uint32_t rows, s
 VGPU_API void check_shape(const std::string& op, const Shape& shape);
 
 /// Builds the plan of a built-in op from its name and shape ("matmul" takes {M, K, N},
-/// "softmax_rows" {rows, cols}, the others {n}); throws invalid_argument with the expected
-/// shape when the name or shape is wrong.
-VGPU_API KernelPlan plan(const std::string& op, const DeviceInfo& device, const Shape& shape);
+/// "softmax_rows" {rows, cols}, the others {n}) for arguments of dtype: f32, or f16 / bf16
+/// (stored in 16 bits, computed and accumulated in float32, each result rounded once to nearest
+/// even: docs/numerics.md). Throws invalid_argument with the expected shape when the name or
+/// shape is wrong, not_supported for another dtype.
+VGPU_API KernelPlan plan(const std::string& op, const DeviceInfo& device, const Shape& shape, DType dtype = DType::f32);
 
 /// As matmul(device.info(), m, k, n), with the variant measured on device where its backend
 /// offers several: timed once per device and size class, then kept in memory and in device's
@@ -53,8 +55,8 @@ VGPU_API KernelPlan plan(const std::string& op, const DeviceInfo& device, const 
 /// pick). What KernelDatabase and Cache run; docs/architecture.md, "Measured variant choice".
 VGPU_API KernelPlan matmul(const Device& device, std::uint32_t m, std::uint32_t k, std::uint32_t n);
 
-/// As plan(op, device.info(), shape), with each op's variant measured on device (see
+/// As plan(op, device.info(), shape, dtype), with each op's variant measured on device (see
 /// matmul(const Device&, …)).
-VGPU_API KernelPlan plan(const std::string& op, const Device& device, const Shape& shape);
+VGPU_API KernelPlan plan(const std::string& op, const Device& device, const Shape& shape, DType dtype = DType::f32);
 
 }  // namespace vgpu::ops

@@ -53,4 +53,14 @@ struct SoftmaxSplitParams {
   std::uint32_t rows, cols, chunk, phase;
 };
 
+/// convert (convert.comp / convert.cu with VGPU_CONVERT_NARROW 0 or 1; the CPU's
+/// "convert_widen" and "convert_narrow"): slot 0 = in[n], slot 1 = out[n]; widening reads
+/// 16-bit floats and writes float32, narrowing the reverse, rounding to nearest even. format:
+/// kConvertF16 or kConvertBf16. The f16/bf16 plans wrap an op's float32 kernels in these.
+struct ConvertParams {
+  std::uint32_t n, format, pad0, pad1;
+};
+inline constexpr std::uint32_t kConvertF16 = 0;   ///< ConvertParams::format of IEEE binary16
+inline constexpr std::uint32_t kConvertBf16 = 1;  ///< ConvertParams::format of bfloat16
+
 }  // namespace vgpu::kernels

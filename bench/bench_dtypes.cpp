@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// bench/bench_dtypes.cpp — vgpu-bench-dtypes: matmul on float32, float16 and bfloat16 arrays per
+// device, sampled round-robin in one run (issue 32): C = A·B on vgpu::Arrays already on the
+// device, then one synchronize. GFLOP/s per dtype and each 16-bit dtype's ratio to float32 on
+// the same device (the CPU goal: ≥ 0.8). N = 256, 512, 1024 on hardware devices and the CPU,
+// 128 and 256 on software GPUs; --quick: 128 and 256 everywhere. Each 16-bit result is checked
+// against the float32 result of the same (16-bit) inputs, within the one rounding it adds.
+// VGPU_BENCH_BACKENDS=cpu,cuda limits the devices.
+#include <cmath>
+#include <cstring>
+#include <iostream>
+
+#include "bench_util.hpp"
+#include "vgpu/half.hpp"
+#include "vgpu/vgpu.hpp"
+
+namespace vb = vgpu::bench;
+
+namespace {
+
+// Bits of v in dtype (f32: v itself), as an array's bytes.
+std::vector<unsigned char> encode(const std::vector<float>& v, vgpu::DType dtype) {
+  std::vector<unsigned char> out(v.size() * vgpu::dtype_size(dtype));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (dtype == vgpu::DType::f32) {
+      std::memcpy(out.data() + 4 * i, &v[i], 4);
+      continue;
+    }
+    const std::uint16_t h = dtype == vgpu::DType::f16 ? vgpu::float_to_half_bits(v[i]) : vgpu::float_to_bf16_bits(v[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+float decode_one(const unsigned char* p, vgpu::DType dtype) {
+  if (dtype == vgpu::DType::f32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return dtype == vgpu::DType::f16 ? vgpu::half_bits_to_float(h) : vgpu::bf16_bits_to_float(h);
+}
+
+// v rounded to dtype and back.
+std::vector<float> representable(const std::vector<float>& v, vgpu::DType dtype) {
+  const auto bytes = encode(v, dtype);
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = decode_one(bytes.data() + i * vgpu::dtype_size(dtype), dtype);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const vb::Options o = vb::parse_args(argc, argv, "matmul on float32, float16 and bfloat16 arrays per device");
+  const std::vector<vgpu::BackendKind> wanted = vb::backends_from_env();
+  const int rounds = o.quick ? 5 : 11;
+  const double target = o.quick ? 0.01 : 0.05;
+  nlohmann::json doc{{"bench", "dtypes"},
+                     {"machine", vb::print_header("vgpu-bench-dtypes: matmul per dtype per device", o)}};
+  vb::Table t({"device", "N", "float32 GFLOP/s", "float16 GFLOP/s", "bfloat16 GFLOP/s", "f16 / f32", "bf16 / f32"});
+  nlohmann::json out = nlohmann::json::array();
+  bool failed = false;
+  constexpr vgpu::DType kDTypes[] = {vgpu::DType::f32, vgpu::DType::f16, vgpu::DType::bf16};
+  for (const auto& info : vgpu::Runtime::global().devices()) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), info.backend) == wanted.end()) continue;
+    try {
+      vgpu::Device dev = vgpu::Runtime::global().open(info.id());
+      const bool software = info.type == vgpu::DeviceType::software;
+      const std::vector<std::uint32_t> sizes =
+          o.quick || software ? std::vector<std::uint32_t>{128, 256} : std::vector<std::uint32_t>{256, 512, 1024};
+      for (std::uint32_t n : sizes) {
+        const std::uint64_t nn = std::uint64_t{n} * n;
+        const std::vector<float> a = vb::random_floats(nn, 1), b = vb::random_floats(nn, 2);
+        std::vector<vgpu::Array> A, B, C;
+        std::vector<vb::Case> cases;
+        for (vgpu::DType d : kDTypes) {
+          // Every dtype multiplies the same (16-bit representable) values: the f32 run is the check.
+          const auto ra = representable(a, vgpu::DType::bf16), rb = representable(b, vgpu::DType::bf16);
+          A.push_back(vgpu::Array::from_host(dev, d, {n, n}, encode(ra, d).data()));
+          B.push_back(vgpu::Array::from_host(dev, d, {n, n}, encode(rb, d).data()));
+          C.push_back(vgpu::Array::empty(dev, d, {n, n}));
+        }
+        for (std::size_t i = 0; i < 3; ++i)
+          cases.push_back({std::string(vgpu::to_string(kDTypes[i])),
+                           [&, i] {
+                             vgpu::matmul(A[i], B[i], C[i]);
+                             dev.synchronize();
+                           },
+                           1});
+        const auto st = vb::run_interleaved(cases, rounds, target);
+        // Checked: each 16-bit result within one rounding (plus float32's own bound) of the f32 one.
+        std::vector<unsigned char> ref(nn * 4), got(nn * 2);
+        C[0].read(ref.data());
+        bool ok = true;
+        for (std::size_t i = 1; i < 3; ++i) {
+          C[i].read(got.data());
+          const double u = kDTypes[i] == vgpu::DType::f16 ? 0x1p-11 : 0x1p-8;
+          for (std::uint64_t j = 0; j < nn && ok; ++j) {
+            const double want = decode_one(ref.data() + 4 * j, vgpu::DType::f32);
+            const double have = decode_one(got.data() + 2 * j, kDTypes[i]);
+            ok = std::abs(have - want) <= u * std::abs(want) + 1e-4 * n;
+          }
+        }
+        if (!ok) {
+          failed = true;
+          std::cout << "WRONG " << info.id() << " N=" << n << ": a 16-bit result differs from float32's\n";
+        }
+        const double flop = 2.0 * double(nn) * n;
+        auto gflops = [&](std::size_t i) { return flop / st[i].median / 1e9; };
+        t.add({info.id(), std::to_string(n), vb::fmt(gflops(0)), vb::fmt(gflops(1)), vb::fmt(gflops(2)),
+               vb::fmt_ratio(gflops(1) / gflops(0)), vb::fmt_ratio(gflops(2) / gflops(0))});
+        out.push_back({{"device", info.id()},
+                       {"n", n},
+                       {"f32", st[0].to_json()},
+                       {"f16", st[1].to_json()},
+                       {"bf16", st[2].to_json()},
+                       {"checked", ok}});
+      }
+    } catch (const vgpu::Error& e) {
+      std::cout << info.id() << ": skipped (" << e.what() << ")\n";
+    }
+  }
+  t.print(std::cout);
+  doc["rows"] = out;
+  if (!vb::finish(doc, o)) return 1;
+  return failed ? 1 : 0;
+}
