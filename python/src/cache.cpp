@@ -88,6 +88,24 @@ std::pair<std::uint64_t, std::uint64_t> matrix_dims(const py::array& a, const ch
   return {r, c};
 }
 
+// The device Cache.matmul of host operands of dtype runs on: Cache::device_for at the product's
+// size (a stack's rows counted together, as one product), or nothing for an empty product
+// (then the default device: there is nothing to run).
+std::optional<Device> device_for_operands(const Cache& cache, DType dtype, py::handle a, py::handle b) {
+  auto shape = [](py::handle x) {
+    return shape_of(py::isinstance<py::array>(x) ? py::reinterpret_borrow<py::array>(x)
+                                                 : py::array(py::module_::import("numpy").attr("asarray")(x)));
+  };
+  const Shape as = shape(a), bs = shape(b);
+  const Shape out = matmul_shape(as, bs);  // np.matmul's rules; throws for 0-d operands and mismatches
+  const std::uint64_t k = as.back(), n = bs.size() == 1 ? 1 : bs.back();
+  const std::uint64_t rows = n ? element_count(out) / n : 0;
+  if (rows == 0 || k == 0 || n == 0) return std::nullopt;
+  auto u32 = [](std::uint64_t v) { return static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xFFFFFFFFull)); };
+  py::gil_scoped_release release;  // a first call of a size class measures the devices
+  return cache.device_for(dtype, u32(rows), u32(k), u32(n));
+}
+
 }  // namespace
 
 void bind_cache(py::module_& m) {
@@ -196,10 +214,9 @@ void bind_cache(py::module_& m) {
             if (py::isinstance<Array>(a_obj) || py::isinstance<Array>(b_obj))
               return matmul_any(a_obj, b_obj, out, dtype, std::nullopt, "matmul");
             // float32 goes through Cache::matmul below; float16 and bfloat16 run as array ops on the
-            // cache's device (its choice for float32 once made, else the default device).
-            if (matmul_compute_dtype(a_obj, b_obj, dtype, "matmul") != DType::f32) {
-              const Device d = cache.device();
-              return matmul_any(a_obj, b_obj, out, dtype, d ? std::optional<Device>(d) : std::nullopt, "matmul");
+            // device the cache picks for that dtype and size (Cache::device_for: measured per dtype).
+            if (const DType compute = matmul_compute_dtype(a_obj, b_obj, dtype, "matmul"); compute != DType::f32) {
+              return matmul_any(a_obj, b_obj, out, dtype, device_for_operands(cache, compute, a_obj, b_obj), "matmul");
             }
             py::array a = input_array(a_obj, DType::f32, "A");
             py::array b = input_array(b_obj, DType::f32, "B");

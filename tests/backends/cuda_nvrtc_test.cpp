@@ -70,6 +70,25 @@ TEST_CASE("every built-in op plan carries CUDA source and compiles for sm_90", "
   }
 }
 
+TEST_CASE("16-bit plans: every kernel, the conversions included, compiles for sm_90 and has its fatbin",
+          "[cuda][nvrtc][dtype]") {
+  const vgpu::DeviceInfo dev = cuda_device(132);
+  for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) {
+    const vgpu::KernelPlan plan = vgpu::ops::plan("axpy", dev, {1001}, dtype);
+    REQUIRE(plan.kernel_count() == 3);  // axpy, widen, narrow
+    for (std::size_t i = 0; i < plan.kernel_count(); ++i) {
+      INFO(plan.kernel_source(i).name);
+      const auto image = vgpu::cuda::compile_cuda(nvrtc(), plan.kernel_source(i), plan.kernel_options(i), 90);
+      CHECK(image.size() > 4);
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+      CHECK(!vgpu::cache::find_precompiled_cuda(cuda_of(plan.kernel_source(i)), cuda_entry_of(plan.kernel_source(i)),
+                                                plan.kernel_options(i))
+                 .empty());
+#endif
+    }
+  }
+}
+
 TEST_CASE("CUDA matmul tiling: the largest tile that still gives every SM a block", "[cuda][matmul]") {
   const vgpu::DeviceInfo h200 = cuda_device(132);
   CHECK(tiling(vgpu::ops::matmul(h200, 4096, 4096, 4096)) == "128x128");  // 1024 blocks

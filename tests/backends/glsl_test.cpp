@@ -61,7 +61,9 @@ const std::vector<Variant>& builtin_variants() {
                                          {"softmax_rows", {}},
                                          {"softmax_rows", {{"VGPU_SOFTMAX_SPLIT", "1"}}},
                                          {"elementwise", {{"VGPU_OP", "0"}}},
-                                         {"elementwise", {{"VGPU_OP", "1"}}}};
+                                         {"elementwise", {{"VGPU_OP", "1"}}},
+                                         {"convert", {{"VGPU_CONVERT_NARROW", "0"}}},
+                                         {"convert", {{"VGPU_CONVERT_NARROW", "1"}}}};
   return v;
 }
 
@@ -87,6 +89,9 @@ const unsigned char kReduceSumFile[] = {
 };
 const unsigned char kSoftmaxRowsFile[] = {
 #include "glsl-files/softmax_rows.comp.inc"
+};
+const unsigned char kConvertFile[] = {
+#include "glsl-files/convert.comp.inc"
 };
 
 /// Returns the embedded file as text.
@@ -168,7 +173,8 @@ TEST_CASE("built-in GLSL kernels and the prelude are embedded byte for byte", "[
                                                     {"axpy", text_of(kAxpyFile)},
                                                     {"elementwise", text_of(kElementwiseFile)},
                                                     {"reduce_sum", text_of(kReduceSumFile)},
-                                                    {"softmax_rows", text_of(kSoftmaxRowsFile)}};
+                                                    {"softmax_rows", text_of(kSoftmaxRowsFile)},
+                                                    {"convert", text_of(kConvertFile)}};
   for (const auto& [name, file] : files) {
     INFO(name);
     REQUIRE(!file.empty());

@@ -45,7 +45,8 @@ BACKEND_CASE(vulkan, "L3: every GLSL matmul tiling and split-K's sum compile fro
 }
 
 BACKEND_CASE(vulkan, "L3: every built-in op compiles from embedded SPIR-V with no GLSL compile", "[l3]") {
-  CHECK(vgpu::cache::precompiled_spirv_count() == 13);  // 6 matmul tilings, split-K's sum, softmax's split
+  // 6 matmul tilings, split-K's sum, softmax's split, the 16-bit conversions' two directions.
+  CHECK(vgpu::cache::precompiled_spirv_count() == 15);
 
   vgpu::Runtime runtime(vgpu::test::only(vgpu::BackendKind::vulkan));  // a new device: its L1 is empty
   vgpu::Device device = runtime.open("vulkan:0");
@@ -105,6 +106,17 @@ BACKEND_CASE(vulkan, "L3: every built-in op compiles from embedded SPIR-V with n
   const Comparison cs = compare(sm[1], softmax_reference(sm[0], 15, 17));
   INFO("softmax: " << cs.describe());
   CHECK(cs.ok());
+
+  // A 16-bit plan's conversion kernels come from L3 as well (its op kernel is add's: an L1 hit).
+  const vgpu::KernelPlan half = vgpu::ops::plan("add", info, {1000}, vgpu::DType::f16);
+  REQUIRE(half.kernel_count() == 3);
+  const vgpu::CounterSnapshot before3 = device.counters();
+  for (std::size_t i = 0; i < half.kernel_count(); ++i) device.compile(half.kernel_source(i), half.kernel_options(i));
+  d = device.counters() - before3;
+  INFO("16-bit plan: " << d.to_string());
+  CHECK(d.l1_hits == 1);
+  CHECK(d.l3_hits == 2);
+  CHECK(d.source_compiles == 0);
 }
 
 BACKEND_CASE(vulkan, "L2 damage: a garbage pipeline-cache entry is rejected before the driver sees it, and counted",

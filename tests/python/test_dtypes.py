@@ -133,3 +133,16 @@ def test_torch_bfloat16_through_dlpack():
     mag = a.double().abs() @ b.double().abs()
     bound = 2 * 10 * 2.0**-23 * mag
     assert torch.all((C.double() - exact).abs() <= bound + 2.0**-8 * (exact.abs() + bound))
+
+
+def test_selecting_cache_measures_float16_on_its_own():
+    """A Cache without a device selects per dtype (Cache::device_for: float16 has its own size
+    class and choice, tests/selection/result_check_test.cpp checks how): the call runs and is
+    right."""
+    cache = vgpu.Cache()
+    a, b = rand(40, 24).astype(np.float16), rand(24, 33).astype(np.float16)
+    c = cache.matmul(a, b)
+    assert c.dtype == np.float16 and c.shape == (40, 33)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert within(c, exact, 2 * 24 * 2.0**-23 * mag, "float16")

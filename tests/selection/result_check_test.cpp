@@ -18,6 +18,7 @@
 #include "selection_store.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/catch.hpp"
+#include "support/expect_error.hpp"
 #include "support/kernel_sources.hpp"
 #include "support/logged_runtime.hpp"
 #include "support/test_backend.hpp"
@@ -334,6 +335,34 @@ TEST_CASE("a choice stored before results were checked neither serves nor is kep
   INFO(s.describe());
   CHECK(s.device != "test:0");
   CHECK(candidate(s, "test:0").check == vgpu::ResultCheck::wrong);
+}
+
+TEST_CASE("a 16-bit op is selected per dtype, each candidate checked against the CPU's 16-bit result",
+          "[check][dtype]") {
+  // matmul on float16 and bfloat16 arrays is its own op for selection ("matmul.f16"): its own
+  // size classes and choices, the CPU among the candidates, and a wrong device rejected by the
+  // check against cpu:0's result of the same 16-bit plan.
+  Knobs k = test_devices({0, 0}, vgpu::test::unique_name("dtype-select"));
+  k[0]->wrong_results = true;
+  k[0]->type = vgpu::DeviceType::discrete_gpu;
+  vgpu::RuntimeOptions o = test_runtime_options(k);
+  o.backends.push_back(std::shared_ptr<vgpu::ComputeBackend>(vgpu::make_cpu_backend()));
+  TempDir dir("check-dtype-");
+  Logged l(o, dir.path);
+  for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) {
+    const vgpu::Selection s = vgpu::explain(l.runtime, "matmul", {48, 64, 40}, dtype);
+    INFO(s.describe() << l.all());
+    CHECK(s.op == "matmul." + std::string(vgpu::to_string(dtype)));
+    CHECK(s.device != "test:0");
+    CHECK(candidate(s, "test:0").check == vgpu::ResultCheck::wrong);
+    CHECK(candidate(s, "test:1").check == vgpu::ResultCheck::passed);  // right: within one 16-bit ULP
+    CHECK(candidate(s, "cpu:0").eligible);
+    CHECK(vgpu::select(l.runtime, "matmul", {48, 64, 40}, dtype).info().id() == s.device);
+  }
+  CHECK(vgpu::explain(l.runtime, "matmul", {48, 64, 40}, vgpu::DType::f32).op == "matmul");
+  CHECK(vgpu::dtype_op_name("softmax_rows", vgpu::DType::bf16) == "softmax_rows.bf16");
+  REQUIRE_VGPU_ERROR(not_supported, "float64", vgpu::dtype_op_name("matmul", vgpu::DType::f64));
+  REQUIRE_VGPU_ERROR(invalid_argument, "not a built-in op", vgpu::dtype_op_name("test.window_sum", vgpu::DType::f16));
 }
 
 }  // namespace vgpu_test

@@ -22,8 +22,9 @@ struct OpTuning;  // vgpu/backend/op_tuning.hpp
 
 namespace vgpu::detail {
 
-/// Returns the PlanFactory of built-in op (ops::plan(op, info, shape): the rule's variant).
-PlanFactory builtin_plan_factory(const std::string& op);
+/// Returns the PlanFactory of built-in op on arguments of dtype (ops::plan(op, info, shape,
+/// dtype): the rule's variant).
+PlanFactory builtin_plan_factory(const std::string& op, DType dtype = DType::f32);
 
 class DeviceCore;
 

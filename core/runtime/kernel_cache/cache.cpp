@@ -4,6 +4,7 @@
 
 #include "vgpu/error.hpp"
 #include "vgpu/runtime.hpp"
+#include "vgpu/selection.hpp"
 
 namespace vgpu {
 
@@ -38,6 +39,11 @@ Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
   Matrix c(a.rows, b.cols);
   matmul(a.data.data(), b.data.data(), c.data.data(), a.rows, a.cols, b.cols);
   return c;
+}
+
+Device Cache::device_for(DType dtype, std::uint32_t m, std::uint32_t k, std::uint32_t n) const {
+  if (multi_ || !db_.selects()) return device();  // a given device (over a set: its first)
+  return select(Runtime::global(), "matmul", {m, k, n}, dtype);
 }
 
 std::string Cache::report() const {

@@ -260,9 +260,10 @@ Outcome compare(const Reference& ref, const KernelPlan& plan, const CallData& go
         if (const double v = element_value(out.dtype, out.bytes.data(), i); std::isfinite(v))
           mean += std::abs(v), ++finite;
     mean = finite ? mean / double(finite) : 0;
+    const double rel = user_rel_tolerance(out.dtype);
     for (std::uint64_t i = 0; i < out.count; ++i) {
       const double want = element_value(out.dtype, out.bytes.data(), i);
-      const double bound = floating ? kUserRelTolerance * (std::abs(want) + mean) : 0;
+      const double bound = floating ? rel * (std::abs(want) + mean) : 0;
       tally.add(*t.at(out.arg), i, out_at(g, i), want, bound);
     }
   }

@@ -30,6 +30,13 @@ namespace vgpu::detail::check {
 /// more). Integer results must be equal.
 inline constexpr double kUserRelTolerance = 1e-3;
 
+/// The relative tolerance for results of dtype: kUserRelTolerance, plus for a 16-bit result one
+/// unit in its last place (each side rounded once may land on either neighbour: 2u relative,
+/// f16 2⁻¹⁰ ≈ 9.8e-4, bf16 2⁻⁷ ≈ 7.8e-3).
+constexpr double user_rel_tolerance(DType dtype) noexcept {
+  return kUserRelTolerance + (dtype == DType::bf16 ? 0x1p-7 : dtype == DType::f16 ? 0x1p-10 : 0.0);
+}
+
 /// The most output elements a built-in's reference samples, and its budget of multiply-adds
 /// (matmul: elements × k ≤ kSampleFlops, at least kMinSamples elements).
 inline constexpr std::uint64_t kMaxSamples = 4096, kMinSamples = 4, kSampleFlops = 1ull << 22;

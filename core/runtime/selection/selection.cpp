@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "builtin_plans.hpp"
+#include "dtype_plan.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/ops.hpp"
 #include "vgpu/runtime.hpp"
@@ -101,5 +103,25 @@ std::uint64_t selection_work(const std::string& op, const Shape& shape) {
 Device select(const std::string& op, const Shape& shape) { return Runtime::global().select(op, shape); }
 
 Selection explain(const std::string& op, const Shape& shape) { return Runtime::global().explain(op, shape); }
+
+std::string dtype_op_name(const std::string& op, DType dtype) {
+  const auto builtins = ops::names();
+  if (std::find(builtins.begin(), builtins.end(), op) == builtins.end())
+    fail(ErrorCategory::invalid_argument, "'" + op + "' is not a built-in op; only those are selected per dtype.",
+         "name a built-in op (vgpu::ops::names()), or select a user op with its own PlanFactory.");
+  if (!detail::builtin_ops_compute_in(dtype))
+    fail(ErrorCategory::not_supported,
+         "the built-in ops compute on float32, float16 and bfloat16, not " + std::string(numpy_name(dtype)) + ".",
+         "convert the arrays to one of those dtypes first.");
+  return dtype == DType::f32 ? op : op + "." + std::string(to_string(dtype));
+}
+
+Device select(Runtime& runtime, const std::string& op, const Shape& shape, DType dtype) {
+  return runtime.select(dtype_op_name(op, dtype), shape, detail::builtin_plan_factory(op, dtype));
+}
+
+Selection explain(Runtime& runtime, const std::string& op, const Shape& shape, DType dtype) {
+  return runtime.explain(dtype_op_name(op, dtype), shape, detail::builtin_plan_factory(op, dtype));
+}
 
 }  // namespace vgpu

@@ -99,6 +99,12 @@ class VGPU_API Cache {
   /// Returns the device the cache runs on (with selection: the device of the last call; over a
   /// set: its first device).
   Device device() const { return db_.device(); }
+  /// Returns the device an m×k by k×n matmul of arrays of dtype runs on: the cache's own device
+  /// when it was given one (over a set: the set's first), else the device measured fastest for
+  /// that dtype and size class (vgpu::select(Runtime::global(), "matmul", {m, k, n}, dtype):
+  /// float16 and bfloat16 have size classes of their own). Python's Cache.matmul of 16-bit
+  /// operands runs there.
+  Device device_for(DType dtype, std::uint32_t m, std::uint32_t k, std::uint32_t n) const;
   /// Returns the device set this cache spreads over, or null for a one-device cache.
   const DeviceSet* devices() const noexcept;
   /// Returns what spreading over the set did (all zero without a set).

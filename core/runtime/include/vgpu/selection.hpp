@@ -87,4 +87,17 @@ VGPU_API Device select(const std::string& op, const Shape& shape);
 /// Returns the selection Runtime::global() made for op at shape, with candidates and timings.
 VGPU_API Selection explain(const std::string& op, const Shape& shape);
 
+class Runtime;
+
+/// Returns the op name a selection of built-in op on arrays of dtype is made and stored under:
+/// op itself for f32, "op.f16" / "op.bf16" for the 16-bit dtypes, so each dtype has size classes
+/// and choices of its own (a 16-bit op is a different plan: docs/numerics.md). Throws
+/// invalid_argument for an unknown op, not_supported for a dtype the ops do not compute on.
+VGPU_API std::string dtype_op_name(const std::string& op, DType dtype);
+/// Returns the device runtime chose for built-in op at shape on arrays of dtype (measured on
+/// the first call of the dtype's size class, the CPU among the candidates as for float32).
+VGPU_API Device select(Runtime& runtime, const std::string& op, const Shape& shape, DType dtype);
+/// Returns the selection runtime made for built-in op at shape on arrays of dtype.
+VGPU_API Selection explain(Runtime& runtime, const std::string& op, const Shape& shape, DType dtype);
+
 }  // namespace vgpu
