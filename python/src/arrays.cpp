@@ -84,9 +84,10 @@ namespace {
 py::array bf16_input(py::handle obj, std::string_view what) {
   if (py::isinstance<py::array>(obj)) {
     py::array a = py::reinterpret_borrow<py::array>(obj);
-    if (a.dtype().kind() == 'u' && a.itemsize() == 2 && a.dtype().byteorder() != '>')
-      return (a.flags() & py::array::c_style) ? a
-                                              : py::array(py::module_::import("numpy").attr("ascontiguousarray")(a));
+    if (a.dtype().kind() == 'u' && a.itemsize() == 2) {  // the bits (in native byte order, C-contiguous)
+      if (a.dtype().equal(py::dtype::of<std::uint16_t>()) && (a.flags() & py::array::c_style)) return a;
+      return py::array(py::module_::import("numpy").attr("ascontiguousarray")(a, py::dtype::of<std::uint16_t>()));
+    }
   }
   const py::array f = input_array(obj, DType::f32, what);
   std::vector<py::ssize_t> dims(f.shape(), f.shape() + f.ndim());

@@ -167,8 +167,8 @@ CONTRACT_CASE("arrays: a chain of matmul, add, softmax_rows and sum moves no dat
   CHECK(cy.ok());
 }
 
-CONTRACT_CASE("arrays: matmul follows np.matmul's shape rules, one device and float32 only", "[arrays]",
-              every_backend) {
+CONTRACT_CASE("arrays: matmul follows np.matmul's shape rules, one device, and the dtypes the ops compute on",
+              "[arrays]", every_backend) {
   if (const std::string& why = why_unavailable(backend); !why.empty()) return skip(why);
   vgpu::Device device = open_device(backend);
   struct Case {

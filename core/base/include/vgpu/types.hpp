@@ -56,10 +56,10 @@ inline constexpr BackendKind BackendKind::cpu{3};
 /// What sort of hardware a device is; selection ranks by this, never by display name.
 enum class DeviceType { discrete_gpu, integrated_gpu, virtual_gpu, software, cpu, other };
 
-/// Element types of arrays and kernel tensors. The first three are what every backend's kernels
-/// take (every value 4 bytes); f64, i8 and u8 are storage types of Arrays (ops say per dtype
-/// what they compute in: docs/arrays.md); f16 and bf16 have their sizes and names now and gain
-/// ops with the precision work. New values are only ever appended: the numbers are stable.
+/// Element types of arrays and kernel tensors. The built-in ops compute on f32, f16 and bf16
+/// (16-bit storage, float32 arithmetic, one rounding: docs/numerics.md); f64, i32, u32, i8 and
+/// u8 are storage types of Arrays and user kernels' tensors (docs/arrays.md). New values are
+/// only ever appended: the numbers are stable.
 enum class DType : std::uint8_t { f32, i32, u32, f64, i8, u8, f16, bf16 };
 
 /// How a kernel uses a binding slot.
