@@ -258,7 +258,13 @@ Array array_arg(py::handle obj, std::optional<Device> device, std::optional<DTyp
       fail(ErrorCategory::invalid_argument,
            std::string(what) + " is " + a.describe() + ", not of dtype " + std::string(np_name(*dtype)) +
                "; vgpu arrays are not converted silently.",
-           "convert it on the host: vgpu.asarray(x.numpy().astype(...), device=x.device).");
+           a.dtype() == DType::bf16
+               // numpy has no bfloat16: its bits widen to float32 by a 16-bit shift.
+               ? "convert it on the host: vgpu.asarray((x.numpy(bits=True).astype(numpy.uint32) << 16).view("
+                 "numpy.float32).astype(numpy." +
+                     std::string(np_name(*dtype)) + "), device=x.device)."
+               : "convert it on the host: vgpu.asarray(x.numpy().astype(numpy." + std::string(np_name(*dtype)) +
+                     "), device=x.device).");
     if (copy == CopyMode::always) {
       py::gil_scoped_release release;
       return a.copy();

@@ -148,6 +148,24 @@ std::uint16_t float_to_half(float f) noexcept { return float_to_half_bits(f); }
 float bf16_to_float(std::uint16_t b) noexcept { return bf16_bits_to_float(b); }
 std::uint16_t float_to_bf16(float f) noexcept { return float_to_bf16_bits(f); }
 
+// value rounded once to the nearest 16-bit float (to even on a tie). Through float the value
+// would be rounded twice, and a double just past a tie that float rounds onto the tie would
+// then go the wrong way: the first rounding lands on the right bits or on their neighbour
+// toward value, and the nearer of the two (exactly, in double) is the answer.
+std::uint16_t narrow_once(double value, std::uint16_t (*narrow)(float), float (*widen)(std::uint16_t)) noexcept {
+  const std::uint16_t h = narrow(static_cast<float>(value));
+  const double got = widen(h);
+  if (!std::isfinite(value) || !std::isfinite(got) || got == value) return h;
+  // The neighbour toward value: one step of the bit pattern, away from or toward zero.
+  const bool away = std::abs(value) > std::abs(got);
+  if (!away && (h & 0x7fffu) == 0) return h;  // already zero: nothing nearer to zero
+  const auto other = static_cast<std::uint16_t>(away ? h + 1 : h - 1);
+  const double alt = widen(other);
+  const double d_h = std::abs(value - got), d_o = std::abs(value - alt);
+  if (d_o < d_h || (d_o == d_h && (other & 1u) == 0)) return other;
+  return h;
+}
+
 // value as integer type T, as a C cast of the value truncated toward zero (wrapping modulo 2^bits).
 template <class T>
 T to_int(double value) noexcept {
@@ -196,9 +214,9 @@ void set_element_value(DType dtype, void* data, std::uint64_t index, double valu
     case DType::u8:
       return store_as(data, index, to_int<std::uint8_t>(value));
     case DType::f16:
-      return store_as(data, index, float_to_half(static_cast<float>(value)));
+      return store_as(data, index, narrow_once(value, float_to_half, half_to_float));
     case DType::bf16:
-      return store_as(data, index, float_to_bf16(static_cast<float>(value)));
+      return store_as(data, index, narrow_once(value, float_to_bf16, bf16_to_float));
   }
 }
 
