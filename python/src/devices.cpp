@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 
+#include "array_interop.hpp"
 #include "bindings.hpp"
 #include "core_args.hpp"
 #include "device_arg.hpp"
@@ -326,27 +328,31 @@ void bind_devices(py::module_& m) {
       "device in registry order (CPU last).");
   m.def(
       "select",
-      [](const std::string& op, py::handle shape) {
+      [](const std::string& op, py::handle shape, py::object dtype) {
         const Shape s = op_shape_arg(op, shape);
+        const std::optional<DType> d = dtype.is_none() ? std::nullopt : std::optional(dtype_arg(dtype, "dtype"));
         py::gil_scoped_release release;
-        return Runtime::global().select(op, s);
+        return d ? select(Runtime::global(), op, s, *d) : Runtime::global().select(op, s);
       },
-      py::arg("op"), py::arg("shape"),
+      py::arg("op"), py::arg("shape"), py::kw_only(), py::arg("dtype") = py::none(),
       "Returns the device to run built-in op at shape on: measured on the first call of its size class "
       "(this may take a while; the GIL is released), persisted next to the L2 cache, forced by VGPU_DEVICE. "
       "shape: an int N (matmul: N×N×N, softmax_rows: N×N, others: n) or a tuple (matmul (M, K, N), "
-      "softmax_rows (rows, cols), others (n,)). Raises vgpu.Unavailable when no device can run it, "
-      "vgpu.InvalidArgument for an unknown op or a bad shape.");
+      "softmax_rows (rows, cols), others (n,)). dtype: the arrays' (None: float32; \"float16\" and "
+      "\"bfloat16\" are selected on their own, as op \"matmul.f16\" …). Raises vgpu.Unavailable when no device "
+      "can run it, vgpu.InvalidArgument for an unknown op or a bad shape, vgpu.NotSupported for a dtype the ops "
+      "do not compute on.");
   m.def(
       "explain",
-      [](const std::string& op, py::handle shape) {
+      [](const std::string& op, py::handle shape, py::object dtype) {
         const Shape s = op_shape_arg(op, shape);
+        const std::optional<DType> d = dtype.is_none() ? std::nullopt : std::optional(dtype_arg(dtype, "dtype"));
         py::gil_scoped_release release;
-        return Runtime::global().explain(op, s);
+        return d ? explain(Runtime::global(), op, s, *d) : Runtime::global().explain(op, s);
       },
-      py::arg("op"), py::arg("shape"),
+      py::arg("op"), py::arg("shape"), py::kw_only(), py::arg("dtype") = py::none(),
       "Returns the vgpu.Selection for op at shape, with every candidate, its timing and the source "
-      "(calibrating on first use, as select() does). shape as for select().");
+      "(calibrating on first use, as select() does). shape and dtype as for select().");
   m.def(
       "settle",
       [](py::handle seconds) {

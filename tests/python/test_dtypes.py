@@ -146,3 +146,14 @@ def test_selecting_cache_measures_float16_on_its_own():
     exact = a.astype(np.float64) @ b.astype(np.float64)
     mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     assert within(c, exact, 2 * 24 * 2.0**-23 * mag, "float16")
+
+
+def test_select_and_explain_per_dtype():
+    """vgpu.select/explain take dtype=: a 16-bit op has its own selection, named op.f16 / op.bf16."""
+    s = vgpu.explain("matmul", (24, 16, 8), dtype="float16")
+    assert s.op == "matmul.f16" and s.device
+    assert vgpu.select("matmul", (24, 16, 8), dtype="bfloat16").id == vgpu.explain("matmul", (24, 16, 8),
+                                                                                      dtype="bfloat16").device
+    assert vgpu.explain("add", 100).op == "add"
+    with pytest.raises(vgpu.NotSupported):
+        vgpu.select("matmul", 8, dtype="float64")
