@@ -416,7 +416,8 @@ void bind_devices(py::module_& m) {
       py::kw_only(), py::arg("json") = false, py::arg("indent") = 2,
       "Returns the backends and devices found as vgpu-probe prints them (without its self-tests): the "
       "table, or with json=True the JSON object {\"version\", \"cache_format_version\", \"backends\", "
-      "\"devices\"} (each device's \"self_test\" null), indented by indent spaces. `python3 -m vgpu` prints it.");
+      "\"devices\"} (each device's \"self_test\" and \"feature_checks\" null), indented by indent spaces. `python3 -m "
+      "vgpu` prints it.");
   m.def("ops", &ops::names, "Returns the names of the built-in ops, as KernelDatabase.get() and select() accept them.");
 }
 

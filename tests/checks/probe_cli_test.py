@@ -4,7 +4,7 @@
 
     probe_cli_test.py <check> <path-to-vgpu-probe>
 
-check is one of inventory_json, select_json, bench_json, errors, exit_codes, json_anywhere,
+check is one of inventory_json, feature_checks, select_json, bench_json, errors, exit_codes, json_anywhere,
 vulkaninfo, cache_untrusted, cache_export, cache_import_errors. Each JSON output is parsed and its required fields are checked for
 presence and type ("schema": 1 first, unknown values null; docs/probe.md); a failed check raises
 (exit 1) with what was wrong and the probe's output. exit_codes runs one case of each code
@@ -85,6 +85,26 @@ def table_value(block, key):
     raise AssertionError(f"no '{key}' row in\n" + "\n".join(block))
 
 
+def feature_checks(probe):
+    """--features: one verdict per probed feature a device advertises, all passed on this machine's drivers."""
+    out, _ = run(probe, "--json", "--no-self-test", "--features")
+    d = json.loads(out)
+    for dev in d["devices"]:
+        checks = dev["feature_checks"]
+        if not isinstance(checks, list):
+            raise AssertionError(f"{dev['id']}: feature_checks is {checks!r}, not a list")
+        probed = {"shader_float16", "shader_int8", "storage_buffer_16bit", "storage_buffer_8bit", "subgroup_arithmetic"}
+        if sorted(c["feature"] for c in checks) != sorted(probed & set(dev["features"])):
+            raise AssertionError(f"{dev['id']}: checked {checks} for features {dev['features']}")
+        for c in checks:
+            require(c, {"feature": str, "verdict": str, "note": str, "stored": bool}, dev["id"] + ".feature_checks")
+            if c["verdict"] != "passed":
+                raise AssertionError(f"{dev['id']}: {c['feature']} {c['verdict']}: {c['note']}")
+    text, _ = run(probe, "--no-self-test", "--features")
+    if "Feature checks:" not in text:
+        raise AssertionError("no 'Feature checks:' section in the table:\n" + text)
+
+
 def inventory_json(probe):
     out, _ = run(probe, "--json")
     d = json.loads(out)
@@ -108,6 +128,8 @@ def inventory_json(probe):
         require(dev["self_test"], {"passed": bool, "seconds": NUM}, dev["id"] + ".self_test")
         if not dev["self_test"]["passed"]:
             raise AssertionError(f"{dev['id']} self-test failed: {dev['self_test']}")
+        if dev.get("feature_checks", 0) is not None:  # null without --features
+            raise AssertionError(f"{dev['id']}: feature_checks is {dev.get('feature_checks', 'missing')}, not null")
         # Unknown is null, never 0; identity fields are present (null when the driver does not tell).
         require(dev, {"memory_bytes": OPT_INT, "compute_units": OPT_INT, "vendor_id": OPT_INT, "device_id": OPT_INT,
                       "device_uuid": OPT_STR, "driver_uuid": OPT_STR, "subgroup_size": OPT_INT}, dev["id"])
@@ -733,8 +755,8 @@ def cache_import_errors(probe):
         shutil.rmtree(work, ignore_errors=True)
 
 
-CHECKS = ("inventory_json", "select_json", "bench_json", "errors", "exit_codes", "json_anywhere", "vulkaninfo",
-          "cache_untrusted", "cache_export", "cache_import_errors")
+CHECKS = ("inventory_json", "feature_checks", "select_json", "bench_json", "errors", "exit_codes", "json_anywhere",
+          "vulkaninfo", "cache_untrusted", "cache_export", "cache_import_errors")
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in CHECKS:

@@ -43,8 +43,9 @@ def test_json_has_the_probes_keys():
     for x in d["devices"]:
         assert list(x) == ["id", "backend", "index", "name", "type", "vendor", "driver_version", "api_version",
                            "memory_bytes", "compute_units", "vendor_id", "device_id", "device_uuid", "driver_uuid",
-                           "subgroup_size", "limits", "features", "dialects", "fingerprint", "self_test"]
-        assert x["self_test"] is None and len(x["fingerprint"]["hex"]) == 16
+                           "subgroup_size", "limits", "features", "dialects", "fingerprint", "self_test",
+                           "feature_checks"]
+        assert x["self_test"] is None and x["feature_checks"] is None and len(x["fingerprint"]["hex"]) == 16
     # The attributes say None where the JSON says null (unknown), and the same value otherwise.
     infos = {i.id: i for i in vgpu.devices()}
     for x in d["devices"]:

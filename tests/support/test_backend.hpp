@@ -66,6 +66,7 @@ struct TestDeviceKnobs {
   std::atomic<std::uint64_t> compiles_started{0}, compiles_done{0};  ///< compile() calls begun / returned
   std::string salt;                                                  ///< part of the fingerprint (change = new device)
   vgpu::DeviceType type = vgpu::DeviceType::other;
+  std::vector<std::string> features;  ///< added to DeviceInfo::features (features it claims: the truth tests' subject)
 };
 
 /// Makes knobs for a device with the given latency and salt.
@@ -239,6 +240,7 @@ class TestBackend final : public vgpu::ComputeBackend {
     d.index = i;
     d.name = "test device " + std::to_string(i);
     d.type = knobs_[i]->type;
+    d.features.insert(d.features.end(), knobs_[i]->features.begin(), knobs_[i]->features.end());
     d.fingerprint = vgpu::make_fingerprint({{"test_device", std::to_string(i)}, {"salt", knobs_[i]->salt}});
     return d;
   }

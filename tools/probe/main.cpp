@@ -59,6 +59,7 @@ std::string footer() {
 struct Options {
   bool json = false;
   bool self_test = true;
+  bool features = false;
   std::function<int()> action;  ///< set when a subcommand was chosen; runs it instead
 };
 
@@ -83,7 +84,7 @@ int run_probe(const Options& options) {
   vgpu::Runtime& runtime = vgpu::Runtime::global();
   vgpu::probe::ProbeReport report;
   report.backends = runtime.backends();
-  for (auto& info : runtime.devices()) report.devices.push_back({info, std::nullopt});
+  for (auto& info : runtime.devices()) report.devices.push_back({info, std::nullopt, std::nullopt});
 
   if (!options.json) vgpu::probe::print_inventory(std::cout, report);
   if (options.self_test) {
@@ -95,6 +96,14 @@ int run_probe(const Options& options) {
       std::cout.flush();  // a slow device's line should appear as soon as it is known
     }
     if (!options.json && report.devices.empty()) std::cout << "  no device to test\n";
+  }
+  if (options.features) {
+    if (!options.json) vgpu::probe::print_feature_heading(std::cout);
+    for (auto& device : report.devices) {
+      device.feature_checks = vgpu::check_features(runtime.open(device.info.id()));
+      if (!options.json) vgpu::probe::print_feature_lines(std::cout, device.info, *device.feature_checks);
+      std::cout.flush();
+    }
   }
   if (options.json) std::cout << vgpu::probe::json_text(vgpu::probe::to_json(report)) << "\n";
   std::cout << std::flush;
@@ -112,6 +121,9 @@ int main(int argc, char** argv) {
   app.add_flag("--json", options.json, "Print one JSON object on stdout (logs go to stderr)");
   bool skip_self_test = false;
   app.add_flag("--no-self-test", skip_self_test, "Skip the per-device matmul self-test");
+  app.add_flag("--features", options.features,
+               "Truth-test each device's advertised features (16-bit floats, int8, 16/8-bit storage, subgroup "
+               "arithmetic) with a probe kernel; verdicts are kept in the cache (docs/probe.md)");
   add_subcommands(app, options);
 
   try {

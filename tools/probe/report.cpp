@@ -86,7 +86,31 @@ nlohmann::ordered_json to_json(const SelfTestResult& r) {
 nlohmann::ordered_json to_json(const DeviceReport& d) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(inventory_json(d.info));  // vgpu/inventory.hpp's fields
   j["self_test"] = d.self_test ? to_json(*d.self_test) : nlohmann::ordered_json(nullptr);
+  if (!d.feature_checks) {
+    j["feature_checks"] = nullptr;
+    return j;
+  }
+  nlohmann::ordered_json checks = nlohmann::ordered_json::array();
+  for (const FeatureCheck& c : *d.feature_checks)
+    checks.push_back(
+        {{"feature", c.feature}, {"verdict", to_string(c.verdict)}, {"note", c.note}, {"stored", c.stored}});
+  j["feature_checks"] = std::move(checks);
   return j;
+}
+
+void print_feature_heading(std::ostream& os) {
+  os << "\nFeature checks: a probe kernel per advertised feature, its results compared bit for bit\n"
+        "  (a feature that fails is not used: kernels declaring its SPIR-V capability are refused)\n";
+}
+
+void print_feature_lines(std::ostream& os, const DeviceInfo& info, const std::vector<FeatureCheck>& checks) {
+  if (checks.empty()) {
+    os << "  " << info.id() << ": none of the probed features advertised\n";
+    return;
+  }
+  for (const FeatureCheck& c : checks)
+    os << "  " << info.id() << "  " << c.feature << ": " << to_string(c.verdict) << (c.stored ? " (stored)" : "")
+       << (c.note.empty() ? "" : " - " + c.note) << "\n";
 }
 
 nlohmann::ordered_json to_json(const ProbeReport& report) {

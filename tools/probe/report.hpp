@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "self_test.hpp"
+#include "vgpu/feature_check.hpp"
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/error.hpp"
@@ -43,7 +44,8 @@ bool json_requested(const CLI::App& root);
 /// One device as probed: its description and, unless skipped, its self-test outcome.
 struct DeviceReport {
   DeviceInfo info;
-  std::optional<SelfTestResult> self_test;  ///< empty when --no-self-test
+  std::optional<SelfTestResult> self_test;                  ///< empty when --no-self-test
+  std::optional<std::vector<FeatureCheck>> feature_checks;  ///< empty without --features
 };
 
 /// Everything one probe run found. A plain value.
@@ -66,11 +68,17 @@ void print_self_test_heading(std::ostream& os);
 /// Prints one device's self-test line: id, PASS/FAIL, max error against its bound, time.
 void print_self_test_line(std::ostream& os, const DeviceInfo& info, const SelfTestResult& result);
 
+/// Prints the heading of the feature-check section (--features).
+void print_feature_heading(std::ostream& os);
+/// Prints one device's feature checks: a line per probed feature it advertises, or "none".
+void print_feature_lines(std::ostream& os, const DeviceInfo& info, const std::vector<FeatureCheck>& checks);
+
 /// Returns one backend's status as {"name","compiled_in","available","reason"}.
 nlohmann::ordered_json to_json(const BackendStatus& status);
 /// Returns a self-test outcome as {"passed","max_abs_error","tolerance","seconds",...}.
 nlohmann::ordered_json to_json(const SelfTestResult& result);
-/// Returns one device as JSON; "self_test" is null when it was skipped.
+/// Returns one device as JSON; "self_test" is null when it was skipped, "feature_checks" null
+/// without --features.
 nlohmann::ordered_json to_json(const DeviceReport& device);
 /// Returns the whole report: {"schema","version","cache_format_version","backends":[…],"devices":[…]}; keys keep
 /// this insertion order (ordered_json) so the output reads top-down.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "variant_choice.hpp"
+#include "feature_gate.hpp"
 #include "reflected_bindings.hpp"
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
@@ -503,6 +504,15 @@ std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source
 }
 
 Kernel DeviceCore::compile(const KernelSource& source, const CompileOptions& options) {
+  Kernel kernel = compile_unchecked(source, options);
+  // After the compile, outside its locks: the capabilities the module declares are known, and
+  // a probe of one of them compiles and runs on this device like any kernel.
+  if (const KernelReflection* r = kernel.reflection(); r && !r->capabilities.empty())
+    check_kernel_features(*this, *r, source.name);
+  return kernel;
+}
+
+Kernel DeviceCore::compile_unchecked(const KernelSource& source, const CompileOptions& options) {
   const DialectSource& code = check_compilable(source, options);
   const cache::KernelKey key = cache::make_kernel_key(source, code, options, info().fingerprint);
   // No call lock (a long compile must not hold up dispatches), but the recovery lock: the kernel

@@ -214,7 +214,11 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   void read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset);
   void copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
             std::uint64_t dst_offset);
+  /// Compiles (L1, L2, L3 or the backend); a kernel declaring the SPIR-V capability of a feature
+  /// whose truth test failed on this device is refused (vgpu/feature_check.hpp).
   Kernel compile(const KernelSource& source, const CompileOptions& options);
+  /// compile() without the feature check: the feature probes' own kernels.
+  Kernel compile_unchecked(const KernelSource& source, const CompileOptions& options);
   BindingSet bind(const Kernel& kernel, std::span<const Binding> bindings);
   void dispatch(const Kernel& kernel, const BindingSet& bindings, const ParamsBlock& params, Groups groups);
   Batch create_batch();

@@ -186,6 +186,7 @@ std::string inventory_json(const std::vector<BackendStatus>& backends, const std
   for (const auto& i : devices) {
     nlohmann::ordered_json j = device_object(i);
     j["self_test"] = nullptr;
+    j["feature_checks"] = nullptr;  // vgpu-probe --features fills it (vgpu/feature_check.hpp)
     d.push_back(std::move(j));
   }
   const nlohmann::ordered_json all = {{"schema", kProbeSchemaVersion},

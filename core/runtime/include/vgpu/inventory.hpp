@@ -31,7 +31,7 @@ VGPU_API std::string inventory_text(const std::vector<BackendStatus>& backends, 
 /// Returns one backend as a JSON object {"name","compiled_in","available","reason"} (compact).
 VGPU_API std::string inventory_json(const BackendStatus& backend);
 /// Returns one device as a JSON object {"id","backend","index","name","type",…,"fingerprint"}
-/// (compact; vgpu-probe adds "self_test"); unknown values (DeviceInfo's 0 or empty) are null.
+/// (compact; vgpu-probe adds "self_test" and "feature_checks"); unknown values (DeviceInfo's 0 or empty) are null.
 /// Bytes that are not UTF-8 (a driver's name in another encoding) come out as U+FFFD in every
 /// inventory_json, which never throws for them.
 VGPU_API std::string inventory_json(const DeviceInfo& device);
