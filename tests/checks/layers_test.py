@@ -42,7 +42,7 @@ FOLDERS = {
 # Where a layer's own quoted includes resolve from (its private include directory).
 OWN_DIRS = {
     "cache": ["cache/src"],
-    "core": ["core/runtime/" + d for d in ("device", "selection", "kernel_cache", "queue", "multi")],
+    "core": ["core/runtime/" + d for d in ("device", "selection", "features", "kernel_cache", "queue", "multi")],
     "shader": ["core/shader/src"],
     "backend_cpu": ["fallback/cpu"],
     "backend_vulkan": ["backends/vulkan"],

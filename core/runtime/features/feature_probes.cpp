@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/selection/feature_probes.cpp — the probe kernels of the capability truth tests.
+// core/runtime/features/feature_probes.cpp — the probe kernels of the capability truth tests.
 // Each computes something whose every bit is known on the host: exact float16 arithmetic
 // (x·3 representable, then +0.5 rounded once), wrapping int8 arithmetic, 16- and 8-bit loads and
 // stores with truncation, and subgroup reductions checked against each other (never against a

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/selection/feature_check.cpp — capability truth tests (vgpu/feature_check.hpp):
+// core/runtime/features/feature_check.cpp — capability truth tests (vgpu/feature_check.hpp):
 // running a feature's probe on a device, the verdict memoised per device fingerprint and stored
 // in L2 as a measurement record, and the compile path's refusal of a feature found wrong.
 #include "vgpu/feature_check.hpp"

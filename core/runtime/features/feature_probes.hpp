@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/selection/feature_probes.hpp — the probe kernels of vgpu's capability truth tests
+// core/runtime/features/feature_probes.hpp — the probe kernels of vgpu's capability truth tests
 // (vgpu/feature_check.hpp): per feature, a GLSL body that uses it (slot 0 in, slot 1 out, params
 // {n}), its CPU twin (so CPU-based test devices can run it), the inputs and the expected bytes.
 // Thread-safety: immutable after first use.

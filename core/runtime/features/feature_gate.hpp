@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/runtime/selection/feature_gate.hpp — the compile path's use of the capability truth tests
+// core/runtime/features/feature_gate.hpp — the compile path's use of the capability truth tests
 // (vgpu/feature_check.hpp): a kernel declaring the SPIR-V capability of a feature that failed
 // its probe on the device is refused. Thread-safety: as check_features.
 #pragma once
