@@ -103,6 +103,12 @@ def feature_checks(probe):
     text, _ = run(probe, "--no-self-test", "--features")
     if "Feature checks:" not in text:
         raise AssertionError("no 'Feature checks:' section in the table:\n" + text)
+    # A second process reads the first one's verdicts from the L2 cache instead of probing.
+    if os.environ.get("VGPU_CACHE_DISABLE") != "1":
+        lines = [l for l in text.splitlines() if ": passed" in l or ": wrong" in l or ": failed" in l]
+        unstored = [l for l in lines if "(stored)" not in l]
+        if unstored:
+            raise AssertionError("verdicts probed again instead of read from the cache:\n" + "\n".join(unstored))
 
 
 def inventory_json(probe):

@@ -96,4 +96,26 @@ TEST_CASE("a feature a device advertises but computes wrong is refused with one 
   CHECK(l.count("advertises shader_float16") == 1);  // one warning, however often it is asked
 }
 
+TEST_CASE("a verdict is kept: asked again, on another runtime and with the device now right, no probe runs",
+          "[features]") {
+  // (Across processes the verdict comes from the L2 store: tests/checks/probe_cli_test.py
+  // feature_checks sees the second vgpu-probe --features report every verdict as stored.)
+  Knobs k = test_devices({0}, vgpu::test::unique_name("features-kept"));
+  k[0]->features = {"shader_int8"};
+  k[0]->wrong_results = true;
+  TempDir dir("features-kept-");
+  {
+    Logged l(test_runtime_options(k), dir.path);
+    REQUIRE(vgpu::check_features(l.runtime.open("test:0")).at(0).verdict == vgpu::FeatureVerdict::wrong);
+  }
+  k[0]->wrong_results = false;
+  Logged l(test_runtime_options(k), dir.path);
+  vgpu::Device device = l.runtime.open("test:0");
+  const std::uint64_t dispatches = k[0]->dispatches;
+  const std::vector<vgpu::FeatureCheck> checks = vgpu::check_features(device);
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].verdict == vgpu::FeatureVerdict::wrong);
+  CHECK(k[0]->dispatches == dispatches);  // no probe ran
+}
+
 }  // namespace vgpu_test

@@ -156,14 +156,23 @@ FeatureCheck verdict(DeviceCore& core, const FeatureProbe& p) {
           nlohmann::json{{"key", key}, {"feature", c->feature}, {"verdict", to_string(c->verdict)}, {"note", c->note}}
               .dump(),
           1000);
-    if (c->verdict != FeatureVerdict::passed)
-      log(LogLevel::warn, core.info().id() + " advertises " + c->feature + ", but vgpu's truth test of it " +
-                              (c->verdict == FeatureVerdict::wrong ? "computed wrong results" : "did not run") + " (" +
-                              c->note + "): kernels that declare SPIR-V " + std::string(p.capability) +
-                              " are refused there.");
   }
-  std::lock_guard lock(m.mutex);
-  return m.checks.emplace(key, *c).first->second;  // a racing thread's verdict wins: the same facts
+  FeatureCheck out;
+  bool warn = false;
+  {
+    std::lock_guard lock(m.mutex);
+    const auto [it, first] = m.checks.emplace(key, *c);  // a racing thread's verdict wins: the same facts
+    out = it->second;
+    warn = first && out.verdict != FeatureVerdict::passed;
+  }
+  // One warning per process, whether the verdict was probed now or read from the store (outside
+  // the lock: a log sink is the application's code).
+  if (warn)
+    log(LogLevel::warn, core.info().id() + " advertises " + out.feature + ", but vgpu's truth test of it " +
+                            (out.verdict == FeatureVerdict::wrong ? "computed wrong results" : "did not run") + " (" +
+                            out.note + "): kernels that declare SPIR-V " + std::string(p.capability) +
+                            " are refused there.");
+  return out;
 }
 
 bool advertises(const DeviceInfo& info, std::string_view feature) {
