@@ -46,13 +46,17 @@ bool builtin_ops_compute_in(DType dtype) noexcept {
   return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
 }
 
-KernelPlan with_dtype(KernelPlan plan, DType dtype, const DeviceInfo& dev, const OpTuner& tuner) {
-  if (dtype == DType::f32) return plan;
-  if (dtype != DType::f16 && dtype != DType::bf16)
+void require_builtin_dtype(DType dtype) {
+  if (!builtin_ops_compute_in(dtype))
     fail(
         ErrorCategory::not_supported,
         "the built-in ops compute on float32, float16 and bfloat16 arrays, not " + std::string(numpy_name(dtype)) + ".",
         "convert the arrays to one of those dtypes first (numpy: x.astype(numpy.float32)).");
+}
+
+KernelPlan with_dtype(KernelPlan plan, DType dtype, const DeviceInfo& dev, const OpTuner& tuner) {
+  require_builtin_dtype(dtype);
+  if (dtype == DType::f32) return plan;
   const std::uint32_t format = dtype == DType::f16 ? kernels::kConvertF16 : kernels::kConvertBf16;
   const auto first_convert = static_cast<std::uint32_t>(plan.kernel_count());
   OpTuning widen_t = tuner.tune(OpShape{"convert", 1, 1, 1}, dev);

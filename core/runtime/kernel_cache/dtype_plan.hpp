@@ -20,6 +20,9 @@ namespace vgpu::detail {
 /// Returns whether the built-in ops compute on arrays of dtype (f32, f16, bf16).
 bool builtin_ops_compute_in(DType dtype) noexcept;
 
+/// Throws not_supported, naming dtype, unless the built-in ops compute on it.
+void require_builtin_dtype(DType dtype);
+
 /// Returns f32_plan (a built-in op's plan whose argument tensors are all float32) for arguments
 /// of dtype (f16 or bf16; f32 returns it unchanged): the conversion steps' grid is tuner's
 /// "convert" tuning on dev. Throws not_supported when tuner has no "convert" op.

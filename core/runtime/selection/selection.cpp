@@ -109,10 +109,7 @@ std::string dtype_op_name(const std::string& op, DType dtype) {
   if (std::find(builtins.begin(), builtins.end(), op) == builtins.end())
     fail(ErrorCategory::invalid_argument, "'" + op + "' is not a built-in op; only those are selected per dtype.",
          "name a built-in op (vgpu::ops::names()), or select a user op with its own PlanFactory.");
-  if (!detail::builtin_ops_compute_in(dtype))
-    fail(ErrorCategory::not_supported,
-         "the built-in ops compute on float32, float16 and bfloat16, not " + std::string(numpy_name(dtype)) + ".",
-         "convert the arrays to one of those dtypes first.");
+  detail::require_builtin_dtype(dtype);
   return dtype == DType::f32 ? op : op + "." + std::string(to_string(dtype));
 }
 
