@@ -14,7 +14,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedKernelText.cmake)
 set(VGPU_CUDA_DIR ${PROJECT_SOURCE_DIR}/core/kernels/cuda)
 set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
 # copy_segments is the CUDA backend's own (small round trips), not an op.
-set(VGPU_CUDA_BUILTINS axpy convert elementwise matmul reduce_sum softmax_rows copy_segments)
+set(VGPU_CUDA_BUILTINS axpy convert elementwise matmul matmul_mma reduce_sum softmax_rows copy_segments)
 # Precompiled variants, "<kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]": exactly the (kernel, block
 # size, defines) triples core/runtime/kernel_cache/ops.cpp compiles for CUDA (every tiling of cuda_matmul_tilings(),
 # backends/cuda/cuda_op_tuner.cpp), and
@@ -37,6 +37,13 @@ set(VGPU_CUDA_PRECOMPILED
     # 3-stage cp.async pipelines (VGPU_MM_STAGES, issue 16).
     "matmul@16x16x1:VGPU_MM_BM=256,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=16,VGPU_MM_TN=8,VGPU_MM_WM=64,VGPU_MM_WN=64,VGPU_MM_MIN_BLOCKS=1,VGPU_MM_STAGES=3"
     "matmul@16x16x1:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=16,VGPU_MM_TM=8,VGPU_MM_TN=8,VGPU_MM_WM=32,VGPU_MM_WN=64,VGPU_MM_MIN_BLOCKS=1,VGPU_MM_STAGES=3"
+    # Tensor-core matmuls of 16-bit operands (backends/cuda/cuda_op_tuner.cpp kMmaTilings), f16 and bf16.
+    "matmul_mma@256x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=128,VGPU_MMA_BK=32,VGPU_MMA_WM=64,VGPU_MMA_WN=32,VGPU_MMA_STAGES=2,VGPU_MMA_BF16=0"
+    "matmul_mma@256x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=128,VGPU_MMA_BK=32,VGPU_MMA_WM=64,VGPU_MMA_WN=32,VGPU_MMA_STAGES=2,VGPU_MMA_BF16=1"
+    "matmul_mma@128x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=64,VGPU_MMA_BK=32,VGPU_MMA_WM=64,VGPU_MMA_WN=32,VGPU_MMA_STAGES=3,VGPU_MMA_BF16=0"
+    "matmul_mma@128x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=64,VGPU_MMA_BK=32,VGPU_MMA_WM=64,VGPU_MMA_WN=32,VGPU_MMA_STAGES=3,VGPU_MMA_BF16=1"
+    "matmul_mma@128x1x1:VGPU_MMA_BM=64,VGPU_MMA_BN=64,VGPU_MMA_BK=32,VGPU_MMA_WM=32,VGPU_MMA_WN=32,VGPU_MMA_STAGES=3,VGPU_MMA_BF16=0"
+    "matmul_mma@128x1x1:VGPU_MMA_BM=64,VGPU_MMA_BN=64,VGPU_MMA_BK=32,VGPU_MMA_WM=32,VGPU_MMA_WN=32,VGPU_MMA_STAGES=3,VGPU_MMA_BF16=1"
     "axpy@256x1x1"
     "elementwise@256x1x1:VGPU_OP=0"
     "elementwise@256x1x1:VGPU_OP=1"

@@ -11,6 +11,7 @@
 
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/kernels/cuda_source.hpp"
 #include "vgpu/kernels/gpu_tuning.hpp"
 
 namespace vgpu::cuda {
@@ -55,6 +56,14 @@ constexpr CudaMatmulTiling kCandidateOrder[] = {kPipe256x128, kPipe128k16, kWarp
                                                 kWarp64,      kLarge,      kWide,        kSmall};
 static_assert(std::size(kCandidateOrder) == std::size(kTilings), "every tiling is a candidate somewhere");
 
+// Tensor-core tilings of 16-bit operands (matmul_mma.cu), largest first: 8 warps of 64×32 in a
+// 128×128 tile (2 stages: 37 KB of shared memory), then 4 warps of 64×32 in 128×64 and of 32×32
+// in 64×64 (3 stages) for grids that 128×128 tiles would leave short of the SMs. Unmeasured on a
+// GPU so far: the measured choice picks among them, and checks each one's first result.
+constexpr CudaMmaTiling kMma128{128, 128, 32, 64, 32, 2}, kMma128x64{128, 64, 32, 64, 32, 3},
+    kMma64{64, 64, 32, 32, 32, 3};
+constexpr CudaMmaTiling kMmaTilings[] = {kMma128, kMma128x64, kMma64};
+
 // Below this many multiply-adds a product is all launch cost: nothing worth measuring.
 constexpr std::uint64_t kMeasureFrom = 256ull * 256 * 256;
 // Candidates beside the rule's pick (the runtime times each once per device and size class).
@@ -66,18 +75,28 @@ class CudaOpTuner final : public OpTuner {
 
   OpTuning tune(const OpShape& shape, const DeviceInfo& dev) const override {
     if (shape.op != "matmul") return kernels::builtin_gpu_tuning(shape);
+    if (tensor_cores(shape, dev)) {
+      if (forced_mma()) return mma_tiling(forced_).tuning(shape.dtype);
+      return mma_choice(shape.m, shape.n, dev.compute_units).tuning(shape.dtype);
+    }
     // Parsed per plan so that a bad VGPU_MATMUL_TILING fails matmul with its message, not device discovery.
-    if (!forced_.empty()) return cuda_matmul_tiling(forced_).tuning();
+    if (!forced_.empty() && !forced_mma()) return cuda_matmul_tiling(forced_).tuning();
     return cuda_matmul_choice(shape.m, shape.n, dev.compute_units).tuning();
   }
 
   // The rule's pick, then the other tilings whose grid still covers ~all SMs (a grid below 90%
-  // of them leaves SMs idle, which no tile shape wins back), in kCandidateOrder. A forced
-  // tiling or a small product: the rule alone.
+  // of them leaves SMs idle, which no tile shape wins back), in kCandidateOrder (tensor-core
+  // tilings: largest first). A forced tiling or a small product: the rule alone.
   std::vector<OpTuning> candidates(const OpShape& shape, const DeviceInfo& dev) const override {
     std::vector<OpTuning> out{tune(shape, dev)};
     if (shape.op != "matmul" || !forced_.empty() || shape.m * shape.n * shape.k < kMeasureFrom) return out;
     const std::uint64_t sms = std::max<std::uint32_t>(dev.compute_units, 1);
+    if (tensor_cores(shape, dev)) {
+      for (const CudaMmaTiling& c : kMmaTilings)
+        if (c.name() != out.front().variant && c.grid(shape.m, shape.n) * 10 >= sms * 9)
+          out.push_back(c.tuning(shape.dtype));
+      return out;
+    }
     for (const CudaMatmulTiling& c : kCandidateOrder) {
       if (out.size() >= kMaxCandidates) break;
       if (c.name() == out.front().variant || c.grid(shape.m, shape.n) * 10 < sms * 9) continue;
@@ -87,6 +106,30 @@ class CudaOpTuner final : public OpTuner {
   }
 
  private:
+  // A 16-bit matmul on a GPU with tensor cores for it.
+  static bool tensor_cores(const OpShape& shape, const DeviceInfo& dev) {
+    return (shape.dtype == DType::f16 || shape.dtype == DType::bf16) && has_mma_f16(dev);
+  }
+  // VGPU_MATMUL_TILING names a tensor-core tiling: it forces 16-bit matmuls, float32 ones keep the rule.
+  bool forced_mma() const { return forced_.rfind("mma", 0) == 0; }
+  static CudaMmaTiling mma_tiling(std::string_view name) {
+    std::string known;
+    for (const CudaMmaTiling& t : kMmaTilings) {
+      if (t.name() == name) return t;
+      known += (known.empty() ? "" : ", ") + t.name();
+    }
+    fail(ErrorCategory::invalid_argument,
+         "VGPU_MATMUL_TILING='" + std::string(name) + "' is not a CUDA tensor-core matmul tiling.",
+         "set it to one of " + known + " (16-bit operands on sm_80+), or unset it to let the tuner choose.");
+  }
+  // The largest tile whose grid still gives every SM a block, as cuda_matmul_choice does.
+  static CudaMmaTiling mma_choice(std::uint64_t m, std::uint64_t n, std::uint32_t sms_in) {
+    const std::uint64_t sms = std::max<std::uint32_t>(sms_in, 1);
+    for (const CudaMmaTiling& c : {kMma128, kMma128x64})
+      if (c.grid(m, n) >= sms) return c;
+    return kMma64;
+  }
+
   std::string forced_;
 };
 
@@ -126,6 +169,47 @@ std::uint64_t CudaMatmulTiling::grid(std::uint64_t m, std::uint64_t n) const {
 }
 
 std::span<const CudaMatmulTiling> cuda_matmul_tilings() { return kTilings; }
+
+std::string CudaMmaTiling::name() const {
+  return "mma" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "w" + std::to_string(wm) +
+         "x" + std::to_string(wn) + "s" + std::to_string(stages);
+}
+
+OpTuning CudaMmaTiling::tuning(DType dtype) const {
+  OpTuning t;
+  t.per_group_x = bn;
+  t.per_group_y = bm;
+  t.options.workgroup_size = {(bm / wm) * (bn / wn) * 32, 1, 1};
+  t.options.defines = {{"VGPU_MMA_BM", std::to_string(bm)},
+                       {"VGPU_MMA_BN", std::to_string(bn)},
+                       {"VGPU_MMA_BK", std::to_string(bk)},
+                       {"VGPU_MMA_WM", std::to_string(wm)},
+                       {"VGPU_MMA_WN", std::to_string(wn)},
+                       {"VGPU_MMA_STAGES", std::to_string(stages)},
+                       {"VGPU_MMA_BF16", dtype == DType::bf16 ? "1" : "0"}};
+  const auto& cu = kernels::builtin_cuda("matmul_mma");
+  t.code = DialectSource{std::string(dialect::cuda), std::string(cu.source), std::string(cu.entry), {}, {}};
+  t.native_dtype = true;
+  t.variant = name();
+  return t;
+}
+
+std::uint64_t CudaMmaTiling::grid(std::uint64_t m, std::uint64_t n) const { return ceil_div(m, bm) * ceil_div(n, bn); }
+
+std::span<const CudaMmaTiling> cuda_mma_tilings() { return kMmaTilings; }
+
+bool has_mma_f16(const DeviceInfo& info) noexcept {
+  for (const std::string& f : info.features) {
+    if (f.size() < 5 || f.rfind("sm_", 0) != 0) continue;
+    unsigned sm = 0;
+    for (std::size_t i = 3; i < f.size(); ++i) {
+      if (f[i] < '0' || f[i] > '9') return false;
+      sm = sm * 10 + static_cast<unsigned>(f[i] - '0');
+    }
+    return sm >= 80;
+  }
+  return false;
+}
 
 CudaMatmulTiling cuda_matmul_tiling(std::string_view name) {
   std::string known;

@@ -10,6 +10,7 @@
 
 #include "support/catch.hpp"
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -180,6 +181,102 @@ TEST_CASE("CUDA matmul candidates: the rule's pick first, distinct tilings that 
   REQUIRE(f.size() == 1);
   CHECK(f[0].variant == "128x256x8x8x16w32x128");
   CHECK(f[0].options.defines.at("VGPU_MM_MIN_BLOCKS") == "1");
+}
+
+TEST_CASE("16-bit matmul on sm_80+: a tensor-core plan native to the dtype, compiled and in L3",
+          "[cuda][matmul][dtype]") {
+  vgpu::DeviceInfo h200 = cuda_device(132);
+  h200.features = {"sm_90", "cuda_c"};
+  vgpu::DeviceInfo turing = cuda_device(40);
+  turing.features = {"sm_75", "cuda_c"};
+  CHECK(vgpu::cuda::has_mma_f16(h200));
+  CHECK(!vgpu::cuda::has_mma_f16(turing));
+  CHECK(!vgpu::cuda::has_mma_f16(cuda_device(132)));  // no "sm_XY" feature: never assumed
+  vgpu::DeviceInfo blackwell = cuda_device(148);
+  blackwell.features = {"sm_100"};
+  CHECK(vgpu::cuda::has_mma_f16(blackwell));
+
+  struct Case {
+    std::uint32_t m, k, n;
+    const char* tile;
+  };
+  // The largest tile whose grid still gives each of the 132 SMs a block, as for float32.
+  const Case cases[] = {{4096, 4096, 4096, "128x128"},  // 1024 blocks
+                        {1500, 40, 1200, "128x64"},     // 12·19 = 228 (128×128: 120)
+                        {1024, 1024, 1024, "64x64"},    // 128×64 gives only 128
+                        {67, 33, 129, "64x64"}};        // awkward sizes: vector path off (k, n odd)
+  for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) {
+    for (const Case& c : cases) {
+      INFO(vgpu::numpy_name(dtype) << " " << c.m << "x" << c.k << "x" << c.n);
+      const vgpu::KernelPlan plan = vgpu::ops::plan("matmul", h200, {c.m, c.k, c.n}, dtype);
+      // One kernel reads and writes the 16-bit arguments: no conversions, no float32 twins.
+      REQUIRE(plan.kernel_count() == 1);
+      REQUIRE(plan.tensors.size() == 3);
+      for (const vgpu::TensorSpec& t : plan.tensors) {
+        CHECK(t.dtype == dtype);
+        CHECK(!t.scratch);
+      }
+      CHECK(plan.source.name == "vgpu.matmul");
+      REQUIRE(plan.source.sources.size() == 1);  // only CUDA's tensor-core code may read them
+      CHECK(cuda_entry_of(plan.source) == "vgpu_matmul_mma");
+      const auto& d = plan.options.defines;
+      CHECK(d.at("VGPU_MMA_BM") + "x" + d.at("VGPU_MMA_BN") == c.tile);
+      CHECK(d.at("VGPU_MMA_BF16") == (dtype == vgpu::DType::bf16 ? "1" : "0"));
+      const std::uint32_t bm = std::stoul(d.at("VGPU_MMA_BM")), bn = std::stoul(d.at("VGPU_MMA_BN"));
+      const std::uint32_t warps = (bm / std::stoul(d.at("VGPU_MMA_WM"))) * (bn / std::stoul(d.at("VGPU_MMA_WN")));
+      CHECK(plan.options.workgroup_size == std::array<std::uint32_t, 3>{warps * 32, 1, 1});
+      CHECK(plan.steps[0].groups.x == (c.n + bn - 1) / bn);
+      CHECK(plan.steps[0].groups.y == (c.m + bm - 1) / bm);
+      // The bindings ask for 2 bytes per element: A m·k, B k·n, C m·n.
+      const vgpu::ParamsBlock& pb = plan.steps[0].params;
+      const vgpu::Groups& g = plan.steps[0].groups;
+      CHECK(plan.source.bindings[0].required_bytes(pb, g) == 2ull * c.m * c.k);
+      CHECK(plan.source.bindings[1].required_bytes(pb, g) == 2ull * c.k * c.n);
+      CHECK(plan.source.bindings[2].required_bytes(pb, g) == 2ull * c.m * c.n);
+      for (int sm : {80, 90}) {
+        const auto image = vgpu::cuda::compile_cuda(nvrtc(), plan.source, plan.options, sm);
+        REQUIRE(image.size() > 4);
+        CHECK(image[0] == 0x7f);  // an ELF cubin
+      }
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+      CHECK(
+          !vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), cuda_entry_of(plan.source), plan.options).empty());
+#endif
+    }
+    // Before sm_80 (and on a GPU that names no SM): the float32 plan between conversions.
+    for (const vgpu::DeviceInfo& older : {turing, cuda_device(132)}) {
+      const vgpu::KernelPlan plan = vgpu::ops::plan("matmul", older, {256, 256, 256}, dtype);
+      CHECK(plan.kernel_count() == 3);  // widen, matmul, narrow
+      CHECK(cuda_entry_of(plan.source) == "vgpu_matmul");
+    }
+  }
+
+  const auto rule = vgpu::cuda::cuda_op_tuner();
+  // Every tensor-core tiling that fills the SMs is a candidate, each native, none a float32 one;
+  // float32 on the same GPU is offered none of them.
+  const auto c16 = rule->candidates({"matmul", 4096, 4096, 4096, vgpu::DType::bf16}, h200);
+  CHECK(c16.size() == vgpu::cuda::cuda_mma_tilings().size());
+  CHECK(c16.front().variant == rule->tune({"matmul", 4096, 4096, 4096, vgpu::DType::bf16}, h200).variant);
+  for (const vgpu::OpTuning& t : c16) {
+    CHECK(t.native_dtype);
+    CHECK(t.variant.rfind("mma", 0) == 0);
+  }
+  for (const vgpu::OpTuning& t : rule->candidates({"matmul", 4096, 4096, 4096}, h200)) CHECK(!t.native_dtype);
+  CHECK(rule->candidates({"matmul", 64, 64, 64, vgpu::DType::f16}, h200).size() == 1);
+
+  // VGPU_MATMUL_TILING may force a tensor-core tiling: 16-bit matmuls take it, float32 keeps its rule.
+  for (const vgpu::cuda::CudaMmaTiling& t : vgpu::cuda::cuda_mma_tilings()) {
+    INFO(t.name());
+    const auto forced = vgpu::cuda::cuda_op_tuner(t.name());
+    const auto f = forced->candidates({"matmul", 4096, 4096, 4096, vgpu::DType::f16}, h200);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].variant == t.name());
+    CHECK(f[0].options.defines == t.tuning(vgpu::DType::f16).options.defines);
+    CHECK(!forced->tune({"matmul", 4096, 4096, 4096}, h200).native_dtype);
+  }
+  const auto bad = vgpu::cuda::cuda_op_tuner("mma1x1x1w1x1s1");
+  REQUIRE_VGPU_ERROR(invalid_argument, "mma128x128x32w64x32s2", bad->tune({"matmul", 8, 8, 8, vgpu::DType::f16}, h200));
+  REQUIRE_VGPU_ERROR(invalid_argument, "Fix:", bad->tune({"matmul", 8, 8, 8, vgpu::DType::f16}, h200));
 }
 
 TEST_CASE("L3: every built-in CUDA plan finds its build-time fatbin, and only its own", "[cuda][l3]") {

@@ -122,29 +122,46 @@ std::vector<std::string> names() { return {"matmul", "axpy", "add", "mul", "redu
 
 namespace {
 
-// matmul's plan with tuning t (sizes already checked).
-KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n, OpTuning t) {
+// matmul's plan with tuning t (sizes already checked) on arguments of dtype: float32, or the
+// 16-bit dtype a native variant (OpTuning::native_dtype) reads and writes itself.
+KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n, OpTuning t,
+                       DType dtype = DType::f32) {
   check_tuning(dev, "matmul", t);
+  if (t.native_dtype != (dtype != DType::f32) || (t.native_dtype && (!t.code || t.split_k != 1 || t.max_k_slice)))
+    fail(ErrorCategory::internal,
+         "the " + std::string(to_string(dev.backend)) + " backend's matmul variant '" + t.variant + "' " +
+             (t.native_dtype ? "reads " + std::string(numpy_name(dtype)) + " itself but brings no code or splits K"
+                             : "is not native to " + std::string(numpy_name(dtype))) +
+             ".",
+         "report this with the output of vgpu-probe.");
   KernelPlan p;
-  p.source = detail::builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
+  if (t.native_dtype) {  // only the variant's own code reads 16-bit operands: no other dialect may run it
+    p.source.name = "vgpu.matmul";
+    p.source.add(std::move(*t.code));
+    p.source.params_size = sizeof(MatmulParams);
+  } else {
+    p.source = detail::builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
+  }
   p.options = std::move(t.options);
+  const std::uint64_t elem = dtype_size(dtype);
   // Sizes come from the params at dispatch time, so any shape validates against the buffers.
   // C (which 2) holds one partial product per K slice under split-K (pad: the slice length).
-  auto need = [](int which) {
-    return [which](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
+  // (elem differs only between sources that differ: a native variant's code is its own.)
+  auto need = [elem](int which) {
+    return [which, elem](const ParamsBlock& pb, const Groups&) -> std::uint64_t {
       const auto q = pb.as<MatmulParams>();
       const std::uint64_t rows = which == 1 ? q.k : q.m, cols = which == 0 ? q.k : q.n;
       const std::uint64_t slices = which == 2 && q.pad != 0 ? ceil_div(q.k, q.pad) : 1;
       // Checked: 2^31 x 2^31 floats would wrap to 0 bytes, and any buffer would pass.
       return checked_mul(checked_mul(checked_mul(slices, rows, "matmul's buffer size"), cols, "matmul's buffer size"),
-                         kFloat, "matmul's buffer size");
+                         elem, "matmul's buffer size");
     };
   };
   p.source.bindings = {BindingDecl{0, Access::read, "A", need(0)}, BindingDecl{1, Access::read, "B", need(1)},
                        BindingDecl{2, Access::write, "C", need(2)}};
-  p.tensors = {{"A", DType::f32, {m, k}, Access::read, false},
-               {"B", DType::f32, {k, n}, Access::read, false},
-               {"C", DType::f32, {m, n}, Access::write, false}};
+  p.tensors = {{"A", dtype, {m, k}, Access::read, false},
+               {"B", dtype, {k, n}, Access::read, false},
+               {"C", dtype, {m, n}, Access::write, false}};
   // Split-K: slices of K (multiples of 16, every GLSL BK) into a scratch tensor of partial
   // products, then a second kernel adds them. Only the GLSL kernel reads the slice length.
   std::uint64_t want = std::clamp<std::uint64_t>(
@@ -230,10 +247,19 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
   return p;
 }
 
+// matmul's plan with tuning t on arguments of dtype: t's own when it is native to dtype, else
+// t's float32 plan between conversion steps (dtype_plan.hpp).
+KernelPlan matmul_plan_in(const DeviceInfo& dev, const OpTuner* tuner, std::uint32_t m, std::uint32_t k,
+                          std::uint32_t n, OpTuning t, DType dtype) {
+  if (dtype == DType::f32 || t.native_dtype) return matmul_plan(dev, m, k, n, std::move(t), dtype);
+  return detail::with_dtype(matmul_plan(dev, m, k, n, std::move(t)), dtype, dev,
+                            require_tuner(dev, tuner, OpShape{"convert", 1, 1, 1}));
+}
+
 // The matmul plan; with core, the variant measured on that open device (variant_choice.hpp).
 KernelPlan matmul_on(const DeviceInfo& dev, const OpTuner* tuner, detail::DeviceCore* core, std::uint32_t m,
-                     std::uint32_t k, std::uint32_t n) {
-  return matmul_plan(dev, m, k, n, detail::matmul_tuning(dev, tuner, core, m, k, n));
+                     std::uint32_t k, std::uint32_t n, DType dtype = DType::f32) {
+  return matmul_plan_in(dev, tuner, m, k, n, detail::matmul_tuning(dev, tuner, core, m, k, n, dtype), dtype);
 }
 
 }  // namespace
@@ -441,11 +467,14 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
                         DeviceCore* core, DType dtype) {
   using namespace ops;
   check_shape(op, shape);
-  if (dtype != DType::f32)  // the op's float32 plan between conversion steps (dtype_plan.hpp)
+  require_builtin_dtype(dtype);
+  auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
+  // matmul may have variants native to a 16-bit dtype (tensor cores); a plan without one, and
+  // every other op, runs its float32 plan between conversion steps (dtype_plan.hpp).
+  if (op == "matmul") return matmul_on(info, tuner, core, u32(0, "M"), u32(1, "K"), u32(2, "N"), dtype);
+  if (dtype != DType::f32)
     return with_dtype(builtin_plan(op, info, tuner, shape, core, DType::f32), dtype, info,
                       require_tuner(info, tuner, OpShape{"convert", 1, 1, 1}));
-  auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
-  if (op == "matmul") return matmul_on(info, tuner, core, u32(0, "M"), u32(1, "K"), u32(2, "N"));
   // The other ops have one variant each: nothing to measure.
   if (op == "softmax_rows") return softmax_rows_with(info, tuner, u32(0, "rows"), u32(1, "cols"));
   if (op == "reduce_sum") return reduce_sum_with(info, tuner, shape[0]);
@@ -453,11 +482,11 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
 }
 
 OpTuning matmul_tuning(const DeviceInfo& dev, const OpTuner* tuner, DeviceCore* core, std::uint32_t m, std::uint32_t k,
-                       std::uint32_t n) {
+                       std::uint32_t n, DType dtype) {
   ops::require_positive("matmul", "M", m);
   ops::require_positive("matmul", "K", k);
   ops::require_positive("matmul", "N", n);
-  const OpShape shape{"matmul", m, k, n};
+  OpShape shape{"matmul", m, k, n, dtype};
   const OpTuner& rule = ops::require_tuner(dev, tuner, shape);
   // Where the backend offers several variants, the measured choice (variant_choice.hpp) picks
   // one: timed once per device and size class, then read from memory or the disk store.
@@ -466,10 +495,16 @@ OpTuning matmul_tuning(const DeviceInfo& dev, const OpTuner* tuner, DeviceCore* 
     fail(ErrorCategory::internal,
          "the " + std::string(to_string(dev.backend)) + " backend offered no matmul variant for " + dev.id() + ".",
          "report this with the output of vgpu-probe.");
+  // Without a variant native to dtype, a 16-bit matmul runs a float32 variant between
+  // conversions whose cost does not depend on the variant: float32's measured choice stands.
+  const bool native =
+      std::any_of(candidates.begin(), candidates.end(), [](const OpTuning& t) { return t.native_dtype; });
+  if (!native) shape.dtype = DType::f32;
   std::size_t pick = 0;
   if (core && candidates.size() > 1)
-    pick =
-        choose_variant(*core, shape, candidates, [&](const OpTuning& t) { return ops::matmul_plan(dev, m, k, n, t); });
+    pick = choose_variant(*core, shape, candidates, [&](const OpTuning& t) {
+      return ops::matmul_plan_in(dev, tuner, m, k, n, t, native ? dtype : DType::f32);
+    });
   return std::move(candidates[pick]);
 }
 

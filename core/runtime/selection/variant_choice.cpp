@@ -47,8 +47,10 @@ std::string first_line(const char* what) {
 
 std::uint32_t log2_class(std::uint64_t v) { return static_cast<std::uint32_t>(std::bit_width(v - 1)); }
 
+// "MxKxN", with the dtype after it where it is not float32 ("MxKxN float16").
 std::string shape_text(const OpShape& s) {
-  return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+  return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
+         (s.dtype == DType::f32 ? "" : " " + std::string(numpy_name(s.dtype)));
 }
 
 std::optional<std::size_t> index_of(const std::vector<OpTuning>& candidates, const std::string& variant) {
@@ -282,7 +284,9 @@ std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, con
   for (const std::string& n : names) set += (set.empty() ? "" : "|") + n;
   // v=2: choices whose candidates' results were checked (issue 29); v=1 entries were not, and
   // are never looked up again.
-  return "variant;v=2;op=" + std::string(shape.op) + ";class=" + std::to_string(log2_class(shape.m)) + "x" +
+  // A 16-bit dtype's choice is its own (a float32 one keeps the key it always had).
+  const std::string dtype = shape.dtype == DType::f32 ? "" : ";dtype=" + std::string(to_string(shape.dtype));
+  return "variant;v=2;op=" + std::string(shape.op) + dtype + ";class=" + std::to_string(log2_class(shape.m)) + "x" +
          std::to_string(log2_class(shape.k)) + "x" + std::to_string(log2_class(shape.n)) + ";candidates=" + set +
          ";devices=" + device.id() + "=" + device.fingerprint.hex() + ",";
 }

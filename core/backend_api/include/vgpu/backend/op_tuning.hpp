@@ -20,6 +20,10 @@ namespace vgpu {
 struct OpShape {
   std::string_view op;                ///< one of ops::names(): "matmul", "axpy", "add", …
   std::uint64_t m = 1, k = 1, n = 1;  ///< matmul: M, K, N; softmax_rows: rows (m), cols (n); 1-D ops: n
+  /// The arguments' dtype. A tuner may answer a 16-bit one (f16, bf16) with variants that read
+  /// and write it themselves (OpTuning::native_dtype); any other variant runs on float32
+  /// twins of the arguments between conversion steps (core/runtime/kernel_cache/dtype_plan.hpp).
+  DType dtype = DType::f32;
 };
 
 /// How one device runs one built-in op at one shape.
@@ -40,6 +44,10 @@ struct OpTuning {
   /// The variant's name, unique among the candidates of one op on one backend (matmul:
   /// "BMxBNxBKxTMxTN" or "naive"); measured choices are stored under it. Empty: unnamed.
   std::string variant;
+  /// The variant's kernel reads and writes OpShape::dtype itself (a tensor-core matmul on
+  /// 16-bit operands): its plan binds the arguments as they are, with no conversion steps, and
+  /// its code (which it must bring) is the plan's only source. Only matmul takes such variants.
+  bool native_dtype = false;
 };
 
 /// A backend's tuning of the built-in ops. Thread-safety: immutable, tune() is safe from any thread.
