@@ -22,7 +22,6 @@
 
 #include "conformance/conformance.hpp"
 #include "support/numerics.hpp"
-#include "vgpu/half.hpp"
 
 namespace vgpu_test {
 namespace {
@@ -33,32 +32,17 @@ using vgpu::Shape;
 
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
 
-// Bits of the 16-bit float nearest to f, or f's own bits (f32), as bytes of an array of dtype.
+// Bits of the 16-bit float nearest to each value (rounded once, as vgpu/half.hpp does), or
+// its own bits (f32), as bytes of an array of dtype.
 std::vector<unsigned char> encode(const std::vector<float>& v, DType dtype) {
   std::vector<unsigned char> out(v.size() * vgpu::dtype_size(dtype));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DType::f32) {
-      std::memcpy(out.data() + 4 * i, &v[i], 4);
-      continue;
-    }
-    const std::uint16_t h = dtype == DType::f16 ? vgpu::float_to_half_bits(v[i]) : vgpu::float_to_bf16_bits(v[i]);
-    std::memcpy(out.data() + 2 * i, &h, 2);
-  }
+  for (std::size_t i = 0; i < v.size(); ++i) vgpu::set_element_value(dtype, out.data(), i, v[i]);
   return out;
 }
 
 std::vector<float> decode(const std::vector<unsigned char>& bytes, DType dtype) {
-  const std::size_t n = bytes.size() / vgpu::dtype_size(dtype);
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (dtype == DType::f32) {
-      std::memcpy(&v[i], bytes.data() + 4 * i, 4);
-      continue;
-    }
-    std::uint16_t h;
-    std::memcpy(&h, bytes.data() + 2 * i, 2);
-    v[i] = dtype == DType::f16 ? vgpu::half_bits_to_float(h) : vgpu::bf16_bits_to_float(h);
-  }
+  std::vector<float> v(bytes.size() / vgpu::dtype_size(dtype));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(vgpu::element_value(dtype, bytes.data(), i));
   return v;
 }
 
@@ -110,8 +94,7 @@ void check(const std::vector<float>& got, const Reference& ref, DType dtype, Wor
   std::size_t bad = 0, first_bad = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double want = ref.value[i], err = std::abs(double(got[i]) - want);
-    const double bound =
-        dtype == DType::f32 ? ref.bound[i] : ref.bound[i] + f.u * (std::abs(want) + ref.bound[i]) + f.tiny / 2;
+    const double bound = vgpu::tolerance::narrowed(want, ref.bound[i], dtype);
     if (!(err <= bound)) {  // NaN fails too: an element never written
       if (bad++ == 0) first_bad = i;
       continue;

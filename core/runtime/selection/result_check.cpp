@@ -62,9 +62,13 @@ bool shaped(const TensorSpec* t, DType dtype, Access access, std::size_t dims) {
 
 // matmul: C[i,j] at sampled elements, one per stratum of C's row-major order (so every stretch
 // of rows is sampled, at random columns), each an exact dot product over k.
+// float16 and bfloat16 operands (all three of one dtype): the float32 bound, then one rounding
+// (tolerance::narrowed).
 std::optional<Reference> matmul_ref(const std::vector<const TensorSpec*>& t, const CallData& in) {
-  if (t.size() != 3 || !shaped(t[0], DType::f32, Access::read, 2) || !shaped(t[1], DType::f32, Access::read, 2) ||
-      !shaped(t[2], DType::f32, Access::write, 2))
+  if (t.size() != 3) return std::nullopt;
+  const DType dtype = t[0]->dtype;
+  if ((dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16) || !shaped(t[0], dtype, Access::read, 2) ||
+      !shaped(t[1], dtype, Access::read, 2) || !shaped(t[2], dtype, Access::write, 2))
     return std::nullopt;
   const std::uint64_t m = t[0]->shape[0], k = t[0]->shape[1], n = t[1]->shape[1];
   if (t[1]->shape[0] != k || t[2]->shape[0] != m || t[2]->shape[1] != n) return std::nullopt;
@@ -81,7 +85,7 @@ std::optional<Reference> matmul_ref(const std::vector<const TensorSpec*>& t, con
       dot += x;
       abs_dot += std::abs(x);
     }
-    ref.expected.push_back({2, i * n + j, dot, tolerance::matmul_random(k, abs_dot)});
+    ref.expected.push_back({2, i * n + j, dot, tolerance::narrowed(dot, tolerance::matmul_random(k, abs_dot), dtype)});
   }
   return ref;
 }

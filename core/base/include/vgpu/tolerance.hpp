@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "vgpu/export.hpp"
+#include "vgpu/types.hpp"
 
 namespace vgpu {
 
@@ -83,13 +84,16 @@ inline double reduce_sum(std::uint64_t n, double abs_sum) noexcept {
 /// a flushed denormal in float).
 constexpr double softmax(double exact) noexcept { return 1e-5 * exact + 1e-37; }
 
-/// Any op above on float16 or bfloat16 arrays: computed in float32 within bound32 of exact (the
-/// op's own bound), then rounded once to nearest in the 16-bit format, which adds at most half a
-/// unit in its last place: u·|computed| ≤ u·(|exact| + bound32), u being the format's unit
-/// roundoff (f16: 2⁻¹¹, bf16: 2⁻⁸), or half its smallest subnormal below its normals (f16:
-/// 2⁻²⁵; bf16 shares float32's range, whose subnormals the float32 bound already covers).
-constexpr double narrowed(double exact, double bound32, double unit_roundoff, double half_subnormal) noexcept {
-  return bound32 + unit_roundoff * ((exact < 0 ? -exact : exact) + bound32) + half_subnormal;
+/// Any op above on dtype's arrays: computed in float32 within bound32 of exact (the op's own
+/// bound), then, for float16 or bfloat16, rounded once to nearest in the 16-bit format, which adds
+/// at most half a unit in its last place: u·|computed| ≤ u·(|exact| + bound32), u being the
+/// format's unit roundoff (f16: 2⁻¹¹, bf16: 2⁻⁸), or half its smallest subnormal below its
+/// normals (f16: 2⁻²⁵; bf16 shares float32's range, whose subnormals the float32 bound already
+/// covers). float32 (and any other dtype): bound32.
+constexpr double narrowed(double exact, double bound32, DType dtype) noexcept {
+  if (dtype != DType::f16 && dtype != DType::bf16) return bound32;
+  const double u = dtype == DType::f16 ? 0x1p-11 : 0x1p-8, half_subnormal = dtype == DType::f16 ? 0x1p-25 : 0.0;
+  return bound32 + u * ((exact < 0 ? -exact : exact) + bound32) + half_subnormal;
 }
 
 }  // namespace vgpu::tolerance
