@@ -23,8 +23,14 @@ using cublasDestroy_t = int (*)(void*);
 using cublasSetMathMode_t = int (*)(void*, int);
 using cublasSgemm_t = int (*)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int,
                               const float*, float*, int);
+using cublasGemmEx_t = int (*)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int,
+                               int, const void*, void*, int, int, int, int);
 constexpr int kCublasOpN = 0;
-constexpr int kCublasPedanticMath = 2;  // CUBLAS_PEDANTIC_MATH: plain FP32, no TF32
+constexpr int kCublasDefaultMath = 0;          // CUBLAS_DEFAULT_MATH: 16-bit inputs on tensor cores
+constexpr int kCublasPedanticMath = 2;         // CUBLAS_PEDANTIC_MATH: plain FP32, no TF32
+constexpr int kCudaR16F = 2, kCudaR16BF = 14;  // cudaDataType_t
+constexpr int kCublasCompute32F = 68;          // CUBLAS_COMPUTE_32F
+constexpr int kCublasGemmDefault = -1;         // CUBLAS_GEMM_DEFAULT
 
 void* open_first(std::initializer_list<const char*> names) {
   for (const char* n : names)
@@ -55,8 +61,8 @@ CublasReference::~CublasReference() {
   if (handle_) sym<cublasDestroy_t>(cublas_, "cublasDestroy_v2")(handle_);
 }
 
-double CublasReference::sgemm_gflops(int n, int reps) {
-  if (!ok_) return 0;
+double CublasReference::gemm_gflops(int n, DType dtype, int reps) {
+  if (!ok_ || (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)) return 0;
   auto cmalloc = sym<cudaMalloc_t>(cudart_, "cudaMalloc");
   auto cfree = sym<cudaFree_t>(cudart_, "cudaFree");
   auto cmemcpy = sym<cudaMemcpy_t>(cudart_, "cudaMemcpy");
@@ -67,15 +73,21 @@ double CublasReference::sgemm_gflops(int n, int reps) {
   auto etime = sym<cudaEventElapsedTime_t>(cudart_, "cudaEventElapsedTime");
   auto edestroy = sym<cudaEventDestroy_t>(cudart_, "cudaEventDestroy");
   auto sgemm = sym<cublasSgemm_t>(cublas_, "cublasSgemm_v2");
-  const size_t bytes = size_t(n) * n * 4;
+  auto gemm_ex = sym<cublasGemmEx_t>(cublas_, "cublasGemmEx");
+  auto math = sym<cublasSetMathMode_t>(cublas_, "cublasSetMathMode");
+  if (!gemm_ex && dtype != DType::f32) return 0;
+  math(handle_, dtype == DType::f32 ? kCublasPedanticMath : kCublasDefaultMath);
+  const size_t elem = dtype_size(dtype), bytes = size_t(n) * n * elem;
   void *a = nullptr, *b = nullptr, *c = nullptr;
   if (cmalloc(&a, bytes) || cmalloc(&b, bytes) || cmalloc(&c, bytes)) return 0;
   // Random data, as the vgpu side gets: all-zero inputs would let the GPU clock higher.
   std::vector<float> host(size_t(n) * n);
   unsigned state = 12345;
   for (float& v : host) v = float((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
-  cmemcpy(a, host.data(), bytes, 1);  // 1 = cudaMemcpyHostToDevice
-  cmemcpy(b, host.data(), bytes, 1);
+  std::vector<unsigned char> bits(bytes);
+  for (size_t i = 0; i < host.size(); ++i) set_element_value(dtype, bits.data(), i, host[i]);
+  cmemcpy(a, bits.data(), bytes, 1);  // 1 = cudaMemcpyHostToDevice
+  cmemcpy(b, bits.data(), bytes, 1);
   void *e0 = nullptr, *e1 = nullptr;
   ecreate(&e0);
   ecreate(&e1);
@@ -83,8 +95,14 @@ double CublasReference::sgemm_gflops(int n, int reps) {
   std::vector<double> gf;
   for (int r = 0; r < reps + 1; ++r) {
     erecord(e0, nullptr);
-    sgemm(handle_, kCublasOpN, kCublasOpN, n, n, n, &alpha, static_cast<float*>(a), n, static_cast<float*>(b), n, &beta,
-          static_cast<float*>(c), n);
+    if (dtype == DType::f32) {
+      sgemm(handle_, kCublasOpN, kCublasOpN, n, n, n, &alpha, static_cast<float*>(a), n, static_cast<float*>(b), n,
+            &beta, static_cast<float*>(c), n);
+    } else {
+      const int type = dtype == DType::f16 ? kCudaR16F : kCudaR16BF;
+      gemm_ex(handle_, kCublasOpN, kCublasOpN, n, n, n, &alpha, a, type, n, b, type, n, &beta, c, type, n,
+              kCublasCompute32F, kCublasGemmDefault);
+    }
     erecord(e1, nullptr);
     esync(e1);
     float ms = 0;

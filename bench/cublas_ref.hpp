@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench/cublas_ref.hpp — cuBLAS SGEMM as a reference column, loaded with dlopen so the bench
-// builds without the CUDA toolkit and runs (without that column) where cuBLAS is missing.
+// bench/cublas_ref.hpp — cuBLAS SGEMM (and cublasGemmEx on float16 / bfloat16) as a reference
+// column, loaded with dlopen so the bench builds without the CUDA toolkit and runs (without that
+// column) where cuBLAS is missing.
 #pragma once
 
 #include <dlfcn.h>
@@ -8,9 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "vgpu/types.hpp"
+
 namespace vgpu::bench {
 
-/// cuBLAS SGEMM timed with CUDA events; available() is false where libcublas/libcudart are absent.
+/// cuBLAS GEMMs timed with CUDA events; available() is false where libcublas/libcudart are absent.
+/// Thread-safety: one thread at a time.
 class CublasReference {
  public:
   /// Loads libcudart and libcublas (CUDA 13, then 12); records why when they are missing.
@@ -21,7 +25,11 @@ class CublasReference {
   /// Returns why cuBLAS is unavailable.
   const std::string& reason() const { return reason_; }
   /// Returns the median GFLOP/s of an n×n×n SGEMM (TF32 off) over reps runs, or 0 on failure.
-  double sgemm_gflops(int n, int reps);
+  double sgemm_gflops(int n, int reps) { return gemm_gflops(n, DType::f32, reps); }
+  /// Returns the median GFLOP/s of an n×n×n GEMM on dtype (f32: SGEMM with TF32 off; f16, bf16:
+  /// cublasGemmEx with 16-bit A, B and C and float32 accumulation, tensor cores allowed) over
+  /// reps runs, or 0 on failure or another dtype.
+  double gemm_gflops(int n, DType dtype, int reps);
 
  private:
   template <class F>
