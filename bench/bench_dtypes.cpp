@@ -6,9 +6,10 @@
 // 1024, 4096 and 8192 on CUDA GPUs, 128 and 256 on software GPUs; --quick: 128 and 256
 // everywhere. On CUDA devices each dtype's GFLOP/s is also given as a share of cuBLAS's in the
 // same run (SGEMM with TF32 off; cublasGemmEx on 16-bit A, B, C with float32 accumulation: the
-// issue-32 goals are 95 % and 70 %). Each 16-bit result is checked against the float32 result of
-// the same (16-bit) inputs, within the one rounding it adds. VGPU_BENCH_BACKENDS=cpu,cuda limits
-// the devices.
+// issue-32 goals are 95 % and 70 %), and a TF32 column (matmul_tf32 against SGEMM with
+// CUBLAS_TF32_TENSOR_OP_MATH). Each 16-bit result is checked against the float32 result of the
+// same (16-bit) inputs, within the one rounding it adds, and TF32's within its input rounding.
+// VGPU_BENCH_BACKENDS=cpu,cuda limits the devices.
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -45,8 +46,8 @@ int main(int argc, char** argv) {
   const double target = o.quick ? 0.01 : 0.05;
   nlohmann::json doc{{"bench", "dtypes"},
                      {"machine", vb::print_header("vgpu-bench-dtypes: matmul per dtype per device", o)}};
-  vb::Table t({"device", "N", "float32 GFLOP/s", "float16 GFLOP/s", "bfloat16 GFLOP/s", "f16 / f32", "bf16 / f32",
-               "f32 / cuBLAS", "f16 / cuBLAS", "bf16 / cuBLAS"});
+  vb::Table t({"device", "N", "float32 GFLOP/s", "float16 GFLOP/s", "bfloat16 GFLOP/s", "tf32 GFLOP/s", "f16 / f32",
+               "bf16 / f32", "f32 / cuBLAS", "f16 / cuBLAS", "bf16 / cuBLAS", "tf32 / cuBLAS"});
   std::optional<vb::CublasReference> cublas;  // loaded for the first CUDA device
   nlohmann::json out = nlohmann::json::array();
   bool failed = false;
@@ -83,6 +84,14 @@ int main(int argc, char** argv) {
                              dev.synchronize();
                            },
                            1});
+        // float32 operands with TF32 allowed (matmul_tf32: TF32 tensor cores on CUDA sm_80+).
+        C.push_back(vgpu::Array::empty(dev, vgpu::DType::f32, {n, n}));
+        cases.push_back({"tf32",
+                         [&] {
+                           vgpu::matmul(A[0], B[0], C[3], vgpu::ops::Precision::tf32);
+                           dev.synchronize();
+                         },
+                         1});
         const auto st = vb::run_interleaved(cases, rounds, target);
         // Checked: each 16-bit result within one rounding (plus float32's own bound) of the f32 one.
         std::vector<unsigned char> ref(nn * 4), got(nn * 2);
@@ -97,27 +106,40 @@ int main(int argc, char** argv) {
             ok = std::abs(have - want) <= u * std::abs(want) + 1e-4 * n;
           }
         }
+        // TF32: each input rounded to 10 bits, |error| ≤ 2^-10·Σ|a||b| ≤ 2^-10·n (|a|, |b| ≤ 1).
+        std::vector<unsigned char> tf32(nn * 4);
+        C[3].read(tf32.data());
+        for (std::uint64_t j = 0; j < nn && ok; ++j)
+          ok = std::abs(vgpu::element_value(vgpu::DType::f32, tf32.data(), j) -
+                        vgpu::element_value(vgpu::DType::f32, ref.data(), j)) <= (0x1p-10 + 1e-4) * n;
         if (!ok) {
           failed = true;
-          std::cout << "WRONG " << info.id() << " N=" << n << ": a 16-bit result differs from float32's\n";
+          std::cout << "WRONG " << info.id() << " N=" << n << ": a 16-bit or TF32 result differs from float32's\n";
         }
         const double flop = 2.0 * double(nn) * n;
         auto gflops = [&](std::size_t i) { return flop / st[i].median / 1e9; };
         // cuBLAS on the same dtypes, right after vgpu's runs of this size (0: not measured).
-        double cublas_gf[3] = {0, 0, 0};
-        if (cuda && cublas && cublas->available())
+        double cublas_gf[4] = {0, 0, 0, 0};
+        if (cuda && cublas && cublas->available()) {
           for (std::size_t i = 0; i < 3; ++i) cublas_gf[i] = cublas->gemm_gflops(int(n), kDTypes[i], rounds);
+          cublas_gf[3] = cublas->gemm_gflops(int(n), vgpu::DType::f32, rounds, true);
+        }
         auto share = [&](std::size_t i) {
           return cublas_gf[i] > 0 ? vb::fmt_ratio(gflops(i) / cublas_gf[i]) : std::string("-");
         };
         t.add({info.id(), std::to_string(n), vb::fmt(gflops(0)), vb::fmt(gflops(1)), vb::fmt(gflops(2)),
-               vb::fmt_ratio(gflops(1) / gflops(0)), vb::fmt_ratio(gflops(2) / gflops(0)), share(0), share(1),
-               share(2)});
-        nlohmann::json row{{"device", info.id()},     {"n", n},
-                           {"f32", st[0].to_json()},  {"f16", st[1].to_json()},
-                           {"bf16", st[2].to_json()}, {"checked", ok}};
+               vb::fmt(gflops(3)), vb::fmt_ratio(gflops(1) / gflops(0)), vb::fmt_ratio(gflops(2) / gflops(0)), share(0),
+               share(1), share(2), share(3)});
+        nlohmann::json row{{"device", info.id()},
+                           {"n", n},
+                           {"f32", st[0].to_json()},
+                           {"f16", st[1].to_json()},
+                           {"bf16", st[2].to_json()},
+                           {"tf32", st[3].to_json()},
+                           {"checked", ok}};
         if (cublas_gf[0] > 0)
-          row["cublas_gflops"] = {{"f32", cublas_gf[0]}, {"f16", cublas_gf[1]}, {"bf16", cublas_gf[2]}};
+          row["cublas_gflops"] = {
+              {"f32", cublas_gf[0]}, {"f16", cublas_gf[1]}, {"bf16", cublas_gf[2]}, {"tf32", cublas_gf[3]}};
         out.push_back(row);
       }
     } catch (const vgpu::Error& e) {

@@ -28,6 +28,7 @@ using cublasGemmEx_t = int (*)(void*, int, int, int, int, int, const void*, cons
 constexpr int kCublasOpN = 0;
 constexpr int kCublasDefaultMath = 0;          // CUBLAS_DEFAULT_MATH: 16-bit inputs on tensor cores
 constexpr int kCublasPedanticMath = 2;         // CUBLAS_PEDANTIC_MATH: plain FP32, no TF32
+constexpr int kCublasTf32Math = 3;             // CUBLAS_TF32_TENSOR_OP_MATH: SGEMM on TF32 tensor cores
 constexpr int kCudaR16F = 2, kCudaR16BF = 14;  // cudaDataType_t
 constexpr int kCublasCompute32F = 68;          // CUBLAS_COMPUTE_32F
 constexpr int kCublasGemmDefault = -1;         // CUBLAS_GEMM_DEFAULT
@@ -61,7 +62,7 @@ CublasReference::~CublasReference() {
   if (handle_) sym<cublasDestroy_t>(cublas_, "cublasDestroy_v2")(handle_);
 }
 
-double CublasReference::gemm_gflops(int n, DType dtype, int reps) {
+double CublasReference::gemm_gflops(int n, DType dtype, int reps, bool tf32) {
   if (!ok_ || (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)) return 0;
   auto cmalloc = sym<cudaMalloc_t>(cudart_, "cudaMalloc");
   auto cfree = sym<cudaFree_t>(cudart_, "cudaFree");
@@ -76,7 +77,7 @@ double CublasReference::gemm_gflops(int n, DType dtype, int reps) {
   auto gemm_ex = sym<cublasGemmEx_t>(cublas_, "cublasGemmEx");
   auto math = sym<cublasSetMathMode_t>(cublas_, "cublasSetMathMode");
   if (!gemm_ex && dtype != DType::f32) return 0;
-  math(handle_, dtype == DType::f32 ? kCublasPedanticMath : kCublasDefaultMath);
+  math(handle_, dtype != DType::f32 ? kCublasDefaultMath : tf32 ? kCublasTf32Math : kCublasPedanticMath);
   const size_t elem = dtype_size(dtype), bytes = size_t(n) * n * elem;
   void *a = nullptr, *b = nullptr, *c = nullptr;
   if (cmalloc(&a, bytes) || cmalloc(&b, bytes) || cmalloc(&c, bytes)) return 0;

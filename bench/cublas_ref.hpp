@@ -26,10 +26,10 @@ class CublasReference {
   const std::string& reason() const { return reason_; }
   /// Returns the median GFLOP/s of an n×n×n SGEMM (TF32 off) over reps runs, or 0 on failure.
   double sgemm_gflops(int n, int reps) { return gemm_gflops(n, DType::f32, reps); }
-  /// Returns the median GFLOP/s of an n×n×n GEMM on dtype (f32: SGEMM with TF32 off; f16, bf16:
-  /// cublasGemmEx with 16-bit A, B and C and float32 accumulation, tensor cores allowed) over
-  /// reps runs, or 0 on failure or another dtype.
-  double gemm_gflops(int n, DType dtype, int reps);
+  /// Returns the median GFLOP/s of an n×n×n GEMM on dtype (f32: SGEMM with TF32 off, or on where
+  /// tf32; f16, bf16: cublasGemmEx with 16-bit A, B and C and float32 accumulation, tensor cores
+  /// allowed) over reps runs, or 0 on failure or another dtype.
+  double gemm_gflops(int n, DType dtype, int reps, bool tf32 = false);
 
  private:
   template <class F>

@@ -60,9 +60,10 @@ static_assert(std::size(kCandidateOrder) == std::size(kTilings), "every tiling i
 // 128×128 tile (2 stages: 37 KB of shared memory), then 4 warps of 64×32 in 128×64 and of 32×32
 // in 64×64 (3 stages) for grids that 128×128 tiles would leave short of the SMs. Unmeasured on a
 // GPU so far: the measured choice picks among them, and checks each one's first result.
-constexpr CudaMmaTiling kMma128{128, 128, 32, 64, 32, 2}, kMma128x64{128, 64, 32, 64, 32, 3},
-    kMma64{64, 64, 32, 32, 32, 3};
-constexpr CudaMmaTiling kMmaTilings[] = {kMma128, kMma128x64, kMma64};
+constexpr CudaMmaTiling kMmaTilings[] = {{128, 128, 32, 64, 32, 2}, {128, 64, 32, 64, 32, 3}, {64, 64, 32, 32, 32, 3}};
+// The same tiles for float32 operands in TF32 (matmul_tf32): BK 16 floats, the same shared memory.
+constexpr CudaMmaTiling kTf32Tilings[] = {
+    {128, 128, 16, 64, 32, 2, true}, {128, 64, 16, 64, 32, 3, true}, {64, 64, 16, 32, 32, 3, true}};
 
 // Below this many multiply-adds a product is all launch cost: nothing worth measuring.
 constexpr std::uint64_t kMeasureFrom = 256ull * 256 * 256;
@@ -75,12 +76,12 @@ class CudaOpTuner final : public OpTuner {
 
   OpTuning tune(const OpShape& shape, const DeviceInfo& dev) const override {
     if (shape.op != "matmul") return kernels::builtin_gpu_tuning(shape);
-    if (tensor_cores(shape, dev)) {
-      if (forced_mma()) return mma_tiling(forced_).tuning(shape.dtype);
-      return mma_choice(shape.m, shape.n, dev.compute_units).tuning(shape.dtype);
+    if (const auto set = tensor_core_set(shape, dev); !set.empty()) {
+      if (forced_in(set)) return named(forced_, set).tuning(shape.dtype);
+      return choice(shape.m, shape.n, dev.compute_units, set).tuning(shape.dtype);
     }
     // Parsed per plan so that a bad VGPU_MATMUL_TILING fails matmul with its message, not device discovery.
-    if (!forced_.empty() && !forced_mma()) return cuda_matmul_tiling(forced_).tuning();
+    if (!forced_.empty() && !forced_tensor_core()) return cuda_matmul_tiling(forced_).tuning();
     return cuda_matmul_choice(shape.m, shape.n, dev.compute_units).tuning();
   }
 
@@ -91,8 +92,8 @@ class CudaOpTuner final : public OpTuner {
     std::vector<OpTuning> out{tune(shape, dev)};
     if (shape.op != "matmul" || !forced_.empty() || shape.m * shape.n * shape.k < kMeasureFrom) return out;
     const std::uint64_t sms = std::max<std::uint32_t>(dev.compute_units, 1);
-    if (tensor_cores(shape, dev)) {
-      for (const CudaMmaTiling& c : kMmaTilings)
+    if (const auto set = tensor_core_set(shape, dev); !set.empty()) {
+      for (const CudaMmaTiling& c : set)
         if (c.name() != out.front().variant && c.grid(shape.m, shape.n) * 10 >= sms * 9)
           out.push_back(c.tuning(shape.dtype));
       return out;
@@ -106,28 +107,40 @@ class CudaOpTuner final : public OpTuner {
   }
 
  private:
-  // A 16-bit matmul on a GPU with tensor cores for it.
-  static bool tensor_cores(const OpShape& shape, const DeviceInfo& dev) {
-    return (shape.dtype == DType::f16 || shape.dtype == DType::bf16) && has_mma_f16(dev);
+  // The tensor-core tilings for shape on dev: the 16-bit ones for a 16-bit matmul, the TF32 ones
+  // for a float32 matmul with TF32 allowed (both on sm_80+); none otherwise.
+  static std::span<const CudaMmaTiling> tensor_core_set(const OpShape& shape, const DeviceInfo& dev) {
+    if (!has_mma_f16(dev)) return {};
+    if (shape.dtype == DType::f16 || shape.dtype == DType::bf16) return kMmaTilings;
+    if (shape.dtype == DType::f32 && shape.tf32) return kTf32Tilings;
+    return {};
   }
-  // VGPU_MATMUL_TILING names a tensor-core tiling: it forces 16-bit matmuls, float32 ones keep the rule.
-  bool forced_mma() const { return forced_.rfind("mma", 0) == 0; }
-  static CudaMmaTiling mma_tiling(std::string_view name) {
+  // VGPU_MATMUL_TILING names a tensor-core tiling ("mma…" forces 16-bit matmuls, "tf32…" TF32
+  // ones); the other matmuls keep their rule.
+  bool forced_tensor_core() const { return forced_.rfind("mma", 0) == 0 || forced_.rfind("tf32", 0) == 0; }
+  bool forced_in(std::span<const CudaMmaTiling> set) const {
+    return !forced_.empty() && forced_.rfind(set.front().tf32 ? "tf32" : "mma", 0) == 0;
+  }
+  static CudaMmaTiling named(std::string_view name, std::span<const CudaMmaTiling> set) {
     std::string known;
-    for (const CudaMmaTiling& t : kMmaTilings) {
+    for (const CudaMmaTiling& t : set) {
       if (t.name() == name) return t;
       known += (known.empty() ? "" : ", ") + t.name();
     }
     fail(ErrorCategory::invalid_argument,
-         "VGPU_MATMUL_TILING='" + std::string(name) + "' is not a CUDA tensor-core matmul tiling.",
-         "set it to one of " + known + " (16-bit operands on sm_80+), or unset it to let the tuner choose.");
+         "VGPU_MATMUL_TILING='" + std::string(name) + "' is not a CUDA " + (set.front().tf32 ? "TF32" : "tensor-core") +
+             " matmul tiling.",
+         "set it to one of " + known + " (" + (set.front().tf32 ? "float32 with TF32 allowed" : "16-bit operands") +
+             " on sm_80+), or unset it to let the tuner choose.");
   }
-  // The largest tile whose grid still gives every SM a block, as cuda_matmul_choice does.
-  static CudaMmaTiling mma_choice(std::uint64_t m, std::uint64_t n, std::uint32_t sms_in) {
+  // The largest tile whose grid still gives every SM a block (set: largest first), as
+  // cuda_matmul_choice does.
+  static CudaMmaTiling choice(std::uint64_t m, std::uint64_t n, std::uint32_t sms_in,
+                              std::span<const CudaMmaTiling> set) {
     const std::uint64_t sms = std::max<std::uint32_t>(sms_in, 1);
-    for (const CudaMmaTiling& c : {kMma128, kMma128x64})
+    for (const CudaMmaTiling& c : set)
       if (c.grid(m, n) >= sms) return c;
-    return kMma64;
+    return set.back();
   }
 
   std::string forced_;
@@ -171,8 +184,8 @@ std::uint64_t CudaMatmulTiling::grid(std::uint64_t m, std::uint64_t n) const {
 std::span<const CudaMatmulTiling> cuda_matmul_tilings() { return kTilings; }
 
 std::string CudaMmaTiling::name() const {
-  return "mma" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "w" + std::to_string(wm) +
-         "x" + std::to_string(wn) + "s" + std::to_string(stages);
+  return (tf32 ? "tf32_" : "mma") + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "w" +
+         std::to_string(wm) + "x" + std::to_string(wn) + "s" + std::to_string(stages);
 }
 
 OpTuning CudaMmaTiling::tuning(DType dtype) const {
@@ -180,16 +193,17 @@ OpTuning CudaMmaTiling::tuning(DType dtype) const {
   t.per_group_x = bn;
   t.per_group_y = bm;
   t.options.workgroup_size = {(bm / wm) * (bn / wn) * 32, 1, 1};
-  t.options.defines = {{"VGPU_MMA_BM", std::to_string(bm)},
-                       {"VGPU_MMA_BN", std::to_string(bn)},
-                       {"VGPU_MMA_BK", std::to_string(bk)},
-                       {"VGPU_MMA_WM", std::to_string(wm)},
-                       {"VGPU_MMA_WN", std::to_string(wn)},
-                       {"VGPU_MMA_STAGES", std::to_string(stages)},
-                       {"VGPU_MMA_BF16", dtype == DType::bf16 ? "1" : "0"}};
+  t.options.defines = {{"VGPU_MMA_BM", std::to_string(bm)}, {"VGPU_MMA_BN", std::to_string(bn)},
+                       {"VGPU_MMA_BK", std::to_string(bk)}, {"VGPU_MMA_WM", std::to_string(wm)},
+                       {"VGPU_MMA_WN", std::to_string(wn)}, {"VGPU_MMA_STAGES", std::to_string(stages)}};
+  if (tf32)
+    t.options.defines["VGPU_MMA_TF32"] = "1";
+  else
+    t.options.defines["VGPU_MMA_BF16"] = dtype == DType::bf16 ? "1" : "0";
   const auto& cu = kernels::builtin_cuda("matmul_mma");
   t.code = DialectSource{std::string(dialect::cuda), std::string(cu.source), std::string(cu.entry), {}, {}};
-  t.native_dtype = true;
+  t.native_dtype = !tf32;
+  t.tf32 = tf32;
   t.variant = name();
   return t;
 }
@@ -197,6 +211,8 @@ OpTuning CudaMmaTiling::tuning(DType dtype) const {
 std::uint64_t CudaMmaTiling::grid(std::uint64_t m, std::uint64_t n) const { return ceil_div(m, bm) * ceil_div(n, bn); }
 
 std::span<const CudaMmaTiling> cuda_mma_tilings() { return kMmaTilings; }
+
+std::span<const CudaMmaTiling> cuda_tf32_tilings() { return kTf32Tilings; }
 
 bool has_mma_f16(const DeviceInfo& info) noexcept {
   for (const std::string& f : info.features) {

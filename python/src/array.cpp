@@ -113,8 +113,17 @@ py::array matmul_output(py::handle out, const Shape& shape, DType dtype, const c
 }
 
 // np.matmul on host data or arrays: shared by vgpu.matmul and Cache.matmul's stacked case.
+ops::Precision precision_arg(py::handle precision) {
+  if (precision.is_none()) return ops::Precision::highest;
+  if (!py::isinstance<py::str>(precision))
+    fail(ErrorCategory::invalid_argument,
+         "precision must be a str, not " + py::str(py::type::of(precision).attr("__name__")).cast<std::string>() + ".",
+         "pass precision=\"highest\" (the default) or precision=\"tf32\".");
+  return ops::parse_precision(precision.cast<std::string>());
+}
+
 py::object matmul_any(py::handle a_obj, py::handle b_obj, py::handle out, py::handle dtype,
-                      std::optional<Device> device, const char* op) {
+                      std::optional<Device> device, const char* op, ops::Precision precision) {
   const std::optional<Device> on_arrays = array_device({a_obj, b_obj});
   const DType compute = matmul_compute_dtype(a_obj, b_obj, dtype, op);
   const Device dev = on_arrays ? *on_arrays : device ? *device : Runtime::global().default_device();
@@ -130,10 +139,10 @@ py::object matmul_any(py::handle a_obj, py::handle b_obj, py::handle out, py::ha
   const Array a = operand(a_obj, "A"), b = operand(b_obj, "B");
   const Shape shape = matmul_shape(a.shape(), b.shape());
   if (on_arrays) {
-    if (out.is_none()) return py::cast(released([&] { return matmul(a, b); }));
+    if (out.is_none()) return py::cast(released([&] { return matmul(a, b, precision); }));
     const Array& o = out.cast<const Array&>();
     released([&] {
-      matmul(a, b, o);
+      matmul(a, b, o, precision);
       return 0;
     });
     return py::reinterpret_borrow<py::object>(out);
@@ -146,7 +155,7 @@ py::object matmul_any(py::handle a_obj, py::handle b_obj, py::handle out, py::ha
                                                : Array::empty(dev, compute, shape);
   void* target = result.mutable_data();
   released([&] {
-    matmul(a, b, c);
+    matmul(a, b, c, precision);
     if (c.memory() != ArrayMemory::host || c.data() != target) c.read(target);
     return 0;
   });
@@ -338,12 +347,13 @@ void bind_arrays(py::module_& m) {
       "cannot use in place.");
   m.def(
       "matmul",
-      [](py::handle a, py::handle b, py::object out, py::object dtype, py::object device) {
-        return matmul_any(a, b, out, dtype, optional_device(device), "matmul");
+      [](py::handle a, py::handle b, py::object out, py::object dtype, py::object device, py::object precision) {
+        const ops::Precision p = precision_arg(precision);
+        return matmul_any(a, b, out, dtype, optional_device(device), "matmul", p);
       },
       py::arg("A"), py::arg("B"), py::kw_only(), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
-      py::arg("device") = py::none(),
-      "matmul(A, B, *, out=None, dtype=None, device=None)\n\n"
+      py::arg("device") = py::none(), py::arg("precision") = "highest",
+      "matmul(A, B, *, out=None, dtype=None, device=None, precision=\"highest\")\n\n"
       "numpy.matmul's rules: 1-D operands promoted and the dimension dropped, stacks of matrices with "
       "broadcast batch dimensions, empty dimensions. With a vgpu.Array operand it runs on that array's device "
       "and returns a vgpu.Array; with host operands it runs on device (None: the default device) and returns a "
@@ -351,7 +361,10 @@ void bind_arrays(py::module_& m) {
       "are stored in 16 bits, accumulated in float32 and the result rounded once: docs/numerics.md); bfloat16 "
       "host data travels as uint16 bit patterns (docs/arrays.md). When numpy's result dtype is another "
       "(float64, int32…) it raises vgpu.NotSupported unless dtype=\"float32\" (or \"float16\", \"bfloat16\") opts "
-      "into converting the inputs.");
+      "into converting the inputs. precision=\"tf32\" allows float32 operands to be multiplied in TF32 on GPUs "
+      "with tensor cores for it (CUDA sm_80+: inputs rounded to 10 mantissa bits, float32 accumulation, about "
+      "1e-3 relative error); elsewhere, and for 16-bit operands, it computes as \"highest\" (float32 "
+      "throughout, the default). As torch.backends.cuda.matmul.allow_tf32, an explicit opt-in.");
   m.def(
       "add",
       [](const Array& a, py::handle b) {

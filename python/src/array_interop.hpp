@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "vgpu/array.hpp"
+#include "vgpu/ops.hpp"
 
 namespace vgpu::python {
 
@@ -58,8 +59,13 @@ DType matmul_compute_dtype(pybind11::handle a, pybind11::handle b, pybind11::han
 pybind11::array matmul_output(pybind11::handle out, const Shape& shape, DType dtype, const char* op);
 /// np.matmul of a and b (vgpu.matmul): on the device of a vgpu.Array operand, returning an
 /// Array (or writing out, an Array); else on device (default device when empty), returning a
-/// numpy array (out, or a new one). dtype: None or the float32 opt-in; op names the caller.
+/// numpy array (out, or a new one). dtype: None or the float32 opt-in; op names the caller;
+/// precision: ops::Precision (TF32 allowed or not).
 pybind11::object matmul_any(pybind11::handle a, pybind11::handle b, pybind11::handle out, pybind11::handle dtype,
-                            std::optional<Device> device, const char* op);
+                            std::optional<Device> device, const char* op,
+                            ops::Precision precision = ops::Precision::highest);
+/// Returns the matmul precision a precision= argument names: "highest" (and None) or "tf32";
+/// InvalidArgument with a Fix for another value or type.
+ops::Precision precision_arg(pybind11::handle precision);
 
 }  // namespace vgpu::python

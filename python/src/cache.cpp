@@ -91,7 +91,8 @@ std::pair<std::uint64_t, std::uint64_t> matrix_dims(const py::array& a, const ch
 // The device Cache.matmul of host operands of dtype runs on: Cache::device_for at the product's
 // size (a stack's rows counted together, as one product), or nothing for an empty product
 // (then the default device: there is nothing to run).
-std::optional<Device> device_for_operands(const Cache& cache, DType dtype, py::handle a, py::handle b) {
+std::optional<Device> device_for_operands(const Cache& cache, DType dtype, py::handle a, py::handle b,
+                                          ops::Precision precision) {
   auto shape = [](py::handle x) {
     return shape_of(py::isinstance<py::array>(x) ? py::reinterpret_borrow<py::array>(x)
                                                  : py::array(py::module_::import("numpy").attr("asarray")(x)));
@@ -103,7 +104,7 @@ std::optional<Device> device_for_operands(const Cache& cache, DType dtype, py::h
   if (rows == 0 || k == 0 || n == 0) return std::nullopt;
   auto u32 = [](std::uint64_t v) { return static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xFFFFFFFFull)); };
   py::gil_scoped_release release;  // a first call of a size class measures the devices
-  return cache.device_for(dtype, u32(rows), u32(k), u32(n));
+  return cache.device_for(dtype, u32(rows), u32(k), u32(n), precision);
 }
 
 }  // namespace
@@ -139,7 +140,8 @@ void bind_cache(py::module_& m) {
            "matmul_batch and large matmuls over those devices (a DeviceSet; docs/scale-out.md).")
       .def(
           "matmul_batch",
-          [](Cache& cache, const std::vector<std::pair<py::handle, py::handle>>& pairs) {
+          [](Cache& cache, const std::vector<std::pair<py::handle, py::handle>>& pairs, py::object precision_obj) {
+            const ops::Precision precision = precision_arg(precision_obj);
             std::vector<std::pair<Matrix, Matrix>> in;
             in.reserve(pairs.size());
             auto to_matrix = [](py::handle obj, const char* name) {
@@ -153,7 +155,7 @@ void bind_cache(py::module_& m) {
             std::vector<Matrix> out;
             {
               py::gil_scoped_release release;
-              out = cache.matmul_batch(in);
+              out = cache.matmul_batch(in, precision);
             }
             py::list result;
             for (const Matrix& c : out) {
@@ -163,8 +165,8 @@ void bind_cache(py::module_& m) {
             }
             return result;
           },
-          py::arg("pairs"),
-          "matmul_batch(pairs) -> list[numpy.ndarray]\n\n"
+          py::arg("pairs"), py::kw_only(), py::arg("precision") = "highest",
+          "matmul_batch(pairs, *, precision=\"highest\") -> list[numpy.ndarray]\n\n"
           "Returns [A·B for (A, B) in pairs], every pair of one shape (else vgpu.InvalidArgument). With "
           "devices=[...] the batch is spread over the set in proportion to the devices' measured speed; a "
           "device that fails has its share rerun on the others. Inputs are converted as matmul's.")
@@ -185,7 +187,9 @@ void bind_cache(py::module_& m) {
           "matmul work (M·K·N) from which matmul splits the rows of C over the set (0: always).")
       .def(
           "matmul",
-          [](Cache& cache, py::handle a_obj, py::handle b_obj, py::object out, py::object dtype) -> py::object {
+          [](Cache& cache, py::handle a_obj, py::handle b_obj, py::object out, py::object dtype,
+             py::object precision_obj) -> py::object {
+            const ops::Precision precision = precision_arg(precision_obj);
             // The common call: two float32 matrices, into a new array or out=.
             if (dtype.is_none()) {
               const auto* pa = plain_f32_matrix(a_obj, false);
@@ -206,17 +210,18 @@ void bind_cache(py::module_& m) {
                 {
                   py::gil_scoped_release release;
                   cache.matmul(fa, fb, fc, static_cast<std::uint32_t>(m), static_cast<std::uint32_t>(k),
-                               static_cast<std::uint32_t>(n));
+                               static_cast<std::uint32_t>(n), precision);
                 }
                 return c;
               }
             }
             if (py::isinstance<Array>(a_obj) || py::isinstance<Array>(b_obj))
-              return matmul_any(a_obj, b_obj, out, dtype, std::nullopt, "matmul");
+              return matmul_any(a_obj, b_obj, out, dtype, std::nullopt, "matmul", precision);
             // float32 goes through Cache::matmul below; float16 and bfloat16 run as array ops on the
             // device the cache picks for that dtype and size (Cache::device_for: measured per dtype).
             if (const DType compute = matmul_compute_dtype(a_obj, b_obj, dtype, "matmul"); compute != DType::f32) {
-              return matmul_any(a_obj, b_obj, out, dtype, device_for_operands(cache, compute, a_obj, b_obj), "matmul");
+              return matmul_any(a_obj, b_obj, out, dtype, device_for_operands(cache, compute, a_obj, b_obj, precision),
+                                "matmul", precision);
             }
             py::array a = input_array(a_obj, DType::f32, "A");
             py::array b = input_array(b_obj, DType::f32, "B");
@@ -225,7 +230,8 @@ void bind_cache(py::module_& m) {
             if (bs.size() > 2) {
               // A stack of B: the array ops run it on the cache's device (one launch of the batched kernel).
               const Device d = cache.device();
-              return matmul_any(a, b, out, py::none(), d ? std::optional<Device>(d) : std::nullopt, "matmul");
+              return matmul_any(a, b, out, py::none(), d ? std::optional<Device>(d) : std::nullopt, "matmul",
+                                precision);
             }
             py::array c = matmul_output(out, shape, DType::f32, "matmul");
             // B is one matrix: A's rows (a stack of them is one C-contiguous block) times B, one call.
@@ -248,12 +254,13 @@ void bind_cache(py::module_& m) {
             {
               py::gil_scoped_release release;
               cache.matmul(pa, pb, pc, static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(k),
-                           static_cast<std::uint32_t>(n));
+                           static_cast<std::uint32_t>(n), precision);
             }
             return c;
           },
           py::arg("A"), py::arg("B"), py::kw_only(), py::arg("out") = py::none(), py::arg("dtype") = py::none(),
-          "matmul(A, B, *, out=None, dtype=None) -> numpy.ndarray\n\n"
+          py::arg("precision") = "highest",
+          "matmul(A, B, *, out=None, dtype=None, precision=\"highest\") -> numpy.ndarray\n\n"
           "Returns A @ B with numpy.matmul's rules (docs/arrays.md): 2-D matrices, 1-D vectors (promoted, the "
           "dimension dropped), stacks of matrices with broadcast batch dimensions, empty dimensions. A stack of A "
           "times one B is one call of the cache's persistent kernel; a stack of B runs as array ops on the cache's "
@@ -264,8 +271,9 @@ void bind_cache(py::module_& m) {
           "(float64, int32…), vgpu.NotSupported says so, unless dtype=\"float32\" opts into converting the "
           "inputs. bool, complex and object arrays are refused (vgpu.InvalidArgument). out must be a writeable, "
           "C-contiguous float32 array of the result's shape (never converted). With a vgpu.Array operand it runs "
-          "as vgpu.matmul on that array's device. Wrong shapes raise vgpu.InvalidArgument; the Cache stays "
-          "usable.")
+          "as vgpu.matmul on that array's device. precision=\"tf32\" allows TF32 tensor cores for float32 "
+          "operands (as vgpu.matmul; the op matmul_tf32, selected and cached apart). Wrong shapes raise "
+          "vgpu.InvalidArgument; the Cache stays usable.")
       .def("report", &Cache::report,
            "Returns \"VGPUCache: <compiles> compiles, <hits> cache hits, <dispatches> dispatches\".")
       .def_property_readonly("compiles", &Cache::compiles,

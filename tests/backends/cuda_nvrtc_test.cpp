@@ -279,6 +279,68 @@ TEST_CASE("16-bit matmul on sm_80+: a tensor-core plan native to the dtype, comp
   REQUIRE_VGPU_ERROR(invalid_argument, "Fix:", bad->tune({"matmul", 8, 8, 8, vgpu::DType::f16}, h200));
 }
 
+TEST_CASE("matmul_tf32 on sm_80+: a TF32 tensor-core plan on float32, compiled and in L3, float32 elsewhere",
+          "[cuda][matmul][tf32]") {
+  vgpu::DeviceInfo h200 = cuda_device(132);
+  h200.features = {"sm_90", "cuda_c"};
+  vgpu::DeviceInfo turing = cuda_device(40);
+  turing.features = {"sm_75", "cuda_c"};
+  struct Case {
+    std::uint32_t m, k, n;
+    const char* tile;
+  };
+  const Case cases[] = {{4096, 4096, 4096, "128x128"}, {1500, 40, 1200, "128x64"}, {67, 33, 129, "64x64"}};
+  for (const Case& c : cases) {
+    INFO(c.m << "x" << c.k << "x" << c.n);
+    const vgpu::KernelPlan plan = vgpu::ops::plan("matmul_tf32", h200, {c.m, c.k, c.n});
+    REQUIRE(plan.kernel_count() == 1);
+    CHECK(plan.source.name == "vgpu.matmul_tf32");
+    for (const vgpu::TensorSpec& t : plan.tensors) CHECK(t.dtype == vgpu::DType::f32);
+    REQUIRE(plan.source.sources.size() == 1);
+    CHECK(cuda_entry_of(plan.source) == "vgpu_matmul_mma");
+    const auto& d = plan.options.defines;
+    CHECK(d.at("VGPU_MMA_TF32") == "1");
+    CHECK(d.count("VGPU_MMA_BF16") == 0);
+    CHECK(d.at("VGPU_MMA_BM") + "x" + d.at("VGPU_MMA_BN") == c.tile);
+    CHECK(plan.source.bindings[2].required_bytes(plan.steps[0].params, plan.steps[0].groups) == 4ull * c.m * c.n);
+    for (int sm : {80, 90}) CHECK(vgpu::cuda::compile_cuda(nvrtc(), plan.source, plan.options, sm).size() > 4);
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+    CHECK(!vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), cuda_entry_of(plan.source), plan.options).empty());
+#endif
+    // matmul (highest) on the same GPU never takes TF32.
+    CHECK(vgpu::ops::plan("matmul", h200, {c.m, c.k, c.n}).options.defines.count("VGPU_MMA_TF32") == 0);
+  }
+  // Before sm_80: float32's tiling, under the op's name.
+  const vgpu::KernelPlan old = vgpu::ops::plan("matmul_tf32", turing, {256, 256, 256});
+  CHECK(old.source.name == "vgpu.matmul_tf32");
+  CHECK(cuda_entry_of(old.source) == "vgpu_matmul");
+  CHECK(old.options.defines == vgpu::ops::plan("matmul", turing, {256, 256, 256}).options.defines);
+  // 16-bit operands with TF32 allowed: their own tensor-core plan (TF32 is about float32).
+  CHECK(vgpu::ops::plan("matmul_tf32", h200, {256, 256, 256}, vgpu::DType::f16).options.defines.at("VGPU_MMA_BF16") ==
+        "0");
+
+  const auto rule = vgpu::cuda::cuda_op_tuner();
+  vgpu::OpShape shape{"matmul", 4096, 4096, 4096};
+  shape.tf32 = true;
+  const auto c32 = rule->candidates(shape, h200);
+  CHECK(c32.size() == vgpu::cuda::cuda_tf32_tilings().size());
+  for (const vgpu::OpTuning& t : c32) {
+    CHECK(t.tf32);
+    CHECK(!t.native_dtype);
+    CHECK(t.variant.rfind("tf32", 0) == 0);
+  }
+  for (const vgpu::cuda::CudaMmaTiling& t : vgpu::cuda::cuda_tf32_tilings()) {
+    INFO(t.name());
+    const auto forced = vgpu::cuda::cuda_op_tuner(t.name());
+    CHECK(forced->tune(shape, h200).variant == t.name());
+    // A TF32 name forces TF32 matmuls only: 16-bit and plain float32 ones keep their rules.
+    CHECK(!forced->tune({"matmul", 4096, 4096, 4096}, h200).tf32);
+    CHECK(forced->tune({"matmul", 4096, 4096, 4096, vgpu::DType::bf16}, h200).native_dtype);
+  }
+  REQUIRE_VGPU_ERROR(invalid_argument, "tf32_128x128x16w64x32s2",
+                     vgpu::cuda::cuda_op_tuner("tf32x")->tune(shape, h200));
+}
+
 TEST_CASE("L3: every built-in CUDA plan finds its build-time fatbin, and only its own", "[cuda][l3]") {
 #if VGPU_TEST_EXPECT_CUDA_FATBIN
   REQUIRE(vgpu::cache::precompiled_cuda_count() >= 8);

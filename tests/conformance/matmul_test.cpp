@@ -61,6 +61,33 @@ void check_matmul(vgpu::Device& device, MatmulShape s, Path path, const std::str
 
 constexpr std::array<Path, 2> kPaths{Path::persistent, Path::raw};
 
+// v with each value rounded to dtype (what an array of dtype holds; float32: v itself).
+std::vector<float> rounded_to(std::vector<float> v, vgpu::DType dtype) {
+  unsigned char bytes[4];
+  for (float& x : v) {
+    vgpu::set_element_value(dtype, bytes, 0, x);
+    x = static_cast<float>(vgpu::element_value(dtype, bytes, 0));
+  }
+  return v;
+}
+
+// Runs op ("matmul" or "matmul_tf32") of s on arguments of dtype through the raw Device path,
+// with plan (op's plan for s and dtype), and checks every element of C against the exact product
+// of the (dtype-rounded) inputs within op's bound, widened for the 16-bit result's one rounding.
+void check_plan(vgpu::Device& device, const vgpu::KernelPlan& plan, MatmulShape s, vgpu::DType dtype, bool tf32) {
+  const auto a = rounded_to(random_floats(std::size_t{s.m} * s.k, std::size_t{s.m} * s.k + 3), dtype);
+  const auto b = rounded_to(random_floats(std::size_t{s.k} * s.n, std::size_t{s.k} * s.n + 4), dtype);
+  Reference ref = matmul_reference(a, b, s.m, s.k, s.n, tf32);
+  for (std::size_t i = 0; i < ref.bound.size(); ++i)
+    ref.bound[i] = vgpu::tolerance::narrowed(ref.value[i], ref.bound[i], dtype);
+  HostTensors args{a, b, std::vector<float>(std::size_t{s.m} * s.n, kNaN)};
+  run_raw(device, plan, args);
+  const Comparison c = compare(args[2], ref);
+  INFO(c.describe());
+  CHECK(c.ok());
+  note_exercised(device);
+}
+
 bool runs_glsl(const vgpu::Device& device) {
   return device.info().backend == vgpu::BackendKind::vulkan || device.info().backend == vgpu::BackendKind::opengl;
 }
@@ -132,6 +159,66 @@ TEST_CASE("matmul: every CUDA tiling at awkward and aligned shapes", "[matmul][t
     REQUIRE(!candidates.empty());
     CHECK(candidates.front().variant == rule->tune(shape, device.info()).variant);
     for (const vgpu::OpTuning& c : candidates) CHECK(vgpu::cuda::cuda_matmul_tiling(c.variant).name() == c.variant);
+  }
+}
+#endif
+
+TEST_CASE("matmul_tf32: TF32 allowed stays within TF32's bound on every device, and is float32 where no TF32 runs",
+          "[matmul][tf32]") {
+  const MatmulShape shapes[] = {{17, 300, 5}, {64, 64, 64}, {129, 33, 131}, {1, 1000, 3}, {256, 256, 256}};
+  for (vgpu::Device device : devices_under_test())
+    for (const MatmulShape& s : shapes) {
+      INFO(device.info().id() << " matmul_tf32 " << s.m << "x" << s.k << "x" << s.n);
+      // The rule's plans (nothing measured): TF32's where the backend offers it, else matmul's.
+      const vgpu::KernelPlan tf32 = vgpu::ops::plan("matmul_tf32", device.info(), {s.m, s.k, s.n});
+      CHECK(tf32.source.name == "vgpu.matmul_tf32");  // the result check's looser bound goes by this name
+      check_plan(device, tf32, s, vgpu::DType::f32, true);
+      const vgpu::KernelPlan highest = vgpu::ops::plan("matmul", device.info(), {s.m, s.k, s.n});
+      if (tf32.options.defines.count("VGPU_MMA_TF32") != 0) continue;  // a TF32 kernel: the bound is its contract
+      // No TF32 here: the same kernel as matmul, and the same bits.
+      CHECK(tf32.options.defines == highest.options.defines);
+      const auto a = random_floats(std::size_t{s.m} * s.k, 5), b = random_floats(std::size_t{s.k} * s.n, 6);
+      HostTensors x{a, b, std::vector<float>(std::size_t{s.m} * s.n, kNaN)}, y = x;
+      run_raw(device, tf32, x);
+      run_raw(device, highest, y);
+      CHECK(x[2] == y[2]);
+    }
+}
+
+#if VGPU_CONFORMANCE_CUDA_TILINGS
+TEST_CASE("matmul: every CUDA tensor-core tiling (float16, bfloat16, TF32) at awkward and aligned shapes",
+          "[matmul][tiling][cuda][dtype][tf32]") {
+  // Awkward: partial blocks everywhere, k and n off the 16-byte chunks (element-wise tile fill),
+  // single rows and columns; aligned: the cp.async path with K past one pipeline round, a K that
+  // ends inside a BK step (zero-filled chunks), several blocks of every tile shape.
+  const MatmulShape awkward[] = {{17, 1000, 17}, {1, 17, 1000}, {1000, 1, 17}, {129, 33, 131}, {1, 1, 1}};
+  const MatmulShape aligned[] = {{256, 64, 256}, {96, 40, 72}, {300, 4096, 8}, {512, 512, 512}, {130, 200, 264}};
+  for (vgpu::Device device : devices_under_test()) {
+    const vgpu::DeviceInfo& info = device.info();
+    if (info.backend != vgpu::BackendKind::cuda) continue;
+    if (!vgpu::cuda::has_mma_f16(info)) {
+      WARN(info.id() << " is older than sm_80: no tensor-core tilings to check there");
+      continue;
+    }
+    auto run = [&](const vgpu::cuda::CudaMmaTiling& t, vgpu::DType dtype, const MatmulShape& s) {
+      INFO(info.id() << " " << t.name() << " " << vgpu::numpy_name(dtype) << " " << s.m << "x" << s.k << "x" << s.n);
+      const auto tuner = vgpu::cuda::cuda_op_tuner(t.name());
+      const vgpu::KernelPlan plan = vgpu::detail::builtin_plan(t.tf32 ? "matmul_tf32" : "matmul", info, tuner.get(),
+                                                               {s.m, s.k, s.n}, nullptr, dtype);
+      REQUIRE(plan.kernel_count() == 1);  // the tensor-core kernel alone: no conversions
+      CHECK(plan.options.defines.count(t.tf32 ? "VGPU_MMA_TF32" : "VGPU_MMA_BF16") == 1);
+      check_plan(device, plan, s, dtype, t.tf32);
+    };
+    for (const MatmulShape& s : awkward) {
+      for (const auto& t : vgpu::cuda::cuda_mma_tilings())
+        for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) run(t, dtype, s);
+      for (const auto& t : vgpu::cuda::cuda_tf32_tilings()) run(t, vgpu::DType::f32, s);
+    }
+    for (const MatmulShape& s : aligned) {
+      for (const auto& t : vgpu::cuda::cuda_mma_tilings())
+        for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) run(t, dtype, s);
+      for (const auto& t : vgpu::cuda::cuda_tf32_tilings()) run(t, vgpu::DType::f32, s);
+    }
   }
 }
 #endif

@@ -212,7 +212,8 @@ TEST_CASE("small value types: names, shapes, counters", "[runtime]") {
   CHECK(vgpu::element_count(vgpu::Shape{}) == 1);
   CHECK(vgpu::dtype_size(vgpu::DType::f32) == 4);
   CHECK(vgpu::Groups{2, 3, 5}.total() == 30);
-  CHECK(vgpu::ops::names() == std::vector<std::string>{"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows"});
+  CHECK(vgpu::ops::names() ==
+        std::vector<std::string>{"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows", "matmul_tf32"});
   vgpu::CounterSnapshot a, b;
   a.compiles = 5, a.dispatches = 9, b.compiles = 2, b.dispatches = 4;
   const auto d = a - b;

@@ -9,6 +9,7 @@
 // order of magnitude; no assertion depends on a measured time.
 #include "result_check.hpp"
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -142,6 +143,54 @@ TEST_CASE("the matmul check sees a sum that stopped after 65535 iterations, and 
       CHECK(!wrong.ok());
     }
   }
+}
+
+TEST_CASE("the matmul_tf32 check allows the TF32 input rounding and no more, and the matmul check neither",
+          "[check][unit][tf32]") {
+  vgpu::Runtime cpu(vgpu::test::only(vgpu::BackendKind::cpu));
+  const vgpu::DeviceInfo info = cpu.devices().at(0);
+  const vgpu::KernelPlan plan = vgpu::ops::plan("matmul_tf32", info, {64, 512, 48});
+  REQUIRE(plan.source.name == "vgpu.matmul_tf32");
+  vgpu::detail::CallData data = vgpu::detail::make_call_data(plan);
+  const auto tf32 = vgpu::detail::check::builtin_reference("matmul_tf32", plan, data);
+  REQUIRE(tf32);
+  const float* a = static_cast<const float*>(data.args[0].in);
+  const float* b = static_cast<const float*>(data.args[1].in);
+  float* c = static_cast<float*>(data.args[2].out);
+  // C from inputs rounded to TF32 (10 mantissa bits, to nearest) as a tensor core reads them,
+  // then from inputs truncated to 7 bits (a kernel that claims TF32 and loses more: truncation's
+  // errors all shrink the magnitudes, so they add up instead of cancelling).
+  auto product_with = [&](unsigned drop_bits, bool nearest) {
+    auto round = [drop_bits, nearest](float x) {
+      std::uint32_t u;
+      std::memcpy(&u, &x, 4);
+      const std::uint32_t half = nearest ? 1u << (drop_bits - 1) : 0u, mask = ~((1u << drop_bits) - 1u);
+      u = (u + half) & mask;
+      std::memcpy(&x, &u, 4);
+      return x;
+    };
+    for (std::uint32_t i = 0; i < 64; ++i)
+      for (std::uint32_t j = 0; j < 48; ++j) {
+        double sum = 0;
+        for (std::uint32_t p = 0; p < 512; ++p) sum += double(round(a[i * 512 + p])) * round(b[p * 48 + j]);
+        c[i * 48 + j] = static_cast<float>(sum);
+      }
+  };
+  product_with(13, true);
+  const auto right = vgpu::detail::check::compare(*tf32, plan, data);
+  INFO(right.describe());
+  CHECK(right.ok());
+  // The same TF32 result is wrong for matmul (float32 throughout)...
+  vgpu::KernelPlan highest = plan;
+  highest.source.name = "vgpu.matmul";
+  const auto f32 = vgpu::detail::check::builtin_reference("matmul", highest, data);
+  REQUIRE(f32);
+  CHECK(!vgpu::detail::check::compare(*f32, highest, data).ok());
+  // ...and 7-bit inputs are wrong even for matmul_tf32.
+  product_with(16, false);
+  CHECK(!vgpu::detail::check::compare(*tf32, plan, data).ok());
+  // A plan under another name is no built-in's: no reference.
+  CHECK(!vgpu::detail::check::builtin_reference("matmul_tf32", highest, data));
 }
 
 TEST_CASE("a faster device that computes a wrong result is never chosen, and explain says why", "[check]") {

@@ -199,6 +199,59 @@ TEST_CASE("a fresh cache measures and stores the variant and a fresh runtime loa
   CHECK(found.size() == ids.size());
 }
 
+TEST_CASE("a 16-bit or TF32 matmul without variants of its own takes float32's measured choice, measuring nothing") {
+  const auto ids = software_gpus();
+  if (ids.empty()) {
+    WARN("skipped: no lavapipe/llvmpipe device");
+    return;
+  }
+  OptIn on;
+  TempDir dir("variant-dtype-");
+  for (const std::string& id : ids) {
+    INFO(id);
+    Logged l(dir.path);
+    const std::string first = plan_once(l, id);
+    vgpu::Device dev = l.runtime.open(id);
+    const auto measured = dev.counters().variant_measurements;
+    CHECK(measured == 4);
+    // The GLSL tuner offers no variant native to float16/bfloat16 and none in TF32: their plans
+    // are float32's tiling (between conversions for 16-bit), found in memory.
+    for (const auto& [op, dtype] : {std::pair{"matmul", vgpu::DType::f16}, std::pair{"matmul", vgpu::DType::bf16},
+                                    std::pair{"matmul_tf32", vgpu::DType::f32}}) {
+      INFO(op << " " << vgpu::numpy_name(dtype));
+      const vgpu::KernelPlan p = vgpu::ops::plan(op, dev, {kM, kK, kN}, dtype);
+      CHECK(variant_of(p, dev.info(), vgpu::OpShape{"matmul", kM, kK, kN}) == first);
+      CHECK(p.kernel_count() == (dtype == vgpu::DType::f32 ? 1u : 3u));
+    }
+    CHECK(dev.counters().variant_measurements == measured);
+  }
+  // One stored choice per device (float32's); none keyed by a dtype or precision.
+  CHECK(variant_entries(dir.path).size() == ids.size());
+  for (const auto& e : vgpu::test::entries(dir.path, EntryKind::selection, true)) {
+    CHECK(e.fingerprint_text.find(";dtype=") == std::string::npos);
+    CHECK(e.fingerprint_text.find(";precision=") == std::string::npos);
+  }
+}
+
+TEST_CASE("the variant key names a 16-bit dtype and TF32, and float32's key is as it always was") {
+  vgpu::DeviceInfo info;
+  info.backend = vgpu::BackendKind::cuda;
+  info.fingerprint = vgpu::DeviceFingerprint{"fp", 0x1234};
+  vgpu::OpTuning a, b;
+  a.variant = "b";
+  b.variant = "a";
+  const std::vector<vgpu::OpTuning> candidates{a, b};
+  const std::string f32 = vgpu::detail::variant_key_text(info, {"matmul", 1000, 64, 4096}, candidates);
+  CHECK(f32 ==
+        "variant;v=2;op=matmul;class=10x6x12;candidates=a|b;devices=" + info.id() + "=" + info.fingerprint.hex() + ",");
+  vgpu::OpShape half{"matmul", 1000, 64, 4096, vgpu::DType::f16};
+  CHECK(vgpu::detail::variant_key_text(info, half, candidates).starts_with("variant;v=2;op=matmul;dtype=f16;class="));
+  vgpu::OpShape tf32{"matmul", 1000, 64, 4096};
+  tf32.tf32 = true;
+  CHECK(vgpu::detail::variant_key_text(info, tf32, candidates)
+            .starts_with("variant;v=2;op=matmul;precision=tf32;class=10x6x12;"));
+}
+
 TEST_CASE("a damaged or hostile stored variant is dropped with one warning and measured again") {
   const auto ids = software_gpus();
   if (ids.empty()) {

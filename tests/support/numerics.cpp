@@ -39,7 +39,7 @@ Comparison compare(const std::vector<float>& got, const Reference& ref) {
 }
 
 Reference matmul_reference(const std::vector<float>& a, const std::vector<float>& b, std::size_t m, std::size_t k,
-                           std::size_t n) {
+                           std::size_t n, bool tf32) {
   Reference r;
   r.value.assign(m * n, 0.0);
   r.bound.assign(m * n, 0.0);
@@ -52,7 +52,8 @@ Reference matmul_reference(const std::vector<float>& a, const std::vector<float>
         absdot[i * n + j] += std::abs(aip * b[p * n + j]);
       }
     }
-  for (std::size_t i = 0; i < m * n; ++i) r.bound[i] = vgpu::tolerance::matmul(k, absdot[i]);
+  for (std::size_t i = 0; i < m * n; ++i)
+    r.bound[i] = vgpu::tolerance::matmul(k, absdot[i]) + (tf32 ? vgpu::tolerance::tf32_inputs(absdot[i]) : 0.0);
   return r;
 }
 

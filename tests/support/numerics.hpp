@@ -61,9 +61,10 @@ struct Comparison {
 /// poisoned with NaN before every run, so a NaN means an element was never written).
 Comparison compare(const std::vector<float>& got, const Reference& ref);
 
-/// C = A·B for row-major A[m×k], B[k×n]. Bound: vgpu::tolerance::matmul, 2·k·eps32·Σ|a||b|.
+/// C = A·B for row-major A[m×k], B[k×n]. Bound: vgpu::tolerance::matmul, 2·k·eps32·Σ|a||b|;
+/// tf32 (matmul_tf32): plus vgpu::tolerance::tf32_inputs, (2⁻¹⁰ + 2⁻²²)·Σ|a||b|.
 Reference matmul_reference(const std::vector<float>& a, const std::vector<float>& b, std::size_t m, std::size_t k,
-                           std::size_t n);
+                           std::size_t n, bool tf32 = false);
 
 /// y = a·x + y. Bound: vgpu::tolerance::axpy, 2·eps32·(|ax|+|y|).
 Reference axpy_reference(float alpha, const std::vector<float>& x, const std::vector<float>& y);

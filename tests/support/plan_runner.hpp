@@ -14,8 +14,10 @@
 
 namespace vgpu_test {
 
-/// Host data for a plan's non-scratch tensors, in order. Inputs are read; the elements of
-/// outputs (write / read_write tensors) are replaced by the results.
+/// Host data for a plan's non-scratch tensors, in order, as float values. Inputs are read; the
+/// elements of outputs (write / read_write tensors) are replaced by the results. run_raw
+/// encodes them into a tensor's own dtype (each rounded once: float16, bfloat16) and decodes its
+/// results; PersistentKernel takes float32 tensors only.
 using HostTensors = std::vector<std::vector<float>>;
 
 /// Which layer runs the plan.
@@ -80,18 +82,21 @@ inline void run_raw(vgpu::Device& device, const vgpu::KernelPlan& plan, HostTens
   std::vector<vgpu::Kernel> kernels;
   for (std::size_t k = 0; k < plan.kernel_count(); ++k)
     kernels.push_back(device.compile(plan.kernel_source(k), plan.kernel_options(k)));
+  // values in the tensor's dtype, as its buffer's bytes
+  auto encode = [](const std::vector<float>& values, vgpu::DType dtype) {
+    std::vector<unsigned char> bytes(values.size() * vgpu::dtype_size(dtype));
+    for (std::size_t i = 0; i < values.size(); ++i) vgpu::set_element_value(dtype, bytes.data(), i, values[i]);
+    return bytes;
+  };
   std::vector<vgpu::Buffer> buffers;
   std::vector<int> host_of;  // tensor index -> args index (-1 for scratch)
   std::size_t a = 0;
   for (const auto& t : plan.tensors) {
     const std::size_t count = vgpu::element_count(t.shape);
-    vgpu::Buffer buf = device.create_buffer(count * sizeof(float));
-    if (!t.scratch && t.access != vgpu::Access::write) {
-      device.write(buf, args[a].data(), count * sizeof(float));
-    } else {
-      const std::vector<float> nan(count, kNaN);
-      device.write(buf, nan.data(), count * sizeof(float));
-    }
+    vgpu::Buffer buf = device.create_buffer(count * vgpu::dtype_size(t.dtype));
+    const auto bytes =
+        encode(!t.scratch && t.access != vgpu::Access::write ? args[a] : std::vector<float>(count, kNaN), t.dtype);
+    device.write(buf, bytes.data(), bytes.size());
     host_of.push_back(t.scratch ? -1 : static_cast<int>(a));
     if (!t.scratch) ++a;
     buffers.push_back(buf);
@@ -105,8 +110,10 @@ inline void run_raw(vgpu::Device& device, const vgpu::KernelPlan& plan, HostTens
   for (std::size_t t = 0; t < plan.tensors.size(); ++t) {
     if (host_of[t] < 0 || plan.tensors[t].access == vgpu::Access::read) continue;
     auto& out = args[static_cast<std::size_t>(host_of[t])];
-    out.assign(out.size(), kNaN);
-    device.read(buffers[t], out.data(), out.size() * sizeof(float));
+    std::vector<unsigned char> bytes = encode(std::vector<float>(out.size(), kNaN), plan.tensors[t].dtype);
+    device.read(buffers[t], bytes.data(), bytes.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = static_cast<float>(vgpu::element_value(plan.tensors[t].dtype, bytes.data(), i));
   }
 }
 

@@ -149,8 +149,8 @@ bool run_batched(const MatmulForm& f, const Array& a, const Array& b, const Arra
 // A stack a product at a time, where one launch cannot run it (run_batched): the op's buffers
 // over matrix i of each operand. On a device that uses host memory in place, views of the
 // arrays' memory; otherwise device copies in and out of scratch matrices (tmp), which the
-// device orders with the launches.
-void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array& c) {
+// device orders with the launches. op: "matmul" or "matmul_tf32" (ops::matmul_op).
+void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array& c, const char* op) {
   const Device& device = a.device();
   detail::DeviceCore& core = detail::DeviceAccess::core(device);
   const std::uint32_t m = dim32("matmul", "M", f.m), k = dim32("matmul", "K", f.k), n = dim32("matmul", "N", f.n);
@@ -180,13 +180,13 @@ void run_stack(const MatmulForm& f, const Array& a, const Array& b, const Array&
       const Array args[] = {Array::from_external(device, pa + ia * a_bytes, dtype, matrix_a, [ka] {}),
                             Array::from_external(device, pb + ib * b_bytes, dtype, matrix_b, [kb] {}),
                             Array::from_external(device, pc + i * c_bytes, dtype, matrix_c, [kc] {})};
-      detail::run_prepared(device, "matmul", {m, k, n}, dtype, args);
+      detail::run_prepared(device, op, {m, k, n}, dtype, args);
       continue;
     }
     d.copy(a.buffer(), ta.buffer(), a_bytes, ia * a_bytes, 0);
     d.copy(b.buffer(), tb.buffer(), b_bytes, ib * b_bytes, 0);
     const Array args[] = {ta, tb, tc};
-    detail::run_prepared(device, "matmul", {m, k, n}, dtype, args);
+    detail::run_prepared(device, op, {m, k, n}, dtype, args);
     d.copy(tc.buffer(), c.buffer(), c_bytes, 0, i * c_bytes);
   }
 }
@@ -235,7 +235,7 @@ std::optional<DType> promote_types(DType a, DType b) {
   return std::nullopt;                              // u8 with i8: int16; u32 with i32: int64
 }
 
-void matmul(const Array& a, const Array& b, const Array& out) {
+void matmul(const Array& a, const Array& b, const Array& out, ops::Precision precision) {
   require_array(a, "matmul", "A");
   require_array(b, "matmul", "B");
   require_array(out, "matmul", "out");
@@ -243,6 +243,8 @@ void matmul(const Array& a, const Array& b, const Array& out) {
   const MatmulForm f = matmul_form(a.shape(), b.shape());
   const Shape want = matmul_shape(a.shape(), b.shape());
   const DType dtype = compute_dtype("matmul", {{"A", &a}, {"B", &b}});
+  // TF32 is about float32 operands: a 16-bit matmul is the same op either way (one plan, one choice).
+  const char* op = dtype == DType::f32 ? ops::matmul_op(precision) : "matmul";
   if (out.dtype() != dtype || out.shape() != want)
     fail(ErrorCategory::invalid_argument,
          "matmul: out is " + out.describe() + " but A @ B is " + std::string(to_string(dtype)) + to_string(want) + ".",
@@ -267,20 +269,21 @@ void matmul(const Array& a, const Array& b, const Array& out) {
     // A repeats across batch dimensions only B has: then it is not one contiguous stack.
     if (element_count(Shape(f.a.begin(), f.a.end() - 2)) == element_count(f.batch)) {
       const Array args[] = {a, b, out};
-      detail::run_prepared(a.device(), "matmul", {m, k, n}, dtype, args);
+      detail::run_prepared(a.device(), op, {m, k, n}, dtype, args);
       return;
     }
   }
-  if (!run_batched(f, a, b, out)) run_stack(f, a, b, out);
+  // The batched kernel computes in float32 whatever the precision (TF32 is an allowance).
+  if (!run_batched(f, a, b, out)) run_stack(f, a, b, out, op);
 }
 
-Array matmul(const Array& a, const Array& b) {
+Array matmul(const Array& a, const Array& b, ops::Precision precision) {
   require_array(a, "matmul", "A");
   require_array(b, "matmul", "B");
   same_device("matmul", {{"A", &a}, {"B", &b}});
   const DType dtype = compute_dtype("matmul", {{"A", &a}, {"B", &b}});
   Array out = Array::empty(a.device(), dtype, matmul_shape(a.shape(), b.shape()));
-  matmul(a, b, out);
+  matmul(a, b, out, precision);
   return out;
 }
 

@@ -42,13 +42,19 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
 /// invalid_argument naming op when dev cannot launch that many.
 Groups linear_groups(const char* op, std::uint64_t count, const DeviceInfo& dev);
 
-/// Returns matmul's tuning for m×k by k×n on arguments of dtype on info as tuner says, the
-/// variant measured on core where tuner offers several (null core: the rule's pick); the one
-/// choice behind matmul's and batched matmul's plans. A 16-bit dtype measures its own choice
-/// only among variants native to it (OpTuning::native_dtype), else float32's stands. Throws
-/// invalid_argument for a zero size.
+/// Returns matmul's tuning for m×k by k×n on arguments of dtype (with TF32 allowed where tf32)
+/// on info as tuner says, the variant measured on core where tuner offers several (null core:
+/// the rule's pick); the one choice behind matmul's and batched matmul's plans. A 16-bit dtype
+/// (TF32) measures its own choice only among variants native to it (OpTuning::native_dtype,
+/// ::tf32), else float32's stands. Throws invalid_argument for a zero size.
 OpTuning matmul_tuning(const DeviceInfo& info, const OpTuner* tuner, DeviceCore* core, std::uint32_t m, std::uint32_t k,
-                       std::uint32_t n, DType dtype = DType::f32);
+                       std::uint32_t n, DType dtype = DType::f32, bool tf32 = false);
+
+/// Returns matmul's plan m×k×n with tuning t on arguments of dtype: t's own where it is native
+/// to dtype, else t's float32 plan between conversion steps (dtype_plan.hpp); named
+/// "vgpu.matmul_tf32" where tf32_op (the op that allows TF32), else "vgpu.matmul".
+KernelPlan matmul_plan_in(const DeviceInfo& info, const OpTuner* tuner, std::uint32_t m, std::uint32_t k,
+                          std::uint32_t n, OpTuning t, DType dtype, bool tf32_op);
 
 /// Returns built-in op's source: every dialect vgpu ships (the CPU built-in op, the GLSL file
 /// glsl_file and its CUDA port of that name) plus t's own code, taken from t.

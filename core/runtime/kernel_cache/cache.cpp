@@ -34,16 +34,18 @@ void check_matmul_operands(const Matrix& a, const Matrix& b) {
 
 }  // namespace detail
 
-Matrix Cache::matmul(const Matrix& a, const Matrix& b) {
+Matrix Cache::matmul(const Matrix& a, const Matrix& b, ops::Precision precision) {
   detail::check_matmul_operands(a, b);
   Matrix c(a.rows, b.cols);
-  matmul(a.data.data(), b.data.data(), c.data.data(), a.rows, a.cols, b.cols);
+  matmul(a.data.data(), b.data.data(), c.data.data(), a.rows, a.cols, b.cols, precision);
   return c;
 }
 
-Device Cache::device_for(DType dtype, std::uint32_t m, std::uint32_t k, std::uint32_t n) const {
+Device Cache::device_for(DType dtype, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                         ops::Precision precision) const {
   if (multi_ || !db_.selects()) return device();  // a given device (over a set: its first)
-  return select(Runtime::global(), "matmul", {m, k, n}, dtype);
+  // TF32 is about float32 operands: a 16-bit matmul is selected as "matmul" either way.
+  return select(Runtime::global(), dtype == DType::f32 ? ops::matmul_op(precision) : "matmul", {m, k, n}, dtype);
 }
 
 std::string Cache::report() const {

@@ -21,6 +21,9 @@
 #include "vgpu/error.hpp"
 
 namespace vgpu::ops {
+// ops::to_string(Precision) would hide vgpu's overloads (Shape, BackendKind) from the code here.
+using vgpu::to_string;
+
 namespace {
 
 using kernels::ElementwiseParams;
@@ -118,30 +121,46 @@ KernelPlan elementwise(const char* op, const DeviceInfo& dev, const OpTuner* tun
 
 }  // namespace
 
-std::vector<std::string> names() { return {"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows"}; }
+std::vector<std::string> names() {
+  return {"matmul", "axpy", "add", "mul", "reduce_sum", "softmax_rows", "matmul_tf32"};
+}
+
+const char* to_string(Precision precision) noexcept { return precision == Precision::tf32 ? "tf32" : "highest"; }
+
+Precision parse_precision(const std::string& text) {
+  if (text == "highest") return Precision::highest;
+  if (text == "tf32") return Precision::tf32;
+  fail(ErrorCategory::invalid_argument, "precision '" + text + "' is not a matmul precision.",
+       "pass precision=\"highest\" (float32 throughout, the default) or precision=\"tf32\" (TF32 tensor cores "
+       "allowed where the GPU has them).");
+}
+
+const char* matmul_op(Precision precision) noexcept { return precision == Precision::tf32 ? "matmul_tf32" : "matmul"; }
 
 namespace {
 
 // matmul's plan with tuning t (sizes already checked) on arguments of dtype: float32, or the
-// 16-bit dtype a native variant (OpTuning::native_dtype) reads and writes itself.
+// 16-bit dtype a native variant (OpTuning::native_dtype) reads and writes itself; named as the
+// op asked for ("vgpu.matmul_tf32" where TF32 was allowed: the result check's tolerance).
 KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, std::uint32_t n, OpTuning t,
-                       DType dtype = DType::f32) {
+                       DType dtype = DType::f32, bool tf32_op = false) {
   check_tuning(dev, "matmul", t);
-  if (t.native_dtype != (dtype != DType::f32) || (t.native_dtype && (!t.code || t.split_k != 1 || t.max_k_slice)))
+  const bool own_code = t.native_dtype || t.tf32;
+  if (t.native_dtype != (dtype != DType::f32) || (t.tf32 && (dtype != DType::f32 || !tf32_op)) ||
+      (own_code && (!t.code || t.split_k != 1 || t.max_k_slice)))
     fail(ErrorCategory::internal,
-         "the " + std::string(to_string(dev.backend)) + " backend's matmul variant '" + t.variant + "' " +
-             (t.native_dtype ? "reads " + std::string(numpy_name(dtype)) + " itself but brings no code or splits K"
-                             : "is not native to " + std::string(numpy_name(dtype))) +
-             ".",
+         "the " + std::string(to_string(dev.backend)) + " backend's matmul variant '" + t.variant +
+             "' does not fit a matmul of " + std::string(numpy_name(dtype)) + (tf32_op ? " with TF32 allowed" : "") +
+             " (a native or TF32 variant brings its own code, splits no K, and is offered only where asked for).",
          "report this with the output of vgpu-probe.");
   KernelPlan p;
-  if (t.native_dtype) {  // only the variant's own code reads 16-bit operands: no other dialect may run it
-    p.source.name = "vgpu.matmul";
+  if (own_code) {  // only the variant's own code reads 16-bit operands or multiplies in TF32
     p.source.add(std::move(*t.code));
     p.source.params_size = sizeof(MatmulParams);
   } else {
     p.source = detail::builtin_source("matmul", "matmul", sizeof(MatmulParams), t);
   }
+  p.source.name = tf32_op ? "vgpu.matmul_tf32" : "vgpu.matmul";
   p.options = std::move(t.options);
   const std::uint64_t elem = dtype_size(dtype);
   // Sizes come from the params at dispatch time, so any shape validates against the buffers.
@@ -247,19 +266,28 @@ KernelPlan matmul_plan(const DeviceInfo& dev, std::uint32_t m, std::uint32_t k, 
   return p;
 }
 
-// matmul's plan with tuning t on arguments of dtype: t's own when it is native to dtype, else
-// t's float32 plan between conversion steps (dtype_plan.hpp).
+}  // namespace
+}  // namespace vgpu::ops
+
+namespace vgpu::detail {
+
 KernelPlan matmul_plan_in(const DeviceInfo& dev, const OpTuner* tuner, std::uint32_t m, std::uint32_t k,
-                          std::uint32_t n, OpTuning t, DType dtype) {
-  if (dtype == DType::f32 || t.native_dtype) return matmul_plan(dev, m, k, n, std::move(t), dtype);
-  return detail::with_dtype(matmul_plan(dev, m, k, n, std::move(t)), dtype, dev,
-                            require_tuner(dev, tuner, OpShape{"convert", 1, 1, 1}));
+                          std::uint32_t n, OpTuning t, DType dtype, bool tf32_op) {
+  if (dtype == DType::f32 || t.native_dtype) return ops::matmul_plan(dev, m, k, n, std::move(t), dtype, tf32_op);
+  return with_dtype(ops::matmul_plan(dev, m, k, n, std::move(t), DType::f32, tf32_op), dtype, dev,
+                    ops::require_tuner(dev, tuner, OpShape{"convert", 1, 1, 1}));
 }
+
+}  // namespace vgpu::detail
+
+namespace vgpu::ops {
+namespace {
 
 // The matmul plan; with core, the variant measured on that open device (variant_choice.hpp).
 KernelPlan matmul_on(const DeviceInfo& dev, const OpTuner* tuner, detail::DeviceCore* core, std::uint32_t m,
-                     std::uint32_t k, std::uint32_t n, DType dtype = DType::f32) {
-  return matmul_plan_in(dev, tuner, m, k, n, detail::matmul_tuning(dev, tuner, core, m, k, n, dtype), dtype);
+                     std::uint32_t k, std::uint32_t n, DType dtype = DType::f32, bool tf32_op = false) {
+  return detail::matmul_plan_in(dev, tuner, m, k, n, detail::matmul_tuning(dev, tuner, core, m, k, n, dtype, tf32_op),
+                                dtype, tf32_op);
 }
 
 }  // namespace
@@ -428,7 +456,7 @@ void check_shape(const std::string& op, const Shape& shape) {
            "op '" + op + "' takes shape " + form + " but got " + to_string(shape) + ".",
            std::string("pass the shape as ") + form + ".");
   };
-  if (op == "matmul") return want(3, "{M, K, N}");
+  if (op == "matmul" || op == "matmul_tf32") return want(3, "{M, K, N}");
   if (op == "softmax_rows") return want(2, "{rows, cols}");
   if (op == "axpy" || op == "add" || op == "mul" || op == "reduce_sum") return want(1, "{n}");
   std::string known;
@@ -471,7 +499,8 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
   auto u32 = [&](std::size_t i, const char* what) { return to_u32(op.c_str(), what, shape[i]); };
   // matmul may have variants native to a 16-bit dtype (tensor cores); a plan without one, and
   // every other op, runs its float32 plan between conversion steps (dtype_plan.hpp).
-  if (op == "matmul") return matmul_on(info, tuner, core, u32(0, "M"), u32(1, "K"), u32(2, "N"), dtype);
+  if (op == "matmul" || op == "matmul_tf32")
+    return matmul_on(info, tuner, core, u32(0, "M"), u32(1, "K"), u32(2, "N"), dtype, op == "matmul_tf32");
   if (dtype != DType::f32)
     return with_dtype(builtin_plan(op, info, tuner, shape, core, DType::f32), dtype, info,
                       require_tuner(info, tuner, OpShape{"convert", 1, 1, 1}));
@@ -482,11 +511,11 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
 }
 
 OpTuning matmul_tuning(const DeviceInfo& dev, const OpTuner* tuner, DeviceCore* core, std::uint32_t m, std::uint32_t k,
-                       std::uint32_t n, DType dtype) {
+                       std::uint32_t n, DType dtype, bool tf32) {
   ops::require_positive("matmul", "M", m);
   ops::require_positive("matmul", "K", k);
   ops::require_positive("matmul", "N", n);
-  OpShape shape{"matmul", m, k, n, dtype};
+  OpShape shape{"matmul", m, k, n, dtype, tf32 && dtype == DType::f32};
   const OpTuner& rule = ops::require_tuner(dev, tuner, shape);
   // Where the backend offers several variants, the measured choice (variant_choice.hpp) picks
   // one: timed once per device and size class, then read from memory or the disk store.
@@ -497,13 +526,15 @@ OpTuning matmul_tuning(const DeviceInfo& dev, const OpTuner* tuner, DeviceCore* 
          "report this with the output of vgpu-probe.");
   // Without a variant native to dtype, a 16-bit matmul runs a float32 variant between
   // conversions whose cost does not depend on the variant: float32's measured choice stands.
+  // Likewise TF32 allowed without a TF32 variant is float32's choice.
   const bool native =
       std::any_of(candidates.begin(), candidates.end(), [](const OpTuning& t) { return t.native_dtype; });
   if (!native) shape.dtype = DType::f32;
+  if (std::none_of(candidates.begin(), candidates.end(), [](const OpTuning& t) { return t.tf32; })) shape.tf32 = false;
   std::size_t pick = 0;
   if (core && candidates.size() > 1)
     pick = choose_variant(*core, shape, candidates, [&](const OpTuning& t) {
-      return ops::matmul_plan_in(dev, tuner, m, k, n, t, native ? dtype : DType::f32);
+      return matmul_plan_in(dev, tuner, m, k, n, t, shape.dtype, shape.tf32);
     });
   return std::move(candidates[pick]);
 }

@@ -14,10 +14,6 @@ namespace detail {
 void check_matmul_operands(const Matrix& a, const Matrix& b);  // core/runtime/kernel_cache/cache.cpp
 }  // namespace detail
 
-namespace {
-const std::string kMatmul = "matmul";
-}  // namespace
-
 struct Cache::Multi {
   explicit Multi(DeviceSet devices) : db(std::move(devices)) {}
 
@@ -37,28 +33,31 @@ Cache::Cache(DeviceSet devices) : db_(devices.open(0)), multi_(std::make_unique<
 
 Cache::~Cache() = default;
 
-void Cache::matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n) {
+void Cache::matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                   ops::Precision precision) {
+  const std::string op = ops::matmul_op(precision);
   if (multi_ && multi_->db.devices().size() > 1 && m > 1 &&
       std::uint64_t{m} * k * n >= multi_->split_min_work.load(std::memory_order_relaxed)) {
     multi_->db.spread(
-        kMatmul, {m, k, n}, m, [&](KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
+        op, {m, k, n}, m, [&](KernelDatabase& db, std::uint32_t begin, std::uint32_t end, std::uint32_t& done) {
           const std::uint32_t rows = end - begin;  // rows [begin, end) of C from those of A; B whole
           const TensorArg args[] = {TensorArg(a + std::size_t{begin} * k, {rows, k}), TensorArg(b, {k, n}),
                                     TensorArg(c + std::size_t{begin} * n, {rows, n})};
-          db.call(kMatmul, {rows, k, n}, args);
+          db.call(op, {rows, k, n}, args);
           done = rows;
         });
     return;
   }
   const TensorArg args[] = {TensorArg(a, {m, k}), TensorArg(b, {k, n}), TensorArg(c, {m, n})};
-  (multi_ ? multi_->db.database(0) : db_).call(kMatmul, {m, k, n}, args);
+  (multi_ ? multi_->db.database(0) : db_).call(op, {m, k, n}, args);
   if (multi_) {
     multi_->unsplit.fetch_add(1, std::memory_order_relaxed);
     multi_->unsplit_rows.fetch_add(m, std::memory_order_relaxed);
   }
 }
 
-std::vector<Matrix> Cache::matmul_batch(const std::vector<std::pair<Matrix, Matrix>>& pairs) {
+std::vector<Matrix> Cache::matmul_batch(const std::vector<std::pair<Matrix, Matrix>>& pairs, ops::Precision precision) {
+  const std::string op = ops::matmul_op(precision);
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     detail::check_matmul_operands(pairs[i].first, pairs[i].second);
     if (pairs[i].first.rows != pairs[0].first.rows || pairs[i].first.cols != pairs[0].first.cols ||
@@ -82,13 +81,13 @@ std::vector<Matrix> Cache::matmul_batch(const std::vector<std::pair<Matrix, Matr
                                   TensorArg(out[i].data.data(), {m, n})};
   };
   if (!multi_) {
-    for (std::size_t i = 0; i < pairs.size(); ++i) db_.call(kMatmul, {m, k, n}, args_of(i));
+    for (std::size_t i = 0; i < pairs.size(); ++i) db_.call(op, {m, k, n}, args_of(i));
     return out;
   }
   if (pairs.size() > UINT32_MAX)
     fail(ErrorCategory::invalid_argument, "matmul_batch: " + std::to_string(pairs.size()) + " pairs is too many.",
          "split the batch into parts of at most 2^32-1 pairs.");
-  multi_->db.call_batch(kMatmul, {m, k, n}, static_cast<std::uint32_t>(pairs.size()), args_of);
+  multi_->db.call_batch(op, {m, k, n}, static_cast<std::uint32_t>(pairs.size()), args_of);
   return out;
 }
 

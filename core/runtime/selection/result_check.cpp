@@ -63,8 +63,8 @@ bool shaped(const TensorSpec* t, DType dtype, Access access, std::size_t dims) {
 // matmul: C[i,j] at sampled elements, one per stratum of C's row-major order (so every stretch
 // of rows is sampled, at random columns), each an exact dot product over k.
 // float16 and bfloat16 operands (all three of one dtype): the float32 bound, then one rounding
-// (tolerance::narrowed).
-std::optional<Reference> matmul_ref(const std::vector<const TensorSpec*>& t, const CallData& in) {
+// (tolerance::narrowed); tf32 (matmul_tf32): plus the TF32 rounding of the inputs.
+std::optional<Reference> matmul_ref(const std::vector<const TensorSpec*>& t, const CallData& in, bool tf32) {
   if (t.size() != 3) return std::nullopt;
   const DType dtype = t[0]->dtype;
   if ((dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16) || !shaped(t[0], dtype, Access::read, 2) ||
@@ -85,7 +85,8 @@ std::optional<Reference> matmul_ref(const std::vector<const TensorSpec*>& t, con
       dot += x;
       abs_dot += std::abs(x);
     }
-    ref.expected.push_back({2, i * n + j, dot, tolerance::narrowed(dot, tolerance::matmul_random(k, abs_dot), dtype)});
+    const double bound32 = tolerance::matmul_random(k, abs_dot) + (tf32 ? tolerance::tf32_inputs(abs_dot) : 0.0);
+    ref.expected.push_back({2, i * n + j, dot, tolerance::narrowed(dot, bound32, dtype)});
   }
   return ref;
 }
@@ -219,8 +220,8 @@ std::optional<Reference> builtin_reference(const std::string& op, const KernelPl
   const std::vector<const TensorSpec*> t = visible(plan);
   if (t.size() != inputs.args.size()) return std::nullopt;
   std::optional<Reference> ref;
-  if (op == "matmul")
-    ref = matmul_ref(t, inputs);
+  if (op == "matmul" || op == "matmul_tf32")
+    ref = matmul_ref(t, inputs, op == "matmul_tf32");
   else if (op == "axpy" || op == "add" || op == "mul")
     ref = elementwise_ref(op, t, inputs);
   else if (op == "reduce_sum")

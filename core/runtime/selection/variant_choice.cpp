@@ -47,10 +47,11 @@ std::string first_line(const char* what) {
 
 std::uint32_t log2_class(std::uint64_t v) { return static_cast<std::uint32_t>(std::bit_width(v - 1)); }
 
-// "MxKxN", with the dtype after it where it is not float32 ("MxKxN float16").
+// "MxKxN", with the dtype after it where it is not float32 ("MxKxN float16") and TF32 where
+// it is allowed ("MxKxN tf32").
 std::string shape_text(const OpShape& s) {
   return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
-         (s.dtype == DType::f32 ? "" : " " + std::string(numpy_name(s.dtype)));
+         (s.dtype == DType::f32 ? "" : " " + std::string(numpy_name(s.dtype))) + (s.tf32 ? " tf32" : "");
 }
 
 std::optional<std::size_t> index_of(const std::vector<OpTuning>& candidates, const std::string& variant) {
@@ -196,7 +197,8 @@ std::optional<std::size_t> measure(DeviceCore& core, const OpShape& shape, const
       const KernelPlan p = plan(candidates[i]);
       CallData& inputs = data.pristine(p);
       if (ref_signature.empty()) {
-        ref = check::builtin_reference(std::string(shape.op), p, inputs);
+        // TF32 allowed: matmul_tf32's looser bound (its candidates' plans carry that name).
+        ref = check::builtin_reference(shape.tf32 ? "matmul_tf32" : std::string(shape.op), p, inputs);
         ref_signature = call_signature(p);
       }
       Resident r = make_resident(device, p, inputs);
@@ -285,7 +287,8 @@ std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, con
   // v=2: choices whose candidates' results were checked (issue 29); v=1 entries were not, and
   // are never looked up again.
   // A 16-bit dtype's choice is its own (a float32 one keeps the key it always had).
-  const std::string dtype = shape.dtype == DType::f32 ? "" : ";dtype=" + std::string(to_string(shape.dtype));
+  const std::string dtype = (shape.dtype == DType::f32 ? "" : ";dtype=" + std::string(to_string(shape.dtype))) +
+                            (shape.tf32 ? ";precision=tf32" : "");
   return "variant;v=2;op=" + std::string(shape.op) + dtype + ";class=" + std::to_string(log2_class(shape.m)) + "x" +
          std::to_string(log2_class(shape.k)) + "x" + std::to_string(log2_class(shape.n)) + ";candidates=" + set +
          ";devices=" + device.id() + "=" + device.fingerprint.hex() + ",";

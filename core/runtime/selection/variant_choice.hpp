@@ -53,9 +53,10 @@ std::size_t choose_variant(DeviceCore& core, const OpShape& shape, const std::ve
                            const CandidatePlan& plan);
 
 /// The key text a choice is stored under:
-/// "variant;v=2;op=<op>[;dtype=<f16|bf16>];class=<cm>x<ck>x<cn>;candidates=<names sorted,
-/// |-joined>;devices=<id>=<fingerprint hex>," where each class is ceil(log2) of m, k, n (the tile choice depends on the
-/// grid, not only the work) and the dtype is named unless it is float32.
+/// "variant;v=2;op=<op>[;dtype=<f16|bf16>][;precision=tf32];class=<cm>x<ck>x<cn>;candidates=<names
+/// sorted, |-joined>;devices=<id>=<fingerprint hex>," where each class is ceil(log2) of m, k, n
+/// (the tile choice depends on the grid, not only the work), the dtype is named unless it is
+/// float32, and the precision where TF32 is allowed and offered.
 std::string variant_key_text(const DeviceInfo& device, const OpShape& shape, const std::vector<OpTuning>& candidates);
 
 }  // namespace vgpu::detail

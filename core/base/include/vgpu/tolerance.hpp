@@ -84,6 +84,12 @@ inline double reduce_sum(std::uint64_t n, double abs_sum) noexcept {
 /// a flushed denormal in float).
 constexpr double softmax(double exact) noexcept { return 1e-5 * exact + 1e-37; }
 
+/// matmul_tf32 (TF32 allowed) adds, to the float32 matmul's bound, the rounding of both inputs
+/// of each product to TF32 (10 mantissa bits, relative error ≤ 2⁻¹¹ each): |a'b' − ab| ≤
+/// (2·2⁻¹¹ + 2⁻²²)·|ab|, summed over k: (2⁻¹⁰ + 2⁻²²)·Σ|a||b|. A device that computes in float32
+/// meets it with room to spare.
+constexpr double tf32_inputs(double abs_dot) noexcept { return (0x1p-10 + 0x1p-22) * abs_dot; }
+
 /// Any op above on dtype's arrays: computed in float32 within bound32 of exact (the op's own
 /// bound), then, for float16 or bfloat16, rounded once to nearest in the 16-bit format, which adds
 /// at most half a unit in its last place: u·|computed| ≤ u·(|exact| + bound32), u being the

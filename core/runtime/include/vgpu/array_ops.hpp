@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "vgpu/array.hpp"
+#include "vgpu/ops.hpp"
 
 namespace vgpu {
 
@@ -24,14 +25,18 @@ VGPU_API std::optional<DType> promote_types(DType a, DType b);
 
 /// Returns a @ b with np.matmul's rules (shapes: matmul_shape; a dimension of 0 gives an empty
 /// result, K = 0 zeros). Both arrays must be on one device (invalid_argument naming both
-/// otherwise: move one with Array::to). Computes in float32, accumulating in float32, on every
-/// device today: other dtypes are refused with not_supported naming them (cast first; never a
-/// silent downcast). A stack whose b is one matrix runs as one launch of (batch·M)×K by K×N;
-/// other stacks as one launch of the batched kernel (docs/arrays.md says when it takes more).
-VGPU_API Array matmul(const Array& a, const Array& b);
-/// As matmul(a, b), writing the result into out (float32, the result's shape, on the same
-/// device, sharing no memory with a or b).
-VGPU_API void matmul(const Array& a, const Array& b, const Array& out);
+/// otherwise: move one with Array::to), both float32, float16 or bfloat16 (one dtype: the
+/// result's; accumulation in float32, docs/numerics.md); other dtypes are refused with
+/// not_supported naming them (cast first; never a silent downcast). precision tf32 allows TF32
+/// tensor cores for float32 operands (ops::Precision; used for a matrix or a stack whose b is
+/// one matrix, on CUDA sm_80+; everything else computes in float32 as highest). A stack whose b
+/// is one matrix runs as one launch of (batch·M)×K by K×N; other stacks as one launch of the
+/// batched kernel (docs/arrays.md says when it takes more).
+VGPU_API Array matmul(const Array& a, const Array& b, ops::Precision precision = ops::Precision::highest);
+/// As matmul(a, b, precision), writing the result into out (a's dtype, the result's shape, on
+/// the same device, sharing no memory with a or b).
+VGPU_API void matmul(const Array& a, const Array& b, const Array& out,
+                     ops::Precision precision = ops::Precision::highest);
 /// Returns a + b elementwise (same shape, float32, one device).
 VGPU_API Array add(const Array& a, const Array& b);
 /// Returns a * b elementwise (same shape, float32, one device).

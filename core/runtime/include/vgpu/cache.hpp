@@ -13,6 +13,7 @@
 #include "vgpu/device.hpp"
 #include "vgpu/device_set.hpp"
 #include "vgpu/kernel_database.hpp"
+#include "vgpu/ops.hpp"
 
 namespace vgpu {
 
@@ -72,14 +73,19 @@ class VGPU_API Cache {
   explicit Cache(DeviceSet devices);
   ~Cache();
 
-  /// Returns A·B; throws invalid_argument when A.cols != B.rows or a matrix is empty.
-  Matrix matmul(const Matrix& a, const Matrix& b);
-  /// Computes C[m×n] = A[m×k]·B[k×n] from raw row-major pointers.
-  void matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n);
+  /// Returns A·B; throws invalid_argument when A.cols != B.rows or a matrix is empty. precision
+  /// tf32 allows TF32 tensor cores where the device has them (the op "matmul_tf32", selected
+  /// and cached apart from "matmul"; ops::Precision).
+  Matrix matmul(const Matrix& a, const Matrix& b, ops::Precision precision = ops::Precision::highest);
+  /// Computes C[m×n] = A[m×k]·B[k×n] from raw row-major pointers (precision as above).
+  void matmul(const float* a, const float* b, float* c, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+              ops::Precision precision = ops::Precision::highest);
 
   /// Returns A_i·B_i for every pair, all of one shape (invalid_argument otherwise): over a set
-  /// spread across its devices (DeviceSet::shares), else one after the other on this cache's device.
-  std::vector<Matrix> matmul_batch(const std::vector<std::pair<Matrix, Matrix>>& pairs);
+  /// spread across its devices (DeviceSet::shares), else one after the other on this cache's
+  /// device (precision as for matmul).
+  std::vector<Matrix> matmul_batch(const std::vector<std::pair<Matrix, Matrix>>& pairs,
+                                   ops::Precision precision = ops::Precision::highest);
 
   /// Returns how many calls had to build a persistent kernel (a new shape; per device over a set).
   std::uint64_t compiles() const;
@@ -99,12 +105,13 @@ class VGPU_API Cache {
   /// Returns the device the cache runs on (with selection: the device of the last call; over a
   /// set: its first device).
   Device device() const { return db_.device(); }
-  /// Returns the device an m×k by k×n matmul of arrays of dtype runs on: the cache's own device
-  /// when it was given one (over a set: the set's first), else the device measured fastest for
-  /// that dtype and size class (vgpu::select(Runtime::global(), "matmul", {m, k, n}, dtype):
-  /// float16 and bfloat16 have size classes of their own). Python's Cache.matmul of 16-bit
-  /// operands runs there.
-  Device device_for(DType dtype, std::uint32_t m, std::uint32_t k, std::uint32_t n) const;
+  /// Returns the device an m×k by k×n matmul of arrays of dtype at precision runs on: the
+  /// cache's own device when it was given one (over a set: the set's first), else the device
+  /// measured fastest for that dtype, precision and size class (vgpu::select(Runtime::global(),
+  /// ops::matmul_op(precision), {m, k, n}, dtype): float16 and bfloat16 have size classes of
+  /// their own). Python's Cache.matmul of 16-bit operands runs there.
+  Device device_for(DType dtype, std::uint32_t m, std::uint32_t k, std::uint32_t n,
+                    ops::Precision precision = ops::Precision::highest) const;
   /// Returns the device set this cache spreads over, or null for a one-device cache.
   const DeviceSet* devices() const noexcept;
   /// Returns what spreading over the set did (all zero without a set).

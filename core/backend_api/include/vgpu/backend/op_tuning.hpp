@@ -24,6 +24,10 @@ struct OpShape {
   /// and write it themselves (OpTuning::native_dtype); any other variant runs on float32
   /// twins of the arguments between conversion steps (core/runtime/kernel_cache/dtype_plan.hpp).
   DType dtype = DType::f32;
+  /// matmul on float32 through the op "matmul_tf32": the caller allows TF32 arithmetic (inputs
+  /// rounded to 10 mantissa bits, float32 accumulation). A tuner may answer with variants marked
+  /// OpTuning::tf32; any other variant computes in float32, which the allowance also covers.
+  bool tf32 = false;
 };
 
 /// How one device runs one built-in op at one shape.
@@ -48,6 +52,9 @@ struct OpTuning {
   /// 16-bit operands): its plan binds the arguments as they are, with no conversion steps, and
   /// its code (which it must bring) is the plan's only source. Only matmul takes such variants.
   bool native_dtype = false;
+  /// The variant multiplies float32 operands in TF32 (offered only where OpShape::tf32 allows
+  /// it): like native_dtype, its code (which it must bring) is the plan's only source.
+  bool tf32 = false;
 };
 
 /// A backend's tuning of the built-in ops. Thread-safety: immutable, tune() is safe from any thread.
