@@ -68,24 +68,26 @@ inline void wait_until(std::size_t in_flight) {
   }
 }
 
-// Runs kernel over a grid of gx × gy blocks of tx × ty threads, each thread a std::thread with
-// its threadIdx and blockIdx set, the blocks one after another.
-inline void launch(unsigned gx, unsigned gy, unsigned tx, unsigned ty, const std::function<void()>& kernel) {
+// Runs kernel over a grid of gx × gy × gz blocks of tx × ty threads, each thread a std::thread
+// with its threadIdx and blockIdx set, the blocks one after another.
+inline void launch(unsigned gx, unsigned gy, unsigned tx, unsigned ty, const std::function<void()>& kernel,
+                   unsigned gz = 1) {
   blockDim = {tx, ty, 1};
   std::barrier<> barrier(tx * ty);
   g_block_barrier = &barrier;
-  for (unsigned by = 0; by < gy; ++by)
-    for (unsigned bx = 0; bx < gx; ++bx) {
-      std::vector<std::thread> threads;
-      for (unsigned y = 0; y < ty; ++y)
-        for (unsigned x = 0; x < tx; ++x)
-          threads.emplace_back([&kernel, x, y, bx, by] {
-            threadIdx = {x, y, 0};
-            blockIdx = {bx, by, 0};
-            kernel();
-          });
-      for (std::thread& t : threads) t.join();
-    }
+  for (unsigned bz = 0; bz < gz; ++bz)
+    for (unsigned by = 0; by < gy; ++by)
+      for (unsigned bx = 0; bx < gx; ++bx) {
+        std::vector<std::thread> threads;
+        for (unsigned y = 0; y < ty; ++y)
+          for (unsigned x = 0; x < tx; ++x)
+            threads.emplace_back([&kernel, x, y, bx, by, bz] {
+              threadIdx = {x, y, 0};
+              blockIdx = {bx, by, bz};
+              kernel();
+            });
+        for (std::thread& t : threads) t.join();
+      }
 }
 
 // C[i][j] of row-major a (m×k) · b (k×n) in double, and Σ|a||b| over the same terms.

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "cuda_emulation.hpp"
@@ -196,34 +197,46 @@ float decode(elem_t e) {
 // Runs C = A·B (m×k · k×n) through the kernel with its data offset elements into their buffers
 // (offset 1 breaks the 16-byte alignment, so the tiles are filled element by element); returns
 // whether every element is within float32's worst case, plus TF32's input rounding (TF32) or the
-// one rounding of a 16-bit result, of the double-precision sum.
+// one rounding of a 16-bit result, of the double-precision sum. Built with VGPU_MM_BATCH=1: a
+// stack of three A matrices times one B (broadcast), in two launches (z = 2 from product 0,
+// z = 1 from product 2), as batched_matmul.cpp plans a stack past the z-limit.
 bool check(unsigned m, unsigned k, unsigned n, unsigned offset) {
-  std::vector<float> a(std::size_t{m} * k), b(std::size_t{k} * n);
+  constexpr unsigned count = VGPU_MM_BATCH ? 3 : 1;
+  std::vector<float> a(std::size_t{count} * m * k), b(std::size_t{k} * n);
   std::mt19937 gen(m * 131 + k * 7 + n);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (float& v : a) v = representable(dist(gen));
   for (float& v : b) v = representable(dist(gen));
-  std::vector<elem_t> A(a.size() + offset), B(b.size() + offset), C(std::size_t{m} * n + offset, encode(NAN));
+  std::vector<elem_t> A(a.size() + offset), B(b.size() + offset), C(std::size_t{count} * m * n + offset, encode(NAN));
   for (std::size_t i = 0; i < a.size(); ++i) A[offset + i] = encode(a[i]);
   for (std::size_t i = 0; i < b.size(); ++i) B[offset + i] = encode(b[i]);
   for (unsigned w = 0; w < THREADS / 32; ++w) g_warp_barriers[w] = std::make_unique<std::barrier<>>(32);
-  const MatmulParams p{m, n, k, 0};
-  emulation::launch((n + BN - 1) / BN, (m + BM - 1) / BM, THREADS, 1,
-                    [&] { vgpu_matmul_mma(A.data() + offset, B.data() + offset, C.data() + offset, p); });
+  auto run = [&](const MatmulParams& p, unsigned products) {
+    emulation::launch((n + BN - 1) / BN, (m + BM - 1) / BM, THREADS, 1,
+                      [&] { vgpu_matmul_mma(A.data() + offset, B.data() + offset, C.data() + offset, p); }, products);
+  };
+#if VGPU_MM_BATCH
+  // first, inner = 3 products, A's matrices one apart (a_inner 1), B repeated (b_inner 0).
+  run(MatmulParams{m, n, k, 0, 0, count, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, 2);
+  run(MatmulParams{m, n, k, 0, 2, count, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, 1);
+#else
+  run(MatmulParams{m, n, k, 0}, 1);
+#endif
   const double u = VGPU_MMA_TF32 ? 0.0 : VGPU_MMA_BF16 ? 0x1p-8 : 0x1p-11;
   const double tf32 = VGPU_MMA_TF32 ? 0x1p-10 + 0x1p-22 : 0.0;
   unsigned bad = 0;
-  for (unsigned i = 0; i < m; ++i)
-    for (unsigned j = 0; j < n; ++j) {
-      const auto [ref, mag] = emulation::exact_dot(a.data(), b.data(), i, j, k, n);
-      const double bound32 = 2.0 * k * 0x1p-23 * mag + tf32 * mag;
-      const double bound = bound32 + u * (std::fabs(ref) + bound32) + (u == 0x1p-11 ? 0x1p-25 : 0.0) + 1e-30;
-      const double got = decode(C[offset + std::size_t{i} * n + j]);
-      if (!(std::fabs(got - ref) <= bound) && bad++ < 3)
-        std::printf("  C[%u][%u] = %.9g, want %.9g ± %.3g\n", i, j, got, ref, bound);
-    }
-  std::printf("%s %ux%u·%ux%u%s: %s\n", VGPU_EMULATED_TILING, m, k, k, n, offset ? " (unaligned)" : "",
-              bad ? "WRONG" : "ok");
+  for (unsigned z = 0; z < count; ++z)
+    for (unsigned i = 0; i < m; ++i)
+      for (unsigned j = 0; j < n; ++j) {
+        const auto [ref, mag] = emulation::exact_dot(a.data() + std::size_t{z} * m * k, b.data(), i, j, k, n);
+        const double bound32 = 2.0 * k * 0x1p-23 * mag + tf32 * mag;
+        const double bound = bound32 + u * (std::fabs(ref) + bound32) + (u == 0x1p-11 ? 0x1p-25 : 0.0) + 1e-30;
+        const double got = decode(C[offset + (std::size_t{z} * m + i) * n + j]);
+        if (!(std::fabs(got - ref) <= bound) && bad++ < 3)
+          std::printf("  C[%u][%u][%u] = %.9g, want %.9g ± %.3g\n", z, i, j, got, ref, bound);
+      }
+  std::printf("%s %ux%u·%ux%u%s%s: %s\n", VGPU_EMULATED_TILING, m, k, k, n, offset ? " (unaligned)" : "",
+              VGPU_MM_BATCH ? " (stack of 3, B broadcast)" : "", bad ? "WRONG" : "ok");
   return bad == 0;
 }
 
@@ -240,7 +253,10 @@ int main() {
   const Shape shapes[] = {{1, 1, 1, 0},      {17, 100, 17, 0},   {1, 17, 300, 0},  {130, 1, 17, 0},
                           {129, 33, 131, 0}, {256, 128, 128, 0}, {96, 40, 72, 0},  {130, 200, 136, 0},
                           {128, 16, 128, 0}, {64, 8, 64, 0},     {128, 96, 64, 1}, {200, 64, 24, 0}};
+  // Stacks add only the batch offsets: a few shapes (both paths, partial blocks) suffice.
+  const Shape stacked[] = {{17, 100, 17, 0}, {129, 33, 131, 0}, {96, 40, 72, 0}, {128, 96, 64, 1}};
   bool ok = true;
-  for (const Shape& s : shapes) ok = check(s.m, s.k, s.n, s.offset) && ok;
+  for (const Shape& s : VGPU_MM_BATCH ? std::span<const Shape>(stacked) : std::span<const Shape>(shapes))
+    ok = check(s.m, s.k, s.n, s.offset) && ok;
   return ok ? 0 : 1;
 }

@@ -140,6 +140,45 @@ TEST_CASE("dtypes: matmul on float32, float16 and bfloat16 arrays against fp64",
     }
 }
 
+TEST_CASE("dtypes: stacks of matmuls in every dtype, and with TF32 allowed, against fp64",
+          "[dtype][matmul][stack][tf32]") {
+  // (3, m, k) @ (k, n): one launch of (3m)×k; (3, m, k) @ (3, k, n) and (2, 1, m, k) @ (3, k, n):
+  // the batched kernel (on CUDA sm_80+ its tensor-core form). Each product checked on its own.
+  struct Stack {
+    Shape a, b;
+  };
+  const std::uint64_t m = 17, k = 40, n = 24;
+  const Stack stacks[] = {{{3, m, k}, {k, n}}, {{3, m, k}, {3, k, n}}, {{2, 1, m, k}, {3, k, n}}};
+  for (vgpu::Device device : devices_under_test())
+    for (DType dtype : kDTypes)
+      for (vgpu::ops::Precision precision : {vgpu::ops::Precision::highest, vgpu::ops::Precision::tf32}) {
+        const bool tf32 = precision == vgpu::ops::Precision::tf32 && dtype == DType::f32;
+        Worst worst;
+        for (const Stack& st : stacks) {
+          INFO(device.info().id() << " " << vgpu::to_string(st.a) << " @ " << vgpu::to_string(st.b) << " "
+                                  << vgpu::numpy_name(dtype) << " " << vgpu::ops::to_string(precision));
+          const std::uint64_t na = vgpu::element_count(st.a), nb = vgpu::element_count(st.b);
+          const auto a = representable(random_floats(na, na + 7), dtype);
+          const auto b = representable(random_floats(nb, nb + 8), dtype);
+          const Array c = vgpu::matmul(upload(device, a, dtype, st.a), upload(device, b, dtype, st.b), precision);
+          const Shape want = vgpu::matmul_shape(st.a, st.b);
+          REQUIRE(c.shape() == want);
+          const std::vector<float> got = download(c);
+          const std::uint64_t products = vgpu::element_count(want) / (m * n);
+          for (std::uint64_t i = 0; i < products; ++i) {
+            // Product i's matrices: np.matmul's broadcasting (stack_index of each operand).
+            const std::uint64_t ia = st.a.size() == 2 ? 0 : (st.a[0] == 2 ? i / 3 : i);
+            const std::uint64_t ib = st.b.size() == 2 ? 0 : i % 3;
+            const std::vector<float> ai(a.begin() + ia * m * k, a.begin() + (ia + 1) * m * k);
+            const std::vector<float> bi(b.begin() + ib * k * n, b.begin() + (ib + 1) * k * n);
+            const std::vector<float> ci(got.begin() + i * m * n, got.begin() + (i + 1) * m * n);
+            check(ci, matmul_reference(ai, bi, m, k, n, tf32), dtype, worst);
+          }
+        }
+        note_exercised(device);
+      }
+}
+
 TEST_CASE("dtypes: add, mul and axpy on float32, float16 and bfloat16 arrays against fp64", "[dtype][add][mul][axpy]") {
   constexpr std::uint64_t kSizes[] = {1, 2, 15, 16, 17, 255, 1000, 16385};
   for (vgpu::Device device : devices_under_test())

@@ -23,7 +23,9 @@
 // gives the bits vgpu/half.hpp gives for every non-NaN value; a NaN comes out as the canonical
 // quiet NaN (vgpu/half.hpp keeps its sign and payload's top bits). docs/numerics.md.
 // Configuration: VGPU_MMA_BM, _BN, _BK, _WM, _WN, _STAGES (backends/cuda/cuda_op_tuner.cpp's
-// tensor-core tilings); the launch block must be ((BM/WM)·(BN/WN)·32, 1, 1). Compiled for an
+// tensor-core tilings); the launch block must be ((BM/WM)·(BN/WN)·32, 1, 1). VGPU_MM_BATCH=1, as
+// in matmul.cu: the params are kernel_abi.hpp's MatmulBatchParams and block z computes one
+// product of a stack (A, B and C move to that product's matrices first). Compiled for an
 // older GPU than sm_80 the kernel traps: the tuner offers it only on sm_80 and later.
 #ifndef VGPU_MMA_BM
 #define VGPU_MMA_BM 128
@@ -50,9 +52,20 @@
 #define VGPU_MMA_TF32 0
 #endif
 
+#ifndef VGPU_MM_BATCH
+#define VGPU_MM_BATCH 0
+#endif
+
+#if VGPU_MM_BATCH
+// kernel_abi.hpp's MatmulBatchParams: block z computes one product of the stacks (as matmul.cu).
+struct MatmulParams {
+  unsigned m, n, k, pad, first, inner, a_outer, a_inner, b_outer, b_inner, a_base, b_base, c_base, pad1, pad2, pad3;
+};
+#else
 struct MatmulParams {
   unsigned m, n, k, pad;
 };
+#endif
 
 namespace {
 
@@ -196,6 +209,14 @@ extern "C" __global__ void __launch_bounds__(THREADS)
                     MatmulParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   __shared__ __align__(16) elem_t smem[STAGES * STAGE_ELEMS];
+#if VGPU_MM_BATCH
+  {  // this block's matrices of the stacks (offsets in whole matrices, 64-bit in elements)
+    const unsigned i = p.first + blockIdx.z;
+    A += static_cast<size_t>(p.a_base + (i / p.inner) * p.a_outer + (i % p.inner) * p.a_inner) * p.m * p.k;
+    B += static_cast<size_t>(p.b_base + (i / p.inner) * p.b_outer + (i % p.inner) * p.b_inner) * p.k * p.n;
+    C += static_cast<size_t>(p.c_base + i) * p.m * p.n;
+  }
+#endif
   const unsigned m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const unsigned wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;

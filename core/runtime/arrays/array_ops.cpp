@@ -127,15 +127,19 @@ MatmulForm matmul_form(const Shape& as, const Shape& bs) {
   return f;
 }
 
-// A stack in one launch (batched_matmul.hpp); false where the device cannot run it so.
-bool run_batched(const MatmulForm& f, const Array& a, const Array& b, const Array& c) {
+// A stack in one launch (batched_matmul.hpp); false where the device cannot run it so. tf32:
+// TF32 allowed (op "matmul_tf32").
+bool run_batched(const MatmulForm& f, const Array& a, const Array& b, const Array& c, bool tf32) {
   const Device& device = a.device();
   const DType dtype = a.dtype();
   const std::shared_ptr<const detail::PreparedOp> p = detail::device_arrays(device).ops.get(
-      device, "matmul_batched" + std::string(to_string(dtype)) + to_string(f.a) + to_string(f.b),
+      device,
+      std::string(tf32 ? "matmul_tf32_batched" : "matmul_batched") + std::string(to_string(dtype)) + to_string(f.a) +
+          to_string(f.b),
       [&](const Device& d) -> std::optional<KernelPlan> {
-        std::optional<KernelPlan> plan = detail::batched_matmul_plan(d, f.a, f.b);
-        if (!plan || dtype == DType::f32) return plan;
+        std::optional<KernelPlan> plan = detail::batched_matmul_plan(d, f.a, f.b, dtype, tf32);
+        // A plan native to dtype needs no conversions.
+        if (!plan || dtype == DType::f32 || plan->tensors[0].dtype == dtype) return plan;
         const std::shared_ptr<const OpTuner> tuner = detail::op_tuner_of(d);
         if (!tuner) return std::nullopt;  // a stack a product at a time then says why
         return detail::with_dtype(std::move(*plan), dtype, d.info(), *tuner);
@@ -273,8 +277,7 @@ void matmul(const Array& a, const Array& b, const Array& out, ops::Precision pre
       return;
     }
   }
-  // The batched kernel computes in float32 whatever the precision (TF32 is an allowance).
-  if (!run_batched(f, a, b, out)) run_stack(f, a, b, out, op);
+  if (!run_batched(f, a, b, out, std::string_view(op) == "matmul_tf32")) run_stack(f, a, b, out, op);
 }
 
 Array matmul(const Array& a, const Array& b, ops::Precision precision) {

@@ -21,7 +21,6 @@ using kernels::MatmulBatchParams;
 using std::to_string;
 using vgpu::to_string;
 
-constexpr std::uint64_t kFloat = 4;
 constexpr std::uint64_t kMaxElements = std::numeric_limits<std::uint32_t>::max();  // GLSL's 32-bit indices
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
@@ -70,7 +69,7 @@ std::uint32_t u32(std::uint64_t v) { return static_cast<std::uint32_t>(v); }  //
 // the last product's matrix of C, and for A and B the largest matrix index the launch can
 // reach, that of its last outer index and the last inner one (a whole row of inner indices
 // exists for every outer index the launch touches).
-std::uint64_t operand_bytes(int which, const ParamsBlock& pb, const Groups& g) {
+std::uint64_t operand_bytes(int which, std::uint64_t elem, const ParamsBlock& pb, const Groups& g) {
   const auto q = pb.as<MatmulBatchParams>();
   const std::uint64_t last = std::uint64_t{q.first} + std::max<std::uint32_t>(g.z, 1) - 1;
   std::uint64_t index = 0, matrix = 0;
@@ -83,7 +82,7 @@ std::uint64_t operand_bytes(int which, const ParamsBlock& pb, const Groups& g) {
     index = base + (last / q.inner) * outer + (q.inner - 1) * inner;
     matrix = which == 0 ? std::uint64_t{q.m} * q.k : std::uint64_t{q.k} * q.n;
   }
-  return (index + 1) * matrix * kFloat;
+  return (index + 1) * matrix * elem;
 }
 
 }  // namespace
@@ -118,7 +117,8 @@ std::uint64_t stack_index(const Shape& operand, const Shape& batch, std::uint64_
   return index;
 }
 
-std::optional<KernelPlan> batched_matmul_plan(const Device& device, const Shape& a, const Shape& b) {
+std::optional<KernelPlan> batched_matmul_plan(const Device& device, const Shape& a, const Shape& b, DType dtype,
+                                              bool tf32) {
   const Shape batch = broadcast_batch(a, b, a, b);
   const std::uint64_t m = a[a.size() - 2], k = a.back(), n = b.back();
   const std::uint64_t a_count = element_count(Shape(a.begin(), a.end() - 2));
@@ -129,23 +129,34 @@ std::optional<KernelPlan> batched_matmul_plan(const Device& device, const Shape&
     return std::nullopt;
   const DeviceInfo& dev = device.info();
   DeviceCore& core = DeviceAccess::core(device);
-  OpTuning t = matmul_tuning(dev, core.op_tuner().get(), &core, u32(m), u32(k), u32(n));
+  OpTuning t = matmul_tuning(dev, core.op_tuner().get(), &core, u32(m), u32(k), u32(n), dtype, tf32);
   if (t.max_k_slice != 0 && k > t.max_k_slice) return std::nullopt;  // z is the product, not a K slice
   const std::uint64_t gx = ceil_div(n, t.per_group_x), gy = ceil_div(m, t.per_group_y);
   if (gx > dev.limits.max_workgroup_count[0] || gy > dev.limits.max_workgroup_count[1]) return std::nullopt;
 
   KernelPlan p;
-  p.source = builtin_source("matmul_batched", "matmul", sizeof(MatmulBatchParams), t);
+  // A variant native to a 16-bit dtype (or multiplying in TF32) reads the arguments as they are,
+  // with its own code; the others are float32's (the caller converts around them).
+  const bool own_code = t.native_dtype || t.tf32;
+  const DType tensors = t.native_dtype ? dtype : DType::f32;
+  if (own_code) {
+    p.source.name = "vgpu.matmul_batched";
+    p.source.add(std::move(*t.code));
+    p.source.params_size = sizeof(MatmulBatchParams);
+  } else {
+    p.source = builtin_source("matmul_batched", "matmul", sizeof(MatmulBatchParams), t);
+  }
   p.options = std::move(t.options);
   p.options.defines["VGPU_MM_BATCH"] = "1";
-  auto need = [](int which) {
-    return [which](const ParamsBlock& pb, const Groups& g) { return operand_bytes(which, pb, g); };
+  // (elem differs only between sources that differ: a native variant's code is its own.)
+  auto need = [elem = std::uint64_t{dtype_size(tensors)}](int which) {
+    return [which, elem](const ParamsBlock& pb, const Groups& g) { return operand_bytes(which, elem, pb, g); };
   };
   p.source.bindings = {BindingDecl{0, Access::read, "A", need(0)}, BindingDecl{1, Access::read, "B", need(1)},
                        BindingDecl{2, Access::write, "C", need(2)}};
-  p.tensors = {{"A", DType::f32, {a_count, m, k}, Access::read, false},
-               {"B", DType::f32, {b_count, k, n}, Access::read, false},
-               {"C", DType::f32, {c_count, m, n}, Access::write, false}};
+  p.tensors = {{"A", tensors, {a_count, m, k}, Access::read, false},
+               {"B", tensors, {b_count, k, n}, Access::read, false},
+               {"C", tensors, {c_count, m, n}, Access::write, false}};
 
   // The innermost run and the one before it are the launch's (i % inner, i / inner); runs
   // further out, if any, are walked by one launch each with their offsets as bases.

@@ -28,7 +28,11 @@ std::uint64_t stack_index(const Shape& operand, const Shape& batch, std::uint64_
 /// one launch computes every product (more only past the device's workgroup count along z, or
 /// where A's and B's batch dimensions interleave more than twice). nullopt where the device
 /// cannot run the stack so: K longer than one workgroup's loops may walk on a driver with a
-/// loop limit (matmul then splits K per product), or a stack of 2^32 elements or more.
-std::optional<KernelPlan> batched_matmul_plan(const Device& device, const Shape& a, const Shape& b);
+/// loop limit (matmul then splits K per product), or a stack of 2^32 elements or more. dtype and
+/// tf32 (TF32 allowed) choose among the variants as for one product (matmul_tuning): a variant
+/// native to dtype (tensor cores) gives a plan on dtype's tensors; any other a float32 plan, which
+/// the caller wraps in conversions (dtype_plan.hpp) for a 16-bit dtype.
+std::optional<KernelPlan> batched_matmul_plan(const Device& device, const Shape& a, const Shape& b,
+                                              DType dtype = DType::f32, bool tf32 = false);
 
 }  // namespace vgpu::detail

@@ -28,8 +28,8 @@ VGPU_API std::optional<DType> promote_types(DType a, DType b);
 /// otherwise: move one with Array::to), both float32, float16 or bfloat16 (one dtype: the
 /// result's; accumulation in float32, docs/numerics.md); other dtypes are refused with
 /// not_supported naming them (cast first; never a silent downcast). precision tf32 allows TF32
-/// tensor cores for float32 operands (ops::Precision; used for a matrix or a stack whose b is
-/// one matrix, on CUDA sm_80+; everything else computes in float32 as highest). A stack whose b
+/// tensor cores for float32 operands (ops::Precision; used on CUDA sm_80+, elsewhere it computes
+/// in float32 as highest). A stack whose b
 /// is one matrix runs as one launch of (batch·M)×K by K×N; other stacks as one launch of the
 /// batched kernel (docs/arrays.md says when it takes more).
 VGPU_API Array matmul(const Array& a, const Array& b, ops::Precision precision = ops::Precision::highest);
