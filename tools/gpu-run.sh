@@ -4,7 +4,7 @@
 #
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
 #                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
-#   tools/gpu-run.sh remote [all|tests|python|ncu|first|multi]
+#   tools/gpu-run.sh remote [all|tests|python|ncu|first|multi|dtypes]
 #                             (there, from the repo root, with $OUT set) run the probe, every
 #                             test program per backend, then (all, the default) the GPU, dispatch,
 #                             queue, recovery, round-trip and selection benchmarks and the probe's bench/select,
@@ -20,6 +20,11 @@
 #                             vgpu's CUDA matmul at N=4096 (the rule's pick, then each tiling of
 #                             VGPU_NCU_TILINGS), one product per process (vgpu-bench-gpu --profile);
 #                             $OUT/ncu.txt (the reports, a summary table last) and $OUT/summary.txt
+#                             dtypes (issue 32): the tensor-core and TF32 conformance cases on CUDA
+#                             (every mma/TF32 tiling, 16-bit and TF32 ops and stacks, against fp64),
+#                             then vgpu-bench-dtypes (f32/f16/bf16/TF32 per device at 1024-8192 on
+#                             CUDA, beside cuBLAS's SGEMM, GemmEx and TF32 SGEMM); $OUT/dtypes.txt,
+#                             $OUT/summary.txt and $OUT/results-json-dtypes.tar.gz (bench-dtypes.json)
 #                             multi (issue 18, a host of several GPUs: nvidia-h200-x2 or more):
 #                             vgpu-bench-multi over the CUDA devices (64 x 2048^3 batched, 8192^3
 #                             split; 1, 2, ... devices in one run; a 262144 x 1 KiB queue over the set vs one device), then over the Vulkan devices,
@@ -74,7 +79,8 @@ stage() {
            build/bin/vgpu-l2-writer build/bin/vgpu-bench-gpu build/bin/vgpu-bench-dispatch build/bin/vgpu-bench-select build/bin/vgpu-bench-predict \
            build/bin/vgpu-bench-queue build/bin/vgpu-bench-recovery build/bin/vgpu-bench-python-ref \
            build/bin/vgpu-bench-roundtrip build/bin/vgpu-bench-cpu-kernels build/bin/vgpu-bench-first-call \
-           build/bin/vgpu-bench-predict build/bin/vgpu-bench-multi build/bin/vgpu-bench-arrays; do
+           build/bin/vgpu-bench-predict build/bin/vgpu-bench-multi build/bin/vgpu-bench-arrays \
+           build/bin/vgpu-bench-dtypes; do
     [ -x "$b" ] && strip -o "$stage_dir/bin/$(basename "$b")" "$b"
   done
   for l in build/lib/libvgpu.so*; do
@@ -109,7 +115,7 @@ stage() {
 remote() {
   : "${OUT:?remote mode needs OUT (the device tool sets it)}"
   local what=${1:-all}
-  case $what in all|tests|python|ncu|first|multi) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu|first|multi]" >&2; exit 2 ;; esac
+  case $what in all|tests|python|ncu|first|multi|dtypes) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu|first|multi|dtypes]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
   if [ -f "$stage_dir/bin.tar.xz" ]; then xz -dc "$stage_dir/bin.tar.xz" | tar -xf - -C "$stage_dir"; fi
   # The validation layer travels compressed: unpack it beside its manifest.
@@ -138,6 +144,10 @@ remote() {
   fi
   if [ "$what" = multi ]; then
     remote_multi "$bin"
+    return
+  fi
+  if [ "$what" = dtypes ]; then
+    remote_dtypes "$bin"
     return
   fi
   # At most 8 files come back from the device tool: keep the outputs to these (7: probe, tests,
@@ -348,6 +358,31 @@ remote_ncu() {
   } > "$log" 2>&1
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
   tail -40 "$log"
+}
+
+# remote dtypes (issue 32): are the tensor-core kernels right, and how fast beside cuBLAS? The CUDA
+# conformance cases that force every tensor-core tiling ([tf32] holds that case), the 16-bit, TF32
+# and stacked cases, then vgpu-bench-dtypes on every device.
+remote_dtypes() {
+  local bin=$1 log=$OUT/dtypes.txt json=/tmp/vgpu-json-dtypes summary=() status
+  rm -rf "$json" && mkdir -p "$json"
+  {
+    echo "=== vgpu-conformance on CUDA: [dtype], [tf32], [stack] and the tensor-core tilings"
+    set +e
+    VGPU_TEST_BACKENDS=cuda "$bin/vgpu-conformance" "[dtype],[tf32],[stack]"
+    status=$?
+    set -e
+    summary+=("conformance cuda dtype/tf32/stack: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
+    echo; echo "=== vgpu-bench-dtypes"
+    set +e
+    "$bin/vgpu-bench-dtypes" --json "$json/bench-dtypes.json"
+    status=$?
+    set -e
+    summary+=("bench-dtypes: $([ $status = 0 ] && echo done || echo "FAILED ($status)")")
+  } > "$log" 2>&1
+  pack_json "$json" "$OUT/results-json-dtypes.tar.gz" | tee -a "$log"
+  printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+  tail -60 "$log"
 }
 
 # remote python: builds python/ as its own CMake project against the vgpu install prefix in
