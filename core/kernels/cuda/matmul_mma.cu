@@ -232,9 +232,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
       for (unsigned e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-        // Prologue: steps 0..S-2 in flight. One commit per step, taken or not, so that
-        // wait_group<S-2> below always means "step s has landed".
-#pragma unroll
+  // Prologue: steps 0..S-2 in flight. One commit per step, taken or not, so that
+  // wait_group<S-2> below always means "step s has landed".
   for (unsigned s = 0; s + 1 < STAGES; ++s) {
     if (s < steps) load_step(smem + s * STAGE_ELEMS, A, B, p, m0, n0, s * BK, vec);
     cp_async_commit();
