@@ -115,6 +115,9 @@ py::array matmul_output(py::handle out, const Shape& shape, DType dtype, const c
 // np.matmul on host data or arrays: shared by vgpu.matmul and Cache.matmul's stacked case.
 ops::Precision precision_arg(py::handle precision) {
   if (precision.is_none()) return ops::Precision::highest;
+  // Compared in place: Cache.matmul's hot path passes the default "highest" on every call.
+  if (PyUnicode_Check(precision.ptr()) && PyUnicode_CompareWithASCIIString(precision.ptr(), "highest") == 0)
+    return ops::Precision::highest;
   if (!py::isinstance<py::str>(precision))
     fail(ErrorCategory::invalid_argument,
          "precision must be a str, not " + py::str(py::type::of(precision).attr("__name__")).cast<std::string>() + ".",
