@@ -53,6 +53,33 @@ std::int32_t int8_probe(std::int32_t x) {
 }
 std::uint16_t u16_probe(std::uint16_t x) { return static_cast<std::uint16_t>(x * 3u + 7u); }
 std::uint8_t u8_probe(std::uint8_t x) { return static_cast<std::uint8_t>(x * 5u + 3u); }
+template <class T>
+T unchanged(T x) {
+  return x;
+}
+
+// Each probe's i-th input.
+float half_input(std::uint32_t i) { return kHalfInputs[i % 16]; }
+std::int32_t int8_input(std::uint32_t i) { return static_cast<std::int32_t>((i * 37u) % 256u) - 128; }
+std::uint16_t u16_input(std::uint32_t i) { return static_cast<std::uint16_t>((i * 2654435761u) >> 16); }
+std::uint8_t u8_input(std::uint32_t i) { return static_cast<std::uint8_t>((i * 2654435761u) >> 24); }
+std::uint32_t u32_input(std::uint32_t i) { return (i * 7919u) % 1000u; }
+
+// A probe's n inputs, Input(i) each, as bytes (FeatureProbe::input).
+template <class T, T (*Input)(std::uint32_t)>
+std::vector<unsigned char> generated(std::uint32_t n) {
+  std::vector<T> v(n);
+  for (std::uint32_t i = 0; i < n; ++i) v[i] = Input(i);
+  return bytes_of(v);
+}
+
+// The expected outputs, F of each input, as bytes (FeatureProbe::expected).
+template <class T, T (*F)(T)>
+std::vector<unsigned char> mapped(const std::vector<unsigned char>& in, std::uint32_t) {
+  std::vector<T> v = values_of<T>(in);
+  for (T& x : v) x = F(x);
+  return bytes_of(v);
+}
 
 constexpr std::string_view kFloat16Glsl = R"(#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 VGPU_PARAMS { uint n; uint pad0; uint pad1; uint pad2; } p;
@@ -126,59 +153,19 @@ const std::vector<FeatureProbe>& feature_probes() {
   // Leaked: a background calibration may compile a kernel late (vgpu/backend/exit_order.hpp).
   static const auto* probes = new std::vector<FeatureProbe>{
       {"shader_float16", "Float16", kFloat16Glsl, 4, 4, per_element<float, float>(half_probe),
-       [](std::uint32_t n) {
-         std::vector<float> v(n);
-         for (std::uint32_t i = 0; i < n; ++i) v[i] = kHalfInputs[i % 16];
-         return bytes_of(v);
-       },
-       [](const std::vector<unsigned char>& in, std::uint32_t) {
-         std::vector<float> v = values_of<float>(in);
-         for (float& x : v) x = half_probe(x);
-         return bytes_of(v);
-       }},
+       generated<float, half_input>, mapped<float, half_probe>},
       {"shader_int8", "Int8", kInt8Glsl, 4, 4, per_element<std::int32_t, std::int32_t>(int8_probe),
-       [](std::uint32_t n) {
-         std::vector<std::int32_t> v(n);
-         for (std::uint32_t i = 0; i < n; ++i) v[i] = static_cast<std::int32_t>((i * 37u) % 256u) - 128;
-         return bytes_of(v);
-       },
-       [](const std::vector<unsigned char>& in, std::uint32_t) {
-         std::vector<std::int32_t> v = values_of<std::int32_t>(in);
-         for (std::int32_t& x : v) x = int8_probe(x);
-         return bytes_of(v);
-       }},
+       generated<std::int32_t, int8_input>, mapped<std::int32_t, int8_probe>},
       {"storage_buffer_16bit", "StorageBuffer16BitAccess", kStorage16Glsl, 2, 2,
-       per_element<std::uint16_t, std::uint16_t>(u16_probe),
-       [](std::uint32_t n) {
-         std::vector<std::uint16_t> v(n);
-         for (std::uint32_t i = 0; i < n; ++i) v[i] = static_cast<std::uint16_t>((i * 2654435761u) >> 16);
-         return bytes_of(v);
-       },
-       [](const std::vector<unsigned char>& in, std::uint32_t) {
-         std::vector<std::uint16_t> v = values_of<std::uint16_t>(in);
-         for (std::uint16_t& x : v) x = u16_probe(x);
-         return bytes_of(v);
-       }},
+       per_element<std::uint16_t, std::uint16_t>(u16_probe), generated<std::uint16_t, u16_input>,
+       mapped<std::uint16_t, u16_probe>},
       {"storage_buffer_8bit", "StorageBuffer8BitAccess", kStorage8Glsl, 1, 1,
-       per_element<std::uint8_t, std::uint8_t>(u8_probe),
-       [](std::uint32_t n) {
-         std::vector<std::uint8_t> v(n);
-         for (std::uint32_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 24);
-         return bytes_of(v);
-       },
-       [](const std::vector<unsigned char>& in, std::uint32_t) {
-         std::vector<std::uint8_t> v = values_of<std::uint8_t>(in);
-         for (std::uint8_t& x : v) x = u8_probe(x);
-         return bytes_of(v);
-       }},
+       per_element<std::uint8_t, std::uint8_t>(u8_probe), generated<std::uint8_t, u8_input>,
+       mapped<std::uint8_t, u8_probe>},
+      // The subgroup sums are checked against each other in the shader: each output is its input.
       {"subgroup_arithmetic", "GroupNonUniformArithmetic", kSubgroupGlsl, 4, 4,
-       per_element<std::uint32_t, std::uint32_t>([](std::uint32_t x) { return x; }),
-       [](std::uint32_t n) {
-         std::vector<std::uint32_t> v(n);
-         for (std::uint32_t i = 0; i < n; ++i) v[i] = (i * 7919u) % 1000u;
-         return bytes_of(v);
-       },
-       [](const std::vector<unsigned char>& in, std::uint32_t) { return in; }},
+       per_element<std::uint32_t, std::uint32_t>(unchanged<std::uint32_t>), generated<std::uint32_t, u32_input>,
+       mapped<std::uint32_t, unchanged<std::uint32_t>>},
   };
   return *probes;
 }
