@@ -32,23 +32,6 @@ using vgpu::Shape;
 
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
 
-// Bits of the 16-bit float nearest to each value (rounded once, as vgpu/half.hpp does), or
-// its own bits (f32), as bytes of an array of dtype.
-std::vector<unsigned char> encode(const std::vector<float>& v, DType dtype) {
-  std::vector<unsigned char> out(v.size() * vgpu::dtype_size(dtype));
-  for (std::size_t i = 0; i < v.size(); ++i) vgpu::set_element_value(dtype, out.data(), i, v[i]);
-  return out;
-}
-
-std::vector<float> decode(const std::vector<unsigned char>& bytes, DType dtype) {
-  std::vector<float> v(bytes.size() / vgpu::dtype_size(dtype));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(vgpu::element_value(dtype, bytes.data(), i));
-  return v;
-}
-
-// v rounded to dtype and back: the values an array of dtype holds (the reference's inputs).
-std::vector<float> representable(const std::vector<float>& v, DType dtype) { return decode(encode(v, dtype), dtype); }
-
 Array upload(const vgpu::Device& device, const std::vector<float>& v, DType dtype, Shape shape) {
   const auto bytes = encode(v, dtype);
   return Array::from_host(device, dtype, std::move(shape), bytes.data());

@@ -61,22 +61,12 @@ void check_matmul(vgpu::Device& device, MatmulShape s, Path path, const std::str
 
 constexpr std::array<Path, 2> kPaths{Path::persistent, Path::raw};
 
-// v with each value rounded to dtype (what an array of dtype holds; float32: v itself).
-std::vector<float> rounded_to(std::vector<float> v, vgpu::DType dtype) {
-  unsigned char bytes[4];
-  for (float& x : v) {
-    vgpu::set_element_value(dtype, bytes, 0, x);
-    x = static_cast<float>(vgpu::element_value(dtype, bytes, 0));
-  }
-  return v;
-}
-
 // Runs op ("matmul" or "matmul_tf32") of s on arguments of dtype through the raw Device path,
 // with plan (op's plan for s and dtype), and checks every element of C against the exact product
 // of the (dtype-rounded) inputs within op's bound, widened for the 16-bit result's one rounding.
 void check_plan(vgpu::Device& device, const vgpu::KernelPlan& plan, MatmulShape s, vgpu::DType dtype, bool tf32) {
-  const auto a = rounded_to(random_floats(std::size_t{s.m} * s.k, std::size_t{s.m} * s.k + 3), dtype);
-  const auto b = rounded_to(random_floats(std::size_t{s.k} * s.n, std::size_t{s.k} * s.n + 4), dtype);
+  const auto a = representable(random_floats(std::size_t{s.m} * s.k, std::size_t{s.m} * s.k + 3), dtype);
+  const auto b = representable(random_floats(std::size_t{s.k} * s.n, std::size_t{s.k} * s.n + 4), dtype);
   Reference ref = matmul_reference(a, b, s.m, s.k, s.n, tf32);
   for (std::size_t i = 0; i < ref.bound.size(); ++i)
     ref.bound[i] = vgpu::tolerance::narrowed(ref.value[i], ref.bound[i], dtype);

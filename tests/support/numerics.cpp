@@ -38,6 +38,23 @@ Comparison compare(const std::vector<float>& got, const Reference& ref) {
   return c;
 }
 
+std::vector<unsigned char> encode(const std::vector<float>& values, vgpu::DType dtype) {
+  std::vector<unsigned char> bytes(values.size() * vgpu::dtype_size(dtype));
+  for (std::size_t i = 0; i < values.size(); ++i) vgpu::set_element_value(dtype, bytes.data(), i, values[i]);
+  return bytes;
+}
+
+std::vector<float> decode(const std::vector<unsigned char>& bytes, vgpu::DType dtype) {
+  std::vector<float> values(bytes.size() / vgpu::dtype_size(dtype));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(vgpu::element_value(dtype, bytes.data(), i));
+  return values;
+}
+
+std::vector<float> representable(const std::vector<float>& values, vgpu::DType dtype) {
+  return decode(encode(values, dtype), dtype);
+}
+
 Reference matmul_reference(const std::vector<float>& a, const std::vector<float>& b, std::size_t m, std::size_t k,
                            std::size_t n, bool tf32) {
   Reference r;

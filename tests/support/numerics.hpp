@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "vgpu/tolerance.hpp"
+#include "vgpu/types.hpp"
 
 namespace vgpu_test {
 
@@ -60,6 +61,14 @@ struct Comparison {
 /// Compares got with ref element by element; a NaN anywhere is a failure (outputs are
 /// poisoned with NaN before every run, so a NaN means an element was never written).
 Comparison compare(const std::vector<float>& got, const Reference& ref);
+
+/// values as the bytes of an array of dtype: each rounded once to nearest even (float16,
+/// bfloat16: vgpu::set_element_value), float32's own bits.
+std::vector<unsigned char> encode(const std::vector<float>& values, vgpu::DType dtype);
+/// The elements of an array of dtype (its bytes) as float values.
+std::vector<float> decode(const std::vector<unsigned char>& bytes, vgpu::DType dtype);
+/// values rounded to dtype and back: what an array of dtype holds (a reference's inputs).
+std::vector<float> representable(const std::vector<float>& values, vgpu::DType dtype);
 
 /// C = A·B for row-major A[m×k], B[k×n]. Bound: vgpu::tolerance::matmul, 2·k·eps32·Σ|a||b|;
 /// tf32 (matmul_tf32): plus vgpu::tolerance::tf32_inputs, (2⁻¹⁰ + 2⁻²²)·Σ|a||b|.

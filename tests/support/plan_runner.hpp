@@ -82,12 +82,6 @@ inline void run_raw(vgpu::Device& device, const vgpu::KernelPlan& plan, HostTens
   std::vector<vgpu::Kernel> kernels;
   for (std::size_t k = 0; k < plan.kernel_count(); ++k)
     kernels.push_back(device.compile(plan.kernel_source(k), plan.kernel_options(k)));
-  // values in the tensor's dtype, as its buffer's bytes
-  auto encode = [](const std::vector<float>& values, vgpu::DType dtype) {
-    std::vector<unsigned char> bytes(values.size() * vgpu::dtype_size(dtype));
-    for (std::size_t i = 0; i < values.size(); ++i) vgpu::set_element_value(dtype, bytes.data(), i, values[i]);
-    return bytes;
-  };
   std::vector<vgpu::Buffer> buffers;
   std::vector<int> host_of;  // tensor index -> args index (-1 for scratch)
   std::size_t a = 0;
@@ -112,8 +106,7 @@ inline void run_raw(vgpu::Device& device, const vgpu::KernelPlan& plan, HostTens
     auto& out = args[static_cast<std::size_t>(host_of[t])];
     std::vector<unsigned char> bytes = encode(std::vector<float>(out.size(), kNaN), plan.tensors[t].dtype);
     device.read(buffers[t], bytes.data(), bytes.size());
-    for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = static_cast<float>(vgpu::element_value(plan.tensors[t].dtype, bytes.data(), i));
+    out = decode(bytes, plan.tensors[t].dtype);
   }
 }
 
