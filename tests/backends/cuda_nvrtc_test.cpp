@@ -39,6 +39,13 @@ vgpu::DeviceInfo cuda_device(std::uint32_t sms) {
   return dev;
 }
 
+/// cuda_device(sms) of the compute capability its "sm_XY" feature names (sm: "sm_90").
+vgpu::DeviceInfo cuda_device_sm(std::uint32_t sms, const char* sm) {
+  vgpu::DeviceInfo dev = cuda_device(sms);
+  dev.features = {sm, "cuda_c"};
+  return dev;
+}
+
 /// The plans of every built-in op, with matmuls that take each of the CUDA tilings on a
 /// 132-SM GPU (small grid → 64×64, mid → 128×64, large → 128×128).
 std::vector<vgpu::KernelPlan> cuda_plans() {
@@ -185,16 +192,11 @@ TEST_CASE("CUDA matmul candidates: the rule's pick first, distinct tilings that 
 
 TEST_CASE("16-bit matmul on sm_80+: a tensor-core plan native to the dtype, compiled and in L3",
           "[cuda][matmul][dtype]") {
-  vgpu::DeviceInfo h200 = cuda_device(132);
-  h200.features = {"sm_90", "cuda_c"};
-  vgpu::DeviceInfo turing = cuda_device(40);
-  turing.features = {"sm_75", "cuda_c"};
+  const vgpu::DeviceInfo h200 = cuda_device_sm(132, "sm_90"), turing = cuda_device_sm(40, "sm_75");
   CHECK(vgpu::cuda::has_mma_f16(h200));
   CHECK(!vgpu::cuda::has_mma_f16(turing));
   CHECK(!vgpu::cuda::has_mma_f16(cuda_device(132)));  // no "sm_XY" feature: never assumed
-  vgpu::DeviceInfo blackwell = cuda_device(148);
-  blackwell.features = {"sm_100"};
-  CHECK(vgpu::cuda::has_mma_f16(blackwell));
+  CHECK(vgpu::cuda::has_mma_f16(cuda_device_sm(148, "sm_100")));
 
   struct Case {
     std::uint32_t m, k, n;
@@ -281,10 +283,7 @@ TEST_CASE("16-bit matmul on sm_80+: a tensor-core plan native to the dtype, comp
 
 TEST_CASE("matmul_tf32 on sm_80+: a TF32 tensor-core plan on float32, compiled and in L3, float32 elsewhere",
           "[cuda][matmul][tf32]") {
-  vgpu::DeviceInfo h200 = cuda_device(132);
-  h200.features = {"sm_90", "cuda_c"};
-  vgpu::DeviceInfo turing = cuda_device(40);
-  turing.features = {"sm_75", "cuda_c"};
+  const vgpu::DeviceInfo h200 = cuda_device_sm(132, "sm_90"), turing = cuda_device_sm(40, "sm_75");
   struct Case {
     std::uint32_t m, k, n;
     const char* tile;
