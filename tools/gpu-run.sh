@@ -360,25 +360,30 @@ remote_ncu() {
   tail -40 "$log"
 }
 
+# Runs "$@" without stopping the script when it fails, and appends "<label>: <word>" (its exit
+# status 0) or "<label>: FAILED (<status>)" to the calling function's summary array.
+record() {
+  local label=$1 word=$2 status
+  shift 2
+  set +e
+  "$@"
+  status=$?
+  set -e
+  summary+=("$label: $([ $status = 0 ] && echo "$word" || echo "FAILED ($status)")")
+}
+
 # remote dtypes (issue 32): are the tensor-core kernels right, and how fast beside cuBLAS? The CUDA
 # conformance cases that force every tensor-core tiling ([tf32] holds that case), the 16-bit, TF32
 # and stacked cases, then vgpu-bench-dtypes on every device.
 remote_dtypes() {
-  local bin=$1 log=$OUT/dtypes.txt json=/tmp/vgpu-json-dtypes summary=() status
+  local bin=$1 log=$OUT/dtypes.txt json=/tmp/vgpu-json-dtypes summary=()
   rm -rf "$json" && mkdir -p "$json"
   {
     echo "=== vgpu-conformance on CUDA: [dtype], [tf32], [stack] and the tensor-core tilings"
-    set +e
-    VGPU_TEST_BACKENDS=cuda "$bin/vgpu-conformance" "[dtype],[tf32],[stack]"
-    status=$?
-    set -e
-    summary+=("conformance cuda dtype/tf32/stack: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
+    record "conformance cuda dtype/tf32/stack" passed env VGPU_TEST_BACKENDS=cuda "$bin/vgpu-conformance" \
+      "[dtype],[tf32],[stack]"
     echo; echo "=== vgpu-bench-dtypes"
-    set +e
-    "$bin/vgpu-bench-dtypes" --json "$json/bench-dtypes.json"
-    status=$?
-    set -e
-    summary+=("bench-dtypes: $([ $status = 0 ] && echo done || echo "FAILED ($status)")")
+    record bench-dtypes done "$bin/vgpu-bench-dtypes" --json "$json/bench-dtypes.json"
   } > "$log" 2>&1
   pack_json "$json" "$OUT/results-json-dtypes.tar.gz" | tee -a "$log"
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
@@ -459,11 +464,8 @@ remote_python() {
     # only numpy and the staged no-OpenBLAS C++ bench, so it runs even when the module did not build.
     if [ -n "$py" ] && "$py" -c "import numpy" 2>/dev/null; then
       echo "=== bench/cpu_reference.py"
-      set +e
-      "$py" bench/cpu_reference.py --bench "$bin/vgpu-bench-cpu-kernels" --json "$json/cpu-reference.json"
-      status=$?
-      set -e
-      summary+=("python.cpu_reference: $([ $status = 0 ] && echo passed || echo "FAILED ($status)")")
+      record python.cpu_reference passed "$py" bench/cpu_reference.py --bench "$bin/vgpu-bench-cpu-kernels" \
+        --json "$json/cpu-reference.json"
     fi
   } > "$log" 2>&1
   pack_json "$json" "$OUT/results-json-python.tar.gz" | tee -a "$log"
