@@ -18,10 +18,11 @@ include(${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedKernelText.cmake)
 set(VGPU_GLSL_DIR ${PROJECT_SOURCE_DIR}/core/kernels/glsl)
 set(VGPU_GLSL_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/glsl)
 # Built-in kernels, by file name: core/kernels/glsl/<name>.comp.
-set(VGPU_GLSL_BUILTINS axpy convert elementwise matmul matmul_splitk_reduce reduce_sum softmax_rows)
+set(VGPU_GLSL_BUILTINS axpy convert elementwise matmul matmul_coopmat matmul_splitk_reduce reduce_sum softmax_rows)
 # Precompiled variants: "<kernel>" or "<kernel>:<NAME>=<VALUE>[,<NAME>=<VALUE>...]", exactly the
 # (body, defines) pairs core/runtime/kernel_cache/ops.cpp compiles.
-# The matmul variants are core/kernels/src/gpu_tuning.cpp's kTilings (64x64x16x4x4 is the plain one).
+# The matmul variants are core/kernels/src/gpu_tuning.cpp's kTilings (64x64x16x4x4 is the plain one),
+# the matmul_coopmat ones core/kernels/src/coopmat_tuning.cpp's.
 set(VGPU_GLSL_PRECOMPILED
     matmul
     matmul:VGPU_MM_NAIVE=1
@@ -29,6 +30,9 @@ set(VGPU_GLSL_PRECOMPILED
     matmul:VGPU_MM_BM=128,VGPU_MM_BN=64,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=4
     matmul:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=8,VGPU_MM_TM=8,VGPU_MM_TN=8
     matmul:VGPU_MM_BM=128,VGPU_MM_BN=128,VGPU_MM_BK=16,VGPU_MM_TM=8,VGPU_MM_TN=8
+    matmul_coopmat:VGPU_CM_BM=128,VGPU_CM_BN=128,VGPU_CM_BK=32,VGPU_CM_WM=64,VGPU_CM_WN=32
+    matmul_coopmat:VGPU_CM_BM=128,VGPU_CM_BN=64,VGPU_CM_BK=32,VGPU_CM_WM=64,VGPU_CM_WN=32
+    matmul_coopmat:VGPU_CM_BM=64,VGPU_CM_BN=64,VGPU_CM_BK=32,VGPU_CM_WM=32,VGPU_CM_WN=32
     matmul_splitk_reduce
     axpy
     reduce_sum

@@ -56,14 +56,23 @@ constexpr CudaMatmulTiling kCandidateOrder[] = {kPipe256x128, kPipe128k16, kWarp
                                                 kWarp64,      kLarge,      kWide,        kSmall};
 static_assert(std::size(kCandidateOrder) == std::size(kTilings), "every tiling is a candidate somewhere");
 
-// Tensor-core tilings of 16-bit operands (matmul_mma.cu), largest first: 8 warps of 64×32 in a
-// 128×128 tile (2 stages: 37 KB of shared memory), then 4 warps of 64×32 in 128×64 and of 32×32
-// in 64×64 (3 stages) for grids that 128×128 tiles would leave short of the SMs. Unmeasured on a
-// GPU so far: the measured choice picks among them, and checks each one's first result.
-constexpr CudaMmaTiling kMmaTilings[] = {{128, 128, 32, 64, 32, 2}, {128, 64, 32, 64, 32, 3}, {64, 64, 32, 32, 32, 3}};
-// The same tiles for float32 operands in TF32 (matmul_tf32): BK 16 floats, the same shared memory.
-constexpr CudaMmaTiling kTf32Tilings[] = {
-    {128, 128, 16, 64, 32, 2, true}, {128, 64, 16, 64, 32, 3, true}, {64, 64, 16, 32, 32, 3, true}};
+// Tensor-core tilings of 16-bit operands (matmul_mma.cu). The rule's picks, largest first: 8
+// warps of 64×32 in a 128×128 tile (2 stages: 37 KB of shared memory), then 4 warps of 64×32 in
+// 128×64 and of 32×32 in 64×64 (3 stages) for grids that 128×128 tiles would leave short of the
+// SMs. Then, for the measured choice only (the H200's first run had the rule's pick at 31–33 %
+// of cuBLAS at 4096–8192), warps of 64×64 — half the fragment loads per mma — in 128×128 (4
+// warps, 2 stages) and 128×256 (8 warps, BK 16, 3 stages: 43 KB).
+constexpr CudaMmaTiling kMmaTilings[] = {{128, 128, 32, 64, 32, 2},
+                                         {128, 64, 32, 64, 32, 3},
+                                         {64, 64, 32, 32, 32, 3},
+                                         {128, 128, 32, 64, 64, 2},
+                                         {128, 256, 16, 64, 64, 3}};
+// The same tiles for float32 operands in TF32 (matmul_tf32): BK 16 floats, the same shared memory
+// (the 128×256 tile has no TF32 twin: BK 8 floats would halve the work per barrier).
+constexpr CudaMmaTiling kTf32Tilings[] = {{128, 128, 16, 64, 32, 2, true},
+                                          {128, 64, 16, 64, 32, 3, true},
+                                          {64, 64, 16, 32, 32, 3, true},
+                                          {128, 128, 16, 64, 64, 2, true}};
 
 // Below this many multiply-adds a product is all launch cost: nothing worth measuring.
 constexpr std::uint64_t kMeasureFrom = 256ull * 256 * 256;

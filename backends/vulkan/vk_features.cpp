@@ -16,9 +16,25 @@ constexpr const char* kExtMemoryModel = "VK_KHR_vulkan_memory_model";
 constexpr const char* kExtSubgroupTypes = "VK_KHR_shader_subgroup_extended_types";
 constexpr const char* kExtAtomicInt64 = "VK_KHR_shader_atomic_int64";
 constexpr const char* kExtHostMemory = "VK_EXT_external_memory_host";
+constexpr const char* kExtCoopMatrixNV = "VK_NV_cooperative_matrix";
 
 bool has(const std::vector<const char*>& list, const char* name) {
   return std::any_of(list.begin(), list.end(), [&](const char* e) { return std::strcmp(e, name) == 0; });
+}
+
+// True when the device's VK_NV_cooperative_matrix lists 16×16×16 float16·float16 + float32 →
+// float32 at subgroup scope (the one shape core/kernels/glsl/matmul_coopmat.comp uses).
+bool has_f16_matmul_shape(const InstanceFns& fns, VkPhysicalDevice device) {
+  std::uint32_t n = 0;
+  if (fns.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &n, nullptr) != VK_SUCCESS || n == 0) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (fns.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &n, shapes.data()) != VK_SUCCESS) return false;
+  shapes.resize(n);
+  return std::any_of(shapes.begin(), shapes.end(), [](const VkCooperativeMatrixPropertiesNV& s) {
+    return s.MSize == 16 && s.NSize == 16 && s.KSize == 16 && s.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           s.BType == VK_COMPONENT_TYPE_FLOAT16_NV && s.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           s.DType == VK_COMPONENT_TYPE_FLOAT32_NV && s.scope == VK_SCOPE_SUBGROUP_NV;
+  });
 }
 
 // Appends s to the chain that ends at *tail.
@@ -37,6 +53,7 @@ FeatureChain::FeatureChain(std::uint32_t api_version, const std::vector<const ch
 
 void FeatureChain::link(std::uint32_t api_version, const std::vector<const char*>& extensions) {
   void** tail = &features2_.pNext;
+  if (has(extensions, kExtCoopMatrixNV)) append(tail, coop_);
   if (api_version >= VK_API_VERSION_1_2) {
     // On 1.2+ the per-version structs carry everything; the older ones must not be chained too.
     append(tail, v11_);
@@ -77,7 +94,8 @@ void FeatureChain::link(std::uint32_t api_version, const std::vector<const char*
     (v12 ? v12_.vulkanMemoryModelAvailabilityVisibilityChains : vmm_.vulkanMemoryModelAvailabilityVisibilityChains))  \
   X(subgroup_extended_types, (v12 ? v12_.shaderSubgroupExtendedTypes : sub_.shaderSubgroupExtendedTypes))             \
   X(buffer_int64_atomics, (v12 ? v12_.shaderBufferInt64Atomics : a64_.shaderBufferInt64Atomics))                      \
-  X(shared_int64_atomics, (v12 ? v12_.shaderSharedInt64Atomics : a64_.shaderSharedInt64Atomics))
+  X(shared_int64_atomics, (v12 ? v12_.shaderSharedInt64Atomics : a64_.shaderSharedInt64Atomics))                      \
+  X(cooperative_matrix, coop_.cooperativeMatrix)
 
 FeatureChain::FeatureChain(const DeviceFeatures& f) {
   link(f.api_version, f.extensions);
@@ -113,6 +131,8 @@ DeviceFeatures query_features(const InstanceFns& fns, VkPhysicalDevice device, s
   if (api_version < VK_API_VERSION_1_2)
     for (const char* e : {kExt8Bit, kExtFloat16Int8, kExtMemoryModel, kExtSubgroupTypes, kExtAtomicInt64})
       if (offered(e)) available.push_back(e);
+  if (offered(kExtCoopMatrixNV) && fns.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+    available.push_back(kExtCoopMatrixNV);
   FeatureChain chain(api_version, available);
   fns.vkGetPhysicalDeviceFeatures2(device, &chain.features2_);
   chain.read(f);
@@ -125,7 +145,12 @@ DeviceFeatures query_features(const InstanceFns& fns, VkPhysicalDevice device, s
   want(kExtMemoryModel, f.vulkan_memory_model);
   want(kExtSubgroupTypes, f.subgroup_extended_types);
   want(kExtAtomicInt64, f.buffer_int64_atomics || f.shared_int64_atomics);
-
+  // Cooperative matrices count only with the shape and types vgpu's matmul uses, and with what
+  // its shader also declares (float16 arithmetic, 16-bit storage, the Vulkan memory model).
+  if (f.cooperative_matrix)
+    f.cooperative_matrix =
+        has_f16_matmul_shape(fns, device) && f.shader_float16 && f.storage_buffer_16 && f.vulkan_memory_model;
+  want(kExtCoopMatrixNV, f.cooperative_matrix);
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
@@ -175,6 +200,7 @@ std::vector<std::string> DeviceFeatures::names() const {
       {VK_SUBGROUP_FEATURE_QUAD_BIT, "subgroup_quad"}};
   for (const auto& [bit, name] : ops) add(subgroup_operations & bit, name);
   add(host_import_alignment > 0, "host_memory_import");  // VK_EXT_external_memory_host
+  add(cooperative_matrix, "cooperative_matrix");         // VK_NV_cooperative_matrix, 16×16×16 f16 → f32
   return out;
 }
 
@@ -223,6 +249,7 @@ std::string capability_problem(std::string_view capability, const DeviceFeatures
       {"VariablePointersStorageBuffer", feature(&F::variable_pointers_storage_buffer, "variablePointersStorageBuffer")},
       {"VariablePointers", feature(&F::variable_pointers, "variablePointers")},
       {"VulkanMemoryModel", feature(&F::vulkan_memory_model, "vulkanMemoryModel")},
+      {"CooperativeMatrixNV", feature(&F::cooperative_matrix, "cooperativeMatrix (VK_NV_cooperative_matrix)")},
       {"VulkanMemoryModelDeviceScope", feature(&F::vulkan_memory_model_device_scope, "vulkanMemoryModelDeviceScope")},
       {"GroupNonUniform", subgroup(VK_SUBGROUP_FEATURE_BASIC_BIT, "basic subgroup operations")},
       {"GroupNonUniformVote", subgroup(VK_SUBGROUP_FEATURE_VOTE_BIT, "subgroup vote operations")},

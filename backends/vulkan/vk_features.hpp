@@ -30,6 +30,9 @@ struct DeviceFeatures {
   bool vulkan_memory_model = false, vulkan_memory_model_device_scope = false, vulkan_memory_model_chains = false;
   bool subgroup_extended_types = false;
   bool buffer_int64_atomics = false, shared_int64_atomics = false;
+  // VK_NV_cooperative_matrix with the shape vgpu's matmul uses: 16×16×16 float16 products
+  // accumulated in float32, subgroup scope (the feature "cooperative_matrix").
+  bool cooperative_matrix = false;
   // VkPhysicalDeviceSubgroupProperties, counted only when the compute stage has them
   VkSubgroupFeatureFlags subgroup_operations = 0;
   // VK_EXT_external_memory_host's minImportedHostPointerAlignment: host memory can be imported
@@ -75,6 +78,8 @@ class FeatureChain {
   VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures sub_{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES};
   VkPhysicalDeviceShaderAtomicInt64Features a64_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES};
+  // Any API version, where VK_NV_cooperative_matrix is offered.
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
 };
 
 /// Returns "" when a module declaring SPIR-V capability (its name, as reflection gives it) can

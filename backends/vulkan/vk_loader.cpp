@@ -55,6 +55,10 @@ bool load_instance(InstanceFns& f, VkInstance instance, std::string* error) {
   }
   VGPU_VK_INSTANCE_FNS(VGPU_VK_LOAD_INSTANCE)
 #undef VGPU_VK_LOAD_INSTANCE
+  // Optional: only the devices whose driver offers VK_NV_cooperative_matrix use it.
+  f.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV =
+      reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+          f.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   return true;
 }
 

@@ -85,6 +85,8 @@ struct InstanceFns {
   // VK_EXT_debug_utils, present only when validation (VGPU_VULKAN_VALIDATION) enabled it.
   PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT = nullptr;
   PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT = nullptr;
+  // VK_NV_cooperative_matrix's shape list; null where no driver of the instance offers it.
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = nullptr;
 };
 
 /// Device-level functions, resolved through vkGetDeviceProcAddr for one VkDevice.

@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "vgpu/kernels/coopmat_tuning.hpp"
 #include "vgpu/kernels/glsl_source.hpp"
+#include "vgpu/kernels/gpu_tuning.hpp"
 #include "support/expect_error.hpp"
 #include "vgpu/cache/precompiled.hpp"
 
@@ -64,7 +66,14 @@ const std::vector<Variant>& builtin_variants() {
                                          {"elementwise", {{"VGPU_OP", "1"}}},
                                          {"convert", {{"VGPU_CONVERT_NARROW", "0"}}},
                                          {"convert", {{"VGPU_CONVERT_NARROW", "1"}}}};
-  return v;
+  static const std::vector<Variant> all = [] {
+    std::vector<Variant> out = v;
+    // The Vulkan cooperative-matrix matmul: every tiling its tuner offers.
+    for (const auto& t : vgpu::kernels::glsl_coopmat_tilings())
+      out.push_back({"matmul_coopmat", t.tuning().options.defines});
+    return out;
+  }();
+  return all;
 }
 
 // core/kernels/glsl/* as the build saw them, byte for byte (cmake/VgpuEmbedBinary.cmake: a
@@ -262,6 +271,8 @@ TEST_CASE("compile_glsl_body compiles every built-in variant to SPIR-V", "[glsl]
 TEST_CASE("the OpenGL flavour of every built-in variant compiles too", "[glsl][compiler]") {
   for (const auto& v : builtin_variants()) {
     INFO(v.kernel);
+    // Vulkan only: cooperative matrices have no OpenGL GLSL (the tuner offers it on Vulkan alone).
+    if (std::string_view(v.kernel) == "matmul_coopmat") continue;
     for (const auto size : {std::array<std::uint32_t, 3>{16, 16, 1}, std::array<std::uint32_t, 3>{256, 1, 1}}) {
       const std::string text = assemble_glsl(builtin_glsl(v.kernel), v.defines, size, GlslTarget::opengl, 3);
       CHECK(compile_for_opengl(text, v.kernel) == "");
@@ -321,5 +332,55 @@ TEST_CASE("without Vulkan the precompiled table is empty", "[glsl][l3]") {
 }
 
 #endif
+
+TEST_CASE("the cooperative-matrix matmul is offered for float16 only, on Vulkan devices that advertise it",
+          "[glsl][tuner]") {
+  vgpu::DeviceInfo info;
+  info.backend = vgpu::BackendKind::vulkan;
+  info.type = vgpu::DeviceType::discrete_gpu;
+  info.compute_units = 132;
+  info.subgroup_size = 32;
+  info.limits.max_shared_memory_bytes = 48 * 1024;
+  info.limits.max_workgroup_invocations = 1024;
+  const auto tuner = vgpu::kernels::gpu_builtin_tuner();
+  auto cands = [&](vgpu::DType dtype, std::uint32_t n) {
+    return tuner->candidates(vgpu::OpShape{"matmul", n, n, n, dtype}, info);
+  };
+  // Not advertised: the SIMT tilings, for every dtype.
+  for (const auto& c : cands(vgpu::DType::f16, 4096)) CHECK_FALSE(c.native_dtype);
+  info.features = {std::string(vgpu::kernels::kCoopMatrixFeature)};
+  const auto half = cands(vgpu::DType::f16, 4096);
+  REQUIRE(half.size() == vgpu::kernels::glsl_coopmat_tilings().size());
+  CHECK(half.front().variant == "cm128x128x32w64x32");  // 1024 workgroups cover 132 units
+  for (const auto& c : half) {
+    CHECK(c.native_dtype);
+    CHECK(c.feature == vgpu::kernels::kCoopMatrixFeature);
+    REQUIRE(c.code);
+    CHECK(c.code->code == vgpu::kernels::builtin_glsl("matmul_coopmat"));
+    CHECK(c.options.workgroup_size[0] * c.options.workgroup_size[1] * c.options.workgroup_size[2] <= 256);
+    CHECK(vgpu::kernels::glsl_coopmat_tiling(c.variant).tuning().options.defines == c.options.defines);
+  }
+  // At 256² the 128×128 grid (4 workgroups) leaves the GPU idle: the rule takes 64×64.
+  CHECK(cands(vgpu::DType::f16, 256).front().variant == "cm64x64x32w32x32");
+  for (vgpu::DType other : {vgpu::DType::f32, vgpu::DType::bf16})
+    for (const auto& c : cands(other, 4096)) CHECK_FALSE(c.native_dtype);
+  // The kernel lays out 32-wide subgroups; OpenGL never runs it.
+  info.subgroup_size = 64;
+  for (const auto& c : cands(vgpu::DType::f16, 4096)) CHECK_FALSE(c.native_dtype);
+  info.subgroup_size = 32;
+  info.backend = vgpu::BackendKind::opengl;
+  for (const auto& c : cands(vgpu::DType::f16, 4096)) CHECK_FALSE(c.native_dtype);
+  info.backend = vgpu::BackendKind::vulkan;
+  // VGPU_MATMUL_TILING forces a cooperative-matrix tiling for float16 only; unknown "cm" names fail with a Fix.
+  const auto forced = vgpu::kernels::gpu_builtin_tuner("cm64x64x32w32x32");
+  CHECK(forced->tune(vgpu::OpShape{"matmul", 4096, 4096, 4096, vgpu::DType::f16}, info).variant == "cm64x64x32w32x32");
+  CHECK_FALSE(forced->tune(vgpu::OpShape{"matmul", 4096, 4096, 4096}, info).native_dtype);
+  REQUIRE_VGPU_ERROR(
+      invalid_argument, "Fix:",
+      vgpu::kernels::gpu_builtin_tuner("cm1x1")->tune(vgpu::OpShape{"matmul", 64, 64, 64, vgpu::DType::f16}, info));
+  // A device whose shared memory holds none of them is refused with a Fix, not compiled.
+  info.limits.max_shared_memory_bytes = 16 * 1024;
+  REQUIRE_VGPU_ERROR(not_supported, "Fix:", tuner->tune(vgpu::OpShape{"matmul", 64, 64, 64, vgpu::DType::f16}, info));
+}
 
 }  // namespace vgpu_test

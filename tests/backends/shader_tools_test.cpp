@@ -245,4 +245,45 @@ TEST_CASE("compile_glsl_body compiles an assembled body", "[shader]") {
 }
 
 }  // namespace
+TEST_CASE("reflect reads the interface of a module with cooperative matrices (types SPIRV-Cross 2021 lacks)",
+          "[shader]") {
+  // As a third-party shader would write it: cooperative matrices loaded from and stored to
+  // buffers, a constant matrix, an array of them, a helper function taking one.
+  const char* const coop = R"(#version 450
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+layout(local_size_x_id = 5) in;
+layout(constant_id = 6) const uint STRIDE = 16;
+layout(set = 0, binding = 0) readonly buffer A { float16_t a[]; };
+layout(set = 0, binding = 2) writeonly buffer C { float c[]; };
+layout(push_constant) uniform Push { uint offset; uint pad; } pc;
+fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> twice(fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> m) { return m + m; }
+void main() {
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> x[2];
+  coopMatLoadNV(x[0], a, pc.offset, STRIDE, false);
+  coopMatLoadNV(x[1], a, pc.offset, STRIDE, true);
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(1.0);
+  acc = coopMatMulAddNV(x[0], x[1], acc);
+  coopMatStoreNV(twice(acc), c, 0, STRIDE, false);
+}
+)";
+  const auto words = shader::compile_glsl_shader(coop, {}, TargetEnv::vulkan1_1, "test.coop");
+  const KernelReflection r = shader::reflect(words, "main", "test.coop");
+  REQUIRE(r.bindings.size() == 2);
+  CHECK(r.bindings[0].binding == 0);
+  CHECK(r.bindings[0].access == Access::read);
+  CHECK(r.bindings[1].binding == 2);
+  CHECK(r.bindings[1].access == Access::write);
+  CHECK(r.push_constant_bytes == 8);
+  CHECK(r.bindings[0].runtime_stride == 2);
+  CHECK(r.local_size_ids[0] == std::optional<std::uint32_t>(5));
+  REQUIRE(constant(r, 6) != nullptr);
+  CHECK(constant(r, 6)->name == "STRIDE");
+  CHECK(constant(r, 6)->default_value == SpecValue::of(16u));
+  CHECK(std::find(r.capabilities.begin(), r.capabilities.end(), "CooperativeMatrixNV") != r.capabilities.end());
+  CHECK(std::find(r.capabilities.begin(), r.capabilities.end(), "Float16") != r.capabilities.end());
+}
+
 }  // namespace vgpu_test

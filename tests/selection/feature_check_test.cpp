@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "builtin_plans.hpp"
 #include "device_core.hpp"
 #include "feature_gate.hpp"
 #include "support/cache_fixtures.hpp"
@@ -116,6 +117,47 @@ TEST_CASE("a verdict is kept: asked again, on another runtime and with the devic
   REQUIRE(checks.size() == 1);
   CHECK(checks[0].verdict == vgpu::FeatureVerdict::wrong);
   CHECK(k[0]->dispatches == dispatches);  // no probe ran
+}
+
+TEST_CASE("a matmul variant whose feature failed its truth test is never planned: float32's runs instead",
+          "[features]") {
+  // A tuner as a backend with cooperative matrices has one: float16 matmuls get a native variant
+  // that needs the feature, float32 the plain one.
+  struct NativeTuner final : vgpu::OpTuner {
+    vgpu::OpTuning tune(const vgpu::OpShape& shape, const vgpu::DeviceInfo&) const override {
+      vgpu::OpTuning t;
+      t.options.workgroup_size = {16, 16, 1};
+      t.per_group_x = t.per_group_y = 16;
+      t.variant = "plain";
+      if (shape.dtype == vgpu::DType::f16) {
+        t.variant = "native";
+        t.native_dtype = true;
+        t.feature = "cooperative_matrix";
+        t.code = vgpu::DialectSource{"glsl", "void main() {}", {}, {}, {}};
+      }
+      return t;
+    }
+  };
+  const NativeTuner tuner;
+  Knobs k = test_devices({0, 0}, vgpu::test::unique_name("features-native"));
+  for (auto& knob : k) knob->features = {"cooperative_matrix"};
+  k[0]->wrong_results = true;
+  TempDir dir("features-native-");
+  Logged l(test_runtime_options(k), dir.path);
+  vgpu::Device bad = l.runtime.open("test:0"), good = l.runtime.open("test:1");
+  auto variant = [&](vgpu::Device& d, vgpu::DType dtype) {
+    return vgpu::detail::matmul_tuning(d.info(), &tuner, &vgpu::detail::DeviceAccess::core(d), 64, 64, 64, dtype, false)
+        .variant;
+  };
+  CHECK(variant(good, vgpu::DType::f16) == "native");
+  CHECK(variant(bad, vgpu::DType::f16) == "plain");  // between conversions, as on a device without the feature
+  CHECK(variant(bad, vgpu::DType::f32) == "plain");
+  CHECK(l.count("test:0 advertises cooperative_matrix, but vgpu's truth test of it computed wrong results") == 1);
+  // Without the feature advertised at all, the variant is dropped too (the tuner should not offer it).
+  Knobs none = test_devices({0}, vgpu::test::unique_name("features-native-none"));
+  Logged l2(test_runtime_options(none), dir.path);
+  vgpu::Device plain = l2.runtime.open("test:0");
+  CHECK(variant(plain, vgpu::DType::f16) == "plain");
 }
 
 }  // namespace vgpu_test

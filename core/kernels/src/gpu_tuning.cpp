@@ -9,6 +9,7 @@
 
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/kernels/coopmat_tuning.hpp"
 
 namespace vgpu::kernels {
 namespace {
@@ -76,9 +77,15 @@ class GpuBuiltinTuner final : public OpTuner {
   explicit GpuBuiltinTuner(std::string forced) : forced_(std::move(forced)) {}
   OpTuning tune(const OpShape& shape, const DeviceInfo& device) const override {
     if (shape.op != "matmul") return builtin_gpu_tuning(shape);
+    if (coopmat(shape, device)) {
+      if (forced_coopmat()) return checked(glsl_coopmat_tiling(forced_), device).tuning();
+      return glsl_coopmat_choice(shape.m, shape.n, tiling_units(device), device).tuning();
+    }
+    // VGPU_MATMUL_TILING naming a cooperative-matrix tiling forces float16 matmuls only.
+    const bool forced = !forced_.empty() && !forced_coopmat();
     // Parsed per plan so that a bad VGPU_MATMUL_TILING fails matmul with its message, not device discovery.
     const GlslMatmulTiling c =
-        forced_.empty() ? glsl_matmul_choice(shape.m, shape.k, shape.n, device) : glsl_matmul_tiling(forced_);
+        forced ? glsl_matmul_tiling(forced_) : glsl_matmul_choice(shape.m, shape.k, shape.n, device);
     if (!c.fits(device))
       fail(ErrorCategory::invalid_argument,
            "VGPU_MATMUL_TILING=" + c.name() + " needs " + std::to_string(c.shared_bytes()) +
@@ -98,6 +105,15 @@ class GpuBuiltinTuner final : public OpTuner {
   std::vector<OpTuning> candidates(const OpShape& shape, const DeviceInfo& device) const override {
     OpTuning first = tune(shape, device);
     if (shape.op != "matmul" || !forced_.empty() || first.split_k > 1) return {first};
+    if (coopmat(shape, device)) {
+      // Every cooperative-matrix tiling whose grid gives a quarter of the units work or more.
+      std::vector<OpTuning> out{first};
+      if (shape.m * shape.k * shape.n < kMeasureWork) return out;
+      for (const GlslCoopMatrixTiling& c : glsl_coopmat_tilings())
+        if (c.name() != first.variant && c.fits(device) && c.grid(shape.m, shape.n) * 4 >= tiling_units(device))
+          out.push_back(c.tuning());
+      return out;
+    }
     const GlslMatmulTiling rule = glsl_matmul_choice(shape.m, shape.k, shape.n, device);
     if (rule.naive) return {first};
     const bool software = device.type == DeviceType::software || device.type == DeviceType::cpu;
@@ -117,6 +133,19 @@ class GpuBuiltinTuner final : public OpTuner {
   }
 
  private:
+  // Float16 matmuls run on cooperative matrices where the device has them (Vulkan).
+  static bool coopmat(const OpShape& shape, const DeviceInfo& device) {
+    return shape.op == "matmul" && shape.dtype == DType::f16 && has_coopmat_f16(device);
+  }
+  bool forced_coopmat() const { return is_coopmat_tiling_name(forced_); }
+  static GlslCoopMatrixTiling checked(const GlslCoopMatrixTiling& c, const DeviceInfo& device) {
+    if (!c.fits(device))
+      fail(ErrorCategory::invalid_argument,
+           "VGPU_MATMUL_TILING=" + c.name() + " needs " + std::to_string(c.shared_bytes()) +
+               " bytes of shared memory or more invocations per workgroup than " + device.id() + " has.",
+           "pick a smaller cooperative-matrix tiling, or unset VGPU_MATMUL_TILING.");
+    return c;
+  }
   std::string forced_;
 };
 

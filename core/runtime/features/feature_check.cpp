@@ -197,6 +197,13 @@ void check_kernel_features(DeviceCore& core, const KernelReflection& r, const st
   }
 }
 
+bool feature_usable(DeviceCore& core, std::string_view feature) {
+  if (!advertises(core.info(), feature)) return false;
+  for (const FeatureProbe& p : feature_probes())
+    if (p.feature == feature) return verdict(core, p).verdict == FeatureVerdict::passed;
+  return true;
+}
+
 }  // namespace detail
 
 std::vector<FeatureCheck> check_features(const Device& device) {

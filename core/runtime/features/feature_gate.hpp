@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "vgpu/specialization.hpp"
 
@@ -17,5 +18,10 @@ class DeviceCore;
 /// the probe first when no verdict is known (memoised, then read from L2). kernel names the
 /// kernel in the message.
 void check_kernel_features(DeviceCore& core, const KernelReflection& r, const std::string& kernel);
+
+/// Returns whether a built-in variant may use feature (a DeviceInfo::features name) on core's
+/// device: advertised, and its truth test passed (run now when no verdict is known) or vgpu
+/// has no probe for it.
+bool feature_usable(DeviceCore& core, std::string_view feature);
 
 }  // namespace vgpu::detail

@@ -147,6 +147,63 @@ void main() {
 }
 )";
 
+// Cooperative matrices (VK_NV_cooperative_matrix): the 256 inputs are one 16×16 float16 matrix
+// A of small integers, loaded as A and again column-major as Aᵀ; the first subgroup writes
+// C = A·A + A·Aᵀ (every product and sum exact in float32), so both layouts and the
+// accumulation are checked. Each output is C's element, row-major.
+constexpr int kCoopDim = 16;
+float coop_input_value(std::uint32_t i) { return static_cast<float>(static_cast<int>((i * 7u + i / 16u) % 7u) - 3); }
+std::vector<unsigned char> coop_input(std::uint32_t n) {
+  std::vector<std::uint16_t> v(n);
+  for (std::uint32_t i = 0; i < n; ++i) v[i] = float_to_half_bits(coop_input_value(i));
+  return bytes_of(v);
+}
+std::vector<float> coop_product(const std::uint16_t* a) {
+  std::vector<float> c(kCoopDim * kCoopDim);
+  for (int r = 0; r < kCoopDim; ++r)
+    for (int col = 0; col < kCoopDim; ++col) {
+      float s = 0;
+      for (int q = 0; q < kCoopDim; ++q)
+        s += half_bits_to_float(a[r * kCoopDim + q]) *
+             (half_bits_to_float(a[q * kCoopDim + col]) + half_bits_to_float(a[col * kCoopDim + q]));
+      c[r * kCoopDim + col] = s;
+    }
+  return c;
+}
+std::vector<unsigned char> coop_expected(const std::vector<unsigned char>& in, std::uint32_t) {
+  return bytes_of(coop_product(values_of<std::uint16_t>(in).data()));
+}
+void coop_cpu(const CpuWorkgroup& wg) {
+  const std::uint16_t* a = wg.buffer<const std::uint16_t>(0);
+  float* out = wg.buffer<float>(1);
+  wg.for_each_invocation([&](const std::array<std::uint32_t, 3>& g, const std::array<std::uint32_t, 3>&) {
+    if (g[0] != 0) return;
+    const std::vector<float> c = coop_product(a);
+    std::memcpy(out, c.data(), c.size() * sizeof(float));
+  });
+}
+
+constexpr std::string_view kCoopMatrixGlsl = R"(#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+VGPU_PARAMS { uint n; uint pad0; uint pad1; uint pad2; } p;
+layout(std430, binding = 0) readonly buffer In { float16_t x[]; };
+layout(std430, binding = 1) writeonly buffer Out { float y[]; };
+void main() {
+  // Uniform per subgroup whatever its size: the first subgroup of the first workgroup.
+  if (gl_WorkGroupID.x != 0u || gl_SubgroupID != 0u) return;
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a, at;
+  coopMatLoadNV(a, x, 0, 16, false);
+  coopMatLoadNV(at, x, 0, 16, true);
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> c = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  c = coopMatMulAddNV(a, a, c);
+  c = coopMatMulAddNV(a, at, c);
+  coopMatStoreNV(c, y, 0, 16, false);
+}
+)";
+
 }  // namespace
 
 const std::vector<FeatureProbe>& feature_probes() {
@@ -166,6 +223,8 @@ const std::vector<FeatureProbe>& feature_probes() {
       {"subgroup_arithmetic", "GroupNonUniformArithmetic", kSubgroupGlsl, 4, 4,
        per_element<std::uint32_t, std::uint32_t>(unchanged<std::uint32_t>), generated<std::uint32_t, u32_input>,
        mapped<std::uint32_t, unchanged<std::uint32_t>>},
+      // One 16×16 product per run (the outputs are C's 256 elements): only C's bits are compared.
+      {"cooperative_matrix", "CooperativeMatrixNV", kCoopMatrixGlsl, 2, 4, coop_cpu, coop_input, coop_expected},
   };
   return *probes;
 }

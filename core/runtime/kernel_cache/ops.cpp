@@ -9,6 +9,7 @@
 
 #include "builtin_plans.hpp"
 #include "dtype_plan.hpp"
+#include "feature_gate.hpp"
 #include "device_core.hpp"
 #include "registry.hpp"
 #include "variant_choice.hpp"
@@ -510,6 +511,18 @@ KernelPlan builtin_plan(const std::string& op, const DeviceInfo& info, const OpT
   return elementwise(op.c_str(), info, tuner, shape[0], op == "axpy");  // add, mul or axpy (check_shape)
 }
 
+namespace {
+// candidates less those whose code uses a feature that did not pass its truth test on core's
+// device (vgpu/feature_check.hpp); all of them without a core to ask (the compile path refuses
+// such code there).
+std::vector<OpTuning> usable(std::vector<OpTuning> candidates, DeviceCore* core) {
+  if (core)
+    std::erase_if(candidates,
+                  [&](const OpTuning& t) { return !t.feature.empty() && !feature_usable(*core, t.feature); });
+  return candidates;
+}
+}  // namespace
+
 OpTuning matmul_tuning(const DeviceInfo& dev, const OpTuner* tuner, DeviceCore* core, std::uint32_t m, std::uint32_t k,
                        std::uint32_t n, DType dtype, bool tf32) {
   ops::require_positive("matmul", "M", m);
@@ -519,7 +532,12 @@ OpTuning matmul_tuning(const DeviceInfo& dev, const OpTuner* tuner, DeviceCore* 
   const OpTuner& rule = ops::require_tuner(dev, tuner, shape);
   // Where the backend offers several variants, the measured choice (variant_choice.hpp) picks
   // one: timed once per device and size class, then read from memory or the disk store.
-  std::vector<OpTuning> candidates = rule.candidates(shape, dev);
+  std::vector<OpTuning> candidates = usable(rule.candidates(shape, dev), core);
+  // Native variants all refused (their feature failed its truth test): float32's, between conversions.
+  if (candidates.empty() && shape.dtype != DType::f32) {
+    shape.dtype = DType::f32;
+    candidates = usable(rule.candidates(shape, dev), core);
+  }
   if (candidates.empty())
     fail(ErrorCategory::internal,
          "the " + std::string(to_string(dev.backend)) + " backend offered no matmul variant for " + dev.id() + ".",

@@ -103,7 +103,7 @@ SpecValue constant_value(spvc_compiler c, spvc_constant_id id, std::uint32_t spe
 
 KernelReflection reflect(std::span<const std::uint32_t> words, const std::string& entry, const std::string& kernel_name,
                          std::span<const SpecEntry> spec) {
-  const std::vector<std::uint32_t> patched = with_spec_defaults(words, spec);
+  const std::vector<std::uint32_t> patched = with_spec_defaults(reflection_view(words), spec);
   Session s(patched, kernel_name);
   const spvc_compiler c = s.compiler();
   KernelReflection out;

@@ -57,6 +57,12 @@ std::string to_opengl_glsl(std::span<const std::uint32_t> words, const std::stri
 /// writes as GLSL, the specialised module.
 std::vector<std::uint32_t> with_spec_defaults(std::span<const std::uint32_t> words, std::span<const SpecEntry> spec);
 
+/// Returns words as SPIRV-Cross can reflect them: unchanged, or where the module declares
+/// cooperative-matrix types (which Debian 12's SPIRV-Cross cannot parse), those types as
+/// 4-vectors, their constants dropped and every function body one OpUnreachable — the
+/// interface (bindings, push constants, local size, spec constants, capabilities) untouched.
+std::vector<std::uint32_t> reflection_view(std::span<const std::uint32_t> words);
+
 /// Returns the SPIR-V name of capability ("Float16", "VulkanMemoryModel"), or "Capability<n>".
 std::string capability_name(std::uint32_t capability);
 

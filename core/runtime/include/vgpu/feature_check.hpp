@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // vgpu/feature_check.hpp — capability truth tests: before vgpu lets a kernel use a feature a
 // driver advertises (16-bit floats, 8-bit integers, 16- and 8-bit storage, subgroup
-// arithmetic), a tiny probe kernel checks that the feature computes right on that device
+// arithmetic, cooperative matrices), a tiny probe kernel checks that the feature computes right on that device
 // (drivers have advertised features they get wrong). The verdict is kept per device fingerprint
 // in the runtime's L2 store (a later process reads it instead of probing), shown by vgpu-probe,
 // and a kernel that declares the SPIR-V capability of a feature found wrong is refused with
@@ -42,7 +42,9 @@ VGPU_API std::vector<std::string> probed_features();
 
 /// Truth-tests every feature device advertises (DeviceInfo::features) that vgpu has a probe for:
 /// each probe runs once per device fingerprint (then memoised and stored in L2). Empty for a
-/// device that advertises none of them (the CPU, OpenGL, CUDA today).
+/// device that advertises none of them (the CPU, OpenGL, CUDA today). A built-in variant that
+/// needs a feature (OpTuning::feature: the Vulkan cooperative-matrix matmul) is planned only
+/// where its verdict is passed.
 VGPU_API std::vector<FeatureCheck> check_features(const Device& device);
 
 }  // namespace vgpu

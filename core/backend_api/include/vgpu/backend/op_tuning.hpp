@@ -55,6 +55,9 @@ struct OpTuning {
   /// The variant multiplies float32 operands in TF32 (offered only where OpShape::tf32 allows
   /// it): like native_dtype, its code (which it must bring) is the plan's only source.
   bool tf32 = false;
+  /// A DeviceInfo::features name the variant's code uses (empty: none): the runtime drops the
+  /// variant where that feature's truth test (vgpu/feature_check.hpp) did not pass.
+  std::string feature;
 };
 
 /// A backend's tuning of the built-in ops. Thread-safety: immutable, tune() is safe from any thread.
