@@ -73,6 +73,9 @@ constexpr CudaMmaTiling kTf32Tilings[] = {{128, 128, 16, 64, 32, 2, true},
                                           {128, 64, 16, 64, 32, 3, true},
                                           {64, 64, 16, 32, 32, 3, true},
                                           {128, 128, 16, 64, 64, 2, true}};
+// The rule (no measuring) picks among the first three of each set; the rest are candidates of
+// the measured choice only.
+constexpr std::size_t kMmaRuleTilings = 3;
 
 // Below this many multiply-adds a product is all launch cost: nothing worth measuring.
 constexpr std::uint64_t kMeasureFrom = 256ull * 256 * 256;
@@ -145,8 +148,9 @@ class CudaOpTuner final : public OpTuner {
   // The largest tile whose grid still gives every SM a block (set: largest first), as
   // cuda_matmul_choice does.
   static CudaMmaTiling choice(std::uint64_t m, std::uint64_t n, std::uint32_t sms_in,
-                              std::span<const CudaMmaTiling> set) {
+                              std::span<const CudaMmaTiling> all) {
     const std::uint64_t sms = std::max<std::uint32_t>(sms_in, 1);
+    const std::span<const CudaMmaTiling> set = all.first(std::min(all.size(), kMmaRuleTilings));
     for (const CudaMmaTiling& c : set)
       if (c.grid(m, n) >= sms) return c;
     return set.back();

@@ -9,6 +9,8 @@
 // float32 accumulator matrices. K is walked BK at a time through double-buffered shared tiles
 // (rows padded by 8 halves, so fragment rows start 16 bytes apart on different banks): the next
 // step's global loads sit in registers while the current step is multiplied, one barrier per step.
+// Every loop over fragments is unrolled ([[unroll]]): an array of cooperative matrices indexed
+// at run time would live in local memory.
 // Global loads are 16-byte uvec4s (8 halves) when every row of A and B starts on a 16-byte
 // boundary (k % 8 == 0, n % 8 == 0) and the tile lies inside; otherwise element by element with
 // zeros past the edges. C: whole tiles with n % 8 == 0 are stored by the cooperative-matrix
@@ -23,6 +25,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_control_flow_attributes : require
 
 #if defined(VGPU_MM_BATCH) && VGPU_MM_BATCH
 VGPU_PARAMS {
@@ -110,24 +113,24 @@ uint b_bits(uint r, uint c) {
 // Eight halves from one row starting at (r, c), zero past the edges.
 uvec4 gather_a(uint r, uint c) {
   uvec4 v;
-  for (uint j = 0u; j < 4u; ++j) v[j] = a_bits(r, c + 2u * j) | (a_bits(r, c + 2u * j + 1u) << 16);
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) v[j] = a_bits(r, c + 2u * j) | (a_bits(r, c + 2u * j + 1u) << 16);
   return v;
 }
 uvec4 gather_b(uint r, uint c) {
   uvec4 v;
-  for (uint j = 0u; j < 4u; ++j) v[j] = b_bits(r, c + 2u * j) | (b_bits(r, c + 2u * j + 1u) << 16);
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) v[j] = b_bits(r, c + 2u * j) | (b_bits(r, c + 2u * j + 1u) << 16);
   return v;
 }
 
 // Loads step k0's A and B tiles into ra, rb (vec: rows 16-byte aligned and the tile inside).
 void load_tiles(bool vec, uint row0, uint col0, uint k0, uint tid) {
-  for (uint l = 0u; l < A_LOADS; ++l) {
+  [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
     const uint idx = tid + l * THREADS;
     if ((A_VEC % THREADS) != 0 && idx >= A_VEC) break;
     const uint r = row0 + idx / (BK / 8), c = k0 + (idx % (BK / 8)) * 8u;
     ra[l] = vec ? A8[(abase + r * p.k + c) >> 3] : gather_a(r, c);
   }
-  for (uint l = 0u; l < B_LOADS; ++l) {
+  [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
     const uint idx = tid + l * THREADS;
     if ((B_VEC % THREADS) != 0 && idx >= B_VEC) break;
     const uint r = k0 + idx / (BN / 8), c = col0 + (idx % (BN / 8)) * 8u;
@@ -136,24 +139,24 @@ void load_tiles(bool vec, uint row0, uint col0, uint k0, uint tid) {
 }
 
 // Writes eight halves v into shared array S from element o on.
-#define PUT8(S, o, v)                            \
-  {                                              \
-    for (uint j = 0u; j < 4u; ++j) {             \
-      const f16vec2 h = unpackFloat2x16(v[j]);   \
-      S[(o) + 2u * j] = h.x;                     \
-      S[(o) + 2u * j + 1u] = h.y;                \
-    }                                            \
+#define PUT8(S, o, v)                                 \
+  {                                                   \
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {       \
+      const f16vec2 h = unpackFloat2x16(v[j]);        \
+      S[(o) + 2u * j] = h.x;                          \
+      S[(o) + 2u * j + 1u] = h.y;                     \
+    }                                                 \
   }
 
 // Stores ra, rb into shared buffer buf.
 void store_tiles(uint buf, uint tid) {
-  for (uint l = 0u; l < A_LOADS; ++l) {
+  [[unroll]] for (uint l = 0u; l < A_LOADS; ++l) {
     const uint idx = tid + l * THREADS;
     if ((A_VEC % THREADS) != 0 && idx >= A_VEC) break;
     const uint o = (buf * BM + idx / (BK / 8)) * AS_STRIDE + (idx % (BK / 8)) * 8u;
     PUT8(As, o, ra[l]);
   }
-  for (uint l = 0u; l < B_LOADS; ++l) {
+  [[unroll]] for (uint l = 0u; l < B_LOADS; ++l) {
     const uint idx = tid + l * THREADS;
     if ((B_VEC % THREADS) != 0 && idx >= B_VEC) break;
     const uint o = (buf * BK + idx / (BN / 8)) * BS_STRIDE + (idx % (BN / 8)) * 8u;
@@ -173,8 +176,8 @@ void main() {
   const bool aligned = p.k % 8u == 0u && p.n % 8u == 0u;
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
-  for (int i = 0; i < FM; ++i)
-    for (int j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  [[unroll]] for (int i = 0; i < FM; ++i)
+    [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   const uint steps = (p.k + BK - 1u) / BK;
   // A step is loaded with vectors when its whole K range lies inside too.
@@ -185,15 +188,15 @@ void main() {
     const uint cur = s & 1u;
     const bool more = s + 1u < steps;
     if (more) load_tiles(aligned && inside && (s + 2u) * BK <= p.k, row0, col0, (s + 1u) * BK, tid);
-    for (uint kk = 0u; kk < BK; kk += 16u) {
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[FM];
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> b[FN];
-      for (int i = 0; i < FM; ++i)
+      [[unroll]] for (int i = 0; i < FM; ++i)
         coopMatLoadNV(a[i], As, (cur * BM + wr + uint(i) * 16u) * AS_STRIDE + kk, AS_STRIDE, false);
-      for (int j = 0; j < FN; ++j)
+      [[unroll]] for (int j = 0; j < FN; ++j)
         coopMatLoadNV(b[j], Bs, (cur * BK + kk) * BS_STRIDE + wc + uint(j) * 16u, BS_STRIDE, false);
-      for (int i = 0; i < FM; ++i)
-        for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(a[i], b[j], acc[i][j]);
+      [[unroll]] for (int i = 0; i < FM; ++i)
+        [[unroll]] for (int j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(a[i], b[j], acc[i][j]);
     }
     // The other buffer was last read before the previous barrier, so it is free to fill.
     if (more) store_tiles(cur ^ 1u, tid);
@@ -201,16 +204,16 @@ void main() {
   }
 
   if (inside && p.n % 8u == 0u) {
-    for (int i = 0; i < FM; ++i)
-      for (int j = 0; j < FN; ++j) {
+    [[unroll]] for (int i = 0; i < FM; ++i)
+      [[unroll]] for (int j = 0; j < FN; ++j) {
         const fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h = fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]);
         coopMatStoreNV(h, C, cbase + (row0 + wr + uint(i) * 16u) * p.n + col0 + wc + uint(j) * 16u, p.n, false);
       }
     return;
   }
   // Edge tile: each accumulator through the subgroup's staging tile, then element by element.
-  for (int i = 0; i < FM; ++i)
-    for (int j = 0; j < FN; ++j) {
+  [[unroll]] for (int i = 0; i < FM; ++i)
+    [[unroll]] for (int j = 0; j < FN; ++j) {
       coopMatStoreNV(acc[i][j], Cs, sg * 256u, 16u, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
