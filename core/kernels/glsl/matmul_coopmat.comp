@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // C[m×n] = A[m×k]·B[k×n] on float16 arrays (row-major, any m, n, k) with the matrix engines of
 // Vulkan's VK_NV_cooperative_matrix: 16×16×16 float16 products accumulated in float32, C rounded
-// to float16 once. Vulkan only (the tuner offers it where the device advertises the feature
-// "cooperative_matrix" and its truth test passed: core/kernels/src/gpu_tuning.cpp).
+// to float16 once. Vulkan only: core/kernels/src/coopmat_tuning.cpp offers it where the device
+// advertises the feature "cooperative_matrix", and the runtime runs it only where that
+// feature's truth test passed (OpTuning::feature).
 //
 // One workgroup of (BM/WM)·(BN/WN) subgroups of 32 invocations computes a BM×BN tile of C;
 // subgroup s owns the WM×WN block (s / (BN/WN), s % (BN/WN)) of it as (WM/16)·(WN/16)
