@@ -78,7 +78,11 @@ class GpuBuiltinTuner final : public OpTuner {
   OpTuning tune(const OpShape& shape, const DeviceInfo& device) const override {
     if (shape.op != "matmul") return builtin_gpu_tuning(shape);
     if (coopmat(shape, device)) {
-      if (forced_coopmat()) return checked(glsl_coopmat_tiling(forced_), device).tuning();
+      if (forced_coopmat()) {
+        const GlslCoopMatrixTiling c = glsl_coopmat_tiling(forced_);
+        require_fits(c, device);
+        return c.tuning();
+      }
       return glsl_coopmat_choice(shape.m, shape.n, tiling_units(device), device).tuning();
     }
     // VGPU_MATMUL_TILING naming a cooperative-matrix tiling forces float16 matmuls only.
@@ -86,13 +90,7 @@ class GpuBuiltinTuner final : public OpTuner {
     // Parsed per plan so that a bad VGPU_MATMUL_TILING fails matmul with its message, not device discovery.
     const GlslMatmulTiling c =
         forced ? glsl_matmul_tiling(forced_) : glsl_matmul_choice(shape.m, shape.k, shape.n, device);
-    if (!c.fits(device))
-      fail(ErrorCategory::invalid_argument,
-           "VGPU_MATMUL_TILING=" + c.name() + " needs " + std::to_string(c.shared_bytes()) +
-               " bytes of shared memory or more invocations per workgroup than " + device.id() + " has (" +
-               std::to_string(device.limits.max_shared_memory_bytes) + " bytes, " +
-               std::to_string(device.limits.max_workgroup_invocations) + " invocations).",
-           "pick a smaller tiling (vgpu-probe shows the limits), or unset VGPU_MATMUL_TILING.");
+    require_fits(c, device);
     OpTuning t = bounded(c, device);
     if (!c.naive) t.split_k = glsl_matmul_split_k(shape.m, shape.k, shape.n, device);
     return t;
@@ -110,7 +108,8 @@ class GpuBuiltinTuner final : public OpTuner {
       std::vector<OpTuning> out{first};
       if (shape.m * shape.k * shape.n < kMeasureWork) return out;
       for (const GlslCoopMatrixTiling& c : glsl_coopmat_tilings())
-        if (c.name() != first.variant && c.fits(device) && c.grid(shape.m, shape.n) * 4 >= tiling_units(device))
+        if (c.name() != first.variant && c.fits(device) &&
+            fills_quarter(c.grid(shape.m, shape.n), tiling_units(device)))
           out.push_back(c.tuning());
       return out;
     }
@@ -125,8 +124,7 @@ class GpuBuiltinTuner final : public OpTuner {
     for (const GlslMatmulTiling& c : {kT128x128, kT128x128k16, kT128x64, kT64x64, kT32x32}) {
       if (out.size() >= kMaxCandidates) break;
       if (c == rule || !c.fits(device)) continue;
-      // A grid under a quarter of the compute units leaves most of the GPU idle: not worth a run.
-      if (ceil_div(shape.m, c.bm) * ceil_div(shape.n, c.bn) * 4 < units) continue;
+      if (!fills_quarter(ceil_div(shape.m, c.bm) * ceil_div(shape.n, c.bn), units)) continue;
       out.push_back(bounded(c, device));
     }
     return out;
@@ -138,13 +136,18 @@ class GpuBuiltinTuner final : public OpTuner {
     return shape.op == "matmul" && shape.dtype == DType::f16 && has_coopmat_f16(device);
   }
   bool forced_coopmat() const { return is_coopmat_tiling_name(forced_); }
-  static GlslCoopMatrixTiling checked(const GlslCoopMatrixTiling& c, const DeviceInfo& device) {
-    if (!c.fits(device))
-      fail(ErrorCategory::invalid_argument,
-           "VGPU_MATMUL_TILING=" + c.name() + " needs " + std::to_string(c.shared_bytes()) +
-               " bytes of shared memory or more invocations per workgroup than " + device.id() + " has.",
-           "pick a smaller cooperative-matrix tiling, or unset VGPU_MATMUL_TILING.");
-    return c;
+  // A grid under a quarter of the compute units leaves most of the GPU idle: not worth a run.
+  static bool fills_quarter(std::uint64_t grid, std::uint64_t units) { return grid * 4 >= units; }
+  // Throws invalid_argument when tiling c (GLSL or cooperative-matrix) does not fit device.
+  template <class Tiling>
+  static void require_fits(const Tiling& c, const DeviceInfo& device) {
+    if (c.fits(device)) return;
+    fail(ErrorCategory::invalid_argument,
+         "VGPU_MATMUL_TILING=" + c.name() + " needs " + std::to_string(c.shared_bytes()) +
+             " bytes of shared memory or more invocations per workgroup than " + device.id() + " has (" +
+             std::to_string(device.limits.max_shared_memory_bytes) + " bytes, " +
+             std::to_string(device.limits.max_workgroup_invocations) + " invocations).",
+         "pick a smaller tiling (vgpu-probe shows the limits), or unset VGPU_MATMUL_TILING.");
   }
   std::string forced_;
 };
