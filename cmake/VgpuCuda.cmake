@@ -14,7 +14,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedKernelText.cmake)
 set(VGPU_CUDA_DIR ${PROJECT_SOURCE_DIR}/core/kernels/cuda)
 set(VGPU_CUDA_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated/cuda)
 # copy_segments is the CUDA backend's own (small round trips), not an op.
-set(VGPU_CUDA_BUILTINS axpy convert elementwise matmul matmul_mma reduce_sum softmax_rows copy_segments)
+set(VGPU_CUDA_BUILTINS axpy convert elementwise matmul matmul_mma matmul_wgmma reduce_sum softmax_rows copy_segments)
 # Precompiled variants, "<kernel>@<X>x<Y>x<Z>[:NAME=VALUE,...]": exactly the (kernel, block
 # size, defines) triples core/runtime/kernel_cache/ops.cpp compiles for CUDA (every tiling of cuda_matmul_tilings(),
 # backends/cuda/cuda_op_tuner.cpp), and
@@ -48,6 +48,12 @@ set(VGPU_CUDA_PRECOMPILED
     "matmul_mma@128x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=128,VGPU_MMA_BK=32,VGPU_MMA_WM=64,VGPU_MMA_WN=64,VGPU_MMA_STAGES=2,VGPU_MMA_BF16=1"
     "matmul_mma@256x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=256,VGPU_MMA_BK=16,VGPU_MMA_WM=64,VGPU_MMA_WN=64,VGPU_MMA_STAGES=3,VGPU_MMA_BF16=0"
     "matmul_mma@256x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=256,VGPU_MMA_BK=16,VGPU_MMA_WM=64,VGPU_MMA_WN=64,VGPU_MMA_STAGES=3,VGPU_MMA_BF16=1"
+    # Warpgroup MMA on sm_90 (backends/cuda/cuda_op_tuner.cpp kHopperTilings), f16 and bf16:
+    # sm_90a SASS only (VGPU_CUDA_ARCH_SPECIFIC_KERNELS), built when 90 is in VGPU_CUDA_FATBIN_ARCHS.
+    "matmul_wgmma@256x1x1:VGPU_WG_BN=256,VGPU_WG_STAGES=4,VGPU_WG_BF16=0"
+    "matmul_wgmma@256x1x1:VGPU_WG_BN=256,VGPU_WG_STAGES=4,VGPU_WG_BF16=1"
+    "matmul_wgmma@256x1x1:VGPU_WG_BN=128,VGPU_WG_STAGES=6,VGPU_WG_BF16=0"
+    "matmul_wgmma@256x1x1:VGPU_WG_BN=128,VGPU_WG_STAGES=6,VGPU_WG_BF16=1"
     # TF32 (matmul_tf32 on float32, backends/cuda/cuda_op_tuner.cpp kTf32Tilings).
     "matmul_mma@256x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=128,VGPU_MMA_BK=16,VGPU_MMA_WM=64,VGPU_MMA_WN=32,VGPU_MMA_STAGES=2,VGPU_MMA_TF32=1"
     "matmul_mma@128x1x1:VGPU_MMA_BM=128,VGPU_MMA_BN=64,VGPU_MMA_BK=16,VGPU_MMA_WM=64,VGPU_MMA_WN=32,VGPU_MMA_STAGES=3,VGPU_MMA_TF32=1"
@@ -61,6 +67,10 @@ set(VGPU_CUDA_PRECOMPILED
     "convert@256x1x1:VGPU_CONVERT_NARROW=0"
     "convert@256x1x1:VGPU_CONVERT_NARROW=1"
     "copy_segments@256x1x1")
+# Kernels that use architecture-specific instructions (sm_90a: wgmma): their fatbins hold sm_90a
+# SASS alone (no PTX: an "a" target's PTX runs on no other GPU), and none when 90 is not in
+# VGPU_CUDA_FATBIN_ARCHS; NVRTC compiles them for sm_90a at run time otherwise.
+set(VGPU_CUDA_ARCH_SPECIFIC_KERNELS matmul_wgmma)
 set(VGPU_CUDA_FATBIN "AUTO" CACHE STRING "Embed nvcc-built fatbins of the built-in CUDA kernels (ON, OFF, AUTO)")
 set(VGPU_CUDA_FATBIN_ARCHS "75;80;86;89;90" CACHE STRING
     "SM architectures the built-in CUDA fatbin holds SASS for (PTX is added for the last)")
@@ -117,6 +127,13 @@ if(VGPU_CUDA_FATBIN_ENABLED)
     endif()
     set(kernel ${CMAKE_MATCH_1})
     set(wg "${CMAKE_MATCH_2}, ${CMAKE_MATCH_3}, ${CMAKE_MATCH_4}")
+    set(variant_gencode ${gencode})
+    if(kernel IN_LIST VGPU_CUDA_ARCH_SPECIFIC_KERNELS)
+      if(NOT "90" IN_LIST VGPU_CUDA_FATBIN_ARCHS)
+        continue()
+      endif()
+      set(variant_gencode -gencode "arch=compute_90a,code=sm_90a")
+    endif()
     # The same -D options NVRTC gets (backends/cuda/cuda_nvrtc.cpp): the block size, then the plan's defines.
     set(define_args -DVGPU_LOCAL_SIZE_X=${CMAKE_MATCH_2} -DVGPU_LOCAL_SIZE_Y=${CMAKE_MATCH_3}
                     -DVGPU_LOCAL_SIZE_Z=${CMAKE_MATCH_4})
@@ -128,7 +145,7 @@ if(VGPU_CUDA_FATBIN_ENABLED)
     add_custom_command(
       OUTPUT ${inc}
       BYPRODUCTS ${fatbin}
-      COMMAND ${VGPU_NVCC} -fatbin -O3 --compress-mode=${VGPU_CUDA_FATBIN_COMPRESS} ${gencode} ${define_args} -o ${fatbin} ${VGPU_CUDA_DIR}/${kernel}.cu
+      COMMAND ${VGPU_NVCC} -fatbin -O3 --compress-mode=${VGPU_CUDA_FATBIN_COMPRESS} ${variant_gencode} ${define_args} -o ${fatbin} ${VGPU_CUDA_DIR}/${kernel}.cu
       COMMAND ${CMAKE_COMMAND} -DINPUT=${fatbin} -DOUTPUT=${inc} -P ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedBinary.cmake
       DEPENDS ${VGPU_CUDA_DIR}/${kernel}.cu ${CMAKE_CURRENT_LIST_DIR}/VgpuEmbedBinary.cmake
       COMMENT "nvcc: built-in CUDA kernel ${variant} -> fatbin"

@@ -324,8 +324,8 @@ std::unique_ptr<RecordedBatchImpl> CudaDevice::record(std::span<const DispatchCo
   for (const DispatchCommand& c : commands) {
     auto& k = *static_cast<CudaKernelImpl*>(c.kernel);
     auto& b = *static_cast<CudaBindingSetImpl*>(c.bindings);
-    batch->launches.push_back(
-        CudaBatchImpl::Launch{k.function, {c.groups.x, c.groups.y, c.groups.z}, k.block, b.ptrs, c.params});
+    batch->launches.push_back(CudaBatchImpl::Launch{
+        k.function, {c.groups.x, c.groups.y, c.groups.z}, k.block, k.shared_bytes, b.ptrs, c.params});
   }
   return batch;
 }
@@ -337,8 +337,8 @@ void CudaDevice::launch(CudaBatchImpl& batch) {
     std::size_t n = 0;
     for (CUdeviceptr& p : l.ptrs) args[n++] = &p;
     if (l.params.size() > 0) args[n++] = const_cast<void*>(l.params.data());
-    check(fn_.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], 0,
-                             stream_, args, nullptr),
+    check(fn_.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                             l.shared_bytes, stream_, args, nullptr),
           "cuLaunchKernel");
   }
 }

@@ -8,7 +8,10 @@
 // 4-byte scalars as kernel_abi.hpp does). cuLaunchKernel gets an args array holding a pointer
 // to each slot's CUdeviceptr, then a pointer to the params bytes. Grid = the dispatch's groups,
 // block = CompileOptions::workgroup_size; defines become -DNAME=VALUE, and VGPU_LOCAL_SIZE_X/Y/Z
-// are defined to the block size.
+// are defined to the block size. Dynamic shared memory: a module that defines
+//   extern "C" { __constant__ unsigned vgpu_dynamic_shared_bytes = <bytes>; }
+// gets that many bytes of dynamic shared memory (extern __shared__) on every launch, up to the
+// device's opt-in limit (227 KB on sm_90), which is allowed for its entry when it loads.
 #pragma once
 
 #include <array>
@@ -56,6 +59,7 @@ class CudaKernelImpl final : public DeviceBound<KernelImpl, CudaDevice> {
   std::vector<std::uint32_t> slots;  ///< declared slots, ascending: the pointer arguments
   std::uint32_t params_size = 0;
   std::array<std::uint32_t, 3> block{1, 1, 1};
+  std::uint32_t shared_bytes = 0;  ///< dynamic shared memory per launch (vgpu_dynamic_shared_bytes)
 };
 
 /// The device pointers of a kernel's slots, in argument order. Thread-safety: immutable.
@@ -78,6 +82,7 @@ class CudaBatchImpl final : public DeviceBound<RecordedBatchImpl, CudaDevice> {
   struct Launch {
     CUfunction function;
     std::array<std::uint32_t, 3> grid, block;
+    std::uint32_t shared_bytes;
     std::vector<CUdeviceptr> ptrs;
     ParamsBlock params;
   };
@@ -202,6 +207,10 @@ class CudaDevice final : public DeviceImpl {
   // point, is dropped and rebuilt); returns the last cuModuleLoadData result.
   CUresult load_compiled(CudaKernelImpl& k, const KernelSource& source, const DialectSource& code,
                          const CompileOptions& options);
+  // The dynamic shared memory k's module asks for in its extern "C" __constant__ unsigned
+  // vgpu_dynamic_shared_bytes (0 without one), allowed on k.function; refuses more than the
+  // device gives a block.
+  std::uint32_t dynamic_shared_bytes(CudaKernelImpl& k, const std::string& name);
   // Module image (cubin or PTX) from L2 or NVRTC; *from_l2 says which, *compile_us what NVRTC
   // took (the caller stores a compiled image once it proved loadable).
   std::vector<std::uint8_t> image_for(const KernelSource& source, const DialectSource& code,

@@ -92,7 +92,37 @@ std::unique_ptr<KernelImpl> CudaDevice::compile(const KernelSource& source, cons
     fail(ErrorCategory::compile_error,
          "CUDA kernel '" + source.name + "' has no entry point '" + code.entry + "' (" + error_text(fn_, r) + ").",
          "declare it as extern \"C\" __global__ void " + code.entry + "(...), or fix the entry passed to add_cuda.");
+  k->shared_bytes = dynamic_shared_bytes(*k, source.name);
   return k;
+}
+
+std::uint32_t CudaDevice::dynamic_shared_bytes(CudaKernelImpl& k, const std::string& name) {
+  CUdeviceptr symbol = 0;
+  std::size_t size = 0;
+  if (fn_.cuModuleGetGlobal(&symbol, &size, k.module, "vgpu_dynamic_shared_bytes") != CUDA_SUCCESS) return 0;
+  std::uint32_t bytes = 0;
+  if (size != sizeof bytes)
+    fail(ErrorCategory::compile_error,
+         "CUDA kernel '" + name + "' defines vgpu_dynamic_shared_bytes with " + std::to_string(size) +
+             " bytes; it must be a 4-byte unsigned.",
+         "declare it as extern \"C\" { __constant__ unsigned vgpu_dynamic_shared_bytes = <bytes>; }.");
+  check(fn_.cuMemcpyDtoH(&bytes, symbol, sizeof bytes), "cuMemcpyDtoH");
+  if (bytes == 0) return 0;
+  int optin = 0;
+  fn_.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device_);
+  // Static __shared__ arrays count against the same limit.
+  int static_bytes = 0;
+  fn_.cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.function);
+  if (static_cast<std::uint64_t>(bytes) + static_cast<std::uint64_t>(static_bytes) > static_cast<std::uint64_t>(optin))
+    fail(ErrorCategory::not_supported,
+         "CUDA kernel '" + name + "' asks for " + std::to_string(bytes) + " bytes of dynamic shared memory (+" +
+             std::to_string(static_bytes) + " static); " + info_.name + " gives a block at most " +
+             std::to_string(optin) + ".",
+         "lower vgpu_dynamic_shared_bytes (fewer pipeline stages or smaller tiles), or run it on a GPU with more "
+         "shared memory.");
+  check(fn_.cuFuncSetAttribute(k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+        "cuFuncSetAttribute");
+  return bytes;
 }
 
 CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source, const DialectSource& code,

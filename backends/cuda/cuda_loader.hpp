@@ -27,7 +27,7 @@ namespace vgpu::cuda {
   X(cuStreamQuery) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamBeginCapture) \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDevicePrimaryCtxReset) \
   X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize) X(cuEventDestroy) X(cuPointerGetAttribute) \
-  X(cuMemHostRegister) X(cuMemHostUnregister)
+  X(cuMemHostRegister) X(cuMemHostUnregister) X(cuModuleGetGlobal) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuMemcpyDtoH)
 // clang-format on
 
 // An X-macro list, which clang-format-14 lays out differently on each run.

@@ -21,7 +21,10 @@ std::vector<std::string> nvrtc_options(const NvrtcFns& nvrtc, const std::string&
     for (int a : nvrtc.archs)
       if (a < sm) arch = a;
   }
-  opts.push_back((exact ? "-arch=sm_" : "-arch=compute_") + std::to_string(arch));
+  // sm_90 exactly: cubin for sm_90a, the same SASS plus the architecture-specific instructions
+  // (wgmma, setmaxnreg) that matmul_wgmma.cu uses; the cubin is for this GPU alone anyway.
+  const std::string suffix = exact && arch == 90 ? "a" : "";
+  opts.push_back((exact ? "-arch=sm_" : "-arch=compute_") + std::to_string(arch) + suffix);
   const std::array<std::uint32_t, 3> size = options.workgroup_size_or_default();
   opts.push_back("-DVGPU_LOCAL_SIZE_X=" + std::to_string(size[0]));
   opts.push_back("-DVGPU_LOCAL_SIZE_Y=" + std::to_string(size[1]));

@@ -73,9 +73,22 @@ constexpr CudaMmaTiling kTf32Tilings[] = {{128, 128, 16, 64, 32, 2, true},
                                           {128, 64, 16, 64, 32, 3, true},
                                           {64, 64, 16, 32, 32, 3, true},
                                           {128, 128, 16, 64, 64, 2, true}};
-// The rule (no measuring) picks among the first three of each set; the rest are candidates of
-// the measured choice only.
-constexpr std::size_t kMmaRuleTilings = 3;
+// Warpgroup-MMA tilings of 16-bit operands (matmul_wgmma.cu, sm_90 only): 128×256 (4 stages of
+// 48 KB) and 128×128 (6 stages of 32 KB), 193 KB of dynamic shared memory each. On sm_90 they
+// lead the set, so the rule picks them wherever their grid fills the SMs; the mma.sync tilings
+// follow for the smaller grids and the measured choice.
+constexpr CudaMmaTiling kHopperTilings[] = {{128, 256, 64, 64, 256, 4, false, true},
+                                            {128, 128, 64, 64, 128, 6, false, true},
+                                            {128, 64, 32, 64, 32, 3},
+                                            {64, 64, 32, 32, 32, 3},
+                                            {128, 128, 32, 64, 32, 2},
+                                            {128, 128, 32, 64, 64, 2},
+                                            {128, 256, 16, 64, 64, 3}};
+constexpr std::size_t kWgmmaTilings = 2;  // the leading ones of kHopperTilings
+static_assert(kHopperTilings[kWgmmaTilings - 1].wgmma && !kHopperTilings[kWgmmaTilings].wgmma);
+// The rule (no measuring) picks among the first three of each set (sm_90: four); the rest are
+// candidates of the measured choice only.
+constexpr std::size_t kMmaRuleTilings = 3, kHopperRuleTilings = 4;
 
 // Below this many multiply-adds a product is all launch cost: nothing worth measuring.
 constexpr std::uint64_t kMeasureFrom = 256ull * 256 * 256;
@@ -123,15 +136,22 @@ class CudaOpTuner final : public OpTuner {
   // for a float32 matmul with TF32 allowed (both on sm_80+); none otherwise.
   static std::span<const CudaMmaTiling> tensor_core_set(const OpShape& shape, const DeviceInfo& dev) {
     if (!has_mma_f16(dev)) return {};
-    if (shape.dtype == DType::f16 || shape.dtype == DType::bf16) return kMmaTilings;
+    if (shape.dtype == DType::f16 || shape.dtype == DType::bf16) {
+      if (has_wgmma(dev)) return kHopperTilings;
+      return kMmaTilings;
+    }
     if (shape.dtype == DType::f32 && shape.tf32) return kTf32Tilings;
     return {};
   }
-  // VGPU_MATMUL_TILING names a tensor-core tiling ("mma…" forces 16-bit matmuls, "tf32…" TF32
-  // ones); the other matmuls keep their rule.
-  bool forced_tensor_core() const { return forced_.rfind("mma", 0) == 0 || forced_.rfind("tf32", 0) == 0; }
+  // VGPU_MATMUL_TILING names a tensor-core tiling ("mma…" and "wgmma…" force 16-bit matmuls,
+  // "tf32…" TF32 ones); the other matmuls keep their rule.
+  bool forced_tensor_core() const {
+    return forced_.rfind("mma", 0) == 0 || forced_.rfind("wgmma", 0) == 0 || forced_.rfind("tf32", 0) == 0;
+  }
   bool forced_in(std::span<const CudaMmaTiling> set) const {
-    return !forced_.empty() && forced_.rfind(set.front().tf32 ? "tf32" : "mma", 0) == 0;
+    if (forced_.empty()) return false;
+    if (set.front().tf32) return forced_.rfind("tf32", 0) == 0;
+    return forced_.rfind("mma", 0) == 0 || forced_.rfind("wgmma", 0) == 0;
   }
   static CudaMmaTiling named(std::string_view name, std::span<const CudaMmaTiling> set) {
     std::string known;
@@ -139,18 +159,21 @@ class CudaOpTuner final : public OpTuner {
       if (t.name() == name) return t;
       known += (known.empty() ? "" : ", ") + t.name();
     }
+    const bool wgmma = set.front().wgmma;
     fail(ErrorCategory::invalid_argument,
          "VGPU_MATMUL_TILING='" + std::string(name) + "' is not a CUDA " + (set.front().tf32 ? "TF32" : "tensor-core") +
-             " matmul tiling.",
+             " matmul tiling" +
+             (wgmma || name.rfind("wgmma", 0) != 0 ? "" : " of this GPU (wgmma tilings run on sm_90 only)") + ".",
          "set it to one of " + known + " (" + (set.front().tf32 ? "float32 with TF32 allowed" : "16-bit operands") +
-             " on sm_80+), or unset it to let the tuner choose.");
+             (wgmma ? " on this sm_90 GPU" : " on sm_80+") + "), or unset it to let the tuner choose.");
   }
   // The largest tile whose grid still gives every SM a block (set: largest first), as
   // cuda_matmul_choice does.
   static CudaMmaTiling choice(std::uint64_t m, std::uint64_t n, std::uint32_t sms_in,
                               std::span<const CudaMmaTiling> all) {
     const std::uint64_t sms = std::max<std::uint32_t>(sms_in, 1);
-    const std::span<const CudaMmaTiling> set = all.first(std::min(all.size(), kMmaRuleTilings));
+    const std::size_t rule = all.front().wgmma ? kHopperRuleTilings : kMmaRuleTilings;
+    const std::span<const CudaMmaTiling> set = all.first(std::min(all.size(), rule));
     for (const CudaMmaTiling& c : set)
       if (c.grid(m, n) >= sms) return c;
     return set.back();
@@ -197,6 +220,9 @@ std::uint64_t CudaMatmulTiling::grid(std::uint64_t m, std::uint64_t n) const {
 std::span<const CudaMatmulTiling> cuda_matmul_tilings() { return kTilings; }
 
 std::string CudaMmaTiling::name() const {
+  if (wgmma)
+    return "wgmma" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "s" +
+           std::to_string(stages);
   return (tf32 ? "tf32_" : "mma") + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "w" +
          std::to_string(wm) + "x" + std::to_string(wn) + "s" + std::to_string(stages);
 }
@@ -205,6 +231,17 @@ OpTuning CudaMmaTiling::tuning(DType dtype) const {
   OpTuning t;
   t.per_group_x = bn;
   t.per_group_y = bm;
+  if (wgmma) {  // matmul_wgmma.cu: two warpgroups, its tile and pipeline depth as defines
+    t.options.workgroup_size = {256, 1, 1};
+    t.options.defines = {{"VGPU_WG_BN", std::to_string(bn)},
+                         {"VGPU_WG_STAGES", std::to_string(stages)},
+                         {"VGPU_WG_BF16", dtype == DType::bf16 ? "1" : "0"}};
+    const auto& cu = kernels::builtin_cuda("matmul_wgmma");
+    t.code = DialectSource{std::string(dialect::cuda), std::string(cu.source), std::string(cu.entry), {}, {}};
+    t.native_dtype = true;
+    t.variant = name();
+    return t;
+  }
   t.options.workgroup_size = {(bm / wm) * (bn / wn) * 32, 1, 1};
   t.options.defines = {{"VGPU_MMA_BM", std::to_string(bm)}, {"VGPU_MMA_BN", std::to_string(bn)},
                        {"VGPU_MMA_BK", std::to_string(bk)}, {"VGPU_MMA_WM", std::to_string(wm)},
@@ -227,18 +264,27 @@ std::span<const CudaMmaTiling> cuda_mma_tilings() { return kMmaTilings; }
 
 std::span<const CudaMmaTiling> cuda_tf32_tilings() { return kTf32Tilings; }
 
-bool has_mma_f16(const DeviceInfo& info) noexcept {
+std::span<const CudaMmaTiling> cuda_wgmma_tilings() { return std::span(kHopperTilings).first(kWgmmaTilings); }
+
+namespace {
+// The SM of info's "sm_XY" feature (90 for "sm_90"); 0 when it names none or a malformed one.
+unsigned sm_of(const DeviceInfo& info) noexcept {
   for (const std::string& f : info.features) {
     if (f.size() < 5 || f.rfind("sm_", 0) != 0) continue;
     unsigned sm = 0;
     for (std::size_t i = 3; i < f.size(); ++i) {
-      if (f[i] < '0' || f[i] > '9') return false;
+      if (f[i] < '0' || f[i] > '9') return 0;
       sm = sm * 10 + static_cast<unsigned>(f[i] - '0');
     }
-    return sm >= 80;
+    return sm;
   }
-  return false;
+  return 0;
 }
+}  // namespace
+
+bool has_mma_f16(const DeviceInfo& info) noexcept { return sm_of(info) >= 80; }
+
+bool has_wgmma(const DeviceInfo& info) noexcept { return sm_of(info) == 90; }
 
 CudaMatmulTiling cuda_matmul_tiling(std::string_view name) {
   std::string known;

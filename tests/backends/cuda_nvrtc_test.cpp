@@ -192,8 +192,10 @@ TEST_CASE("CUDA matmul candidates: the rule's pick first, distinct tilings that 
 
 TEST_CASE("16-bit matmul on sm_80+: a tensor-core plan native to the dtype, compiled and in L3",
           "[cuda][matmul][dtype]") {
-  const vgpu::DeviceInfo h200 = cuda_device_sm(132, "sm_90"), turing = cuda_device_sm(40, "sm_75");
+  // An Ampere-class GPU with the H200's 132 SMs (sm_90 takes the warpgroup kernel: below).
+  const vgpu::DeviceInfo h200 = cuda_device_sm(132, "sm_80"), turing = cuda_device_sm(40, "sm_75");
   CHECK(vgpu::cuda::has_mma_f16(h200));
+  CHECK(vgpu::cuda::has_mma_f16(cuda_device_sm(132, "sm_90")));
   CHECK(!vgpu::cuda::has_mma_f16(turing));
   CHECK(!vgpu::cuda::has_mma_f16(cuda_device(132)));  // no "sm_XY" feature: never assumed
   CHECK(vgpu::cuda::has_mma_f16(cuda_device_sm(148, "sm_100")));
@@ -279,6 +281,67 @@ TEST_CASE("16-bit matmul on sm_80+: a tensor-core plan native to the dtype, comp
   const auto bad = vgpu::cuda::cuda_op_tuner("mma1x1x1w1x1s1");
   REQUIRE_VGPU_ERROR(invalid_argument, "mma128x128x32w64x32s2", bad->tune({"matmul", 8, 8, 8, vgpu::DType::f16}, h200));
   REQUIRE_VGPU_ERROR(invalid_argument, "Fix:", bad->tune({"matmul", 8, 8, 8, vgpu::DType::f16}, h200));
+}
+
+TEST_CASE("16-bit matmul on sm_90: warpgroup-MMA plans where their grid fills the SMs, mma.sync below",
+          "[cuda][matmul][dtype][wgmma]") {
+  const vgpu::DeviceInfo h200 = cuda_device_sm(132, "sm_90");
+  CHECK(vgpu::cuda::has_wgmma(h200));
+  for (const char* sm : {"sm_80", "sm_89", "sm_100", "sm_120"}) CHECK(!vgpu::cuda::has_wgmma(cuda_device_sm(132, sm)));
+  CHECK(!vgpu::cuda::has_wgmma(cuda_device(132)));
+
+  struct Case {
+    std::uint32_t m, k, n;
+    const char* variant;
+  };
+  // The largest tile whose grid gives each of the 132 SMs a block: 128×256 from 4096² (512
+  // blocks), 128×128 at 2048² (128×256 gives 128), mma.sync's 64×64 at 1024² (128×64: 128).
+  const Case cases[] = {{4096, 4096, 4096, "wgmma128x256x64s4"},
+                        {2048, 2048, 2048, "wgmma128x128x64s6"},
+                        {1024, 1024, 1024, "mma64x64x32w32x32s3"},
+                        {2049, 67, 1500, "wgmma128x128x64s6"}};  // awkward: element-wise fill
+  for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) {
+    for (const Case& c : cases) {
+      INFO(vgpu::numpy_name(dtype) << " " << c.m << "x" << c.k << "x" << c.n);
+      const vgpu::KernelPlan plan = vgpu::ops::plan("matmul", h200, {c.m, c.k, c.n}, dtype);
+      REQUIRE(plan.kernel_count() == 1);
+      for (const vgpu::TensorSpec& t : plan.tensors) CHECK(t.dtype == dtype);
+      const bool wgmma = std::string(c.variant).rfind("wgmma", 0) == 0;
+      CHECK(cuda_entry_of(plan.source) == (wgmma ? "vgpu_matmul_wgmma" : "vgpu_matmul_mma"));
+      if (!wgmma) continue;
+      const auto& d = plan.options.defines;
+      const std::uint32_t bn = std::stoul(d.at("VGPU_WG_BN"));
+      CHECK("wgmma128x" + d.at("VGPU_WG_BN") + "x64s" + d.at("VGPU_WG_STAGES") == c.variant);
+      CHECK(d.at("VGPU_WG_BF16") == (dtype == vgpu::DType::bf16 ? "1" : "0"));
+      CHECK(plan.options.workgroup_size == std::array<std::uint32_t, 3>{256, 1, 1});
+      CHECK(plan.steps[0].groups.x == (c.n + bn - 1) / bn);
+      CHECK(plan.steps[0].groups.y == (c.m + 127) / 128);
+      // NVRTC builds it for sm_90a: a cubin whose ELF flags name the architecture-specific target.
+      const auto image = vgpu::cuda::compile_cuda(nvrtc(), plan.source, plan.options, 90);
+      REQUIRE(image.size() > 4);
+      CHECK(image[0] == 0x7f);
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+      CHECK(
+          !vgpu::cache::find_precompiled_cuda(cuda_of(plan.source), cuda_entry_of(plan.source), plan.options).empty());
+#endif
+    }
+  }
+  const auto rule = vgpu::cuda::cuda_op_tuner();
+  // Candidates: every warpgroup and mma.sync tiling that fills the SMs, the rule's pick first.
+  const auto c16 = rule->candidates({"matmul", 4096, 4096, 4096, vgpu::DType::f16}, h200);
+  CHECK(c16.size() == vgpu::cuda::cuda_wgmma_tilings().size() + vgpu::cuda::cuda_mma_tilings().size());
+  CHECK(c16.front().variant == "wgmma128x256x64s4");
+  for (const vgpu::cuda::CudaMmaTiling& t : vgpu::cuda::cuda_wgmma_tilings()) {
+    INFO(t.name());
+    const auto f = vgpu::cuda::cuda_op_tuner(t.name())->candidates({"matmul", 512, 512, 512, vgpu::DType::bf16}, h200);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].variant == t.name());
+    CHECK(f[0].options.defines.at("VGPU_WG_BF16") == "1");
+  }
+  // A wgmma tiling forced on an sm_80 GPU is refused with the names that GPU has.
+  REQUIRE_VGPU_ERROR(invalid_argument, "sm_90 only",
+                     vgpu::cuda::cuda_op_tuner("wgmma128x256x64s4")
+                         ->tune({"matmul", 64, 64, 64, vgpu::DType::f16}, cuda_device_sm(108, "sm_80")));
 }
 
 TEST_CASE("matmul_tf32 on sm_80+: a TF32 tensor-core plan on float32, compiled and in L3, float32 elsewhere",

@@ -110,6 +110,49 @@ BACKEND_CASE(cuda,
   REQUIRE_VGPU_ERROR(not_supported, "CUDA C has no constant ids", device.compile(source("vgpu_test_fill"), by_id));
 }
 
+BACKEND_CASE(cuda, "a module's vgpu_dynamic_shared_bytes gives every launch that much dynamic shared memory",
+             "[user][shared]") {
+  vgpu::Device device = open_device(backend);
+  // 96 KB: past the 48 KB a launch gets without the opt-in. Each block fills all of it, then
+  // reads it back reversed: a smaller allocation faults or reads garbage.
+  auto source = [](std::uint32_t bytes, const char* name) {
+    vgpu::KernelSource s;
+    s.name = name;
+    s.add_cuda("extern \"C\" { __constant__ unsigned vgpu_dynamic_shared_bytes = " + std::to_string(bytes) +
+                   "; }\n"
+                   "extern \"C\" __global__ void fill_reverse(unsigned* out) {\n"
+                   "  extern __shared__ unsigned words[];\n"
+                   "  const unsigned n = vgpu_dynamic_shared_bytes / 4;\n"
+                   "  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) words[i] = i * 3u + blockIdx.x;\n"
+                   "  __syncthreads();\n"
+                   "  for (unsigned i = threadIdx.x; i < n; i += blockDim.x)\n"
+                   "    out[blockIdx.x * n + i] = words[n - 1 - i];\n"
+                   "}\n",
+               "fill_reverse");
+    s.bindings = {{0, vgpu::Access::write, "out", {}}};
+    return s;
+  };
+  constexpr std::uint32_t kBytes = 96 * 1024, kWords = kBytes / 4, kBlocks = 3;
+  vgpu::CompileOptions o;
+  o.workgroup_size = {256, 1, 1};
+  const vgpu::Kernel k = device.compile(source(kBytes, "test.cuda_dynamic_shared"), o);
+  vgpu::Buffer b = device.create_buffer(std::uint64_t{kWords} * kBlocks * 4);
+  device.dispatch(k, device.bind(k, {{0, b}}), vgpu::ParamsBlock{}, vgpu::Groups{kBlocks});
+  std::vector<std::uint32_t> out(std::size_t{kWords} * kBlocks);
+  device.read(b, out.data(), out.size() * 4);
+  std::size_t wrong = 0;
+  for (std::uint32_t blk = 0; blk < kBlocks; ++blk)
+    for (std::uint32_t i = 0; i < kWords; ++i)
+      wrong += out[std::size_t{blk} * kWords + i] != (kWords - 1 - i) * 3u + blk;
+  CHECK(wrong == 0);
+  // More than a block may have: refused at compile with the device's limit and a Fix.
+  REQUIRE_VGPU_ERROR(not_supported, "dynamic shared memory",
+                     device.compile(source(16u << 20, "test.cuda_dynamic_shared_too_much"), o));
+  // The device keeps working.
+  device.dispatch(k, device.bind(k, {{0, b}}), vgpu::ParamsBlock{}, vgpu::Groups{1});
+  device.synchronize();
+}
+
 BACKEND_CASE(cuda, "matmul: every CUDA tiling is right at awkward and tile-sized shapes, on both paths", "[matmul]") {
   vgpu::Device device = open_device(backend);
   const std::array<std::uint32_t, 5> tilings[] = {{128, 128, 8, 8, 8}, {128, 64, 8, 8, 4}, {64, 64, 16, 4, 4}};

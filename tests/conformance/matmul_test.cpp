@@ -5,6 +5,7 @@
 #include "support/catch.hpp"
 
 #include <array>
+#include <span>
 
 #include "conformance/conformance.hpp"
 #include "support/numerics.hpp"
@@ -178,8 +179,10 @@ TEST_CASE("matmul_tf32: TF32 allowed stays within TF32's bound on every device, 
 }
 
 #if VGPU_CONFORMANCE_CUDA_TILINGS
-TEST_CASE("matmul: every CUDA tensor-core tiling (float16, bfloat16, TF32) at awkward and aligned shapes",
-          "[matmul][tiling][cuda][dtype][tf32]") {
+TEST_CASE(
+    "matmul: every CUDA tensor-core tiling (float16, bfloat16, TF32; warpgroup ones on sm_90) at awkward and "
+    "aligned shapes",
+    "[matmul][tiling][cuda][dtype][tf32]") {
   // Awkward: partial blocks everywhere, k and n off the 16-byte chunks (element-wise tile fill),
   // single rows and columns; aligned: the cp.async path with K past one pipeline round, a K that
   // ends inside a BK step (zero-filled chunks), several blocks of every tile shape.
@@ -198,19 +201,20 @@ TEST_CASE("matmul: every CUDA tensor-core tiling (float16, bfloat16, TF32) at aw
       const vgpu::KernelPlan plan = vgpu::detail::builtin_plan(t.tf32 ? "matmul_tf32" : "matmul", info, tuner.get(),
                                                                {s.m, s.k, s.n}, nullptr, dtype);
       REQUIRE(plan.kernel_count() == 1);  // the tensor-core kernel alone: no conversions
-      CHECK(plan.options.defines.count(t.tf32 ? "VGPU_MMA_TF32" : "VGPU_MMA_BF16") == 1);
+      CHECK(plan.options.defines.count(t.wgmma ? "VGPU_WG_BF16" : t.tf32 ? "VGPU_MMA_TF32" : "VGPU_MMA_BF16") == 1);
       check_plan(device, plan, s, dtype, t.tf32);
     };
-    for (const MatmulShape& s : awkward) {
-      for (const auto& t : vgpu::cuda::cuda_mma_tilings())
-        for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) run(t, dtype, s);
-      for (const auto& t : vgpu::cuda::cuda_tf32_tilings()) run(t, vgpu::DType::f32, s);
-    }
-    for (const MatmulShape& s : aligned) {
-      for (const auto& t : vgpu::cuda::cuda_mma_tilings())
-        for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) run(t, dtype, s);
-      for (const auto& t : vgpu::cuda::cuda_tf32_tilings()) run(t, vgpu::DType::f32, s);
-    }
+    const bool hopper = vgpu::cuda::has_wgmma(info);
+    for (const auto& shapes : {std::span<const MatmulShape>(awkward), std::span<const MatmulShape>(aligned)})
+      for (const MatmulShape& s : shapes) {
+        for (const auto& t : vgpu::cuda::cuda_mma_tilings())
+          for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) run(t, dtype, s);
+        for (const auto& t : vgpu::cuda::cuda_tf32_tilings()) run(t, vgpu::DType::f32, s);
+        if (hopper)
+          for (const auto& t : vgpu::cuda::cuda_wgmma_tilings())
+            for (vgpu::DType dtype : {vgpu::DType::f16, vgpu::DType::bf16}) run(t, dtype, s);
+      }
+    if (!hopper) WARN(info.id() << " is not sm_90: no warpgroup-MMA tilings to check there");
   }
 }
 #endif
