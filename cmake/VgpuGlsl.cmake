@@ -33,6 +33,7 @@ set(VGPU_GLSL_PRECOMPILED
     matmul_coopmat:VGPU_CM_BM=128,VGPU_CM_BN=128,VGPU_CM_BK=32,VGPU_CM_WM=64,VGPU_CM_WN=32
     matmul_coopmat:VGPU_CM_BM=128,VGPU_CM_BN=64,VGPU_CM_BK=32,VGPU_CM_WM=64,VGPU_CM_WN=32
     matmul_coopmat:VGPU_CM_BM=64,VGPU_CM_BN=64,VGPU_CM_BK=32,VGPU_CM_WM=32,VGPU_CM_WN=32
+    matmul_coopmat:VGPU_CM_BM=128,VGPU_CM_BN=128,VGPU_CM_BK=32,VGPU_CM_WM=64,VGPU_CM_WN=64
     matmul_splitk_reduce
     axpy
     reduce_sum

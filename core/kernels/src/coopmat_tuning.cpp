@@ -12,12 +12,17 @@ namespace {
 
 // Keep in step with VGPU_GLSL_PRECOMPILED (cmake/VgpuGlsl.cmake): every entry must be in L3.
 // 128×128 (8 subgroups) reuses each loaded byte most; 128×64 and 64×64 (4 subgroups) give
-// smaller products a grid that covers the GPU.
+// smaller products a grid that covers the GPU. Then, for the measured choice only, 128×128 with
+// 64×64 per subgroup (4 subgroups, 16 accumulator tiles each): half the fragment loads per
+// product of the 64×32 blocks.
 constexpr GlslCoopMatrixTiling kTilings[] = {
     {128, 128, 32, 64, 32},
     {128, 64, 32, 64, 32},
     {64, 64, 32, 32, 32},
+    {128, 128, 32, 64, 64},
 };
+// The rule (no measuring) picks among the first three.
+constexpr std::size_t kRuleTilings = 3;
 
 constexpr std::uint32_t kSubgroup = 32;  // the invocations matmul_coopmat.comp lays out per subgroup
 
@@ -86,7 +91,7 @@ GlslCoopMatrixTiling glsl_coopmat_tiling(std::string_view name) {
 GlslCoopMatrixTiling glsl_coopmat_choice(std::uint64_t m, std::uint64_t n, std::uint64_t units,
                                          const DeviceInfo& device) {
   const GlslCoopMatrixTiling* fitting = nullptr;
-  for (const GlslCoopMatrixTiling& c : kTilings) {
+  for (const GlslCoopMatrixTiling& c : std::span(kTilings).first(kRuleTilings)) {
     if (!c.fits(device)) continue;
     fitting = &c;
     if (c.grid(m, n) >= units) return c;
