@@ -74,18 +74,20 @@ constexpr CudaMmaTiling kTf32Tilings[] = {{128, 128, 16, 64, 32, 2, true},
                                           {64, 64, 16, 32, 32, 3, true},
                                           {128, 128, 16, 64, 64, 2, true}};
 // Warpgroup-MMA tilings of 16-bit operands (matmul_wgmma.cu, sm_90 only): 128×256 (4 stages of
-// 48 KB) and 128×128 (6 stages of 32 KB), 193 KB of dynamic shared memory each. On sm_90 they
-// lead the set, so the rule picks them wherever their grid fills the SMs; the mma.sync tilings
-// follow for the smaller grids and the measured choice.
+// 48 KB) and 128×128 (6 stages of 32 KB), 193 KB of dynamic shared memory each, both warpgroups
+// copying and multiplying; and the same tiles warp-specialized (a third warpgroup copies,
+// mbarriers instead of block barriers). On sm_90 the first two lead the set, so the rule picks
+// them wherever their grid fills the SMs; mma.sync's 128×64 and 64×64 follow for smaller grids,
+// then the candidates of the measured choice only.
 constexpr CudaMmaTiling kHopperTilings[] = {{128, 256, 64, 64, 256, 4, false, true},
                                             {128, 128, 64, 64, 128, 6, false, true},
                                             {128, 64, 32, 64, 32, 3},
                                             {64, 64, 32, 32, 32, 3},
+                                            {128, 256, 64, 64, 256, 4, false, true, true},
+                                            {128, 128, 64, 64, 128, 6, false, true, true},
                                             {128, 128, 32, 64, 32, 2},
                                             {128, 128, 32, 64, 64, 2},
                                             {128, 256, 16, 64, 64, 3}};
-constexpr std::size_t kWgmmaTilings = 2;  // the leading ones of kHopperTilings
-static_assert(kHopperTilings[kWgmmaTilings - 1].wgmma && !kHopperTilings[kWgmmaTilings].wgmma);
 // The rule (no measuring) picks among the first three of each set (sm_90: four); the rest are
 // candidates of the measured choice only.
 constexpr std::size_t kMmaRuleTilings = 3, kHopperRuleTilings = 4;
@@ -222,7 +224,7 @@ std::span<const CudaMatmulTiling> cuda_matmul_tilings() { return kTilings; }
 std::string CudaMmaTiling::name() const {
   if (wgmma)
     return "wgmma" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "s" +
-           std::to_string(stages);
+           std::to_string(stages) + (specialized ? "ws" : "");
   return (tf32 ? "tf32_" : "mma") + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "w" +
          std::to_string(wm) + "x" + std::to_string(wn) + "s" + std::to_string(stages);
 }
@@ -231,11 +233,12 @@ OpTuning CudaMmaTiling::tuning(DType dtype) const {
   OpTuning t;
   t.per_group_x = bn;
   t.per_group_y = bm;
-  if (wgmma) {  // matmul_wgmma.cu: two warpgroups, its tile and pipeline depth as defines
-    t.options.workgroup_size = {256, 1, 1};
+  if (wgmma) {  // matmul_wgmma.cu: two (specialized: three) warpgroups, its tile and pipeline depth as defines
+    t.options.workgroup_size = {specialized ? 384u : 256u, 1, 1};
     t.options.defines = {{"VGPU_WG_BN", std::to_string(bn)},
                          {"VGPU_WG_STAGES", std::to_string(stages)},
                          {"VGPU_WG_BF16", dtype == DType::bf16 ? "1" : "0"}};
+    if (specialized) t.options.defines["VGPU_WG_SPECIALIZED"] = "1";
     const auto& cu = kernels::builtin_cuda("matmul_wgmma");
     t.code = DialectSource{std::string(dialect::cuda), std::string(cu.source), std::string(cu.entry), {}, {}};
     t.native_dtype = true;
@@ -264,7 +267,15 @@ std::span<const CudaMmaTiling> cuda_mma_tilings() { return kMmaTilings; }
 
 std::span<const CudaMmaTiling> cuda_tf32_tilings() { return kTf32Tilings; }
 
-std::span<const CudaMmaTiling> cuda_wgmma_tilings() { return std::span(kHopperTilings).first(kWgmmaTilings); }
+std::span<const CudaMmaTiling> cuda_wgmma_tilings() {
+  static const std::vector<CudaMmaTiling> wgmma = [] {
+    std::vector<CudaMmaTiling> out;
+    for (const CudaMmaTiling& t : kHopperTilings)
+      if (t.wgmma) out.push_back(t);
+    return out;
+  }();
+  return wgmma;
+}
 
 namespace {
 // The SM of info's "sm_XY" feature (90 for "sm_90"); 0 when it names none or a malformed one.

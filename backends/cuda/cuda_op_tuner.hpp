@@ -35,14 +35,16 @@ struct CudaMatmulTiling {
 /// 16-bit operands or, where tf32, on float32 operands in TF32: a BM×BN tile of C per block, K in
 /// steps of BK through stages pipeline stages, one WM×WN sub-tile per warp; or, where wgmma, of
 /// core/kernels/cuda/matmul_wgmma.cu (warpgroup MMA, sm_90 only) on 16-bit operands: a 128×BN
-/// tile, two warpgroups of 64×BN (wm 64, wn BN), K in steps of 64 through stages stages.
+/// tile, two warpgroups of 64×BN (wm 64, wn BN), K in steps of 64 through stages stages, copied
+/// by those warpgroups or, where specialized, by a third one.
 struct CudaMmaTiling {
   std::uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
   bool tf32 = false;
   bool wgmma = false;
+  bool specialized = false;
 
   /// Returns "mmaBMxBNxBKwWMxWNsS" ("tf32_BMx…" for a TF32 one, "wgmmaBMxBNxBKsS" for a warpgroup
-  /// one), the variant name (also what VGPU_MATMUL_TILING may force).
+  /// one, "…ws" warp-specialized), the variant name (also what VGPU_MATMUL_TILING may force).
   std::string name() const;
   /// Returns the block size, defines (exactly those of its VGPU_CUDA_PRECOMPILED entries), work
   /// per block, code and variant name of this tiling for operands of dtype (f16 or bf16; a TF32

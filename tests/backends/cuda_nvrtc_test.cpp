@@ -337,6 +337,15 @@ TEST_CASE("16-bit matmul on sm_90: warpgroup-MMA plans where their grid fills th
     REQUIRE(f.size() == 1);
     CHECK(f[0].variant == t.name());
     CHECK(f[0].options.defines.at("VGPU_WG_BF16") == "1");
+    // Warp-specialized: a third warpgroup copies.
+    CHECK(f[0].options.defines.count("VGPU_WG_SPECIALIZED") == (t.specialized ? 1u : 0u));
+    CHECK(f[0].options.workgroup_size[0] == (t.specialized ? 384u : 256u));
+    CHECK((t.name().size() > 2 && t.name().substr(t.name().size() - 2) == "ws") == t.specialized);
+#if VGPU_TEST_EXPECT_CUDA_FATBIN
+    CHECK(!vgpu::cache::find_precompiled_cuda(std::string(vgpu::kernels::builtin_cuda("matmul_wgmma").source),
+                                              "vgpu_matmul_wgmma", f[0].options)
+               .empty());
+#endif
   }
   // A wgmma tiling forced on an sm_80 GPU is refused with the names that GPU has.
   REQUIRE_VGPU_ERROR(invalid_argument, "sm_90 only",

@@ -16,11 +16,16 @@
 //    canonical 128-byte-swizzle layouts of the PTX ISA ("Shared Memory Matrix Layout": A
 //    K-major, B N-major) applied independently of the kernel's own swizzle function; products
 //    exact, summed in double, rounded to float once per wgmma;
+//  - mbarriers (VGPU_WG_SPECIALIZED) count arrivals and complete phases under one lock; a
+//    cp.async arrival lands the thread's copies first;
 //  - fences are no-ops (the emulation has one memory);
 //  - cvt rounds as vgpu/half.hpp (nearest even).
 #include <cstdint>
 #include <cstdio>
+#include <condition_variable>
 #include <deque>
+#include <map>
+#include <mutex>
 #include <random>
 #include <span>
 #include <vector>
@@ -65,6 +70,38 @@ void wgmma_wait() {
     for (const PendingMma& op : committed_mmas.front()) run_mma(op);
     committed_mmas.pop_front();
   }
+}
+
+// mbarriers (the specialized form): arrivals counted under one lock, waiters woken when a
+// phase completes; try_wait.parity P holds once the phase of parity P has completed, i.e. while
+// the current phase's parity differs from P. A cp.async arrival lands the thread's copies first.
+struct EmulatedBarrier {
+  unsigned expected = 0, arrived = 0, phases = 0;
+};
+inline std::mutex g_barrier_mutex;
+inline std::condition_variable g_barrier_cv;
+inline std::map<const void*, EmulatedBarrier> g_barriers;
+inline void mbar_init(unsigned long long* bar, unsigned count) {
+  std::lock_guard<std::mutex> lock(g_barrier_mutex);
+  g_barriers[bar] = EmulatedBarrier{count, 0, 0};
+}
+inline void mbar_arrive(unsigned long long* bar) {
+  std::lock_guard<std::mutex> lock(g_barrier_mutex);
+  EmulatedBarrier& b = g_barriers.at(bar);
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    ++b.phases;
+    g_barrier_cv.notify_all();
+  }
+}
+inline void mbar_wait(unsigned long long* bar, unsigned parity) {
+  std::unique_lock<std::mutex> lock(g_barrier_mutex);
+  g_barrier_cv.wait(lock, [&] { return (g_barriers.at(bar).phases & 1u) != parity; });
+}
+inline void cp_async_arrive(unsigned long long* bar) {
+  emulation::commit();
+  emulation::wait_until(0);
+  mbar_arrive(bar);
 }
 
 inline float from16(unsigned short h) {

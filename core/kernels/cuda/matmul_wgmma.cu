@@ -36,6 +36,9 @@
 #ifndef VGPU_WG_BF16
 #define VGPU_WG_BF16 0
 #endif
+#ifndef VGPU_WG_SPECIALIZED
+#define VGPU_WG_SPECIALIZED 0
+#endif
 #ifndef VGPU_MM_BATCH
 #define VGPU_MM_BATCH 0
 #endif
@@ -60,14 +63,19 @@ struct MatmulParams {
 namespace {
 
 using elem_t = unsigned short;
-constexpr unsigned BM = 128, BN = VGPU_WG_BN, BK = 64, STAGES = VGPU_WG_STAGES, THREADS = 256;
+constexpr unsigned BM = 128, BN = VGPU_WG_BN, BK = 64, STAGES = VGPU_WG_STAGES;
+// Specialized: warpgroup 0 copies, warpgroups 1 and 2 multiply; else both warpgroups do both.
+constexpr unsigned LOADERS = VGPU_WG_SPECIALIZED ? 128 : 256, THREADS = VGPU_WG_SPECIALIZED ? 384 : 256;
 constexpr unsigned ROW_BYTES = 128;                 // one swizzled row: BK 16-bit elements
 constexpr unsigned A_BYTES = BM * ROW_BYTES;        // A's part of a stage
 constexpr unsigned B_BLOCK_BYTES = BK * ROW_BYTES;  // one 64-column block of B
 constexpr unsigned STAGE_BYTES = A_BYTES + (BN / 64) * B_BLOCK_BYTES;
-constexpr unsigned SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // + room to align the first stage
+// + the stages' full and empty mbarriers (specialized), + room to align the first stage.
+constexpr unsigned BARRIER_BYTES = VGPU_WG_SPECIALIZED ? 2 * 8 * STAGES : 0;
+constexpr unsigned SMEM_BYTES = STAGES * STAGE_BYTES + BARRIER_BYTES + 1024;
 static_assert(BN == 128 || BN == 256, "wgmma tiles are 128 or 256 columns wide");
-static_assert(STAGES >= 4, "the copy of step s+STAGES-2 must not land on the stages of steps s-1..s+1");
+static_assert(VGPU_WG_SPECIALIZED ? STAGES >= 2 : STAGES >= 4,
+              "the copy of step s+STAGES-2 must not land on the stages of steps s-1..s+1");
 static_assert(SMEM_BYTES <= 227u * 1024u, "sm_90 gives a block at most 227 KB of shared memory");
 
 }  // namespace
@@ -116,6 +124,29 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+#if VGPU_WG_SPECIALIZED
+// mbarriers (specialized): init with an arrival count; arrive (release); wait until the phase
+// of the given parity has completed (acquire); and an arrival made when all of this thread's
+// earlier cp.async copies have landed (noinc: it counts against the init count).
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(smem_addr(bar)), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void cp_async_arrive(unsigned long long* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+#endif
 // d (64×BN of the warpgroup) += A (64×16, K-major, descriptor a) · B (16×BN, N-major, descriptor
 // b). The immediates: scale A and B by +1, A not transposed (K-major), B transposed (N-major).
 __device__ __forceinline__ void wgmma(float (&d)[BN / 2], unsigned long long a, unsigned long long b) {
@@ -191,16 +222,16 @@ __device__ __forceinline__ unsigned swizzled(unsigned row, unsigned col) {
 __device__ __forceinline__ void load_step(unsigned char* st, const elem_t* __restrict__ A, const elem_t* __restrict__ B,
                                           const MatmulParams& p, unsigned m0, unsigned n0, unsigned k0, bool vec) {
   unsigned char* bs = st + A_BYTES;
-  const unsigned tid = threadIdx.x;
+  const unsigned tid = threadIdx.x % LOADERS;  // the loading threads: all, or warpgroup 0
   if (vec) {
 #pragma unroll
-    for (unsigned c = tid; c < BM * BK / 8; c += THREADS) {
+    for (unsigned c = tid; c < BM * BK / 8; c += LOADERS) {
       const unsigned r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
       const bool in = m0 + r < p.m && k0 + kc < p.k;
       cp_async16(st + swizzled(r, kc), in ? A + static_cast<size_t>(m0 + r) * p.k + k0 + kc : A, in);
     }
 #pragma unroll
-    for (unsigned c = tid; c < BK * BN / 8; c += THREADS) {
+    for (unsigned c = tid; c < BK * BN / 8; c += LOADERS) {
       const unsigned r = c / (BN / 8), nc = (c % (BN / 8)) * 8;
       const bool in = k0 + r < p.k && n0 + nc < p.n;
       cp_async16(bs + (nc / 64) * B_BLOCK_BYTES + swizzled(r, nc % 64),
@@ -208,12 +239,12 @@ __device__ __forceinline__ void load_step(unsigned char* st, const elem_t* __res
     }
     return;
   }
-  for (unsigned e = tid; e < BM * BK; e += THREADS) {
+  for (unsigned e = tid; e < BM * BK; e += LOADERS) {
     const unsigned r = e / BK, kk = e % BK;
     *reinterpret_cast<elem_t*>(st + swizzled(r, kk)) =
         m0 + r < p.m && k0 + kk < p.k ? A[static_cast<size_t>(m0 + r) * p.k + k0 + kk] : elem_t(0);
   }
-  for (unsigned e = tid; e < BK * BN; e += THREADS) {
+  for (unsigned e = tid; e < BK * BN; e += LOADERS) {
     const unsigned r = e / BN, nn = e % BN;
     *reinterpret_cast<elem_t*>(bs + (nn / 64) * B_BLOCK_BYTES + swizzled(r, nn % 64)) =
         k0 + r < p.k && n0 + nn < p.n ? B[static_cast<size_t>(k0 + r) * p.n + n0 + nn] : elem_t(0);
@@ -252,7 +283,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   }
 #endif
   const unsigned m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  const unsigned group = threadIdx.x / 128;  // the warpgroup: rows 64·group.. of the tile
+  const unsigned group = threadIdx.x / 128;
+  const unsigned slab = group - VGPU_WG_SPECIALIZED;  // a multiplying warpgroup's rows: 64·slab.. of the tile
   const bool vec =
       p.k % 8 == 0 && p.n % 8 == 0 && ((reinterpret_cast<size_t>(A) | reinterpret_cast<size_t>(B)) & 15) == 0;
   const unsigned steps = (p.k + BK - 1) / BK;
@@ -261,6 +293,61 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
   for (unsigned i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
 
+  // One 64-deep step of this warpgroup's slab on the stage st: four k16 wgmmas (32 bytes into
+  // A's rows, 16 rows down B each), committed as one group.
+  auto multiply = [&](unsigned st) {
+    const unsigned a0 = smem_addr(smem + st * STAGE_BYTES) + slab * 64 * ROW_BYTES;
+    const unsigned b0 = smem_addr(smem + st * STAGE_BYTES + A_BYTES);
+    fence_operands(acc);
+    wgmma_fence();
+#pragma unroll
+    for (unsigned kk = 0; kk < BK / 16; ++kk)
+      wgmma(acc, descriptor(a0 + kk * 32, 16, 8 * ROW_BYTES),
+            descriptor(b0 + kk * 16 * ROW_BYTES, B_BLOCK_BYTES, 8 * ROW_BYTES));
+    wgmma_commit();
+  };
+#if VGPU_WG_SPECIALIZED
+  // Warpgroup 0 copies step s into stage s mod STAGES once both multiplying warpgroups have
+  // released that stage's previous step (empty: 256 arrivals), and marks it full when its copies
+  // have landed (full: one arrival per copying thread, made by the hardware after its cp.asyncs
+  // or, on the element-wise path, after its fenced stores). Warpgroups 1 and 2 wait for full,
+  // multiply, and release step s-1's stage once wgmma.wait_group 1 says its wgmmas are done.
+  // No block-wide barrier in the loop: the copies run up to STAGES steps ahead.
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + STAGES * STAGE_BYTES);
+  unsigned long long* empty = full + STAGES;
+  if (threadIdx.x == 0)
+    for (unsigned i = 0; i < STAGES; ++i) {
+      mbar_init(full + i, LOADERS);
+      mbar_init(empty + i, THREADS - LOADERS);
+    }
+  __syncthreads();
+  if (group == 0) {
+    for (unsigned s = 0; s < steps; ++s) {
+      const unsigned st = s % STAGES;
+      if (s >= STAGES) mbar_wait(empty + st, (s / STAGES - 1) & 1);
+      load_step(smem + st * STAGE_BYTES, A, B, p, m0, n0, s * BK, vec);
+      if (vec) {
+        cp_async_arrive(full + st);
+      } else {
+        fence_proxy_async();
+        mbar_arrive(full + st);
+      }
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    return;
+  }
+  for (unsigned s = 0; s < steps; ++s) {
+    mbar_wait(full + s % STAGES, (s / STAGES) & 1);
+    fence_proxy_async();
+    multiply(s % STAGES);
+    wgmma_wait<1>();
+    fence_operands(acc);
+    if (s > 0) mbar_arrive(empty + (s - 1) % STAGES);
+  }
+  wgmma_wait<0>();
+  fence_operands(acc);
+#else
   // Prologue: steps 0..STAGES-3 in flight, one commit per step taken or not, so that
   // wait_group<STAGES-3> below always means "step s has landed".
   for (unsigned s = 0; s + 2 < STAGES; ++s) {
@@ -276,21 +363,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const unsigned next = s + STAGES - 2;
     if (next < steps) load_step(smem + (next % STAGES) * STAGE_BYTES, A, B, p, m0, n0, next * BK, vec);
     cp_async_commit();
-    const unsigned a0 = smem_addr(smem + (s % STAGES) * STAGE_BYTES) + group * 64 * ROW_BYTES;
-    const unsigned b0 = smem_addr(smem + (s % STAGES) * STAGE_BYTES + A_BYTES);
-    fence_operands(acc);
-    wgmma_fence();
-#pragma unroll
-    for (unsigned kk = 0; kk < BK / 16; ++kk)  // k16 step kk: 32 bytes into A's rows, 16 rows down B
-      wgmma(acc, descriptor(a0 + kk * 32, 16, 8 * ROW_BYTES),
-            descriptor(b0 + kk * 16 * ROW_BYTES, B_BLOCK_BYTES, 8 * ROW_BYTES));
-    wgmma_commit();
+    multiply(s % STAGES);
     wgmma_wait<1>();
     fence_operands(acc);
   }
   wgmma_wait<0>();
   fence_operands(acc);
   cp_async_wait<0>();
+#endif
 
   // Accumulator i of a thread is C[row + 8·((i/2) mod 2)][8·(i/4) + 2·(lane mod 4) + i mod 2]:
   // row = 16·(warp of the warpgroup) + lane/4 (the m64nNk16 D fragment).
@@ -300,7 +380,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
   for (unsigned j = 0; j < BN / 8; ++j)
 #pragma unroll
     for (unsigned h = 0; h < 2; ++h) {
-      const unsigned row = m0 + group * 64 + warp * 16 + lane / 4 + h * 8, col = n0 + j * 8 + (lane % 4) * 2;
+      const unsigned row = m0 + slab * 64 + warp * 16 + lane / 4 + h * 8, col = n0 + j * 8 + (lane % 4) * 2;
       if (row >= p.m || col >= p.n) continue;
       elem_t* c = C + static_cast<size_t>(row) * p.n + col;
       const unsigned w = narrow2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
