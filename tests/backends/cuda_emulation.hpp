@@ -29,7 +29,7 @@ struct Dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
 inline thread_local Dim3 threadIdx, blockIdx;
-inline Dim3 blockDim;
+inline Dim3 blockDim, gridDim;
 inline std::barrier<>* g_block_barrier = nullptr;
 inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
 #define __global__
@@ -73,6 +73,7 @@ inline void wait_until(std::size_t in_flight) {
 inline void launch(unsigned gx, unsigned gy, unsigned tx, unsigned ty, const std::function<void()>& kernel,
                    unsigned gz = 1) {
   blockDim = {tx, ty, 1};
+  gridDim = {gx, gy, gz};
   std::barrier<> barrier(tx * ty);
   g_block_barrier = &barrier;
   for (unsigned bz = 0; bz < gz; ++bz)

@@ -22,6 +22,7 @@
 //  - cvt rounds as vgpu/half.hpp (nearest even).
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -36,6 +37,7 @@
 #define __CUDA_ARCH__ 900
 #define VGPU_WG_SHIMS 1
 #define __constant__
+using std::min;
 
 // ---- the kernel's hooks -----------------------------------------------------------------
 unsigned char* dynamic_smem();
@@ -231,10 +233,12 @@ int main() {
   // element-wise fill); aligned: whole and partial blocks on the cp.async path, a K that ends
   // inside a step (zero-filled chunks), 1-2 steps (fewer than the pipeline's stages), 9 steps
   // (every stage refilled twice while wgmmas are in flight), B tiles whose second 64-column
-  // block is partly or wholly past N, then an aligned shape at an odd offset.
-  const Shape shapes[] = {{1, 1, 1, 0},       {17, 100, 17, 0}, {1, 17, 300, 0},    {130, 1, 17, 0}, {129, 33, 131, 0},
-                          {128, 128, 256, 0}, {96, 40, 72, 0},  {130, 200, 136, 0}, {64, 8, 64, 0},  {130, 520, 264, 0},
-                          {70, 576, 40, 0},   {128, 96, 64, 1}, {64, 300, 200, 1}};
+  // block is partly or wholly past N, then an aligned shape at an odd offset, and a grid of 9
+  // tile-rows (a whole group of 8 in the kernel's tile order, then a partial one).
+  const Shape shapes[] = {{1, 1, 1, 0},      {17, 100, 17, 0},   {1, 17, 300, 0},  {130, 1, 17, 0},
+                          {129, 33, 131, 0}, {128, 128, 256, 0}, {96, 40, 72, 0},  {130, 200, 136, 0},
+                          {64, 8, 64, 0},    {130, 520, 264, 0}, {70, 576, 40, 0}, {128, 96, 64, 1},
+                          {64, 300, 200, 1}, {1100, 16, 300, 0}};
   const Shape stacked[] = {{17, 100, 17, 0}, {129, 200, 131, 0}, {96, 40, 72, 0}, {128, 96, 64, 1}};
   bool ok = true;
   for (const Shape& s : VGPU_MM_BATCH ? std::span<const Shape>(stacked) : std::span<const Shape>(shapes))

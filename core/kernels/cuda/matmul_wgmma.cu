@@ -282,7 +282,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     C += static_cast<size_t>(p.c_base + i) * p.m * p.n;
   }
 #endif
-  const unsigned m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  // Tiles in groups of 8 tile-rows, column by column within a group: the blocks resident at one
+  // time share A's rows and B's columns in L2 (row-major order would stream all of B per wave).
+  unsigned tile_x, tile_y;
+  {
+    constexpr unsigned kGroupRows = 8;
+    const unsigned id = blockIdx.y * gridDim.x + blockIdx.x, per_group = kGroupRows * gridDim.x;
+    const unsigned first = (id / per_group) * kGroupRows, rows = min(gridDim.y - first, kGroupRows);
+    tile_y = first + (id % per_group) % rows;
+    tile_x = (id % per_group) / rows;
+  }
+  const unsigned m0 = tile_y * BM, n0 = tile_x * BN;
   const unsigned group = threadIdx.x / 128;
   const unsigned slab = group - VGPU_WG_SPECIALIZED;  // a multiplying warpgroup's rows: 64·slab.. of the tile
   const bool vec =
