@@ -19,6 +19,20 @@ namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
+// The SM of info's "sm_XY" feature (90 for "sm_90"); 0 when it names none or a malformed one.
+unsigned sm_of(const DeviceInfo& info) noexcept {
+  for (const std::string& f : info.features) {
+    if (f.size() < 5 || f.rfind("sm_", 0) != 0) continue;
+    unsigned sm = 0;
+    for (std::size_t i = 3; i < f.size(); ++i) {
+      if (f[i] < '0' || f[i] > '9') return 0;
+      sm = sm * 10 + static_cast<unsigned>(f[i] - '0');
+    }
+    return sm;
+  }
+  return 0;
+}
+
 // The block-strided tilings the rule picks (measured on the H200: docs/benchmarks.md), then the
 // warp-tiled ones (issue 16), offered as candidates for the measured choice. 256 threads each but
 // 128x128x8x8x16 and 64x64x16x8x4 (128) and 64x64x16x8x8 (64). Every entry is also in
@@ -276,22 +290,6 @@ std::span<const CudaMmaTiling> cuda_wgmma_tilings() {
   }();
   return wgmma;
 }
-
-namespace {
-// The SM of info's "sm_XY" feature (90 for "sm_90"); 0 when it names none or a malformed one.
-unsigned sm_of(const DeviceInfo& info) noexcept {
-  for (const std::string& f : info.features) {
-    if (f.size() < 5 || f.rfind("sm_", 0) != 0) continue;
-    unsigned sm = 0;
-    for (std::size_t i = 3; i < f.size(); ++i) {
-      if (f[i] < '0' || f[i] > '9') return 0;
-      sm = sm * 10 + static_cast<unsigned>(f[i] - '0');
-    }
-    return sm;
-  }
-  return 0;
-}
-}  // namespace
 
 bool has_mma_f16(const DeviceInfo& info) noexcept { return sm_of(info) >= 80; }
 

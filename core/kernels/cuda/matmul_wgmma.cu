@@ -4,8 +4,10 @@
 // (VGPU_WG_BF16 0) or bfloat16 (1), row-major, any m, n, k: products exact, summed in float32 by
 // the warpgroup MMA (wgmma.mma_async m64nNk16), each C element rounded once to nearest even, as
 // matmul_mma.cu (the mma.sync kernel, which this one outruns on sm_90: docs/benchmarks.md).
-// One block of 256 threads — two warpgroups, rows 0-63 and 64-127 — computes a 128×BN tile of C
-// (VGPU_WG_BN 128 or 256), each warpgroup a 64×BN slab in BN/2 float32 registers per thread.
+// One block computes a 128×BN tile of C (VGPU_WG_BN 128 or 256) with two multiplying
+// warpgroups, rows 0-63 and 64-127, each a 64×BN slab in BN/2 float32 registers per thread:
+// 256 threads that also copy, or (VGPU_WG_SPECIALIZED 1) 384, warpgroup 0 copying only. Blocks
+// take their tiles in groups of 8 tile-rows, column by column (L2 reuse).
 // K is walked 64 at a time through VGPU_WG_STAGES shared-memory stages (dynamic shared memory:
 // the module's vgpu_dynamic_shared_bytes, which the CUDA backend reads at load time) laid out
 // as the wgmma descriptors' 128-byte swizzle wants them, so wgmma reads them straight from shared
@@ -17,7 +19,8 @@
 //    groups 1024 bytes apart (SBO).
 // Each stage is 1024-byte aligned (the swizzle acts on address bits 4-9). The copies are 16-byte
 // cp.async (zero-filled past M, N or K; operands whose k and n are multiples of 8 and 16-byte
-// aligned), else element by element into the same swizzled places. Pipeline: at step s the
+// aligned), else element by element into the same swizzled places. Pipeline (the specialized
+// form's is described at its loop, below): at step s the
 // block waits for stage s, fences it into the async proxy (wgmma reads shared memory through
 // it), meets at one barrier, issues the copy of step s+STAGES-2 into the stage of step s-2 (whose
 // wgmma every warpgroup has waited for before that barrier), then four k16 wgmmas on stage s,
