@@ -21,6 +21,12 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 add_library(vgpu_xxhash INTERFACE)
 target_link_libraries(vgpu_xxhash INTERFACE PkgConfig::XXHASH)
+# cpuinfo: the platform layer's CPU features (with the OS's register support), caches and name
+# on every OS and architecture. Through its .pc file, which Debian installs per architecture
+# (its CMake config is not multiarch), so a cross build finds the target's.
+pkg_check_modules(CPUINFO REQUIRED IMPORTED_TARGET libcpuinfo)
+add_library(vgpu_cpuinfo INTERFACE)
+target_link_libraries(vgpu_cpuinfo INTERFACE PkgConfig::CPUINFO)
 
 # nlohmann-json is the library's own (selection store, L2 metadata); CLI11 only vgpu-probe's.
 find_package(nlohmann_json 3 REQUIRED)

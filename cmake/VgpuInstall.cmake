@@ -7,7 +7,9 @@ install(TARGETS vgpu EXPORT vgpuTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY core/base/include/vgpu core/runtime/include/vgpu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The platform layer's headers (vgpu/platform) are vgpu's own, not API: not installed.
+install(DIRECTORY core/base/include/vgpu core/runtime/include/vgpu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN platform EXCLUDE)
 install(EXPORT vgpuTargets NAMESPACE vgpu:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
 # The MPI layer, when built: an optional component (find_package(vgpu COMPONENTS vgpu_mpi)).
 if(VGPU_MPI_ENABLED)
@@ -23,9 +25,10 @@ configure_package_config_file(cmake/vgpuConfig.cmake.in ${CMAKE_CURRENT_BINARY_D
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/vgpuConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
-# Findxxhash.cmake: vgpuConfig.cmake finds xxHash with it for a static libvgpu.
+# Findxxhash.cmake, Findcpuinfo.cmake: vgpuConfig.cmake finds xxHash and cpuinfo with them for a
+# static libvgpu.
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vgpuConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/vgpuConfigVersion.cmake
-              cmake/Findxxhash.cmake
+              cmake/Findxxhash.cmake cmake/Findcpuinfo.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/vgpu)
 
 # The licence, where distributions put a package's documentation.
@@ -52,10 +55,10 @@ foreach(kind LIBDIR INCLUDEDIR)
 endforeach()
 set(VGPU_PC_LIBS_PRIVATE "")
 if(NOT BUILD_SHARED_LIBS)
-  # What the layers link (TBB, xxhash, dlopen, threads); the SPIR-V toolchain is a run-time
+  # What the layers link (TBB, xxhash, cpuinfo, dlopen, threads); the SPIR-V toolchain is a run-time
   # module (libvgpu_shader_toolchain.so), never linked.
   set(vgpu_pc_private "")
-  list(APPEND vgpu_pc_private -ltbb ${XXHASH_LDFLAGS} ${CMAKE_DL_LIBS} -lpthread)
+  list(APPEND vgpu_pc_private -ltbb ${XXHASH_LDFLAGS} ${CPUINFO_LDFLAGS} ${CMAKE_DL_LIBS} -lpthread)
   list(TRANSFORM vgpu_pc_private REPLACE "^(dl)$" "-l\\1")
   list(JOIN vgpu_pc_private " " VGPU_PC_LIBS_PRIVATE)
 endif()

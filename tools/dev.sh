@@ -34,7 +34,7 @@ PACKAGES=(
   libegl1 libegl-mesa0 libgl1-mesa-dri libvulkan-dev mesa-vulkan-drivers
   glslc glslang-tools libshaderc-dev spirv-tools spirv-headers libspirv-cross-c-shared-dev spirv-cross
   vulkan-validationlayers
-  libtbb-dev libxsimd-dev catch2 libxxhash-dev nlohmann-json3-dev libcli11-dev
+  libtbb-dev libxsimd-dev catch2 libxxhash-dev libcpuinfo-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev vulkan-tools mesa-utils
   clang-14 libclang-rt-14-dev clang-format-14
   python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl libdlpack-dev python3-torch

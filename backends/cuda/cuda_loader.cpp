@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// backends/cuda/cuda_loader.cpp — dlopen of libcuda.so.1 and NVRTC, error names.
+// backends/cuda/cuda_loader.cpp — loading the CUDA driver library and NVRTC (the platform layer's
+// names per OS), error names.
 #include "cuda_loader.hpp"
-
-#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 
 #include "vgpu/backend/exit_order.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/platform/dynamic_library.hpp"
 
 namespace vgpu::cuda {
 namespace {
@@ -20,11 +20,6 @@ namespace {
 
 std::atomic<bool> g_exiting{false};
 
-const char* dl_error() {
-  const char* e = dlerror();
-  return e ? e : "unknown dlopen error";
-}
-
 }  // namespace
 
 const DriverFns* load_driver(std::string* reason) {
@@ -33,13 +28,19 @@ const DriverFns* load_driver(std::string* reason) {
   static std::string& why = *new std::string();  // leaked: a background probe may load first (exit_order.hpp)
   static std::once_flag once;
   std::call_once(once, [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    const std::vector<std::string> names = platform::runtime_library_names(platform::Runtime::cuda_driver);
+    platform::DynamicLibrary lib;
+    std::string e;
+    for (const std::string& name : names)
+      if ((lib = platform::DynamicLibrary::load(name, &e))) break;
     if (!lib) {
-      why = std::string("no NVIDIA driver library (libcuda.so.1 could not be loaded: ") + dl_error() + ")";
+      why = "no NVIDIA driver library (" + (names.empty() ? std::string("none on this OS") : names.front()) +
+            " could not be loaded: " + e + ")";
       return;
     }
+    lib.keep_loaded();  // for the process, even when it proves unusable: cuInit may have started threads
 #define VGPU_CU_LOAD(name)                                                                       \
-  fns.name = reinterpret_cast<decltype(fns.name)>(dlsym(lib, VGPU_CU_STR(name)));                \
+  fns.name = reinterpret_cast<decltype(fns.name)>(lib.symbol(VGPU_CU_STR(name)));                \
   if (!fns.name) {                                                                               \
     why = "the NVIDIA driver library lacks " VGPU_CU_STR(name) " (driver too old for CUDA 12+)"; \
     return;                                                                                      \
@@ -64,28 +65,25 @@ const NvrtcFns* load_nvrtc(std::string* reason) {
   static std::string& why = *new std::string();  // leaked: a background probe may load first (exit_order.hpp)
   static std::once_flag once;
   std::call_once(once, [] {
-    std::vector<std::string> candidates = {"libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.13",
-                                           "/usr/local/cuda/lib64/libnvrtc.so.12"};
-    if (const char* home = std::getenv("CUDA_HOME"); home && *home) {
-      candidates.push_back(std::string(home) + "/lib64/libnvrtc.so.13");
-      candidates.push_back(std::string(home) + "/lib64/libnvrtc.so.12");
-    }
-    void* lib = nullptr;
+    const char* home = std::getenv("CUDA_HOME");
+    const std::vector<std::string> candidates =
+        platform::runtime_library_names(platform::Runtime::nvrtc, home != nullptr ? home : "");
+    platform::DynamicLibrary lib;
     for (const auto& c : candidates) {
-      lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (lib) {
+      if ((lib = platform::DynamicLibrary::load(c, nullptr))) {
         fns.library = c;
         break;
       }
     }
     if (!lib) {
-      why =
-          "NVRTC is missing (libnvrtc.so.13 / libnvrtc.so.12 not found on the library path or in "
-          "/usr/local/cuda/lib64)";
+      std::string names;
+      for (const auto& c : candidates) names += (names.empty() ? "" : ", ") + c;
+      why = "NVRTC is missing (none of " + (names.empty() ? std::string("its libraries") : names) + " could be loaded)";
       return;
     }
+    lib.keep_loaded();  // for the process: compiled programs refer into it
 #define VGPU_NVRTC_LOAD(name)                                         \
-  fns.name = reinterpret_cast<decltype(fns.name)>(dlsym(lib, #name)); \
+  fns.name = reinterpret_cast<decltype(fns.name)>(lib.symbol(#name)); \
   if (!fns.name) {                                                    \
     why = "NVRTC (" + fns.library + ") lacks " #name;                 \
     return;                                                           \

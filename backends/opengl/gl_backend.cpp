@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_backend.cpp — the OpenGL ComputeBackend: finding EGL devices that give a
 // GL 4.3+ core context, describing them, and opening them.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "vgpu/kernels/gpu_tuning.hpp"
 #include "vgpu/error.hpp"
 #include "vgpu/shader_toolchain.hpp"
+#include "vgpu/platform/system_info.hpp"
 
 namespace vgpu {
 namespace opengl {
@@ -63,8 +63,7 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   if (c.memory_kib > 0) {
     d.memory_bytes = static_cast<std::uint64_t>(c.memory_kib) * 1024;
   } else if (d.type == DeviceType::software) {  // llvmpipe allocates from host memory
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    if (pages > 0 && page > 0) d.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+    d.memory_bytes = platform::physical_memory_bytes();
   }
   d.compute_units = c.sm_count > 0                   ? static_cast<std::uint32_t>(c.sm_count)
                     : d.type == DeviceType::software ? std::max(1u, std::thread::hardware_concurrency())

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // backends/opengl/gl_egl.cpp — libEGL loading, headless displays and context creation.
 #include "gl_egl.hpp"
-
-#include <dlfcn.h>
+#include "vgpu/platform/dynamic_library.hpp"
 
 #include <utility>
 
@@ -56,14 +55,16 @@ bool initialise(EglDisplaySource& src, std::string* problem) {
 bool load_egl(std::string* reason) {
   // glad opens the same names; opening first tells "missing" from "not an EGL library" (and
   // the extra reference keeps the library for the life of the process).
-  void* lib = dlopen("libEGL.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (lib == nullptr) lib = dlopen("libEGL.so", RTLD_LAZY | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    *reason = "libEGL.so.1 could not be loaded" + (why ? std::string(" (") + why + ")" : std::string()) +
+  platform::DynamicLibrary lib;
+  std::string why;
+  for (const std::string& name : platform::runtime_library_names(platform::Runtime::egl))
+    if ((lib = platform::DynamicLibrary::load(name, &why))) break;
+  if (!lib) {
+    *reason = "libEGL.so.1 could not be loaded" + (why.empty() ? std::string() : " (" + why + ")") +
               "; install an EGL implementation (libegl1 with Mesa's libegl-mesa0, or the GPU vendor's driver)";
     return false;
   }
+  lib.keep_loaded();
   if (gladLoaderLoadEGL(EGL_NO_DISPLAY) == 0) {
     *reason =
         "libEGL.so.1 was loaded but glad found no EGL 1.0 entry points in it (not an EGL library?); "

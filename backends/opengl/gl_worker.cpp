@@ -2,8 +2,6 @@
 // backends/opengl/gl_worker.cpp — the context-owning thread and its task queue.
 #include "gl_worker.hpp"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
 #include <new>
@@ -11,6 +9,7 @@
 
 #include "vgpu/error.hpp"
 #include "vgpu/log.hpp"
+#include "vgpu/platform/process.hpp"
 
 namespace vgpu::opengl {
 
@@ -80,7 +79,7 @@ GlWorker::GlWorker(const char* name) {
   // Tasks reach the thread through mutex_, which orders this write before any task reads it.
   thread_ = std::thread([this] { loop(); });
   thread_id_ = thread_.get_id();
-  pthread_setname_np(thread_.native_handle(), std::string(name).substr(0, 15).c_str());
+  platform::set_thread_name(thread_, name);
 }
 
 GlWorker::~GlWorker() { stop(nullptr, Deadline()); }

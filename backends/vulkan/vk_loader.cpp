@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// backends/vulkan/vk_loader.cpp — dlopen of the Vulkan loader and function-table resolution.
+// backends/vulkan/vk_loader.cpp — loading the Vulkan loader (the platform layer's names per OS)
+// and function-table resolution.
 #include "vk_loader.hpp"
-
-#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "vgpu/error.hpp"
+#include "vgpu/platform/dynamic_library.hpp"
 
 namespace vgpu::vulkan {
 
@@ -18,15 +20,24 @@ PFN_vkGetInstanceProcAddr load_loader(std::string* error) {
   static std::string& why = *new std::string();  // leaked: a background probe may load first (exit_order.hpp)
   std::call_once(once, [] {
     // The library stays loaded for the process: drivers keep threads and callbacks in it.
-    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* e = dlerror();
-      why = std::string("the Vulkan loader libvulkan.so.1 could not be loaded (") + (e ? e : "unknown error") +
-            "); install libvulkan1 and a driver such as mesa-vulkan-drivers";
+    const std::vector<std::string> names = platform::runtime_library_names(platform::Runtime::vulkan_loader);
+    std::string tried;
+    for (const std::string& name : names) {
+      std::string e;
+      platform::DynamicLibrary lib = platform::DynamicLibrary::load(name, &e);
+      if (!lib) {
+        tried += (tried.empty() ? "" : "; ") + e;
+        continue;
+      }
+      lib.keep_loaded();  // for the process: drivers keep threads and callbacks in it
+      gipa = reinterpret_cast<PFN_vkGetInstanceProcAddr>(lib.symbol("vkGetInstanceProcAddr"));
+      if (!gipa) why = name + " has no vkGetInstanceProcAddr; the loader is broken or too old";
       return;
     }
-    gipa = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
-    if (!gipa) why = "libvulkan.so.1 has no vkGetInstanceProcAddr; the loader is broken or too old";
+    why = "the Vulkan loader " + (names.empty() ? std::string("(none on this OS)") : names.front()) +
+          " could not be loaded (" + tried +
+          "); install the Vulkan loader (Debian: libvulkan1) and a driver such as "
+          "mesa-vulkan-drivers";
   });
   if (!gipa && error) *error = why;
   return gipa;

@@ -4,10 +4,6 @@
 // maintenance are in disk_store_directory.cpp; the entry format in disk_store_format.cpp.
 #include "vgpu/cache/disk_store.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <mutex>
@@ -21,8 +17,7 @@
 
 namespace vgpu::cache {
 namespace fs = std::filesystem;
-using detail::errno_text;
-using detail::Fd;
+using detail::error_text;
 using detail::Problem;
 
 namespace {
@@ -94,16 +89,16 @@ bool DiskStore::Impl::check_writable(std::string& why, std::string& fix) const {
       return false;
     }
     std::string name;
-    const int fd = detail::make_temp_at(r.fd.get(), std::string(detail::kTempPrefix) + "probe-", name);
-    if (fd < 0) {
-      const int e = errno;
-      why = "cannot create a file in " + root.string() + ": " + errno_text(e);
+    int e = 0;
+    platform::File probe = detail::make_temp_at(r.dir, std::string(detail::kTempPrefix) + "probe-", name, e);
+    if (!probe) {
+      why = "cannot create a file in " + root.string() + ": " + error_text(e);
       fix = kDefaultFix;
       if (e == ENOENT) continue;
       return false;
     }
-    ::close(fd);
-    ::unlinkat(r.fd.get(), name.c_str(), 0);
+    probe.close();
+    r.dir.remove(name);
     return true;
   }
   return false;
@@ -141,11 +136,11 @@ bool DiskStore::Impl::write_failed(const std::string& what, bool warned) {
   return false;
 }
 
-void DiskStore::Impl::drop(int kind_fd, const std::string& name, const fs::path& path, const struct stat& opened,
-                           const Problem& why) {
-  struct stat now;
-  const bool removed = detail::stat_at(kind_fd, name, now) && detail::same_file(now, opened) &&
-                       ::unlinkat(kind_fd, name.c_str(), 0) == 0;
+void DiskStore::Impl::drop(const platform::Directory& kind_dir, const std::string& name, const fs::path& path,
+                           const platform::FileStatus& opened, const Problem& why) {
+  platform::FileStatus now;
+  const bool removed =
+      kind_dir.status_of(name, now) == 0 && platform::same_file(now, opened) && kind_dir.remove(name) == 0;
   log(LogLevel::info, "dropped kernel cache entry " + path.string() + " (" + why.text() + ")");
   std::lock_guard lock(mutex);
   ++stats.rejected[why.reason];
@@ -216,9 +211,9 @@ std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const K
   result = LoadOutcome::missing;
   const std::string name = Impl::entry_name(key);
   const fs::path path = s.entry_path(kind, key);
-  struct stat st;
+  platform::FileStatus st;
   Problem why;
-  Fd f = detail::open_regular_at(dir.fd.get(), name, st, why);
+  platform::File f = detail::open_regular_at(dir.dir, name, st, why);
   if (!f) {
     const bool not_a_file = why.reason == "type";  // left alone, never deleted
     if (not_a_file) warn_not_entry(path, why);
@@ -231,14 +226,14 @@ std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const K
     return std::nullopt;
   }
   std::vector<std::uint8_t> payload;
-  detail::check_entry(f.get(), static_cast<std::uint64_t>(st.st_size), kind, key, &fp.text, &payload, why);
+  detail::check_entry(f, st.size, kind, key, &fp.text, &payload, why);
   if (why) {
-    s.drop(dir.fd.get(), name, path, st, why);
+    s.drop(dir.dir, name, path, st, why);
     result = LoadOutcome::rejected;
     return std::nullopt;
   }
   result = LoadOutcome::hit;
-  ::futimens(f.get(), nullptr);  // a hit makes the entry the most recently used
+  f.touch();  // a hit makes the entry the most recently used
   std::lock_guard lock(s.mutex);
   ++s.stats.hits;
   return payload;
@@ -268,8 +263,8 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
   bool made_room = false;
   const auto retry_when_full = [&](int e) { return s.retry_after_full(e, file_bytes, made_room); };
   const auto full_note = [&](int e) {
-    return made_room && (e == ENOSPC || e == EDQUOT) ? std::string(" (also after evicting older entries to make room)")
-                                                     : std::string();
+    return made_room && platform::is_disk_full(e) ? std::string(" (also after evicting older entries to make room)")
+                                                  : std::string();
   };
   // More attempts when the folders vanished under us (a concurrent rm -rf of the cache):
   // they are made again, with the same no-symlink rule.
@@ -285,34 +280,34 @@ bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerpr
       return s.write_failed("cannot create " + s.kind_dir(kind).string() + ": it vanished while being made");
     }
     std::string temp;
-    const int fd = detail::make_temp_at(dir.fd.get(), prefix, temp);
-    if (fd < 0) {
-      const int e = errno;
+    int e = 0;
+    platform::File out = detail::make_temp_at(dir.dir, prefix, temp, e);
+    if (!out) {
       if (e == ENOENT && !last) continue;
       if (retry_when_full(e)) continue;
-      return s.write_failed("cannot create a temp file in " + s.kind_dir(kind).string() + ": " + errno_text(e) +
+      return s.write_failed("cannot create a temp file in " + s.kind_dir(kind).string() + ": " + error_text(e) +
                             full_note(e));
     }
     int err = detail::write_fault(s.kind_dir(kind), file_bytes);  // 0 unless a test simulates a failure
-    bool ok = err == 0 && detail::write_all(fd, header.data(), header.size()) &&
-              detail::write_all(fd, payload.data(), payload.size());
-    if (!ok && err == 0) err = errno;
-    ::fchmod(fd, 0644);
-    if (::close(fd) != 0 && ok) ok = false, err = errno;
-    struct stat there;
-    if (ok && detail::stat_at(dir.fd.get(), name, there) && !S_ISREG(there.st_mode)) {
+    if (err == 0) err = out.write_all(header.data(), header.size());
+    if (err == 0) err = out.write_all(payload.data(), payload.size());
+    out.share_read();
+    if (const int close_err = out.close(); err == 0) err = close_err;
+    bool ok = err == 0;
+    platform::FileStatus there;
+    if (ok && dir.dir.status_of(name, there) == 0 && !there.regular()) {
       // Something that is not an entry file holds the name: never replaced (rename would).
-      ::unlinkat(dir.fd.get(), temp.c_str(), 0);
-      const Problem why = detail::type_problem(there.st_mode);
+      dir.dir.remove(temp);
+      const Problem why = detail::type_problem(there.type);
       warn_not_entry(path, why);
       return s.write_failed(path.string() + " is " + why.details, true);
     }
-    if (ok && ::renameat(dir.fd.get(), temp.c_str(), dir.fd.get(), name.c_str()) != 0) ok = false, err = errno;
+    if (ok && (err = dir.dir.rename(temp, name)) != 0) ok = false;
     if (!ok) {
-      ::unlinkat(dir.fd.get(), temp.c_str(), 0);
+      dir.dir.remove(temp);
       if (err == ENOENT && !last) continue;
       if (retry_when_full(err)) continue;
-      return s.write_failed("writing " + path.string() + ": " + errno_text(err) + full_note(err));
+      return s.write_failed("writing " + path.string() + ": " + error_text(err) + full_note(err));
     }
     break;
   }
@@ -333,9 +328,9 @@ void DiskStore::reject(EntryKind kind, const KernelKey& key, std::string_view re
   const std::string name = Impl::entry_name(key);
   const fs::path path = s.entry_path(kind, key);
   const detail::OpenedDir dir = s.open_kind_path(kind, false);
-  struct stat st;
-  const bool removed = dir.state == detail::DirState::ok && detail::stat_at(dir.fd.get(), name, st) &&
-                       S_ISREG(st.st_mode) && ::unlinkat(dir.fd.get(), name.c_str(), 0) == 0;
+  platform::FileStatus st;
+  const bool removed = dir.state == detail::DirState::ok && dir.dir.status_of(name, st) == 0 && st.regular() &&
+                       dir.dir.remove(name) == 0;
   log(LogLevel::info, "dropped kernel cache entry " + path.string() + " (" + std::string(reason) + ")");
   std::lock_guard lock(s.mutex);
   ++s.stats.rejected[std::string(reason)];

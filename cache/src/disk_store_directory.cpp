@@ -3,11 +3,9 @@
 // cost-aware eviction, list/verify, remove_invalid and clear. Every walk opens the folders
 // without following links and looks at each name with fstatat (no follow) before anything
 // else; only regular files are opened, only regular files with entry or temp names deleted.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <ctime>
 #include <optional>
 #include <unordered_set>
@@ -21,8 +19,7 @@
 namespace vgpu::cache {
 namespace fs = std::filesystem;
 using detail::DirState;
-using detail::errno_text;
-using detail::Fd;
+using detail::error_text;
 using detail::OpenedDir;
 using detail::Problem;
 using detail::Tree;
@@ -30,7 +27,7 @@ using detail::Tree;
 namespace {
 
 /// Calls item(kind, dir, name, st, stat_errno) for every name in every usable kind folder of
-/// t (st: fstatat without following, nullptr when that failed with stat_errno; names that
+/// t (st: a look without following, nullptr when that failed with stat_errno; names that
 /// vanished meanwhile are skipped), and folder(path, kind, problem, fix) for the root or a kind
 /// folder that cannot be used or read (the root reports as kind spirv).
 template <class Item, class Folder>
@@ -45,16 +42,17 @@ void walk(const Tree& t, Item&& item, Folder&& folder) {
     if (d.state == DirState::unusable) folder(d.path, kind, d.problem, d.fix);
     if (d.state != DirState::ok) continue;
     int error = 0;
-    const std::vector<std::string> names = detail::names_in(d.fd.get(), error);
+    const std::vector<std::string> names = d.dir.names(error);
     if (error)
-      folder(d.path, kind, "cannot read it: " + errno_text(error),
+      folder(d.path, kind, "cannot read it: " + error_text(error),
              "let this user read and enter it (chmod u+rx '" + d.path.string() + "')");
     for (const std::string& name : names) {
-      struct stat st;
-      if (detail::stat_at(d.fd.get(), name, st))
+      platform::FileStatus st;
+      const int e = d.dir.status_of(name, st);
+      if (e == 0)
         item(kind, d, name, &st, 0);
-      else if (errno != ENOENT)
-        item(kind, d, name, nullptr, errno);
+      else if (e != ENOENT)
+        item(kind, d, name, nullptr, e);
     }
   }
 }
@@ -74,10 +72,10 @@ DiskEntryInfo folder_item(const fs::path& path, EntryKind kind, const std::strin
   return info;
 }
 
-/// Describes name from its fstatat alone (nothing is opened): a non-regular file or a
+/// Describes name from its no-follow look alone (nothing is opened): a non-regular file or a
 /// foreign name is invalid and not deletable; a regular file with an entry name is deletable
 /// and left valid here (inspect() reads it).
-DiskEntryInfo describe(EntryKind kind, const OpenedDir& dir, const std::string& name, const struct stat* st,
+DiskEntryInfo describe(EntryKind kind, const OpenedDir& dir, const std::string& name, const platform::FileStatus* st,
                        int stat_errno) {
   DiskEntryInfo info;
   info.path = dir.path / name;
@@ -86,16 +84,16 @@ DiskEntryInfo describe(EntryKind kind, const OpenedDir& dir, const std::string& 
       name.ends_with(detail::kEntrySuffix) ? name.substr(0, name.size() - detail::kEntrySuffix.size()) : name;
   const std::string quoted_path = "'" + info.path.string() + "'";
   if (!st) {
-    info.problem = "unreadable: cannot look at it: " + errno_text(stat_errno);
+    info.problem = "unreadable: cannot look at it: " + error_text(stat_errno);
     info.fix = "let this user enter its folder, or remove it by hand";
     return info;
   }
-  if (!S_ISREG(st->st_mode)) {
-    info.problem = detail::type_problem(st->st_mode).text();
+  if (!st->regular()) {
+    info.problem = detail::type_problem(st->type).text();
     info.fix = "remove it by hand (rm -r " + quoted_path + ") if it is not yours";
     return info;
   }
-  info.file_bytes = static_cast<std::uint64_t>(st->st_size);
+  info.file_bytes = st->size;
   if (!detail::is_entry_name(name)) {
     info.problem = "name: the file name is not <32 hex digits>" + std::string(detail::kEntrySuffix);
     info.fix = "move it out of the cache directory, or remove it by hand (rm " + quoted_path + ") if it is not yours";
@@ -110,24 +108,24 @@ DiskEntryInfo describe(EntryKind kind, const OpenedDir& dir, const std::string& 
 /// blocking, never following) and checks its header (verify: also its payload). Nothing when
 /// it vanished meanwhile.
 std::optional<DiskEntryInfo> inspect(EntryKind kind, const OpenedDir& dir, const std::string& name,
-                                     const struct stat* st, int stat_errno, bool verify) {
+                                     const platform::FileStatus* st, int stat_errno, bool verify) {
   DiskEntryInfo info = describe(kind, dir, name, st, stat_errno);
   if (!info.valid) return info;
-  struct stat opened;
+  platform::FileStatus opened;
   Problem why;
-  Fd f = detail::open_regular_at(dir.fd.get(), name, opened, why);
+  const platform::File f = detail::open_regular_at(dir.dir, name, opened, why);
   if (!f && !why) return std::nullopt;  // deleted since the folder was read
   if (f) {
-    info.file_bytes = static_cast<std::uint64_t>(opened.st_size);
+    info.file_bytes = opened.size;
     std::vector<std::uint8_t> payload;
-    const auto header = detail::check_entry(f.get(), info.file_bytes, kind, *KernelKey::from_hex(info.key_hex), nullptr,
+    const auto header = detail::check_entry(f, info.file_bytes, kind, *KernelKey::from_hex(info.key_hex), nullptr,
                                             verify ? &payload : nullptr, why);
     if (header) {
       info.payload_bytes = header->payload_bytes;
       info.cost_us = header->cost_us;
       info.fingerprint_text = header->fingerprint_text;
     }
-  } else if (why.reason == "type") {  // swapped for a non-file since fstatat
+  } else if (why.reason == "type") {  // swapped for a non-file since the look
     info.deletable = false;
     info.fix = "remove it by hand (rm -r '" + info.path.string() + "') if it is not yours";
   }
@@ -152,7 +150,7 @@ DiskLeftover left_alone(DiskEntryInfo info) {
 DiskLeftover delete_failed(DiskEntryInfo info, const fs::path& folder, int e) {
   DiskLeftover l;
   l.failed = true;
-  l.why = "cannot delete it: " + errno_text(e) + ". Fix: run this as the owner of '" + folder.string() +
+  l.why = "cannot delete it: " + error_text(e) + ". Fix: run this as the owner of '" + folder.string() +
           "' or make that folder writable (chmod u+w), then run it again; or set VGPU_CACHE_DIR to a directory of "
           "your own.";
   l.item = std::move(info);
@@ -161,10 +159,10 @@ DiskLeftover delete_failed(DiskEntryInfo info, const fs::path& folder, int e) {
 
 /// Deletes name in dir when it is still the regular file st describes; returns 0 or errno
 /// (ENOENT when it is gone or replaced meanwhile).
-int unlink_if_same(const OpenedDir& dir, const std::string& name, const struct stat& st) {
-  struct stat now;
-  if (!detail::stat_at(dir.fd.get(), name, now) || !S_ISREG(now.st_mode) || !detail::same_file(now, st)) return ENOENT;
-  return ::unlinkat(dir.fd.get(), name.c_str(), 0) == 0 ? 0 : errno;
+int unlink_if_same(const OpenedDir& dir, const std::string& name, const platform::FileStatus& st) {
+  platform::FileStatus now;
+  if (dir.dir.status_of(name, now) != 0 || !now.regular() || !platform::same_file(now, st)) return ENOENT;
+  return dir.dir.remove(name);
 }
 
 }  // namespace
@@ -185,9 +183,8 @@ void DiskStore::Impl::ensure_scanned() {
   std::unordered_map<std::string, std::uint64_t> found;
   walk(
       t,
-      [&](EntryKind, const OpenedDir& d, const std::string& name, const struct stat* st, int) {
-        if (st && S_ISREG(st->st_mode) && detail::is_entry_name(name))
-          found.emplace((d.path / name).string(), static_cast<std::uint64_t>(st->st_size));
+      [&](EntryKind, const OpenedDir& d, const std::string& name, const platform::FileStatus* st, int) {
+        if (st && st->regular() && detail::is_entry_name(name)) found.emplace((d.path / name).string(), st->size);
       },
       [](auto&&...) {});
   std::lock_guard lock(mutex);
@@ -218,7 +215,7 @@ void DiskStore::Impl::evict() {
 }
 
 bool DiskStore::Impl::retry_after_full(int e, std::uint64_t bytes, bool& made_room) {
-  if (e != ENOSPC && e != EDQUOT) return false;
+  if (!platform::is_disk_full(e)) return false;
   {
     std::lock_guard lock(mutex);
     if (made_room) full_gave_up = true;  // evicting made room, and still no space: it goes elsewhere
@@ -227,7 +224,7 @@ bool DiskStore::Impl::retry_after_full(int e, std::uint64_t bytes, bool& made_ro
   made_room = true;
   const std::uint64_t evictions_before = stats_evictions();
   const std::uint64_t freed = evict_pass(bytes);
-  log(LogLevel::info, "kernel cache: " + root.string() + " is on a full disk (" + errno_text(e) + "); evicted " +
+  log(LogLevel::info, "kernel cache: " + root.string() + " is on a full disk (" + error_text(e) + "); evicted " +
                           std::to_string(stats_evictions() - evictions_before) + " older entries (" +
                           std::to_string(freed) + " bytes) to make room for a " + std::to_string(bytes) +
                           "-byte entry, writing it again");
@@ -243,7 +240,7 @@ std::uint64_t DiskStore::Impl::evict_pass(std::uint64_t min_free) {
   struct Candidate {
     std::size_t kind = 0;
     std::string name, path;
-    struct stat st;
+    platform::FileStatus st;
     std::uint64_t file_bytes = 0, payload_bytes = 0, cost_us = 0;
     std::int64_t mtime = 0;
   };
@@ -252,20 +249,20 @@ std::uint64_t DiskStore::Impl::evict_pass(std::uint64_t min_free) {
   std::uint64_t total = 0;
   walk(
       t,
-      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int) {
-        if (!st || !S_ISREG(st->st_mode) || !detail::is_entry_name(name)) return;  // not ours: never counted or evicted
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const platform::FileStatus* st, int) {
+        if (!st || !st->regular() || !detail::is_entry_name(name)) return;  // not ours: never counted or evicted
         Candidate c;
         c.kind = detail::kind_index(kind);
         c.name = name;
         c.path = (d.path / name).string();
         c.st = *st;
         Problem why;
-        Fd f = detail::open_regular_at(d.fd.get(), name, c.st, why);
+        const platform::File f = detail::open_regular_at(d.dir, name, c.st, why);
         if (!f && (!why || why.reason == "type")) return;  // gone, or swapped for a non-file
-        c.file_bytes = c.payload_bytes = static_cast<std::uint64_t>(c.st.st_size);
-        c.mtime = detail::mtime_ns(c.st);
+        c.file_bytes = c.payload_bytes = c.st.size;
+        c.mtime = c.st.mtime_ns;
         if (f) {
-          if (auto h = detail::read_header(f.get(), c.file_bytes, why)) {
+          if (auto h = detail::read_header(f, c.file_bytes, why)) {
             c.payload_bytes = h->payload_bytes;
             c.cost_us = h->cost_us;
           }  // an unreadable entry keeps cost 0: it goes first
@@ -320,8 +317,8 @@ std::vector<DiskEntryInfo> DiskStore::list(bool verify) const {
   const Tree t = impl_->open_tree();
   walk(
       t,
-      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
-        if (st && S_ISREG(st->st_mode) && detail::is_temp_name(name)) return;  // a write in progress
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const platform::FileStatus* st, int stat_errno) {
+        if (st && st->regular() && detail::is_temp_name(name)) return;  // a write in progress
         if (auto info = inspect(kind, d, name, st, stat_errno, verify)) out.push_back(std::move(*info));
       },
       [&](const fs::path& path, EntryKind kind, const std::string& problem, const std::string& fix) {
@@ -334,9 +331,11 @@ std::vector<DiskEntryInfo> DiskStore::list(bool verify) const {
 namespace {
 
 /// Deletes the temp file name when it is older than max_age_s; a refusal goes to left.
-void remove_if_stale(const OpenedDir& d, EntryKind kind, const std::string& name, const struct stat& st,
+void remove_if_stale(const OpenedDir& d, EntryKind kind, const std::string& name, const platform::FileStatus& st,
                      std::int64_t max_age_s, std::vector<DiskLeftover>& left) {
-  if (static_cast<std::int64_t>(::time(nullptr)) - st.st_mtim.tv_sec <= max_age_s) return;  // maybe in progress
+  const std::int64_t now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (now_s - st.mtime_ns / 1000000000 <= max_age_s) return;  // maybe in progress
   const int e = unlink_if_same(d, name, st);
   if (e != 0 && e != ENOENT) left.push_back(delete_failed(describe(kind, d, name, &st, 0), d.path, e));
 }
@@ -352,8 +351,8 @@ std::uint64_t delete_walk(const Tree& t, std::int64_t stale_age_s, std::vector<D
   std::uint64_t removed = 0;
   walk(
       t,
-      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
-        if (st && S_ISREG(st->st_mode) && detail::is_temp_name(name))
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const platform::FileStatus* st, int stat_errno) {
+        if (st && st->regular() && detail::is_temp_name(name))
           return remove_if_stale(d, kind, name, *st, stale_age_s, left);
         std::optional<DiskEntryInfo> info = choose(kind, d, name, st, stat_errno);
         if (!info) return;
@@ -377,7 +376,7 @@ std::uint64_t DiskStore::remove_invalid(std::vector<DiskLeftover>* left_out) {
   std::vector<DiskLeftover> left;
   const std::uint64_t removed = delete_walk(
       s.open_tree(), 600, left,
-      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const platform::FileStatus* st, int stat_errno) {
         auto info = inspect(kind, d, name, st, stat_errno, true);
         return info && !info->valid ? info : std::nullopt;
       },
@@ -401,7 +400,7 @@ std::uint64_t DiskStore::clear_matching(const EntryKind* only, std::vector<DiskL
   std::vector<DiskLeftover> left;
   const std::uint64_t removed = delete_walk(
       s.open_tree(), 60, left,
-      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const struct stat* st, int stat_errno) {
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const platform::FileStatus* st, int stat_errno) {
         if (only && kind != *only) return std::optional<DiskEntryInfo>();  // another kind: kept, not reported
         return std::optional<DiskEntryInfo>(describe(kind, d, name, st, stat_errno));  // nothing is opened
       },

@@ -3,8 +3,6 @@
 // layout in docs/cache-format.md).
 #include "disk_store_format.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -94,14 +92,14 @@ std::vector<std::uint8_t> encode_header(EntryKind kind, const KernelKey& key, st
   return out;
 }
 
-std::optional<EntryHeader> read_header(int fd, std::uint64_t file_size, Problem& why) {
+std::optional<EntryHeader> read_header(const platform::File& f, std::uint64_t file_size, Problem& why) {
   if (file_size == 0) {
     why = problem("truncated", "the file is empty");
     return std::nullopt;
   }
   std::uint8_t prefix[kPrefixBytes];
   const std::size_t got =
-      read_at(fd, prefix, static_cast<std::size_t>(std::min<std::uint64_t>(file_size, kPrefixBytes)), 0);
+      f.read_at(prefix, static_cast<std::size_t>(std::min<std::uint64_t>(file_size, kPrefixBytes)), 0);
   if (got < kMagic.size() && got < file_size) {
     why = problem("truncated", "could not read the file (" + std::string(std::strerror(errno)) + ")");
     return std::nullopt;
@@ -140,7 +138,7 @@ std::optional<EntryHeader> read_header(int fd, std::uint64_t file_size, Problem&
   std::vector<std::uint8_t> header(h.header_bytes);
   std::memcpy(header.data(), prefix, kPrefixBytes);
   const std::size_t rest = h.header_bytes - kPrefixBytes;
-  if (read_at(fd, header.data() + kPrefixBytes, rest, kPrefixBytes) != rest) {
+  if (f.read_at(header.data() + kPrefixBytes, rest, kPrefixBytes) != rest) {
     why = problem("truncated", "the file shrank while its header was read");
     return std::nullopt;
   }
@@ -184,7 +182,8 @@ Problem check_identity(const EntryHeader& header, EntryKind kind, const KernelKe
   return {};
 }
 
-std::optional<std::vector<std::uint8_t>> read_payload(int fd, const EntryHeader& header, Problem& why) {
+std::optional<std::vector<std::uint8_t>> read_payload(const platform::File& f, const EntryHeader& header,
+                                                      Problem& why) {
   std::vector<std::uint8_t> payload;
   try {
     payload.resize(static_cast<std::size_t>(header.payload_bytes));
@@ -192,7 +191,7 @@ std::optional<std::vector<std::uint8_t>> read_payload(int fd, const EntryHeader&
     why = problem("size", "the payload size " + std::to_string(header.payload_bytes) + " cannot be allocated");
     return std::nullopt;
   }
-  if (read_at(fd, payload.data(), payload.size(), header.header_bytes) != payload.size()) {
+  if (f.read_at(payload.data(), payload.size(), header.header_bytes) != payload.size()) {
     why = problem("truncated", "the file shrank while its payload was read");
     return std::nullopt;
   }
@@ -205,17 +204,17 @@ std::optional<std::vector<std::uint8_t>> read_payload(int fd, const EntryHeader&
   return payload;
 }
 
-std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKind kind, const KernelKey& key,
-                                       const std::string* fingerprint_text, std::vector<std::uint8_t>* payload,
-                                       Problem& why) {
-  std::optional<EntryHeader> header = read_header(fd, file_size, why);
+std::optional<EntryHeader> check_entry(const platform::File& f, std::uint64_t file_size, EntryKind kind,
+                                       const KernelKey& key, const std::string* fingerprint_text,
+                                       std::vector<std::uint8_t>* payload, Problem& why) {
+  std::optional<EntryHeader> header = read_header(f, file_size, why);
   if (!header) return header;
   why = check_identity(*header, kind, key);
   if (!why && fingerprint_text && header->fingerprint_text != *fingerprint_text)
     why = problem("fingerprint",
                   "written for the device '" + header->fingerprint_text + "', not for '" + *fingerprint_text + "'");
   if (!why && payload) {
-    if (auto bytes = read_payload(fd, *header, why)) {
+    if (auto bytes = read_payload(f, *header, why)) {
       why = check_payload(kind, *bytes);  // SPIR-V validated, ... (payload_check.hpp)
       if (!why) *payload = std::move(*bytes);
     }
@@ -224,35 +223,6 @@ std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKin
 }
 
 bool is_entry_kind(std::uint32_t value) noexcept { return value >= 1 && value <= 5; }
-
-std::size_t read_at(int fd, void* buffer, std::size_t n, std::uint64_t offset) noexcept {
-  auto* p = static_cast<std::uint8_t*>(buffer);
-  std::size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (r == 0) break;
-    done += static_cast<std::size_t>(r);
-  }
-  return done;
-}
-
-bool write_all(int fd, const void* buffer, std::size_t n) noexcept {
-  const auto* p = static_cast<const std::uint8_t*>(buffer);
-  while (n > 0) {
-    const ssize_t r = ::write(fd, p, n);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
 
 }  // namespace detail
 }  // namespace vgpu::cache

@@ -14,6 +14,7 @@
 
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
+#include "vgpu/platform/files.hpp"
 
 namespace vgpu::cache::detail {
 
@@ -52,40 +53,35 @@ struct Problem {
 std::vector<std::uint8_t> encode_header(EntryKind kind, const KernelKey& key, std::string_view fingerprint_text,
                                         std::span<const std::uint8_t> payload, std::uint64_t cost_us);
 
-/// Reads the header of the open entry file fd whose size is file_size and checks what can be
+/// Reads the header of the open entry file f whose size is file_size and checks what can be
 /// checked without a caller's expectations: magic, format version, text length, header
 /// checksum, fingerprint hash, and that the file holds exactly header + payload bytes.
 /// Sets problem (and returns nothing) on the first failed check.
-std::optional<EntryHeader> read_header(int fd, std::uint64_t file_size, Problem& problem);
+std::optional<EntryHeader> read_header(const platform::File& f, std::uint64_t file_size, Problem& problem);
 
 /// Checks the header against what the caller asked for: kind, then key. Returns the first
 /// failure (empty when both match).
 Problem check_identity(const EntryHeader& header, EntryKind kind, const KernelKey& key);
 
-/// Reads the payload that follows header in fd and checks its checksum; nothing + problem on
+/// Reads the payload that follows header in f and checks its checksum; nothing + problem on
 /// failure (a short read is "truncated": the file shrank under us).
-std::optional<std::vector<std::uint8_t>> read_payload(int fd, const EntryHeader& header, Problem& problem);
+std::optional<std::vector<std::uint8_t>> read_payload(const platform::File& f, const EntryHeader& header,
+                                                      Problem& problem);
 
-/// Checks the open regular file fd (file_size bytes) as the entry of kind under key, in the
+/// Checks the open regular file f (file_size bytes) as the entry of kind under key, in the
 /// order of docs/cache-format.md: the header (read_header), kind and key (check_identity), the
 /// fingerprint text when fingerprint_text is given, then, when payload is given, reads the
 /// payload into it and checks its checksum. The one place load() and list() check an entry, so
 /// a per-kind payload check belongs at the end of it. Returns the header whenever it could be
 /// read (also when a later check failed); sets problem on the first failed check.
-std::optional<EntryHeader> check_entry(int fd, std::uint64_t file_size, EntryKind kind, const KernelKey& key,
-                                       const std::string* fingerprint_text, std::vector<std::uint8_t>* payload,
-                                       Problem& problem);
+std::optional<EntryHeader> check_entry(const platform::File& f, std::uint64_t file_size, EntryKind kind,
+                                       const KernelKey& key, const std::string* fingerprint_text,
+                                       std::vector<std::uint8_t>* payload, Problem& problem);
 
 /// Returns whether value names an EntryKind.
 bool is_entry_kind(std::uint32_t value) noexcept;
 /// Every kind, in enum order.
 inline constexpr EntryKind kAllKinds[] = {EntryKind::spirv, EntryKind::vk_pipeline_cache, EntryKind::gl_program_binary,
                                           EntryKind::cuda_binary, EntryKind::selection};
-
-/// pread()s exactly n bytes at offset (retrying short reads and EINTR); returns bytes read
-/// (less than n only at end of file or on error).
-std::size_t read_at(int fd, void* buffer, std::size_t n, std::uint64_t offset) noexcept;
-/// write()s all n bytes (retrying short writes and EINTR); returns false on error.
-bool write_all(int fd, const void* buffer, std::size_t n) noexcept;
 
 }  // namespace vgpu::cache::detail

@@ -1,26 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // cache/src/disk_store_fs.cpp — no-follow folder opening, non-blocking regular-file opening,
-// temp files relative to a folder, and the entry/temp name patterns (see disk_store_fs.hpp).
+// temp files relative to a folder, and the entry/temp name patterns (see disk_store_fs.hpp),
+// over the platform layer's files (vgpu/platform/files.hpp).
 #include "disk_store_fs.hpp"
-
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <mutex>
 #include <set>
-#include <system_error>
 
 #include "vgpu/log.hpp"
+#include "vgpu/platform/random.hpp"
 
 namespace vgpu::cache::detail {
 namespace fs = std::filesystem;
-
-std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
 
 namespace {
 std::atomic<WriteFault> g_write_fault{nullptr};
@@ -33,22 +26,7 @@ int write_fault(const fs::path& kind_dir, std::uint64_t file_bytes) noexcept {
   return fault ? fault(kind_dir, file_bytes) : 0;
 }
 
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 namespace {
-
-constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
 
 OpenedDir unusable(fs::path path, std::string problem, std::string fix) {
   OpenedDir d;
@@ -59,21 +37,20 @@ OpenedDir unusable(fs::path path, std::string problem, std::string fix) {
   return d;
 }
 
-/// Describes an open() failure of a folder path (errno e) inside parent (or AT_FDCWD).
-OpenedDir open_failed(int parent, const std::string& name, fs::path path, int e) {
+/// Describes a failure (errno e) to open the folder name inside parent.
+OpenedDir open_failed(const platform::Directory& parent, const std::string& name, fs::path path, int e) {
   if (e == ENOENT) {
     OpenedDir d;
     d.path = std::move(path);
     return d;
   }
-  struct stat st;
-  if ((e == ELOOP || e == ENOTDIR) && ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      !S_ISDIR(st.st_mode)) {
+  platform::FileStatus st;
+  if ((e == ELOOP || e == ENOTDIR) && parent.status_of(name, st) == 0 && st.type != platform::FileType::directory) {
     const std::string fix = "remove it (rm '" + path.string() +
                             "'); vgpu never follows a link below the cache directory and makes a real folder there";
-    return unusable(path, file_type_text(st.st_mode) + ", not a directory", fix);
+    return unusable(path, std::string(platform::file_type_text(st.type)) + ", not a directory", fix);
   }
-  return unusable(path, "cannot open it: " + errno_text(e),
+  return unusable(path, "cannot open it: " + error_text(e),
                   "let this user read, write and enter it (chmod u+rwx '" + path.string() +
                       "'), or set VGPU_CACHE_DIR to a directory of your own");
 }
@@ -98,14 +75,14 @@ OpenedDir open_base_dir(const fs::path& dir, bool create) {
   }
   OpenedDir d;
   d.path = dir;
-  d.fd = Fd(::open(dir.c_str(), kDirFlags));
-  if (d.fd) {
+  int e = 0;
+  d.dir = platform::Directory::open(dir, e);
+  if (d.dir) {
     d.state = DirState::ok;
     return d;
   }
-  const int e = errno;
   if (e == ENOENT || e == ENOTDIR) return d;  // nothing there (or a path through a file): nothing of ours
-  return unusable(dir, "cannot open it: " + errno_text(e),
+  return unusable(dir, "cannot open it: " + error_text(e),
                   "set VGPU_CACHE_DIR to a writable directory, or VGPU_CACHE_DISABLE=1 to turn the disk cache off");
 }
 
@@ -116,124 +93,66 @@ OpenedDir open_sub_dir(const OpenedDir& parent, const std::string& name, bool cr
     d.path = std::move(path);
     return d;  // absent (an unusable parent is reported for itself)
   }
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    OpenedDir d;
-    d.path = path;
-    d.fd = Fd(::openat(parent.fd.get(), name.c_str(), kDirFlags | O_NOFOLLOW));
-    if (d.fd) {
-      d.state = DirState::ok;
-      return d;
-    }
-    const int e = errno;
-    if (e != ENOENT || !create || attempt == 1) return open_failed(parent.fd.get(), name, path, e);
-    if (::mkdirat(parent.fd.get(), name.c_str(), 0755) != 0 && errno != EEXIST)
-      return open_failed(parent.fd.get(), name, path, errno);
-  }
-  return {};  // not reached
+  OpenedDir d;
+  d.path = path;
+  int e = 0;
+  d.dir = parent.dir.open_sub(name, create, e);
+  if (!d.dir) return open_failed(parent.dir, name, std::move(path), e);
+  d.state = DirState::ok;
+  return d;
 }
 
-std::string file_type_text(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symlink";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISREG(mode)) return "a regular file";
-  return "an unknown file type";
-}
-
-Problem type_problem(mode_t mode) {
-  std::string details = file_type_text(mode) + ", not a regular file";
-  if (S_ISLNK(mode)) details += " (vgpu never follows a link below the cache directory)";
+Problem type_problem(platform::FileType type) {
+  std::string details = std::string(platform::file_type_text(type)) + ", not a regular file";
+  if (type == platform::FileType::symlink) details += " (vgpu never follows a link below the cache directory)";
   return Problem{"type", details};
 }
 
-std::vector<std::string> names_in(int dirfd, int& error) {
-  error = 0;
-  std::vector<std::string> names;
-  const int copy = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) {
-    error = errno;
-    return names;
+platform::File open_regular_at(const platform::Directory& dir, const std::string& name, platform::FileStatus& st,
+                               Problem& problem) {
+  platform::FileStatus before;
+  if (const int e = dir.status_of(name, before); e != 0) {
+    if (e != ENOENT) problem = Problem{"unreadable", "cannot look at it: " + error_text(e)};
+    return {};
   }
-  DIR* dir = ::fdopendir(copy);
-  if (!dir) {
-    error = errno;
-    ::close(copy);
-    return names;
+  if (!before.regular()) {
+    problem = type_problem(before.type);
+    return {};
   }
-  ::rewinddir(dir);  // the duplicate shares its offset with dirfd
-  for (;;) {
-    errno = 0;
-    const dirent* e = ::readdir(dir);
-    if (!e) {
-      error = errno;
-      break;
-    }
-    const std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(dir);
-  return names;
-}
-
-bool stat_at(int dirfd, const std::string& name, struct stat& st) {
-  return ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-Fd open_regular_at(int dirfd, const std::string& name, struct stat& st, Problem& problem) {
-  struct stat before;
-  if (!stat_at(dirfd, name, before)) {
-    if (errno != ENOENT) problem = Problem{"unreadable", "cannot look at it: " + errno_text(errno)};
-    return Fd();
-  }
-  if (!S_ISREG(before.st_mode)) {
-    problem = type_problem(before.st_mode);
-    return Fd();
-  }
-  // O_NONBLOCK and O_NOCTTY: should a FIFO or device be swapped in after fstatat, opening it
-  // neither blocks nor takes a terminal; fstat below then refuses it.
-  Fd f(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  int e = 0;
+  platform::File f = dir.open_for_reading(name, e);
   if (!f) {
-    const int e = errno;
-    if (e == ENOENT) return Fd();
-    struct stat now;
-    if (e == ELOOP && stat_at(dirfd, name, now))
-      problem = type_problem(now.st_mode);
+    if (e == ENOENT) return {};
+    platform::FileStatus now;
+    if (e == ELOOP && dir.status_of(name, now) == 0)
+      problem = type_problem(now.type);
     else
-      problem = Problem{"unreadable", "cannot open it: " + errno_text(e)};
-    return Fd();
+      problem = Problem{"unreadable", "cannot open it: " + error_text(e)};
+    return {};
   }
-  if (::fstat(f.get(), &st) != 0) {
-    problem = Problem{"unreadable", "cannot stat it: " + errno_text(errno)};
-    return Fd();
+  if (const int se = f.status(st); se != 0) {
+    problem = Problem{"unreadable", "cannot stat it: " + error_text(se)};
+    return {};
   }
-  if (!S_ISREG(st.st_mode)) {
-    problem = type_problem(st.st_mode);
-    return Fd();
+  if (!st.regular()) {  // swapped for a FIFO or device after the look
+    problem = type_problem(st.type);
+    return {};
   }
   return f;
 }
 
-int make_temp_at(int dirfd, const std::string& prefix, std::string& name) {
+platform::File make_temp_at(const platform::Directory& dir, const std::string& prefix, std::string& name, int& error) {
   static constexpr char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   for (int attempt = 0; attempt < 100; ++attempt) {
     unsigned char random[6];
-    if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-      // No entropy call (very old kernel): any distinct-enough bytes do, O_EXCL guards.
-      const std::uint64_t mix = (static_cast<std::uint64_t>(::getpid()) << 32) ^
-                                static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&random)) ^
-                                static_cast<std::uint64_t>(attempt) * 0x9e3779b97f4a7c15ull;
-      for (int i = 0; i < 6; ++i) random[i] = static_cast<unsigned char>(mix >> (8 * i));
-    }
+    platform::random_bytes(random, sizeof random);  // guessable bytes when the OS has none: the exclusive create guards
     name = prefix;
     for (unsigned char r : random) name += kChars[r % (sizeof kChars - 1)];
-    const int fd = ::openat(dirfd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0 || errno != EEXIST) return fd;
+    platform::File f = dir.create_exclusive(name, error);
+    if (f || error != EEXIST) return f;
   }
-  errno = EEXIST;
-  return -1;
+  error = EEXIST;
+  return {};
 }
 
 bool is_entry_name(std::string_view name) noexcept {

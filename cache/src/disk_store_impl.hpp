@@ -6,8 +6,6 @@
 // running process is seen as it is now. Internal to cache/src.
 #pragma once
 
-#include <sys/stat.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -76,15 +74,15 @@ struct DiskStore::Impl {
   void account_locked(const std::string& path, std::uint64_t bytes);
   /// Records that path is gone (mutex held).
   void forget_locked(const std::string& path);
-  /// On the first store: learns the sizes of the entries already on disk (fstatat only).
+  /// On the first store: learns the sizes of the entries already on disk (no-follow looks only).
   void ensure_scanned();
   /// Counts a failed store and logs it (a warning the first time unless warned is true, meaning
   /// the caller has given its own warning); returns false.
   bool write_failed(const std::string& what, bool warned = false);
-  /// Deletes the entry name in the kind folder kind_fd that load() opened (unless another
+  /// Deletes the entry name in the kind folder kind_dir that load() opened (unless another
   /// writer replaced it meanwhile) and counts the rejection and the miss.
-  void drop(int kind_fd, const std::string& name, const std::filesystem::path& path, const struct stat& opened,
-            const detail::Problem& why);
+  void drop(const platform::Directory& kind_dir, const std::string& name, const std::filesystem::path& path,
+            const platform::FileStatus& opened, const detail::Problem& why);
   /// Runs eviction passes until the cap holds; a store that finds a pass already running
   /// (another thread's) asks it for one more pass instead of waiting.
   void evict();

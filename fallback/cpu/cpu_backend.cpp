@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_backend.cpp — the CPU fallback backend: enumeration and make_cpu_backend().
-#include <unistd.h>
-
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,57 +15,14 @@
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/backend/registry.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/platform/system_info.hpp"
 
 namespace vgpu {
 namespace {
 
-/// The CPU model and vendor as /proc/cpuinfo names them.
-struct CpuIdentity {
-  std::string model = "CPU";
-  std::string vendor = "unknown";
-};
-
-/// Returns s without leading and trailing blanks.
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
-}
-
-/// Reads "model name" and "vendor_id" of the first processor; keeps the fallbacks when the
-/// file or a field is missing (non-x86 kernels, containers without /proc).
-CpuIdentity read_identity() {
-  CpuIdentity id;
-  std::ifstream in("/proc/cpuinfo");
-  bool have_model = false, have_vendor = false;
-  for (std::string line; (!have_model || !have_vendor) && std::getline(in, line);) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string key = trim(std::string_view(line).substr(0, colon));
-    const std::string value = trim(std::string_view(line).substr(colon + 1));
-    if (value.empty()) continue;
-    if (key == "model name" && !have_model) {
-      id.model = value;
-      have_model = true;
-    } else if (key == "vendor_id" && !have_vendor) {
-      id.vendor = value;
-      have_vendor = true;
-    }
-  }
-  return id;
-}
-
-/// Returns the physical memory in bytes (0 when the OS will not say).
-std::uint64_t physical_memory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) : 0;
-}
-
 /// Describes logical CPU device index (VGPU_CPU_DEVICES), whose built-in kernels use isa.
 DeviceInfo describe(const std::string& isa, std::uint32_t index) {
-  const CpuIdentity id = read_identity();
+  const platform::CpuIdentity& id = platform::cpu_identity();
   DeviceInfo info;
   info.backend = BackendKind::cpu;
   info.index = index;
@@ -78,7 +32,7 @@ DeviceInfo describe(const std::string& isa, std::uint32_t index) {
   info.driver_version = "vgpu-cpu " + isa + " (oneTBB " + std::to_string(TBB_VERSION_MAJOR) + "." +
                         std::to_string(TBB_VERSION_MINOR) + ")";
   info.api_version = "C++20";
-  info.memory_bytes = physical_memory();
+  info.memory_bytes = platform::physical_memory_bytes();
   info.compute_units = static_cast<std::uint32_t>(tbb::info::default_concurrency());
   info.limits.max_workgroup_size = {1024, 1024, 64};
   info.limits.max_workgroup_invocations = 1024;

@@ -4,6 +4,7 @@
 #include "cpu_isa.hpp"
 
 #include <string>
+#include <utility>
 
 // xsimd 12+ defines XSIMD_INLINE, which xsimd_cpuid.hpp uses, in a header of its own
 // (xsimd 8 has neither).
@@ -14,6 +15,7 @@
 
 #include "vgpu/config.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/platform/system_info.hpp"
 
 namespace vgpu::cpu {
 namespace {
@@ -27,22 +29,19 @@ struct IsaOption {
 
 #if VGPU_CPU_X86_KERNELS
 
-/// True when the CPU has the feature and the OS saves its registers. xsimd 8.1's detector
-/// reads CPUID only (no XGETBV check of OS support), so libgcc's __builtin_cpu_supports, which
-/// does check XCR0, confirms every bit it reports.
-#define VGPU_CPU_HAS(feature) (__builtin_cpu_supports(feature) != 0)
-
 std::vector<IsaOption> probe() {
-  __builtin_cpu_init();
+  // Both detectors must agree: xsimd's (what its kernels assume) and the platform layer's
+  // (cpuinfo), which also checks that the OS saves the registers (XGETBV), as xsimd 8.1's
+  // CPUID-only detector does not.
   const auto arch = xsimd::available_architectures();
+  const platform::CpuFeatures& has = platform::cpu_features();
   // SSE2 is part of x86-64 itself (and xsimd 8.1 reads its CPUID bit from the wrong register).
   // F16C too: the AVX2 unit converts float16 with it (-mf16c); every AVX2 CPU has it.
-  const bool avx2 = arch.avx2 && arch.fma3_avx2 && VGPU_CPU_HAS("avx2") && VGPU_CPU_HAS("fma") && VGPU_CPU_HAS("f16c");
+  const bool avx2 = arch.avx2 && arch.fma3_avx2 && has.x86_avx2 && has.x86_fma3 && has.x86_f16c;
   // AVX-512CD too: the AVX-512 unit is compiled with -mavx512cd (xsimd 12+ require it for
   // avx512dq); every CPU with AVX-512BW has it.
-  const bool avx512 = arch.avx512f && arch.avx512bw && arch.avx512dq && arch.avx512cd && VGPU_CPU_HAS("avx512f") &&
-                      VGPU_CPU_HAS("avx512bw") && VGPU_CPU_HAS("avx512dq") && VGPU_CPU_HAS("avx512vl") &&
-                      VGPU_CPU_HAS("avx512cd") && VGPU_CPU_HAS("fma");
+  const bool avx512 = arch.avx512f && arch.avx512bw && arch.avx512dq && arch.avx512cd && has.x86_avx512f &&
+                      has.x86_avx512bw && has.x86_avx512dq && has.x86_avx512vl && has.x86_avx512cd && has.x86_fma3;
   return {{"sse2", &sse2_kernels, true}, {"avx2", &avx2_kernels, avx2}, {"avx512", &avx512_kernels, avx512}};
 }
 
@@ -120,29 +119,19 @@ std::string_view selected_isa() {
 
 std::vector<std::string> cpu_features() {
   std::vector<std::string> out;
-#if VGPU_CPU_X86_KERNELS
-  __builtin_cpu_init();
-  // __builtin_cpu_supports needs literal names; the reported name follows xsimd's spelling.
-#define VGPU_CPU_FEATURE(flag, name) \
-  if (VGPU_CPU_HAS(flag)) out.emplace_back(name);
-  VGPU_CPU_FEATURE("sse2", "sse2")
-  VGPU_CPU_FEATURE("sse3", "sse3")
-  VGPU_CPU_FEATURE("ssse3", "ssse3")
-  VGPU_CPU_FEATURE("sse4.1", "sse4_1")
-  VGPU_CPU_FEATURE("sse4.2", "sse4_2")
-  VGPU_CPU_FEATURE("avx", "avx")
-  VGPU_CPU_FEATURE("avx2", "avx2")
-  VGPU_CPU_FEATURE("fma", "fma")
-  VGPU_CPU_FEATURE("f16c", "f16c")
-  VGPU_CPU_FEATURE("avx512f", "avx512f")
-  VGPU_CPU_FEATURE("avx512cd", "avx512cd")
-  VGPU_CPU_FEATURE("avx512dq", "avx512dq")
-  VGPU_CPU_FEATURE("avx512bw", "avx512bw")
-  VGPU_CPU_FEATURE("avx512vl", "avx512vl")
-#undef VGPU_CPU_FEATURE
-#else
-  out.emplace_back(native_kernels().isa);
-#endif
+  const platform::CpuFeatures& has = platform::cpu_features();
+  // The reported names follow xsimd's spelling.
+  const std::pair<bool, const char*> known[] = {
+      {has.x86_sse2, "sse2"},         {has.x86_sse3, "sse3"},         {has.x86_ssse3, "ssse3"},
+      {has.x86_sse4_1, "sse4_1"},     {has.x86_sse4_2, "sse4_2"},     {has.x86_avx, "avx"},
+      {has.x86_avx2, "avx2"},         {has.x86_fma3, "fma"},          {has.x86_f16c, "f16c"},
+      {has.x86_avx512f, "avx512f"},   {has.x86_avx512cd, "avx512cd"}, {has.x86_avx512dq, "avx512dq"},
+      {has.x86_avx512bw, "avx512bw"}, {has.x86_avx512vl, "avx512vl"}, {has.x86_avx512bf16, "avx512bf16"},
+      {has.arm_neon, "neon"},         {has.arm_fp16_arith, "fp16"},   {has.arm_bf16, "bf16"}};
+  for (const auto& [present, name] : known)
+    if (present) out.emplace_back(name);
+  // Where the platform layer cannot tell (an emulator), at least the kernels' own ISA.
+  if (out.empty()) out.emplace_back(options().front().name);
   return out;
 }
 

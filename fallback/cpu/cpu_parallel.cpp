@@ -6,10 +6,8 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
-#include <unistd.h>
 
-#include <fstream>
-#include <string>
+#include "vgpu/platform/system_info.hpp"
 
 namespace vgpu::cpu {
 
@@ -34,34 +32,10 @@ void parallel_for(std::size_t n, void (*body)(void* ctx, std::size_t i), void* c
 
 namespace {
 
-/// The size of the level's data (or unified) cache from sysfs: "48K", "2048K", "32M"; 0 if unknown.
-std::size_t sysfs_cache_bytes(int level) {
-  for (int index = 0; index < 8; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
-    int l = 0;
-    std::string type, size;
-    if (!(lv >> l) || !(ty >> type) || !(sz >> size)) break;
-    if (l != level || type == "Instruction" || size.empty()) continue;
-    std::size_t value = std::stoul(size);
-    const char unit = size.back();
-    if (unit == 'K') value <<= 10;
-    if (unit == 'M') value <<= 20;
-    return value;
-  }
-  return 0;
-}
-
+/// The level's cache size from the platform layer (cpuinfo), else a safe default (48 KiB,
+/// 1 MiB, 16 MiB) when the OS or an emulator will not say.
 std::size_t read_cache_bytes(int level) noexcept {
-  long v = 0;
-  if (level == 1) v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  if (level == 2) v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  if (level == 3) v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (v > 0) return static_cast<std::size_t>(v);
-  try {
-    if (const std::size_t s = sysfs_cache_bytes(level)) return s;
-  } catch (...) {  // an unreadable or odd sysfs: the default below
-  }
+  if (const std::size_t v = platform::cpu_cache_bytes(level)) return v;
   return level == 1 ? std::size_t{48} << 10 : level == 2 ? std::size_t{1} << 20 : std::size_t{16} << 20;
 }
 

@@ -23,7 +23,7 @@ std::size_t parallelism() noexcept;
 void parallel_for(std::size_t n, void (*body)(void* ctx, std::size_t i), void* ctx);
 
 /// Returns the size in bytes of one data cache of the given level (1, 2 or 3) as the OS reports
-/// it for CPU 0 (sysconf, then /sys/devices/system/cpu/cpu0/cache), else a safe default
+/// it for CPU 0 (the platform layer: cpuinfo), else a safe default
 /// (48 KiB, 1 MiB, 16 MiB); read once per process, as blocking sizes derive from it per call.
 std::size_t cache_bytes(int level) noexcept;
 

@@ -12,12 +12,11 @@
 //   4. MPI_Iallreduce sums source_compiles and calibrations over the job.
 #include "vgpu/mpi.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <exception>
+#include <random>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -113,10 +112,15 @@ std::vector<char> read_file(const std::filesystem::path& p) {
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// A unique file in the system's temp directory for a bundle on its way in or out.
+// A unique file in the system's temp directory for a bundle on its way in or out (random, as
+// ranks of several jobs may share a node and its temp directory).
 std::filesystem::path temp_bundle(int rank) {
+  std::random_device random;
+  const std::uint64_t tag = (static_cast<std::uint64_t>(random()) << 32) ^ random();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(tag));
   return std::filesystem::temp_directory_path() /
-         ("vgpu-mpi-bundle-" + std::to_string(::getpid()) + "-" + std::to_string(rank) + ".vgpubundle");
+         ("vgpu-mpi-bundle-" + std::string(hex) + "-" + std::to_string(rank) + ".vgpubundle");
 }
 
 // Broadcasts bytes from root in chunks that fit an int count.

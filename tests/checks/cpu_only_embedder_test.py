@@ -18,7 +18,8 @@ import sys
 import tempfile
 
 # The sanitizers' runtimes too: a VGPU_SANITIZE build (tools/dev.sh sanitize) instruments libvgpu.
-ALLOWED = re.compile(r"^(libtbb\.so\.\d+|libxxhash\.so\.\d+|libstdc\+\+\.so\.6|libm\.so\.6|libgcc_s\.so\.1|"
+# cpuinfo: the platform layer's CPU features and caches (docs/embedding.md, "What to ship").
+ALLOWED = re.compile(r"^(libtbb\.so\.\d+|libxxhash\.so\.\d+|libcpuinfo\.so\.\d+|libstdc\+\+\.so\.6|libm\.so\.6|libgcc_s\.so\.1|"
                      r"libc\.so\.6|ld-linux[-\w.]*\.so\.\d+|lib[almt]san\.so\.\d+|libubsan\.so\.\d+)$")
 TOOLCHAIN = "libvgpu_shader_toolchain.so"
 
@@ -39,7 +40,7 @@ def main():
     failures = []
     extra = [n for n in needed(libvgpu) if not ALLOWED.match(n)]
     if extra:
-        failures.append(f"libvgpu.so needs {extra} at load time; only oneTBB, xxHash and the C/C++ runtime may be")
+        failures.append(f"libvgpu.so needs {extra} at load time; only oneTBB, xxHash, cpuinfo and the C/C++ runtime may be")
     real = os.path.realpath(libvgpu)
     toolchain = os.path.join(os.path.dirname(real), TOOLCHAIN)
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,8 +2,6 @@
 // tools/probe/cache_command.cpp — `vgpu-probe cache stats|clear|verify|export|import`.
 #include "cache_command.hpp"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
@@ -17,6 +15,7 @@
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache_bundle.hpp"
 #include "vgpu/version.hpp"
+#include "vgpu/platform/process.hpp"
 
 namespace vgpu::probe {
 namespace {
@@ -259,7 +258,7 @@ int run_export(const BundleOptions& o) {
                       "cache export - --json would print the bundle and the JSON report both on standard output.",
                       "write the bundle to a FILE to get the --json report, or leave --json out (the report then "
                       "goes to stderr)");
-  if (to_stdout && ::isatty(STDOUT_FILENO))
+  if (to_stdout && vgpu::platform::is_terminal(stdout))
     throw vgpu::Error(
         vgpu::ErrorCategory::invalid_argument,
         "cache export - writes a binary bundle to standard output, which is a terminal.",

@@ -4,9 +4,6 @@
 // checks that, and that the README's table lists config_variables()).
 #include "vgpu/config.hpp"
 
-#include <pwd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -16,6 +13,7 @@
 #include <set>
 
 #include "vgpu/backend_list.hpp"
+#include "vgpu/platform/system_info.hpp"
 
 extern char** environ;
 
@@ -89,14 +87,9 @@ void check_names(Warnings& w) {
 
 std::filesystem::path default_cache_dir() {
   if (auto v = env("VGPU_CACHE_DIR")) return *v;
-  if (auto v = env("XDG_CACHE_HOME"); v && v->front() == '/') return std::filesystem::path(*v) / "vgpu";
-  if (auto v = env("HOME")) return std::filesystem::path(*v) / ".cache" / "vgpu";
-  passwd pw{};
-  passwd* found = nullptr;
-  char buf[4096];
-  if (::getpwuid_r(::getuid(), &pw, buf, sizeof buf, &found) == 0 && found && found->pw_dir && *found->pw_dir)
-    return std::filesystem::path(found->pw_dir) / ".cache" / "vgpu";
-  return {};
+  // The OS's per-user cache folder (XDG on Linux, ~/Library/Caches, %LOCALAPPDATA%).
+  const std::filesystem::path root = platform::user_cache_root();
+  return root.empty() ? root : root / "vgpu";
 }
 
 void read_backends(Config& c) {

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// core/base/src/shader_toolchain.cpp — finds and loads libvgpu_shader_toolchain.so once per
+// core/base/src/shader_toolchain.cpp — finds and loads the SPIR-V toolchain module once per
 // process (vgpu/shader_toolchain.hpp): beside the binary that holds vgpu's code first, so an
 // application's copy of libvgpu gets the module shipped with it, never another build's.
 #include "vgpu/shader_toolchain.hpp"
-
-#include <dlfcn.h>
 
 #include <exception>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "vgpu/platform/dynamic_library.hpp"
 
 // The module's entry point; weak, so it is null unless the program links the module's code in.
 extern "C" const vgpu::toolchain::ShaderToolchain* vgpu_shader_toolchain_table(std::uint32_t abi_version)
@@ -34,16 +34,6 @@ constexpr const char* kFix =
     "install libvgpu_shader_toolchain.so of this vgpu build beside libvgpu (cmake --install puts it there), or run "
     "on a backend that needs no SPIR-V (vgpu-probe lists what is available).";
 
-// The folder of the binary this function was linked into: libvgpu.so, or a program with vgpu
-// linked in statically (tests, vgpu-probe).
-std::filesystem::path own_folder() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&own_folder), &info) == 0 || info.dli_fname == nullptr) return {};
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::weakly_canonical(info.dli_fname, ec);
-  return (ec ? std::filesystem::path(info.dli_fname) : p).parent_path();
-}
-
 // A table from entry if it is usable, else why not (appended to *tried).
 const ShaderToolchain* checked(Entry entry, const std::string& where, std::string* tried) {
   const ShaderToolchain* t = entry(kToolchainAbiVersion);
@@ -66,36 +56,40 @@ Loaded load() {
     out.table = checked(&vgpu_shader_toolchain_table, "linked into this program", &tried);
     if (out.table) return out;
   }
+  const std::string module_name = platform::shared_library_file_name(kToolchainModuleBase);
   std::vector<std::string> candidates;
-  if (const std::filesystem::path folder = own_folder(); !folder.empty()) {
-    candidates.push_back((folder / kToolchainModuleName).string());
-    candidates.push_back((folder.parent_path() / "lib" / kToolchainModuleName).string());
+  // The folder of the binary vgpu's code is linked into: libvgpu, or a program with vgpu
+  // linked in statically (tests, vgpu-probe); then its ../lib (a program in bin/).
+  if (const std::filesystem::path folder = platform::own_module_folder(); !folder.empty()) {
+    candidates.push_back((folder / module_name).string());
+    candidates.push_back((folder.parent_path() / "lib" / module_name).string());
   }
-  candidates.emplace_back(kToolchainModuleName);  // the dynamic loader's search path
+  candidates.emplace_back(module_name);  // the dynamic loader's search path
   for (const std::string& path : candidates) {
+    const bool bare = path.find_first_of("/\\") == std::string::npos;
     std::error_code ec;
-    if (path.find('/') != std::string::npos && !std::filesystem::exists(path, ec)) {
+    if (!bare && !std::filesystem::exists(path, ec)) {
       tried += "; " + path + ": not there";
       continue;
     }
-    // RTLD_LOCAL: glslang's, SPIRV-Tools' and SPIRV-Cross's symbols stay the module's own.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* e = dlerror();
-      tried += "; " + (path.find('/') == std::string::npos ? "the library search path" : path) + ": " +
-               (e ? e : "could not be loaded");
+    // Loaded with its symbols kept to itself: glslang's, SPIRV-Tools' and SPIRV-Cross's stay the module's own.
+    std::string why;
+    platform::DynamicLibrary lib = platform::DynamicLibrary::load(path, &why);
+    if (!lib) {
+      tried += "; " + (bare ? std::string("the library search path") : path) + ": " + why;
       continue;
     }
-    auto entry = reinterpret_cast<Entry>(dlsym(handle, "vgpu_shader_toolchain_table"));
+    auto entry = reinterpret_cast<Entry>(lib.symbol("vgpu_shader_toolchain_table"));
     if (entry == nullptr) {
       tried += "; " + path + ": has no vgpu_shader_toolchain_table";
-      dlclose(handle);
       continue;
     }
-    if ((out.table = checked(entry, path, &tried)) != nullptr) return out;  // kept loaded for the process
-    dlclose(handle);
+    if ((out.table = checked(entry, path, &tried)) != nullptr) {
+      lib.keep_loaded();  // for the process: the table points into it
+      return out;
+    }  // else unloaded here
   }
-  out.problem = std::string("the SPIR-V toolchain (") + kToolchainModuleName +
+  out.problem = std::string("the SPIR-V toolchain (") + module_name +
                 ": GLSL compiler, SPIR-V validator and reflection), which the Vulkan and OpenGL backends need, "
                 "could not be loaded (" +
                 tried.substr(2) + ")";

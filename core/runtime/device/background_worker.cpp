@@ -2,8 +2,6 @@
 // core/runtime/device/background_worker.cpp — the background job thread and its exit handling.
 #include "background_worker.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <exception>
 #include <set>
@@ -11,6 +9,7 @@
 
 #include "vgpu/backend/exit_order.hpp"
 #include "vgpu/log.hpp"
+#include "vgpu/platform/process.hpp"
 
 namespace vgpu::detail {
 namespace {
@@ -48,11 +47,9 @@ struct MainThreadExitGuard {
 };
 
 void arm_main_thread_exit_guard() noexcept {
-#ifdef __linux__
-  if (::gettid() != ::getpid()) return;
-  thread_local MainThreadExitGuard guard;  // its destructor is registered once, on the main thread
+  if (!platform::on_initial_thread()) return;  // also where the OS cannot tell: the at-exit handler stays
+  thread_local MainThreadExitGuard guard;      // its destructor is registered once, on the main thread
   (void)guard;
-#endif
 }
 
 }  // namespace
@@ -101,7 +98,7 @@ bool BackgroundWorker::post(Job job) {
     queue_.push_back(std::move(job));
     if (!thread_.joinable()) {
       thread_ = std::thread([this] { run(); });
-      owner_pid_ = static_cast<long>(::getpid());
+      owner_pid_ = platform::process_id();
       started = true;
     }
     changed_.notify_all();
@@ -133,7 +130,7 @@ void BackgroundWorker::stop() noexcept {
     queue_.clear();
     changed_.notify_all();
     if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) t = std::move(thread_);
-    if (t.joinable() && owner_pid_ != static_cast<long>(::getpid())) {
+    if (t.joinable() && owner_pid_ != platform::process_id()) {
       // A forked child: the thread lives only in its parent, joining would wait forever.
       new std::thread(std::move(t));  // leaked on purpose: ~thread of a joinable one aborts
       return;

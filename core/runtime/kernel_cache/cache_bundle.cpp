@@ -9,9 +9,6 @@
 // device node, a directory or a symlink given as FILE is never replaced by a file. A replaced
 // file keeps its permission bits (and, where allowed, its owner); a new one gets 0666 less the
 // umask, as any file the user creates.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -26,6 +23,7 @@
 #include "vgpu/error.hpp"
 #include "vgpu/runtime.hpp"
 #include "vgpu/version.hpp"
+#include "vgpu/platform/files.hpp"
 
 namespace vgpu {
 namespace {
@@ -132,98 +130,76 @@ Built build_bundle(const std::filesystem::path& cache_dir) {
   return b;
 }
 
-/// Names what a non-regular file is, for messages.
-const char* type_text(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-/// Returns the stat of the export target when it is a regular file, nothing when it does not
-/// exist; refuses anything else (rename would replace it with a file).
-std::optional<struct stat> target_state(const std::filesystem::path& file) {
-  struct stat st {};
-  if (::lstat(file.c_str(), &st) != 0) {
-    const int e = errno;
+/// Returns the status of the export target when it is a regular file, nothing when it does
+/// not exist; refuses anything else (rename would replace it with a file).
+std::optional<platform::FileStatus> target_state(const std::filesystem::path& file) {
+  platform::FileStatus st;
+  if (const int e = platform::status_no_follow(file, st); e != 0) {
     if (e == ENOENT) return std::nullopt;
-    fail(ErrorCategory::io, "cannot export the cache bundle to " + file.string() + ": " + std::strerror(e) + ".",
+    fail(ErrorCategory::io, "cannot export the cache bundle to " + file.string() + ": " + platform::error_text(e) + ".",
          "choose a FILE in a directory you can read and write");
   }
-  if (S_ISREG(st.st_mode)) return st;
+  if (st.regular()) return st;
+  const bool link = st.type == platform::FileType::symlink;
   fail(ErrorCategory::invalid_argument,
-       "cannot export the cache bundle to " + file.string() + ": it is " + type_text(st.st_mode) +
+       "cannot export the cache bundle to " + file.string() + ": it is " +
+           (link ? std::string("a symbolic link") : platform::file_type_text(st.type)) +
            ", not a regular file, and an export would replace it with one; nothing was written.",
-       S_ISLNK(st.st_mode) ? "give the file the link points to (readlink -f), or a new file name"
-                           : "give a new file name or an existing regular file; to send the bundle to a pipe or "
-                             "device, write it to standard output (`vgpu-probe cache export - > TARGET`, or "
-                             "export_cache_bundle with a std::ostream)");
+       link ? "give the file the link points to (readlink -f), or a new file name"
+            : "give a new file name or an existing regular file; to send the bundle to a pipe or "
+              "device, write it to standard output (`vgpu-probe cache export - > TARGET`, or "
+              "export_cache_bundle with a std::ostream)");
 }
 
 /// A new file beside the target, removed again unless commit() renamed it into place.
 class TempFile {
  public:
   explicit TempFile(const std::filesystem::path& target) : target_(target) {
-    // O_EXCL with a random name (as mkstemp, but mode 0666: the kernel applies the umask).
+    // Exclusive with a random name (as mkstemp, but mode 0666: the OS applies the umask).
     std::random_device rd;
-    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    int error = EEXIST;
+    for (int attempt = 0; attempt < 100 && !file_ && error == EEXIST; ++attempt) {
       char suffix[16];
       std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(rd()));
       path_ = target.string() + suffix;
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-      if (fd_ < 0 && errno != EEXIST) break;
+      file_ = platform::create_new_file(path_, error);
     }
-    if (fd_ < 0) failed("create a file beside");
+    if (!file_) failed("create a file beside", error);
   }
   ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
+    file_.close();
+    if (!committed_) platform::remove_file(path_);
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
 
   /// Writes all n bytes, or throws (the file is removed).
   void write(const void* buffer, std::size_t n) {
-    const auto* p = static_cast<const std::uint8_t*>(buffer);
-    while (n > 0) {
-      const ssize_t put = ::write(fd_, p, n);
-      if (put < 0 && errno == EINTR) continue;
-      if (put <= 0) failed("write");
-      p += put;
-      n -= static_cast<std::size_t>(put);
-    }
+    if (const int e = file_.write_all(buffer, n); e != 0) failed("write", e);
   }
-  /// Gives the file the mode (and, where allowed, the owner) of the file it replaces.
-  void keep_attributes(const struct stat& old) {
-    struct stat mine {};
-    if (::fstat(fd_, &mine) == 0 && (mine.st_uid != old.st_uid || mine.st_gid != old.st_gid))
-      (void)::fchown(fd_, old.st_uid, old.st_gid);  // root may; anyone else keeps the file as theirs
-    if (::fchmod(fd_, old.st_mode & 07777) != 0) failed("keep the permissions of");
+  /// Gives the file the permissions (and, where allowed, the owner) of the file it replaces.
+  void keep_attributes(const platform::FileStatus& old) {
+    if (const int e = file_.take_attributes_of(old); e != 0) failed("keep the permissions of", e);
   }
   /// Flushes and closes the file, then renames it over the target.
   void commit() {
-    if (::fsync(fd_) != 0) failed("write");
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) failed("write");
+    if (const int e = file_.sync(); e != 0) failed("write", e);
+    if (const int e = file_.close(); e != 0) failed("write", e);
     target_state(target_);  // something other than a file appeared meanwhile: refused, never replaced
-    if (::rename(path_.c_str(), target_.c_str()) != 0) failed("rename the new file onto");
+    if (const int e = platform::rename_replacing(path_, target_); e != 0) failed("rename the new file onto", e);
     committed_ = true;
   }
 
  private:
-  [[noreturn]] void failed(const char* what) const {
-    const std::string why = std::strerror(errno);
+  [[noreturn]] void failed(const char* what, int error) const {
     fail(ErrorCategory::io,
-         std::string("cannot ") + what + " cache bundle " + target_.string() + ": " + why + "; nothing was written.",
+         std::string("cannot ") + what + " cache bundle " + target_.string() + ": " + platform::error_text(error) +
+             "; nothing was written.",
          "choose a FILE in a writable directory with enough free space");
   }
   std::filesystem::path target_;
   std::string path_;
-  int fd_ = -1;
+  platform::File file_;
   bool committed_ = false;
 };
 
@@ -246,7 +222,7 @@ auto guarded(const std::string& what, Work&& work) -> decltype(work()) {
 
 CacheBundleReport export_cache_bundle(const std::filesystem::path& cache_dir, const std::filesystem::path& file) {
   return guarded("exporting the cache bundle " + file.string(), [&] {
-    const std::optional<struct stat> old = target_state(file);  // refused before any work
+    const std::optional<platform::FileStatus> old = target_state(file);  // refused before any work
     Built b = build_bundle(cache_dir);
     TempFile out(file);
     if (old) out.keep_attributes(*old);

@@ -5,8 +5,6 @@
 // function is thread-safe (no state).
 #pragma once
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +20,7 @@
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache/kernel_key.hpp"
 #include "vgpu/cache_bundle.hpp"
+#include "vgpu/platform/files.hpp"
 
 namespace vgpu::detail::bundle {
 
@@ -65,31 +64,10 @@ inline std::uint64_t get_le(const std::uint8_t* p, int bytes) {
   return v;
 }
 
-/// pread()s exactly n bytes at offset; false at end of file or on error.
-inline bool read_exact(int fd, void* buffer, std::size_t n, std::uint64_t offset) {
-  auto* p = static_cast<std::uint8_t*>(buffer);
-  while (n > 0) {
-    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<std::uint64_t>(got);
-  }
-  return true;
+/// Reads exactly n bytes at offset; false at end of file or on error.
+inline bool read_exact(const platform::File& f, void* buffer, std::size_t n, std::uint64_t offset) {
+  return f.read_at(buffer, n, offset) == n;
 }
-
-/// Closes a descriptor when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 /// Returns the fingerprint hashes that count as this machine's; asked only once the whole
 /// bundle's structure has been checked (finding the devices can take seconds).

@@ -7,12 +7,8 @@
 // strictly: every field it uses must be there with its JSON type, checked before it is read, so
 // no nlohmann exception can arise (and none may leave: the fuzz target vgpu-fuzz-bundle runs
 // this file). Layout: docs/cache-format.md, "Cache bundles".
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -187,19 +183,20 @@ Planned plan_entry(const json& e, std::size_t i, bool same_cache_format, const s
 CacheBundleReport import_checked(const std::filesystem::path& file, const std::filesystem::path& cache_dir,
                                  const LocalFingerprints& local_fingerprints, const CacheBundleLimits& limits) {
   // Pass 1: the structure. Nothing is written until all of it holds.
-  Fd in{::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
-  if (in.fd < 0)
-    fail(ErrorCategory::io, "cannot open cache bundle " + file.string() + ": " + std::strerror(errno) + ".",
+  int error = 0;
+  const platform::File in = platform::open_file_for_reading(file, error);
+  if (!in)
+    fail(ErrorCategory::io, "cannot open cache bundle " + file.string() + ": " + platform::error_text(error) + ".",
          "check the path and that the file is readable");
-  struct stat st {};
-  if (::fstat(in.fd, &st) != 0 || !S_ISREG(st.st_mode)) bad_bundle(file, "it is not a regular file");
-  const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
+  platform::FileStatus st;
+  if (in.status(st) != 0 || !st.regular()) bad_bundle(file, "it is not a regular file");
+  const std::uint64_t file_bytes = st.size;
   if (file_bytes > limits.max_file_bytes)
     bad_bundle(file, "it has " + std::to_string(file_bytes) + " bytes, more than the limit of " +
                          std::to_string(limits.max_file_bytes));
   std::uint8_t header[kHeaderBytes] = {};
   const std::size_t head = static_cast<std::size_t>(std::min<std::uint64_t>(file_bytes, kHeaderBytes));
-  if (!read_exact(in.fd, header, head, 0)) bad_bundle(file, "it cannot be read");
+  if (!read_exact(in, header, head, 0)) bad_bundle(file, "it cannot be read");
   if (std::memcmp(header, kMagic.data(), std::min(head, kMagic.size())) != 0)
     bad_bundle(file, "it does not start with the bundle magic VGPUBNDL (not a vgpu cache bundle)");
   if (head < kHeaderBytes)
@@ -218,8 +215,7 @@ CacheBundleReport import_checked(const std::filesystem::path& file, const std::f
                          std::to_string(limits.max_manifest_bytes));
   if (manifest_bytes > file_bytes - kHeaderBytes) bad_bundle(file, "it is truncated inside the manifest");
   std::string text(static_cast<std::size_t>(manifest_bytes), '\0');
-  if (!read_exact(in.fd, text.data(), text.size(), kHeaderBytes))
-    bad_bundle(file, "it is truncated inside the manifest");
+  if (!read_exact(in, text.data(), text.size(), kHeaderBytes)) bad_bundle(file, "it is truncated inside the manifest");
   if (cache::hash64(text) != get_le(header + 24, 8)) bad_bundle(file, "its manifest checksum does not match");
   const json manifest = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded()) bad_bundle(file, "its manifest is not JSON");
@@ -271,7 +267,7 @@ CacheBundleReport import_checked(const std::filesystem::path& file, const std::f
     std::vector<std::uint8_t> payload;
     if (p.problem.empty()) {
       payload.resize(static_cast<std::size_t>(p.size));
-      if (!read_exact(in.fd, payload.data(), payload.size(), p.offset))
+      if (!read_exact(in, payload.data(), payload.size(), p.offset))
         p.problem = "truncated: the bundle shrank while it was read";
       else if (checksum(payload) != p.xxh3)
         p.problem = "checksum: the payload's xxh3 does not match the manifest (damaged in transit)";

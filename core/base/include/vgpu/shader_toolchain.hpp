@@ -82,8 +82,9 @@ inline constexpr std::uint32_t kToolchainAbiVersion = 1;
 /// This build's id (vgpu version, compiler and its version): a module of another build is refused.
 const char* toolchain_build_id() noexcept;
 
-/// The module's file name.
-inline constexpr const char* kToolchainModuleName = "libvgpu_shader_toolchain.so";
+/// The module's name without the OS's prefix and suffix (libvgpu_shader_toolchain.so on
+/// Linux, vgpu_shader_toolchain.dll on Windows: platform::shared_library_file_name).
+inline constexpr const char* kToolchainModuleBase = "vgpu_shader_toolchain";
 
 /// Returns the loaded toolchain, or nullptr (then shader_toolchain_problem() says why). Loads
 /// it once per process: from the folder of the binary that holds vgpu's code (libvgpu.so, or
