@@ -15,6 +15,7 @@ constexpr const char* kExtFloat16Int8 = "VK_KHR_shader_float16_int8";
 constexpr const char* kExtMemoryModel = "VK_KHR_vulkan_memory_model";
 constexpr const char* kExtSubgroupTypes = "VK_KHR_shader_subgroup_extended_types";
 constexpr const char* kExtAtomicInt64 = "VK_KHR_shader_atomic_int64";
+constexpr const char* kExtPortabilitySubset = "VK_KHR_portability_subset";
 constexpr const char* kExtHostMemory = "VK_EXT_external_memory_host";
 constexpr const char* kExtCoopMatrixNV = "VK_NV_cooperative_matrix";
 
@@ -165,6 +166,9 @@ DeviceFeatures query_features(const InstanceFns& fns, VkPhysicalDevice device, s
     f.host_import_alignment = host.minImportedHostPointerAlignment;
     f.extensions.push_back(kExtHostMemory);
   }
+  // A portability implementation (MoltenVK, or any layered driver) lists
+  // VK_KHR_portability_subset, and the specification makes enabling it mandatory then.
+  if (offered(kExtPortabilitySubset)) f.extensions.push_back(kExtPortabilitySubset);
   return f;
 }
 

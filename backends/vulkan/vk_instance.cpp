@@ -10,11 +10,14 @@
 #include "vgpu/backend/driver_limits.hpp"
 #include "vgpu/backend/fingerprint.hpp"
 #include "vgpu/kernel_source.hpp"
+#include "vgpu/log.hpp"
 #include "vgpu/version.hpp"
 #include "vk_validation.hpp"
 
 namespace vgpu::vulkan {
 namespace {
+
+constexpr const char* kPortabilityEnumeration = "VK_KHR_portability_enumeration";
 
 std::string version_string(std::uint32_t v) {
   return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
@@ -164,12 +167,22 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
   // carries the shader features of VkPhysicalDeviceVulkan11/12Features without extensions.
   app.apiVersion = std::min<std::uint32_t>(loader_version, VK_API_VERSION_1_3);
   const ValidationSetup validation = validation_setup(f);
+  std::vector<const char*> extensions = validation.extensions;
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  // A loader from 1.3.216 on hides portability drivers (MoltenVK on macOS) unless the instance
+  // asks for them; asked for only where the loader offers the extension.
+  if (instance_has_extension(f, kPortabilityEnumeration)) {
+    extensions.push_back(kPortabilityEnumeration);
+    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    inst->portability_enumeration_ = true;
+    log(LogLevel::debug,
+        "Vulkan: the loader offers VK_KHR_portability_enumeration; portability drivers are listed too");
+  }
   ci.pApplicationInfo = &app;
   ci.enabledLayerCount = static_cast<std::uint32_t>(validation.layers.size());
   ci.ppEnabledLayerNames = validation.layers.data();
-  ci.enabledExtensionCount = static_cast<std::uint32_t>(validation.extensions.size());
-  ci.ppEnabledExtensionNames = validation.extensions.data();
+  ci.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
   // Chained too, so that instance creation and destruction are validated as well.
   if (validation.messenger) ci.pNext = &validation.messenger_info;
   const VkResult r = f.vkCreateInstance(&ci, nullptr, &inst->instance_);

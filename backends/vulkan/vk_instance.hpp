@@ -37,6 +37,9 @@ class Instance {
   const InstanceFns& fns() const noexcept { return fns_; }
   /// Returns the instance handle.
   VkInstance handle() const noexcept { return instance_; }
+  /// Returns whether the instance enumerates portability drivers too
+  /// (VK_KHR_portability_enumeration, asked for wherever the loader offers it).
+  bool portability_enumeration() const noexcept { return portability_enumeration_; }
   /// Returns the devices with a compute queue, in the driver's order.
   const std::vector<PhysicalDevice>& devices() const noexcept { return devices_; }
 
@@ -45,6 +48,7 @@ class Instance {
   InstanceFns fns_;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  bool portability_enumeration_ = false;
   std::vector<PhysicalDevice> devices_;
 };
 

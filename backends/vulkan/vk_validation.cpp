@@ -22,7 +22,9 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT
   return VK_FALSE;  // the call goes on as the application made it
 }
 
-bool has_extension(const InstanceFns& fns, const char* layer, const char* name) {
+}  // namespace
+
+bool instance_has_extension(const InstanceFns& fns, const char* name, const char* layer) {
   std::uint32_t n = 0;
   if (fns.vkEnumerateInstanceExtensionProperties(layer, &n, nullptr) != VK_SUCCESS) return false;
   std::vector<VkExtensionProperties> props(n);
@@ -31,8 +33,6 @@ bool has_extension(const InstanceFns& fns, const char* layer, const char* name) 
   return std::any_of(props.begin(), props.end(),
                      [&](const VkExtensionProperties& p) { return std::strcmp(p.extensionName, name) == 0; });
 }
-
-}  // namespace
 
 ValidationSetup validation_setup(const InstanceFns& fns) {
   ValidationSetup s;
@@ -51,8 +51,8 @@ ValidationSetup validation_setup(const InstanceFns& fns) {
     return s;
   }
   s.layers.push_back(kLayer);
-  if (!has_extension(fns, nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) &&
-      !has_extension(fns, kLayer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) {
+  if (!instance_has_extension(fns, VK_EXT_DEBUG_UTILS_EXTENSION_NAME, nullptr) &&
+      !instance_has_extension(fns, VK_EXT_DEBUG_UTILS_EXTENSION_NAME, kLayer)) {
     log(LogLevel::warn,
         "VGPU_VULKAN_VALIDATION=1, but VK_EXT_debug_utils is missing: the validation layer reports on its own, "
         "not through vgpu's log. Fix: update the Vulkan loader and validation layer.");

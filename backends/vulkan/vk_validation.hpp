@@ -9,6 +9,9 @@
 
 namespace vgpu::vulkan {
 
+/// Returns whether the loader (layer null) or the named layer offers the instance extension name.
+bool instance_has_extension(const InstanceFns& fns, const char* name, const char* layer = nullptr);
+
 /// What the instance enables for validation: empty lists when VGPU_VULKAN_VALIDATION is off.
 /// A plain value; messenger_info points at a static callback only.
 struct ValidationSetup {
