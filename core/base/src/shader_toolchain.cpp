@@ -13,8 +13,11 @@
 #include "vgpu/platform/dynamic_library.hpp"
 
 // The module's entry point; weak, so it is null unless the program links the module's code in.
+// MSVC has no weak references: there the module is always loaded at run time.
+#if !defined(_MSC_VER)
 extern "C" const vgpu::toolchain::ShaderToolchain* vgpu_shader_toolchain_table(std::uint32_t abi_version)
     __attribute__((weak));
+#endif
 
 namespace vgpu::toolchain {
 namespace {
@@ -52,10 +55,12 @@ const ShaderToolchain* checked(Entry entry, const std::string& where, std::strin
 Loaded load() {
   Loaded out;
   std::string tried;
+#if !defined(_MSC_VER)
   if (vgpu_shader_toolchain_table != nullptr) {
     out.table = checked(&vgpu_shader_toolchain_table, "linked into this program", &tried);
     if (out.table) return out;
   }
+#endif
   const std::string module_name = platform::shared_library_file_name(kToolchainModuleBase);
   std::vector<std::string> candidates;
   // The folder of the binary vgpu's code is linked into: libvgpu, or a program with vgpu
