@@ -16,6 +16,12 @@
 #                               Catch2 3 and xsimd 13, fetched as .debs into build-compat/prefix
 #                               (a private apt directory, never the system's), then ctest the
 #                               CPU kernels and the Catch2 suites there (ARGS go to ctest)
+#   tools/dev.sh cross arm64 [ARGS]  cross-compile for Linux on AArch64 into build-arm64/ with
+#                               Debian's cross compiler and arm64 multiarch packages (installed
+#                               as needed; cmake/toolchains/aarch64-linux-gnu.cmake), then ctest,
+#                               through qemu-aarch64, the CPU backend's conformance on its NEON
+#                               kernels and the Vulkan tests on arm64 lavapipe (ARGS go to ctest
+#                               instead); prints the counts, the times and what it excluded
 #
 # Environment: VGPU_JOBS (build parallelism, default 2).
 #
@@ -57,6 +63,41 @@ COMPAT_TESTS='^(conformance\.cpu|queue\.cpu|device_fault\.cpu|cpu\.|errors\.|l1_
 # The libFuzzer targets (tests/fuzz/<name>_fuzz.cpp → build-fuzz/bin/vgpu-fuzz-<name>).
 FUZZ_TARGETS=(l2_entry selection spirv bundle)
 CI_FUZZ_SECONDS=30
+# The arm64 cross build (tools/dev.sh cross arm64). What the host needs: the cross compiler,
+# qemu-aarch64 (ctest, and the build-time vgpu-glsl-assemble, run through it), the build tools,
+# glslc (the built-in kernels' SPIR-V is target-independent) and the header-only or
+# architecture-independent packages (their CMake files and headers serve any target).
+CROSS_DIR=build-arm64
+CROSS_HOST_PACKAGES=(
+  crossbuild-essential-arm64 qemu-user cmake ninja-build pkg-config glslc spirv-headers
+  catch2 nlohmann-json3-dev libcli11-dev
+)
+# The target's libraries, installed beside the host's (Debian multiarch: Multi-Arch: same), in
+# /usr/lib/aarch64-linux-gnu: oneTBB, xxHash, xsimd's arm64 CMake config, the Vulkan loader and
+# headers, lavapipe (mesa-vulkan-drivers) and the Khronos validation layer the tests run under.
+CROSS_PACKAGES=(
+  libtbb-dev:arm64 libxxhash-dev:arm64 libxsimd-dev:arm64 libvulkan-dev:arm64
+  mesa-vulkan-drivers:arm64 vulkan-validationlayers:arm64
+)
+# The shader toolchain's static libraries (shaderc, glslang, SPIRV-Tools) and SPIRV-Cross's C
+# API for arm64. Not installable beside the host's: spirv-tools and libspirv-cross-c-shared-dev
+# are not Multi-Arch: same, so apt would remove the amd64 shaderc, glslang and SPIRV-Tools the
+# native build needs. Their arm64 .debs are unpacked into build-arm64/prefix instead (dpkg -x).
+CROSS_UNPACKED=(libshaderc-dev glslang-dev spirv-tools libspirv-cross-c-shared-dev libspirv-cross-c-shared0)
+# What the cross run tests (ctest -R): the CPU backend's conformance, which on arm64 runs the
+# NEON kernel set (timed on its own), then the Vulkan tests on arm64 lavapipe.
+CROSS_CPU_TESTS='^conformance\.cpu$'
+CROSS_VULKAN_TESTS='^(conformance\.vulkan|queue\.vulkan|timeout\.vulkan|device_fault\.vulkan|vulkan\.)'
+# Tests of those that cannot work under qemu-user, as pairs: a ctest -E regex, then why. Each
+# excluded test is printed with the reason.
+CROSS_EXCLUDED=(
+  '^vulkan\.(L2 across processes: |L2 damage: a (payload that fails its checksum|well-formed entry the store|pipeline-cache blob with this device)|L2 mutations: |L2: valid SPIR-V whose binding)'
+  'runs vgpu-test-backend-child (arm64) as a second process through /bin/sh and env, which the kernel cannot exec without binfmt_misc (qemu-user-binfmt); ctest alone goes through qemu-aarch64'
+)
+# What the cross build builds: the programs of the tests above and the SPIR-V toolchain module
+# the Vulkan backend loads at run time (not a link dependency of anything).
+CROSS_TARGETS=(vgpu-conformance vgpu-test-backends vgpu-test-backend-child vgpu-test-queue vgpu-test-gpu-timeout
+  vgpu-test-device-fault vgpu_shader_toolchain vgpu-probe)
 START_NS=$(date +%s%N)
 TEMP_DIRS=()
 
@@ -65,7 +106,7 @@ say() { printf 'dev.sh: %s\n' "$*"; }
 
 # Prints usage on stderr and exits 2.
 usage() {
-  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -79,20 +120,22 @@ finish() {
   if ((rc == 0)); then say "done in ${total}"; else say "failed (exit ${rc}) after ${total}"; fi
 }
 
-# Installs the packages of PACKAGES that dpkg does not report as installed.
+# Installs the packages named as arguments (PACKAGES by default) that dpkg does not report as
+# installed; "name:arm64" names a foreign architecture's package.
 install_deps() {
   if ! command -v dpkg-query >/dev/null 2>&1; then
     say "dpkg-query not found: not a Debian/Ubuntu system, skipping dependency install"
     return
   fi
+  if (($# == 0)); then set -- "${PACKAGES[@]}"; fi
   local missing=() p
-  for p in "${PACKAGES[@]}"; do
+  for p in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
       missing+=("$p")
     fi
   done
   if ((${#missing[@]} == 0)); then
-    say "all ${#PACKAGES[@]} packages present"
+    say "all $# packages present"
     return
   fi
   local sudo=()
@@ -172,6 +215,153 @@ build_compat() {
   done
   say "building with ${VGPU_JOBS:-2} jobs"
   cmake --build "${COMPAT_DIR}" -j"${VGPU_JOBS:-2}"
+}
+
+# Adds arm64 to dpkg's architectures (Debian multiarch) unless it is there, so that apt can
+# install CROSS_PACKAGES; install_deps then runs apt-get update, as they are missing.
+add_arm64_architecture() {
+  if ! command -v dpkg >/dev/null 2>&1; then
+    say "dpkg not found: the cross build needs Debian/Ubuntu's arm64 multiarch packages" >&2
+    exit 1
+  fi
+  if dpkg --print-foreign-architectures | grep -qx arm64; then return; fi
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      say "arm64 is not a dpkg architecture; not root and no sudo: run dpkg --add-architecture arm64, then re-run" >&2
+      exit 1
+    fi
+    sudo=(sudo)
+  fi
+  say "adding arm64 to dpkg's architectures (dpkg --add-architecture arm64)"
+  "${sudo[@]}" dpkg --add-architecture arm64
+}
+
+# Fetches the arm64 .debs of CROSS_UNPACKED from the system's apt sources (apt-get download,
+# into ${CROSS_DIR}/debs; nothing is installed) and unpacks them with dpkg -x into
+# ${CROSS_DIR}/prefix, again only when their candidate versions change (fresh files would make
+# ninja rebuild all); their .pc files then name that prefix, not /usr.
+fetch_cross_prefix() {
+  local prefix=$PWD/${CROSS_DIR}/prefix debs=$PWD/${CROSS_DIR}/debs
+  local stamp="" p version
+  for p in "${CROSS_UNPACKED[@]}"; do
+    version=$(apt-cache policy "$p:arm64" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+    if [[ -z $version || $version == "(none)" ]]; then
+      say "apt knows no arm64 ${p}. Fix: apt-get update (arm64 must be a dpkg architecture)" >&2
+      exit 1
+    fi
+    stamp+="$p:arm64=$version"$'\n'
+  done
+  if [[ -f $prefix/.debs && $(cat "$prefix/.debs") == "${stamp%$'\n'}" ]]; then
+    say "arm64 shader toolchain libraries in ${CROSS_DIR}/prefix are current"
+    return
+  fi
+  say "fetching the arm64 .debs of ${CROSS_UNPACKED[*]} into ${CROSS_DIR}/debs"
+  rm -rf "$debs" "$prefix"
+  mkdir -p "$debs"
+  # APT::Sandbox::User=root: as root, apt would otherwise download as _apt, which cannot write here.
+  (cd "$debs" && apt-get -q -o APT::Sandbox::User=root download "${CROSS_UNPACKED[@]/%/:arm64}" >/dev/null)
+  local deb
+  for deb in "$debs"/*.deb; do dpkg -x "$deb" "$prefix"; done
+  local pc
+  for pc in "$prefix"/usr/lib/aarch64-linux-gnu/pkgconfig/*.pc; do
+    sed -i "s|^prefix=/usr\$|prefix=$prefix/usr|" "$pc"
+  done
+  printf '%s' "${stamp%$'\n'}" >"$prefix/.debs"
+}
+
+# Configures ${CROSS_DIR}/ with the AArch64 toolchain file, CMAKE_PREFIX_PATH at the unpacked
+# prefix, and builds CROSS_TARGETS. Vulkan ON: a missing arm64 dependency fails the configure
+# by name rather than leaving the Vulkan tests out. Off: the Python module and MPI (they would
+# need the target's Python and MPI, and no test here uses them), the benchmarks, and the CUDA
+# fatbins (nvcc would make the same device code as in the native build; no arm64 test can load
+# it). OpenGL and CUDA stay AUTO: compiled where their build-time parts exist, as natively.
+build_cross() {
+  local prefix=$PWD/${CROSS_DIR}/prefix/usr
+  say "configuring ${CROSS_DIR}/ for aarch64-linux-gnu"
+  cmake -S . -B "${CROSS_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/aarch64-linux-gnu.cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DVGPU_WITH_VULKAN=ON -DVGPU_WITH_PYTHON=OFF -DVGPU_WITH_MPI=OFF -DVGPU_BUILD_BENCH=OFF -DVGPU_CUDA_FATBIN=OFF
+  say "building ${CROSS_TARGETS[*]} with ${VGPU_JOBS:-2} jobs"
+  cmake --build "${CROSS_DIR}" -j"${VGPU_JOBS:-2}" --target "${CROSS_TARGETS[@]}"
+}
+
+# Prints "<passed> passed, <failed> failed, <skipped> skipped of <total>" from ctest's JUnit
+# report $1.
+junit_counts() {
+  local head total failures skipped
+  head=$(grep -m1 -o '<testsuite [^>]*>' "$1")
+  total=$(sed -n 's/.* tests="\([0-9]*\)".*/\1/p' <<<"$head")
+  failures=$(sed -n 's/.* failures="\([0-9]*\)".*/\1/p' <<<"$head")
+  skipped=$(sed -n 's/.* skipped="\([0-9]*\)".*/\1/p' <<<"$head")
+  printf '%d passed, %d failed, %d skipped of %d' $((total - failures - skipped)) "$failures" "$skipped" "$total"
+}
+
+# Runs ctest in ${CROSS_DIR} (through qemu-aarch64, the toolchain's emulator) with the test
+# caches, the arm64 lavapipe as the only Vulkan driver, and the arguments given; reports the
+# counts and the time as "<label>: ..." and returns ctest's status.
+run_cross_ctest() {
+  local label=$1 junit=$PWD/${CROSS_DIR}/ctest-$1.xml rc=0
+  shift
+  local t0
+  t0=$(date +%s%N)
+  ctest --test-dir "${CROSS_DIR}" --output-on-failure --no-tests=error -j2 --output-junit "$junit" "$@" || rc=$?
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  if [[ -f $junit ]]; then
+    say "$label: $(junit_counts "$junit") in $((ms / 1000)).$(printf '%03d' $((ms % 1000)))s"
+  else
+    say "$label: no report (ctest exit $rc) after $((ms / 1000))s"
+  fi
+  return $rc
+}
+
+# Runs the cross build's tests: ARGS as given, else the CPU conformance (CROSS_CPU_TESTS) and
+# then the Vulkan tests (CROSS_VULKAN_TESTS) without CROSS_EXCLUDED, each reason printed.
+run_cross_tests() {
+  use_test_caches
+  # The arm64 loader must see only arm64 drivers: lavapipe's aarch64 manifest (the x86_64 ones
+  # in the same folder would be tried, and fail to load, in every test).
+  local icd=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json
+  if [[ ! -f $icd ]]; then
+    say "no ${icd}. Fix: apt-get install mesa-vulkan-drivers:arm64" >&2
+    exit 1
+  fi
+  export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+  if (($#)); then
+    run_cross_ctest tests "$@"
+    return
+  fi
+  check_cross_cpu_isa
+  local rc=0 excluded=() i name
+  run_cross_ctest cpu-conformance -R "${CROSS_CPU_TESTS}" || rc=1
+  for ((i = 0; i < ${#CROSS_EXCLUDED[@]}; i += 2)); do
+    excluded+=("${CROSS_EXCLUDED[i]}")
+    # The tests the pattern takes out of the Vulkan set, by name, each with the reason.
+    while IFS= read -r name; do
+      say "excluded under qemu: ${name} (${CROSS_EXCLUDED[i + 1]})"
+    done < <(ctest --test-dir "${CROSS_DIR}" -N -R "${CROSS_VULKAN_TESTS}" |
+      sed -n 's/^ *Test *#[0-9]*: //p' | grep -E "${CROSS_EXCLUDED[i]}")
+  done
+  local exclude_args=()
+  if ((${#excluded[@]})); then
+    exclude_args=(-E "$(IFS='|'; echo "${excluded[*]}")")
+  fi
+  run_cross_ctest vulkan -R "${CROSS_VULKAN_TESTS}" "${exclude_args[@]}" || rc=1
+  return $rc
+}
+
+# Prints the CPU backend's kernel set as the arm64 vgpu-probe reports it (run through
+# qemu-aarch64 as the toolchain file's emulator runs programs), and fails unless it is NEON:
+# fallback/cpu must have built its native kernels and chosen them.
+check_cross_cpu_isa() {
+  local driver
+  driver=$(qemu-aarch64 -L / "${CROSS_DIR}/bin/vgpu-probe" --json --no-self-test 2>/dev/null |
+    grep -o '"vgpu-cpu [^"]*"' | head -n 1 || true)
+  if [[ $driver != *neon* ]]; then
+    say "the arm64 CPU backend does not report NEON kernels (vgpu-probe: ${driver:-no CPU device})" >&2
+    exit 1
+  fi
+  say "the arm64 CPU backend runs ${driver//\"/}"
 }
 
 # Runs the probe and the demo.
@@ -305,6 +495,14 @@ main() {
     build | run | bench) (($# == 0)) || usage ;;
     test | sanitize | compat) ;;
     fuzz) (($# <= 1)) && [[ ${1:-300} =~ ^[1-9][0-9]*$ ]] || usage ;;
+    cross)
+      # The architecture is named so that others can join arm64 (each needs its toolchain file).
+      if [[ ${1:-} != arm64 ]]; then
+        say "cross: name the target architecture; only arm64 is known ('${1:-}' given)" >&2
+        usage
+      fi
+      shift
+      ;;
     -h | --help | help) usage ;;
     *) say "unknown command '$cmd'" >&2; usage ;;
   esac
@@ -314,6 +512,19 @@ main() {
   # A signal must reach finish() as a failure, not as the last command's status.
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  if [[ $cmd == cross ]]; then
+    local t0
+    t0=$(date +%s)
+    add_arm64_architecture
+    install_deps "${CROSS_HOST_PACKAGES[@]}" "${CROSS_PACKAGES[@]}"
+    fetch_cross_prefix
+    say "dependencies ready in $(($(date +%s) - t0))s"
+    t0=$(date +%s)
+    build_cross
+    say "configured and built in $(($(date +%s) - t0))s"
+    run_cross_tests "$@"
+    return
+  fi
   install_deps
   if [[ $cmd == compat ]]; then
     fetch_compat_deps

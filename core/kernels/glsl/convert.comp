@@ -7,8 +7,10 @@
 // two elements each, one word per invocation: no two invocations share a word. The last word
 // of an odd n holds one element; its other half (past the array, inside the buffer's last
 // word: GL and Vulkan allocate and bind storage buffers in whole words) is written back as it
-// was. Narrowing uses integer operations only (vgpu/half.hpp's twin), so every driver gives
-// the same bits; widening is exact.
+// was. Both directions use integer operations only (vgpu/half.hpp's twins), so every driver
+// gives the same bits. Widening is exact; it does not use unpackHalf2x16, which lavapipe on
+// AArch64 (Debian 12: Mesa 22.3, LLVM 15) cannot compile: LLVM aborts the process ("Cannot
+// select: v4f32 = truncate v4i32"), for bfloat16 too (one shader serves both formats).
 VGPU_PARAMS { uint n; uint format; uint pad0; uint pad1; } p;
 
 #if VGPU_CONVERT_NARROW
@@ -51,7 +53,18 @@ void main() {
 layout(std430, binding = 0) readonly buffer BufIn { uint h[]; };
 layout(std430, binding = 1) writeonly buffer BufOut { float x[]; };
 
-float widen(uint b) { return p.format == 0u ? unpackHalf2x16(b).x : uintBitsToFloat(b << 16); }
+// vgpu/half.hpp's half_bits_to_float: infinities and NaNs (payload kept), normals, then zero and
+// subnormals (m·2^-24, whose top bit sets the float's exponent).
+float half_to_float(uint b) {
+  const uint sign = (b & 0x8000u) << 16, e = (b >> 10) & 0x1fu, m = b & 0x3ffu;
+  if (e == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  if (e != 0u) return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0u) return uintBitsToFloat(sign);
+  const int top = findMSB(m);  // 0 .. 9
+  return uintBitsToFloat(sign | (uint(top + 103) << 23) | ((m << uint(23 - top)) & 0x7fffffu));
+}
+
+float widen(uint b) { return p.format == 0u ? half_to_float(b) : uintBitsToFloat(b << 16); }
 
 void main() {
   const uint w = VGPU_LINEAR_GROUP * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
