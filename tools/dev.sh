@@ -73,10 +73,10 @@ CROSS_HOST_PACKAGES=(
   catch2 nlohmann-json3-dev libcli11-dev
 )
 # The target's libraries, installed beside the host's (Debian multiarch: Multi-Arch: same), in
-# /usr/lib/aarch64-linux-gnu: oneTBB, xxHash, xsimd's arm64 CMake config, the Vulkan loader and
+# /usr/lib/aarch64-linux-gnu: oneTBB, xxHash, cpuinfo, xsimd's arm64 CMake config, the Vulkan loader and
 # headers, lavapipe (mesa-vulkan-drivers) and the Khronos validation layer the tests run under.
 CROSS_PACKAGES=(
-  libtbb-dev:arm64 libxxhash-dev:arm64 libxsimd-dev:arm64 libvulkan-dev:arm64
+  libtbb-dev:arm64 libxxhash-dev:arm64 libcpuinfo-dev:arm64 libxsimd-dev:arm64 libvulkan-dev:arm64
   mesa-vulkan-drivers:arm64 vulkan-validationlayers:arm64
 )
 # The shader toolchain's static libraries (shaderc, glslang, SPIRV-Tools) and SPIRV-Cross's C
