@@ -73,17 +73,20 @@ CROSS_HOST_PACKAGES=(
   catch2 nlohmann-json3-dev libcli11-dev
 )
 # The target's libraries, installed beside the host's (Debian multiarch: Multi-Arch: same), in
-# /usr/lib/aarch64-linux-gnu: oneTBB, xxHash, cpuinfo, xsimd's arm64 CMake config, the Vulkan loader and
+# /usr/lib/aarch64-linux-gnu: oneTBB, xxHash, cpuinfo's library, xsimd's arm64 CMake config, the Vulkan loader and
 # headers, lavapipe (mesa-vulkan-drivers) and the Khronos validation layer the tests run under.
 CROSS_PACKAGES=(
-  libtbb-dev:arm64 libxxhash-dev:arm64 libcpuinfo-dev:arm64 libxsimd-dev:arm64 libvulkan-dev:arm64
+  libtbb-dev:arm64 libxxhash-dev:arm64 libcpuinfo0:arm64 libxsimd-dev:arm64 libvulkan-dev:arm64
   mesa-vulkan-drivers:arm64 vulkan-validationlayers:arm64
 )
 # The shader toolchain's static libraries (shaderc, glslang, SPIRV-Tools) and SPIRV-Cross's C
 # API for arm64. Not installable beside the host's: spirv-tools and libspirv-cross-c-shared-dev
 # are not Multi-Arch: same, so apt would remove the amd64 shaderc, glslang and SPIRV-Tools the
 # native build needs. Their arm64 .debs are unpacked into build-arm64/prefix instead (dpkg -x).
-CROSS_UNPACKED=(libshaderc-dev glslang-dev spirv-tools libspirv-cross-c-shared-dev libspirv-cross-c-shared0)
+# So is libcpuinfo-dev: Multi-Arch: same, but its arm64 and amd64 CMake configs differ, which
+# dpkg refuses ("trying to overwrite shared .../cpuinfo-targets-none.cmake").
+CROSS_UNPACKED=(libshaderc-dev glslang-dev spirv-tools libspirv-cross-c-shared-dev libspirv-cross-c-shared0
+  libcpuinfo-dev libcpuinfo0)
 # What the cross run tests (ctest -R): the CPU backend's conformance, which on arm64 runs the
 # NEON kernel set (timed on its own), then the Vulkan tests on arm64 lavapipe.
 CROSS_CPU_TESTS='^conformance\.cpu$'
