@@ -290,10 +290,10 @@ build_cross() {
 }
 
 # Prints "<passed> passed, <failed> failed, <skipped> skipped of <total>" from ctest's JUnit
-# report $1.
+# report $1 (its <testsuite> tag spans several lines, one attribute each).
 junit_counts() {
   local head total failures skipped
-  head=$(grep -m1 -o '<testsuite [^>]*>' "$1")
+  head=$(sed -n '/<testsuite/,/>/p' "$1" | tr '\n\t' '  ')
   total=$(sed -n 's/.* tests="\([0-9]*\)".*/\1/p' <<<"$head")
   failures=$(sed -n 's/.* failures="\([0-9]*\)".*/\1/p' <<<"$head")
   skipped=$(sed -n 's/.* skipped="\([0-9]*\)".*/\1/p' <<<"$head")
@@ -312,6 +312,9 @@ run_cross_ctest() {
   local ms=$((($(date +%s%N) - t0) / 1000000))
   if [[ -f $junit ]]; then
     say "$label: $(junit_counts "$junit") in $((ms / 1000)).$(printf '%03d' $((ms % 1000)))s"
+    # A skip is never silent: each skipping test printed "SKIPPED <test>: <why>" (in the report).
+    local line
+    while IFS= read -r line; do say "  $line"; done < <(grep -h '^SKIPPED ' "$junit" | sort -u)
   else
     say "$label: no report (ctest exit $rc) after $((ms / 1000))s"
   fi
