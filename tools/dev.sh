@@ -333,6 +333,10 @@ run_cross_tests() {
     exit 1
   fi
   export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+  # Under qemu-user lavapipe runs many times slower than natively, and on a loaded machine the
+  # conformance's long dispatches (loop_limit_test: 2x131079 · 131079x3) passed the default 60 s
+  # limit once; the timeout tests set their own limits, so the default only guards hangs here.
+  export VGPU_TIMEOUT_MS=${VGPU_TIMEOUT_MS:-600000}
   if (($#)); then
     run_cross_ctest tests "$@"
     return
