@@ -88,11 +88,12 @@ stage() {
   done
   # The test hooks the exit child links (never part of libvgpu: tests/hooks).
   strip -o "$stage_dir/lib/libvgpu_testing_hooks.so" build/lib/testing/libvgpu_testing_hooks.so
-  # libvgpu links SPIRV-Cross (reflection, GL cross-compiles), which the GPU machine lacks.
+  # libvgpu links SPIRV-Cross (reflection, GL cross-compiles) and cpuinfo (the platform layer),
+  # which the GPU machine lacks.
   # glslc (and its libshaderc) too: the Python tests make SPIR-V with it at run time, and the
   # GPU machine has no GLSL compiler of its own.
   strip -o "$stage_dir/bin/glslc" "$(command -v glslc)"
-  bash ../shared/gpu/bundle-libs.sh "$stage_dir/lib" libspirv-cross-c-shared.so.0 libshaderc.so.1 >/dev/null
+  bash ../shared/gpu/bundle-libs.sh "$stage_dir/lib" libspirv-cross-c-shared.so.0 libshaderc.so.1 libcpuinfo.so.0 >/dev/null
   # The Khronos validation layer, so the Vulkan corpus runs under it there as in CI.
   local layer=/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so
   local manifest=/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
