@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// backends/opengl/gl_api.cpp — GL loading through EGL, error names and string queries.
+// backends/opengl/gl_api.cpp — GL loading through the window system, error names and string queries.
 #include "gl_api.hpp"
+#include "gl_context.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -10,9 +11,6 @@ namespace {
 
 std::mutex g_loader_mutex;  // serialises gladLoadGL: its pointers are process-wide
 int g_loaded_version = 0;   // major*10+minor of the GL pointers loaded so far; guarded by it
-
-// glad's loader callback: core and extension GL entry points through EGL.
-GLADapiproc egl_proc(const char* name) { return reinterpret_cast<GLADapiproc>(eglGetProcAddress(name)); }
 
 // Returns code as "0x%04x".
 std::string hex_code(unsigned code) {
@@ -28,10 +26,11 @@ bool load_gl_functions(int major, int minor, std::string* reason) {
   const int want = major * 10 + minor;
   if (want <= g_loaded_version) return true;
   // EGL 1.5 (and EGL_KHR_get_all_proc_addresses) returns core entry points too, so GL needs
-  // no libGL/libOpenGL: the context's own driver answers through libEGL.
-  const int version = gladLoadGL(egl_proc);
+  // no libGL/libOpenGL: the context's own driver answers through libEGL; WGL answers through
+  // opengl32.dll and the driver's ICD.
+  const int version = gladLoadGL(gl_proc_address);
   if (version == 0) {
-    *reason = "glad could not load the OpenGL entry points through eglGetProcAddress";
+    *reason = "glad could not load the OpenGL entry points through the window system's GetProcAddress";
     return false;
   }
   if (GLAD_VERSION_MAJOR(version) * 10 + GLAD_VERSION_MINOR(version) < 43) {
@@ -68,45 +67,6 @@ std::string gl_error_name(GLenum error) {
   }
 }
 
-std::string egl_error_name(EGLint error) {
-  switch (error) {
-    case EGL_SUCCESS:
-      return "EGL_SUCCESS";
-    case EGL_NOT_INITIALIZED:
-      return "EGL_NOT_INITIALIZED";
-    case EGL_BAD_ACCESS:
-      return "EGL_BAD_ACCESS";
-    case EGL_BAD_ALLOC:
-      return "EGL_BAD_ALLOC";
-    case EGL_BAD_ATTRIBUTE:
-      return "EGL_BAD_ATTRIBUTE";
-    case EGL_BAD_CONFIG:
-      return "EGL_BAD_CONFIG";
-    case EGL_BAD_CONTEXT:
-      return "EGL_BAD_CONTEXT";
-    case EGL_BAD_CURRENT_SURFACE:
-      return "EGL_BAD_CURRENT_SURFACE";
-    case EGL_BAD_DISPLAY:
-      return "EGL_BAD_DISPLAY";
-    case EGL_BAD_MATCH:
-      return "EGL_BAD_MATCH";
-    case EGL_BAD_NATIVE_PIXMAP:
-      return "EGL_BAD_NATIVE_PIXMAP";
-    case EGL_BAD_NATIVE_WINDOW:
-      return "EGL_BAD_NATIVE_WINDOW";
-    case EGL_BAD_PARAMETER:
-      return "EGL_BAD_PARAMETER";
-    case EGL_BAD_SURFACE:
-      return "EGL_BAD_SURFACE";
-    case EGL_CONTEXT_LOST:
-      return "EGL_CONTEXT_LOST";
-    case EGL_BAD_DEVICE_EXT:
-      return "EGL_BAD_DEVICE_EXT";
-    default:
-      return "EGL error " + hex_code(static_cast<unsigned>(error));
-  }
-}
-
 std::string gl_string(GLenum name) {
   const GLubyte* s = glGetString(name);
   return s ? reinterpret_cast<const char*>(s) : "";
@@ -128,7 +88,7 @@ bool has_extension(const std::vector<std::string>& list, std::string_view name) 
   return false;
 }
 
-bool has_egl_extension(const char* list, std::string_view name) {
+bool has_listed_extension(const char* list, std::string_view name) {
   if (list == nullptr) return false;
   std::string_view rest(list);
   while (!rest.empty()) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// backends/opengl/gl_backend.cpp — the OpenGL ComputeBackend: finding EGL devices that give a
-// GL 4.3+ core context, describing them, and opening them.
+// backends/opengl/gl_backend.cpp — the OpenGL ComputeBackend: finding the places (EGL devices
+// and displays, WGL's driver) that give a GL 4.3+ core context, describing them, opening them.
 
 #include <algorithm>
 #include <cstdio>
@@ -32,7 +32,7 @@ bool contains(const std::string& haystack, std::string_view needle) {
 }
 
 // Returns the device type GL implies (GL has no such query).
-DeviceType device_type(const GlCaps& c, const EglDisplaySource& src) {
+DeviceType device_type(const GlCaps& c, const GlContextSource& src) {
   for (std::string_view sw : {"llvmpipe", "softpipe", "SwiftShader", "lavapipe"})
     if (contains(c.renderer, sw)) return DeviceType::software;
   if (src.software) return DeviceType::software;
@@ -51,7 +51,7 @@ DeviceType device_type(const GlCaps& c, const EglDisplaySource& src) {
 std::uint32_t clamp_u32(GLint64 v) { return static_cast<std::uint32_t>(std::clamp<GLint64>(v, 0, 0xffffffffLL)); }
 
 // Returns the DeviceInfo of a context's capabilities on display src.
-DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t index) {
+DeviceInfo describe(const GlCaps& c, const GlContextSource& src, std::uint32_t index) {
   DeviceInfo d;
   d.backend = BackendKind::opengl;
   d.index = index;
@@ -85,7 +85,7 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
   const GLint usable = std::min(c.ssbo_bindings - 1, c.compute_ssbo_blocks - 1);
   l.max_bindings = std::min<std::uint32_t>(clamp_u32(usable), 32);
   l.max_loop_iterations = loop_iteration_limit_of(c.renderer);  // llvmpipe: Mesa's gallivm cuts loops short
-  d.features.push_back("egl_" + src.platform);
+  d.features.push_back(src.feature);
   // The body form first (as before); a module form costs no front-end compile when given as SPIR-V.
   d.dialects = {std::string(dialect::glsl), std::string(dialect::spirv), std::string(dialect::glsl_shader)};
   if (!c.binary_formats.empty()) d.features.push_back("program_binary");
@@ -108,20 +108,19 @@ DeviceInfo describe(const GlCaps& c, const EglDisplaySource& src, std::uint32_t 
 
 // Creates a context on src on this thread, reads what it reports and destroys it; "" when
 // the display gives a usable compute context, else why not.
-std::string probe(const EglDisplaySource& src, GlCaps* caps) {
-  if (std::string missing = missing_display_extensions(src.display); !missing.empty())
-    return src.label + ": " + missing;
+std::string probe(const GlContextSource& src, GlCaps* caps) {
+  if (std::string missing = missing_source_features(src); !missing.empty()) return src.label + ": " + missing;
   int major = 0, minor = 0;
   std::string why;
   bool reset_notification = false;  // query_caps reads what the context got
-  EGLContext ctx = create_context(src.display, &major, &minor, &reset_notification, &why);
-  if (ctx == EGL_NO_CONTEXT) return src.label + ": " + why;
-  if (!make_current(src.display, ctx, &why) || !load_gl_functions(major, minor, &why)) {
-    destroy_context(src.display, ctx);
+  GlContext ctx = create_context(src, &major, &minor, &reset_notification, &why);
+  if (!ctx) return src.label + ": " + why;
+  if (!make_current(src, ctx, &why) || !load_gl_functions(major, minor, &why)) {
+    destroy_context(src, ctx);
     return src.label + ": " + why;
   }
   *caps = query_caps(major, minor);
-  destroy_context(src.display, ctx);
+  destroy_context(src, ctx);
   if (caps->major * 10 + caps->minor < 43 || caps->wg_invocations <= 0)
     return src.label + ": '" + caps->renderer + "' gives OpenGL " + caps->version + " without compute shaders";
   if (caps->ssbo_bindings < 5 || caps->compute_ssbo_blocks < 5)
@@ -131,7 +130,7 @@ std::string probe(const EglDisplaySource& src, GlCaps* caps) {
 }
 
 // Runs once per process on a private thread, so no user thread's current context or bound
-// API is touched; no device exists yet, so glad's EGL globals are written with no reader.
+// API is touched; no device exists yet, so glad's window-system globals are written with no reader.
 Discovery discover_now() {
   Discovery out;
   // Every kernel reaches GL through the SPIR-V toolchain (reflection, GLSL cross-compilation).
@@ -139,9 +138,9 @@ Discovery discover_now() {
     out.reason = toolchain::shader_toolchain_problem();
     return out;
   }
-  if (!load_egl(&out.reason)) return out;
+  if (!load_context_api(&out.reason)) return out;
   std::string problems;
-  auto try_display = [&](const EglDisplaySource& src) {
+  auto try_display = [&](const GlContextSource& src) {
     GlCaps caps;
     const std::string why = probe(src, &caps);
     if (!why.empty()) {
@@ -151,17 +150,12 @@ Discovery discover_now() {
     const auto index = static_cast<std::uint32_t>(out.devices.size());
     out.devices.push_back(GlDeviceDesc{src, caps, describe(caps, src, index)});
   };
-  for (const EglDisplaySource& src : device_displays(&problems)) try_display(src);
-  if (out.devices.empty()) {  // Mesa without device enumeration, or devices without GL
-    std::string why;
-    const EglDisplaySource src = surfaceless_display(&why);
-    if (src.display != EGL_NO_DISPLAY)
-      try_display(src);
-    else
-      problems += (problems.empty() ? "" : "; ") + why;
-  }
+  for (const GlContextSource& src : primary_sources(&problems)) try_display(src);
+  if (out.devices.empty())  // EGL: Mesa without device enumeration, or devices without GL
+    for (const GlContextSource& src : fallback_sources(&problems)) try_display(src);
   if (out.devices.empty())
-    out.reason = "no EGL device or display yields an OpenGL 4.3+ core context with compute shaders: " + problems;
+    out.reason = "no " + std::string(window_system_name()) +
+                 " device or display yields an OpenGL 4.3+ core context with compute shaders: " + problems;
   return out;
 }
 
@@ -184,7 +178,7 @@ const Discovery& discover() {
   return discovery;
 }
 
-/// The OpenGL backend. EGL discovery runs once per process on first status()/enumerate()
+/// The OpenGL backend. Discovery runs once per process on first status()/enumerate()
 /// (on a private thread) and is shared by every backend object and device.
 /// Thread-safety: all members are safe to call concurrently.
 class OpenGLBackend final : public ComputeBackend {

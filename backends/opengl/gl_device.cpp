@@ -85,7 +85,7 @@ bool GlDevice::shut_down(const Deadline& deadline) {
   if (shut_down_) return stopped_;
   shut_down_ = true;
   // stop_w runs after every queued task (on an abandoned worker: after the one it runs now);
-  // the thread's EGL/GL thread state goes with the thread.
+  // the thread's window-system and GL state goes with the thread.
   stopped_ = worker_.stop([this] { stop_w(); }, deadline);
   return stopped_;
 }
@@ -98,13 +98,13 @@ void GlDevice::lose(const Deadline& deadline, const char* what) {
 }
 
 void GlDevice::start_w() {
-  const EglDisplaySource& src = desc_.source;
+  const GlContextSource& src = desc_.source;
   int major = desc_.caps.major, minor = desc_.caps.minor;
   std::string why;
   bool reset_notification = false;
-  context_ = create_context(src.display, &major, &minor, &reset_notification, &why);
+  context_ = create_context(src, &major, &minor, &reset_notification, &why);
   bool current = false, context_lost = false;
-  if (context_ != EGL_NO_CONTEXT) current = make_current(src.display, context_, &why, &context_lost);
+  if (context_) current = make_current(src, context_, &why, &context_lost);
   if (context_lost)
     fail(ErrorCategory::device_lost, "the new context of " + label(desc_.info) + " was lost at once: " + why + ".",
          "the GPU was reset or suspended: try again, and check the driver's log if it persists.");
@@ -138,17 +138,17 @@ void GlDevice::stop_w() {
     }
     gl_ready_ = false;
   }
-  if (context_ != EGL_NO_CONTEXT && !idle) {
+  if (context_ && !idle) {
     // Work still runs in it: keep the context rather than destroy it under the GPU.
     log(LogLevel::warn, "OpenGL device '" + desc_.info.name + "' still runs work after " +
                             std::to_string(timeout().count()) + " ms; its context is left to the driver.");
-    eglReleaseThread();
-  } else if (context_ != EGL_NO_CONTEXT) {
-    destroy_context(desc_.source.display, context_);
+    release_thread();
+  } else if (context_) {
+    destroy_context(desc_.source, context_);
   } else {
-    eglReleaseThread();
+    release_thread();
   }
-  context_ = EGL_NO_CONTEXT;
+  context_ = GlContext{};
 }
 
 GLuint GlDevice::create_buffer_w(std::uint64_t bytes) {

@@ -14,7 +14,7 @@
 
 #include "gl_api.hpp"
 #include "gl_capabilities.hpp"
-#include "gl_egl.hpp"
+#include "gl_context.hpp"
 #include "gl_worker.hpp"
 #include "vgpu/backend/device_impl.hpp"
 
@@ -58,7 +58,7 @@ GlCaps query_caps(int major, int minor);
 
 /// One usable device: the display it lives on, what its context reports, its DeviceInfo.
 struct GlDeviceDesc {
-  EglDisplaySource source;
+  GlContextSource source;
   GlCaps caps;
   DeviceInfo info;
 };
@@ -249,7 +249,7 @@ class GlDevice final : public DeviceImpl {
   bool stopped_ = false;    // the worker ended and was joined (same guard)
 
   // Worker-thread state.
-  EGLContext context_ = EGL_NO_CONTEXT;
+  GlContext context_;
   bool gl_ready_ = false;         // context current and GL entry points loaded
   bool barrier_pending_ = false;  // a dispatch wrote SSBOs since the last glMemoryBarrier
   bool unfinished_ = false;       // GPU work issued since the last completed fence wait

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// backends/opengl/gl_egl.cpp — libEGL loading, headless displays and context creation.
-#include "gl_egl.hpp"
-#include "vgpu/platform/dynamic_library.hpp"
+// backends/opengl/gl_egl.cpp — the window-system side on EGL (Linux and wherever libEGL is):
+// libEGL loading, headless displays (EGL devices, Mesa's surfaceless platform) and configless,
+// surfaceless context creation.
+#include <glad/egl.h>
 
+#include <cstdio>
 #include <utility>
+
+#include "gl_context.hpp"
+#include "vgpu/platform/dynamic_library.hpp"
 
 namespace vgpu::opengl {
 namespace {
@@ -14,6 +19,52 @@ PFNEGLQUERYDEVICESEXTPROC g_query_devices = nullptr;
 PFNEGLQUERYDEVICESTRINGEXTPROC g_query_device_string = nullptr;
 PFNEGLGETPLATFORMDISPLAYEXTPROC g_get_platform_display = nullptr;
 const char* g_client_extensions = nullptr;
+
+// Returns an EGL error code's name, e.g. "EGL_BAD_MATCH".
+std::string egl_error_name(EGLint error) {
+  switch (error) {
+    case EGL_SUCCESS:
+      return "EGL_SUCCESS";
+    case EGL_NOT_INITIALIZED:
+      return "EGL_NOT_INITIALIZED";
+    case EGL_BAD_ACCESS:
+      return "EGL_BAD_ACCESS";
+    case EGL_BAD_ALLOC:
+      return "EGL_BAD_ALLOC";
+    case EGL_BAD_ATTRIBUTE:
+      return "EGL_BAD_ATTRIBUTE";
+    case EGL_BAD_CONFIG:
+      return "EGL_BAD_CONFIG";
+    case EGL_BAD_CONTEXT:
+      return "EGL_BAD_CONTEXT";
+    case EGL_BAD_CURRENT_SURFACE:
+      return "EGL_BAD_CURRENT_SURFACE";
+    case EGL_BAD_DISPLAY:
+      return "EGL_BAD_DISPLAY";
+    case EGL_BAD_MATCH:
+      return "EGL_BAD_MATCH";
+    case EGL_BAD_NATIVE_PIXMAP:
+      return "EGL_BAD_NATIVE_PIXMAP";
+    case EGL_BAD_NATIVE_WINDOW:
+      return "EGL_BAD_NATIVE_WINDOW";
+    case EGL_BAD_PARAMETER:
+      return "EGL_BAD_PARAMETER";
+    case EGL_BAD_SURFACE:
+      return "EGL_BAD_SURFACE";
+    case EGL_CONTEXT_LOST:
+      return "EGL_CONTEXT_LOST";
+    case EGL_BAD_DEVICE_EXT:
+      return "EGL_BAD_DEVICE_EXT";
+    default: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "EGL error 0x%04x", static_cast<unsigned>(error));
+      return buf;
+    }
+  }
+}
+
+// Returns true when the space-separated EGL extension string holds name.
+bool has_egl_extension(const char* list, std::string_view name) { return has_listed_extension(list, name); }
 
 // Returns EGL entry point name as T (null when libEGL lacks it).
 template <class T>
@@ -29,9 +80,9 @@ std::string egl_string(EGLDisplay dpy, EGLint name) {
 
 // Initialises dpy and loads the display-level EGL entry points glad finds for it (EGL 1.5,
 // its extensions); false with *problem set.
-bool initialise(EglDisplaySource& src, std::string* problem) {
+bool initialise(GlContextSource& src, std::string* problem) {
   EGLint major = 0, minor = 0;
-  if (src.display == EGL_NO_DISPLAY) {
+  if (src.display == nullptr) {
     *problem = src.label + ": eglGetPlatformDisplayEXT failed (" + egl_error_name(eglGetError()) + ")";
     return false;
   }
@@ -40,19 +91,19 @@ bool initialise(EglDisplaySource& src, std::string* problem) {
     return false;
   }
   // glad's gotcha: loading with EGL_NO_DISPLAY gives only EGL 1.0; load again per display.
-  if (gladLoaderLoadEGL(src.display) == 0) {
+  if (gladLoaderLoadEGL(static_cast<EGLDisplay>(src.display)) == 0) {
     *problem = src.label + ": glad could not load its EGL " + std::to_string(major) + "." + std::to_string(minor) +
                " entry points";
     return false;
   }
-  src.egl_vendor = egl_string(src.display, EGL_VENDOR);
-  src.egl_version = egl_string(src.display, EGL_VERSION);
   return true;
 }
 
 }  // namespace
 
-bool load_egl(std::string* reason) {
+const char* window_system_name() { return "EGL"; }
+
+bool load_context_api(std::string* reason) {
   // glad opens the same names; opening first tells "missing" from "not an EGL library" (and
   // the extra reference keeps the library for the life of the process).
   platform::DynamicLibrary lib;
@@ -94,8 +145,8 @@ bool load_egl(std::string* reason) {
   return true;
 }
 
-std::vector<EglDisplaySource> device_displays(std::string* problems) {
-  std::vector<EglDisplaySource> out;
+std::vector<GlContextSource> primary_sources(std::string* problems) {
+  std::vector<GlContextSource> out;
   auto note = [&](const std::string& p) { *problems += (problems->empty() ? "" : "; ") + p; };
   const bool enumeration = has_egl_extension(g_client_extensions, "EGL_EXT_device_enumeration") ||
                            has_egl_extension(g_client_extensions, "EGL_EXT_device_base");
@@ -115,8 +166,8 @@ std::vector<EglDisplaySource> device_displays(std::string* problems) {
   }
   devices.resize(static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    EglDisplaySource src;
-    src.platform = "device";
+    GlContextSource src;
+    src.feature = "egl_device";
     const char* exts = g_query_device_string ? g_query_device_string(devices[i], EGL_EXTENSIONS) : nullptr;
     src.software = has_egl_extension(exts, "EGL_MESA_device_software");
     if (g_query_device_string && has_egl_extension(exts, "EGL_EXT_device_drm_render_node"))
@@ -135,20 +186,26 @@ std::vector<EglDisplaySource> device_displays(std::string* problems) {
   return out;
 }
 
-EglDisplaySource surfaceless_display(std::string* problem) {
-  EglDisplaySource src;
-  src.platform = "surfaceless";
+std::vector<GlContextSource> fallback_sources(std::string* problems) {
+  auto note = [&](const std::string& p) { *problems += (problems->empty() ? "" : "; ") + p; };
+  GlContextSource src;
+  src.feature = "egl_surfaceless";
   src.label = "Mesa's surfaceless platform";
   if (!has_egl_extension(g_client_extensions, "EGL_MESA_platform_surfaceless")) {
-    *problem = "libEGL has no EGL_MESA_platform_surfaceless (it is Mesa-only)";
-    return src;
+    note("libEGL has no EGL_MESA_platform_surfaceless (it is Mesa-only)");
+    return {};
   }
   src.display = g_get_platform_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, nullptr);
-  if (!initialise(src, problem)) src.display = EGL_NO_DISPLAY;
-  return src;
+  std::string problem;
+  if (!initialise(src, &problem)) {
+    note(problem);
+    return {};
+  }
+  return {std::move(src)};
 }
 
-std::string missing_display_extensions(EGLDisplay dpy) {
+std::string missing_source_features(const GlContextSource& src) {
+  const auto dpy = static_cast<EGLDisplay>(src.display);
   const char* exts = eglQueryString(dpy, EGL_EXTENSIONS);
   // EGL 1.5 made EGL_KHR_create_context's attributes core.
   const std::string version = egl_string(dpy, EGL_VERSION);
@@ -163,12 +220,14 @@ std::string missing_display_extensions(EGLDisplay dpy) {
   return missing.empty() ? "" : "the EGL display lacks " + missing;
 }
 
-EGLContext create_context(EGLDisplay dpy, int* major, int* minor, bool* reset_notification, std::string* reason) {
+GlContext create_context(const GlContextSource& src, int* major, int* minor, bool* reset_notification,
+                         std::string* reason) {
+  const auto dpy = static_cast<EGLDisplay>(src.display);
   *reset_notification = false;
   if (!eglBindAPI(EGL_OPENGL_API)) {  // per thread
     *reason = "eglBindAPI(EGL_OPENGL_API) failed (" + egl_error_name(eglGetError()) +
               "): the EGL driver has no desktop OpenGL";
-    return EGL_NO_CONTEXT;
+    return {};
   }
   // A context that learns of GPU resets (glGetGraphicsResetStatus) lets the device report a
   // loss instead of computing on in a dead context. Only the notification strategy is asked
@@ -204,7 +263,7 @@ EGLContext create_context(EGLDisplay dpy, int* major, int* minor, bool* reset_no
         *major = v[0];
         *minor = v[1];
         *reset_notification = name != EGL_NONE;
-        return ctx;
+        return GlContext{ctx, nullptr, nullptr};
       }
       error = eglGetError();  // the plain attempt's error is the one worth reporting
     }
@@ -214,21 +273,27 @@ EGLContext create_context(EGLDisplay dpy, int* major, int* minor, bool* reset_no
   if (*major != 0 && tried.empty())
     tried = std::to_string(*major) + "." + std::to_string(*minor) + " (not a version vgpu tries)";
   *reason = "no OpenGL core context could be created; tried " + tried + "; vgpu needs 4.3+ for compute shaders";
-  return EGL_NO_CONTEXT;
+  return {};
 }
 
-bool make_current(EGLDisplay dpy, EGLContext ctx, std::string* reason, bool* context_lost) {
-  if (eglMakeCurrent(dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, ctx)) return true;
+bool make_current(const GlContextSource& src, const GlContext& ctx, std::string* reason, bool* context_lost) {
+  if (eglMakeCurrent(static_cast<EGLDisplay>(src.display), EGL_NO_SURFACE, EGL_NO_SURFACE, ctx.context)) return true;
   const EGLint error = eglGetError();
   if (context_lost) *context_lost = error == EGL_CONTEXT_LOST;
   *reason = "eglMakeCurrent without surfaces failed (" + egl_error_name(error) + ")";
   return false;
 }
 
-void destroy_context(EGLDisplay dpy, EGLContext ctx) {
+void destroy_context(const GlContextSource& src, GlContext& ctx) {
+  const auto dpy = static_cast<EGLDisplay>(src.display);
   eglMakeCurrent(dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
-  if (ctx != EGL_NO_CONTEXT) eglDestroyContext(dpy, ctx);
+  if (ctx.context != nullptr) eglDestroyContext(dpy, ctx.context);
+  ctx = GlContext{};
   eglReleaseThread();
 }
+
+void release_thread() { eglReleaseThread(); }
+
+GLADapiproc gl_proc_address(const char* name) { return reinterpret_cast<GLADapiproc>(eglGetProcAddress(name)); }
 
 }  // namespace vgpu::opengl

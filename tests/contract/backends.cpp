@@ -150,7 +150,7 @@ Backend opengl() {
   b.fingerprint_fields = [](const vgpu::DeviceInfo& info) {
     return std::vector<std::string>{"renderer=" + info.name, "binary_formats="};
   };
-  b.one_feature_of = {"egl_device", "egl_surfaceless"};
+  b.one_feature_of = {"egl_device", "egl_surfaceless", "wgl"};
   return b;
 }
 

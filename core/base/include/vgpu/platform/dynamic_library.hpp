@@ -51,6 +51,7 @@ enum class Runtime {
   cuda_driver,    ///< NVIDIA's driver API (libcuda / nvcuda)
   nvrtc,          ///< NVIDIA's run-time compiler
   egl,            ///< EGL, through which the OpenGL backend makes its contexts on Linux
+  wgl,            ///< opengl32.dll (WGL and the driver's ICD), the OpenGL backend's on Windows
   nvtx,           ///< NVIDIA Tools Extension, for ranges Nsight shows
 };
 

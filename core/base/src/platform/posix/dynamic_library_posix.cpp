@@ -45,7 +45,7 @@ std::vector<std::string> runtime_library_names(Runtime r, const std::string& cud
     case Runtime::egl:
       return {"libEGL.dylib"};  // ANGLE's, if an app ships it; macOS itself has no EGL
     default:
-      return {};  // no NVIDIA driver or NVTX on macOS
+      return {};  // no NVIDIA driver, NVTX or WGL on macOS
   }
 #else
   switch (r) {
@@ -55,6 +55,8 @@ std::vector<std::string> runtime_library_names(Runtime r, const std::string& cud
       return {"libcuda.so.1"};
     case Runtime::egl:
       return {"libEGL.so.1", "libEGL.so"};
+    case Runtime::wgl:
+      return {};  // Windows only
     case Runtime::nvtx:
       return {"libnvToolsExt.so.1", "libnvToolsExt.so"};
     case Runtime::nvrtc: {

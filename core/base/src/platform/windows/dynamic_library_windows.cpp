@@ -6,23 +6,10 @@
 #include <cstdlib>
 
 #include "vgpu/platform/dynamic_library.hpp"
+#include "windows_error.hpp"
 
 namespace vgpu::platform {
-namespace {
-
-/// Returns Windows' text for an error code.
-std::string message_of(DWORD code) {
-  char* text = nullptr;
-  const DWORD n =
-      ::FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
-                       nullptr, code, 0, reinterpret_cast<LPSTR>(&text), 0, nullptr);
-  std::string out = n > 0 && text ? std::string(text, n) : "error " + std::to_string(code);
-  if (text) ::LocalFree(text);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == '.')) out.pop_back();
-  return out;
-}
-
-}  // namespace
+using detail::message_of;
 
 DynamicLibrary DynamicLibrary::load(const std::string& name, std::string* error) {
   DynamicLibrary lib;
@@ -60,6 +47,8 @@ std::vector<std::string> runtime_library_names(Runtime r, const std::string& cud
       return {"nvcuda.dll"};
     case Runtime::egl:
       return {"libEGL.dll"};  // ANGLE's, where an app ships it; OpenGL on Windows is WGL's otherwise
+    case Runtime::wgl:
+      return {"opengl32.dll"};
     case Runtime::nvtx:
       return {"nvToolsExt64_1.dll"};
     case Runtime::nvrtc: {

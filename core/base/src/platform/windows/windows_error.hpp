@@ -6,6 +6,7 @@
 #include <windows.h>
 
 #include <cerrno>
+#include <string>
 
 namespace vgpu::platform::detail {
 
@@ -49,6 +50,18 @@ inline int errno_of(DWORD code) noexcept {
     default:
       return EIO;
   }
+}
+
+/// Returns Windows' text for an error code, without the trailing newline and full stop.
+inline std::string message_of(DWORD code) {
+  char* text = nullptr;
+  const DWORD n =
+      ::FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
+                       nullptr, code, 0, reinterpret_cast<LPSTR>(&text), 0, nullptr);
+  std::string out = n > 0 && text ? std::string(text, n) : "error " + std::to_string(code);
+  if (text) ::LocalFree(text);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == '.')) out.pop_back();
+  return out;
 }
 
 /// Returns the errno value for GetLastError().
