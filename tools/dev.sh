@@ -88,8 +88,8 @@ CROSS_PACKAGES=(
 CROSS_UNPACKED=(libshaderc-dev glslang-dev spirv-tools libspirv-cross-c-shared-dev libspirv-cross-c-shared0
   libcpuinfo-dev libcpuinfo0)
 # What the cross run tests (ctest -R): the CPU backend's conformance, which on arm64 runs the
-# NEON kernel set (timed on its own), then the Vulkan tests on arm64 lavapipe.
-CROSS_CPU_TESTS='^conformance\.cpu$'
+# NEON kernel set (timed on its own) and the portable one, then the Vulkan tests on arm64 lavapipe.
+CROSS_CPU_TESTS='^conformance\.cpu(\.portable)?$'
 CROSS_VULKAN_TESTS='^(conformance\.vulkan|queue\.vulkan|timeout\.vulkan|device_fault\.vulkan|vulkan\.)'
 # Tests of those that cannot work under qemu-user, as pairs: a ctest -E regex, then why. Each
 # excluded test is printed with the reason.

@@ -42,19 +42,36 @@ std::vector<IsaOption> probe() {
   // avx512dq); every CPU with AVX-512BW has it.
   const bool avx512 = arch.avx512f && arch.avx512bw && arch.avx512dq && arch.avx512cd && has.x86_avx512f &&
                       has.x86_avx512bw && has.x86_avx512dq && has.x86_avx512vl && has.x86_avx512cd && has.x86_fma3;
-  return {{"sse2", &sse2_kernels, true}, {"avx2", &avx2_kernels, avx2}, {"avx512", &avx512_kernels, avx512}};
+  return {{"portable", &portable_kernels, true},
+          {"sse2", &sse2_kernels, true},
+          {"avx2", &avx2_kernels, avx2},
+          {"avx512", &avx512_kernels, avx512}};
+}
+
+#elif VGPU_CPU_NATIVE_KERNELS
+
+std::vector<IsaOption> probe() {
+  return {{"portable", &portable_kernels, true}, {native_kernels().isa, &native_kernels, true}};
 }
 
 #else
 
-std::vector<IsaOption> probe() { return {{native_kernels().isa, &native_kernels, true}}; }
+std::vector<IsaOption> probe() { return {{"portable", &portable_kernels, true}}; }
 
 #endif
 
-/// Returns the build's ISAs, worst first, probed once.
+/// Returns the build's ISAs, worst first (the portable set, which every CPU runs), probed once.
 const std::vector<IsaOption>& options() {
   static const std::vector<IsaOption> all = probe();
   return all;
+}
+
+/// Returns the best ISA this machine supports (the last supported: the list is worst first).
+const IsaOption& best_option() {
+  const IsaOption* best = &options().front();  // the portable set is always supported
+  for (const IsaOption& o : options())
+    if (o.supported) best = &o;
+  return *best;
 }
 
 /// Returns "a, b, c" of the ISAs that pass filter.
@@ -93,9 +110,7 @@ const IsaOption& find_option(std::string_view name, bool from_code) {
 }  // namespace
 
 const KernelTable& resolve_kernels(std::string_view forced, bool from_code) {
-  const IsaOption* best = &options().front();  // the baseline is always supported
-  for (const IsaOption& o : options())
-    if (o.supported) best = &o;
+  const IsaOption* best = &best_option();
   if (forced.empty()) return best->table();
   try {
     return find_option(forced, from_code).table();
@@ -131,7 +146,7 @@ std::vector<std::string> cpu_features() {
   for (const auto& [present, name] : known)
     if (present) out.emplace_back(name);
   // Where the platform layer cannot tell (an emulator), at least the kernels' own ISA.
-  if (out.empty()) out.emplace_back(options().front().name);
+  if (out.empty()) out.emplace_back(best_option().name);
   return out;
 }
 

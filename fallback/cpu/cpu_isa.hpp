@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // fallback/cpu/cpu_isa.hpp — which SIMD instruction set the CPU backend's built-in kernels use.
 // The kernels are compiled once per ISA; the best one the CPU and OS support is chosen at run
-// time, unless the runtime's settings (RuntimeOptions::cpu_isa, else VGPU_CPU_ISA=sse2|avx2|avx512)
-// name one. Thread-safety: every function is safe to call from several threads.
+// time, unless the runtime's settings (RuntimeOptions::cpu_isa, else VGPU_CPU_ISA: portable,
+// sse2, avx2 or avx512 on x86-64; portable or neon64 on AArch64) name one. Thread-safety: every function is safe to
+// call from several threads.
 #pragma once
 
 #include <string>

@@ -265,7 +265,9 @@ const std::vector<ConfigVariable>& config_variables() {
       {"VGPU_PERSISTENT_MAX_BYTES",
        "bytes of device memory the buffers of those kernels hold per cache at most, bytes or with K/M/G suffix "
        "(default 1G)"},
-      {"VGPU_CPU_ISA", "force the CPU backend's kernels: sse2, avx2 or avx512 (default: the best this CPU has)"},
+      {"VGPU_CPU_ISA",
+       "force the CPU backend's kernels: sse2, avx2 or avx512 on x86-64, neon64 on AArch64, portable (no intrinsics) "
+       "anywhere (default: the best this CPU has)"},
       {"VGPU_CPU_DEVICES",
        "logical CPU devices cpu:0 ... cpu:N-1 the CPU backend exposes, 1 to 64 (default 1; they share one thread pool: "
        "for testing multi-device code)"},

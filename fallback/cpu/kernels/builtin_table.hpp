@@ -32,6 +32,10 @@ struct KernelTable {
   }
 };
 
+/// Returns the kernels written without SIMD intrinsics (kernels/portable_batch.hpp): built on
+/// every architecture, the only set where vgpu has no tuned one.
+const KernelTable& portable_kernels() noexcept;
+
 #if VGPU_CPU_X86_KERNELS
 /// Returns the kernels compiled for baseline x86-64 (SSE2).
 const KernelTable& sse2_kernels() noexcept;
@@ -39,8 +43,8 @@ const KernelTable& sse2_kernels() noexcept;
 const KernelTable& avx2_kernels() noexcept;
 /// Returns the kernels compiled with -mavx512f/bw/vl/dq -mfma.
 const KernelTable& avx512_kernels() noexcept;
-#else
-/// Returns the kernels compiled for the target's baseline SIMD (e.g. NEON on AArch64).
+#elif VGPU_CPU_NATIVE_KERNELS
+/// Returns the kernels compiled for the target's baseline SIMD (NEON on AArch64).
 const KernelTable& native_kernels() noexcept;
 #endif
 

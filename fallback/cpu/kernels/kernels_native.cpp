@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// fallback/cpu/kernels/kernels_native.cpp — built-in kernels off x86-64, for the target's
-// baseline SIMD as xsimd sees it at compile time (NEON on AArch64). Untested on real hardware
-// by this project; the kernels are the same templates the x86 builds run.
+// fallback/cpu/kernels/kernels_native.cpp — built-in kernels on AArch64, for its baseline SIMD
+// as xsimd sees it at compile time (NEON, which every AArch64 CPU has). Run under qemu by
+// `tools/dev.sh cross arm64`; the kernels are the same templates the x86 builds run. Other
+// architectures get the portable set only (kernels_portable.cpp).
 #include "kernels/kernel_set.hpp"
 
 namespace vgpu::cpu {
@@ -11,7 +12,7 @@ using NativeArch = xsimd::neon64;
 #elif XSIMD_WITH_NEON
 using NativeArch = xsimd::neon;
 #else
-#error "vgpu's CPU kernels need x86-64 or ARM NEON; no SIMD architecture xsimd 8.1 supports was found"
+#error "kernels_native.cpp is for AArch64 (NEON); fallback/cpu/CMakeLists.txt builds only the portable set elsewhere"
 #endif
 
 }  // namespace vgpu::cpu

@@ -28,38 +28,70 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/portable_batch.hpp"
 #include "vgpu/kernel_source.hpp"
 
 namespace vgpu::cpu::builtin {
 
+/// The float vector type of Arch: xsimd's batch, or the portable set's own.
+template <class Arch>
+struct BatchOf {
+  using type = xsimd::batch<float, Arch>;
+};
+template <>
+struct BatchOf<PortableArch> {
+  using type = PortableBatch;
+};
+
 /// SIMD vocabulary for one architecture: the float batch and small helpers around it.
 template <class Arch>
 struct Simd {
-  using V = xsimd::batch<float, Arch>;
+  using V = typename BatchOf<Arch>::type;
   static constexpr std::size_t W = V::size;  ///< float lanes per vector
+  static constexpr bool kPortable = std::is_same_v<Arch, PortableArch>;
 
   /// Returns a*b + c, fused where the ISA has FMA (xsimd 8.1 lacks a native AVX-512 fma,
   /// and its generic fallback would round twice).
   static V fmadd(const V& a, const V& b, const V& c) noexcept {
+    if constexpr (kPortable) {
+      return V::fma(a, b, c);
 #if defined(__AVX512F__)
-    if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    } else if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
       return V(_mm512_fmadd_ps(a, b, c));
+#endif
     } else {
       return xsimd::fma(a, b, c);
     }
-#else
-    return xsimd::fma(a, b, c);
-#endif
+  }
+
+  /// Returns the larger of a and b per lane.
+  static V max(const V& a, const V& b) noexcept {
+    if constexpr (kPortable)
+      return V::max(a, b);
+    else
+      return xsimd::max(a, b);
+  }
+
+  /// Returns e^x per lane.
+  static V exp(const V& x) noexcept {
+    if constexpr (kPortable)
+      return V::exp(x);
+    else
+      return xsimd::exp(x);
   }
 
   /// Returns the sum of v's lanes, a log2(W) tree (xsimd 8: hadd; 9 renamed it reduce_add
   /// and 12 dropped hadd).
   static float hsum(const V& v) noexcept {
+    if constexpr (kPortable) {
+      return v.sum();
+    } else {
 #if XSIMD_VERSION_MAJOR >= 9
-    return xsimd::reduce_add(v);
+      return xsimd::reduce_add(v);
 #else
-    return xsimd::hadd(v);
+      return xsimd::hadd(v);
 #endif
+    }
   }
 
   /// Returns the largest lane of v (xsimd 8.1 has no reduce_max).

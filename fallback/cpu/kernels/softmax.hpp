@@ -33,10 +33,10 @@ struct Softmax {
     // Pass 1: the row maximum. The tail is padded with -inf, which cannot win.
     alignas(64) float tail[W];
     V vmax(-std::numeric_limits<float>::infinity());
-    for (std::size_t j = 0; j < body; j += W) vmax = xsimd::max(vmax, V::load_unaligned(x + j));
+    for (std::size_t j = 0; j < body; j += W) vmax = S::max(vmax, V::load_unaligned(x + j));
     if (rest) {
       for (std::size_t l = 0; l < W; ++l) tail[l] = l < rest ? x[body + l] : -std::numeric_limits<float>::infinity();
-      vmax = xsimd::max(vmax, V::load_aligned(tail));
+      vmax = S::max(vmax, V::load_aligned(tail));
     }
     const V mx(S::hmax(vmax));
 
@@ -45,21 +45,21 @@ struct Softmax {
     V s0(0.0f), s1(0.0f);
     std::size_t j = 0;
     for (; j + 2 * W <= body; j += 2 * W) {
-      const V e0 = xsimd::exp(V::load_unaligned(x + j) - mx);
-      const V e1 = xsimd::exp(V::load_unaligned(x + j + W) - mx);
+      const V e0 = S::exp(V::load_unaligned(x + j) - mx);
+      const V e1 = S::exp(V::load_unaligned(x + j + W) - mx);
       e0.store_unaligned(out + j);
       e1.store_unaligned(out + j + W);
       s0 = s0 + e0;
       s1 = s1 + e1;
     }
     for (; j < body; j += W) {
-      const V e = xsimd::exp(V::load_unaligned(x + j) - mx);
+      const V e = S::exp(V::load_unaligned(x + j) - mx);
       e.store_unaligned(out + j);
       s0 = s0 + e;
     }
     float sum = S::hsum(s0 + s1);
     if (rest) {  // the padded lanes computed exp(-inf) = 0 but are dropped explicitly anyway
-      xsimd::exp(V::load_aligned(tail) - mx).store_aligned(tail);
+      S::exp(V::load_aligned(tail) - mx).store_aligned(tail);
       for (std::size_t l = 0; l < rest; ++l) {
         out[body + l] = tail[l];
         sum += tail[l];
