@@ -20,8 +20,9 @@
 namespace vgpu {
 namespace {
 
-/// Describes logical CPU device index (VGPU_CPU_DEVICES), whose built-in kernels use isa.
-DeviceInfo describe(const std::string& isa, std::uint32_t index) {
+/// Describes logical CPU device index (VGPU_CPU_DEVICES), whose built-in kernels are kernels.
+DeviceInfo describe(const cpu::KernelTable& kernels, std::uint32_t index) {
+  const std::string isa(kernels.isa);
   const platform::CpuIdentity& id = platform::cpu_identity();
   DeviceInfo info;
   info.backend = BackendKind::cpu;
@@ -41,12 +42,16 @@ DeviceInfo describe(const std::string& isa, std::uint32_t index) {
   info.limits.max_buffer_bytes = info.memory_bytes / 2;
   info.limits.max_bindings = 32;
   info.features = cpu::cpu_features();
+  // bfloat16 matmuls on AMX tiles: the set has the kernel and the OS lets the process use tiles.
+  const bool amx = kernels.find("matmul_bf16_amx") != nullptr && platform::enable_amx_tiles();
+  if (amx) info.features.emplace_back(cpu::kAmxMatmulFeature);
   info.dialects = {std::string(dialect::cpu)};
   // The ISA is part of the identity: built-ins compiled for another ISA round differently.
   // Logical devices past the first carry their index, so selections and calibrations keyed by
   // fingerprint tell them apart; cpu:0 keeps the one-device fingerprint (existing caches stay warm).
   std::vector<std::pair<std::string, std::string>> parts = {
       {"backend", "cpu"}, {"vendor", id.vendor}, {"model", id.model}, {"isa", isa}};
+  if (amx) parts.emplace_back("matmul_bf16", "amx");  // rounds otherwise than the conversions path
   if (index > 0) parts.emplace_back("index", std::to_string(index));
   info.fingerprint = make_fingerprint(parts);
   return info;
@@ -87,8 +92,8 @@ class CpuBackend final : public ComputeBackend {
   /// Returns the logical CPU devices; throws not_supported when the ISA asked for cannot run here.
   std::vector<DeviceInfo> enumerate() override {
     std::vector<DeviceInfo> all;
-    const std::string name = isa();
-    for (std::uint32_t i = 0; i < count(); ++i) all.push_back(describe(name, i));
+    const cpu::KernelTable& set = kernels();
+    for (std::uint32_t i = 0; i < count(); ++i) all.push_back(describe(set, i));
     return all;
   }
 
@@ -101,7 +106,7 @@ class CpuBackend final : public ComputeBackend {
            count() == 1 ? "use VGPU_DEVICE=cpu:0 (the CPU backend spreads work over every core itself), or set "
                           "VGPU_CPU_DEVICES for several logical CPU devices."
                         : "use an index below VGPU_CPU_DEVICES, or raise it.");
-    return std::make_unique<cpu::CpuDevice>(describe(isa(), index), *kernels_, settings_);
+    return std::make_unique<cpu::CpuDevice>(describe(kernels(), index), *kernels_, settings_);
   }
 
  private:
@@ -109,9 +114,9 @@ class CpuBackend final : public ComputeBackend {
   std::uint32_t count() const noexcept { return settings_->config.cpu_devices; }
 
   /// Returns the chosen ISA's name; throws why the ISA asked for cannot run here.
-  std::string isa() const {
+  const cpu::KernelTable& kernels() const {
     if (unusable_) throw *unusable_;
-    return std::string(kernels_->isa);
+    return *kernels_;
   }
 
   std::shared_ptr<const BackendSettings> settings_;

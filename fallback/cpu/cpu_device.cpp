@@ -49,7 +49,8 @@ std::unique_ptr<KernelImpl> CpuDevice::compile(const KernelSource& source, const
   const BuiltinFn fn = kernels_.find(code.entry);
   if (fn == nullptr) {
     std::string names;
-    for (const BuiltinEntry& e : kernels_.entries) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    for (const BuiltinEntry& e : kernels_.entries)
+      if (e.fn) names += (names.empty() ? "" : ", ") + std::string(e.name);
     fail(
         ErrorCategory::not_supported,
         "kernel '" + source.name + "' asks for CPU built-in '" + code.entry + "', which the CPU backend does not have.",

@@ -142,7 +142,8 @@ std::vector<std::string> cpu_features() {
       {has.x86_avx2, "avx2"},         {has.x86_fma3, "fma"},          {has.x86_f16c, "f16c"},
       {has.x86_avx512f, "avx512f"},   {has.x86_avx512cd, "avx512cd"}, {has.x86_avx512dq, "avx512dq"},
       {has.x86_avx512bw, "avx512bw"}, {has.x86_avx512vl, "avx512vl"}, {has.x86_avx512bf16, "avx512bf16"},
-      {has.arm_neon, "neon"},         {has.arm_fp16_arith, "fp16"},   {has.arm_bf16, "bf16"}};
+      {has.x86_amx_bf16, "amx_bf16"}, {has.arm_neon, "neon"},         {has.arm_fp16_arith, "fp16"},
+      {has.arm_bf16, "bf16"}};
   for (const auto& [present, name] : known)
     if (present) out.emplace_back(name);
   // Where the platform layer cannot tell (an emulator), at least the kernels' own ISA.

@@ -3,10 +3,15 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 
 #include "vgpu/backend/op_tuning.hpp"
 
 namespace vgpu::cpu {
+
+/// The DeviceInfo::features entry of a CPU device whose kernel set has the AMX bfloat16 matmul
+/// and whose process may use AMX tiles: bfloat16 matmuls then run on it (kernels_amx.cpp).
+inline constexpr std::string_view kAmxMatmulFeature = "amx_bf16_matmul";
 
 /// Returns the CPU backend's OpTuner: one-invocation workgroups, each a tile or chunk of
 /// fallback/cpu/kernels/cpu_tiles.hpp (one shared, immutable instance).

@@ -141,7 +141,7 @@ std::optional<KernelPlan> batched_matmul_plan(const Device& device, const Shape&
   const DType tensors = t.native_dtype ? dtype : DType::f32;
   if (own_code) {
     p.source.name = "vgpu.matmul_batched";
-    p.source.add(std::move(*t.code));
+    p.source.add(std::move(t.batched_code ? *t.batched_code : *t.code));
     p.source.params_size = sizeof(MatmulBatchParams);
   } else {
     p.source = builtin_source("matmul_batched", "matmul", sizeof(MatmulBatchParams), t);

@@ -21,8 +21,8 @@ struct BuiltinEntry {
 
 /// Every built-in kernel of one ISA. Immutable (constant-initialised); thread-safe.
 struct KernelTable {
-  std::string_view isa;  ///< "sse2", "avx2", "avx512", or the native arch's name off x86
-  std::array<BuiltinEntry, 9> entries;
+  std::string_view isa;                  ///< "sse2", "avx2", "avx512", or the native arch's name off x86
+  std::array<BuiltinEntry, 11> entries;  ///< the AMX matmuls have no fn where the set lacks them
 
   /// Returns the kernel called name, or nullptr when this table has none.
   constexpr BuiltinFn find(std::string_view name) const noexcept {

@@ -16,6 +16,11 @@
 #error "kernels_avx512.cpp must be compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma"
 #endif
 
+#if VGPU_CPU_AMX_KERNELS
+#include "kernels/matmul_amx.hpp"
+VGPU_CPU_DEFINE_KERNEL_TABLE(avx512_kernels, xsimd::avx512bw, "avx512", &amx_bf16_matmul, &amx_bf16_matmul_batched)
+#else
 VGPU_CPU_DEFINE_KERNEL_TABLE(avx512_kernels, xsimd::avx512bw, "avx512")
+#endif
 
 #pragma GCC diagnostic pop

@@ -3,6 +3,15 @@
 // library (x86: CPUID with XGETBV; ARM: the kernel's hardware capabilities), on every OS.
 #include <cpuinfo.h>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#define VGPU_PLATFORM_X86_64 1
+#if defined(_MSC_VER)
+#include <intrin.h>
+#else
+#include <cpuid.h>
+#endif
+#endif
+
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -89,6 +98,32 @@ CpuIdentity read_identity() {
   return id;
 }
 
+#if VGPU_PLATFORM_X86_64
+/// Reads AMX's CPUID bits and XCR0's tile state (cpuinfo 2022 predates AMX): tiles and
+/// bfloat16 dot products are usable only where the OS has enabled both tile components.
+void read_amx(CpuFeatures& f) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+#if defined(_MSC_VER)
+  int r[4];
+  __cpuid(r, 1);
+  const bool osxsave = (static_cast<unsigned>(r[2]) >> 27) & 1;
+  __cpuidex(r, 7, 0);
+  edx = static_cast<unsigned>(r[3]);
+  const unsigned long long xcr0 = osxsave ? _xgetbv(0) : 0;
+#else
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return;
+  const bool osxsave = (ecx >> 27) & 1;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return;
+  unsigned lo = 0, hi = 0;
+  if (osxsave) __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));  // no -mxsave needed
+  const unsigned long long xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+#endif
+  const bool tile_state = ((xcr0 >> 17) & 3) == 3;  // XTILECFG and XTILEDATA
+  f.x86_amx_tile = tile_state && ((edx >> 24) & 1);
+  f.x86_amx_bf16 = f.x86_amx_tile && ((edx >> 22) & 1);
+}
+#endif
+
 CpuFeatures read_features() {
   CpuFeatures f;
   if (!cpuinfo_ready()) return f;
@@ -108,6 +143,9 @@ CpuFeatures read_features() {
   f.x86_avx512vl = cpuinfo_has_x86_avx512vl();
   f.x86_avx512cd = cpuinfo_has_x86_avx512cd();
   f.x86_avx512bf16 = cpuinfo_has_x86_avx512bf16();
+#endif
+#if VGPU_PLATFORM_X86_64
+  read_amx(f);
 #endif
 #if CPUINFO_ARCH_ARM || CPUINFO_ARCH_ARM64
   f.arm_neon = cpuinfo_has_arm_neon();

@@ -45,6 +45,10 @@ struct OpTuning {
   /// The backend's own code for the op, for a dialect vgpu's built-ins do not ship (it joins
   /// the built-in's sources and must follow core/kernels/kernel_abi.hpp); empty for the rest.
   std::optional<DialectSource> code;
+  /// matmul: the variant's code for stacks (MatmulBatchParams, workgroup z = one product) where
+  /// that is not `code` built with VGPU_MM_BATCH=1 — a CPU built-in, which takes no defines,
+  /// names its batched entry here. Empty: `code` serves both.
+  std::optional<DialectSource> batched_code;
   /// The variant's name, unique among the candidates of one op on one backend (matmul:
   /// "BMxBNxBKxTMxTN" or "naive"); measured choices are stored under it. Empty: unnamed.
   std::string variant;

@@ -21,6 +21,9 @@ struct CpuFeatures {
   bool x86_avx = false, x86_avx2 = false, x86_fma3 = false, x86_f16c = false;
   bool x86_avx512f = false, x86_avx512bw = false, x86_avx512dq = false, x86_avx512vl = false, x86_avx512cd = false,
        x86_avx512bf16 = false;
+  /// AMX tiles with bfloat16 dot products (CPUID leaf 7, XCR0's tile state; cpuinfo 2022 does
+  /// not know AMX). Before a thread uses tiles, enable_amx_tiles() must have succeeded.
+  bool x86_amx_tile = false, x86_amx_bf16 = false;
   bool arm_neon = false, arm_fp16_arith = false, arm_bf16 = false;
 };
 
@@ -40,6 +43,11 @@ const CpuIdentity& cpu_identity() noexcept;
 /// Returns the data cache size per core at level 1, 2 or 3 in bytes (level 3: per package),
 /// or 0 when unknown.
 std::size_t cpu_cache_bytes(int level) noexcept;
+
+/// Asks the OS to let this process use AMX tile data (Linux: arch_prctl ARCH_REQ_XCOMP_PERM,
+/// since Linux 5.16; Windows enables it by itself); once per process, thread-safe. False when
+/// the CPU has no AMX or the OS refuses (an older kernel): then no tile instruction may run.
+bool enable_amx_tiles() noexcept;
 
 /// Returns the physical memory in bytes, or 0 when the OS will not say.
 std::uint64_t physical_memory_bytes() noexcept;

@@ -3,6 +3,9 @@
 // Linux and macOS.
 #include <pwd.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 
 #include <cstdlib>
 
@@ -23,6 +26,20 @@ std::filesystem::path home_folder() {
 }
 
 }  // namespace
+
+bool enable_amx_tiles() noexcept {
+  static const bool enabled = [] {
+    if (!cpu_features().x86_amx_tile) return false;
+#if defined(__linux__) && defined(__x86_64__) && defined(SYS_arch_prctl)
+    // Linux 5.16+ enables tile data per process on request (XFD traps a use without it).
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return ::syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;  // macOS has no AMX CPUs
+#endif
+  }();
+  return enabled;
+}
 
 std::uint64_t physical_memory_bytes() noexcept {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);

@@ -9,6 +9,11 @@
 
 namespace vgpu::platform {
 
+bool enable_amx_tiles() noexcept {
+  // Windows 11 manages tile state itself once XCR0 has it (cpu_features() checks that).
+  return cpu_features().x86_amx_tile;
+}
+
 std::uint64_t physical_memory_bytes() noexcept {
   MEMORYSTATUSEX status{};
   status.dwLength = sizeof status;
