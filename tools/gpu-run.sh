@@ -17,8 +17,9 @@
 #                             (vgpu's CPU matmul beside numpy and torch); python.txt, summary.txt and the
 #                             three JSON files in one archive, $OUT/results-json-python.tar.gz
 #                             ncu: Nsight Compute (ncu --clock-control none) on cuBLAS's SGEMM and
-#                             vgpu's CUDA matmul at N=4096 (the rule's pick, then each tiling of
-#                             VGPU_NCU_TILINGS), one product per process (vgpu-bench-gpu --profile);
+#                             vgpu's CUDA matmul at N=4096, or each of NCU_SIZES (the rule's
+#                             pick, then each tiling of NCU_TILINGS; "" for none), one product
+#                             per process (vgpu-bench-gpu --profile);
 #                             $OUT/ncu.txt (the reports, a summary table last) and $OUT/summary.txt
 #                             dtypes (issue 32): the tensor-core and TF32 conformance cases on CUDA
 #                             (every mma/TF32 tiling, 16-bit and TF32 ops and stacks, against fp64),
@@ -311,8 +312,8 @@ remote_multi() {
 # remote ncu: the hardware counters of vgpu's CUDA matmul beside cuBLAS's SGEMM at N=4096 (issue 16:
 # "what limits it, a profile, not a guess"). One product per process (vgpu-bench-gpu --profile), the
 # first matching kernel profiled (-c 1); each run capped at 60 s, the step at ~3 minutes.
-#   VGPU_NCU_TILINGS  CUDA tilings profiled after the rule's pick (VGPU_MATMUL_TILING names; default
-#                     two warp-tiled ones); VGPU_NCU_SET=full: ncu's full set instead of the sections below.
+#   NCU_TILINGS  CUDA tilings profiled after the rule's pick (VGPU_MATMUL_TILING names; default
+#                     two warp-tiled ones); NCU_SET=full: ncu's full set instead of the sections below.
 remote_ncu() {
   local bin=$1 log=$OUT/ncu.txt ncu="" status summary=()
   for c in "$(command -v ncu || true)" /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu \
@@ -327,18 +328,20 @@ remote_ncu() {
   fi
   local what=(--section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis
               --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section InstructionStats)
-  [ "${VGPU_NCU_SET:-}" = full ] && what=(--set full)
-  local runs=("cublas|regex:gemm|" "vgpu|regex:vgpu_matmul|")
-  for t in ${VGPU_NCU_TILINGS:-128x128x8x8x8w32x64 128x256x8x8x16w32x128}; do runs+=("vgpu|regex:vgpu_matmul|$t"); done
+  [ "${NCU_SET:-}" = full ] && what=(--set full)
+  local runs=("cublas|regex:.|" "vgpu|regex:vgpu_matmul|")  # cuBLAS names its kernels per size (gemm…, Kernel2)
+  # NCU_TILINGS="" profiles the rule's pick alone; NCU_SIZES the sizes (default 4096).
+  for t in ${NCU_TILINGS-128x128x8x8x8w32x64 128x256x8x8x16w32x128}; do runs+=("vgpu|regex:vgpu_matmul|$t"); done
   {
     echo "=== ncu: $ncu ($("$ncu" --version 2>&1 | tail -1))"
+    for size in ${NCU_SIZES:-4096}; do
     for run in "${runs[@]}"; do
       IFS='|' read -r product kernel tiling <<< "$run"
-      local label=$product${tiling:+ $tiling}
-      echo; echo "=== ncu $label N=4096 (kernel $kernel)"
+      local label="$product${tiling:+ $tiling} N=$size"
+      echo; echo "=== ncu $label (kernel $kernel)"
       set +e
       VGPU_MATMUL_TILING=$tiling timeout 60 "$ncu" --clock-control none "${what[@]}" -k "$kernel" -c 1 \
-        "$bin/vgpu-bench-gpu" --profile "$product:4096" > /tmp/ncu-run.txt 2>&1
+        "$bin/vgpu-bench-gpu" --profile "$product:$size" > /tmp/ncu-run.txt 2>&1
       status=$?
       set -e
       cat /tmp/ncu-run.txt
@@ -352,6 +355,7 @@ remote_ncu() {
       # The lines that say what limits the kernel, one row per run in the summary below.
       grep -E "^ +(Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit Rate|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|No Eligible|Executed Ipc Active|Block Limit Registers|Shared Memory Configuration Size|Grid Size) " \
         /tmp/ncu-run.txt | sed "s/^ */$label | /" >> /tmp/ncu-summary.txt || true
+    done
     done
     echo; echo "=== summary (run | metric unit value)"
     cat /tmp/ncu-summary.txt 2>/dev/null || echo "(no metrics read)"
