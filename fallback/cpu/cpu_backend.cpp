@@ -113,7 +113,7 @@ class CpuBackend final : public ComputeBackend {
   /// Returns how many logical devices this backend exposes.
   std::uint32_t count() const noexcept { return settings_->config.cpu_devices; }
 
-  /// Returns the chosen ISA's name; throws why the ISA asked for cannot run here.
+  /// Returns the chosen ISA's kernel set; throws why the ISA asked for cannot run here.
   const cpu::KernelTable& kernels() const {
     if (unusable_) throw *unusable_;
     return *kernels_;
