@@ -101,6 +101,41 @@ CROSS_EXCLUDED=(
 # the Vulkan backend loads at run time (not a link dependency of anything).
 CROSS_TARGETS=(vgpu-conformance vgpu-test-backends vgpu-test-backend-child vgpu-test-queue vgpu-test-gpu-timeout
   vgpu-test-device-fault vgpu_shader_toolchain vgpu-probe)
+# The Windows cross build (tools/dev.sh cross windows): MinGW-w64's g++ (the posix thread model)
+# and Wine, both from Debian (cmake/toolchains/x86_64-w64-mingw32.cmake). Debian ships no MinGW
+# builds of vgpu's libraries: the compiled ones are built from their Debian 12 source packages,
+# pinned here, into build-windows/prefix; the header-only ones are the host's -dev packages'
+# files copied there (architecture-independent headers and CMake files).
+WIN_DIR=build-windows
+WIN_HOST_PACKAGES=(
+  g++-mingw-w64-x86-64-posix wine64 wine dpkg-dev debian-archive-keyring cmake ninja-build pkg-config
+  libxsimd-dev nlohmann-json3-dev libcli11-dev
+)
+# "<source package>=<Debian 12 version>", each with its CMake options (WIN_SOURCE_OPTIONS) and
+# the folder of its CMakeLists.txt (WIN_SOURCE_SUBDIR). oneTBB without tbbmalloc (vgpu links
+# TBB::tbb only), its tests, and -Werror; Catch2 2.13 (Debian 12's; header-only, its
+# Catch2WithMain built too); xxHash's library without the xxhsum program.
+WIN_SOURCES=(onetbb=2021.8.0-2+deb12u1 xxhash=0.8.1-1 catch2=2.13.10-1)
+declare -A WIN_SOURCE_OPTIONS=(
+  [onetbb]='-DTBB_TEST=OFF -DTBB_STRICT=OFF -DTBBMALLOC_BUILD=OFF -DTBB_ENABLE_IPO=OFF'
+  [xxhash]='-DXXHASH_BUILD_XXHSUM=OFF -DBUILD_SHARED_LIBS=ON'
+  [catch2]='-DCATCH_BUILD_TESTING=OFF -DCATCH_INSTALL_DOCS=OFF -DCATCH_INSTALL_HELPERS=ON'
+)
+declare -A WIN_SOURCE_SUBDIR=([xxhash]=cmake_unofficial)
+# Header-only packages whose files (headers, CMake and pkg-config files) are copied into the
+# prefix below usr/, as installed on the host.
+WIN_HEADER_PACKAGES=(libxsimd-dev:amd64 nlohmann-json3-dev libcli11-dev)
+# What the Windows build builds: the programs of the tests below and the helpers they start.
+WIN_TARGETS=(vgpu-conformance vgpu-test-l2-store vgpu-l2-writer vgpu-probe vgpu-test-l2-payload vgpu-test-cache-bundle
+  vgpu-bundle-warm vgpu-test-kernel-db vgpu-test-l1-cache vgpu-test-persistent-lru vgpu-test-locking)
+# What the Windows run tests (ctest -R): the CPU backend's conformance on each x86 kernel set,
+# then the kernel cache (L1, the L2 store with its hostile-folder cases, payload checks,
+# bundles, the kernel database, the persistent-kernel LRU) and the locking policy.
+WIN_CPU_TESTS='^conformance\.cpu(\..*)?$'
+WIN_CACHE_TESTS='^(l1_cache|l2_store|l2_payload|cache_bundle|kernel_db|persistent_lru|locking)\.'
+# Tests of those that cannot work under Wine, as pairs (a ctest -E regex, then why), as
+# CROSS_EXCLUDED; each excluded test is printed with the reason.
+WIN_EXCLUDED=()
 START_NS=$(date +%s%N)
 TEMP_DIRS=()
 
@@ -163,6 +198,33 @@ build() {
   cmake --build "${BUILD_DIR}" -j"${VGPU_JOBS:-2}"
 }
 
+# Sets up a private apt directory $1 (its own sources list, lists, cache and an empty dpkg
+# status: nothing of the system's apt configuration is read or written) whose sources are the
+# remaining arguments, each "<type> <suite>" (type deb or deb-src, from Debian's main archive),
+# refreshes its lists, and leaves the options that select it in PRIVATE_APT_OPTS.
+private_apt() {
+  local apt=$1 keyring=/usr/share/keyrings/debian-archive-keyring.gpg source
+  shift
+  if [[ ! -f $keyring ]]; then
+    say "no ${keyring}. Fix: install debian-archive-keyring" >&2
+    exit 1
+  fi
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc"
+  : >"$apt/etc/status"
+  : >"$apt/etc/sources.list"
+  for source in "$@"; do
+    echo "${source%% *} [signed-by=${keyring}] http://deb.debian.org/debian ${source#* } main" >>"$apt/etc/sources.list"
+  done
+  PRIVATE_APT_OPTS=(-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "Dir::State::Status=$apt/etc/status"
+    -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+  say "fetching the package lists of $* into ${apt#"$PWD"/}/"
+  if ! apt-get "${PRIVATE_APT_OPTS[@]}" -q update >/dev/null; then
+    say "apt-get update of ${apt#"$PWD"/}/ failed. Fix: check the network access to deb.debian.org, then re-run" >&2
+    exit 1
+  fi
+}
+
 # Fetches COMPAT_PACKAGES from Debian's COMPAT_SUITE with apt-get download through a private
 # apt directory (its own sources list, lists, cache and an empty dpkg status: nothing of the
 # system's apt configuration is read or written), unpacks them with dpkg -x into
@@ -170,19 +232,9 @@ build() {
 # are refreshed on every run.
 fetch_compat_deps() {
   local apt=$PWD/${COMPAT_DIR}/apt prefix=$PWD/${COMPAT_DIR}/prefix
-  local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-  if [[ ! -f $keyring ]]; then
-    say "no ${keyring}. Fix: install debian-archive-keyring" >&2
-    exit 1
-  fi
-  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc" "$apt/debs"
-  : >"$apt/etc/status"
-  echo "deb [signed-by=${keyring}] http://deb.debian.org/debian ${COMPAT_SUITE} main" >"$apt/etc/sources.list"
-  local opts=(-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o Dir::Etc::SourceParts=/dev/null
-    -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "Dir::State::Status=$apt/etc/status"
-    -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
-  say "fetching ${COMPAT_SUITE}'s package lists into ${COMPAT_DIR}/apt/"
-  apt-get "${opts[@]}" -q update >/dev/null
+  private_apt "$apt" "deb ${COMPAT_SUITE}"
+  local opts=("${PRIVATE_APT_OPTS[@]}")
+  mkdir -p "$apt/debs"
   rm -f "$apt"/debs/*.deb
   (cd "$apt/debs" && apt-get "${opts[@]}" -q download "${COMPAT_PACKAGES[@]}" >/dev/null)
   local deb stamp
@@ -374,6 +426,113 @@ check_cross_cpu_isa() {
   say "the arm64 CPU backend runs ${driver//\"/}"
 }
 
+# Builds each WIN_SOURCES package that build-windows/prefix lacks at its pinned version: fetches
+# the Debian source package (apt-get source, through a private apt directory with Debian 12's
+# deb-src lines; dpkg-source applies Debian's patches), then configures it with the Windows
+# toolchain file, builds it (VGPU_JOBS) and installs it into the prefix, where a stamp file
+# records the version. Copies WIN_HEADER_PACKAGES' files there too (stamped with their versions).
+fetch_windows_prefix() {
+  local deps=$PWD/${WIN_DIR}/deps prefix=$PWD/${WIN_DIR}/prefix entry name version todo=()
+  mkdir -p "$prefix"
+  for entry in "${WIN_SOURCES[@]}"; do
+    name=${entry%%=*}
+    if [[ $(cat "$prefix/.built-$name" 2>/dev/null) == "$entry" ]]; then
+      say "${entry} is built in ${WIN_DIR}/prefix"
+    else
+      todo+=("$entry")
+    fi
+  done
+  if ((${#todo[@]})); then
+    private_apt "$deps/apt" "deb-src bookworm" "deb-src bookworm-updates"
+    rm -rf "$deps/src"
+    mkdir -p "$deps/src"
+    say "fetching the Debian sources of ${todo[*]} into ${WIN_DIR}/deps/src"
+    if ! (cd "$deps/src" && apt-get "${PRIVATE_APT_OPTS[@]}" -q source "${todo[@]}" >"$deps/src/apt-get.log" 2>&1); then
+      tail -n 20 "$deps/src/apt-get.log" >&2
+      say "apt-get source ${todo[*]} failed (the log: ${WIN_DIR}/deps/src/apt-get.log). Fix: check that deb.debian.org serves these versions' sources (apt-cache showsrc), update WIN_SOURCES in tools/dev.sh to the versions it has, then re-run" >&2
+      exit 1
+    fi
+  fi
+  for entry in "${todo[@]}"; do
+    name=${entry%%=*}
+    version=${entry#*=}
+    build_windows_source "$name" "${version%%-*}" "$deps" "$prefix"
+    printf '%s' "$entry" >"$prefix/.built-$name"
+  done
+  local package files
+  for package in "${WIN_HEADER_PACKAGES[@]}"; do
+    version=$(dpkg-query -W -f='${Version}' "$package")
+    name=${package%%:*}
+    if [[ $(cat "$prefix/.copied-$name" 2>/dev/null) == "$version" ]]; then continue; fi
+    # Files only (dpkg -L lists folders too), without the package's documentation.
+    files=$(dpkg-query -L "$package" | grep -v '^/usr/share/doc/' | while read -r f; do if [[ -f $f ]]; then echo "$f"; fi; done)
+    # shellcheck disable=SC2086  # one path a line, no blanks in them
+    cp --parents $files "$prefix"
+    printf '%s' "$version" >"$prefix/.copied-$name"
+    say "copied ${name} ${version}'s headers into ${WIN_DIR}/prefix/usr"
+  done
+}
+
+# Configures, builds and installs the unpacked source package $1 (upstream version $2, in
+# $3/src) with the Windows toolchain file into the prefix $4; prints the time it took.
+build_windows_source() {
+  local name=$1 upstream=$2 deps=$3 prefix=$4 src t0 options
+  src=$(find "$deps/src" -maxdepth 1 -type d -name "${name}-${upstream}*" | head -n 1)
+  if [[ -z $src ]]; then
+    say "no unpacked ${name}-${upstream}* in ${WIN_DIR}/deps/src. Fix: remove ${WIN_DIR}/deps and re-run" >&2
+    exit 1
+  fi
+  t0=$(date +%s)
+  read -r -a options <<<"${WIN_SOURCE_OPTIONS[$name]:-}"
+  say "building ${name} ${upstream} for Windows"
+  rm -rf "$deps/build-$name"
+  local log=$deps/build-$name.log
+  if ! {
+    cmake -S "$src/${WIN_SOURCE_SUBDIR[$name]:-}" -B "$deps/build-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/x86_64-w64-mingw32.cmake" -DVGPU_WINDOWS_PREFIX="$prefix" \
+      -DVGPU_WINDOWS_WINEPREFIX="$PWD/${WIN_DIR}/wine" -DCMAKE_INSTALL_PREFIX="$prefix" "${options[@]}" &&
+      cmake --build "$deps/build-$name" -j"${VGPU_JOBS:-2}" && cmake --install "$deps/build-$name"
+  } >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    say "building ${name} for Windows failed (the log: ${log#"$PWD"/}). Fix: see the log's first error; WIN_SOURCE_OPTIONS in tools/dev.sh holds its CMake options" >&2
+    exit 1
+  fi
+  # Debian's xxHash .pc.in says prefix=/usr whatever the install prefix: point it at the prefix.
+  local pc
+  for pc in "$prefix"/lib/pkgconfig/*.pc; do
+    sed -i "s|^prefix=/usr\$|prefix=$prefix|" "$pc"
+  done
+  say "${name} built and installed in $(($(date +%s) - t0))s"
+}
+
+# Configures ${WIN_DIR}/ with the Windows toolchain file and the prefix, and builds WIN_TARGETS.
+# Off: OpenGL (its Windows context, WGL, is not written yet), Vulkan (its shader layer needs
+# MinGW builds of shaderc, glslang, SPIRV-Tools and SPIRV-Cross, not built here), CUDA (no
+# toolkit headers in the prefix), the Python module, MPI and the benchmarks.
+build_windows() {
+  local prefix=$PWD/${WIN_DIR}/prefix
+  say "configuring ${WIN_DIR}/ for x86_64-w64-mingw32"
+  cmake -S . -B "${WIN_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/x86_64-w64-mingw32.cmake" -DVGPU_WINDOWS_PREFIX="$prefix" \
+    -DVGPU_WINDOWS_WINEPREFIX="$PWD/${WIN_DIR}/wine" -Dxsimd_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/xsimd" \
+    -DVGPU_WITH_OPENGL=OFF -DVGPU_WITH_VULKAN=OFF -DVGPU_WITH_CUDA=OFF -DVGPU_WITH_PYTHON=OFF -DVGPU_WITH_MPI=OFF \
+    -DVGPU_BUILD_BENCH=OFF -DVGPU_CUDA_FATBIN=OFF
+  say "building ${WIN_TARGETS[*]} with ${VGPU_JOBS:-2} jobs"
+  cmake --build "${WIN_DIR}" -j"${VGPU_JOBS:-2}" --target "${WIN_TARGETS[@]}"
+}
+
+# tools/dev.sh cross windows: the host's packages, the prefix, the build, then the tests.
+cross_windows() {
+  local t0
+  t0=$(date +%s)
+  install_deps "${WIN_HOST_PACKAGES[@]}"
+  fetch_windows_prefix
+  say "dependencies ready in $(($(date +%s) - t0))s"
+  t0=$(date +%s)
+  build_windows
+  say "configured and built in $(($(date +%s) - t0))s"
+}
+
 # Runs the probe and the demo.
 run_tools() {
   say "running vgpu-probe"
@@ -506,12 +665,11 @@ main() {
     test | sanitize | compat) ;;
     fuzz) (($# <= 1)) && [[ ${1:-300} =~ ^[1-9][0-9]*$ ]] || usage ;;
     cross)
-      # The architecture is named so that others can join arm64 (each needs its toolchain file).
-      if [[ ${1:-} != arm64 ]]; then
-        say "cross: name the target architecture; only arm64 is known ('${1:-}' given)" >&2
+      # The target is named: each has its toolchain file (cmake/toolchains/).
+      if [[ ${1:-} != arm64 && ${1:-} != windows ]]; then
+        say "cross: name the target: arm64 or windows ('${1:-}' given)" >&2
         usage
       fi
-      shift
       ;;
     -h | --help | help) usage ;;
     *) say "unknown command '$cmd'" >&2; usage ;;
@@ -522,7 +680,13 @@ main() {
   # A signal must reach finish() as a failure, not as the last command's status.
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  if [[ $cmd == cross && $1 == windows ]]; then
+    shift
+    cross_windows "$@"
+    return
+  fi
   if [[ $cmd == cross ]]; then
+    shift
     local t0
     t0=$(date +%s)
     add_arm64_architecture
