@@ -22,6 +22,15 @@
 #                               through qemu-aarch64, the CPU backend's conformance on its NEON
 #                               kernels and the Vulkan tests on arm64 lavapipe (ARGS go to ctest
 #                               instead); prints the counts, the times and what it excluded
+#   tools/dev.sh cross windows [ARGS]  cross-compile for Windows x86-64 into build-windows/ with
+#                               Debian's MinGW-w64 (posix threads; cmake/toolchains/
+#                               x86_64-w64-mingw32.cmake), its libraries built from their pinned
+#                               Debian 12 source packages into build-windows/prefix (once), then
+#                               ctest under Wine (wine64, its prefix in build-windows/wine) the
+#                               CPU backend's conformance on each x86 kernel set and the kernel
+#                               cache's tests (ARGS go to ctest instead); prints the counts, the
+#                               times and what it excluded or did not build. No OpenGL, Vulkan or
+#                               CUDA backend in this build (docs/platforms.md says why)
 #
 # Environment: VGPU_JOBS (build parallelism, default 2).
 #
@@ -135,7 +144,20 @@ WIN_CPU_TESTS='^conformance\.cpu(\..*)?$'
 WIN_CACHE_TESTS='^(l1_cache|l2_store|l2_payload|cache_bundle|kernel_db|persistent_lru|locking)\.'
 # Tests of those that cannot work under Wine, as pairs (a ctest -E regex, then why), as
 # CROSS_EXCLUDED; each excluded test is printed with the reason.
-WIN_EXCLUDED=()
+WIN_EXCLUDED=(
+  '^l2_store\.(entries round trip through another process|an unusable VGPU_CACHE_DIR gives one warning per process|vgpu-probe cache stats, verify and clear)'
+  'starts vgpu-l2-writer or vgpu-probe through a /bin/sh command line (VAR=value prefixes, single quotes, redirections); on Windows std::system and _popen run cmd.exe, and the test support has no Windows process launcher yet'
+  '^l2_store\.eight processes writing one key at once'
+  'its writers are fork()ed children (POSIX only); on Windows the test fails at once saying so (not ported yet)'
+  '^cache_bundle\.bundle: (export never replaces what is not a regular file|exporting a directory vgpu does not use)'
+  'plants a symlink: MinGW-w64 libstdc++ has no std::filesystem::create_symlink (ENOSYS), and Wine 8 CreateSymbolicLinkW reports success but creates nothing'
+  '^cache_bundle\.round_trip$'
+  'a Python script that starts vgpu-bundle-warm.exe and vgpu-probe.exe itself; only the commands ctest runs go through Wine (the host has no binfmt_misc entry for Windows programs)'
+)
+# Test sources the Windows build leaves out (tests/CMakeLists.txt), printed on every run.
+WIN_NOT_BUILT=(
+  'tests/cache/l2_untrusted_dir_test.cpp (7 cases: FIFOs, sockets, device nodes and symlinks planted in the cache, checked in a forked child; POSIX only, the Windows counterparts (reparse points) are not written, and Wine 8 cannot create a reparse point)'
+)
 START_NS=$(date +%s%N)
 TEMP_DIRS=()
 
@@ -144,7 +166,7 @@ say() { printf 'dev.sh: %s\n' "$*"; }
 
 # Prints usage on stderr and exits 2.
 usage() {
-  sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -393,37 +415,47 @@ run_cross_tests() {
     run_cross_ctest tests "$@"
     return
   fi
-  check_cross_cpu_isa
-  local rc=0 excluded=() i name
+  check_cpu_kernels neon qemu-aarch64 -L / "${CROSS_DIR}/bin/vgpu-probe"
+  local rc=0
   run_cross_ctest cpu-conformance -R "${CROSS_CPU_TESTS}" || rc=1
-  for ((i = 0; i < ${#CROSS_EXCLUDED[@]}; i += 2)); do
-    excluded+=("${CROSS_EXCLUDED[i]}")
-    # The tests the pattern takes out of the Vulkan set, by name, each with the reason.
-    while IFS= read -r name; do
-      say "excluded under qemu: ${name} (${CROSS_EXCLUDED[i + 1]})"
-    done < <(ctest --test-dir "${CROSS_DIR}" -N -R "${CROSS_VULKAN_TESTS}" |
-      sed -n 's/^ *Test *#[0-9]*: //p' | grep -E "${CROSS_EXCLUDED[i]}")
-  done
-  local exclude_args=()
-  if ((${#excluded[@]})); then
-    exclude_args=(-E "$(IFS='|'; echo "${excluded[*]}")")
-  fi
-  run_cross_ctest vulkan -R "${CROSS_VULKAN_TESTS}" "${exclude_args[@]}" || rc=1
+  exclusions qemu "${CROSS_VULKAN_TESTS}" "${CROSS_EXCLUDED[@]}"
+  run_cross_ctest vulkan -R "${CROSS_VULKAN_TESTS}" "${EXCLUDE_ARGS[@]}" || rc=1
   return $rc
 }
 
-# Prints the CPU backend's kernel set as the arm64 vgpu-probe reports it (run through
-# qemu-aarch64 as the toolchain file's emulator runs programs), and fails unless it is NEON:
-# fallback/cpu must have built its native kernels and chosen them.
-check_cross_cpu_isa() {
-  local driver
-  driver=$(qemu-aarch64 -L / "${CROSS_DIR}/bin/vgpu-probe" --json --no-self-test 2>/dev/null |
-    grep -o '"vgpu-cpu [^"]*"' | head -n 1 || true)
-  if [[ $driver != *neon* ]]; then
-    say "the arm64 CPU backend does not report NEON kernels (vgpu-probe: ${driver:-no CPU device})" >&2
+# Prints each test of ${CROSS_DIR} that the selection regex $2 takes and one of the exclusion
+# pairs (a ctest -E regex, then why) takes out again, as "excluded under $1: <test> (<why>)",
+# and leaves the ctest arguments that exclude them all in EXCLUDE_ARGS (empty when none).
+exclusions() {
+  local where=$1 selection=$2 excluded=() i name
+  shift 2
+  local pairs=("$@")
+  for ((i = 0; i < ${#pairs[@]}; i += 2)); do
+    excluded+=("${pairs[i]}")
+    while IFS= read -r name; do
+      say "excluded under ${where}: ${name} (${pairs[i + 1]})"
+    done < <(ctest --test-dir "${CROSS_DIR}" -N -R "${selection}" |
+      sed -n 's/^ *Test *#[0-9]*: //p' | grep -E "${pairs[i]}" || true)
+  done
+  EXCLUDE_ARGS=()
+  if ((${#excluded[@]})); then
+    EXCLUDE_ARGS=(-E "$(IFS='|'; echo "${excluded[*]}")")
+  fi
+}
+
+# Prints the CPU backend's kernel set as the cross-built vgpu-probe reports it, run by the
+# command given after $1 (the emulator, as the toolchain file runs programs, then the probe),
+# and fails unless the set matches the extended regex $1: fallback/cpu must have built its
+# native kernels and chosen them.
+check_cpu_kernels() {
+  local want=$1 driver
+  shift
+  driver=$("$@" --json --no-self-test 2>/dev/null | grep -o '"vgpu-cpu [^"]*"' | head -n 1 || true)
+  if ! grep -Eq "vgpu-cpu (${want})\b" <<<"$driver"; then
+    say "the cross-built CPU backend does not report ${want} kernels (vgpu-probe: ${driver:-no CPU device}). Fix: check fallback/cpu/CMakeLists.txt's kernel sets for this target" >&2
     exit 1
   fi
-  say "the arm64 CPU backend runs ${driver//\"/}"
+  say "the cross-built CPU backend runs ${driver//\"/}"
 }
 
 # Builds each WIN_SOURCES package that build-windows/prefix lacks at its pinned version: fetches
@@ -508,17 +540,44 @@ build_windows_source() {
 # Configures ${WIN_DIR}/ with the Windows toolchain file and the prefix, and builds WIN_TARGETS.
 # Off: OpenGL (its Windows context, WGL, is not written yet), Vulkan (its shader layer needs
 # MinGW builds of shaderc, glslang, SPIRV-Tools and SPIRV-Cross, not built here), CUDA (no
-# toolkit headers in the prefix), the Python module, MPI and the benchmarks.
+# toolkit headers in the prefix), the Python module, MPI and the benchmarks. Release at -O2 (as
+# RelWithDebInfo's code) without debug information: in a PE program it cannot be split off
+# (VGPU_SPLIT_DWARF is ELF only), and MinGW's ld then took minutes per ~100 MB test program.
 build_windows() {
   local prefix=$PWD/${WIN_DIR}/prefix
   say "configuring ${WIN_DIR}/ for x86_64-w64-mingw32"
-  cmake -S . -B "${WIN_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  cmake -S . -B "${WIN_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
     -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/x86_64-w64-mingw32.cmake" -DVGPU_WINDOWS_PREFIX="$prefix" \
     -DVGPU_WINDOWS_WINEPREFIX="$PWD/${WIN_DIR}/wine" -Dxsimd_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/xsimd" \
     -DVGPU_WITH_OPENGL=OFF -DVGPU_WITH_VULKAN=OFF -DVGPU_WITH_CUDA=OFF -DVGPU_WITH_PYTHON=OFF -DVGPU_WITH_MPI=OFF \
     -DVGPU_BUILD_BENCH=OFF -DVGPU_CUDA_FATBIN=OFF
   say "building ${WIN_TARGETS[*]} with ${VGPU_JOBS:-2} jobs"
   cmake --build "${WIN_DIR}" -j"${VGPU_JOBS:-2}" --target "${WIN_TARGETS[@]}"
+}
+
+# Runs the Windows build's tests under Wine (the toolchain file's emulator): ARGS as given, else
+# the CPU conformance (WIN_CPU_TESTS) and then the cache tests (WIN_CACHE_TESTS), each set
+# without WIN_EXCLUDED, each exclusion printed with its reason. Wine's prefix is made first,
+# so that its one-time setup is not timed as a test.
+run_windows_tests() {
+  CROSS_DIR=${WIN_DIR}
+  use_test_caches
+  local t0
+  t0=$(date +%s)
+  sh "${WIN_DIR}/wine-run.sh" wineboot --init >/dev/null 2>&1 || true
+  say "Wine prefix ${WIN_DIR}/wine ready in $(($(date +%s) - t0))s"
+  if (($#)); then
+    run_cross_ctest tests "$@"
+    return
+  fi
+  check_cpu_kernels 'sse2|avx2|avx512' sh "${WIN_DIR}/wine-run.sh" "${WIN_DIR}/bin/vgpu-probe.exe"
+  local rc=0
+  exclusions Wine "${WIN_CPU_TESTS}" "${WIN_EXCLUDED[@]}"
+  run_cross_ctest cpu-conformance -R "${WIN_CPU_TESTS}" "${EXCLUDE_ARGS[@]}" || rc=1
+  exclusions Wine "${WIN_CACHE_TESTS}" "${WIN_EXCLUDED[@]}"
+  run_cross_ctest cache -R "${WIN_CACHE_TESTS}" "${EXCLUDE_ARGS[@]}" || rc=1
+  return $rc
 }
 
 # tools/dev.sh cross windows: the host's packages, the prefix, the build, then the tests.
@@ -531,6 +590,9 @@ cross_windows() {
   t0=$(date +%s)
   build_windows
   say "configured and built in $(($(date +%s) - t0))s"
+  local not_built
+  for not_built in "${WIN_NOT_BUILT[@]}"; do say "not built for Windows: ${not_built}"; done
+  run_windows_tests "$@"
 }
 
 # Runs the probe and the demo.
