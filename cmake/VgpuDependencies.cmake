@@ -23,10 +23,22 @@ add_library(vgpu_xxhash INTERFACE)
 target_link_libraries(vgpu_xxhash INTERFACE PkgConfig::XXHASH)
 # cpuinfo: the platform layer's CPU features (with the OS's register support), caches and name
 # on every OS and architecture. Through its .pc file, which Debian installs per architecture
-# (its CMake config is not multiarch), so a cross build finds the target's.
-pkg_check_modules(CPUINFO REQUIRED IMPORTED_TARGET libcpuinfo)
+# (its CMake config is not multiarch), so a cross build finds the target's. Optional on Windows
+# x86-64 only: without it the platform layer reads the same facts itself (CPUID, XGETBV,
+# GetLogicalProcessorInformationEx: core/base/src/platform/windows/cpu_info_windows.cpp).
 add_library(vgpu_cpuinfo INTERFACE)
-target_link_libraries(vgpu_cpuinfo INTERFACE PkgConfig::CPUINFO)
+if(WIN32)
+  pkg_check_modules(CPUINFO IMPORTED_TARGET libcpuinfo)
+else()
+  pkg_check_modules(CPUINFO REQUIRED IMPORTED_TARGET libcpuinfo)
+endif()
+if(CPUINFO_FOUND)
+  set(VGPU_HAVE_CPUINFO ON)
+  target_link_libraries(vgpu_cpuinfo INTERFACE PkgConfig::CPUINFO)
+else()
+  set(VGPU_HAVE_CPUINFO OFF)
+  message(STATUS "vgpu: no cpuinfo (libcpuinfo.pc): the Windows platform layer reads CPUID itself")
+endif()
 
 # nlohmann-json is the library's own (selection store, L2 metadata); CLI11 only vgpu-probe's.
 find_package(nlohmann_json 3 REQUIRED)

@@ -42,6 +42,14 @@ target_compile_options(vgpu_warnings INTERFACE -Wall -Wextra -Wpedantic)
 # 58 MB -> 23 MB, an object with its .dwo less than half (docs/architecture.md, Build weight).
 option(VGPU_SPLIT_DWARF "Keep debug information in .dwo files beside the objects (-gsplit-dwarf)" ON)
 option(VGPU_COMPRESS_DEBUG "Compress debug sections in objects and programs (-gz)" ON)
+# Both are for ELF (Linux) only: MinGW's GCC accepts -gsplit-dwarf, but its ld then places the
+# .debug_gnu_pubnames sections below the image base ("section below image base"), and Windows
+# and Wine refuse the program ("Bad EXE format"); PE and Mach-O keep their debug information
+# plain, in the binary.
+if(NOT CMAKE_EXECUTABLE_FORMAT STREQUAL "ELF")
+  set(VGPU_SPLIT_DWARF OFF)
+  set(VGPU_COMPRESS_DEBUG OFF)
+endif()
 if(VGPU_SPLIT_DWARF)
   include(CheckCXXCompilerFlag)
   check_cxx_compiler_flag(-gsplit-dwarf VGPU_HAVE_SPLIT_DWARF)

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/catch_main.cpp — the tests' main(), in the static library vgpu_catch_main; with
+// tests/catch_main.cpp — the tests' Catch session, in the static library vgpu_catch_main; with
 // Catch2 2 also Catch's implementation, compiled once here (it takes ~40 s; each test file
-// then only includes the header; Catch2 3 ships it compiled, as Catch2::Catch2). main is
-// weak, and run_catch_session() is exported, so that vgpu-conformance can link this library
-// and still supply its own main() (which reports unavailable backends as skips before handing
-// over to Catch). Every session watches for Vulkan validation messages
-// (support/validation_watch.hpp) and fails when one was logged.
-#pragma weak main
+// then only includes the header; Catch2 3 ships it compiled, as Catch2::Catch2). The default
+// main() is the library's other member (catch_default_main.cpp), which the linker takes only
+// for a program without its own, so that vgpu-conformance can link this library and still
+// supply its own main() (which reports unavailable backends as skips before handing over to
+// Catch) — on every linker, PE's included, which has no weak definitions to choose by. Every
+// session watches for Vulkan validation messages (support/validation_watch.hpp) and fails
+// when one was logged.
 // Catch2 2: the implementation without its main (Catch2 3 ignores it).
 #define CATCH_CONFIG_RUNNER
 #include "support/catch.hpp"
@@ -19,5 +20,3 @@ int vgpu_test::run_catch_session(int argc, char* argv[]) {
   const int result = Catch::Session().run(argc, argv);
   return vgpu_test::validation_verdict(result);
 }
-
-int main(int argc, char* argv[]) { return vgpu_test::run_catch_session(argc, argv); }

@@ -3,7 +3,9 @@
 // (vgpu/cache/payload_check.hpp): a checksum-valid but damaged SPIR-V entry is marked invalid by
 // DiskStore::list(true) and `vgpu-probe cache verify`, dropped by load() as "invalid"; the
 // VkPipelineCache header, CUDA image (ELF bounds, PTX terminator) and GL binary rules.
+#if !defined(_WIN32)
 #include <sys/wait.h>
+#endif
 
 #include <algorithm>
 #include "support/catch.hpp"

@@ -16,11 +16,12 @@ PLATFORM = "core/base/src/platform/"
 SUFFIXES = {".cpp", ".hpp", ".h", ".cc", ".cu", ".inl"}
 
 HEADERS = re.compile(r'#\s*include\s*<(unistd\.h|fcntl\.h|dlfcn\.h|pwd\.h|pthread\.h|dirent\.h|sys/[\w/]+\.h|'
-                     r'windows\.h|winbase\.h|winuser\.h|wingdi\.h|processthreadsapi\.h|io\.h|direct\.h|bcrypt\.h|shlobj\.h|mach/[\w/]+\.h)>')
+                     r'link\.h|windows\.h|winbase\.h|winuser\.h|wingdi\.h|processthreadsapi\.h|io\.h|direct\.h|bcrypt\.h|'
+                     r'shlobj\.h|mach/[\w/]+\.h)>')
 CALLS = re.compile(r"\b(dlopen|dlsym|dlclose|dlerror|dladdr|LoadLibrary\w*|GetProcAddress|FreeLibrary|"
                    r"getpid|gettid|getuid|getpwuid\w*|sysconf|isatty|openat|mkdirat|unlinkat|renameat|fstatat|"
                    r"fstat|lstat|futimens|fchmod|fchown|fsync|pread|getrandom|arc4random\w*|fdopendir|readdir|"
-                   r"pthread_setname_np|pthread_self|__builtin_cpu_supports|__builtin_cpu_init|"
+                   r"pthread_setname_np|pthread_self|dl_iterate_phdr|__builtin_cpu_supports|__builtin_cpu_init|"
                    r"CreateFile\w*|GetLastError|SetThreadDescription|CreateWindowEx\w*|RegisterClass\w*|ChoosePixelFormat|"
                    r"SetPixelFormat|GetDC|DestroyWindow)\s*\(")
 

@@ -8,8 +8,15 @@
 
 #include "support/catch.hpp"
 #include <stdlib.h>
+#if !defined(_WIN32)
 #include <sys/wait.h>
 #include <unistd.h>
+#else
+#include <process.h>  // _getpid
+// Windows: system() and _pclose() return the program's exit code itself.
+#define WIFEXITED(status) true
+#define WEXITSTATUS(status) (status)
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -18,6 +25,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -45,8 +53,23 @@ struct TempDir {
     // Appended piecewise: GCC 12 misreads the inlined chain of operator+ (a false -Warray-bounds).
     std::string pattern = VGPU_TEST_TMP_ROOT "/";
     pattern.append(prefix).append("XXXXXX");
+#if defined(_WIN32)
+    // No mkdtemp: six random characters, again until create_directory makes a new folder.
+    pattern.resize(pattern.size() - 6);
+    std::random_device random;
+    for (int attempt = 0;; ++attempt) {
+      REQUIRE(attempt < 100);
+      std::string name = pattern;
+      for (int i = 0; i < 6; ++i) name += "abcdefghijklmnopqrstuvwxyz0123456789"[random() % 36];
+      if (std::filesystem::create_directory(name)) {
+        path = name;
+        return;
+      }
+    }
+#else
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     path = pattern;
+#endif
   }
   ~TempDir() {
     std::error_code ec;
@@ -67,7 +90,12 @@ inline DeviceFingerprint fingerprint(const std::string& text) {
 /// Returns what, made unique to this process and moment (a salt, a kernel's version or comment
 /// no other test and no earlier run used).
 inline std::string unique_name(const std::string& what) {
-  return what + "-" + std::to_string(::getpid()) + "-" +
+#if defined(_WIN32)
+  const long pid = ::_getpid();
+#else
+  const long pid = ::getpid();
+#endif
+  return what + "-" + std::to_string(pid) + "-" +
          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
@@ -164,11 +192,19 @@ struct ChildRun {
 /// (-1 when a signal ended it) and its output.
 inline std::pair<int, std::string> run_command(const std::string& command) {
   std::string out;
+#if defined(_WIN32)
+  FILE* pipe = ::_popen(command.c_str(), "r");
+#else
   FILE* pipe = ::popen(command.c_str(), "r");
+#endif
   REQUIRE(pipe != nullptr);
   char buf[4096];
   while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+#if defined(_WIN32)
+  const int status = ::_pclose(pipe);
+#else
   const int status = ::pclose(pipe);
+#endif
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 

@@ -2,12 +2,10 @@
 // core/backend_api/src/exit_order.cpp — re-registering vgpu's first exit handler after the drivers' ones.
 #include "vgpu/backend/exit_order.hpp"
 
-#include <link.h>
-
-#include <cstddef>
-#include <cstdint>
 #include <cstdlib>
 #include <mutex>
+
+#include "vgpu/platform/dynamic_library.hpp"
 
 namespace vgpu {
 namespace {
@@ -23,19 +21,9 @@ ExitOrder& state() {
   return *s;
 }
 
-// How many shared objects the process has loaded so far (glibc's dlpi_adds, which only grows);
-// 0 where the loader does not say.
-unsigned long long loaded_objects() noexcept {
-  unsigned long long adds = 0;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t size, void* out) {
-        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
-          *static_cast<unsigned long long*>(out) = info->dlpi_adds;
-        return 1;  // the count is the same in every entry: the first one is enough
-      },
-      &adds);
-  return adds;
-}
+// How many shared objects the process has loaded so far (only grows); 0 where the loader does
+// not say.
+unsigned long long loaded_objects() noexcept { return platform::loaded_library_count(); }
 
 // Registers s.action after every exit handler registered so far (s.mutex held). Registering
 // fails only once exit() has begun: the handlers registered then still run, newest first.

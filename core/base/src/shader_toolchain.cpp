@@ -13,8 +13,9 @@
 #include "vgpu/platform/dynamic_library.hpp"
 
 // The module's entry point; weak, so it is null unless the program links the module's code in.
-// MSVC has no weak references: there the module is always loaded at run time.
-#if !defined(_MSC_VER)
+// Windows (MSVC, and MinGW's ld too) has no undefined weak references in a linked image: there
+// the module is always loaded at run time.
+#if !defined(_WIN32)
 extern "C" const vgpu::toolchain::ShaderToolchain* vgpu_shader_toolchain_table(std::uint32_t abi_version)
     __attribute__((weak));
 #endif
@@ -33,9 +34,17 @@ struct Loaded {
   std::string problem;  // why not, without the Fix
 };
 
-constexpr const char* kFix =
-    "install libvgpu_shader_toolchain.so of this vgpu build beside libvgpu (cmake --install puts it there), or run "
-    "on a backend that needs no SPIR-V (vgpu-probe lists what is available).";
+// What to do about a missing toolchain.
+std::string fix_text() {
+#if VGPU_HAVE_TOOLCHAIN_MODULE
+  return "install " + platform::shared_library_file_name(kToolchainModuleBase) +
+         " of this vgpu build beside libvgpu (cmake --install puts it there), or run on a backend that needs no "
+         "SPIR-V (vgpu-probe lists what is available).";
+#else
+  return "build vgpu with VGPU_WITH_VULKAN or VGPU_WITH_OPENGL (with shaderc, glslang, SPIRV-Tools and SPIRV-Cross) "
+         "for GLSL kernels, or give the kernel a dialect this build runs (cpu; vgpu-probe lists the backends).";
+#endif
+}
 
 // A table from entry if it is usable, else why not (appended to *tried).
 const ShaderToolchain* checked(Entry entry, const std::string& where, std::string* tried) {
@@ -55,7 +64,14 @@ const ShaderToolchain* checked(Entry entry, const std::string& where, std::strin
 Loaded load() {
   Loaded out;
   std::string tried;
-#if !defined(_MSC_VER)
+#if !VGPU_HAVE_TOOLCHAIN_MODULE
+  out.problem =
+      "the SPIR-V toolchain (GLSL compiler, SPIR-V validator and reflection) is not part of this vgpu build "
+      "(configured without the Vulkan and OpenGL backends, which alone build it): GLSL kernels cannot be "
+      "compiled";
+  return out;
+#endif
+#if !defined(_WIN32)
   if (vgpu_shader_toolchain_table != nullptr) {
     out.table = checked(&vgpu_shader_toolchain_table, "linked into this program", &tried);
     if (out.table) return out;
@@ -124,7 +140,7 @@ const std::string& shader_toolchain_problem() noexcept { return loaded().problem
 
 const ShaderToolchain& require_shader_toolchain() {
   if (const ShaderToolchain* t = shader_toolchain()) return *t;
-  fail(ErrorCategory::unavailable, shader_toolchain_problem() + ".", kFix);
+  fail(ErrorCategory::unavailable, shader_toolchain_problem() + ".", fix_text());
 }
 
 void raise(const ToolchainFailure& failure) { fail(failure.category, failure.problem, failure.fix); }

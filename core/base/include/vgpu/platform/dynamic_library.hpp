@@ -67,4 +67,9 @@ std::string shared_library_file_name(std::string_view base);
 /// or an empty path when the OS will not say.
 std::filesystem::path own_module_folder();
 
+/// Returns how many shared libraries the process has loaded so far, a count that only grows
+/// (glibc's dl_iterate_phdr dlpi_adds), so that a change says "a library was loaded since";
+/// 0 where the loader does not say (Windows, macOS, other C libraries).
+unsigned long long loaded_library_count() noexcept;
+
 }  // namespace vgpu::platform

@@ -2,6 +2,11 @@
 // core/base/src/platform/posix/dynamic_library_posix.cpp — dlopen/dlsym/dladdr and the vendor
 // runtimes' file names on Linux and macOS.
 #include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <link.h>
+#endif
+
+#include <cstddef>
 
 #include "vgpu/platform/dynamic_library.hpp"
 
@@ -87,6 +92,20 @@ std::filesystem::path own_module_folder() {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::weakly_canonical(info.dli_fname, ec);
   return (ec ? std::filesystem::path(info.dli_fname) : p).parent_path();
+}
+
+unsigned long long loaded_library_count() noexcept {
+  unsigned long long adds = 0;
+#if defined(__GLIBC__)
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t size, void* out) {
+        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+          *static_cast<unsigned long long*>(out) = info->dlpi_adds;
+        return 1;  // the count is the same in every entry: the first one is enough
+      },
+      &adds);
+#endif
+  return adds;
 }
 
 }  // namespace vgpu::platform

@@ -93,4 +93,8 @@ std::filesystem::path own_module_folder() {
   }
 }
 
+// The Windows loader keeps no such count (and a DLL's atexit handlers run when that DLL
+// unloads, not in the process's list, so no order needs restoring after a load).
+unsigned long long loaded_library_count() noexcept { return 0; }
+
 }  // namespace vgpu::platform

@@ -96,6 +96,23 @@ std::wstring child(std::intptr_t dir, const std::string& name, int& error) {
   return base + std::filesystem::path(name).wstring();
 }
 
+/// Renames a over b, replacing b. Windows refuses to replace a file that another handle holds
+/// open — ERROR_ACCESS_DENIED even when that handle shares delete access, as the cache's
+/// readers do — until it is closed; a reader holds an entry for one read, so the rename is
+/// tried again for up to ~200 ms before its error is returned. (Windows 10 1709's POSIX-semantics
+/// rename, FileRenameInfoEx, would replace it at once; not used yet.)
+int move_replacing(const std::wstring& a, const std::wstring& b) noexcept {
+  for (int attempt = 0;; ++attempt) {
+    if (::MoveFileExW(a.c_str(), b.c_str(), MOVEFILE_REPLACE_EXISTING)) return 0;
+    const DWORD code = ::GetLastError();
+    if ((code != ERROR_ACCESS_DENIED && code != ERROR_SHARING_VIOLATION) || attempt == 200) {
+      ::SetLastError(code);
+      return last_errno();
+    }
+    ::Sleep(1);
+  }
+}
+
 }  // namespace
 
 std::string error_text(int error) { return std::error_code(error, std::generic_category()).message(); }
@@ -329,7 +346,7 @@ int Directory::rename(const std::string& from, const std::string& to) const noex
     const std::wstring a = child(handle_, from, error);
     const std::wstring b = a.empty() ? std::wstring() : child(handle_, to, error);
     if (b.empty()) return error;
-    return ::MoveFileExW(a.c_str(), b.c_str(), MOVEFILE_REPLACE_EXISTING) ? 0 : last_errno();
+    return move_replacing(a, b);
   } catch (...) {
     return EINVAL;
   }
@@ -381,7 +398,7 @@ File open_file_for_reading(const std::filesystem::path& path, int& error) {
 
 int rename_replacing(const std::filesystem::path& from, const std::filesystem::path& to) noexcept {
   try {
-    return ::MoveFileExW(from.wstring().c_str(), to.wstring().c_str(), MOVEFILE_REPLACE_EXISTING) ? 0 : last_errno();
+    return move_replacing(from.wstring(), to.wstring());
   } catch (...) {
     return EINVAL;
   }
