@@ -85,6 +85,9 @@ CpuFeatures read_features() noexcept {
   f.x86_avx512bw = avx512_state && bit(l7.ebx, 30);
   f.x86_avx512vl = avx512_state && bit(l7.ebx, 31);
   f.x86_avx512bf16 = avx512_state && bit(l7s1.eax, 5);
+  // AMX: the tile configuration and data components in XCR0 (bits 17-18), as cpu_info.cpp reads them.
+  f.x86_amx_tile = ((xcr >> 17) & 3U) == 3U && bit(l7.edx, 24);
+  f.x86_amx_bf16 = f.x86_amx_tile && bit(l7.edx, 22);
   return f;
 }
 
