@@ -13,6 +13,7 @@
 #include <set>
 
 #include "vgpu/backend_list.hpp"
+#include "trim.hpp"
 #include "vgpu/platform/system_info.hpp"
 
 extern char** environ;
@@ -20,16 +21,12 @@ extern char** environ;
 namespace vgpu {
 namespace {
 
+using detail::trim;
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 /// Returns the variable's value, or nothing when unset (an empty value counts as unset).

@@ -3,20 +3,16 @@
 // library (x86: CPUID with XGETBV; ARM: the kernel's hardware capabilities), on every OS.
 #include <cpuinfo.h>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#define VGPU_PLATFORM_X86_64 1
-#if defined(_MSC_VER)
-#include <intrin.h>
-#else
-#include <cpuid.h>
-#endif
-#endif
-
 #include <fstream>
 #include <string>
 #include <string_view>
 
+#include "../trim.hpp"
 #include "vgpu/platform/system_info.hpp"
+#if defined(__x86_64__) || defined(_M_X64)
+#define VGPU_PLATFORM_X86_64 1
+#include "x86_cpuid.hpp"
+#endif
 
 namespace vgpu::platform {
 namespace {
@@ -26,14 +22,6 @@ namespace {
 bool cpuinfo_ready() noexcept {
   static const bool ready = cpuinfo_initialize();
   return ready;
-}
-
-/// Returns s without leading and trailing blanks.
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
 }
 
 /// Reads "model name" and "vendor_id" of the first processor from /proc/cpuinfo (the names
@@ -46,8 +34,8 @@ CpuIdentity read_proc_cpuinfo() {
   for (std::string line; (!have_model || !have_vendor) && std::getline(in, line);) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const std::string key = trim(std::string_view(line).substr(0, colon));
-    const std::string value = trim(std::string_view(line).substr(colon + 1));
+    const std::string key(detail::trim(std::string_view(line).substr(0, colon)));
+    const std::string value(detail::trim(std::string_view(line).substr(colon + 1)));
     if (value.empty()) continue;
     if (key == "model name" && !have_model) {
       id.model = value;
@@ -98,32 +86,6 @@ CpuIdentity read_identity() {
   return id;
 }
 
-#if VGPU_PLATFORM_X86_64
-/// Reads AMX's CPUID bits and XCR0's tile state (cpuinfo 2022 predates AMX): tiles and
-/// bfloat16 dot products are usable only where the OS has enabled both tile components.
-void read_amx(CpuFeatures& f) {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-#if defined(_MSC_VER)
-  int r[4];
-  __cpuid(r, 1);
-  const bool osxsave = (static_cast<unsigned>(r[2]) >> 27) & 1;
-  __cpuidex(r, 7, 0);
-  edx = static_cast<unsigned>(r[3]);
-  const unsigned long long xcr0 = osxsave ? _xgetbv(0) : 0;
-#else
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return;
-  const bool osxsave = (ecx >> 27) & 1;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return;
-  unsigned lo = 0, hi = 0;
-  if (osxsave) __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));  // no -mxsave needed
-  const unsigned long long xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
-#endif
-  const bool tile_state = ((xcr0 >> 17) & 3) == 3;  // XTILECFG and XTILEDATA
-  f.x86_amx_tile = tile_state && ((edx >> 24) & 1);
-  f.x86_amx_bf16 = f.x86_amx_tile && ((edx >> 22) & 1);
-}
-#endif
-
 CpuFeatures read_features() {
   CpuFeatures f;
   if (!cpuinfo_ready()) return f;
@@ -145,7 +107,7 @@ CpuFeatures read_features() {
   f.x86_avx512bf16 = cpuinfo_has_x86_avx512bf16();
 #endif
 #if VGPU_PLATFORM_X86_64
-  read_amx(f);
+  x86::read_amx(f);
 #endif
 #if CPUINFO_ARCH_ARM || CPUINFO_ARCH_ARM64
   f.arm_neon = cpuinfo_has_arm_neon();

@@ -5,11 +5,6 @@
 // Windows build finds no cpuinfo (cmake/VgpuDependencies.cmake: VGPU_HAVE_CPUINFO); the same
 // facts, read the way cpuinfo reads them on x86.
 #include <windows.h>
-#if defined(_MSC_VER)
-#include <intrin.h>
-#else
-#include <cpuid.h>
-#endif
 
 #include <cstdint>
 #include <cstring>
@@ -17,46 +12,16 @@
 #include <string_view>
 #include <vector>
 
+#include "../../trim.hpp"
+#include "../x86_cpuid.hpp"  // x86 only: a non-x86 Windows build needs cpuinfo (cmake/VgpuDependencies.cmake)
 #include "vgpu/platform/system_info.hpp"
-
-#if !defined(__x86_64__) && !defined(_M_X64) && !defined(__i386__) && !defined(_M_IX86)
-#error \
-    "cpu_info_windows.cpp reads CPUID: x86 only. Fix: build cpuinfo for this target (cmake/VgpuDependencies.cmake finds it)"
-#endif
 
 namespace vgpu::platform {
 namespace {
 
-struct CpuidRegs {
-  std::uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
-};
-
-/// CPUID leaf `leaf`, sub-leaf `sub`.
-CpuidRegs cpuid(std::uint32_t leaf, std::uint32_t sub = 0) noexcept {
-  CpuidRegs r;
-#if defined(_MSC_VER)
-  int regs[4] = {};
-  __cpuidex(regs, static_cast<int>(leaf), static_cast<int>(sub));
-  r = {static_cast<std::uint32_t>(regs[0]), static_cast<std::uint32_t>(regs[1]), static_cast<std::uint32_t>(regs[2]),
-       static_cast<std::uint32_t>(regs[3])};
-#else
-  __cpuid_count(leaf, sub, r.eax, r.ebx, r.ecx, r.edx);
-#endif
-  return r;
-}
-
-/// XCR0: which register states the OS saves on a context switch (call only when OSXSAVE is set).
-std::uint64_t xcr0() noexcept {
-#if defined(_MSC_VER)
-  return _xgetbv(0);
-#else
-  std::uint32_t lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (static_cast<std::uint64_t>(hi) << 32) | lo;
-#endif
-}
-
-constexpr bool bit(std::uint32_t v, int n) noexcept { return ((v >> n) & 1U) != 0; }
+using x86::bit;
+using x86::cpuid;
+using x86::CpuidRegs;
 
 CpuFeatures read_features() noexcept {
   CpuFeatures f;
@@ -67,7 +32,7 @@ CpuFeatures read_features() noexcept {
   const CpuidRegs l7s1 = max_leaf >= 7 && l7.eax >= 1 ? cpuid(7, 1) : CpuidRegs{};
   // x86-64 Windows always saves the SSE registers; AVX needs XMM+YMM state (XCR0 bits 1-2),
   // AVX-512 also opmask and ZMM state (bits 5-7), as cpuinfo checks them.
-  const std::uint64_t xcr = bit(l1.ecx, 27) ? xcr0() : 0;  // OSXSAVE
+  const std::uint64_t xcr = x86::xcr0();
   const bool avx_state = (xcr & 0x6U) == 0x6U;
   const bool avx512_state = (xcr & 0xE6U) == 0xE6U;
   f.x86_sse2 = bit(l1.edx, 26);
@@ -85,18 +50,8 @@ CpuFeatures read_features() noexcept {
   f.x86_avx512bw = avx512_state && bit(l7.ebx, 30);
   f.x86_avx512vl = avx512_state && bit(l7.ebx, 31);
   f.x86_avx512bf16 = avx512_state && bit(l7s1.eax, 5);
-  // AMX: the tile configuration and data components in XCR0 (bits 17-18), as cpu_info.cpp reads them.
-  f.x86_amx_tile = ((xcr >> 17) & 3U) == 3U && bit(l7.edx, 24);
-  f.x86_amx_bf16 = f.x86_amx_tile && bit(l7.edx, 22);
+  x86::read_amx(f);
   return f;
-}
-
-/// Returns s without leading and trailing blanks.
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(' ');
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(' ');
-  return std::string(s.substr(b, e - b + 1));
 }
 
 CpuIdentity read_identity() {
@@ -114,7 +69,7 @@ CpuIdentity read_identity() {
       const CpuidRegs r = cpuid(0x80000002U + i);
       std::memcpy(brand + 16 * i, &r, 16);
     }
-    if (std::string model = trim(brand); !model.empty()) id.model = std::move(model);
+    if (std::string model(detail::trim(brand)); !model.empty()) id.model = std::move(model);
   }
   return id;
 }
