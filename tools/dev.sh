@@ -415,7 +415,7 @@ run_cross_tests() {
     run_cross_ctest tests "$@"
     return
   fi
-  check_cpu_kernels neon qemu-aarch64 -L / "${CROSS_DIR}/bin/vgpu-probe"
+  check_cpu_kernels 'arm64\+neon' qemu-aarch64 -L / "${CROSS_DIR}/bin/vgpu-probe"
   local rc=0
   run_cross_ctest cpu-conformance -R "${CROSS_CPU_TESTS}" || rc=1
   exclusions qemu "${CROSS_VULKAN_TESTS}" "${CROSS_EXCLUDED[@]}"
