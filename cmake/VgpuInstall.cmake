@@ -54,7 +54,7 @@ foreach(kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 set(VGPU_PC_LIBS_PRIVATE "")
-if(NOT BUILD_SHARED_LIBS)
+if(NOT VGPU_LIBRARY_SHARED)
   # What the layers link (TBB, xxhash, cpuinfo, dlopen, threads); the SPIR-V toolchain is a run-time
   # module (libvgpu_shader_toolchain.so), never linked.
   set(vgpu_pc_private "")

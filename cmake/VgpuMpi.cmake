@@ -1,8 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # VGPU_WITH_MPI (AUTO, ON, OFF): the optional MPI layer, libvgpu_mpi (mpi/, vgpu::vgpu_mpi).
 # AUTO builds it where find_package(MPI) finds the C bindings (Debian: libopenmpi-dev); ON
-# requires them; OFF never looks. libvgpu itself never links MPI.
-set(VGPU_WITH_MPI "AUTO" CACHE STRING "Build the MPI layer libvgpu_mpi (ON, OFF, AUTO)")
+# requires them; OFF never looks (the default inside another project). libvgpu itself never
+# links MPI.
+if(VGPU_IS_TOP_LEVEL)
+  set(VGPU_WITH_MPI "AUTO" CACHE STRING "Build the MPI layer libvgpu_mpi (ON, OFF, AUTO)")
+else()
+  set(VGPU_WITH_MPI "OFF" CACHE STRING "Build the MPI layer libvgpu_mpi (ON, OFF, AUTO)")
+endif()
 set_property(CACHE VGPU_WITH_MPI PROPERTY STRINGS AUTO ON OFF)
 set(VGPU_MPI_ENABLED OFF)
 if(NOT VGPU_WITH_MPI MATCHES "^(AUTO|ON|OFF)$")

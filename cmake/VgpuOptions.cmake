@@ -16,14 +16,31 @@ vgpu_backend_option(vulkan Vulkan)
 vgpu_backend_option(cuda CUDA)
 set(VGPU_SANITIZE "" CACHE STRING
     "Sanitizers to build with: a comma or semicolon list of address, undefined, leak, thread (empty: none)")
-option(BUILD_SHARED_LIBS "Build libvgpu as a shared library" ON)
+# libvgpu (and libvgpu_mpi) shared or static: VGPU_BUILD_SHARED where given, else
+# BUILD_SHARED_LIBS where the builder or a parent project set it, else shared. No
+# BUILD_SHARED_LIBS option is defined here: a parent project's own libraries keep their default.
+if(DEFINED VGPU_BUILD_SHARED)
+  set(VGPU_LIBRARY_SHARED ${VGPU_BUILD_SHARED})
+elseif(DEFINED BUILD_SHARED_LIBS)
+  set(VGPU_LIBRARY_SHARED ${BUILD_SHARED_LIBS})
+else()
+  set(VGPU_LIBRARY_SHARED ON)
+endif()
+if(VGPU_LIBRARY_SHARED)
+  set(VGPU_LIBRARY_TYPE SHARED)
+else()
+  set(VGPU_LIBRARY_TYPE STATIC)
+endif()
 
 # What is built beside the library: with all three OFF only libvgpu (and the Python module, see
 # VGPU_WITH_PYTHON) is built, so a packager needs only the library's own dependencies (CLI11 is
-# a tools-only one; BUILD_TESTING=OFF still turns the tests off too).
-option(VGPU_BUILD_TOOLS "Build vgpu-probe, vgpu-demo and vgpu-example (tools/; needs CLI11)" ON)
-option(VGPU_BUILD_TESTS "Build the tests in tests/ (needs Catch2 and the tools)" ON)
-option(VGPU_BUILD_BENCH "Build the benchmarks in bench/" ON)
+# a tools-only one; BUILD_TESTING=OFF still turns the tests off too). Each is ON when vgpu is
+# the top-level project and OFF inside another one (VGPU_IS_TOP_LEVEL), as are the install rules.
+option(VGPU_BUILD_TOOLS "Build vgpu-probe, vgpu-demo and vgpu-example (tools/; needs CLI11)" ${VGPU_IS_TOP_LEVEL})
+option(VGPU_BUILD_TESTS "Build the tests in tests/ (needs Catch2 and the tools)" ${VGPU_IS_TOP_LEVEL})
+option(VGPU_BUILD_BENCH "Build the benchmarks in bench/" ${VGPU_IS_TOP_LEVEL})
+option(VGPU_INSTALL "Add vgpu's install rules (library, headers, CMake package, tools, Python module)"
+       ${VGPU_IS_TOP_LEVEL})
 if(VGPU_BUILD_TESTS AND (NOT DEFINED BUILD_TESTING OR BUILD_TESTING) AND NOT VGPU_BUILD_TOOLS)
   # The tests drive vgpu-probe (its JSON, exit codes and cache subcommands).
   message(FATAL_ERROR "vgpu: VGPU_BUILD_TESTS=ON needs VGPU_BUILD_TOOLS=ON (the tests run vgpu-probe). "
@@ -89,4 +106,9 @@ if(VGPU_SANITIZE)
   add_link_options(-fsanitize=${_vgpu_sanitize_flag})
 endif()
 # The Python module (python/): AUTO builds it where Python 3 (with its headers) and pybind11 exist.
-set(VGPU_WITH_PYTHON "AUTO" CACHE STRING "Build the vgpu Python module (ON, OFF, AUTO)")
+# Inside another project it is OFF unless asked for.
+if(VGPU_IS_TOP_LEVEL)
+  set(VGPU_WITH_PYTHON "AUTO" CACHE STRING "Build the vgpu Python module (ON, OFF, AUTO)")
+else()
+  set(VGPU_WITH_PYTHON "OFF" CACHE STRING "Build the vgpu Python module (ON, OFF, AUTO)")
+endif()

@@ -21,6 +21,14 @@
 #     installs it into WORK_DIR/prefix and builds and runs the same consumer against that static
 #     package (its config must find every link dependency), and a pkg-config --static one (the
 #     pkgconfig mode on WORK_DIR). WORK_DIR is kept between runs, so a rerun is incremental.
+#   packaging_test.sh subproject CMAKE SOURCE_DIR WORK_DIR [CMAKE_ARGS...]
+#     configures tests/packaging/parent, which takes vgpu in with FetchContent (pointed at
+#     SOURCE_DIR: nothing downloaded), in WORK_DIR/parent and checks that vgpu left the parent
+#     alone: no build type set, no BUILD_SHARED_LIBS or BUILD_TESTING in its cache (its own
+#     library stays static), only the library configured (no tools, tests, benchmarks, Python
+#     module or MPI layer), vgpu's outputs in vgpu's own binary folder, no vgpu install rules;
+#     then builds and runs the parent's application and installs the parent (only its files).
+#     Then that each of VGPU_BUILD_TOOLS, VGPU_WITH_PYTHON and VGPU_INSTALL switches its part on.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -193,8 +201,71 @@ library_only)
   # And the same static install through pkg-config --static (its Libs.private).
   bash "$0" pkgconfig "$cmake" "$work" "$compiler"
   ;;
+subproject)
+  cmake=$2 src=$3 work=$4
+  shift 4
+  parent=$work/parent
+  build=$parent/build
+  rm -rf "$parent"
+  mkdir -p "$parent"
+  # expect FACT VALUE: parent-facts.txt's line FACT=VALUE, else a failure saying what leaked.
+  expect() {
+    local got
+    got=$(sed -n "s/^$1=//p" "$build/parent-facts.txt")
+    if [[ "$got" != "$2" ]]; then
+      echo "FAIL: after FetchContent_MakeAvailable(vgpu) the parent's $1 is '$got', expected '$2'"; exit 1
+    fi
+  }
+  "$cmake" --no-warn-unused-cli -S "$here/packaging/parent" -B "$build" -G Ninja -DFETCHCONTENT_SOURCE_DIR_VGPU="$src" \
+    -DFETCHCONTENT_FULLY_DISCONNECTED=ON "$@" >"$parent/configure.log" 2>&1 ||
+    { cat "$parent/configure.log"; echo "FAIL: the parent project did not configure with vgpu as a subproject"; exit 1; }
+  expect parent_lib_type STATIC_LIBRARY
+  expect build_type ""
+  expect cache_BUILD_SHARED_LIBS "<not in the cache>"
+  expect cache_BUILD_TESTING "<not in the cache>"
+  expect cache_VGPU_BUILD_TOOLS OFF
+  expect cache_VGPU_INSTALL OFF
+  expect targets vgpu
+  expect vgpu_output_dir "$build/_deps/vgpu-build/lib|$build/_deps/vgpu-build/lib"
+  expect parent_runtime_output_dir ""
+  for dir in tools tests bench python mpi; do
+    if [[ -e "$build/_deps/vgpu-build/$dir" ]]; then
+      echo "FAIL: vgpu as a subproject configured its $dir/ ($build/_deps/vgpu-build/$dir exists)"; exit 1
+    fi
+  done
+  echo "the parent's settings are its own; vgpu configured its library alone"
+  "$cmake" --build "$build" -j"${VGPU_JOBS:-2}" >"$parent/build.log" 2>&1 ||
+    { tail -n 40 "$parent/build.log"; echo "FAIL: the parent project did not build"; exit 1; }
+  "$build/parent_app" || { echo "FAIL: the parent's application failed"; exit 1; }
+  if [[ -e "$build/lib" || -e "$build/bin" ]]; then
+    echo "FAIL: vgpu put outputs in the parent's binary folder: $(ls -d "$build/lib" "$build/bin" 2>/dev/null)"; exit 1
+  fi
+  [[ -n "$(find "$build/_deps/vgpu-build/lib" -maxdepth 1 -name 'libvgpu.*')" ]] ||
+    { echo "FAIL: no libvgpu in vgpu's own binary folder $build/_deps/vgpu-build/lib"; exit 1; }
+  "$cmake" --install "$build" --prefix "$parent/prefix" >"$parent/install.log" 2>&1 ||
+    { cat "$parent/install.log"; echo "FAIL: the parent project did not install"; exit 1; }
+  installed=$(cd "$parent/prefix" && find . -type f | sort)
+  if grep -q vgpu <<<"$installed"; then
+    echo "FAIL: installing the parent installed vgpu's files (VGPU_INSTALL is off by default inside another project):"
+    grep vgpu <<<"$installed"; exit 1
+  fi
+  echo "the parent built, ran and installed only its own files: $(tr '\n' ' ' <<<"$installed")"
+  # Each part can be switched on: configure again with the switches, nothing built.
+  "$cmake" --no-warn-unused-cli -S "$here/packaging/parent" -B "$build" -DVGPU_BUILD_TOOLS=ON -DVGPU_INSTALL=ON \
+    -DVGPU_WITH_PYTHON=AUTO >"$parent/configure-on.log" 2>&1 ||
+    { cat "$parent/configure-on.log"; echo "FAIL: the parent did not configure with vgpu's tools, Python module and install rules on"; exit 1; }
+  expect cache_VGPU_BUILD_TOOLS ON
+  expect cache_VGPU_INSTALL ON
+  got=$(sed -n 's/^targets=//p' "$build/parent-facts.txt")
+  for want in vgpu-probe vgpu_python; do
+    [[ ";$got;" == *";$want;"* ]] || { echo "FAIL: with its switch on, vgpu as a subproject has no $want target (targets: $got)"; exit 1; }
+  done
+  grep -q 'vgpu/vgpuTargets.cmake\|cmake/vgpu' "$build/_deps/vgpu-build/cmake_install.cmake" ||
+    { echo "FAIL: VGPU_INSTALL=ON added no install rules for vgpu's CMake package"; exit 1; }
+  echo "VGPU_BUILD_TOOLS, VGPU_WITH_PYTHON and VGPU_INSTALL each switch their part on"
+  ;;
 *)
-  echo "usage: packaging_test.sh pkgconfig|consumer|library_only ... (got '$mode'). Fix: see the comment at its top."
+  echo "usage: packaging_test.sh pkgconfig|consumer|library_only|subproject ... (got '$mode'). Fix: see the comment at its top."
   exit 2
   ;;
 esac
