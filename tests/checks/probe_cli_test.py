@@ -5,7 +5,7 @@
     probe_cli_test.py <check> <path-to-vgpu-probe>
 
 check is one of inventory_json, feature_checks, select_json, bench_json, errors, exit_codes, json_anywhere,
-vulkaninfo, cache_untrusted, cache_export, cache_import_errors. Each JSON output is parsed and its required fields are checked for
+vulkaninfo, cache_untrusted, cache_export, cache_import_errors, list_devices, read_only, usage_json. Each JSON output is parsed and its required fields are checked for
 presence and type ("schema": 1 first, unknown values null; docs/probe.md); a failed check raises
 (exit 1) with what was wrong and the probe's output. exit_codes runs one case of each code
 `vgpu-probe --help` documents; json_anywhere gives --json before and after each subcommand;
@@ -16,7 +16,10 @@ checks that `vgpu-probe cache` never deletes outside them, never hangs, and says
 cache_export gives `cache export` a FIFO, a symlink, a directory and a character device of its
 own as FILE (each refused and kept), `-` (standard output), an existing file (its mode kept) and a
 file size limit (no temp file left); cache_import_errors imports bundles whose manifest has a
-field of the wrong JSON type, or of a newer version (exit 2, never 4).
+field of the wrong JSON type, or of a newer version (exit 2, never 4). list_devices checks `list`
+(text, JSON, --device filters, a bad id) and the plain run's --device; read_only that the plain
+run and `list` write nothing to the kernel cache; usage_json the error document of usage errors
+under --json and -V.
 """
 import ctypes
 import ctypes.util
@@ -761,8 +764,90 @@ def cache_import_errors(probe):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def list_devices(probe):
+    """`list`: one line per device matching the inventory's ids in order, `--json` the same devices,
+    `--device` filters (repeated or a comma list) and an unknown id is a usage error."""
+    inventory = json.loads(run(probe, "--no-self-test", "--json")[0])
+    ids = [d["id"] for d in inventory["devices"]]
+    out, _ = run(probe, "list")
+    lines = out.splitlines()
+    if [line.split(": ", 1)[0] for line in lines] != ids:
+        raise AssertionError(f"list printed\n{out}\nexpected one line per device in the inventory's order {ids}")
+    for line, dev in zip(lines, inventory["devices"]):
+        if dev["name"] not in line or f"({dev['type']}" not in line:
+            raise AssertionError(f"list line '{line}' lacks the name or type of {dev}")
+    doc = json.loads(run(probe, "list", "--json")[0])
+    require_schema(doc, "list --json")
+    for d in doc["devices"]:
+        require(d, {"id": str, "name": str, "type": str, "backend": str, "api_version": str, "driver_version": str,
+                    "device_uuid": OPT_STR}, "list device")
+    if [d["id"] for d in doc["devices"]] != ids:
+        raise AssertionError(f"list --json ids {[d['id'] for d in doc['devices']]}, expected {ids}")
+    last = ids[-1]
+    out, _ = run(probe, "list", "--device", last)
+    if out.splitlines() != [lines[-1]]:
+        raise AssertionError(f"list --device {last} printed\n{out}")
+    if len(ids) >= 2:
+        out, _ = run(probe, "list", "--device", f"{ids[-1]},{ids[0]}")
+        if out.splitlines() != [lines[0], lines[-1]]:
+            raise AssertionError(f"list --device {ids[-1]},{ids[0]} printed\n{out}")
+    _, err = run(probe, "list", "--device", "cpu:99", expect=2)
+    require_in(err, ["cpu:99", "Fix:", last], "list --device cpu:99")
+    # The plain run takes --device too: only that device is listed and self-tested.
+    doc = json.loads(run(probe, "--json", "--device", last)[0])
+    if [d["id"] for d in doc["devices"]] != [last] or doc["devices"][0]["self_test"] is None:
+        raise AssertionError(f"--device {last} --json: {[d['id'] for d in doc['devices']]}")
+    run(probe, "--device", "nope:0", expect=2)
+
+
+def read_only(probe):
+    """The plain run (self-test included) and `list` leave an empty cache directory untouched."""
+    work = tempfile.mkdtemp(prefix="probe-ro-")
+    try:
+        cache = os.path.join(work, "cache")
+        env = {k: v for k, v in os.environ.items() if k not in ("VGPU_CACHE_DISABLE",)}
+        env["VGPU_CACHE_DIR"] = cache
+        for args in ([], ["--json"], ["list"], ["list", "--json"]):
+            p = subprocess.run([probe, *args], capture_output=True, text=True, timeout=280, env=env)
+            if p.returncode != 0:
+                raise AssertionError(f"vgpu-probe {' '.join(args)} exited {p.returncode}\n{p.stdout}{p.stderr}")
+            if os.path.exists(cache):
+                written = [os.path.join(r, f) for r, _, fs in os.walk(cache) for f in fs]
+                raise AssertionError(f"vgpu-probe {' '.join(args)} wrote the kernel cache: {written or cache}")
+        # The cache is still used where that is the point: select keeps its choice.
+        p = subprocess.run([probe, "select", "matmul", "32"], capture_output=True, text=True, timeout=280, env=env)
+        if p.returncode != 0 or not os.path.isdir(cache):
+            raise AssertionError(f"select matmul 32 kept nothing in {cache} (exit {p.returncode})\n{p.stderr}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def usage_json(probe):
+    """Usage errors print an error document under --json wherever it stands; -V is --version."""
+    for args in (["--bogus", "--json"], ["--json", "select"], ["cache", "stats", "extra", "--json"],
+                 ["list", "--json", "--nope"]):
+        out, err = run(probe, *args, expect=2)
+        try:
+            e = json.loads(out)
+        except json.JSONDecodeError:
+            raise AssertionError(f"vgpu-probe {' '.join(args)}: no JSON error document on stdout:\n{out}") from None
+        require_schema(e, "usage error document")
+        require(e["error"], {"category": str, "message": str, "exit_code": int}, "usage error")
+        if e["error"]["category"] != "usage" or e["error"]["exit_code"] != 2 or not e["error"]["message"]:
+            raise AssertionError(f"vgpu-probe {' '.join(args)}: error document {e}")
+        if not err.strip():
+            raise AssertionError(f"vgpu-probe {' '.join(args)}: the usage error is not on stderr too")
+    out, _ = run(probe, "--bogus", expect=2)
+    if out.strip():
+        raise AssertionError(f"without --json a usage error printed on stdout:\n{out}")
+    short, _ = run(probe, "-V")
+    long, _ = run(probe, "--version")
+    if short != long or not short.startswith("vgpu-probe "):
+        raise AssertionError(f"-V printed {short!r}, --version {long!r}")
+
+
 CHECKS = ("inventory_json", "feature_checks", "select_json", "bench_json", "errors", "exit_codes", "json_anywhere",
-          "vulkaninfo", "cache_untrusted", "cache_export", "cache_import_errors")
+          "vulkaninfo", "cache_untrusted", "cache_export", "cache_import_errors", "list_devices", "read_only", "usage_json")
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in CHECKS:

@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 struct BenchOptions {
   bool json = false, quick = false;
-  std::string device;  // empty: every device
+  std::vector<std::string> devices;  // empty: every device
 };
 
 struct DeviceBench {
@@ -139,15 +139,7 @@ std::string fixed(double v, int digits) {
 
 int run_bench(const BenchOptions& o) {
   Runtime& runtime = Runtime::global();
-  std::vector<DeviceInfo> devices;
-  for (const auto& d : runtime.devices())
-    if (o.device.empty() || d.id() == o.device) devices.push_back(d);
-  if (devices.empty() && !o.device.empty()) {  // a bad --device value: a usage error (exit 2)
-    std::string known;
-    for (const auto& d : runtime.devices()) known += (known.empty() ? "" : ", ") + d.id();
-    fail(ErrorCategory::invalid_argument, "--device '" + o.device + "' names no device found here.",
-         "pass one of " + known + " (as vgpu-probe lists them), or leave --device out to bench every device.");
-  }
+  const std::vector<DeviceInfo> devices = filter_devices(runtime.devices(), o.devices);  // bad id: exit 2
 
   std::vector<DeviceBench> results;
   for (std::size_t i = 0; i < devices.size(); ++i)
@@ -201,7 +193,7 @@ void add_bench_command(CLI::App& app, std::function<int()>& action) {
       "Measure each device: steady round trip, host<->device bandwidth, matmul GFLOP/s at two sizes (exit 1 when a "
       "device fails)");
   cmd->add_flag("--quick", o->quick, "Smaller sizes (4 MiB transfers, matmul 64 and 256) for a run of seconds");
-  cmd->add_option("--device", o->device, "Only this device (backend:index, as vgpu-probe lists them)");
+  add_device_option(*cmd, o->devices, "bench only these");
   cmd->add_flag("--json", o->json, "Print one JSON object on stdout (progress stays on stderr)");
   cmd->callback([&action, &app, o] {
     action = [&app, o] {

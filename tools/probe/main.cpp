@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // tools/probe/main.cpp — vgpu-probe: lists backends and devices and self-tests each device.
-// The default action runs when no subcommand is given; the subcommands (bench, select,
-// cache stats|clear|verify) attach to the same CLI::App in add_subcommands().
+// The default action runs when no subcommand is given; the subcommands (list, bench, select,
+// cache ...) attach to the same CLI::App in add_subcommands(). What writes the kernel cache:
+// only what is for that (cache clear/verify --fix/import, --features' verdicts) or measures
+// what later runs reuse (select, bench); the plain run and list read and write nothing there.
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "bench_command.hpp"
 #include "cache_command.hpp"
+#include "list_command.hpp"
 #include "report.hpp"
 #include "select_command.hpp"
 #include "self_test.hpp"
@@ -43,7 +49,11 @@ std::string footer() {
          "     \"Fix:\" hint\n"
          "  4  any other unexpected error (a bug: please report it)\n"
          "With --json (in any position) every document on stdout starts with \"schema\": 1\n"
-         "(docs/probe.md); on exit 2 (bad value), 3 or 4 stdout holds {\"schema\", \"error\"}.\n"
+         "(docs/probe.md); on exit 2, 3 or 4 stdout holds {\"schema\", \"error\"}.\n"
+         "\n"
+         "The plain run and list neither read nor write the on-disk kernel cache (the self-test\n"
+         "compiles in memory); --features keeps its verdicts there, select its choice, bench the\n"
+         "kernels it compiled, and the cache subcommands change it as they say.\n"
          "\n"
          "Environment: VGPU_BACKEND=" +
          vgpu::backend_name_list(",") +
@@ -60,7 +70,8 @@ struct Options {
   bool json = false;
   bool self_test = true;
   bool features = false;
-  std::function<int()> action;  ///< set when a subcommand was chosen; runs it instead
+  std::vector<std::string> devices;  ///< --device: only these (empty: every device)
+  std::function<int()> action;       ///< set when a subcommand was chosen; runs it instead
 };
 
 /// Prints {"schema","error":{"category","message","exit_code"}} on stdout, so a script reading
@@ -73,18 +84,22 @@ void print_json_error(const std::string& category, const std::string& message, i
 
 /// Registers the bench, select and cache subcommands on app.
 void add_subcommands(CLI::App& app, Options& options) {
+  vgpu::probe::add_list_command(app, options.action);
   vgpu::probe::add_bench_command(app, options.action);
   vgpu::probe::add_select_command(app, options.action);
   vgpu::probe::add_cache_command(app, options.action);
   app.require_subcommand(0, 1);
 }
 
-/// The default action: inventory, then self-tests, as a table or as one JSON object.
+/// The default action: inventory, then self-tests, as a table or as one JSON object. Its own
+/// runtime has the on-disk cache off (the self-test compiles in memory), except with --features,
+/// whose verdicts are kept there for later runs (docs/probe.md).
 int run_probe(const Options& options) {
-  vgpu::Runtime& runtime = vgpu::Runtime::global();
+  vgpu::Runtime runtime(options.features ? vgpu::RuntimeOptions::from_env() : vgpu::probe::read_only_options());
   vgpu::probe::ProbeReport report;
   report.backends = runtime.backends();
-  for (auto& info : runtime.devices()) report.devices.push_back({info, std::nullopt, std::nullopt});
+  for (auto& info : vgpu::probe::filter_devices(runtime.devices(), options.devices))
+    report.devices.push_back({info, std::nullopt, std::nullopt});
 
   if (!options.json) vgpu::probe::print_inventory(std::cout, report);
   if (options.self_test) {
@@ -116,7 +131,7 @@ int run_probe(const Options& options) {
 int main(int argc, char** argv) {
   CLI::App app{"vgpu-probe: list vgpu's backends and devices and self-test each device.", "vgpu-probe"};
   app.footer(footer());
-  app.set_version_flag("--version", "vgpu-probe " + vgpu::probe::version_string());
+  app.set_version_flag("-V,--version", "vgpu-probe " + vgpu::probe::version_string());
   Options options;
   app.add_flag("--json", options.json, "Print one JSON object on stdout (logs go to stderr)");
   bool skip_self_test = false;
@@ -124,13 +139,22 @@ int main(int argc, char** argv) {
   app.add_flag("--features", options.features,
                "Truth-test each device's advertised features (16-bit floats, int8, 16/8-bit storage, subgroup "
                "arithmetic) with a probe kernel; verdicts are kept in the cache (docs/probe.md)");
+  vgpu::probe::add_device_option(app, options.devices, "list and self-test only these");
   add_subcommands(app, options);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version arrive here too, with exit code 0.
-    return app.exit(e) == 0 ? kOk : kUsageError;
+    if (app.exit(e) == 0) return kOk;
+    // Parsing stopped, so the options are not read: --json anywhere on the line asks for the
+    // error as a document too (the text went to stderr above).
+    for (int i = 1; i < argc; ++i)
+      if (std::string_view(argv[i]) == "--json") {
+        print_json_error("usage", e.what(), kUsageError);
+        break;
+      }
+    return kUsageError;
   }
   options.self_test = !skip_self_test;
   options.json = vgpu::probe::json_requested(app);
@@ -141,8 +165,8 @@ int main(int argc, char** argv) {
     // A bad value in a subcommand's argument (SIZE, OP, --device, a FILE that is no usable
     // bundle or no place to export to) is the caller's mistake like a bad flag; the default
     // action takes no values, so there invalid_argument stays a vgpu error.
-    const bool bad_value = options.action && (e.category() == vgpu::ErrorCategory::invalid_argument ||
-                                              dynamic_cast<const vgpu::probe::ArgumentError*>(&e) != nullptr);
+    const bool bad_value = dynamic_cast<const vgpu::probe::ArgumentError*>(&e) != nullptr ||
+                           (options.action && e.category() == vgpu::ErrorCategory::invalid_argument);
     const int code = bad_value ? kUsageError : kVgpuError;
     std::cout << std::flush;
     std::cerr << "vgpu-probe: error (" << vgpu::to_string(e.category()) << "): " << e.what() << "\n";

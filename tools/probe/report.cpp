@@ -21,6 +21,41 @@ std::string json_text(const nlohmann::ordered_json& j) {
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+RuntimeOptions read_only_options() {
+  RuntimeOptions options = RuntimeOptions::from_env();
+  options.cache_enabled = false;
+  return options;
+}
+
+std::vector<DeviceInfo> filter_devices(const std::vector<DeviceInfo>& all, const std::vector<std::string>& ids) {
+  if (ids.empty()) return all;
+  for (const std::string& id : ids) {
+    const bool found = std::any_of(all.begin(), all.end(), [&](const DeviceInfo& d) { return d.id() == id; });
+    if (found) continue;
+    std::string known;
+    for (const DeviceInfo& d : all) known += (known.empty() ? "" : ", ") + d.id();
+    try {
+      fail(ErrorCategory::invalid_argument, "--device '" + id + "' names no device found here.",
+           known.empty() ? "this machine has no usable device (vgpu-probe says why each backend is unavailable)."
+                         : "pass one of " + known + " (as vgpu-probe list prints them), or leave --device out.");
+    } catch (const vgpu::Error& e) {
+      throw ArgumentError(e);
+    }
+  }
+  std::vector<DeviceInfo> out;
+  for (const DeviceInfo& d : all)
+    if (std::find(ids.begin(), ids.end(), d.id()) != ids.end()) out.push_back(d);
+  return out;
+}
+
+void add_device_option(CLI::App& cmd, std::vector<std::string>& ids, const std::string& what) {
+  cmd.add_option("--device", ids,
+                 "Only this device (backend:index as `vgpu-probe list` prints it; repeat or " +
+                     std::string("give a comma list for several): ") + what)
+      ->delimiter(',')
+      ->type_name("ID");
+}
+
 bool json_requested(const CLI::App& root) {
   for (const CLI::App* app = &root; app != nullptr;) {
     const CLI::Option* json = app->get_option_no_throw("--json");

@@ -14,6 +14,7 @@
 #include "vgpu/backend_status.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/error.hpp"
+#include "vgpu/runtime.hpp"
 
 namespace CLI {
 class App;
@@ -36,6 +37,17 @@ class ArgumentError : public vgpu::Error {
   /// Wraps error as a bad argument value.
   explicit ArgumentError(const vgpu::Error& error) : vgpu::Error(error) {}
 };
+
+/// Returns the environment's runtime options with the on-disk kernel cache off: a runtime made
+/// from them reads and writes nothing there (list, and the plain run's self-test).
+RuntimeOptions read_only_options();
+
+/// Returns the devices of all whose id is one of ids, in all's order (all of them when ids is
+/// empty); throws ArgumentError (exit 2) naming an id that matches no device, with the ids there are.
+std::vector<DeviceInfo> filter_devices(const std::vector<DeviceInfo>& all, const std::vector<std::string>& ids);
+
+/// Adds the --device option (repeatable, or a comma list) that filter_devices reads to cmd.
+void add_device_option(CLI::App& cmd, std::vector<std::string>& ids, const std::string& what);
 
 /// Returns true when --json was given to root or to any subcommand chosen under it, so the flag
 /// works in any position (`vgpu-probe --json cache stats` and `vgpu-probe cache stats --json`).
