@@ -50,7 +50,7 @@ PACKAGES=(
   glslc glslang-tools libshaderc-dev spirv-tools spirv-headers libspirv-cross-c-shared-dev spirv-cross
   vulkan-validationlayers
   libtbb-dev libxsimd-dev catch2 libxxhash-dev libcpuinfo-dev nlohmann-json3-dev libcli11-dev
-  libopenblas-dev vulkan-tools mesa-utils
+  libopenblas-dev vulkan-tools mesa-utils help2man
   clang-14 libclang-rt-14-dev clang-format-14
   python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl libdlpack-dev python3-torch
   libopenmpi-dev openmpi-bin python3-mpi4py
