@@ -9,6 +9,8 @@ namespace vgpu::python {
 
 /// Adds vgpu.Error, its per-category subclasses and the C++ → Python error translation.
 void bind_errors(pybind11::module_& m);
+/// Routes vgpu's log to Python's logging (logger "vgpu") and adds set_log_level and log_to_stderr.
+void bind_log(pybind11::module_& m);
 /// Adds devices(), backends(), open(), select(), explain(), counters() and the Device type.
 void bind_devices(pybind11::module_& m);
 /// Adds vgpu.Array, asarray, empty, zeros, from_dlpack, matmul and the other ops on arrays.
