@@ -53,7 +53,7 @@ PACKAGES=(
   libopenblas-dev vulkan-tools mesa-utils help2man
   clang-14 libclang-rt-14-dev clang-format-14
   python3-dev pybind11-dev python3-numpy python3-pytest python3-moderngl libdlpack-dev python3-torch
-  python3-venv python3-build mypy
+  python3-venv python3-build mypy python3-matplotlib
   libopenmpi-dev openmpi-bin python3-mpi4py
 )
 

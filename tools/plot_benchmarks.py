@@ -19,12 +19,14 @@ field where it has one, else by its name, else by its shape:
                                 python-seed.png (part 3), python-large.png (part 4 beside torch)
   vgpu-bench-gpu --json         gpu-matmul.png (matmul GFLOP/s per device vs N, cuBLAS)
   bench/cpu_reference.py        cpu-reference.png (CPU matmul GFLOP/s beside numpy and torch)
+  vgpu-bench-select --json      selection.png (the device chosen per op × size, its time against
+                                the fastest device's)
 
 It prints every plot it drew and every file or part it skipped, with the reason. A second file of
 one kind gets its own plots, named after the file (roundtrip-<file>.png). Titles carry --label
 (default: the CPU, thread count and date the JSON records) and say "--quick" when the run was one.
-Needs matplotlib: Debian's python3-matplotlib, so run it with /usr/bin/python3 (a docs tool, not
-a build or CI dependency).
+Needs matplotlib: Debian's python3-matplotlib, so run it with /usr/bin/python3 (tools/dev.sh
+installs it; ctest tools.plots draws every kind from recorded JSON in tests/data/plots).
 """
 
 import argparse
@@ -39,6 +41,7 @@ try:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.patches
     import matplotlib.pyplot as plt
 except ImportError as e:
     sys.exit(f"plot_benchmarks.py: matplotlib is not importable by {sys.executable} ({e}). Fix: apt install "
@@ -532,15 +535,53 @@ def plot_cpu_reference(p, doc, stem, first):
 
 
 # ---------------------------------------------------------------------------------------------
+# 7. vgpu-bench-select --json
+
+
+def plot_select(p, doc, stem, first):
+    label = label_for(doc, p.explicit_label)
+    cases = [c for c in doc.get("cases") or [] if isinstance(c, dict) and c.get("op") and c.get("chosen")]
+    if not cases:
+        p.skip(f"{stem} (vgpu-bench-select)", "no case with a chosen device in the file")
+        return
+    ops = list(dict.fromkeys(c["op"] for c in cases))
+    devices = sorted({c["chosen"] for c in cases} | {c.get("fastest") for c in cases if c.get("fastest")})
+    colours = {d: plt.get_cmap("tab10")(i % 10) for i, d in enumerate(devices)}
+    width = max(len([c for c in cases if c["op"] == op]) for op in ops)
+    fig, ax = new_fig("vgpu-bench-select: the device chosen per op and size (label: chosen time / fastest time)",
+                      label)
+    for row, op in enumerate(ops):
+        for col, c in enumerate([c for c in cases if c["op"] == op]):
+            ratio = c.get("ratio")
+            ax.add_patch(matplotlib.patches.Rectangle((col, row), 0.95, 0.9, color=colours[c["chosen"]],
+                                                      alpha=0.85 if c.get("ratio_ok", True) else 0.35))
+            text = f"{c.get('size', '')}\n{c['chosen']}" + (f"\n×{ratio:.2f}" if isinstance(ratio, (int, float)) else "")
+            if not c.get("ratio_ok", True):
+                text += f"\n(fastest {c.get('fastest')})"
+            ax.text(col + 0.475, row + 0.45, text, ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, width)
+    ax.set_ylim(len(ops), 0)
+    ax.set_yticks([r + 0.45 for r in range(len(ops))])
+    ax.set_yticklabels(ops)
+    ax.set_xticks([])
+    ax.set_xlabel(f"sizes, smallest first; {doc.get('cases_within_target', '?')} of {doc.get('cases_total', '?')} "
+                  f"within {doc.get('target_ratio', '?')}× of the fastest (faded: not)")
+    handles = [matplotlib.patches.Patch(color=colours[d], label=d) for d in devices]
+    ax.legend(handles=handles, fontsize=7, loc="lower right", title="chosen device")
+    p.save(fig, p.name("selection", stem, first), "the selection's choice per op × size, against the fastest device")
+
+
+# ---------------------------------------------------------------------------------------------
 # Finding and matching the files
 
 PLOTTERS = {"roundtrip": plot_roundtrip, "arrays": plot_arrays, "arrays_cpu": plot_arrays_cpu,
-            "python_overhead": plot_python_overhead, "gpu": plot_gpu, "cpu_reference": plot_cpu_reference}
+            "python_overhead": plot_python_overhead, "gpu": plot_gpu, "cpu_reference": plot_cpu_reference,
+            "select": plot_select}
 BENCH_FIELD = {"vgpu-bench-roundtrip": "roundtrip", "arrays": "arrays", "vgpu-bench-arrays": "arrays"}
 # File names tools/gpu-run.sh and the docs use (the stem, lower case, '_' read as '-').
 BY_NAME = [("roundtrip", "roundtrip"), ("arrays-cpu", "arrays_cpu"), ("python-bench", "python_overhead"),
            ("python-overhead", "python_overhead"), ("cpu-reference", "cpu_reference"), ("bench-gpu", "gpu"),
-           ("arrays", "arrays")]
+           ("bench-select", "select"), ("arrays", "arrays")]
 
 
 def kind_of(stem, doc):
@@ -566,6 +607,8 @@ def kind_of(stem, doc):
         return "arrays_cpu", "shape (sizes, dlpack)"
     if "rows" in doc and "cpp" in doc:
         return "cpu_reference", "shape (rows, cpp)"
+    if "cases" in doc and "target_ratio" in doc:
+        return "select", "shape (cases, target_ratio)"
     return None, "no plotter for this file (neither its 'bench' field, its name nor its shape is one this tool knows)"
 
 
