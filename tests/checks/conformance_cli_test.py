@@ -7,11 +7,14 @@
   "[.runner-check]"            two hidden cases that fail on purpose: exits 1 (not the count, 2)
   a filter matching nothing    exits 2 with a Fix: hint (nothing ran is no pass)
   an option Catch refuses      exits 2 (not Catch's 255)
+  --device cpu:0,<another> --junit FILE   one <testsuite>/<testcase> per (case, device), the host name,
+                               <skipped> with why where a case has nothing to run on a device
 
 usage: conformance_cli_test.py VGPU_CONFORMANCE WORK_DIR
 """
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -64,7 +67,46 @@ def main():
     assert p.returncode == 2, "an option Catch refuses exited %d, not 2" % p.returncode
     p = run([exe, "--list"])
     assert "runner check" not in p.stdout, "--list shows the hidden failing cases"
+    per_device_junit(exe, work)
     print("PASS")
+
+
+def per_device_junit(exe, work):
+    """--junit with several devices: one <testsuite> and one <testcase> per (case, device), named by the
+    device, the real host name, <skipped> with its reason where a case has nothing to run on a device,
+    and a failure reported under the device it happened on."""
+    ids = [line.split()[0] for line in run([exe, "--list"]).stdout.splitlines()
+           if line.startswith("  ") and ":" in line.split()[0] and not line.strip().startswith("(")]
+    devices = ["cpu:0"] + [d for d in ids if d != "cpu:0"][:1]  # CI: cpu:0 and vulkan:0
+    junit = os.path.join(work, "per-device.xml")
+    cpu_only = "user CPU kernel: 2-D workgroups see the right ids and grid"
+    everywhere = "every device under test describes itself"
+    p = run([exe, "--device", ",".join(devices), "--junit", junit, f"{cpu_only},{everywhere}"])
+    assert p.returncode == 0, "the per-device JUnit run failed"
+    root = ET.parse(junit).getroot()
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["vgpu-conformance." + d for d in devices], [s.get("name") for s in suites]
+    host = socket.gethostname()
+    for suite, device in zip(suites, devices):
+        assert suite.get("hostname") == host, f"hostname {suite.get('hostname')!r}, not {host!r}"
+        cases = {c.get("name"): c for c in suite.findall("testcase")}
+        assert set(cases) == {cpu_only, everywhere}, f"{device}: test cases {sorted(cases)}"
+        assert all(c.get("classname") == "vgpu-conformance." + device for c in cases.values())
+        skipped = cases[cpu_only].find("skipped")
+        if device == "cpu:0":
+            assert skipped is None, "the CPU-only case is marked skipped on cpu:0"
+        else:
+            assert skipped is not None and "CPU devices only" in skipped.get("message", ""), \
+                f"{device}: the CPU-only case is not skipped with its reason"
+            assert suite.get("skipped") == "1"
+        assert cases[everywhere].find("skipped") is None and cases[everywhere].find("failure") is None
+    # A failure is reported under the device it happened on, and the run exits 1.
+    p = run([exe, "--device", ",".join(devices), "--junit", junit, "[.runner-check]"])
+    assert p.returncode == 1, "failing cases with --junit exited %d, not 1" % p.returncode
+    root = ET.parse(junit).getroot()
+    for suite in root.findall("testsuite"):
+        assert suite.findall(".//failure"), f"{suite.get('name')}: the failing cases report no <failure>"
+    print("junit per device: %s, the CPU-only case skipped elsewhere with its reason" % ", ".join(devices))
 
 
 if __name__ == "__main__":

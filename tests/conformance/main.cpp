@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "conformance/conformance.hpp"
+#include "conformance/junit_report.hpp"
 #include "conformance/run_tally.hpp"
 #include "support/backend_under_test.hpp"
 #include "support/catch_session.hpp"
@@ -33,6 +34,7 @@ struct RunnerOptions {
   std::vector<std::string> devices;
   bool list = false;
   std::string junit;
+  std::string junit_part;               // internal: this process is one device's part of --junit
   std::vector<std::string> catch_args;  // argv[0] first
   std::string error;                    // a usage error, when not empty
 };
@@ -67,6 +69,8 @@ RunnerOptions parse_runner_options(int argc, char* argv[]) {
     } else if (auto f = value("--junit")) {
       o.junit = *f;
       if (f->empty() && o.error.empty()) o.error = "--junit needs a file name";
+    } else if (auto part = value("--junit-part")) {
+      o.junit_part = *part;
     } else if (arg == "--list") {
       o.list = true;
     } else {
@@ -158,14 +162,15 @@ int main(int argc, char* argv[]) {
           "vgpu-conformance options (before Catch's own, which all work too):\n"
           "  --device ID    test only this device (cpu:0, vulkan:0, ... as --list shows); repeatable or a comma list\n"
           "  --list         list this machine's devices and the test cases, then exit 0\n"
-          "  --junit FILE   write a JUnit XML report to FILE (Catch's junit reporter)\n"
+          "  --junit FILE   write a JUnit XML report to FILE: one test case per (case, device), each device's run\n"
+          "                 in a process of its own, cases with nothing to run on a device marked skipped\n"
           "Exit codes: 0 every case that ran passed, 1 a case failed, 2 bad arguments, an unknown device or no "
           "test case ran (a filter that matched none), 77 backend unavailable (VGPU_TEST_BACKENDS)\n\n");
     }
   std::vector<char*> catch_argv;
   for (std::string& a : options.catch_args) catch_argv.push_back(a.data());
-  std::string out = options.junit;
-  if (!options.junit.empty()) {
+  std::string out = options.junit_part.empty() ? options.junit : options.junit_part;
+  if (!options.junit_part.empty()) {
     static const char* extra[] = {"--reporter", "junit", "--out"};
     for (const char* e : extra) catch_argv.push_back(const_cast<char*>(e));
     catch_argv.push_back(out.data());
@@ -201,7 +206,13 @@ int main(int argc, char* argv[]) {
     std::printf("conformance: testing %s (%s, %s)\n", d.info().id().c_str(), d.info().name.c_str(),
                 std::string(vgpu::to_string(d.info().type)).c_str());
   std::fflush(stdout);
+  if (!options.junit.empty() && options.junit_part.empty()) {
+    std::vector<std::string> ids;
+    for (const vgpu::Device& d : vgpu_test::devices_under_test()) ids.push_back(d.info().id());
+    return vgpu_test::run_per_device_junit(options.catch_args[0], ids, options.catch_args, options.junit);
+  }
   const int result = vgpu_test::run_catch_session(static_cast<int>(catch_argv.size()), catch_argv.data());
+  if (!options.junit_part.empty()) vgpu_test::write_skips(options.junit_part);
   std::string ids;
   for (const auto& id : vgpu_test::exercised_devices()) ids += " " + id;
   std::printf("conformance: exercised devices:%s\n", ids.empty() ? " none" : ids.c_str());

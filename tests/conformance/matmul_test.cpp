@@ -8,6 +8,7 @@
 #include <span>
 
 #include "conformance/conformance.hpp"
+#include "conformance/junit_report.hpp"
 #include "support/numerics.hpp"
 #include "support/plan_runner.hpp"
 #include "support/tuned_plan.hpp"
@@ -118,7 +119,10 @@ TEST_CASE("matmul: every GLSL tiling at awkward and aligned shapes", "[matmul][t
   // aligned: every workgroup takes the vec4 fast path, with more than one K step (double buffer).
   const MatmulShape shapes[] = {{17, 1000, 17}, {1, 17, 1000}, {1000, 1, 17}, {256, 64, 256}, {129, 33, 131}};
   for (vgpu::Device device : devices_under_test()) {
-    if (!runs_glsl(device)) continue;
+    if (!runs_glsl(device)) {
+      skip_on(device, "the GLSL tilings run on Vulkan and OpenGL devices only");
+      continue;
+    }
     for (const vgpu::kernels::GlslMatmulTiling& t : vgpu::kernels::glsl_matmul_tilings()) {
       if (!t.fits(device.info())) {
         // A tiling the device cannot hold is refused with a Fix, not compiled.
@@ -140,7 +144,10 @@ TEST_CASE("matmul: every CUDA tiling at awkward and aligned shapes", "[matmul][t
   const MatmulShape shapes[] = {{17, 1000, 17}, {1, 17, 1000}, {1000, 1, 17},  {256, 64, 256},
                                 {129, 33, 131}, {1, 1, 1},     {300, 4097, 5}, {512, 512, 512}};
   for (vgpu::Device device : devices_under_test()) {
-    if (device.info().backend != vgpu::BackendKind::cuda) continue;
+    if (device.info().backend != vgpu::BackendKind::cuda) {
+      skip_on(device, "the CUDA tilings run on CUDA devices only");
+      continue;
+    }
     for (const vgpu::cuda::CudaMatmulTiling& t : vgpu::cuda::cuda_matmul_tilings()) {
       for (const MatmulShape& s : shapes) check_matmul(device, s, Path::raw, t.name());
       check_matmul(device, {1000, 200, 1000}, Path::persistent, t.name());  // n % 4 = 0, k % BK ≠ 0 for BK 16
@@ -190,9 +197,13 @@ TEST_CASE(
   const MatmulShape aligned[] = {{256, 64, 256}, {96, 40, 72}, {300, 4096, 8}, {512, 512, 512}, {130, 200, 264}};
   for (vgpu::Device device : devices_under_test()) {
     const vgpu::DeviceInfo& info = device.info();
-    if (info.backend != vgpu::BackendKind::cuda) continue;
+    if (info.backend != vgpu::BackendKind::cuda) {
+      skip_on(device, "the tensor-core tilings run on CUDA devices only");
+      continue;
+    }
     if (!vgpu::cuda::has_mma_f16(info)) {
       WARN(info.id() << " is older than sm_80: no tensor-core tilings to check there");
+      skip_on(device, "older than sm_80: no tensor cores for these tilings");
       continue;
     }
     auto run = [&](const vgpu::cuda::CudaMmaTiling& t, vgpu::DType dtype, const MatmulShape& s) {
@@ -229,7 +240,10 @@ TEST_CASE("matmul: every Vulkan cooperative-matrix tiling (float16) at awkward a
   std::size_t ran = 0;
   for (vgpu::Device device : devices_under_test()) {
     const vgpu::DeviceInfo& info = device.info();
-    if (!vgpu::kernels::has_coopmat_f16(info)) continue;
+    if (!vgpu::kernels::has_coopmat_f16(info)) {
+      skip_on(device, "no float16 cooperative matrices (VK_NV_cooperative_matrix) on this device");
+      continue;
+    }
     // Its truth test first: the runtime never runs the kernel where that failed.
     for (const vgpu::FeatureCheck& c : vgpu::check_features(device))
       if (c.feature == vgpu::kernels::kCoopMatrixFeature) {

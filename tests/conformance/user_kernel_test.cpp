@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "conformance/conformance.hpp"
+#include "conformance/junit_report.hpp"
 #include "support/expect_error.hpp"
 #include "support/kernel_sources.hpp"
 #include "support/numerics.hpp"
@@ -130,7 +131,10 @@ TEST_CASE("user CPU kernel: a C++ callable runs on cpu, other backends refuse it
 TEST_CASE("user CPU kernel: 2-D workgroups see the right ids and grid", "[user]") {
   constexpr std::uint32_t width = 37, height = 21;  // neither divides the 8×4 workgroup
   for (vgpu::Device device : devices_under_test()) {
-    if (device.info().backend != vgpu::BackendKind::cpu) continue;
+    if (device.info().backend != vgpu::BackendKind::cpu) {
+      skip_on(device, "a cpu= kernel runs on CPU devices only");
+      continue;
+    }
     INFO(device.info().id());
     vgpu::CompileOptions options;
     options.workgroup_size = {8, 4, 1};
