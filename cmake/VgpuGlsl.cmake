@@ -66,6 +66,9 @@ if(VGPU_WITH_VULKAN)
   target_include_directories(vgpu-glsl-assemble PRIVATE
     ${PROJECT_SOURCE_DIR}/core/kernels/include ${PROJECT_SOURCE_DIR}/core/base/include ${VGPU_GLSL_GENERATED_DIR})
   target_link_libraries(vgpu-glsl-assemble PRIVATE vgpu_warnings)
+  # Its own copy of the base layer's error type: VGPU_API must not mark it imported from
+  # libvgpu (on Windows a dllimport that nothing provides).
+  target_compile_definitions(vgpu-glsl-assemble PRIVATE VGPU_STATIC_DEFINE)
   add_dependencies(vgpu-glsl-assemble vgpu_glsl_embedded)
 
   set(spirv_dir ${VGPU_GLSL_GENERATED_DIR}/spirv)

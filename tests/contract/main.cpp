@@ -14,6 +14,19 @@
 #error "VGPU_TEST_TMP_ROOT must be defined by the build"
 #endif
 
+namespace {
+// Sets the environment variable name to value unless it is set (setenv(name, value, 0); the
+// Windows C runtime has no setenv, only _putenv_s).
+void default_env(const char* name, const char* value) {
+  if (std::getenv(name) != nullptr) return;
+#if defined(_WIN32)
+  ::_putenv_s(name, value);
+#else
+  ::setenv(name, value, 0);
+#endif
+}
+}  // namespace
+
 // Lists and help run as usual. Otherwise a run whose every selected case was skipped (no such
 // device here, as when ctest runs one CUDA case on a machine without CUDA) exits 77, ctest's
 // SKIP_RETURN_CODE: a reported skip, never a pass.
@@ -27,8 +40,8 @@ int main(int argc, char* argv[]) {
   if (listing) return vgpu_test::run_catch_session(argc, argv);
   // Run by hand, the tests that plant entries in the process's L2 store must not touch the
   // user's real caches: default them to the build tree, before anything reads them.
-  ::setenv("VGPU_CACHE_DIR", VGPU_TEST_TMP_ROOT "/default-cache", 0);
-  ::setenv("MESA_SHADER_CACHE_DIR", VGPU_TEST_TMP_ROOT "/mesa", 0);
+  default_env("VGPU_CACHE_DIR", VGPU_TEST_TMP_ROOT "/default-cache");
+  default_env("MESA_SHADER_CACHE_DIR", VGPU_TEST_TMP_ROOT "/mesa");
   const int result = vgpu_test::run_catch_session(argc, argv);
   const auto [run, skipped] = vgpu_test::contract::cases_run_and_skipped();
   if (skipped > 0) std::printf("backend tests: %d of %d cases skipped (see SKIPPED lines)\n", skipped, run);
