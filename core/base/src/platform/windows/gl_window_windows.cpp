@@ -52,7 +52,11 @@ GlWindow GlWindow::create(std::string* reason) {
   w.window_ = ::CreateWindowExW(0, kClassName, L"vgpu", WS_OVERLAPPEDWINDOW | WS_CLIPSIBLINGS | WS_CLIPCHILDREN, 0, 0,
                                 16, 16, nullptr, nullptr, own_instance(), nullptr);
   if (w.window_ == nullptr) {
-    *reason = "CreateWindowExW failed: " + detail::message_of(::GetLastError());
+    const DWORD code = ::GetLastError();
+    // Wine without an X display fails here and sets no error code ("Success" would mislead).
+    *reason = code != 0 ? "CreateWindowExW failed: " + detail::message_of(code)
+                        : "CreateWindowExW failed without an error code (under Wine: no X display; run under "
+                          "xvfb-run or set DISPLAY)";
     return w;
   }
   const HDC dc = ::GetDC(static_cast<HWND>(w.window_));
