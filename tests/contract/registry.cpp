@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "support/skip_case.hpp"
 #include "contract/contract.hpp"
 #include "support/cache_fixtures.hpp"
 #include "support/scale_add_kernel.hpp"
@@ -95,9 +96,7 @@ vgpu::Device open_device(const Backend& backend) {
 
 void skip(const std::string& why) {
   ++g_skipped;
-  std::printf("SKIPPED %s: %s\n", Catch::getResultCapture().getCurrentTestName().c_str(), why.c_str());
-  std::fflush(stdout);
-  WARN("skipped: " << why);
+  vgpu_test::skip_case(why);
 }
 
 std::pair<int, int> cases_run_and_skipped() { return {g_run.load(), g_skipped.load()}; }
