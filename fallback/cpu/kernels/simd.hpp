@@ -28,6 +28,7 @@
 #include <immintrin.h>
 #endif
 
+#include "vgpu/platform/thread_exit_slot.hpp"
 #include "kernels/portable_batch.hpp"
 #include "vgpu/kernel_source.hpp"
 
@@ -119,19 +120,27 @@ struct Simd {
 
 /// A per-thread, 64-byte-aligned float scratch area that grows on demand and is reused by
 /// every later kernel call on that thread, so the hot path never allocates. One instance per
-/// (Arch, Tag) so kernels do not share (and clobber) each other's scratch.
+/// (Arch, Tag) so kernels do not share (and clobber) each other's scratch. The buffer is freed
+/// when its thread exits, through a platform::ThreadExitSlot rather than a thread_local object
+/// with a destructor (which MinGW-w64 runs after freeing the object's storage; see there).
 template <class Arch, class Tag>
 struct Scratch {
   /// Returns at least `floats` floats of this thread's scratch; throws std::bad_alloc.
   static float* get(std::size_t floats) {
-    thread_local Holder holder;
-    if (holder.capacity < floats) {
-      void* fresh = ::operator new (floats * sizeof(float), std::align_val_t{64});
-      holder.release();
-      holder.data = static_cast<float*>(fresh);
-      holder.capacity = floats;
+    // Leaked: threads may still exit (and run the slot's destructor) during static destruction.
+    static const platform::ThreadExitSlot& slot = *new platform::ThreadExitSlot(&Holder::destroy);
+    auto* holder = static_cast<Holder*>(slot.get());
+    if (holder == nullptr) {
+      holder = new Holder();
+      slot.set(holder);
     }
-    return holder.data;
+    if (holder->capacity < floats) {
+      void* fresh = ::operator new (floats * sizeof(float), std::align_val_t{64});
+      holder->release();
+      holder->data = static_cast<float*>(fresh);
+      holder->capacity = floats;
+    }
+    return holder->data;
   }
 
  private:
@@ -144,7 +153,12 @@ struct Scratch {
       data = nullptr;
       capacity = 0;
     }
-    ~Holder() { release(); }
+    /// The slot's destructor: runs at the exit of a thread that has a Holder.
+    static void destroy(void* holder) noexcept {
+      auto* h = static_cast<Holder*>(holder);
+      h->release();
+      delete h;
+    }
   };
 };
 
