@@ -6,8 +6,8 @@
 // for with the GIL held, so the sink must never wait for the GIL (vgpu/log.hpp: a sink must not
 // wait for threads that use vgpu). It queues each line and asks the interpreter to deliver the
 // queue from its main thread at the next safe point (Py_AddPendingCall, callable without the
-// GIL); a thread that already holds the GIL delivers at once, in order. What is still queued
-// when the interpreter exits is delivered by an atexit hook.
+// GIL); a thread that already holds the GIL delivers at once, in order. At interpreter exit an
+// atexit hook puts stderr back (later lines go there) and delivers what is still queued.
 #include <pybind11/pybind11.h>
 
 #include <cctype>
@@ -99,7 +99,21 @@ void sink(LogLevel level, std::string_view message) {
 }
 
 /// Routes vgpu's log to Python at threshold (nullopt: VGPU_LOG's, default warn).
-void route(std::optional<LogLevel> threshold) { queue().token = set_log_sink(&sink, threshold); }
+void route(std::optional<LogLevel> threshold) {
+  const std::uint64_t token = set_log_sink(&sink, threshold);
+  std::lock_guard lock(queue().m);
+  queue().token = token;
+}
+
+/// Sends vgpu's lines to stderr again (the route route() installed, if it is still the current one).
+void unroute() {
+  std::uint64_t token = 0;
+  {
+    std::lock_guard lock(queue().m);
+    token = queue().token;
+  }
+  restore_log_sink(token);  // not under the lock: it waits for a running sink, which takes it
+}
 
 /// Parses "error", "warn"/"warning", "info", "debug" (any case) or a logging level number.
 LogLevel parse_level(const py::object& level) {
@@ -122,14 +136,20 @@ LogLevel parse_level(const py::object& level) {
 
 void bind_log(py::module_& m) {
   route(std::nullopt);
-  py::module_::import("atexit").attr("register")(py::cpp_function([] { deliver(); }));
+  // At interpreter exit: back to stderr first (restore_log_sink returns once the sink is not
+  // running and never calls it again, so no vgpu thread schedules a pending call into an
+  // interpreter being finalized), then hand over what is queued.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    unroute();
+    deliver();
+  }));
   m.def(
       "set_log_level", [](const py::object& level) { route(parse_level(level)); }, py::arg("level"),
       "Sets which of vgpu's log lines reach Python's logging (logger 'vgpu'): 'error', 'warn' (the default, "
       "or VGPU_LOG's), 'info' or 'debug', or a logging level number. The logger's own level and handlers "
       "then apply as for any logger.");
   m.def(
-      "log_to_stderr", [] { restore_log_sink(queue().token); },
+      "log_to_stderr", [] { unroute(); },
       "Sends vgpu's log lines to C-level stderr again (at VGPU_LOG's level) instead of Python's logging; "
       "set_log_level routes them back.");
 }
