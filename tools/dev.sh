@@ -436,12 +436,7 @@ run_cross_tests() {
   use_test_caches
   # The arm64 loader must see only arm64 drivers: lavapipe's aarch64 manifest (the x86_64 ones
   # in the same folder would be tried, and fail to load, in every test).
-  local icd=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json
-  if [[ ! -f $icd ]]; then
-    say "no ${icd}. Fix: apt-get install mesa-vulkan-drivers:arm64" >&2
-    exit 1
-  fi
-  export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+  use_lavapipe_only aarch64 mesa-vulkan-drivers:arm64
   # Under qemu-user lavapipe runs many times slower than natively, and on a loaded machine the
   # conformance's long dispatches (loop_limit_test: 2x131079 · 131079x3) passed the default 60 s
   # limit once; the timeout tests set their own limits, so the default only guards hangs here.
@@ -664,12 +659,7 @@ start_xvfb() {
     exit 1
   fi
   export DISPLAY=:${display%%$'\n'*}
-  local icd=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
-  if [[ ! -f $icd ]]; then
-    say "no ${icd}. Fix: apt-get install mesa-vulkan-drivers" >&2
-    exit 1
-  fi
-  export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+  use_lavapipe_only x86_64 mesa-vulkan-drivers
   export VGPU_TIMEOUT_MS=${VGPU_TIMEOUT_MS:-600000}
   say "Xvfb on DISPLAY ${DISPLAY} for the Vulkan and OpenGL tests"
 }
@@ -695,6 +685,18 @@ run_tools() {
   "${BUILD_DIR}/bin/vgpu-probe"
   say "running vgpu-demo"
   "${BUILD_DIR}/bin/vgpu-demo"
+}
+
+# Points the Vulkan loader at lavapipe's manifest for architecture $1 alone (other drivers'
+# manifests in the same folder would be tried, and fail to load, in every test); fails naming
+# the package $2 that provides it when it is missing.
+use_lavapipe_only() {
+  local icd=/usr/share/vulkan/icd.d/lvp_icd.$1.json
+  if [[ ! -f $icd ]]; then
+    say "no ${icd}. Fix: apt-get install $2" >&2
+    exit 1
+  fi
+  export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
 }
 
 # Points the shader and kernel caches at a throwaway directory, so tests never touch ~/.cache.

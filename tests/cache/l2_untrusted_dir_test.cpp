@@ -234,40 +234,25 @@ TEST_CASE("folders and links planted as entries: everything finishes and reports
   fill_outside(outside_folder, EntryKind::spirv);
   const auto before = snapshot(t.path / "outside-folder");
 
-  // Each kind of thing twice: under an entry name (keys {6, i}) and under another name.
-  std::vector<Planted> planted;
-  std::vector<KernelKey> planted_keys;
-  std::uint64_t next = 0;
-  auto plant = [&](const std::string& type_text, const std::function<std::string(const fs::path&)>& make) {
-    const KernelKey key{6, next++};
-    for (const fs::path& p : {spirv / entry_name(key), glbin / ("junk-" + std::to_string(key.lo))}) {
-      const std::string why = make(p);
-      if (!why.empty()) {
-        WARN("skipping " << type_text << " at " << p << ": " << why);
-        return;
-      }
-      planted.push_back({p, type_text});
-    }
-    planted_keys.push_back(key);
-  };
-  plant("a directory", [&](const fs::path& p) {
+  Planter planter{spirv, glbin};
+  planter.plant("a directory", [&](const fs::path& p) {
     fs::create_directories(p / "inside");
     write_text(p / "inside" / "file", "x");
     return std::string();
   });
-  plant("a symlink", [&](const fs::path& p) { return make_file_link(outside_file, p); });
-  plant("a symlink", [&](const fs::path& p) { return make_folder_link(outside_folder, p); });
-  REQUIRE(planted.size() >= 2);  // the directories at least
+  planter.plant("a symlink", [&](const fs::path& p) { return make_file_link(outside_file, p); });
+  planter.plant("a symlink", [&](const fs::path& p) { return make_folder_link(outside_folder, p); });
+  REQUIRE(planter.planted.size() >= 2);  // the directories at least
 
   // On its own thread with a deadline: a store that blocked on a planted thing fails the test
   // (the thread keeps copies of what it uses).
   auto checks = std::make_shared<Checks>();
   const bool finished =
-      finishes([dir, planted, planted_keys, checks] { check_planted_entries(dir, planted, planted_keys, *checks); });
+      finishes([dir, planter, checks] { check_planted_entries(dir, planter.planted, planter.keys, *checks); });
   REQUIRE(finished);
   INFO(checks->failures);
   CHECK(checks->failures.empty());
-  for (const Planted& p : planted) {
+  for (const Planted& p : planter.planted) {
     INFO(p.path);
     CHECK(present(p.path));
   }

@@ -120,38 +120,24 @@ TEST_CASE("FIFOs, sockets, devices and symlinks to them planted as entries: ever
   const fs::path outside_fifo = t.path / "outside-fifo";
   REQUIRE(::mkfifo(outside_fifo.c_str(), 0644) == 0);
 
-  // Each kind of thing twice: under an entry name (keys {6, i}) and under another name.
-  std::vector<Planted> planted;
-  std::vector<KernelKey> planted_keys;
-  std::uint64_t next = 0;
-  auto plant = [&](const std::string& type_text, const std::function<std::string(const fs::path&)>& make) {
-    const KernelKey key{6, next++};
-    for (const fs::path& p : {spirv / entry_name(key), glbin / ("junk-" + std::to_string(key.lo))}) {
-      const std::string why = make(p);
-      if (!why.empty()) {
-        WARN("skipping " << type_text << " at " << p << ": " << why);
-        return;
-      }
-      planted.push_back({p, type_text});
-    }
-    planted_keys.push_back(key);
-  };
+  Planter planter{spirv, glbin};
   auto errno_why = [](int rc) { return rc == 0 ? std::string() : std::string(std::strerror(errno)); };
-  plant("a FIFO", [&](const fs::path& p) { return errno_why(::mkfifo(p.c_str(), 0644)); });
-  plant("a socket", [&](const fs::path& p) { return make_socket(p.parent_path(), p.filename().string()); });
-  plant("a symlink", [&](const fs::path& p) { return errno_why(::symlink("/dev/zero", p.c_str())); });
-  plant("a symlink", [&](const fs::path& p) { return errno_why(::symlink(outside_fifo.c_str(), p.c_str())); });
-  plant("a character device", [&](const fs::path& p) {
+  planter.plant("a FIFO", [&](const fs::path& p) { return errno_why(::mkfifo(p.c_str(), 0644)); });
+  planter.plant("a socket", [&](const fs::path& p) { return make_socket(p.parent_path(), p.filename().string()); });
+  planter.plant("a symlink", [&](const fs::path& p) { return errno_why(::symlink("/dev/zero", p.c_str())); });
+  planter.plant("a symlink", [&](const fs::path& p) { return errno_why(::symlink(outside_fifo.c_str(), p.c_str())); });
+  planter.plant("a character device", [&](const fs::path& p) {
     return ::mknod(p.c_str(), S_IFCHR | 0644, ::makedev(1, 5)) == 0
                ? std::string()
                : std::string("mknod (needs CAP_MKNOD, e.g. root): ") + std::strerror(errno);
   });
-  REQUIRE(planted.size() >= 8);  // FIFO, socket and the two symlinks at least
+  REQUIRE(planter.planted.size() >= 8);  // FIFO, socket and the two symlinks at least
 
-  const std::string failures = run_in_child([&](Checks& c) { check_planted_entries(dir, planted, planted_keys, c); });
+  const std::string failures =
+      run_in_child([&](Checks& c) { check_planted_entries(dir, planter.planted, planter.keys, c); });
   INFO(failures);
   CHECK(failures.empty());
-  for (const Planted& p : planted) {
+  for (const Planted& p : planter.planted) {
     INFO(p.path);
     CHECK(present(p.path));
   }

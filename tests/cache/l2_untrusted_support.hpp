@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <string>
@@ -131,6 +132,31 @@ struct Checks {
 struct Planted {
   fs::path path;
   std::string type_text;  // e.g. "a FIFO"
+};
+
+/// Plants non-entries in a store's spirv and glbin folders: each kind of thing twice, under an
+/// entry name (keys {6, i}, i counting up per kind) and under another name, recording what it
+/// planted and which keys, for check_planted_entries.
+struct Planter {
+  fs::path spirv, glbin;
+  std::vector<Planted> planted{};
+  std::vector<KernelKey> keys{};
+  std::uint64_t next = 0;
+
+  /// Makes one thing of type_text at both places with make (which returns "" or why it could
+  /// not); a kind the system cannot make is reported with a warning and left out.
+  void plant(const std::string& type_text, const std::function<std::string(const fs::path&)>& make) {
+    const KernelKey key{6, next++};
+    for (const fs::path& p : {spirv / entry_name(key), glbin / ("junk-" + std::to_string(key.lo))}) {
+      const std::string why = make(p);
+      if (!why.empty()) {
+        WARN("skipping " << type_text << " at " << p << ": " << why);
+        return;
+      }
+      planted.push_back({p, type_text});
+    }
+    keys.push_back(key);
+  }
 };
 
 /// With a store on dir (its spirv folder holding planted, those under entry names being the
