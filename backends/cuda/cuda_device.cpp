@@ -80,6 +80,12 @@ CudaDevice::~CudaDevice() {
   // Never free what a kernel the device gave up on may still use (release() normally settled).
   if (!settle_work()) return;
   for (CUevent e : chunk_events_) fn_.cuEventDestroy(e);
+  for (const PendingTimer& t : timers_) {
+    fn_.cuEventDestroy(t.begin);
+    fn_.cuEventDestroy(t.end);
+  }
+  for (CUevent e : free_events_) fn_.cuEventDestroy(e);
+  if (anchor_) fn_.cuEventDestroy(anchor_);
   if (upload_.ptr) fn_.cuMemFreeHost(upload_.ptr);
   if (download_.ptr) fn_.cuMemFreeHost(download_.ptr);
   if (copy_module_) fn_.cuModuleUnload(copy_module_);
@@ -139,6 +145,7 @@ bool CudaDevice::try_sync(const Deadline& deadline) {
   }
   upload_head_ = 0;  // nothing queued reads the upload ring any more
   completed_ = enqueued_;
+  if (!timers_.empty()) collect_timers();
   return true;
 }
 
@@ -325,7 +332,7 @@ std::unique_ptr<RecordedBatchImpl> CudaDevice::record(std::span<const DispatchCo
     auto& k = *static_cast<CudaKernelImpl*>(c.kernel);
     auto& b = *static_cast<CudaBindingSetImpl*>(c.bindings);
     batch->launches.push_back(CudaBatchImpl::Launch{
-        k.function, {c.groups.x, c.groups.y, c.groups.z}, k.block, k.shared_bytes, b.ptrs, c.params});
+        k.function, k.name, {c.groups.x, c.groups.y, c.groups.z}, k.block, k.shared_bytes, b.ptrs, c.params});
   }
   return batch;
 }
@@ -333,14 +340,66 @@ std::unique_ptr<RecordedBatchImpl> CudaDevice::record(std::span<const DispatchCo
 void CudaDevice::launch(CudaBatchImpl& batch) {
   // cuLaunchKernel copies the argument values at the call, so the args array can live here.
   void* args[kMaxArgs];
+  const bool timed = timing_dispatches();
   for (auto& l : batch.launches) {
     std::size_t n = 0;
     for (CUdeviceptr& p : l.ptrs) args[n++] = &p;
     if (l.params.size() > 0) args[n++] = const_cast<void*>(l.params.data());
+    PendingTimer timer;
+    if (timed) {
+      timer = PendingTimer{timer_event(), timer_event(), l.kernel};
+      check(fn_.cuEventRecord(timer.begin, stream_), "cuEventRecord");
+    }
     check(fn_.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                              l.shared_bytes, stream_, args, nullptr),
           "cuLaunchKernel");
+    if (timed) {
+      check(fn_.cuEventRecord(timer.end, stream_), "cuEventRecord");
+      timers_.push_back(std::move(timer));
+    }
   }
+}
+
+CUevent CudaDevice::timer_event() {
+  if (!free_events_.empty()) {
+    CUevent e = free_events_.back();
+    free_events_.pop_back();
+    return e;
+  }
+  CUevent e = nullptr;
+  check(fn_.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");  // with timing (not CU_EVENT_DISABLE_TIMING)
+  return e;
+}
+
+void CudaDevice::collect_timers() noexcept {
+  // Event times are differences (cuEventElapsedTime, ~0.5 us resolution), so each launch is
+  // placed after the last reported end (the anchor): a chain on one clock whose origin is the
+  // first timed launch.
+  std::size_t done = 0;
+  for (; done < timers_.size(); ++done) {
+    PendingTimer& t = timers_[done];
+    if (fn_.cuEventQuery(t.end) != CUDA_SUCCESS) break;  // launched in order: the rest are later
+    float since_anchor = 0, took = 0;
+    if (anchor_ && fn_.cuEventElapsedTime(&since_anchor, anchor_, t.begin) != CUDA_SUCCESS) since_anchor = 0;
+    if (fn_.cuEventElapsedTime(&took, t.begin, t.end) != CUDA_SUCCESS) took = 0;
+    const double begin = anchor_ns_ + std::max(0.0, static_cast<double>(since_anchor) * 1e6);
+    const double end = begin + std::max(0.0, static_cast<double>(took) * 1e6);
+    report_dispatch_time(t.kernel, static_cast<std::uint64_t>(begin), static_cast<std::uint64_t>(end));
+    try {
+      free_events_.reserve(free_events_.size() + 2);
+    } catch (...) {  // no room to keep them: destroy instead
+      fn_.cuEventDestroy(t.begin);
+      if (anchor_) fn_.cuEventDestroy(anchor_);
+      anchor_ = t.end;
+      anchor_ns_ = end;
+      continue;
+    }
+    free_events_.push_back(t.begin);
+    if (anchor_) free_events_.push_back(anchor_);
+    anchor_ = t.end;
+    anchor_ns_ = end;
+  }
+  timers_.erase(timers_.begin(), timers_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 CUgraphExec CudaDevice::capture(const std::function<void()>& enqueue) {
@@ -367,7 +426,7 @@ void CudaDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*
   // A batch of several launches submitted more than once is replayed as a CUDA graph: one
   // cuGraphLaunch instead of a launch per kernel. The first submission launches directly, so
   // one-off dispatches never pay for instantiation.
-  if (use_graphs_ && !batch.graph_failed && batch.launches.size() > 1 && batch.submits++ > 0) {
+  if (graphs() && !batch.graph_failed && batch.launches.size() > 1 && batch.submits++ > 0) {
     if (!batch.exec) batch.exec = capture([&] { launch(batch); });
     if (batch.exec) {
       check(fn_.cuGraphLaunch(batch.exec, stream_), "cuGraphLaunch");

@@ -81,6 +81,7 @@ class CudaBatchImpl final : public DeviceBound<RecordedBatchImpl, CudaDevice> {
   bool graph_failed = false;  // capture or instantiation failed once: keep plain launches
   struct Launch {
     CUfunction function;
+    std::string kernel;  // its name, which a timed launch's time is reported under
     std::array<std::uint32_t, 3> grid, block;
     std::uint32_t shared_bytes;
     std::vector<CUdeviceptr> ptrs;
@@ -144,6 +145,8 @@ class CudaDevice final : public DeviceImpl {
   std::uint64_t completed_serial() noexcept override;
   /// Waits (within timeout()) for the stream; false when the device is abandoned.
   bool release() noexcept override;
+  /// True where the driver has cuEventElapsedTime: launches are timed by a pair of events.
+  bool can_time_dispatches() const noexcept override { return fn_.cuEventElapsedTime != nullptr; }
 
   // Used by the object destructors above (core calls them once no queued work uses the object).
   void free_buffer(CUdeviceptr ptr);
@@ -240,6 +243,21 @@ class CudaDevice final : public DeviceImpl {
   std::vector<CUevent> chunk_events_;          // pipelined_trip's readback chunks, created once, reused
   CUmodule copy_module_ = nullptr;
   CUfunction copy_fn_ = nullptr;
+  // Dispatch timing: a pair of events around each timed launch, read after a sync.
+  struct PendingTimer {
+    CUevent begin = nullptr, end = nullptr;
+    std::string kernel;
+  };
+  std::vector<PendingTimer> timers_;  // in launch order
+  std::vector<CUevent> free_events_;  // to reuse
+  CUevent anchor_ = nullptr;          // the last reported end: later times are measured from it
+  double anchor_ns_ = 0;              // its time on the device's clock (0: the first timed launch)
+  // Returns true when batches may be replayed as graphs now (timing needs the plain launches).
+  bool graphs() const noexcept { return use_graphs_ && !timing_dispatches(); }
+  // Returns an event for a timed launch (from the free list, else created).
+  CUevent timer_event();
+  // Reports the times of the launches whose events have completed (after a sync), in order.
+  void collect_timers() noexcept;
 };
 
 }  // namespace vgpu::cuda

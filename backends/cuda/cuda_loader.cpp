@@ -47,6 +47,10 @@ const DriverFns* load_driver(std::string* reason) {
   }
     VGPU_CU_FNS(VGPU_CU_LOAD)
 #undef VGPU_CU_LOAD
+    // Both take (float* ms, start, end); the _v2 name is what CUDA 13's cuda.h calls.
+    for (const char* name : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
+      if (!fns.cuEventElapsedTime)
+        fns.cuEventElapsedTime = reinterpret_cast<decltype(fns.cuEventElapsedTime)>(lib.symbol(name));
     const CUresult r = fns.cuInit(0);
     if (r != CUDA_SUCCESS) {
       why = "cuInit failed with " + error_text(fns, r);

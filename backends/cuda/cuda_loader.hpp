@@ -43,6 +43,9 @@ struct DriverFns {
 #define VGPU_CU_MEMBER(name) decltype(&::name) name = nullptr;
   VGPU_CU_FNS(VGPU_CU_MEMBER)
 #undef VGPU_CU_MEMBER
+  /// Optional: cuEventElapsedTime_v2 (drivers of CUDA 12.8 on), else the original; null when
+  /// the driver has neither (dispatch timing is then off, nothing else is lost).
+  decltype(&::cuEventElapsedTime) cuEventElapsedTime = nullptr;
 };
 
 /// The NVRTC entry points plus what the library reports about itself.

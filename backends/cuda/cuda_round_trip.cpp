@@ -150,7 +150,7 @@ void CudaDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchIm
     pipelined_trip(writes, batch, reads, deadline);
     return;
   }
-  if (!use_graphs_ || !batch || batch->trip_graph_failed) {
+  if (!graphs() || !batch || batch->trip_graph_failed) {
     DeviceImpl::round_trip(writes, recorded, reads, deadline);
     return;
   }
@@ -276,7 +276,7 @@ void CudaDevice::pipelined_trip(std::span<const HostWriteOp> writes, CudaBatchIm
   }
   if (batch) {
     // As submit() would (a one-launch batch or the first submission launches directly).
-    if (batch->exec)
+    if (batch->exec && graphs())
       check(fn_.cuGraphLaunch(batch->exec, stream_), "cuGraphLaunch");
     else
       launch(*batch);

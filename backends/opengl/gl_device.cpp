@@ -118,6 +118,9 @@ void GlDevice::start_w() {
   spirv_path_ = desc_.caps.gl_spirv && settings().config.gl_spirv &&
                 (glad_glSpecializeShader != nullptr || glad_glSpecializeShaderARB != nullptr);
   bound_.assign(static_cast<std::size_t>(std::max(desc_.caps.ssbo_bindings, 1)), 0);
+  // GL_TIMESTAMP is core since 3.3, but a driver may give it no counter bits (no timer).
+  glGetQueryiv(GL_TIMESTAMP, GL_QUERY_COUNTER_BITS, &timer_bits_);
+  take_gl_error();
   // One ring slot per dispatch holds its params block; a slot is never shorter than the
   // largest block, and starts at the binding offset alignment.
   const GLsizeiptr align = std::max<GLint>(desc_.caps.ssbo_alignment, 16);
@@ -131,6 +134,10 @@ void GlDevice::stop_w() {
   if (gl_ready_) {
     if (params_ring_) glDeleteBuffers(1, &params_ring_);
     params_ring_ = 0;
+    for (const PendingTimer& t : timers_) free_queries_.insert(free_queries_.end(), {t.begin, t.end});
+    timers_.clear();
+    if (!free_queries_.empty()) glDeleteQueries(static_cast<GLsizei>(free_queries_.size()), free_queries_.data());
+    free_queries_.clear();
     // No work may outlive the context: wait for it, within the limit (glFinish has none).
     try {
       idle = wait_gpu_w(default_deadline());

@@ -112,6 +112,7 @@ class GlBindingSetImpl final : public BindingSetImpl {
 /// One prepared dispatch: everything the worker needs, by value.
 struct GlCommand {
   GLuint program = 0;
+  std::string kernel;  // its name, which a timed dispatch's time is reported under
   std::shared_ptr<const std::vector<SlotBuffer>> buffers;
   ParamsBlock params;
   Groups groups;
@@ -167,6 +168,8 @@ class GlDevice final : public DeviceImpl {
   /// Shuts down within twice timeout() (the context's own last wait takes up to one); false
   /// when the worker is still busy then (the device is then leaked).
   bool release() noexcept override;
+  /// True where the context's GL_TIMESTAMP queries have a counter (GL_QUERY_COUNTER_BITS > 0).
+  bool can_time_dispatches() const noexcept override { return timer_bits_ > 0; }
 
   /// Releases the context and ends the worker now, while the driver is intact (process exit),
   /// waiting for the worker until deadline; returns false when it is still busy then.
@@ -221,8 +224,11 @@ class GlDevice final : public DeviceImpl {
   /// Copies bytes between host memory and buffer name at offset (into the buffer when
   /// into_buffer, else out of it), after barrier_w(); DSA where the context has it.
   void transfer_w(GLuint name, std::uint64_t offset, std::uint64_t bytes, void* host, bool into_buffer);
-  /// Replays recorded commands: program, bindings, params slot, dispatch, barrier.
-  void replay_w(const std::vector<GlCommand>& commands);
+  /// Replays recorded commands: program, bindings, params slot, dispatch, barrier; with timed,
+  /// a GL_TIMESTAMP query before and after each dispatch (read by collect_timers_w).
+  void replay_w(const std::vector<GlCommand>& commands, bool timed);
+  /// Reports the times of timed dispatches whose queries have their results (after a wait).
+  void collect_timers_w() noexcept;
   /// Throws the vgpu::Error matching a pending GL error (out of memory, context lost, ...).
   void check_errors_w(const char* what);
   /// Waits on a fence for every command issued so far, until deadline; false when it passed
@@ -271,6 +277,14 @@ class GlDevice final : public DeviceImpl {
   std::uint32_t params_slots_ = 0, params_head_ = 0;
   ParamsBlock last_params_;    // the block last uploaded into the ring (replay_w)
   bool params_bound_ = false;  // the params binding still holds last_params_'s ring slot
+  GLint timer_bits_ = 0;       // GL_QUERY_COUNTER_BITS of GL_TIMESTAMP (set by start_w, then constant)
+  /// A timed dispatch's two GL_TIMESTAMP queries, read once the GPU has passed them.
+  struct PendingTimer {
+    GLuint begin = 0, end = 0;
+    std::string kernel;
+  };
+  std::vector<PendingTimer> timers_;  // in issue order
+  std::vector<GLuint> free_queries_;  // query names to reuse
 };
 
 }  // namespace vgpu::opengl

@@ -34,7 +34,7 @@ std::unique_ptr<RecordedBatchImpl> GlDevice::record(std::span<const DispatchComm
   auto list = std::make_shared<std::vector<GlCommand>>();
   list->reserve(commands.size());
   for (const DispatchCommand& c : commands)
-    list->push_back(GlCommand{static_cast<GlKernelImpl*>(c.kernel)->program,
+    list->push_back(GlCommand{static_cast<GlKernelImpl*>(c.kernel)->program, c.kernel->name,
                               static_cast<GlBindingSetImpl*>(c.bindings)->buffers, c.params, c.groups});
   auto batch = std::make_unique<GlBatchImpl>();
   batch->commands = std::move(list);
@@ -44,10 +44,12 @@ std::unique_ptr<RecordedBatchImpl> GlDevice::record(std::span<const DispatchComm
 void GlDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {
   // Queued, not waited for (so nothing here can run past a limit): the task shares the command list, and holds GL names
   // only, so the batch, its kernels and buffers may go before it runs (their deletion is queued after it).
-  worker_.post([this, commands = static_cast<GlBatchImpl&>(recorded).commands] { replay_w(*commands); });
+  worker_.post([this, commands = static_cast<GlBatchImpl&>(recorded).commands, timed = timing_dispatches()] {
+    replay_w(*commands, timed);
+  });
 }
 
-void GlDevice::replay_w(const std::vector<GlCommand>& commands) {
+void GlDevice::replay_w(const std::vector<GlCommand>& commands, bool timed) {
   const GLuint params_binding = desc_.caps.params_binding();
   for (const GlCommand& c : commands) {
     barrier_w();  // each dispatch sees the writes of the one before
@@ -87,7 +89,27 @@ void GlDevice::replay_w(const std::vector<GlCommand>& commands) {
       last_params_ = c.params;
       params_bound_ = true;
     }
+    PendingTimer timer;
+    if (timed) {
+      // glQueryCounter takes the time once every earlier command has completed, so the pair
+      // brackets this dispatch alone (the barrier above finished the one before it).
+      GLuint q[2];
+      for (GLuint& name : q) {
+        if (free_queries_.empty()) {
+          glGenQueries(1, &name);
+        } else {
+          name = free_queries_.back();
+          free_queries_.pop_back();
+        }
+      }
+      timer = PendingTimer{q[0], q[1], c.kernel};
+      glQueryCounter(timer.begin, GL_TIMESTAMP);
+    }
     glDispatchCompute(c.groups.x, c.groups.y, c.groups.z);
+    if (timed) {
+      glQueryCounter(timer.end, GL_TIMESTAMP);
+      timers_.push_back(std::move(timer));
+    }
     barrier_pending_ = true;
     unfinished_ = true;
   }
@@ -120,7 +142,30 @@ bool GlDevice::wait_gpu_w(const Deadline& deadline) {
   if (status == GL_TIMEOUT_EXPIRED) return false;
   check_errors_w("running submitted work");
   unfinished_ = false;
+  collect_timers_w();
   return true;
+}
+
+void GlDevice::collect_timers_w() noexcept {
+  std::size_t done = 0;
+  for (; done < timers_.size(); ++done) {
+    const PendingTimer& t = timers_[done];
+    GLuint64 available = 0;  // the later query first: when it is there, so is the earlier one
+    glGetQueryObjectui64v(t.end, GL_QUERY_RESULT_AVAILABLE, &available);
+    if (!available) break;  // issued in order: the rest are later still
+    GLuint64 begin = 0, end = 0;
+    glGetQueryObjectui64v(t.begin, GL_QUERY_RESULT, &begin);
+    glGetQueryObjectui64v(t.end, GL_QUERY_RESULT, &end);
+    report_dispatch_time(t.kernel, begin, end);  // GL_TIMESTAMP counts nanoseconds
+    try {
+      free_queries_.push_back(t.begin);
+      free_queries_.push_back(t.end);
+    } catch (...) {  // no room to keep the names: delete them instead
+      const GLuint names[2] = {t.begin, t.end};
+      glDeleteQueries(2, names);
+    }
+  }
+  timers_.erase(timers_.begin(), timers_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 void GlDevice::finish_w(const Deadline& deadline, const char* what, bool force) {
@@ -161,14 +206,14 @@ void GlDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl
   std::shared_ptr<const std::vector<GlCommand>> commands;
   if (batch) commands = static_cast<GlBatchImpl*>(batch)->commands;
   if (!trip_writes_.empty() || commands) {
-    worker_.post([this, deadline, commands = std::move(commands)] {
+    worker_.post([this, deadline, commands = std::move(commands), timed = timing_dispatches()] {
       if (!trip_writes_.empty()) {
         // A dispatch may still use a buffer, and glBufferSubData would then block without a limit.
         finish_w(deadline, "waiting for earlier dispatches before writing a buffer");
         for (const StagedWrite& w : trip_writes_)
           transfer_w(w.buffer, w.offset, w.bytes, trip_staging_.data() + w.at, true);
       }
-      if (commands) replay_w(*commands);
+      if (commands) replay_w(*commands, timed);
     });
   }
   call(deadline, "reading a buffer", [&] {

@@ -65,7 +65,11 @@ bool VulkanDevice::release() noexcept {
 VulkanDevice::~VulkanDevice() {
   // Leave every Vulkan object to the OS at exit, or to the abandoned device (release()
   // normally settled already).
-  if (process_exiting() || !settle_work()) return;
+  if (process_exiting() || !settle_work()) {
+    drop_timestamps(/*destroy=*/false);  // the abandoned device keeps its query pools too
+    return;
+  }
+  drop_timestamps(/*destroy=*/true);   // before the device they were made on goes
   if (!lost()) save_pipeline_cache();  // a lost device's driver state is not worth keeping
   destroy_buffer(staging_);
   destroy_buffer(readback_);
@@ -78,6 +82,16 @@ VulkanDevice::~VulkanDevice() {
   if (pipeline_cache_) fn_.vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
   fn_.vkDestroyCommandPool(device_, pool_, nullptr);
   fn_.vkDestroyDevice(device_, nullptr);
+}
+
+void VulkanDevice::drop_timestamps(bool destroy) noexcept {
+  auto drop = [&](std::shared_ptr<BatchTimestamps>& t) {
+    if (t && !destroy) t->pool = VK_NULL_HANDLE;  // leaked with the device, never destroyed under it
+    t.reset();
+  };
+  for (InFlight& f : in_flight_)
+    for (auto& t : f.timed) drop(t);
+  for (PendingCmd& p : pending_) drop(p.timestamps);
 }
 
 void VulkanDevice::barrier(VkCommandBuffer cmd, bool to_host) const {
@@ -134,7 +148,7 @@ void VulkanDevice::close_upload() {
 
 void VulkanDevice::queue_batch(VkBatchImpl& batch) {
   close_upload();  // uploads recorded before this submit must run before it
-  pending_.push_back(PendingCmd{batch.cmd, false});
+  pending_.push_back(PendingCmd{batch.cmd, false, batch.timestamps});
   // Batches coalesce into one vkQueueSubmit while the queue is busy; with fewer than two
   // submissions in flight this one goes at once, so the GPU never idles while the caller
   // records more (a chain of array ops, each op its own batch: waiting for the closing sync
@@ -165,6 +179,7 @@ std::uint64_t VulkanDevice::flush(VkCommandBuffer extra, bool extra_is_transient
   for (const PendingCmd& p : pending_) {
     cmds.push_back(p.cmd);
     if (p.transient) flight.recycle.push_back(p.cmd);
+    if (p.timestamps) flight.timed.push_back(p.timestamps);
   }
   pending_.clear();
   if (!free_fences_.empty()) {
@@ -259,6 +274,7 @@ void VulkanDevice::retire_front(std::size_t n) {
       free_cmds_.push_back(c);
     }
     completed_serial_ = in_flight_[i].serial;
+    report_timestamps(in_flight_[i]);
     spare_recycle_.push_back(std::move(in_flight_[i].recycle));  // room reserved above: no throw
   }
   fn_.vkResetFences(device_, static_cast<std::uint32_t>(n), fences.data());

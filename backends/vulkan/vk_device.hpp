@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,21 @@ class VkBindingSetImpl final : public DeviceBound<BindingSetImpl, VulkanDevice> 
   std::vector<VkDescriptorSet> sets;  // by set number, from one pool
 };
 
+/// The timestamp slots of a batch recorded with timing on: two per dispatch (before and after
+/// it), read once a submission that ran it has finished. Shared by the batch and each
+/// submission of it in flight, so the pool lives until the last of them is done.
+/// Thread-safety: used under the call lock.
+struct BatchTimestamps {
+  BatchTimestamps(const DeviceFns& fn, VkDevice device) : fn(fn), device(device) {}
+  ~BatchTimestamps();
+  BatchTimestamps(const BatchTimestamps&) = delete;
+  BatchTimestamps& operator=(const BatchTimestamps&) = delete;
+  const DeviceFns& fn;
+  VkDevice device;
+  VkQueryPool pool = VK_NULL_HANDLE;
+  std::vector<std::string> kernels;  // dispatch i's kernel; its slots are 2i and 2i+1
+};
+
 /// A recorded, resubmittable command buffer. Thread-safety: used under the call lock; its
 /// command buffer goes back to the pool once no queued work runs it.
 class VkBatchImpl final : public DeviceBound<RecordedBatchImpl, VulkanDevice> {
@@ -84,6 +100,7 @@ class VkBatchImpl final : public DeviceBound<RecordedBatchImpl, VulkanDevice> {
   using DeviceBound::DeviceBound;
   ~VkBatchImpl() override;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
+  std::shared_ptr<BatchTimestamps> timestamps;  // null: recorded with timing off
 };
 
 /// One opened Vulkan device: a queue, memory, pipelines, descriptor sets and submissions.
@@ -130,6 +147,8 @@ class VulkanDevice final : public DeviceImpl {
   std::uint64_t completed_serial() noexcept override;
   /// Waits (within timeout()) for the queue to drain; false when the device is abandoned.
   bool release() noexcept override;
+  /// True where the compute queue writes timestamps (timestampValidBits > 0).
+  bool can_time_dispatches() const noexcept override { return physical_.timestamp_bits > 0; }
 
   // Used by the object destructors above (core calls them once no queued work uses the object).
   void destroy_buffer(Allocation& a);
@@ -141,7 +160,8 @@ class VulkanDevice final : public DeviceImpl {
   struct InFlight {
     std::uint64_t serial;
     VkFence fence;
-    std::vector<VkCommandBuffer> recycle;  // transient command buffers to reuse after it
+    std::vector<VkCommandBuffer> recycle;                 // transient command buffers to reuse after it
+    std::vector<std::shared_ptr<BatchTimestamps>> timed;  // timed batches it runs, read when it is retired
   };
   struct Layouts {
     std::vector<VkDescriptorSetLayout> set_layouts;  // by set number (empty ones fill gaps)
@@ -245,8 +265,17 @@ class VulkanDevice final : public DeviceImpl {
   std::uint64_t next_serial_ = 1, completed_serial_ = 0;
   struct PendingCmd {
     VkCommandBuffer cmd;
-    bool transient;  // recycled after it runs
+    bool transient;                                    // recycled after it runs
+    std::shared_ptr<BatchTimestamps> timestamps = {};  // a timed batch's slots
   };
+  // Records the timestamp slots of a batch of n dispatches into cmd (timing on); null when the
+  // pool cannot be made (the batch then runs untimed).
+  std::shared_ptr<BatchTimestamps> begin_timestamps(VkCommandBuffer cmd, std::span<const DispatchCommand> commands);
+  // Reports the times of a finished submission's timed batches (DeviceImpl::report_dispatch_time).
+  void report_timestamps(const InFlight& flight) noexcept;
+  // Lets go of the timestamp pools still referenced by work in flight or pending (the
+  // destructor): destroyed now, or, for an abandoned device, leaked with it.
+  void drop_timestamps(bool destroy) noexcept;
   std::vector<PendingCmd> pending_;                  // recorded work not yet queued, in call order
   VkCommandBuffer pending_upload_ = VK_NULL_HANDLE;  // uploads being recorded for the next flush
   Allocation staging_;                               // host-visible upload ring

@@ -108,6 +108,8 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
   check_vk(fn_.vkBeginCommandBuffer(batch->cmd, &bi), "vkBeginCommandBuffer");
+  if (timing_dispatches() && !commands.empty()) batch->timestamps = begin_timestamps(batch->cmd, commands);
+  const VkQueryPool stamps = batch->timestamps ? batch->timestamps->pool : VK_NULL_HANDLE;
   barrier(batch->cmd, false);
   VkPipeline bound = VK_NULL_HANDLE;
   for (std::size_t i = 0; i < commands.size(); ++i) {
@@ -124,11 +126,66 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
                                   static_cast<std::uint32_t>(b.sets.size()), b.sets.data(), 0, nullptr);
     if (k.push_bytes)
       fn_.vkCmdPushConstants(batch->cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, c.params.data());
+    // Both at the bottom of the pipe: the first is written once everything before this
+    // dispatch has finished, the second once the dispatch has, so the times never overlap.
+    const auto slot = static_cast<std::uint32_t>(2 * i);
+    if (stamps) fn_.vkCmdWriteTimestamp(batch->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot);
     fn_.vkCmdDispatch(batch->cmd, c.groups.x, c.groups.y, c.groups.z);
+    if (stamps) fn_.vkCmdWriteTimestamp(batch->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot + 1);
   }
   barrier(batch->cmd, true);  // results become visible to host reads of mapped buffers
   check_vk(fn_.vkEndCommandBuffer(batch->cmd), "vkEndCommandBuffer");
   return batch;
+}
+
+BatchTimestamps::~BatchTimestamps() {
+  if (pool != VK_NULL_HANDLE && !process_exiting()) fn.vkDestroyQueryPool(device, pool, nullptr);
+}
+
+std::shared_ptr<BatchTimestamps> VulkanDevice::begin_timestamps(VkCommandBuffer cmd,
+                                                                std::span<const DispatchCommand> commands) {
+  auto t = std::make_shared<BatchTimestamps>(fn_, device_);
+  VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  qi.queryCount = static_cast<std::uint32_t>(2 * commands.size());
+  // Timing is a courtesy: a pool the driver cannot make leaves the batch untimed, not failed.
+  if (fn_.vkCreateQueryPool(device_, &qi, nullptr, &t->pool) != VK_SUCCESS) {
+    t->pool = VK_NULL_HANDLE;
+    return nullptr;
+  }
+  t->kernels.reserve(commands.size());
+  for (const DispatchCommand& c : commands) t->kernels.push_back(c.kernel->name);
+  // In the command buffer, so each run of a resubmitted batch starts from unwritten slots.
+  fn_.vkCmdResetQueryPool(cmd, t->pool, 0, qi.queryCount);
+  return t;
+}
+
+void VulkanDevice::report_timestamps(const InFlight& flight) noexcept {
+  if (flight.timed.empty() || lost()) return;  // a lost device's slots hold nothing worth reading
+  const std::uint32_t bits = physical_.timestamp_bits;
+  const std::uint64_t mask = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+  const double period = physical_.properties.limits.timestampPeriod;  // ns per tick
+  const auto to_ns = [&](std::uint64_t ticks) {
+    return static_cast<std::uint64_t>(static_cast<double>(ticks & mask) * period);
+  };
+  try {
+    std::vector<std::uint64_t> slots;  // (value, availability) pairs
+    for (const auto& t : flight.timed) {
+      const auto count = static_cast<std::uint32_t>(2 * t->kernels.size());
+      slots.assign(2 * std::size_t{count}, 0);
+      // VK_NOT_READY is expected where a later run of the same batch has reset the slots.
+      const VkResult r = fn_.vkGetQueryPoolResults(device_, t->pool, 0, count, slots.size() * sizeof(std::uint64_t),
+                                                   slots.data(), 2 * sizeof(std::uint64_t),
+                                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
+      if (r != VK_SUCCESS && r != VK_NOT_READY) continue;
+      for (std::size_t i = 0; i < t->kernels.size(); ++i) {
+        const std::uint64_t* begin = &slots[4 * i];
+        const std::uint64_t* end = &slots[4 * i + 2];
+        if (begin[1] != 0 && end[1] != 0) report_dispatch_time(t->kernels[i], to_ns(begin[0]), to_ns(end[0]));
+      }
+    }
+  } catch (...) {  // no memory for the slots: these times are lost, the work is not
+  }
 }
 
 void VulkanDevice::submit(RecordedBatchImpl& recorded, const Deadline& /*deadline*/) {  // queues, never waits

@@ -226,6 +226,7 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
       if (families[q].queueFlags & VK_QUEUE_COMPUTE_BIT) chosen = static_cast<int>(q);
     if (chosen < 0) continue;
     pd.queue_family = static_cast<std::uint32_t>(chosen);
+    pd.timestamp_bits = families[static_cast<std::size_t>(chosen)].timestampValidBits;
     // ID and subgroup properties are core in 1.1 (every device here); driver properties in 1.2.
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceIDProperties ids{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};

@@ -16,6 +16,7 @@ namespace vgpu::vulkan {
 struct PhysicalDevice {
   VkPhysicalDevice handle = VK_NULL_HANDLE;
   std::uint32_t queue_family = 0;
+  std::uint32_t timestamp_bits = 0;  // the queue family's timestampValidBits (0: no timestamps)
   VkPhysicalDeviceProperties properties{};
   VkPhysicalDeviceMemoryProperties memory{};
   DeviceFeatures features;  // the shader features (and extensions) its VkDevice is created with

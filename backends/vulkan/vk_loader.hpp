@@ -73,7 +73,12 @@ namespace vgpu::vulkan {
   X(vkDestroyDescriptorPool)       \
   X(vkAllocateDescriptorSets)      \
   X(vkFreeDescriptorSets)          \
-  X(vkUpdateDescriptorSets)
+  X(vkUpdateDescriptorSets)        \
+  X(vkCreateQueryPool)             \
+  X(vkDestroyQueryPool)            \
+  X(vkCmdResetQueryPool)           \
+  X(vkCmdWriteTimestamp)           \
+  X(vkGetQueryPoolResults)
 
 #define VGPU_VK_DECLARE(name) PFN_##name name = nullptr;
 

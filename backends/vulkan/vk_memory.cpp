@@ -289,7 +289,8 @@ void VulkanDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatch
   for (const HostWriteOp& w : writes) write(*w.buffer, w.offset, w.data, w.bytes, deadline);
   if (recorded) {
     close_upload();  // the uploads run before the batch
-    pending_.push_back(PendingCmd{static_cast<VkBatchImpl*>(recorded)->cmd, false});
+    auto* batch = static_cast<VkBatchImpl*>(recorded);
+    pending_.push_back(PendingCmd{batch->cmd, false, batch->timestamps});
   }
   read_back(reads, deadline, "waiting for a round trip's work");
 }

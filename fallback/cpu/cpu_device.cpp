@@ -3,6 +3,7 @@
 // Buffers live in cpu_memory.cpp and dispatch in cpu_dispatch.cpp.
 #include "cpu_device.hpp"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -88,7 +89,20 @@ void CpuDevice::submit(RecordedBatchImpl& batch, const Deadline& deadline) {
          "vgpu recreates the device at its next call; write the data of its buffers again.");
   }
   detail::CpuDispatchControl control{deadline, {}};
-  for (const DispatchCommand& cmd : commands) run_dispatch(cmd, control, *this);
+  if (!timing_dispatches()) {
+    for (const DispatchCommand& cmd : commands) run_dispatch(cmd, control, *this);
+    return;
+  }
+  const auto now_ns = [] {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+  };
+  for (const DispatchCommand& cmd : commands) {
+    const std::uint64_t begin = now_ns();
+    run_dispatch(cmd, control, *this);
+    report_dispatch_time(cmd.kernel->name, begin, now_ns());
+  }
 }
 
 /// Returns at once: submit() is synchronous, so nothing is ever in flight.

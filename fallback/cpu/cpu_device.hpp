@@ -110,7 +110,8 @@ class CpuBatch final : public RecordedBatchImpl {
 /// further workgroup starts, the dispatch throws timeout, and the device stays usable: it is
 /// never lost, since nothing it started is still running when submit() returns. Only the
 /// test hook (inject_loss) loses it: the next submit() then fails as a failed workgroup,
-/// with device_lost, running nothing.
+/// with device_lost, running nothing. Timed dispatches (timing_dispatches()) are timed on the
+/// steady clock from the first workgroup's start to the last one's end.
 /// Thread-safety: core's call lock serialises its calls (a dispatch already spreads its
 /// workgroups over every core), compile() aside; the device holds only immutable data (its
 /// DeviceInfo and kernel table), so nothing here needs a lock of its own. Destroyed objects are
@@ -128,6 +129,8 @@ class CpuDevice final : public DeviceImpl {
   bool imports_host() const noexcept override { return true; }
   /// Returns the buffer's host address.
   BufferAddress address(BufferImpl& buffer) override;
+  /// Returns true: the device's timer is the host's steady clock, read around each dispatch.
+  bool can_time_dispatches() const noexcept override { return true; }
   VGPU_DEVICE_IMPL_OVERRIDES;
 
  private:

@@ -68,6 +68,8 @@ inline pybind11::dict counters_dict(const CounterSnapshot& c) {
   d["recoveries"] = c.recoveries;
   d["variant_measurements"] = c.variant_measurements;
   d["variant_loads"] = c.variant_loads;
+  d["timed_dispatches"] = c.timed_dispatches;
+  d["device_ns"] = c.device_ns;
   return d;
 }
 

@@ -205,6 +205,32 @@ void bind_devices(py::module_& m) {
           "The limit in milliseconds of every call on this device that brings none of its own (0: no limit; "
           "VGPU_TIMEOUT_MS until set), for every handle of it; a call past it raises vgpu.Timeout. Setting a "
           "negative value raises vgpu.InvalidArgument.")
+      .def_property_readonly("can_time_dispatches", &Device::can_time_dispatches,
+                             "True when this device's dispatches can be timed by the device's own timer (Vulkan "
+                             "timestamp queries, CUDA events, OpenGL timer queries, the CPU's steady clock).")
+      .def_property(
+          "device_timing", &Device::device_timing,
+          [](Device& d, bool on) {
+            py::gil_scoped_release release;
+            d.set_device_timing(on);
+          },
+          "Whether dispatches recorded or submitted from now on are timed on the device (VGPU_DEVICE_TIMING=1 "
+          "starts it on): counters() timed_dispatches and device_ns, dispatch_times(). Setting True where "
+          "can_time_dispatches is False raises vgpu.NotSupported.")
+      .def(
+          "dispatch_times",
+          [](const Device& d) {
+            std::vector<vgpu::DispatchTime> times;
+            {
+              py::gil_scoped_release release;
+              times = d.dispatch_times();
+            }
+            py::list out;
+            for (const vgpu::DispatchTime& t : times) out.append(py::make_tuple(t.kernel, t.begin_ns, t.end_ns));
+            return out;
+          },
+          "Returns the newest timed dispatches that have finished, oldest first, as (kernel, begin_ns, end_ns) "
+          "tuples on the device's own clock (comparable with each other, not with time.monotonic()).")
       .def_property_readonly("lost", &Device::lost,
                              "True while the device is lost and not yet recovered: the next call on it recovers "
                              "it first.")

@@ -177,3 +177,34 @@ def test_settle_and_background_stats():
     with pytest.raises(vgpu.InvalidArgument) as e:
         vgpu.settle(-1)
     assert "Fix:" in str(e.value)
+
+
+@pytest.mark.parametrize("device_id", device_params())
+def test_device_timing_reports_each_dispatch_on_the_device_clock(device_id):
+    d = vgpu.open(device_id)
+    if not d.can_time_dispatches:
+        with pytest.raises(vgpu.NotSupported, match="Fix:"):
+            d.device_timing = True
+        pytest.skip(f"{device_id} cannot time dispatches on the device")
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((96, 80)).astype(np.float32)
+    B = rng.standard_normal((80, 72)).astype(np.float32)
+    try:
+        d.device_timing = True
+        assert d.device_timing
+        before = d.counters()
+        kept = len(d.dispatch_times())
+        assert np.allclose(vgpu.Cache(d).matmul(A, B), A @ B, atol=1e-4)
+        after = d.counters()
+        times = d.dispatch_times()
+        timed = after["timed_dispatches"] - before["timed_dispatches"]
+        assert timed >= 1 and len(times) == kept + timed
+        new = times[kept:]
+        for kernel, begin, end in new:
+            assert isinstance(kernel, str) and kernel
+            assert 0 <= begin <= end
+        assert all(a[2] <= b[1] for a, b in zip(new, new[1:])), new  # in order, never overlapping
+        assert after["device_ns"] - before["device_ns"] == sum(e - b for _, b, e in new)
+    finally:
+        d.device_timing = False
+    assert not d.device_timing

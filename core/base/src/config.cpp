@@ -287,6 +287,9 @@ const std::vector<ConfigVariable>& config_variables() {
        "meanwhile and the calibration runs on a background thread"},
       {"VGPU_VULKAN_VALIDATION",
        "1: Vulkan runs with VK_LAYER_KHRONOS_validation, each message logged as an error (default 0)"},
+      {"VGPU_DEVICE_TIMING",
+       "1: every device that can time its dispatches on the device does so from opening (counters "
+       "timed_dispatches, device_ns; Device::dispatch_times; explain's device times) (default 0)"},
       {"VGPU_CACHE_DIR", "the on-disk kernel cache directory (default $XDG_CACHE_HOME/vgpu or ~/.cache/vgpu)"},
       {"VGPU_CACHE_DISABLE", "1: no on-disk cache, compiled kernels stay in memory (default 0)"},
       {"VGPU_CACHE_MAX_BYTES", "cap on the on-disk cache, bytes or with K/M/G suffix (default 512M)"},
@@ -315,6 +318,7 @@ Config read_env(Warnings& w) {
   c.cuda_zero_copy = read_bool(w, "VGPU_CUDA_ZERO_COPY", true);
   c.gl_spirv = read_bool(w, "VGPU_GL_SPIRV", true);
   c.vulkan_validation = read_bool(w, "VGPU_VULKAN_VALIDATION", false);
+  c.device_timing = read_bool(w, "VGPU_DEVICE_TIMING", false);
   c.background = read_bool(w, "VGPU_BACKGROUND", true);
   // Checked against the known tilings by the GLSL tuner (core/kernels/src/gpu_tuning.cpp), which
   // owns that list; a bad name fails each matmul plan with the list in its Fix.

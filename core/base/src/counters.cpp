@@ -10,7 +10,8 @@ namespace vgpu {
   X(compiles) X(l1_hits) X(l1_misses) X(l1_evictions) X(persistent_evictions) X(binds) \
   X(allocations) X(allocated_bytes) X(freed_bytes) X(dispatches) X(submits) X(bytes_up) \
   X(bytes_down) X(source_compiles) X(l2_hits) X(l2_misses) X(l2_writes) X(l2_rejected) \
-  X(l3_hits) X(pipeline_builds) X(device_losses) X(recoveries) X(variant_measurements) X(variant_loads)
+  X(l3_hits) X(pipeline_builds) X(device_losses) X(recoveries) X(variant_measurements) X(variant_loads) \
+  X(timed_dispatches) X(device_ns)
 // clang-format on
 
 CounterSnapshot CounterSnapshot::operator-(const CounterSnapshot& e) const noexcept {

@@ -142,6 +142,15 @@ Deadline DeviceCore::deadline_for(std::chrono::milliseconds limit, const char* c
   return Deadline::after(limit);
 }
 
+void DeviceCore::set_device_timing(bool on) {
+  if (on && !can_time_dispatches())
+    fail(ErrorCategory::not_supported,
+         std::string(to_string(info().backend)) + " device '" + info().name +
+             "' cannot time dispatches on the device (its backend reads no device timer).",
+         "check Device::can_time_dispatches() first, or time the calls on the host (counters, std::chrono).");
+  times_->set_enabled(on);
+}
+
 void DeviceCore::set_timeout(std::chrono::milliseconds limit) {
   deadline_for(limit, "Device::set_timeout");
   std::shared_lock lock(recovery_mutex_);  // recovery copies the limit to the fresh device
@@ -222,6 +231,7 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
                        std::shared_ptr<cache::DiskStore> store, std::shared_ptr<const OpTuner> op_tuner)
     : identity_(std::make_shared<DeviceIdentity>(DeviceIdentity{impl->info()})),
       counters_(std::make_shared<Counters>()),
+      times_(std::make_shared<DispatchTimeLog>()),
       // The process-wide store is never destroyed: shared, never deleted.
       store_(store ? std::move(store)
                    : std::shared_ptr<cache::DiskStore>(&cache::DiskStore::global(), [](cache::DiskStore*) {})),
@@ -230,11 +240,14 @@ DeviceCore::DeviceCore(std::unique_ptr<DeviceImpl> impl, const Config& config, R
       persistent_limits_(config.persistent_limits()),
       reopen_(std::move(reopen)),
       timeout_ms_(config.timeout.count()),
-      host_(make_device_host(std::move(impl), counters_)),
+      host_(make_device_host(std::move(impl), counters_, times_)),
       current_impl_(&host_->impl()),
       clock_(host_->impl().timing_clock()),
       l1_(config.l1_capacity) {
   host_->impl().set_timeout(config.timeout);  // also for a backend made without the runtime's settings
+  // VGPU_DEVICE_TIMING turns timing on where the backend has a timer; elsewhere it stays off
+  // quietly (Device::can_time_dispatches says which).
+  times_->set_enabled(config.device_timing && host_->impl().can_time_dispatches());
   variants_ = std::make_unique<VariantTable>();
 }
 
@@ -489,6 +502,7 @@ std::shared_ptr<KernelState> DeviceCore::build_kernel(const KernelSource& source
   state->options = options;
   state->key = key;
   state->impl = guarded("compiling a kernel", [&] { return impl().compile(source, code, options); });
+  state->impl->name = source.name;
   state->device = host_;
   counters_->compiles.fetch_add(1, std::memory_order_relaxed);
   state->workgroup_size = options.workgroup_size_or_default();

@@ -227,6 +227,18 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   void round_trip(std::span<const HostWrite> writes, const Batch& batch, std::span<const HostRead> reads,
                   std::chrono::milliseconds limit);
 
+  /// Returns true when the backend times this device's dispatches on its own timer.
+  bool can_time_dispatches() const noexcept {
+    return current_impl_.load(std::memory_order_acquire)->can_time_dispatches();
+  }
+  /// Turns dispatch timing on or off (Device::set_device_timing); throws not_supported for on
+  /// where can_time_dispatches() is false.
+  void set_device_timing(bool on);
+  /// Returns true while dispatch timing is on.
+  bool device_timing() const noexcept { return times_->enabled(); }
+  /// Returns the newest dispatch times measured, oldest first (Device::dispatch_times).
+  std::vector<DispatchTime> dispatch_times() const { return times_->recent(); }
+
   /// Sets the limit of calls that bring none of their own; throws invalid_argument when negative.
   void set_timeout(std::chrono::milliseconds limit);
   /// Returns the limit of calls that bring none of their own (0: none).
@@ -310,6 +322,7 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
 
   std::shared_ptr<const DeviceIdentity> identity_;
   std::shared_ptr<Counters> counters_;
+  std::shared_ptr<DispatchTimeLog> times_;   // shared with every host, as counters_ is
   std::shared_ptr<cache::DiskStore> store_;  // the runtime's (kept: the runtime may go first)
   std::shared_ptr<const OpTuner> op_tuner_;
   std::string tune_;

@@ -45,9 +45,11 @@ CallLock::~CallLock() {
   if (host_) host_->unlock();
 }
 
-DeviceHost::DeviceHost(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters)
-    : counters_(std::move(counters)), impl_(std::move(impl)) {
+DeviceHost::DeviceHost(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters,
+                       std::shared_ptr<DispatchTimeLog> times)
+    : counters_(std::move(counters)), times_(std::move(times)), impl_(std::move(impl)) {
   impl_->attach_counters(counters_.get());
+  impl_->attach_time_log(times_.get());
 }
 
 DeviceHost::~DeviceHost() = default;
@@ -178,8 +180,10 @@ bool DeviceHost::close() noexcept {
   return released;
 }
 
-std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters) {
-  return std::shared_ptr<DeviceHost>(new DeviceHost(std::move(impl), std::move(counters)), retire_host);
+std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters,
+                                             std::shared_ptr<DispatchTimeLog> times) {
+  return std::shared_ptr<DeviceHost>(new DeviceHost(std::move(impl), std::move(counters), std::move(times)),
+                                     retire_host);
 }
 
 }  // namespace vgpu::detail

@@ -49,9 +49,11 @@ class [[nodiscard]] CallLock {
 /// the thread holding the lock (a handle dropped inside a call). close() runs once, alone.
 class DeviceHost {
  public:
-  /// Takes the backend device and attaches counters to it: the Device's, which every host it
-  /// has had (one per recovery) shares, so they continue across recoveries.
-  DeviceHost(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters);
+  /// Takes the backend device and attaches counters and the dispatch time log to it: the
+  /// Device's, which every host it has had (one per recovery) shares, so they continue across
+  /// recoveries.
+  DeviceHost(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters,
+             std::shared_ptr<DispatchTimeLog> times);
   ~DeviceHost();
   DeviceHost(const DeviceHost&) = delete;
   DeviceHost& operator=(const DeviceHost&) = delete;
@@ -98,7 +100,8 @@ class DeviceHost {
   // Tags what other threads retired, then frees every object whose work has completed (lock held).
   void reclaim_locked() noexcept;
 
-  std::shared_ptr<Counters> counters_;  // before impl_: the backend may count while it is destroyed
+  std::shared_ptr<Counters> counters_;      // before impl_: the backend may count while it is destroyed
+  std::shared_ptr<DispatchTimeLog> times_;  // before impl_, for the same reason
   std::unique_ptr<DeviceImpl> impl_;
   std::mutex call_mutex_;                 // the call lock
   std::atomic<std::thread::id> owner_{};  // the thread holding call_mutex_ (none: default id)
@@ -110,6 +113,7 @@ class DeviceHost {
 
 /// Returns a shared host for impl whose last reference closes it: deleted when close()
 /// succeeds, else kept (reachable, never freed) for the rest of the process with a log line.
-std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters);
+std::shared_ptr<DeviceHost> make_device_host(std::unique_ptr<DeviceImpl> impl, std::shared_ptr<Counters> counters,
+                                             std::shared_ptr<DispatchTimeLog> times);
 
 }  // namespace vgpu::detail

@@ -127,7 +127,7 @@ void DeviceCore::recover() {
          "or use another device.");
   }
   fresh->set_timeout(timeout());
-  const std::shared_ptr<DeviceHost> host = make_device_host(std::move(fresh), counters_);
+  const std::shared_ptr<DeviceHost> host = make_device_host(std::move(fresh), counters_, times_);
   {
     // Handles dropped on other threads meanwhile queue their objects for this thread.
     const CallLock call = host->lock();

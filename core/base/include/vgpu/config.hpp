@@ -74,6 +74,9 @@ struct VGPU_API Config {
   /// VGPU_VULKAN_VALIDATION: enable VK_LAYER_KHRONOS_validation and log each of its messages as
   /// an error ("Vulkan validation: ..."). Read when the process's VkInstance is created.
   bool vulkan_validation = false;
+  /// VGPU_DEVICE_TIMING: whether devices that can time their dispatches on the device do so
+  /// from opening (Device::set_device_timing changes it per device).
+  bool device_timing = false;
   /// VGPU_MATMUL_TILING: the matmul variant every backend's tuner always runs, lower-cased: the
   /// GLSL one on Vulkan and OpenGL ("naive" or "BMxBNxBKxTMxTN"), the CUDA one on CUDA
   /// ("BMxBNxBKxTMxTN[wWMxWN]"); a name the backend lacks fails its matmul plans with the list of

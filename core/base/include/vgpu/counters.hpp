@@ -36,6 +36,8 @@ struct VGPU_API CounterSnapshot {
   std::uint64_t recoveries = 0;       ///< times the lost device was recreated and its live objects rebuilt
   std::uint64_t variant_measurements = 0;  ///< op variants (matmul tilings) timed on the device to choose one
   std::uint64_t variant_loads = 0;         ///< measured variant choices read back from the on-disk cache
+  std::uint64_t timed_dispatches = 0;      ///< dispatches whose device time was read (Device::set_device_timing)
+  std::uint64_t device_ns = 0;             ///< nanoseconds those dispatches ran, by the device's own timer
 
   /// Returns this minus an earlier snapshot, field by field.
   CounterSnapshot operator-(const CounterSnapshot& earlier) const noexcept;
@@ -56,7 +58,7 @@ struct VGPU_API Counters {
   std::atomic<std::uint64_t> compiles{0}, l1_hits{0}, l1_misses{0}, l1_evictions{0}, persistent_evictions{0}, binds{0},
       allocations{0}, allocated_bytes{0}, freed_bytes{0}, dispatches{0}, submits{0}, bytes_up{0}, bytes_down{0},
       source_compiles{0}, l2_hits{0}, l2_misses{0}, l2_writes{0}, l2_rejected{0}, l3_hits{0}, pipeline_builds{0},
-      device_losses{0}, recoveries{0}, variant_measurements{0}, variant_loads{0};
+      device_losses{0}, recoveries{0}, variant_measurements{0}, variant_loads{0}, timed_dispatches{0}, device_ns{0};
 
   /// Returns a consistent-enough copy of all fields (each read is atomic).
   CounterSnapshot snapshot() const noexcept;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "vgpu/counters.hpp"
+#include "vgpu/dispatch_time.hpp"
 #include "vgpu/device_info.hpp"
 #include "vgpu/kernel_source.hpp"
 #include "vgpu/params.hpp"
@@ -237,6 +238,25 @@ class VGPU_API Device {
   /// driver reported it lost, or a test forced it) and not yet recovered: the next call on it
   /// recovers it first (see "Device loss and recovery" above).
   bool lost() const;
+
+  /// Returns true when this device's dispatches can be timed by the device's own timer (Vulkan
+  /// timestamp queries, CUDA events, OpenGL timer queries, the CPU's steady clock).
+  bool can_time_dispatches() const;
+  /// Turns timing of dispatches recorded or submitted from now on on or off, for every handle of
+  /// this device (VGPU_DEVICE_TIMING=1 turns it on for every device that can time). Timed
+  /// dispatches add to counters().timed_dispatches and device_ns and appear in dispatch_times()
+  /// once they have finished and a later call has read their time (the wait that saw them
+  /// finish). Costs a little per dispatch (two timer writes; CUDA also replays no graphs while
+  /// on). Throws not_supported for on where can_time_dispatches() is false.
+  void set_device_timing(bool on);
+  /// Returns true while dispatch timing is on.
+  bool device_timing() const;
+  /// Returns the device times of the newest timed dispatches that have finished (at most
+  /// kDispatchTimesKept),
+  /// oldest first; they continue across recoveries. Times of work that was still running when the
+  /// device was lost are never reported. A batch submitted again before its previous run
+  /// finished reports one run's time on Vulkan (its timer slots are shared).
+  std::vector<DispatchTime> dispatch_times() const;
 
   /// Returns the native queue vgpu's work on this device runs on — a CUstream on CUDA, 0 on
   /// the other backends — for libraries that order their work with vgpu's (DLPack's stream).

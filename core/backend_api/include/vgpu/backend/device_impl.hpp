@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "vgpu/backend/deadline.hpp"
+#include "vgpu/backend/dispatch_time_log.hpp"
 #include "vgpu/backend/timing_clock.hpp"
 #include "vgpu/counters.hpp"
 #include "vgpu/device_info.hpp"
@@ -51,6 +52,9 @@ class KernelImpl : public DeviceObject {
   /// Set by backends that reflect complete shaders and SPIR-V (Vulkan, OpenGL), at the
   /// specialised local size; empty for the body form and for backends that do not reflect.
   std::optional<KernelReflection> reflected;
+  /// The kernel's name (KernelSource::name), set by core once compile() returned: what the
+  /// backend reports its dispatch times under (report_dispatch_time).
+  std::string name;
 };
 
 /// A backend object (Base: one of the *Impl classes above) that keeps the device that made it,
@@ -302,6 +306,13 @@ class DeviceImpl {
     if (counters_) on_counters_attached();
   }
 
+  /// Returns true when the backend can time this device's dispatches with the device's own
+  /// timer (report_dispatch_time); false (the default) where its API offers none.
+  virtual bool can_time_dispatches() const noexcept { return false; }
+  /// Called once by core before any other call: the log whose switch says whether to time
+  /// dispatches and which keeps what report_dispatch_time reports (core's, across recoveries).
+  void attach_time_log(DispatchTimeLog* log) noexcept { time_log_ = log; }
+
  protected:
   /// Lets a backend add what it counted while opening (before core attached the counters).
   virtual void on_counters_attached() noexcept {}
@@ -319,6 +330,15 @@ class DeviceImpl {
   /// Returns the device's live counters (a private sink once core has detached them).
   Counters& counters() noexcept { return counters_ ? *counters_ : detached_; }
 
+  /// Returns true when work recorded or submitted now should be timed (Device::set_device_timing;
+  /// core turns it on only where can_time_dispatches()). Any thread.
+  bool timing_dispatches() const noexcept { return time_log_ && time_log_->enabled(); }
+  /// Reports one finished dispatch of kernel (KernelImpl::name) that ran from begin_ns to end_ns
+  /// on the device's timer: counted (timed_dispatches, device_ns) and kept for
+  /// Device::dispatch_times(). An end before its begin (a timer that wrapped) is reported as
+  /// taking no time. Any thread; never throws.
+  void report_dispatch_time(const std::string& kernel, std::uint64_t begin_ns, std::uint64_t end_ns) noexcept;
+
   /// Returns the settings of the runtime that opened the device.
   const BackendSettings& settings() const noexcept { return *settings_; }
   /// Returns the L2 store of the runtime that opened the device (KernelL2Entry takes it).
@@ -327,7 +347,8 @@ class DeviceImpl {
  private:
   std::shared_ptr<const BackendSettings> settings_;
   Counters* counters_ = nullptr;
-  Counters detached_;  // backend objects can outlive the DeviceCore that owned the counters
+  DispatchTimeLog* time_log_ = nullptr;  // core's; the device's host holds it, as it holds the counters
+  Counters detached_;                    // backend objects can outlive the DeviceCore that owned the counters
   std::atomic<std::int64_t> timeout_ms_;
   std::atomic<bool> lost_{false};
   std::atomic<bool> injected_loss_{false};
