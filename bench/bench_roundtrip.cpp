@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
   vb::Table t({"device", "N=16 matmul trip", "vs goal", "256-float mul trip", "vs goal", "1 KiB write+read",
                "batched per dispatch", "vs goal", "separate per dispatch"});
   vb::Table large({"device", "N=1024 matmul trip", "N=4096 matmul trip"});
+  vb::Table on_device({"device", "N=16 matmul trip: host", "its dispatches on the device",
+                       "batched axpy: host/dispatch", "on the device/dispatch"});
   bool any_large = false;
   bool failed = false;
   for (const auto& info : vgpu::Runtime::global().devices()) {
@@ -149,6 +151,32 @@ int main(int argc, char** argv) {
                                 {"goal_matmul16_s", g.n16},
                                 {"goal_mul256_s", g.mul256},
                                 {"goal_batched_s", g.batched}});
+      // The same calls again with the device's own timer on (after the host timing, which the
+      // timer writes would disturb): what of a call the device spends running its dispatches.
+      if (dev.can_time_dispatches()) {
+        dev.set_device_timing(true);
+        vgpu::Batch timed = dev.create_batch();  // recorded with timing on (Vulkan writes its timestamps then)
+        for (int i = 0; i < 100; ++i) timed.dispatch(k, set, step.params, step.groups);
+        const vgpu::CounterSnapshot c0 = dev.counters();
+        for (int i = 0; i < rounds; ++i) f_mm();
+        const vgpu::CounterSnapshot c1 = dev.counters();
+        for (int i = 0; i < rounds; ++i) {
+          dev.submit(timed);
+          dev.synchronize();
+        }
+        const vgpu::CounterSnapshot c2 = dev.counters();
+        dev.set_device_timing(false);
+        const auto per = [](const vgpu::CounterSnapshot& d, double calls) {
+          return calls > 0 ? static_cast<double>(d.device_ns) * 1e-9 / calls : 0.0;
+        };
+        const double mm_device = per(c1 - c0, rounds), axpy_device = per(c2 - c1, 100.0 * rounds);
+        on_device.add({info.id(), vb::fmt_time(st[0].median), vb::fmt_time(mm_device), vb::fmt_time(per_batch),
+                       vb::fmt_time(axpy_device)});
+        doc["devices"].back()["device_timing"] = {{"matmul16_dispatches_s", mm_device},
+                                                  {"batched_per_dispatch_s", axpy_device},
+                                                  {"timed_dispatches", (c2 - c0).timed_dispatches}};
+        check_close(c, want, "matmul N=16 (timed)");
+      }
       if (info.type != vgpu::DeviceType::software && info.backend != vgpu::BackendKind::cpu) {
         std::vector<std::string> row{info.id() + " (" + std::string(vgpu::to_string(info.type)) + ")"};
         nlohmann::json large_doc;
@@ -193,6 +221,9 @@ int main(int argc, char** argv) {
                "30 us; batched CUDA 1.0, Vulkan 1.5, OpenGL 3 us. llvmpipe's N=16 reference is the seed's moderngl\n"
                "program: bench/python_overhead.py part 3 runs both side by side.\n\n";
   t.print();
+  std::cout << "\ndevice time (Device::set_device_timing: the device's own timer, measured in a pass of its own\n"
+               "after the host timing above; the rest of a call is submission, transfers and waiting)\n\n";
+  on_device.print();
   if (any_large) {
     std::cout << "\nlarge round trips (GPUs; goal: <= torch's CUDA round trip in the same run, which\n"
                  "bench/python_overhead.py part 4 prints beside vgpu's)\n\n";

@@ -148,7 +148,8 @@ void VulkanDevice::close_upload() {
 
 void VulkanDevice::queue_batch(VkBatchImpl& batch) {
   close_upload();  // uploads recorded before this submit must run before it
-  pending_.push_back(PendingCmd{batch.cmd, false, batch.timestamps});
+  const VkCommandBuffer cmd = batch_cmd(batch);
+  pending_.push_back(PendingCmd{cmd, false, batch.timestamps});
   // Batches coalesce into one vkQueueSubmit while the queue is busy; with fewer than two
   // submissions in flight this one goes at once, so the GPU never idles while the caller
   // records more (a chain of array ops, each op its own batch: waiting for the closing sync
@@ -174,6 +175,9 @@ std::uint64_t VulkanDevice::flush(VkCommandBuffer extra, bool extra_is_transient
     spare_recycle_.pop_back();
     flight.recycle.clear();
   }
+  // Command buffers of re-recorded batches: free once this submission (after all before it) ran.
+  flight.recycle.insert(flight.recycle.end(), retired_cmds_.begin(), retired_cmds_.end());
+  retired_cmds_.clear();
   std::vector<VkCommandBuffer>& cmds = submit_scratch_;
   cmds.clear();
   for (const PendingCmd& p : pending_) {

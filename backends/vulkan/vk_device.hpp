@@ -100,6 +100,7 @@ class VkBatchImpl final : public DeviceBound<RecordedBatchImpl, VulkanDevice> {
   using DeviceBound::DeviceBound;
   ~VkBatchImpl() override;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
+  std::vector<DispatchCommand> commands;        // as recorded, to record again when timing is switched
   std::shared_ptr<BatchTimestamps> timestamps;  // null: recorded with timing off
 };
 
@@ -271,6 +272,12 @@ class VulkanDevice final : public DeviceImpl {
   // Records the timestamp slots of a batch of n dispatches into cmd (timing on); null when the
   // pool cannot be made (the batch then runs untimed).
   std::shared_ptr<BatchTimestamps> begin_timestamps(VkCommandBuffer cmd, std::span<const DispatchCommand> commands);
+  // Records batch.commands into batch.cmd (begun here), with timestamps while timing is on.
+  void record_commands(VkBatchImpl& batch);
+  // Returns the command buffer to submit for batch: recorded again first when timing was
+  // switched on or off since it was recorded (the old one goes to retired_cmds_).
+  VkCommandBuffer batch_cmd(VkBatchImpl& batch);
+  std::vector<VkCommandBuffer> retired_cmds_;  // replaced by batch_cmd, recycled after the next flush
   // Reports the times of a finished submission's timed batches (DeviceImpl::report_dispatch_time).
   void report_timestamps(const InFlight& flight) noexcept;
   // Lets go of the timestamp pools still referenced by work in flight or pending (the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // backends/vulkan/vk_dispatch.cpp — descriptor sets, recorded command buffers and submission.
 #include <algorithm>
+#include <utility>
 
 #include "vgpu/error.hpp"
 #include "vk_device.hpp"
@@ -103,7 +104,28 @@ void VulkanDevice::free_binding_set(VkBindingSetImpl& b) {
 
 std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const DispatchCommand> commands) {
   auto batch = std::make_unique<VkBatchImpl>(*this);
+  batch->commands.assign(commands.begin(), commands.end());
   batch->cmd = take_cmd();
+  record_commands(*batch);
+  return batch;
+}
+
+VkCommandBuffer VulkanDevice::batch_cmd(VkBatchImpl& batch) {
+  // Timing was switched since the batch was recorded: its command buffer has (or lacks) the
+  // timestamps. Recorded again into a fresh one; the old one may still be queued, so it is
+  // recycled after the next submission, which runs after every earlier one.
+  if (timing_dispatches() == static_cast<bool>(batch.timestamps) || batch.commands.empty()) return batch.cmd;
+  VkCommandBuffer fresh = take_cmd();
+  VkCommandBuffer old = std::exchange(batch.cmd, fresh);
+  batch.timestamps.reset();
+  retired_cmds_.push_back(old);
+  record_commands(batch);
+  return batch.cmd;
+}
+
+void VulkanDevice::record_commands(VkBatchImpl& b) {
+  const std::span<const DispatchCommand> commands = b.commands;
+  VkBatchImpl* const batch = &b;
   // Simultaneous use lets a resubmitted batch be queued again before its last run finished.
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
@@ -135,7 +157,6 @@ std::unique_ptr<RecordedBatchImpl> VulkanDevice::record(std::span<const Dispatch
   }
   barrier(batch->cmd, true);  // results become visible to host reads of mapped buffers
   check_vk(fn_.vkEndCommandBuffer(batch->cmd), "vkEndCommandBuffer");
-  return batch;
 }
 
 BatchTimestamps::~BatchTimestamps() {

@@ -290,7 +290,8 @@ void VulkanDevice::round_trip(std::span<const HostWriteOp> writes, RecordedBatch
   if (recorded) {
     close_upload();  // the uploads run before the batch
     auto* batch = static_cast<VkBatchImpl*>(recorded);
-    pending_.push_back(PendingCmd{batch->cmd, false, batch->timestamps});
+    const VkCommandBuffer cmd = batch_cmd(*batch);
+    pending_.push_back(PendingCmd{cmd, false, batch->timestamps});
   }
   read_back(reads, deadline, "waiting for a round trip's work");
 }

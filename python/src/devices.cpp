@@ -265,6 +265,9 @@ void bind_devices(py::module_& m) {
                     "False: it could not run the op, or computed it wrong (see note).")
       .def_readonly("seconds", &SelectionCandidate::seconds,
                     "Median time of one call (uploads, dispatch, readback), or the prediction.")
+      .def_readonly("device_seconds", &SelectionCandidate::device_seconds,
+                    "Median time the device's own timer measured for one call's dispatches (0: the device was "
+                    "not timing, see Device.device_timing).")
       .def_readonly("runs", &SelectionCandidate::runs,
                     "Timed runs at the real shape (0: predicted from a probe, or ineligible).")
       .def_readonly("demoted", &SelectionCandidate::demoted, "It failed for this op in this process.")

@@ -184,8 +184,10 @@ def select_json(probe):
     if s["source"] not in ("calibrated", "persisted", "forced", "fallback", "only", "interim"):
         raise AssertionError(f"unknown source {s['source']}")
     for c in s["candidates"]:
-        require(c, {"device": str, "eligible": bool, "seconds": NUM, "runs": int, "demoted": bool, "note": str,
-                    "check": str, "check_error": NUM}, "candidate")
+        require(c, {"device": str, "eligible": bool, "seconds": NUM, "device_seconds": NUM, "runs": int,
+                    "demoted": bool, "note": str, "check": str, "check_error": NUM}, "candidate")
+        if c["device_seconds"] != 0:
+            raise AssertionError(f"{c['device']} has a device time without device timing: {json.dumps(c)}")
         if c["check"] not in ("passed", "wrong", "unchecked"):
             raise AssertionError(f"unknown check {c['check']}")
         if c["check"] == "wrong" and c["eligible"]:
@@ -199,6 +201,19 @@ def select_json(probe):
     again = json.loads(run(probe, "select", "matmul", "60", "--json")[0])
     if again["device"] != s["device"] or again["source"] not in ("persisted", "only", "forced"):
         raise AssertionError(f"second process: {again['device']} [{again['source']}] after {s['device']}")
+    # With VGPU_DEVICE_TIMING=1 every timed candidate also has the device's own time for its
+    # dispatches, which is part of the call: more than nothing, at most the call's host time.
+    env = dict(os.environ, VGPU_DEVICE_TIMING="1", VGPU_CACHE_DISABLE="1")
+    p = subprocess.run([probe, "select", "matmul", "64", "--json"], capture_output=True, text=True, timeout=280, env=env)
+    if p.returncode != 0:
+        raise AssertionError(f"select with VGPU_DEVICE_TIMING=1 exited {p.returncode}\n{p.stdout}\n{p.stderr}")
+    timed = json.loads(p.stdout)
+    measured = [c for c in timed["candidates"] if c["runs"] > 0]
+    if not measured and timed["source"] == "calibrated":
+        raise AssertionError(f"a calibration timed no candidate: {p.stdout[:600]}")
+    for c in measured:
+        if not 0 < c["device_seconds"] <= c["seconds"]:
+            raise AssertionError(f"{c['device']}: device time {c['device_seconds']} s for a {c['seconds']} s call")
     if s["source"] not in ("calibrated", "persisted"):
         return  # one device, or forced: nothing is stored, so nothing to measure again or clear
     # --recalibrate measures every device again (never reads the stored choice) and stores it.

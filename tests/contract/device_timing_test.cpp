@@ -74,8 +74,8 @@ CONTRACT_CASE("device timing: timed dispatches are ordered, within the host time
   // Off: the dispatches run untimed.
   device.set_device_timing(false);
   CHECK_FALSE(device.device_timing());
+  Chain untimed(device, backend, n);
   {
-    Chain untimed(device, backend, n);
     device.write(untimed.x, xs.data(), n * 4);
     const std::size_t kept = device.dispatch_times().size();
     const vgpu::CounterSnapshot before = device.counters();
@@ -90,6 +90,13 @@ CONTRACT_CASE("device timing: timed dispatches are ordered, within the host time
   // On: each submit of a batch recorded with timing on reports its three dispatches.
   device.set_device_timing(true);
   CHECK(device.device_timing());
+  {
+    // A batch recorded while timing was off is timed from the switch on too (Vulkan records it again).
+    const vgpu::CounterSnapshot before = device.counters();
+    device.submit(untimed.batch);
+    device.synchronize();
+    CHECK((device.counters() - before).timed_dispatches == 3);
+  }
   Chain timed(device, backend, n);
   std::uint64_t previous_end = 0;
   for (int round = 0; round < 3; ++round) {

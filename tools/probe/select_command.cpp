@@ -50,6 +50,7 @@ nlohmann::ordered_json to_json(const Selection& s) {
     cands.push_back({{"device", c.device},
                      {"eligible", c.eligible},
                      {"seconds", c.seconds},
+                     {"device_seconds", c.device_seconds},
                      {"runs", c.runs},
                      {"demoted", c.demoted},
                      {"note", c.note},

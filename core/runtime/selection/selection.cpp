@@ -54,7 +54,8 @@ std::string Selection::describe() const {
     if (!c.eligible)
       out += "not eligible";
     else if (c.runs > 0)
-      out += us(c.seconds) + " (" + std::to_string(c.runs) + " runs at " + to_string(calibration_shape) + ")";
+      out += us(c.seconds) + " (" + std::to_string(c.runs) + " runs at " + to_string(calibration_shape) +
+             (c.device_seconds > 0 ? "; " + us(c.device_seconds) + " on the device" : std::string()) + ")";
     else if (c.seconds > 0)
       out += us(c.seconds);  // the note says whether predicted or a single warm-up call
     else

@@ -113,7 +113,7 @@ class Fields {
 
 std::string selection_to_json(const Selection& s) {
   json cands = json::array();
-  for (const auto& c : s.candidates)
+  for (const auto& c : s.candidates) {
     cands.push_back({{"device", c.device},
                      {"eligible", c.eligible},
                      {"seconds", c.seconds},
@@ -121,6 +121,9 @@ std::string selection_to_json(const Selection& s) {
                      {"note", c.note},
                      {"check", to_string(c.check)},
                      {"check_error", c.check_error}});
+    // Only where measured: a record without it reads as 0 (not timed), as before the field existed.
+    if (c.device_seconds > 0) cands.back()["device_seconds"] = c.device_seconds;
+  }
   const json j = {{"version", kPayloadVersion}, {"op", s.op},         {"calibration_shape", s.calibration_shape},
                   {"size_class", s.size_class}, {"device", s.device}, {"calibration_seconds", s.calibration_seconds},
                   {"candidates", cands}};
@@ -161,6 +164,8 @@ std::optional<Selection> selection_from_json(std::string_view text, std::string*
         cand.note = c.text("note", false);
         cand.check = c.check("check");
         cand.check_error = c.non_negative("check_error");
+        if ((*cands)[i].is_object() && (*cands)[i].contains("device_seconds"))
+          cand.device_seconds = c.seconds("device_seconds");
         // A wrong result is never eligible: a record saying otherwise could choose it.
         if (cand.check == ResultCheck::wrong && cand.eligible) c.problem("computed a wrong result but is eligible");
         s.candidates.push_back(std::move(cand));

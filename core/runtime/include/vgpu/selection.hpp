@@ -51,6 +51,9 @@ struct VGPU_API SelectionCandidate {
   /// The worst |result − reference| / tolerance over the checked elements (≤ 1: passed); 0 when
   /// unchecked. Capped at 1e300 (a NaN or infinite result counts as the cap).
   double check_error = 0;
+  /// Median time the device's own timer measured for one call's dispatches during the timed
+  /// runs (Device::set_device_timing, VGPU_DEVICE_TIMING); 0 when the device was not timing.
+  double device_seconds = 0;
 };
 
 /// A selection and why it was made.
