@@ -4,7 +4,7 @@
 #
 #   tools/gpu-run.sh stage    (here) build, then copy stripped binaries, libvgpu and the run-time
 #                             libraries the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
-#   tools/gpu-run.sh remote [all|tests|python|ncu|first|multi|dtypes|select]
+#   tools/gpu-run.sh remote [all|tests|python|ncu|first|multi|dtypes|observe]
 #                             (there, from the repo root, with $OUT set) run the probe, every
 #                             test program per backend, then (all, the default) the GPU, dispatch,
 #                             queue, recovery, round-trip and selection benchmarks and the probe's bench/select,
@@ -26,9 +26,11 @@
 #                             then vgpu-bench-dtypes (f32/f16/bf16/TF32 per device at 1024-8192 on
 #                             CUDA, beside cuBLAS's SGEMM, GemmEx and TF32 SGEMM); $OUT/dtypes.txt,
 #                             $OUT/summary.txt and $OUT/results-json-dtypes.tar.gz (bench-dtypes.json)
-#                             select (issue 34): vgpu-probe list, then vgpu-bench-select --json (the
-#                             choice per op x size that tools/plot_benchmarks.py draws as selection.png);
-#                             $OUT/select.txt and $OUT/results-json-select.tar.gz
+#                             observe (issue 34): vgpu-probe list, the device-timing contract case per
+#                             backend, vgpu-bench-roundtrip (its device-time table), a select with
+#                             VGPU_DEVICE_TIMING=1, then vgpu-bench-select --json (the choice per op x size
+#                             that tools/plot_benchmarks.py draws as selection.png);
+#                             $OUT/observe.txt and $OUT/results-json-observe.tar.gz
 #                             multi (issue 18, a host of several GPUs: nvidia-h200-x2 or more):
 #                             vgpu-bench-multi over the CUDA devices (64 x 2048^3 batched, 8192^3
 #                             split; 1, 2, ... devices in one run; a 262144 x 1 KiB queue over the set vs one device), then over the Vulkan devices,
@@ -120,7 +122,7 @@ stage() {
 remote() {
   : "${OUT:?remote mode needs OUT (the device tool sets it)}"
   local what=${1:-all}
-  case $what in all|tests|python|ncu|first|multi|dtypes|select) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu|first|multi|dtypes|select]" >&2; exit 2 ;; esac
+  case $what in all|tests|python|ncu|first|multi|dtypes|observe) ;; *) echo "usage: tools/gpu-run.sh remote [all|tests|python|ncu|first|multi|dtypes|observe]" >&2; exit 2 ;; esac
   local bin=$PWD/$stage_dir/bin
   if [ -f "$stage_dir/bin.tar.xz" ]; then xz -dc "$stage_dir/bin.tar.xz" | tar -xf - -C "$stage_dir"; fi
   # The validation layer travels compressed: unpack it beside its manifest.
@@ -155,8 +157,8 @@ remote() {
     remote_dtypes "$bin"
     return
   fi
-  if [ "$what" = select ]; then
-    remote_select "$bin"
+  if [ "$what" = observe ]; then
+    remote_observe "$bin"
     return
   fi
   # At most 8 files come back from the device tool: keep the outputs to these (7: probe, tests,
@@ -257,18 +259,31 @@ remote() {
   tail -8 "$OUT/bench-gpu.txt"
 }
 
-# remote select (issue 34, the selection chart): the devices, then the op x size table as JSON.
-remote_select() {
-  local bin=$1 json=/tmp/vgpu-json-select
+# remote observe (issue 34): device timing on every backend of the GPU machine, then the selection chart's JSON.
+remote_observe() {
+  local bin=$1 json=/tmp/vgpu-json-observe status summary=()
   rm -rf "$json" && mkdir -p "$json"
   {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
     "$bin/vgpu-probe" list || echo "probe list failed"
+    for backend in cpu vulkan opengl cuda; do
+      echo "=== device timing contract case on $backend"
+      set +e
+      (cd "$bin" && VGPU_TEST_BACKENDS=$backend "$bin/vgpu-test-backends" "$backend.device timing*")
+      status=$?
+      set -e
+      summary+=("device_timing.$backend: $([ $status = 0 ] && echo passed || { [ $status = 77 ] && echo skipped || echo "FAILED ($status)"; })")
+    done
+    echo "=== vgpu-bench-roundtrip --quick"
+    "$bin/vgpu-bench-roundtrip" --quick --json "$json/bench-roundtrip.json" || echo "bench-roundtrip failed"
+    echo "=== VGPU_DEVICE_TIMING=1 vgpu-probe select matmul 1024 (fresh choice)"
+    VGPU_DEVICE_TIMING=1 VGPU_CACHE_DISABLE=1 "$bin/vgpu-probe" select matmul 1024 || echo "probe select failed"
     echo "=== vgpu-bench-select --json"
     "$bin/vgpu-bench-select" --json "$json/bench-select.json" || echo "bench-select failed"
-  } > "$OUT/select.txt" 2>&1
-  pack_json "$json" "$OUT/results-json-select.tar.gz" | tee -a "$OUT/select.txt"
-  tail -40 "$OUT/select.txt"
+  } > "$OUT/observe.txt" 2>&1
+  pack_json "$json" "$OUT/results-json-observe.tar.gz" | tee -a "$OUT/observe.txt"
+  printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+  grep -A8 "device time (Device" "$OUT/observe.txt" || true
 }
 
 # remote first (issue 17, the first call): process start -> first result per device against a
