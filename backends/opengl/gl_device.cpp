@@ -230,7 +230,10 @@ void GlDevice::context_lost_w(GLenum status, const char* what) {
 
 std::unique_ptr<BufferImpl> GlDevice::create_buffer(std::uint64_t bytes) {
   const GLuint name = call(default_deadline(), "creating a buffer", [&] { return create_buffer_w(bytes); });
-  return std::make_unique<GlBufferImpl>(*this, name, bytes);
+  auto buffer = std::make_unique<GlBufferImpl>(*this, name, bytes);
+  label_object(GL_BUFFER, name,
+               "vgpu buffer (" + std::to_string(bytes) + " bytes)");  // until Device::set_label names it
+  return buffer;
 }
 
 void GlDevice::write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,

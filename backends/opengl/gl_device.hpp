@@ -175,6 +175,11 @@ class GlDevice final : public DeviceImpl {
   /// waiting for the worker until deadline; returns false when it is still busy then.
   bool shut_down(const Deadline& deadline);
 
+  /// Labels the buffer's GL object (GL_KHR_debug, core in 4.3), queued on the worker.
+  void set_label(BufferImpl& buffer, const std::string& label) noexcept override;
+  /// Queues glObjectLabel(kind, name, text) on the worker: what GL debuggers (apitrace, RenderDoc,
+  /// Nsight) show for the object. Never fails a call.
+  void label_object(GLenum kind, GLuint name, const std::string& text) noexcept;
   /// Queues deletion of a buffer (called by GlBufferImpl's destructor).
   void release_buffer(GLuint name);
   /// Queues deletion of a program (called by GlKernelImpl's destructor).

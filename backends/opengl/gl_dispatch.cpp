@@ -105,7 +105,13 @@ void GlDevice::replay_w(const std::vector<GlCommand>& commands, bool timed) {
       timer = PendingTimer{q[0], q[1], c.kernel};
       glQueryCounter(timer.begin, GL_TIMESTAMP);
     }
+    // The dispatch as a debug group named after its kernel (GL_KHR_debug), which GL debuggers show.
+    const bool grouped = glad_glPushDebugGroup != nullptr && !c.kernel.empty();
+    if (grouped)
+      glPushDebugGroup(GL_DEBUG_SOURCE_APPLICATION, 0,
+                       static_cast<GLsizei>(std::min<std::size_t>(c.kernel.size(), 255)), c.kernel.c_str());
     glDispatchCompute(c.groups.x, c.groups.y, c.groups.z);
+    if (grouped) glPopDebugGroup();
     if (timed) {
       glQueryCounter(timer.end, GL_TIMESTAMP);
       timers_.push_back(std::move(timer));

@@ -178,6 +178,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
       if (program != 0) {
         l2.hit();
         kernel->program = program;
+        label_object(GL_PROGRAM, program, source.name);
         return kernel;
       }
       // A binary from another driver build, or damaged: costs a compile, never a failure.
@@ -201,6 +202,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
   }
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   if (use_l2 && !binary.empty()) l2.store(binary, static_cast<std::uint64_t>(cost.count()));
+  label_object(GL_PROGRAM, kernel->program, source.name);
   return kernel;
 }
 

@@ -134,6 +134,10 @@ class VulkanDevice final : public DeviceImpl {
   std::unique_ptr<BufferImpl> import_host(void* data, std::uint64_t bytes) override;
   /// The caller's address for imported host memory; none for the device's own memory.
   BufferAddress address(BufferImpl& buffer) override;
+  /// Names the buffer's VkBuffer and its memory (VK_EXT_debug_utils).
+  void set_label(BufferImpl& buffer, const std::string& label) noexcept override;
+  /// Gives a Vulkan object a debug name (VK_EXT_debug_utils; nothing where the loader lacks it).
+  void name_object(VkObjectType type, std::uint64_t handle, const std::string& name) const noexcept;
   /// Uploads, the batch and the readbacks in one vkQueueSubmit and one fence wait.
   void round_trip(std::span<const HostWriteOp> writes, RecordedBatchImpl* batch, std::span<const HostReadOp> reads,
                   const Deadline& deadline) override;
@@ -176,7 +180,9 @@ class VulkanDevice final : public DeviceImpl {
   };
 
   enum class MemoryUse { device, shared, upload, readback };  // who reads the memory decides its type
-  Allocation allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage);
+  // A VkBuffer with its memory, both named label at once (before the memory is bound, so the
+  // validation layer's messages about binding name it too).
+  Allocation allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage, const std::string& label);
   std::uint32_t memory_type(std::uint32_t bits, VkMemoryPropertyFlags want) const;
   Layouts layouts_for(const std::vector<Descriptor>& descriptors, std::uint32_t push_bytes);
   // The SPIR-V of (code, defines): from L3, this device's module cache (RAM), L2 (when

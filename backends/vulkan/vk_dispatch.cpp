@@ -152,7 +152,15 @@ void VulkanDevice::record_commands(VkBatchImpl& b) {
     // dispatch has finished, the second once the dispatch has, so the times never overlap.
     const auto slot = static_cast<std::uint32_t>(2 * i);
     if (stamps) fn_.vkCmdWriteTimestamp(batch->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot);
+    // The dispatch's label: its kernel's name, in captures and in validation messages about it.
+    const InstanceFns& ifn = instance_->fns();
+    if (ifn.vkCmdBeginDebugUtilsLabelEXT && !c.kernel->name.empty()) {
+      VkDebugUtilsLabelEXT label{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
+      label.pLabelName = c.kernel->name.c_str();
+      ifn.vkCmdBeginDebugUtilsLabelEXT(batch->cmd, &label);
+    }
     fn_.vkCmdDispatch(batch->cmd, c.groups.x, c.groups.y, c.groups.z);
+    if (ifn.vkCmdBeginDebugUtilsLabelEXT && !c.kernel->name.empty()) ifn.vkCmdEndDebugUtilsLabelEXT(batch->cmd);
     if (stamps) fn_.vkCmdWriteTimestamp(batch->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot + 1);
   }
   barrier(batch->cmd, true);  // results become visible to host reads of mapped buffers

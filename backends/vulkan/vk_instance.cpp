@@ -168,6 +168,10 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
   app.apiVersion = std::min<std::uint32_t>(loader_version, VK_API_VERSION_1_3);
   const ValidationSetup validation = validation_setup(f);
   std::vector<const char*> extensions = validation.extensions;
+  // Debug names and labels for kernels, buffers and dispatches, whether or not vgpu validates:
+  // a capture tool (RenderDoc, Nsight) shows them. The loader itself offers the extension.
+  const bool debug_utils = validation.messenger || instance_has_extension(f, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  if (debug_utils && !validation.messenger) extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   // A loader from 1.3.216 on hides portability drivers (MoltenVK on macOS) unless the instance
   // asks for them; asked for only where the loader offers the extension.
@@ -199,6 +203,18 @@ std::shared_ptr<Instance> Instance::create(std::string* reason) {
   }
   if (!load_instance(f, inst->instance_, reason)) return nullptr;
   inst->messenger_ = create_messenger(f, inst->instance_, validation);
+  if (debug_utils) {
+    f.vkSetDebugUtilsObjectNameEXT = reinterpret_cast<PFN_vkSetDebugUtilsObjectNameEXT>(
+        f.vkGetInstanceProcAddr(inst->instance_, "vkSetDebugUtilsObjectNameEXT"));
+    f.vkCmdBeginDebugUtilsLabelEXT = reinterpret_cast<PFN_vkCmdBeginDebugUtilsLabelEXT>(
+        f.vkGetInstanceProcAddr(inst->instance_, "vkCmdBeginDebugUtilsLabelEXT"));
+    f.vkCmdEndDebugUtilsLabelEXT = reinterpret_cast<PFN_vkCmdEndDebugUtilsLabelEXT>(
+        f.vkGetInstanceProcAddr(inst->instance_, "vkCmdEndDebugUtilsLabelEXT"));
+    if (!f.vkCmdBeginDebugUtilsLabelEXT || !f.vkCmdEndDebugUtilsLabelEXT) {  // labels come in pairs or not at all
+      f.vkCmdBeginDebugUtilsLabelEXT = nullptr;
+      f.vkCmdEndDebugUtilsLabelEXT = nullptr;
+    }
+  }
 
   std::uint32_t count = 0;
   f.vkEnumeratePhysicalDevices(inst->instance_, &count, nullptr);

@@ -90,6 +90,11 @@ struct InstanceFns {
   // VK_EXT_debug_utils, present only when validation (VGPU_VULKAN_VALIDATION) enabled it.
   PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT = nullptr;
   PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT = nullptr;
+  // VK_EXT_debug_utils' names and labels, wherever the loader offers the extension (the loader
+  // implements it; tools such as RenderDoc and Nsight show them): null where it is missing.
+  PFN_vkSetDebugUtilsObjectNameEXT vkSetDebugUtilsObjectNameEXT = nullptr;
+  PFN_vkCmdBeginDebugUtilsLabelEXT vkCmdBeginDebugUtilsLabelEXT = nullptr;
+  PFN_vkCmdEndDebugUtilsLabelEXT vkCmdEndDebugUtilsLabelEXT = nullptr;
   // VK_NV_cooperative_matrix's shape list; null where no driver of the instance offers it.
   PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = nullptr;
 };

@@ -29,7 +29,8 @@ std::uint32_t VulkanDevice::memory_type(std::uint32_t bits, VkMemoryPropertyFlag
   return UINT32_MAX;
 }
 
-Allocation VulkanDevice::allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage) {
+Allocation VulkanDevice::allocate(std::uint64_t bytes, MemoryUse use, VkBufferUsageFlags usage,
+                                  const std::string& label) {
   const bool host_visible = use != MemoryUse::device;
   Allocation a;
   a.size = bytes;
@@ -38,6 +39,7 @@ Allocation VulkanDevice::allocate(std::uint64_t bytes, MemoryUse use, VkBufferUs
   bci.usage = usage;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check_vk(fn_.vkCreateBuffer(device_, &bci, nullptr, &a.buffer), "vkCreateBuffer");
+  name_object(VK_OBJECT_TYPE_BUFFER, reinterpret_cast<std::uint64_t>(a.buffer), label);
   VkMemoryRequirements req;
   fn_.vkGetBufferMemoryRequirements(device_, a.buffer, &req);
   std::uint32_t type = UINT32_MAX;
@@ -91,7 +93,8 @@ void VulkanDevice::destroy_buffer(Allocation& a) {
 std::unique_ptr<BufferImpl> VulkanDevice::create_buffer(std::uint64_t bytes) {
   // Storage buffers are padded to 16 bytes so vector loads at the tail stay in bounds.
   Allocation a =
-      allocate(round_up(bytes, 16), host_visible_buffers_ ? MemoryUse::shared : MemoryUse::device, kStorageUsage);
+      allocate(round_up(bytes, 16), host_visible_buffers_ ? MemoryUse::shared : MemoryUse::device, kStorageUsage,
+               "vgpu buffer (" + std::to_string(bytes) + " bytes)");  // until Device::set_label names it
   if (a.mapped) std::memset(a.mapped, 0, a.size);
   auto buffer = std::make_unique<VkBufferImpl>(*this, a);
   if (!a.mapped) {
@@ -198,7 +201,8 @@ void VulkanDevice::ensure_capacity(Allocation& host, std::uint64_t bytes, Memory
   finish(deadline, "waiting for queued copies before growing the staging memory");
   const std::uint64_t size = std::max<std::uint64_t>(round_up(bytes, 1 << 20), host.size * 2);
   Allocation old = host;
-  host = allocate(size, use, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+  host = allocate(size, use, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                  use == MemoryUse::readback ? "vgpu readback" : "vgpu staging");
   if (old.buffer) {
     if (old.mapped) fn_.vkUnmapMemory(device_, old.memory);
     fn_.vkDestroyBuffer(device_, old.buffer, nullptr);

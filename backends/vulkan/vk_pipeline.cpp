@@ -193,6 +193,8 @@ std::unique_ptr<KernelImpl> VulkanDevice::compile(const KernelSource& source, co
          "them); if it was compiled from a cached entry, run vgpu-probe cache clear.");
   }
   save_pipeline_cache();
+  name_object(VK_OBJECT_TYPE_SHADER_MODULE, reinterpret_cast<std::uint64_t>(k->module), source.name);
+  name_object(VK_OBJECT_TYPE_PIPELINE, reinterpret_cast<std::uint64_t>(k->pipeline), source.name);
   return k;
 }
 

@@ -14,11 +14,35 @@ namespace {
 
 constexpr const char* kLayer = "VK_LAYER_KHRONOS_validation";
 
-// Every message is an error line, so that a test (or a user) sees it whatever the threshold;
-// the tests fail on any line that starts with "Vulkan validation:".
-VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
+// What a shader prints with debugPrintfEXT (the layer's debug printf, VK_LAYER_ENABLES=
+// VK_VALIDATION_FEATURE_ENABLE_DEBUG_PRINTF_EXT) comes as an information message with this id.
+constexpr const char* kShaderPrintf = "UNASSIGNED-DEBUG-PRINTF";
+
+// Every finding is an error line, so that a test (or a user) sees it whatever the threshold;
+// the tests fail on any line that starts with "Vulkan validation:". A shader's own printf output
+// is no finding: it is logged at info as "Vulkan shader printf: ...", and other information
+// messages (the layer's status) are dropped. The objects' debug names (kernels, buffers) and
+// the command buffer's labels (the dispatch's kernel) go at the end, so a message says which of
+// vgpu's objects it is about.
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                          VkDebugUtilsMessageTypeFlagsEXT,
                                           const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
-  log(LogLevel::error, std::string("Vulkan validation: ") + (data && data->pMessage ? data->pMessage : "(no text)"));
+  try {
+    const bool printf = data && data->pMessageIdName && std::strcmp(data->pMessageIdName, kShaderPrintf) == 0;
+    if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT && !printf) return VK_FALSE;
+    std::string text = std::string(printf ? "Vulkan shader printf: " : "Vulkan validation: ") +
+                       (data && data->pMessage ? data->pMessage : "(no text)");
+    std::string names, labels;
+    for (std::uint32_t i = 0; data && i < data->objectCount; ++i)
+      if (const char* n = data->pObjects[i].pObjectName; n && *n) names += (names.empty() ? "" : ", ") + std::string(n);
+    for (std::uint32_t i = 0; data && i < data->cmdBufLabelCount; ++i)
+      if (const char* n = data->pCmdBufLabels[i].pLabelName; n && *n)
+        labels += (labels.empty() ? "" : ", ") + std::string(n);
+    if (!names.empty()) text += " [objects: " + names + "]";
+    if (!labels.empty()) text += " [labels: " + labels + "]";
+    log(printf ? LogLevel::info : LogLevel::error, text);
+  } catch (...) {  // no memory for the text: nothing can be said, and nothing may escape into the driver
+  }
   return VK_FALSE;  // the call goes on as the application made it
 }
 
@@ -61,7 +85,8 @@ ValidationSetup validation_setup(const InstanceFns& fns) {
   s.extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   s.messenger = true;
   s.messenger_info.messageSeverity =
-      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;  // information: for shader printf only (on_message)
   // General messages are the loader's (which ICDs it found), not findings about vgpu's calls.
   s.messenger_info.messageType =
       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;

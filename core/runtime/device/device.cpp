@@ -126,6 +126,7 @@ void Device::round_trip(std::span<const HostWrite> writes, const Batch& batch, s
 void Device::set_timeout(std::chrono::milliseconds limit) { core_of(core_).set_timeout(limit); }
 std::chrono::milliseconds Device::timeout() const { return core_of(core_).timeout(); }
 bool Device::lost() const { return core_of(core_).lost(); }
+void Device::set_label(const Buffer& buffer, const std::string& label) { core_of(core_).set_label(buffer, label); }
 bool Device::can_time_dispatches() const { return core_of(core_).can_time_dispatches(); }
 void Device::set_device_timing(bool on) { core_of(core_).set_device_timing(on); }
 bool Device::device_timing() const { return core_of(core_).device_timing(); }

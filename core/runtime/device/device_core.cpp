@@ -362,6 +362,14 @@ BufferAddress DeviceCore::address(const Buffer& buffer) {
   return entered(true, [&] { return impl().address(*b.impl); });
 }
 
+void DeviceCore::set_label(const Buffer& buffer, const std::string& label) {
+  BufferState& b = own(buffer, "the buffer");
+  entered(true, [&] {
+    b.label = label;
+    impl().set_label(*b.impl, label);
+  });
+}
+
 BufferState* DeviceCore::checked_write(const Buffer& buffer, const void* data, std::uint64_t bytes,
                                        std::uint64_t offset, const char* what) const {
   BufferState& b = own(buffer, what);

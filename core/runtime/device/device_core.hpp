@@ -74,6 +74,7 @@ struct BufferState {
   std::unique_ptr<BufferImpl> impl;
   std::uint64_t size = 0;
   bool internal = false;  // vgpu's own (PersistentKernel, QueuePipeline): rewritten by every call, never "lost"
+  std::string label;      // Device::set_label's (call lock), given again to a recovered device's buffer
   LostContents lost;      // what a recovery lost and no write has covered since (call lock)
   // Memory used in place (DeviceCore::import_memory): its address, which a recovery imports
   // again (host memory outlives any device, so nothing is lost; device memory another library
@@ -210,6 +211,8 @@ class DeviceCore : public std::enable_shared_from_this<DeviceCore> {
   bool imports_host() const noexcept { return current_impl_.load(std::memory_order_acquire)->imports_host(); }
   /// Returns where buffer's bytes are for code outside vgpu (DeviceImpl::address).
   BufferAddress address(const Buffer& buffer);
+  /// Names buffer for debugging tools (Device::set_label).
+  void set_label(const Buffer& buffer, const std::string& label);
   void write(const Buffer& buffer, const void* data, std::uint64_t bytes, std::uint64_t offset);
   void read(const Buffer& buffer, void* out, std::uint64_t bytes, std::uint64_t offset);
   void copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,

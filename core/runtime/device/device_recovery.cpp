@@ -68,6 +68,7 @@ void DeviceCore::rebuild(DeviceImpl& fresh, Rebuilt& out) {
       fail(ErrorCategory::device_lost, "the reopened device no longer reaches memory an array used in place.",
            "make the array again from its owner's data (Array::from_host copies) after the recovery.");
     if (!b->imported) counters_->allocations.fetch_add(1, std::memory_order_relaxed);
+    if (!b->label.empty()) fresh.set_label(*impl, b->label);
     new_buffer[b.get()] = impl.get();
     out.buffers.emplace_back(std::move(b), std::move(impl));
   }

@@ -239,6 +239,12 @@ class VGPU_API Device {
   /// recovers it first (see "Device loss and recovery" above).
   bool lost() const;
 
+  /// Names buffer in capture and profiling tools (RenderDoc, Nsight, apitrace: a Vulkan debug-utils
+  /// object name, an OpenGL GL_KHR_debug label; CUDA has no buffer names), kept across recoveries;
+  /// throws invalid_argument for a buffer of another device. Kernels are named after
+  /// KernelSource::name and each dispatch is labelled with it (a Vulkan debug-utils label, an
+  /// OpenGL debug group, an NVTX range on CUDA while a profiler that collects NVTX is attached).
+  void set_label(const Buffer& buffer, const std::string& label);
   /// Returns true when this device's dispatches can be timed by the device's own timer (Vulkan
   /// timestamp queries, CUDA events, OpenGL timer queries, the CPU's steady clock).
   bool can_time_dispatches() const;

@@ -53,7 +53,8 @@ class KernelImpl : public DeviceObject {
   /// specialised local size; empty for the body form and for backends that do not reflect.
   std::optional<KernelReflection> reflected;
   /// The kernel's name (KernelSource::name), set by core once compile() returned: what the
-  /// backend reports its dispatch times under (report_dispatch_time).
+  /// backend reports its dispatch times under (report_dispatch_time) and labels its dispatches
+  /// with (backends name the compiled objects themselves, from the source, inside compile()).
   std::string name;
 };
 
@@ -168,6 +169,9 @@ class DeviceImpl {
   virtual std::uintptr_t native_stream() const noexcept { return 0; }
   /// Returns where buffer's first byte is, for code outside vgpu (none: not reachable; the default).
   virtual BufferAddress address(BufferImpl& /*buffer*/) { return {}; }
+  /// Gives buffer a debug name that capture and profiling tools show (VK_EXT_debug_utils,
+  /// GL_KHR_debug); the default, for APIs without object names, does nothing. Never fails a call.
+  virtual void set_label(BufferImpl& /*buffer*/, const std::string& /*label*/) noexcept {}
   /// Copies host data into the buffer after earlier submitted work that may use it.
   virtual void write(BufferImpl& buffer, std::uint64_t offset, const void* data, std::uint64_t bytes,
                      const Deadline& deadline) = 0;
