@@ -731,7 +731,7 @@ def cache_import_errors(probe):
     FILE: exit 2 with a Fix (never 4, a bug), with --json an error document, and nothing imported."""
     work = tempfile.mkdtemp(prefix="probe-import-")
     try:
-        good = {"format": "vgpu-cache-bundle", "bundle_version": 1, "cache_format": 1, "vgpu_version": "0.1.0",
+        good = {"format": "vgpu-cache-bundle", "bundle_version": 1, "cache_format": 2, "vgpu_version": "0.1.0",
                 "entries": []}
         cases = {"format 0": (dict(good, format=0), "invalid_argument", "\"format\""),
                  "format null": (dict(good, format=None), "invalid_argument", "\"format\""),
