@@ -57,23 +57,15 @@ std::vector<std::string> measured_devices(std::string_view key_text) {
   return out;
 }
 
-/// Returns the driver facts of a kernel entry's fingerprint in a few words, or nothing.
-std::optional<std::string> driver_of(const std::string& backend,
-                                     const std::map<std::string, std::string, std::less<>>& facts) {
-  const auto fact = [&](std::string_view name) {
-    auto it = facts.find(name);
-    return it == facts.end() ? std::string() : it->second;
-  };
+/// Returns the driver facts of a kernel entry's fingerprint in a few words ("api_version 1.3.230,
+/// driver_version 4202496"), or nothing. Chosen by the facts' names, not by backend (backends
+/// name their own facts; this stays right for a new one): every "...version" fact, the compute
+/// capability and the instruction set.
+std::optional<std::string> driver_of(const std::map<std::string, std::string, std::less<>>& facts) {
   std::string out;
-  if (backend == "vulkan") {
-    out = "Vulkan " + fact("api_version") + ", driver version " + fact("driver_version");
-  } else if (backend == "opengl") {
-    out = "OpenGL " + fact("version");
-  } else if (backend == "cuda") {
-    out = "compute capability " + fact("compute_capability") + ", driver " + fact("driver_version") + ", NVRTC " +
-          fact("nvrtc_version");
-  } else if (backend == "cpu") {
-    out = fact("isa");
+  for (const auto& [key, value] : facts) {
+    const bool driver_fact = key.ends_with("version") || key == "compute_capability" || key == "isa";
+    if (driver_fact) out += (out.empty() ? "" : ", ") + key + " " + value;
   }
   if (out.empty()) return std::nullopt;
   return out;
@@ -105,7 +97,7 @@ EntryDevice entry_device(const cache::DiskEntryInfo& entry) {
   if (!backend.empty()) d.backend = backend;
   d.name = first_of(facts, {"name", "renderer", "model"});
   if (d.name.empty()) d.name = entry.fingerprint_text;  // no name fact: the facts themselves
-  d.driver = driver_of(backend, facts);
+  d.driver = driver_of(facts);
   return d;
 }
 

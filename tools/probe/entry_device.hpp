@@ -17,7 +17,7 @@ namespace vgpu::probe {
 struct EntryDevice {
   std::optional<std::string> backend;  ///< "vulkan", "opengl", "cuda", "cpu"; none for a selection
   std::string name;                    ///< the device's name (as `vgpu-probe list` prints it), or the devices measured
-  std::optional<std::string> driver;   ///< driver and API facts; none where the fingerprint has none
+  std::optional<std::string> driver;   ///< its version facts ("api_version 1.3.230, driver_version 1"), if any
   /// Returns "name (backend; driver)" with the parts there are ("" for an unreadable header).
   std::string text() const;
 };
