@@ -161,7 +161,7 @@ CUresult CudaDevice::load_compiled(CudaKernelImpl& k, const KernelSource& source
   if (r == CUDA_SUCCESS && !from_l2 && fn_.cuModuleGetFunction(&entry, k.module, code.entry.c_str()) == CUDA_SUCCESS)
     KernelL2Entry(counters(), l2_store(), cache::EntryKind::cuda_binary,
                   cache::make_kernel_key(source, code, options, info_.fingerprint), info_.fingerprint)
-        .store(image, compile_us);
+        .store(image, compile_us, source.name);
   return r;
 }
 

@@ -101,7 +101,7 @@ std::shared_ptr<const GlModule> GlDevice::module_for(const KernelSource& source,
       counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
       const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
       l2.store(std::span(reinterpret_cast<const std::uint8_t*>(words.data()), words.size() * 4),
-               static_cast<std::uint64_t>(cost.count()));
+               static_cast<std::uint64_t>(cost.count()), source.name);
     }
   } else if (code.dialect == dialect::spirv) {
     words = shader::spirv_words(code.code, shader::TargetEnv::vulkan1_3, source.name);

@@ -201,7 +201,7 @@ std::unique_ptr<KernelImpl> GlDevice::compile(const KernelSource& source, const 
     });
   }
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  if (use_l2 && !binary.empty()) l2.store(binary, static_cast<std::uint64_t>(cost.count()));
+  if (use_l2 && !binary.empty()) l2.store(binary, static_cast<std::uint64_t>(cost.count()), source.name);
   label_object(GL_PROGRAM, kernel->program, source.name);
   return kernel;
 }

@@ -138,7 +138,10 @@ DeviceInfo describe(const PhysicalDevice& pd, std::uint32_t index, const std::st
   if (l.maxPushConstantsSize >= 128) d.features.push_back("push_constants_128");
   for (std::string& f : pd.features.names()) d.features.push_back(std::move(f));
   d.dialects = {std::string(dialect::glsl), std::string(dialect::glsl_shader), std::string(dialect::spirv)};
+  // The name identifies nothing the ids do not, but lets `vgpu-probe cache list` say which device
+  // an entry is for (as the other backends' names and renderer strings do).
   d.fingerprint = make_fingerprint({{"backend", "vulkan"},
+                                    {"name", d.name},
                                     {"vendor_id", std::to_string(p.vendorID)},
                                     {"device_id", std::to_string(p.deviceID)},
                                     {"driver_version", std::to_string(p.driverVersion)},

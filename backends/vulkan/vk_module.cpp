@@ -139,7 +139,7 @@ VulkanDevice::Module VulkanDevice::module_for(const KernelSource& source, const 
   counters().source_compiles.fetch_add(1, std::memory_order_relaxed);
   Module m = check(std::make_shared<const std::vector<std::uint32_t>>(std::move(words)));
   const auto cost = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
-  l2.store(as_bytes(*m.words), static_cast<std::uint64_t>(cost.count()));
+  l2.store(as_bytes(*m.words), static_cast<std::uint64_t>(cost.count()), source.name);
   return remember(std::move(m));
 }
 

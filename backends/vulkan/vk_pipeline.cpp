@@ -80,7 +80,7 @@ void VulkanDevice::save_pipeline_cache() {
   if (fn_.vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
   data.resize(size);
   if (store.store(cache::EntryKind::vk_pipeline_cache, pipeline_cache_key(physical_.info.fingerprint),
-                  physical_.info.fingerprint, data, 0))
+                  physical_.info.fingerprint, data, 0, "pipeline cache"))
     counters().l2_writes.fetch_add(1, std::memory_order_relaxed);
   saved_cache_bytes_ = size;
 }

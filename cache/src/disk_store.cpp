@@ -240,14 +240,15 @@ std::optional<std::vector<std::uint8_t>> DiskStore::load(EntryKind kind, const K
 }
 
 bool DiskStore::store(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp,
-                      std::span<const std::uint8_t> payload, std::uint64_t cost_us) {
+                      std::span<const std::uint8_t> payload, std::uint64_t cost_us, std::string_view label) {
   Impl& s = *impl_;
   if (!s.usable) return false;
   if (fp.text.size() > detail::kMaxFingerprintBytes) {
     log(LogLevel::debug, "not caching an entry: its device fingerprint text exceeds 64 KiB");
     return false;
   }
-  const std::vector<std::uint8_t> header = detail::encode_header(kind, key, fp.text, payload, cost_us);
+  const std::vector<std::uint8_t> header =
+      detail::encode_header(kind, key, fp.text, detail::label_prefix(label), payload, cost_us);
   const std::uint64_t file_bytes = header.size() + payload.size();
   if (file_bytes > s.options.max_bytes) {
     log(LogLevel::debug,

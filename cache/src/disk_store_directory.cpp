@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <limits>
 #include <optional>
 #include <unordered_set>
 #include <vector>
@@ -94,6 +95,7 @@ DiskEntryInfo describe(EntryKind kind, const OpenedDir& dir, const std::string& 
     return info;
   }
   info.file_bytes = st->size;
+  info.mtime_ns = st->mtime_ns;
   if (!detail::is_entry_name(name)) {
     info.problem = "name: the file name is not <32 hex digits>" + std::string(detail::kEntrySuffix);
     info.fix = "move it out of the cache directory, or remove it by hand (rm " + quoted_path + ") if it is not yours";
@@ -117,6 +119,7 @@ std::optional<DiskEntryInfo> inspect(EntryKind kind, const OpenedDir& dir, const
   if (!f && !why) return std::nullopt;  // deleted since the folder was read
   if (f) {
     info.file_bytes = opened.size;
+    info.mtime_ns = opened.mtime_ns;
     std::vector<std::uint8_t> payload;
     const auto header = detail::check_entry(f, info.file_bytes, kind, *KernelKey::from_hex(info.key_hex), nullptr,
                                             verify ? &payload : nullptr, why);
@@ -124,6 +127,7 @@ std::optional<DiskEntryInfo> inspect(EntryKind kind, const OpenedDir& dir, const
       info.payload_bytes = header->payload_bytes;
       info.cost_us = header->cost_us;
       info.fingerprint_text = header->fingerprint_text;
+      info.label = header->label;
     }
   } else if (why.reason == "type") {  // swapped for a non-file since the look
     info.deletable = false;
@@ -383,6 +387,26 @@ std::uint64_t DiskStore::remove_invalid(std::vector<DiskLeftover>* left_out) {
       [&](const DiskEntryInfo& info) {
         std::lock_guard lock(s.mutex);
         ++s.stats.rejected[info.problem.substr(0, info.problem.find(':'))];
+        s.forget_locked(info.path.string());
+      });
+  if (left_out) *left_out = std::move(left);
+  return removed;
+}
+
+std::uint64_t DiskStore::remove_matching(bool verify, const std::function<bool(const DiskEntryInfo&)>& pick,
+                                         std::vector<DiskLeftover>* left_out) {
+  Impl& s = *impl_;
+  std::vector<DiskLeftover> left;
+  constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();  // a temp file names no device
+  const std::uint64_t removed = delete_walk(
+      s.open_tree(), kNever, left,
+      [&](EntryKind kind, const OpenedDir& d, const std::string& name, const platform::FileStatus* st, int stat_errno) {
+        auto info = inspect(kind, d, name, st, stat_errno, verify);
+        return info && info->deletable && pick(*info) ? info : std::nullopt;
+      },
+      [&](const DiskEntryInfo& info) {
+        std::lock_guard lock(s.mutex);
+        if (!info.valid) ++s.stats.rejected[info.problem.substr(0, info.problem.find(':'))];
         s.forget_locked(info.path.string());
       });
   if (left_out) *left_out = std::move(left);

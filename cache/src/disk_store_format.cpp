@@ -74,8 +74,10 @@ Problem problem(std::string reason, std::string details) { return Problem{std::m
 }  // namespace
 
 std::vector<std::uint8_t> encode_header(EntryKind kind, const KernelKey& key, std::string_view fingerprint_text,
-                                        std::span<const std::uint8_t> payload, std::uint64_t cost_us) {
-  std::vector<std::uint8_t> out(kPrefixBytes + fingerprint_text.size() + kSuffixBytes);
+                                        std::string_view label, std::span<const std::uint8_t> payload,
+                                        std::uint64_t cost_us) {
+  std::vector<std::uint8_t> out(kPrefixBytes + fingerprint_text.size() + kLabelLengthBytes + label.size() +
+                                kSuffixBytes);
   Writer w{out.data()};
   w.bytes(kMagic);
   w.u32(kCacheFormatVersion);
@@ -85,11 +87,21 @@ std::vector<std::uint8_t> encode_header(EntryKind kind, const KernelKey& key, st
   w.u64(hash64(fingerprint_text));
   w.u32(static_cast<std::uint32_t>(fingerprint_text.size()));
   w.bytes(fingerprint_text);
+  w.u32(static_cast<std::uint32_t>(label.size()));
+  w.bytes(label);
   w.u64(payload.size());
   w.u64(checksum(payload.data(), payload.size()));
   w.u64(cost_us);
   w.u64(checksum(out.data(), out.size() - 8));
   return out;
+}
+
+std::string_view label_prefix(std::string_view label) noexcept {
+  if (label.size() <= kMaxLabelBytes) return label;
+  std::size_t n = kMaxLabelBytes;
+  // Back off over continuation bytes (10xxxxxx): the cut then falls before a character's lead byte.
+  while (n > 0 && (static_cast<unsigned char>(label[n]) & 0xC0) == 0x80) --n;
+  return label.substr(0, n);
 }
 
 std::optional<EntryHeader> read_header(const platform::File& f, std::uint64_t file_size, Problem& why) {
@@ -129,20 +141,37 @@ std::optional<EntryHeader> read_header(const platform::File& f, std::uint64_t fi
                               std::to_string(kMaxFingerprintBytes));
     return std::nullopt;
   }
-  h.header_bytes = kPrefixBytes + text_bytes + kSuffixBytes;
+  // The label's length follows the fingerprint text: read up to it, check it, then the rest.
+  const std::size_t label_at = kPrefixBytes + text_bytes + kLabelLengthBytes;
+  if (file_size < label_at) {
+    why = problem("truncated", "the file ends inside the header (" + std::to_string(file_size) + " of at least " +
+                                   std::to_string(label_at + kSuffixBytes) + " bytes)");
+    return std::nullopt;
+  }
+  std::vector<std::uint8_t> header(label_at);
+  std::memcpy(header.data(), prefix, kPrefixBytes);
+  if (f.read_at(header.data() + kPrefixBytes, label_at - kPrefixBytes, kPrefixBytes) != label_at - kPrefixBytes) {
+    why = problem("truncated", "the file shrank while its header was read");
+    return std::nullopt;
+  }
+  const std::uint32_t label_bytes = get32(header.data() + label_at - kLabelLengthBytes);
+  if (label_bytes > kMaxLabelBytes) {
+    why = problem("size", "label length " + std::to_string(label_bytes) + " exceeds " + std::to_string(kMaxLabelBytes));
+    return std::nullopt;
+  }
+  h.header_bytes = label_at + label_bytes + kSuffixBytes;
   if (file_size < h.header_bytes) {
     why = problem("truncated", "the file ends inside the header (" + std::to_string(file_size) + " of " +
                                    std::to_string(h.header_bytes) + " bytes)");
     return std::nullopt;
   }
-  std::vector<std::uint8_t> header(h.header_bytes);
-  std::memcpy(header.data(), prefix, kPrefixBytes);
-  const std::size_t rest = h.header_bytes - kPrefixBytes;
-  if (f.read_at(header.data() + kPrefixBytes, rest, kPrefixBytes) != rest) {
+  header.resize(h.header_bytes);
+  const std::size_t rest = h.header_bytes - label_at;
+  if (f.read_at(header.data() + label_at, rest, label_at) != rest) {
     why = problem("truncated", "the file shrank while its header was read");
     return std::nullopt;
   }
-  const std::uint8_t* suffix = header.data() + kPrefixBytes + text_bytes;
+  const std::uint8_t* suffix = header.data() + label_at + label_bytes;
   const std::uint64_t stored_sum = get64(suffix + 24);
   const std::uint64_t actual_sum = checksum(header.data(), h.header_bytes - 8);
   if (stored_sum != actual_sum) {
@@ -154,6 +183,7 @@ std::optional<EntryHeader> read_header(const platform::File& f, std::uint64_t fi
     why = problem("header", "the fingerprint hash does not match the fingerprint text");
     return std::nullopt;
   }
+  h.label.assign(reinterpret_cast<const char*>(header.data() + label_at), label_bytes);
   h.payload_bytes = get64(suffix);
   h.payload_checksum = get64(suffix + 8);
   h.cost_us = get64(suffix + 16);

@@ -22,7 +22,9 @@ namespace vgpu::cache::detail {
 inline constexpr std::string_view kMagic{"VGPUCACH", 8};
 /// Bytes before the fingerprint text: magic, version, kind, key, fingerprint hash, text length.
 inline constexpr std::size_t kPrefixBytes = 44;
-/// Bytes after the fingerprint text: payload size, payload checksum, cost_us, header checksum.
+/// The label length (u32) between the fingerprint text and the label.
+inline constexpr std::size_t kLabelLengthBytes = 4;
+/// Bytes after the label: payload size, payload checksum, cost_us, header checksum.
 inline constexpr std::size_t kSuffixBytes = 32;
 /// A longer fingerprint text marks the header as corrupt.
 inline constexpr std::uint32_t kMaxFingerprintBytes = 64 * 1024;
@@ -36,8 +38,9 @@ struct EntryHeader {
   KernelKey key;
   std::uint64_t fingerprint_hash = 0;
   std::string fingerprint_text;
+  std::string label;
   std::uint64_t payload_bytes = 0, payload_checksum = 0, cost_us = 0;
-  std::size_t header_bytes = 0;  ///< kPrefixBytes + text length + kSuffixBytes
+  std::size_t header_bytes = 0;  ///< kPrefixBytes + text length + kLabelLengthBytes + label length + kSuffixBytes
 };
 
 /// Why an entry is unusable: reason is one of DiskStoreStats::rejected's keys, details a
@@ -49,13 +52,19 @@ struct Problem {
   std::string text() const { return reason + ": " + details; }
 };
 
-/// Returns the header bytes (with its checksum) of an entry holding payload.
+/// Returns the header bytes (with its checksum) of an entry holding payload; label must be at
+/// most kMaxLabelBytes (label_prefix cuts one).
 std::vector<std::uint8_t> encode_header(EntryKind kind, const KernelKey& key, std::string_view fingerprint_text,
-                                        std::span<const std::uint8_t> payload, std::uint64_t cost_us);
+                                        std::string_view label, std::span<const std::uint8_t> payload,
+                                        std::uint64_t cost_us);
+
+/// Returns label cut to at most kMaxLabelBytes, at a UTF-8 character boundary (never inside a
+/// multi-byte sequence, so the header holds whole characters).
+std::string_view label_prefix(std::string_view label) noexcept;
 
 /// Reads the header of the open entry file f whose size is file_size and checks what can be
 /// checked without a caller's expectations: magic, format version, text length, header
-/// checksum, fingerprint hash, and that the file holds exactly header + payload bytes.
+/// checksum, fingerprint hash, label length, and that the file holds exactly header + payload bytes.
 /// Sets problem (and returns nothing) on the first failed check.
 std::optional<EntryHeader> read_header(const platform::File& f, std::uint64_t file_size, Problem& problem);
 

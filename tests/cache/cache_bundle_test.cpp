@@ -211,6 +211,8 @@ TEST_CASE("bundle: a manifest field missing or of the wrong JSON type is invalid
       {"\"cost_us\" is a negative integer", [](nlohmann::json& m) { m["entries"][2]["cost_us"] = -3; }},
       {"\"kind\" is an unsigned integer", [](nlohmann::json& m) { m["entries"][0]["kind"] = 1; }},
       {"has no \"xxh3\"", [](nlohmann::json& m) { m["entries"][1].erase("xxh3"); }},
+      {"\"label\" is an unsigned integer", [](nlohmann::json& m) { m["entries"][1]["label"] = 7; }},
+      {"\"label\" is null", [](nlohmann::json& m) { m["entries"][0]["label"] = nullptr; }},
       {"\"fingerprint_text\" is an object",
        [](nlohmann::json& m) {
          m["entries"][0]["fingerprint_text"] = {{"a", 1}};
@@ -231,6 +233,37 @@ TEST_CASE("bundle: a manifest field missing or of the wrong JSON type is invalid
       CHECK(e.category() == ErrorCategory::invalid_argument);
     }
   }
+}
+
+TEST_CASE("bundle: an entry's label (cache format 2) goes into the manifest and comes back on import") {
+  Fixture f;
+  cache::DiskStore s(test::options_for(f.src));
+  REQUIRE(s.store(EntryKind::spirv, f.k_spirv, f.here, f.spirv, 100, "scale_add"));
+  REQUIRE(export_cache_bundle(f.src, f.file).exported == 3);
+  const Parts parts = Parts::of(test::read_bytes(f.file));
+  CHECK(parts.manifest["cache_format"] == kCacheFormatVersion);
+  std::map<std::string, std::string> labels;  // key -> label, as the manifest has them
+  for (const auto& e : parts.manifest["entries"]) labels[e["key"].get<std::string>()] = e["label"].get<std::string>();
+  CHECK(labels[f.k_spirv.hex()] == "scale_add");
+  CHECK(labels[f.k_cubin.hex()].empty());  // stored without one
+  CHECK(f.import(f.file).imported == 3);
+  cache::DiskStore d(test::options_for(f.dst));
+  std::map<std::string, std::string> imported;
+  for (const auto& e : d.list(true)) imported[e.key_hex] = e.label;
+  CHECK(imported[f.k_spirv.hex()] == "scale_add");
+  CHECK(imported[f.k_cubin.hex()].empty());
+}
+
+TEST_CASE("bundle: a manifest entry without a label imports unlabelled, one past the cap is rejected alone") {
+  Fixture f;
+  Parts p = Parts::of(test::read_bytes(f.file));
+  p.manifest["entries"][0].erase("label");
+  p.manifest["entries"][1]["label"] = std::string(cache::kMaxLabelBytes + 1, 'x');
+  const CacheBundleReport r = f.import_bytes(p.seal());
+  CHECK(r.imported == 2);
+  CHECK(r.rejected == 1);
+  CHECK_THAT(only_entry(r, "rejected").reason, Catch::Matchers::StartsWith("size: label longer than 1024 bytes"));
+  CHECK_THAT(only_entry(r, "rejected").reason, Catch::Matchers::ContainsSubstring("Fix:"));
 }
 
 TEST_CASE("bundle: export leaves out an entry whose fingerprint text is not UTF-8, and exports the rest") {

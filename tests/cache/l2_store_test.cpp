@@ -58,8 +58,8 @@ using vgpu::test::run_command;
 using vgpu::test::write_bytes;
 using Reasons = std::map<std::string, std::uint64_t>;
 
-const DeviceFingerprint kDevice = fingerprint("backend=test;model=l2;vgpu_cache_format=1");
-const DeviceFingerprint kOtherDevice = fingerprint("backend=test;model=other;vgpu_cache_format=1");
+const DeviceFingerprint kDevice = fingerprint("backend=test;model=l2;vgpu_cache_format=2");
+const DeviceFingerprint kOtherDevice = fingerprint("backend=test;model=other;vgpu_cache_format=2");
 constexpr KernelKey kKey{0x0123456789abcdefull, 0xfedcba9876543210ull};
 constexpr KernelKey kKey2{0x1111111111111111ull, 0x2222222222222222ull};
 
@@ -91,8 +91,9 @@ fs::path entry_path(const fs::path& dir, EntryKind kind, const KernelKey& key) {
          (key.hex() + ".vgc");
 }
 
-/// Header bytes of an entry written for fp (docs/cache-format.md: 44 + text + 32).
-std::size_t header_bytes(const DeviceFingerprint& fp) { return 44 + fp.text.size() + 32; }
+/// Header bytes of an entry written for fp without a label (docs/cache-format.md: 44 + text +
+/// 4 (the label length) + 0 (the label) + 32).
+std::size_t header_bytes(const DeviceFingerprint& fp) { return 44 + fp.text.size() + 4 + 32; }
 
 /// An environment prefix that points vgpu at dir with no other cache settings.
 std::string cache_env(const fs::path& dir) {
@@ -332,9 +333,9 @@ TEST_CASE("another format version is rejected as version", "[l2][corrupt]") {
 }
 
 TEST_CASE("a damaged header field is rejected by the header checksum", "[l2][corrupt]") {
-  // cost_us sits at 44 + text + 16 (docs/cache-format.md); nothing else checks it.
+  // cost_us sits at 48 + text + label + 16 (docs/cache-format.md; no label here); nothing else checks it.
   expect_rejected("header",
-                  [](const fs::path& f) { modify(f, [](Bytes& b) { b[44 + kDevice.text.size() + 16] ^= 0x10; }); });
+                  [](const fs::path& f) { modify(f, [](Bytes& b) { b[48 + kDevice.text.size() + 16] ^= 0x10; }); });
 }
 
 TEST_CASE("an entry of another device is rejected as fingerprint", "[l2][corrupt]") {

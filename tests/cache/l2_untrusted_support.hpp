@@ -30,7 +30,7 @@ using vgpu::cache::DiskLeftover;
 using vgpu::cache::LoadOutcome;
 using vgpu_test::payload_for;  // payloads each kind's payload check accepts
 
-inline const DeviceFingerprint kDevice = vgpu::test::fingerprint("backend=test;model=untrusted;vgpu_cache_format=1");
+inline const DeviceFingerprint kDevice = vgpu::test::fingerprint("backend=test;model=untrusted;vgpu_cache_format=2");
 inline constexpr KernelKey kKey{0x0123456789abcdefull, 0x0011223344556677ull};
 
 /// The store's v<format> folder under the cache directory dir.

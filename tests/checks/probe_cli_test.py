@@ -68,6 +68,11 @@ def require_schema(doc, where):
         raise AssertionError(f"{where}: the document does not start with \"schema\": 1: {json.dumps(doc)[:300]}")
 
 
+def format_folder(probe):
+    """The folder of the current cache format under a cache directory ("v2"; docs/cache-format.md)."""
+    return "v" + str(json.loads(run(probe, "--no-self-test", "--json")[0])["cache_format_version"])
+
+
 def device_block(table, device_id):
     """Returns the lines of one device's block in the inventory table."""
     lines = table.splitlines()
@@ -319,7 +324,7 @@ def exit_codes(probe):
                 if got != want:
                     raise AssertionError(f"vgpu-probe {' '.join(args)} exited {got}, expected {want}\n{out}")
         # 1: `cache verify` finds a bad entry (a self-test failure cannot be caused from outside).
-        spirv = os.path.join(work, "cache", "v1", "spirv")
+        spirv = os.path.join(work, "cache", format_folder(probe), "spirv")
         os.makedirs(spirv)
         with open(os.path.join(spirv, ENTRY_A), "w") as f:
             f.write("not an entry")
@@ -504,8 +509,9 @@ def require_in(out, words, what):
 def cache_untrusted(probe):
     base = os.path.dirname(os.path.abspath(os.environ.get("VGPU_CACHE_DIR", tempfile.gettempdir())))
     work = tempfile.mkdtemp(prefix="probe-untrusted-", dir=base)
+    v = format_folder(probe)  # the current format's folder, where the probe looks
     try:
-        # 1. v1 a symlink, and (in another cache) kind folders that are symlinks.
+        # 1. v<format> a symlink, and (in another cache) kind folders that are symlinks.
         outside = os.path.join(work, "outside")
         for kind in ("spirv", "glbin"):
             fill_outside(os.path.join(outside, kind))
@@ -513,13 +519,13 @@ def cache_untrusted(probe):
         before = snapshot(outside)
         c1 = os.path.join(work, "c1")
         os.makedirs(c1)
-        os.symlink(outside, os.path.join(c1, "v1"))
+        os.symlink(outside, os.path.join(c1, v))
         c2 = os.path.join(work, "c2")
-        os.makedirs(os.path.join(c2, "v1", "vkpc"))
-        with open(os.path.join(c2, "v1", "vkpc", ENTRY_B), "w") as f:
+        os.makedirs(os.path.join(c2, v, "vkpc"))
+        with open(os.path.join(c2, v, "vkpc", ENTRY_B), "w") as f:
             f.write("an entry-named file of this cache: clear deletes it")
-        os.symlink(os.path.join(outside, "spirv"), os.path.join(c2, "v1", "spirv"))
-        os.symlink(os.path.join(outside, "glbin"), os.path.join(c2, "v1", "glbin"))
+        os.symlink(os.path.join(outside, "spirv"), os.path.join(c2, v, "spirv"))
+        os.symlink(os.path.join(outside, "glbin"), os.path.join(c2, v, "glbin"))
         for c in (c1, c2):
             out = cache_run(probe, c, "stats", expect=0)
             require_in(out, ["unusable", "symlink", "Fix: remove it"], f"stats on {c}")
@@ -530,14 +536,14 @@ def cache_untrusted(probe):
             left = json.loads(cache_run(probe, c, "clear", "--json", expect=1, stdout_only=True))["left"]
             if not left or not all(not item["failed"] and "Fix: " in item["why"] for item in left):
                 raise AssertionError(f"clear --json on {c}: left = {left}")
-        if os.path.exists(os.path.join(c2, "v1", "vkpc", ENTRY_B)):
+        if os.path.exists(os.path.join(c2, v, "vkpc", ENTRY_B)):
             raise AssertionError("clear did not delete an entry-named file of the cache itself")
         if snapshot(outside) != before:
             raise AssertionError(f"files outside the cache changed:\nbefore {before}\nafter  {snapshot(outside)}")
 
         # 2. Non-files where entries belong: nothing hangs, everything is reported and kept.
         c3 = os.path.join(work, "c3")
-        glbin = os.path.join(c3, "v1", "glbin")
+        glbin = os.path.join(c3, v, "glbin")
         os.makedirs(glbin)
         planted = {"junk": "a FIFO", ENTRY_A: "a FIFO", ENTRY_B: "a symlink", "sock": "a socket", "dir": "a directory"}
         os.mkfifo(os.path.join(glbin, "junk"))
@@ -565,7 +571,7 @@ def cache_untrusted(probe):
 
         # 3. A read-only cache as a non-root user: say what could not be deleted, and why.
         c4 = os.path.join(work, "c4")
-        spirv = os.path.join(c4, "v1", "spirv")
+        spirv = os.path.join(c4, v, "spirv")
         os.makedirs(spirv)
         for name in (ENTRY_A, ENTRY_B):
             with open(os.path.join(spirv, name), "w") as f:
@@ -573,7 +579,7 @@ def cache_untrusted(probe):
         os.chmod(work, 0o755)
         user = NOBODY if os.geteuid() == 0 else None
         if user is None:
-            for p in (c4, os.path.join(c4, "v1"), spirv):
+            for p in (c4, os.path.join(c4, v), spirv):
                 os.chmod(p, 0o555)
         try:
             for args in (("clear",), ("verify", "--fix")):
@@ -583,7 +589,7 @@ def cache_untrusted(probe):
         except PermissionError as e:
             print(f"cache_untrusted: skipping the read-only check: cannot run as uid {NOBODY} ({e})")
         finally:
-            for p in (c4, os.path.join(c4, "v1"), spirv):
+            for p in (c4, os.path.join(c4, v), spirv):
                 os.chmod(p, 0o755)
         for name in (ENTRY_A, ENTRY_B):
             os.lstat(os.path.join(spirv, name))
@@ -746,7 +752,7 @@ def cache_import_errors(probe):
     FILE: exit 2 with a Fix (never 4, a bug), with --json an error document, and nothing imported."""
     work = tempfile.mkdtemp(prefix="probe-import-")
     try:
-        good = {"format": "vgpu-cache-bundle", "bundle_version": 1, "cache_format": 1, "vgpu_version": "0.1.0",
+        good = {"format": "vgpu-cache-bundle", "bundle_version": 1, "cache_format": 2, "vgpu_version": "0.1.0",
                 "entries": []}
         cases = {"format 0": (dict(good, format=0), "invalid_argument", "\"format\""),
                  "format null": (dict(good, format=None), "invalid_argument", "\"format\""),

@@ -69,17 +69,22 @@ struct Store {
   }
 };
 
+// Format 2 (docs/cache-format.md): 44 bytes, the fingerprint text (F), the label length (u32)
+// and the label (L), then 32 bytes of payload size, payload checksum, cost_us, header checksum.
 void reseal(std::vector<std::uint8_t>& b, bool fix_size) {
   if (b.size() < 44) return;
   const std::uint64_t text = get32(b.data() + 40);
-  if (text > 65536 || b.size() < 76 + text) return;
-  std::uint8_t* suffix = b.data() + 44 + text;
+  if (text > 65536 || b.size() < 48 + text) return;
+  const std::uint64_t label = get32(b.data() + 44 + text);
+  if (label > vgpu::cache::kMaxLabelBytes || b.size() < 80 + text + label) return;
+  const std::uint64_t suffix_at = 48 + text + label;
+  std::uint8_t* suffix = b.data() + suffix_at;
   put64(b.data() + 32, hash(b.data() + 44, text));
-  const std::uint64_t body = b.size() - 76 - text;
+  const std::uint64_t body = b.size() - suffix_at - 32;
   if (fix_size) put64(suffix, body);
   const std::uint64_t declared = get64(suffix);
-  put64(suffix + 8, hash(b.data() + 76 + text, static_cast<std::size_t>(declared < body ? declared : body)));
-  put64(suffix + 24, hash(b.data(), 68 + text));
+  put64(suffix + 8, hash(suffix + 32, static_cast<std::size_t>(declared < body ? declared : body)));
+  put64(suffix + 24, hash(b.data(), suffix_at + 24));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// tools/probe/cache_command.cpp — `vgpu-probe cache stats|clear|verify|export|import`.
+// tools/probe/cache_command.cpp — `vgpu-probe cache stats|clear|verify|export|import` (and the
+// registration of `cache list`, cache_list_command.cpp).
 #include "cache_command.hpp"
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cache_list_command.hpp"
+#include "entry_device.hpp"
 #include "report.hpp"
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/cache_bundle.hpp"
@@ -33,8 +36,12 @@ constexpr EntryKind kKinds[] = {EntryKind::spirv, EntryKind::vk_pipeline_cache, 
 struct CacheOptions {
   bool json = false;
   bool fix = false;
-  bool selections = false;  // clear: only the device selections (choices, pointers, models)
+  bool selections = false;           // clear: only the device selections (choices, pointers, models)
+  std::vector<std::string> devices;  // --device: only the entries of these devices (empty: all)
 };
+
+/// Returns the JSON array of the --device ids given (empty: every entry was considered).
+nlohmann::ordered_json device_filter_json(const CacheOptions& o) { return o.devices; }
 
 /// Formats a byte count ("0 B" for zero).
 std::string bytes_text(std::uint64_t bytes) { return bytes == 0 ? "0 B" : format_bytes(bytes); }
@@ -79,6 +86,7 @@ void print_leftovers(std::ostream& os, const std::vector<cache::DiskLeftover>& l
 }
 
 int run_stats(const CacheOptions& o) {
+  const std::vector<DeviceInfo> only = devices_named(o.devices);  // an unknown id: exit 2 before reading
   DiskStore& store = DiskStore::global();
   const DiskStoreOptions options = DiskStoreOptions::from_env();
   const std::vector<DiskEntryInfo> entries = store.list(false);
@@ -93,6 +101,7 @@ int run_stats(const CacheOptions& o) {
       folders.push_back(&e);
       continue;
     }
+    if (!belongs_to_any(e, only)) continue;
     ++count;
     per_kind[e.kind].entries += 1;
     per_kind[e.kind].bytes += e.file_bytes;
@@ -109,6 +118,7 @@ int run_stats(const CacheOptions& o) {
     j["enabled"] = store.enabled();
     j["disabled_reason"] = reason.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(reason);
     j["max_bytes"] = options.max_bytes;
+    j["device_filter"] = device_filter_json(o);
     j["entries"] = count;
     j["invalid_entries"] = invalid;
     j["total_bytes"] = total;
@@ -128,6 +138,11 @@ int run_stats(const CacheOptions& o) {
   row(std::cout, "directory", store.directory().string());
   row(std::cout, "enabled", reason.empty() ? "yes" : "no (" + reason + ")");
   row(std::cout, "size cap", bytes_text(options.max_bytes));
+  if (!only.empty()) {
+    std::string ids;
+    for (const DeviceInfo& d : only) ids += (ids.empty() ? "" : ", ") + d.id();
+    row(std::cout, "devices", ids + " (only their entries are counted)");
+  }
   row(std::cout, "entries",
       std::to_string(count) +
           (invalid ? " (" + std::to_string(invalid) + " invalid: run `vgpu-probe cache verify`)" : std::string()));
@@ -144,36 +159,58 @@ int run_stats(const CacheOptions& o) {
 }
 
 int run_clear(const CacheOptions& o) {
+  const std::vector<DeviceInfo> only = devices_named(o.devices);  // an unknown id: exit 2 before deleting
   DiskStore& store = DiskStore::global();
   std::vector<cache::DiskLeftover> left;
-  const std::uint64_t removed = o.selections ? store.clear_kind(EntryKind::selection, &left) : store.clear(&left);
+  std::uint64_t removed = 0;
+  if (!only.empty())  // each entry's header tells its device: read, unlike a plain clear
+    removed = store.remove_matching(
+        false,
+        [&](const DiskEntryInfo& e) {
+          return (!o.selections || e.kind == EntryKind::selection) && belongs_to_any(e, only);
+        },
+        &left);
+  else
+    removed = o.selections ? store.clear_kind(EntryKind::selection, &left) : store.clear(&left);
   if (o.json) {
     nlohmann::ordered_json j = json_document();
     j["directory"] = store.directory().string();
     j["only"] = o.selections ? "selections" : "all";
+    j["device_filter"] = device_filter_json(o);
     j["removed"] = removed;
     j["left"] = leftovers_json(left);
     std::cout << json_text(j) << "\n";
   } else {
     std::cout << "removed " << removed << (o.selections ? " selection" : "") << " entr" << (removed == 1 ? "y" : "ies")
-              << " from " << format_directory(store) << "\n";
+              << " from " << format_directory(store) << (only.empty() ? "" : " (of the devices given)") << "\n";
     print_leftovers(std::cout, left);
   }
   return left.empty() ? 0 : 1;
 }
 
 int run_verify(const CacheOptions& o) {
+  const std::vector<DeviceInfo> only = devices_named(o.devices);  // an unknown id: exit 2 before reading
   DiskStore& store = DiskStore::global();
-  const std::vector<DiskEntryInfo> entries = store.list(true);
+  std::vector<DiskEntryInfo> entries = store.list(true);
+  // With --device, only entries whose header names one of the devices (folders and things that
+  // are no entries name none).
+  if (!only.empty())
+    std::erase_if(entries, [&](const DiskEntryInfo& e) { return e.folder || !belongs_to_any(e, only); });
   std::vector<const DiskEntryInfo*> bad;
   for (const auto& e : entries)
     if (!e.valid) bad.push_back(&e);
   std::vector<cache::DiskLeftover> left;
-  const std::uint64_t removed = o.fix && !bad.empty() ? store.remove_invalid(&left) : 0;
+  std::uint64_t removed = 0;
+  if (o.fix && !bad.empty())
+    removed = only.empty()
+                  ? store.remove_invalid(&left)
+                  : store.remove_matching(
+                        true, [&](const DiskEntryInfo& e) { return !e.valid && belongs_to_any(e, only); }, &left);
   const bool clean = bad.empty() || (o.fix && left.empty());
   if (o.json) {
     nlohmann::ordered_json j = json_document();
     j["directory"] = store.directory().string();
+    j["device_filter"] = device_filter_json(o);
     j["entries"] = entries.size();
     j["valid"] = entries.size() - bad.size();
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -314,9 +351,12 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   // Also here, so `vgpu-probe cache --json stats` works like the other positions.
   cache->add_flag("--json", options->json, "Print one JSON object (as the subcommand's --json)");
 
+  add_cache_list_command(app, *cache, action);
+
   CLI::App* stats =
       cache->add_subcommand("stats", "Print the directory, whether it is enabled, entries and bytes per kind");
   stats->add_flag("--json", options->json, "Print one JSON object");
+  add_device_option(*stats, options->devices, "count only the entries built for or measured on these devices");
   stats->callback([&action, &app, options] {
     action = [&app, options] {
       options->json = options->json || json_requested(app);
@@ -327,6 +367,8 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   CLI::App* clear = cache->add_subcommand(
       "clear", "Delete every entry and print how many, and what could not be deleted (exit 1 when something is left)");
   clear->add_flag("--json", options->json, "Print one JSON object");
+  add_device_option(*clear, options->devices,
+                    "delete only the entries built for or measured on these devices (their headers are read)");
   clear->add_flag("--selections", options->selections,
                   "Delete only the stored device selections (choices, their pointers, prediction models), keeping the "
                   "compiled kernels: the next process measures every device again");
@@ -344,6 +386,8 @@ void add_cache_command(CLI::App& app, std::function<int()>& action) {
   verify->add_flag("--fix", options->fix,
                    "Delete the bad entries (only vgpu's own entry files: anything else is listed and left)");
   verify->add_flag("--json", options->json, "Print one JSON object");
+  add_device_option(*verify, options->devices,
+                    "check (and with --fix delete) only the entries built for or measured on these devices");
   verify->callback([&action, &app, options] {
     action = [&app, options] {
       options->json = options->json || json_requested(app);

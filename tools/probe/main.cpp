@@ -61,7 +61,8 @@ std::string footer() {
          "VGPU_LOG=error|warn|info|debug sets the stderr log level; VGPU_CACHE_DIR,\n"
          "VGPU_CACHE_DISABLE and VGPU_CACHE_MAX_BYTES configure the on-disk kernel cache\n"
          "(device selections are kept there too); VGPU_DEVICE=backend:index forces the device\n"
-         "that select reports; VGPU_TIMEOUT_MS limits every wait for a device (default 60000,\n"
+         "that select reports (select --device overrides it); VGPU_TIMEOUT_MS limits every wait for a device (default "
+         "60000,\n"
          "0 = no limit).";
 }
 

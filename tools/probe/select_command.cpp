@@ -26,8 +26,47 @@ namespace {
 struct SelectOptions {
   std::string op, size;
   bool json = false;
-  bool recalibrate = false;  // measure every device again and store the result
+  bool recalibrate = false;          // measure every device again and store the result
+  std::vector<std::string> devices;  // --device: the candidates (empty: every device)
 };
+
+/// Returns the environment's runtime options restricted to the devices ids names, through the
+/// library's own restrictions (no selection of the probe's own): the backends of those devices
+/// (RuntimeOptions::allowed, as VGPU_BACKEND) when they are every device of their backends,
+/// else one device forced (RuntimeOptions::forced_device, as VGPU_DEVICE). Throws ArgumentError
+/// (exit 2) for an id that names no device here, or several that are not whole backends.
+RuntimeOptions restricted_options(const std::vector<std::string>& ids) {
+  RuntimeOptions options = RuntimeOptions::from_env();
+  Runtime probe(read_only_options());
+  const std::vector<DeviceInfo> all = probe.devices();
+  const std::vector<DeviceInfo> chosen = filter_devices(all, ids);
+  std::vector<BackendKind> backends;
+  for (const DeviceInfo& d : chosen)
+    if (std::find(backends.begin(), backends.end(), d.backend) == backends.end()) backends.push_back(d.backend);
+  std::string missing;  // devices of those backends that were not named
+  for (const DeviceInfo& d : all)
+    if (std::find(backends.begin(), backends.end(), d.backend) != backends.end() &&
+        std::find_if(chosen.begin(), chosen.end(), [&](const DeviceInfo& c) { return c.id() == d.id(); }) ==
+            chosen.end())
+      missing += (missing.empty() ? "" : ", ") + d.id();
+  options.forced_device.clear();  // the command line is more specific than VGPU_DEVICE
+  if (missing.empty()) {
+    options.allowed = backends;
+  } else if (chosen.size() == 1) {
+    options.forced_device = chosen.front().id();
+  } else {
+    try {
+      fail(ErrorCategory::invalid_argument,
+           "select --device can restrict the candidates to whole backends, or force one device; the ids given "
+           "leave out " +
+               missing + " of their backends.",
+           "add " + missing + " to --device, or give one device (it is then forced, as VGPU_DEVICE does).");
+    } catch (const vgpu::Error& e) {
+      throw ArgumentError(e);
+    }
+  }
+  return options;
+}
 
 /// Parses one dimension ("1024", "1e6"); throws invalid_argument.
 std::uint64_t parse_dim(const std::string& text, const std::string& whole) {
@@ -79,9 +118,9 @@ struct VariantShown {
 
 /// Plans matmul on the selected device (which measures or loads the variant choice, as a call
 /// would) and names the variant it runs; nothing for other ops or an unnamed variant.
-std::optional<VariantShown> show_variant(const Selection& s) {
+std::optional<VariantShown> show_variant(Runtime& runtime, const Selection& s) {
   if (s.op != "matmul" || s.shape.size() != 3) return std::nullopt;
-  Device dev = Runtime::global().open(s.device);
+  Device dev = runtime.open(s.device);
   const DeviceInfo& info = dev.info();
   const std::shared_ptr<const OpTuner> tuner = detail::op_tuner_of(dev);
   if (!tuner) return std::nullopt;
@@ -108,9 +147,13 @@ std::optional<VariantShown> show_variant(const Selection& s) {
 
 int run_select(const SelectOptions& o) {
   const Shape shape = parse_size(o.op, o.size);
-  const Selection s =
-      o.recalibrate ? Runtime::global().recalibrate(o.op, shape) : Runtime::global().explain(o.op, shape);
-  const std::optional<VariantShown> v = show_variant(s);
+  // --device: a runtime of its own over those devices; its selections are keyed by that device
+  // set, so they never stand in for the whole machine's.
+  std::unique_ptr<Runtime> restricted =
+      o.devices.empty() ? nullptr : std::make_unique<Runtime>(restricted_options(o.devices));
+  Runtime& runtime = restricted ? *restricted : Runtime::global();
+  const Selection s = o.recalibrate ? runtime.recalibrate(o.op, shape) : runtime.explain(o.op, shape);
+  const std::optional<VariantShown> v = show_variant(runtime, s);
   if (o.json) {
     nlohmann::ordered_json j = to_json(s);
     if (v) j["variant"] = {{"chosen", v->chosen}, {"candidates", v->candidates}, {"source", v->source}};
@@ -155,6 +198,9 @@ void add_select_command(CLI::App& app, std::function<int()>& action) {
                   "joined by x (matmul MxKxN, softmax_rows ROWSxCOLS)")
       ->required();
   cmd->add_flag("--json", o->json, "Print one JSON object");
+  add_device_option(*cmd, o->devices,
+                    "the candidates (whole backends, as VGPU_BACKEND restricts them; or one device, forced as by "
+                    "VGPU_DEVICE)");
   cmd->add_flag("--recalibrate", o->recalibrate,
                 "Measure every device again (the stored choice kept where it is within 1.10 of the best) and store the "
                 "result, instead of reading the stored choice");

@@ -107,7 +107,10 @@ Built build_bundle(const std::filesystem::path& cache_dir) {
                     {"fingerprint_text", e.fingerprint_text},
                     {"size", payload->size()},
                     {"xxh3", hex16(checksum(*payload))},
-                    {"cost_us", e.cost_us}});
+                    {"cost_us", e.cost_us},
+                    // A label that is not UTF-8 (a hand-made entry) cannot go into the JSON manifest;
+                    // it only names the entry for people, so the entry goes without it.
+                    {"label", is_utf8(e.label) ? e.label : std::string()}});
     ++b.report.exported;
     b.report.entries.push_back(std::move(entry));
     b.payloads.push_back(std::move(*payload));

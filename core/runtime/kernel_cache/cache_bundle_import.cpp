@@ -69,6 +69,7 @@ struct Planned {
   std::optional<EntryKind> kind;
   std::optional<cache::KernelKey> key;
   std::string fingerprint_text;
+  std::string label;  // what the entry holds, for people; "" when the manifest has none
   std::uint64_t fingerprint_hash = 0, size = 0, xxh3 = 0, cost_us = 0, offset = 0;
   std::string problem;  // a per-entry rejection found in pass 1
 };
@@ -90,6 +91,8 @@ class Fields {
   }
   /// Returns field name, which must be an array.
   const json& array(const char* name) const { return get(name, json::value_t::array); }
+  /// Returns field name as a string, or "" when the object has no such field.
+  std::string optional_string(const char* name) const { return object_.contains(name) ? string(name) : std::string(); }
 
  private:
   const json& get(const char* name, json::value_t type) const {
@@ -151,6 +154,8 @@ Planned plan_entry(const json& e, std::size_t i, bool same_cache_format, const s
   p.report.key = f.string("key");
   p.report.fingerprint = f.string("fingerprint");
   p.fingerprint_text = f.string("fingerprint_text");
+  // Optional: bundles of cache format 1 have none (their entries are rejected below anyway).
+  p.label = f.optional_string("label");
   p.report.bytes = p.size;
   const std::string& xxh3 = f.string("xxh3");
   p.kind = parse_kind(p.report.kind);
@@ -167,6 +172,8 @@ Planned plan_entry(const json& e, std::size_t i, bool same_cache_format, const s
     p.problem = "fingerprint hash or xxh3 is not 16 lower-case hex digits";
   else if (p.fingerprint_text.size() > kMaxFingerprintBytes)
     p.problem = "size: fingerprint text longer than " + std::to_string(kMaxFingerprintBytes) + " bytes";
+  else if (p.label.size() > cache::kMaxLabelBytes)
+    p.problem = "size: label longer than " + std::to_string(cache::kMaxLabelBytes) + " bytes";
   else if (cache::hash64(p.fingerprint_text) != *fp_hash)
     p.problem = "fingerprint: the hash does not match the fingerprint text";
   else if (*p.kind == EntryKind::selection && selection_key(p.fingerprint_text) != *p.key)
@@ -290,7 +297,7 @@ CacheBundleReport import_checked(const std::filesystem::path& file, const std::f
         ++report.present;
       } else if (existing) {
         p.problem = "conflict: the cache already holds a different payload for this key (kept)";
-      } else if (store->store(*p.kind, *p.key, fp, payload, p.cost_us)) {
+      } else if (store->store(*p.kind, *p.key, fp, payload, p.cost_us, p.label)) {
         r.status = "imported";
         ++report.imported;
       } else {

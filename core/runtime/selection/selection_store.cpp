@@ -23,6 +23,38 @@ cache::KernelKey key_of(const std::string& key_text) {
 
 }  // namespace
 
+std::string record_label(std::string_view key_text) {
+  // Key texts read "<record>;v=N;name=value;...": the record's kind, then what it is about.
+  std::string_view record = key_text.substr(0, key_text.find(';'));
+  std::string op, feature, dtype, cls, device;
+  for (std::size_t at = key_text.find(';'); at != std::string_view::npos;) {
+    const std::size_t next = key_text.find(';', at + 1);
+    const std::string_view field = key_text.substr(at + 1, next == std::string_view::npos ? next : next - at - 1);
+    const std::size_t eq = field.find('=');
+    const std::string_view name = field.substr(0, eq);
+    const std::string value(eq == std::string_view::npos ? std::string_view() : field.substr(eq + 1));
+    if (name == "op") op = value;
+    if (name == "feature") feature = value;
+    if (name == "dtype") dtype = value;
+    if (name == "class") cls = value;
+    if (name == "device") device = value.substr(0, value.find('='));  // "<id>=<fingerprint hex>"
+    at = next;
+  }
+  const std::string what = record == "select"          ? "selection"
+                           : record == "select-last"   ? "selection pointer"
+                           : record == "model"         ? "prediction model"
+                           : record == "variant"       ? "variant choice"
+                           : record == "feature-check" ? "feature check"
+                                                       : std::string(record);
+  std::string label = what + ":";
+  if (!op.empty()) label += " " + op;
+  if (!feature.empty()) label += " " + feature;
+  if (!dtype.empty()) label += " " + dtype;
+  if (!cls.empty()) label += " class " + cls;
+  if (!device.empty()) label += " on " + device;
+  return label;
+}
+
 void warn_dropped_record(const std::string& text) { log(LogLevel::warn, text); }
 
 namespace {
@@ -56,7 +88,7 @@ void store_selection(cache::DiskStore& store, const std::string& key_text, const
   const std::string text = selection_to_json(selection);
   const auto cost_us = static_cast<std::uint64_t>(selection.calibration_seconds * 1e6);
   store.store(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text),
-              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us);
+              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us, record_label(key_text));
 }
 
 std::optional<std::string> load_selection_text(cache::DiskStore& store, const std::string& key_text) {
@@ -70,7 +102,7 @@ void store_selection_text(cache::DiskStore& store, const std::string& key_text, 
                           std::uint64_t cost_us) {
   if (!store.enabled()) return;
   store.store(cache::EntryKind::selection, key_of(key_text), key_fingerprint(key_text),
-              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us);
+              {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, cost_us, record_label(key_text));
 }
 
 void reject_selection(cache::DiskStore& store, const std::string& key_text) {

@@ -40,6 +40,10 @@ void store_selection_text(cache::DiskStore& store, const std::string& key_text, 
 /// Deletes the selection entry under key_text, counted as rejected "invalid" (no log: the caller warns).
 void reject_selection(cache::DiskStore& store, const std::string& key_text);
 
+/// Returns the label a record under key_text is stored with, naming it for people (`vgpu-probe
+/// cache list`): "selection: matmul class 18", "prediction model: axpy on vulkan:0", ...
+std::string record_label(std::string_view key_text);
+
 /// Logs text as a warning (the log layer, kept out of this header).
 void warn_dropped_record(const std::string& text);
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +37,10 @@ enum class EntryKind : std::uint32_t {
   cuda_binary = 4,        ///< cubin (or PTX) for one SM
   selection = 5,          ///< device-selection / calibration results
 };
+
+/// The most bytes of an entry's label (DiskStore::store cuts a longer one; a header declaring more
+/// is rejected as "size").
+inline constexpr std::uint32_t kMaxLabelBytes = 1024;
 
 /// Returns the kind's short name, also its directory name: "spirv", "vkpc", "glbin", "cubin",
 /// "select" ("unknown" for a value outside the enum).
@@ -80,6 +85,8 @@ struct DiskEntryInfo {
   bool valid = false;
   std::string problem;           ///< "<reason>: <details>" when !valid, reason as in DiskStoreStats
   std::string fingerprint_text;  ///< the device fingerprint the entry was written for
+  std::string label;             ///< what the entry holds, from the header (a kernel's name, "pipeline cache", ...)
+  std::int64_t mtime_ns = 0;     ///< the file's modification time (ns since the epoch): written, or last hit
   bool folder = false;           ///< path is an unusable v<format> or kind folder (never valid)
   /// A regular file named like an entry (<32 hex>.vgc): the only kind of thing clear() and
   /// remove_invalid() delete. Anything else is reported and left alone.
@@ -135,13 +142,15 @@ class DiskStore {
                                                 LoadOutcome* outcome = nullptr);
 
   /// Writes payload as the entry for (kind, key) on fp, replacing any previous one atomically;
-  /// cost_us (how long the payload took to build) decides what the size cap evicts first.
+  /// cost_us (how long the payload took to build) decides what the size cap evicts first, and
+  /// label (the kernel's name, or what else the entry is) is kept in the header for people
+  /// (`vgpu-probe cache list`), cut to kMaxLabelBytes at a UTF-8 character boundary.
   /// Returns whether the entry was written (false when disabled, on an I/O failure, when the
   /// kind's folder is unusable, when a non-regular file holds the entry's name, or when the
   /// entry alone would exceed max_bytes). Folders removed meanwhile (rm -rf) are made again.
   /// May evict entries afterwards to respect the cap.
   bool store(EntryKind kind, const KernelKey& key, const DeviceFingerprint& fp, std::span<const std::uint8_t> payload,
-             std::uint64_t cost_us);
+             std::uint64_t cost_us, std::string_view label = {});
 
   /// Deletes the entry for (kind, key) (a regular file only) because the driver refused its
   /// payload, and counts it in stats().rejected[reason] (e.g. "driver").
@@ -167,6 +176,13 @@ class DiskStore {
   /// As clear(), for the entry files of one kind only (e.g. EntryKind::selection: every stored
   /// device choice, pointer and prediction model, the compiled kernels kept).
   std::uint64_t clear_kind(EntryKind kind, std::vector<DiskLeftover>* left = nullptr);
+  /// Deletes the entry files pick chooses, each described (header read, verify: payload too) as
+  /// list(verify) describes it; pick sees only regular files with entry names, so nothing else
+  /// can be chosen. Temp files are left alone. Returns how many entries it deleted; *left (when
+  /// given) receives what it chose but could not delete, and unusable folders, with why. For
+  /// `vgpu-probe cache clear|verify --fix --device` (the entries of one device).
+  std::uint64_t remove_matching(bool verify, const std::function<bool(const DiskEntryInfo&)>& pick,
+                                std::vector<DiskLeftover>* left = nullptr);
 
  private:
   // clear() and clear_kind(): the entries of *only's kind, or of every kind when it is null.

@@ -51,9 +51,10 @@ class KernelL2Entry {
     counters_.l2_rejected.fetch_add(1, std::memory_order_relaxed);
   }
 
-  /// Stores payload, which took cost_us to build, counting the write when it happened.
-  void store(std::span<const std::uint8_t> payload, std::uint64_t cost_us) {
-    if (store_.enabled() && store_.store(kind_, key_, fp_, payload, cost_us))
+  /// Stores payload, which took cost_us to build, under label (the kernel's name, for
+  /// `vgpu-probe cache list`), counting the write when it happened.
+  void store(std::span<const std::uint8_t> payload, std::uint64_t cost_us, std::string_view label) {
+    if (store_.enabled() && store_.store(kind_, key_, fp_, payload, cost_us, label))
       counters_.l2_writes.fetch_add(1, std::memory_order_relaxed);
   }
 
