@@ -123,48 +123,47 @@ VkCommandBuffer VulkanDevice::batch_cmd(VkBatchImpl& batch) {
   return batch.cmd;
 }
 
-void VulkanDevice::record_commands(VkBatchImpl& b) {
-  const std::span<const DispatchCommand> commands = b.commands;
-  VkBatchImpl* const batch = &b;
+void VulkanDevice::record_commands(VkBatchImpl& batch) {
+  const std::span<const DispatchCommand> commands = batch.commands;
   // Simultaneous use lets a resubmitted batch be queued again before its last run finished.
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
-  check_vk(fn_.vkBeginCommandBuffer(batch->cmd, &bi), "vkBeginCommandBuffer");
-  if (timing_dispatches() && !commands.empty()) batch->timestamps = begin_timestamps(batch->cmd, commands);
-  const VkQueryPool stamps = batch->timestamps ? batch->timestamps->pool : VK_NULL_HANDLE;
-  barrier(batch->cmd, false);
+  check_vk(fn_.vkBeginCommandBuffer(batch.cmd, &bi), "vkBeginCommandBuffer");
+  if (timing_dispatches() && !commands.empty()) batch.timestamps = begin_timestamps(batch.cmd, commands);
+  const VkQueryPool stamps = batch.timestamps ? batch.timestamps->pool : VK_NULL_HANDLE;
+  barrier(batch.cmd, false);
   VkPipeline bound = VK_NULL_HANDLE;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     const DispatchCommand& c = commands[i];
     auto& k = *static_cast<VkKernelImpl*>(c.kernel);
-    auto& b = *static_cast<VkBindingSetImpl*>(c.bindings);
-    if (i > 0) barrier(batch->cmd, false);  // each dispatch sees the writes of the one before
+    auto& set = *static_cast<VkBindingSetImpl*>(c.bindings);
+    if (i > 0) barrier(batch.cmd, false);  // each dispatch sees the writes of the one before
     if (k.pipeline != bound) {
-      fn_.vkCmdBindPipeline(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+      fn_.vkCmdBindPipeline(batch.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
       bound = k.pipeline;
     }
-    if (!b.sets.empty())
-      fn_.vkCmdBindDescriptorSets(batch->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
-                                  static_cast<std::uint32_t>(b.sets.size()), b.sets.data(), 0, nullptr);
+    if (!set.sets.empty())
+      fn_.vkCmdBindDescriptorSets(batch.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0,
+                                  static_cast<std::uint32_t>(set.sets.size()), set.sets.data(), 0, nullptr);
     if (k.push_bytes)
-      fn_.vkCmdPushConstants(batch->cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, c.params.data());
+      fn_.vkCmdPushConstants(batch.cmd, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes, c.params.data());
     // Both at the bottom of the pipe: the first is written once everything before this
     // dispatch has finished, the second once the dispatch has, so the times never overlap.
     const auto slot = static_cast<std::uint32_t>(2 * i);
-    if (stamps) fn_.vkCmdWriteTimestamp(batch->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot);
+    if (stamps) fn_.vkCmdWriteTimestamp(batch.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot);
     // The dispatch's label: its kernel's name, in captures and in validation messages about it.
     const InstanceFns& ifn = instance_->fns();
     if (ifn.vkCmdBeginDebugUtilsLabelEXT && !c.kernel->name.empty()) {
       VkDebugUtilsLabelEXT label{VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT};
       label.pLabelName = c.kernel->name.c_str();
-      ifn.vkCmdBeginDebugUtilsLabelEXT(batch->cmd, &label);
+      ifn.vkCmdBeginDebugUtilsLabelEXT(batch.cmd, &label);
     }
-    fn_.vkCmdDispatch(batch->cmd, c.groups.x, c.groups.y, c.groups.z);
-    if (ifn.vkCmdBeginDebugUtilsLabelEXT && !c.kernel->name.empty()) ifn.vkCmdEndDebugUtilsLabelEXT(batch->cmd);
-    if (stamps) fn_.vkCmdWriteTimestamp(batch->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot + 1);
+    fn_.vkCmdDispatch(batch.cmd, c.groups.x, c.groups.y, c.groups.z);
+    if (ifn.vkCmdBeginDebugUtilsLabelEXT && !c.kernel->name.empty()) ifn.vkCmdEndDebugUtilsLabelEXT(batch.cmd);
+    if (stamps) fn_.vkCmdWriteTimestamp(batch.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, slot + 1);
   }
-  barrier(batch->cmd, true);  // results become visible to host reads of mapped buffers
-  check_vk(fn_.vkEndCommandBuffer(batch->cmd), "vkEndCommandBuffer");
+  barrier(batch.cmd, true);  // results become visible to host reads of mapped buffers
+  check_vk(fn_.vkEndCommandBuffer(batch.cmd), "vkEndCommandBuffer");
 }
 
 BatchTimestamps::~BatchTimestamps() {
