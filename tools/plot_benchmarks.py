@@ -10,7 +10,8 @@ files in RESULTS_DIR: their JSON members are read in place). Each file is matche
 field where it has one, else by its name, else by its shape:
 
   vgpu-bench-roundtrip --json   roundtrip.png (fixed cost per call per device, issue-16 goals),
-                                roundtrip-large.png (N=1024/4096 round trips, GPUs only)
+                                roundtrip-large.png (N=1024/4096 round trips, GPUs only),
+                                roundtrip-device.png (host time beside the device's own timer)
   vgpu-bench-arrays --json      arrays-chain.png (10 dependent matmuls: arrays, device-only,
                                 host arrays), arrays-stack.png (a (64,128,128) stack)
   bench/arrays_cpu.py --json    arrays-cpu-time.png (vgpu Python/C++, numpy, torch per N),
@@ -239,6 +240,8 @@ def plot_roundtrip(p, doc, stem, first):
            "N=16 matmul, 256-float multiply, 1 KiB write+read and batched per-dispatch cost per device, "
            "goals as black marks on their bars")
 
+    plot_roundtrip_device(p, devices, label, stem, first)
+
     large = [(d, d["large"]) for d in devices if isinstance(d.get("large"), dict) and d["large"]]
     if not large:
         p.skip(f"{stem}: large round trips", "no GPU device in the file (software devices and the CPU are "
@@ -256,6 +259,28 @@ def plot_roundtrip(p, doc, stem, first):
     ax.legend(fontsize=8, loc="upper center", ncol=len(series))
     p.save(fig, p.name("roundtrip-large", stem, first),
            "N=1024 and N=4096 matmul round trips per GPU (torch's figure is in python-large.png)")
+
+
+def plot_roundtrip_device(p, devices, label, stem, first):
+    """Host time of a call beside the device's own time for its dispatches (device_timing rows)."""
+    timed = [d for d in devices if isinstance(d.get("device_timing"), dict)]
+    if not timed:
+        p.skip(f"{stem}: device time", "no device_timing rows (devices that cannot time, or a bench from before "
+               "Device::set_device_timing)")
+        return
+    groups = [f"{d['device']}\n{short_name(d.get('name'), 20)}" for d in timed]
+    series = {
+        "N=16 matmul round trip (host)": [median(d.get("matmul16_round_trip"), 1e6) for d in timed],
+        "its dispatches (device timer)": [us(d["device_timing"].get("matmul16_dispatches_s")) for d in timed],
+        "batched axpy per dispatch (host)": [us(d.get("batched_per_dispatch_s")) for d in timed],
+        "per dispatch (device timer)": [us(d["device_timing"].get("batched_per_dispatch_s")) for d in timed],
+    }
+    fig, ax = new_fig("vgpu-bench-roundtrip: host time per call beside the device's own timer", label)
+    grouped_bars(ax, groups, series, "time (µs)", log=True)
+    headroom(ax, 0.3)
+    ax.legend(fontsize=8, loc="upper center", ncol=2)
+    p.save(fig, p.name("roundtrip-device", stem, first),
+           "the N=16 matmul round trip and a batched dispatch on the host beside what the device's timer measured")
 
 
 # ---------------------------------------------------------------------------------------------
