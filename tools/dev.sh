@@ -113,7 +113,7 @@ CROSS_EXCLUDED=(
 # What the cross build builds: the programs of the tests above and the SPIR-V toolchain module
 # the Vulkan backend loads at run time (not a link dependency of anything).
 CROSS_TARGETS=(vgpu-conformance vgpu-test-backends vgpu-test-backend-child vgpu-test-queue vgpu-test-gpu-timeout
-  vgpu-test-device-fault vgpu_shader_toolchain vgpu-probe)
+  vgpu-test-device-fault vgpu-test-vulkan-labels vgpu_shader_toolchain vgpu-probe)
 # The Windows cross build (tools/dev.sh cross windows): MinGW-w64's g++ (the posix thread model)
 # and Wine, both from Debian (cmake/toolchains/x86_64-w64-mingw32.cmake). Debian ships no MinGW
 # builds of vgpu's libraries: the compiled ones are built from their Debian 12 source packages,
@@ -163,7 +163,7 @@ declare -A WIN_HEADER_ONLY=([libvulkan-dev]=/usr/include/)
 WIN_TARGETS=(vgpu-conformance vgpu-test-l2-store vgpu-l2-writer vgpu-probe vgpu-test-l2-payload vgpu-test-cache-bundle
   vgpu-bundle-warm vgpu-test-kernel-db vgpu-test-l1-cache vgpu-test-persistent-lru vgpu-test-locking
   vgpu-test-backends vgpu-test-backend-child vgpu-test-queue vgpu-test-gpu-timeout vgpu-test-device-fault
-  vgpu_shader_toolchain)
+  vgpu-test-vulkan-labels vgpu_shader_toolchain)
 # What the Windows run tests (ctest -R): the CPU backend's conformance on each x86 kernel set,
 # then the kernel cache (L1, the L2 store with its hostile-folder cases, payload checks,
 # bundles, the kernel database, the persistent-kernel LRU) and the locking policy.
