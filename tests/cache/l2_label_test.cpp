@@ -17,18 +17,14 @@
 #include "vgpu/cache/disk_store.hpp"
 #include "vgpu/version.hpp"
 
+// The cache tests' vocabulary (fs, Bytes, DiskStore, EntryKind, KernelKey, options_for, TempDir …)
+// comes from support/cache_fixtures.hpp's vgpu_test namespace.
+using namespace vgpu_test;
+
 namespace {
 
-namespace fs = std::filesystem;
-using Bytes = std::vector<std::uint8_t>;
-using vgpu::DeviceFingerprint;
-using vgpu::cache::DiskStore;
-using vgpu::cache::EntryKind;
-using vgpu::cache::KernelKey;
 using vgpu::cache::kMaxLabelBytes;
-using vgpu::test::options_for;
 using vgpu::test::read_bytes;
-using vgpu::test::TempDir;
 using vgpu::test::write_bytes;
 using Reasons = std::map<std::string, std::uint64_t>;
 
